@@ -1,0 +1,675 @@
+"""The linearized computational graph (LCG).
+
+An LCG is a directed acyclic graph whose vertices are the variables of a
+program and whose edge ``(u, v)`` carries the local partial derivative
+``dv/du``.  Every other part of minirad is a function over this one object.
+
+Conventions (see DESIGN.md):
+
+* vertices are numbered ``0 .. n-1`` in a topological order, so every edge
+  goes from a lower to a higher number;
+* inputs have no predecessors and outputs have no successors; a vertex is an
+  input, an output or an intermediate, never two of these;
+* the edges into a vertex keep the order of its operands, so that
+  ``g.op(v)`` (a template such as ``"{0} - {1}"``) can be filled in with the
+  names of ``g.predecessors(v)``.
+
+The object is immutable: functions that transform a graph return a new one.
+
+>>> g = LCG.from_edges([("x", "a", 2.0), ("a", "y", 3.0), ("x", "y", 1.0)],
+...                    inputs=["x"], outputs=["y"])
+>>> g
+LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
+>>> g.partial("x", "a"), g.successors("x")
+(2.0, (1, 2))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+
+import networkx as nx
+import numpy as np
+
+INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
+KINDS = (INPUT, INTERMEDIATE, OUTPUT)
+
+JSON_FORMAT = "minirad.lcg"
+JSON_VERSION = 1
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+class LCG:
+    """A linearized computational graph.
+
+    Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
+    (from a Python function), :meth:`LCG.from_networkx` or
+    :meth:`LCG.from_json`.  The constructor itself takes column arrays and
+    is what those builders call.
+
+    Parameters
+    ----------
+    names : sequence of str
+        One unique name per vertex.
+    sources, targets : sequences of int
+        Edge endpoints, as positions in ``names``.
+    partials : sequence of float
+        ``partials[e]`` is d targets[e] / d sources[e]; finite.
+    inputs, outputs : sequences of int
+        The input and output vertices in Jacobian column and row order.
+    values : sequence of float, optional
+        Primal values (NaN where unknown).
+    ops : sequence of str, optional
+        The operation that made each vertex, as a template over its
+        predecessors (``"sin({0})"``), ``"input"`` for inputs, or ``""``.
+
+    If the vertices are not numbered topologically they are renumbered by a
+    stable topological sort; a directed cycle raises ``ValueError``.
+    """
+
+    __slots__ = (
+        "names", "ops", "values", "sources", "targets", "partials",
+        "inputs", "outputs", "_cache",
+    )
+
+    def __init__(self, names, sources, targets, partials, inputs, outputs,
+                 values=None, ops=None):
+        names = [str(name) for name in names]
+        n = len(names)
+        src = np.asarray(sources, dtype=np.int64).reshape(-1)
+        dst = np.asarray(targets, dtype=np.int64).reshape(-1)
+        partials = np.asarray(partials, dtype=np.float64).reshape(-1)
+        if not (len(src) == len(dst) == len(partials)):
+            raise ValueError(
+                f"sources, targets and partials must have one entry per edge; got lengths "
+                f"{len(src)}, {len(dst)} and {len(partials)}")
+        values = (np.full(n, np.nan) if values is None
+                  else np.asarray(values, dtype=np.float64).reshape(-1))
+        ops = [""] * n if ops is None else [str(op) for op in ops]
+        if len(values) != n or len(ops) != n:
+            raise ValueError(f"values and ops must have one entry per vertex ({n}); got "
+                             f"{len(values)} values and {len(ops)} ops")
+        inputs = tuple(int(v) for v in inputs)
+        outputs = tuple(int(v) for v in outputs)
+        _validate(names, src, dst, partials, inputs, outputs)
+        order = _topological_order(names, src, dst)
+        if order is not None:
+            names, src, dst, values, ops, inputs, outputs = _renumber(
+                order, names, src, dst, values, ops, inputs, outputs)
+        grouped = np.argsort(dst, kind="stable")  # operand order survives within a target
+        self._set(names, ops, values, src[grouped], dst[grouped], partials[grouped],
+                  inputs, outputs)
+
+    @classmethod
+    def _trusted(cls, names, sources, targets, partials, inputs, outputs, values, ops):
+        """Build without validation, for producers that guarantee the invariants
+        (topological numbering, edges grouped by target, no duplicates)."""
+        g = cls.__new__(cls)
+        g._set(list(names), list(ops), np.asarray(values, dtype=np.float64),
+               np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64),
+               np.asarray(partials, dtype=np.float64), tuple(inputs), tuple(outputs))
+        return g
+
+    def _set(self, names, ops, values, src, dst, partials, inputs, outputs):
+        for array in (values, src, dst, partials):
+            array.flags.writeable = False
+        self.names = tuple(names)
+        self.ops = tuple(ops)
+        self.values = values
+        self.sources = src
+        self.targets = dst
+        self.partials = partials
+        self.inputs = inputs
+        self.outputs = outputs
+        self._cache = {}
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_edges(cls, edges: Iterable, inputs: Sequence, outputs: Sequence,
+                   values: Mapping | Sequence | None = None,
+                   ops: Mapping | Sequence | None = None) -> LCG:
+        """Build an LCG by hand, e.g. from a lecture slide.
+
+        ``edges`` holds triples ``(u, v, dv_du)``.  Vertices are named by
+        strings, or by integers (then named ``v0``, ``v1``, ...).  Every
+        vertex must appear in an edge, in ``inputs`` or in ``outputs``.
+        ``values`` and ``ops`` optionally map vertex names to primal values
+        and operation templates.
+
+        >>> g = LCG.from_edges([("x1", "v", 0.5), ("x2", "v", 2.0), ("v", "y", -1.0)],
+        ...                    inputs=["x1", "x2"], outputs=["y"], values={"x1": 2.0})
+        >>> g.kind("v"), g.predecessors("v"), g.value("x1")
+        ('intermediate', (0, 1), 2.0)
+        >>> LCG.from_edges([("a", "b", 1.0), ("b", "a", 1.0)], inputs=[], outputs=[])
+        Traceback (most recent call last):
+        ...
+        ValueError: the edges contain a directed cycle: a -> b -> a; an LCG must be acyclic
+        """
+        edges = list(edges)
+        for position, edge in enumerate(edges):
+            if not (isinstance(edge, (tuple, list)) and len(edge) == 3):
+                raise ValueError(f"edge #{position} is {edge!r}; each edge must be a triple "
+                                 f"(u, v, partial dv/du)")
+        index: dict[str, int] = {}
+
+        def key(vertex):
+            if isinstance(vertex, (bool, np.bool_)) or not isinstance(
+                    vertex, (str, int, np.integer)):
+                raise ValueError(f"vertex {vertex!r} must be named by a str or an int")
+            name = f"v{int(vertex)}" if isinstance(vertex, (int, np.integer)) else vertex
+            return index.setdefault(name, len(index))
+
+        # number inputs first so a hand-typed slide keeps its reading order
+        input_ids = [key(v) for v in inputs]
+        src, dst, partials = [], [], []
+        for u, v, partial in edges:
+            src.append(key(u))
+            dst.append(key(v))
+            partials.append(_as_partial(partial, u, v))
+        output_ids = [key(v) for v in outputs]
+        names = list(index)
+        return cls(names, src, dst, partials, input_ids, output_ids,
+                   values=_per_vertex(values, names, "values", math.nan, float),
+                   ops=_per_vertex(ops, names, "ops", "", str))
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def n_vertices(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.partials)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def intermediates(self) -> tuple[int, ...]:
+        """Vertices that are neither inputs nor outputs, in topological order."""
+        if "intermediates" not in self._cache:
+            mask = np.ones(self.n_vertices, dtype=bool)
+            mask[list(self.inputs)] = False
+            mask[list(self.outputs)] = False
+            self._cache["intermediates"] = tuple(int(v) for v in np.flatnonzero(mask))
+        return self._cache["intermediates"]
+
+    def index(self, vertex) -> int:
+        """The number of a vertex given by number or by name."""
+        if isinstance(vertex, (int, np.integer)) and not isinstance(vertex, (bool, np.bool_)):
+            if 0 <= vertex < self.n_vertices:
+                return int(vertex)
+            raise ValueError(f"unknown vertex {vertex}: valid vertex numbers are "
+                             f"0..{self.n_vertices - 1}")
+        if isinstance(vertex, str):
+            if "by_name" not in self._cache:
+                self._cache["by_name"] = {name: i for i, name in enumerate(self.names)}
+            try:
+                return self._cache["by_name"][vertex]
+            except KeyError:
+                shown = ", ".join(self.names[:8]) + (", ..." if self.n_vertices > 8 else "")
+                raise ValueError(f"unknown vertex {vertex!r}: the graph's vertices are "
+                                 f"{shown}") from None
+        raise TypeError(f"a vertex is a number or a name, not {type(vertex).__name__}")
+
+    def name(self, vertex) -> str:
+        return self.names[self.index(vertex)]
+
+    def kind(self, vertex) -> str:
+        """``"input"``, ``"intermediate"`` or ``"output"``."""
+        v = self.index(vertex)
+        if "kinds" not in self._cache:
+            kinds = np.ones(self.n_vertices, dtype=np.int8)
+            kinds[list(self.inputs)] = 0
+            kinds[list(self.outputs)] = 2
+            self._cache["kinds"] = kinds
+        return KINDS[self._cache["kinds"][v]]
+
+    def value(self, vertex) -> float:
+        return float(self.values[self.index(vertex)])
+
+    def op(self, vertex) -> str:
+        return self.ops[self.index(vertex)]
+
+    def predecessors(self, vertex) -> tuple[int, ...]:
+        """Predecessors of a vertex, in operand order."""
+        start, stop = self._in_range(self.index(vertex))
+        return tuple(self.sources[start:stop].tolist())
+
+    def successors(self, vertex) -> tuple[int, ...]:
+        """Successors of a vertex, in increasing order."""
+        order, ptr = self.out_edges_csr
+        v = self.index(vertex)
+        return tuple(self.targets[order[ptr[v]:ptr[v + 1]]].tolist())
+
+    def in_degree(self, vertex) -> int:
+        start, stop = self._in_range(self.index(vertex))
+        return stop - start
+
+    def out_degree(self, vertex) -> int:
+        _, ptr = self.out_edges_csr
+        v = self.index(vertex)
+        return int(ptr[v + 1] - ptr[v])
+
+    def partial(self, u, v) -> float:
+        """The local partial dv/du on edge (u, v)."""
+        return float(self.partials[self.edge_index(u, v)])
+
+    def edge_index(self, u, v) -> int:
+        """Position of edge (u, v) in ``sources``/``targets``/``partials``."""
+        u, v = self.index(u), self.index(v)
+        start, stop = self._in_range(v)
+        hits = np.flatnonzero(self.sources[start:stop] == u)
+        if len(hits) == 0:
+            raise ValueError(f"there is no edge {self.names[u]} -> {self.names[v]}; the "
+                             f"predecessors of {self.names[v]} are "
+                             f"{[self.names[p] for p in self.sources[start:stop]]}")
+        return int(start + hits[0])
+
+    def has_edge(self, u, v) -> bool:
+        u, v = self.index(u), self.index(v)
+        start, stop = self._in_range(v)
+        return bool(np.any(self.sources[start:stop] == u))
+
+    def edges(self):
+        """Iterate over ``(u, v, partial)`` triples, grouped by target."""
+        return zip(self.sources.tolist(), self.targets.tolist(), self.partials.tolist())
+
+    # ------------------------------------------------- array views (cached)
+    @property
+    def in_edges_ptr(self) -> np.ndarray:
+        """``ptr`` such that edges ``ptr[v]:ptr[v+1]`` are the edges into v."""
+        if "in_ptr" not in self._cache:
+            ptr = np.zeros(self.n_vertices + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.targets, minlength=self.n_vertices), out=ptr[1:])
+            self._cache["in_ptr"] = ptr
+        return self._cache["in_ptr"]
+
+    @property
+    def out_edges_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, ptr)``: edges ``order[ptr[v]:ptr[v+1]]`` leave v, by target."""
+        if "out_csr" not in self._cache:
+            order = np.lexsort((self.targets, self.sources))
+            ptr = np.zeros(self.n_vertices + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.sources, minlength=self.n_vertices), out=ptr[1:])
+            self._cache["out_csr"] = (order, ptr)
+        return self._cache["out_csr"]
+
+    def _in_range(self, v: int) -> tuple[int, int]:
+        ptr = self.in_edges_ptr
+        return int(ptr[v]), int(ptr[v + 1])
+
+    # ------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        n_mid = self.n_vertices - n_in - n_out
+        return (f"LCG({self.n_vertices} {'vertex' if self.n_vertices == 1 else 'vertices'}: "
+                f"{_plural(n_in, 'input')}, {_plural(n_mid, 'intermediate')}, "
+                f"{_plural(n_out, 'output')}; {_plural(self.n_edges, 'edge')})")
+
+    def wengert(self) -> str:
+        """The Wengert list: one line per vertex, in topological order.
+
+        Each line assigns register ``v<i>`` from its operands, gives the
+        primal value and the local partials of that line; inputs read
+        ``v0 = x1`` (their name) and outputs are marked with theirs.
+
+        >>> g = LCG.from_edges([("x", "y", 3.0)], inputs=["x"], outputs=["y"],
+        ...                    values={"x": 2.0, "y": 6.0}, ops={"y": "3.0 * {0}"})
+        >>> print(g.wengert())
+        v0 = x          = 2.0
+        v1 = 3.0 * v0   = 6.0   dv1/dv0 = 3.0   (output y)
+        """
+        register = [f"v{i}" for i in range(self.n_vertices)]
+        ptr = self.in_edges_ptr
+        src, partials = self.sources.tolist(), self.partials.tolist()
+        rows = []
+        for v in range(self.n_vertices):
+            preds = [register[u] for u in src[ptr[v]:ptr[v + 1]]]
+            if self.kind(v) == INPUT:
+                expr, derivatives, note = self.names[v], "", ""
+            else:
+                expr = _fill(self.ops[v], preds)
+                derivatives = ", ".join(
+                    f"d{register[v]}/d{p} = {d!r}"
+                    for p, d in zip(preds, partials[ptr[v]:ptr[v + 1]]))
+                note = ""
+                if self.kind(v) == OUTPUT:
+                    note = f"(output {self.names[v]})"
+                elif self.names[v] != register[v]:
+                    note = f"({self.names[v]})"
+            value = self.values[v]
+            shown = "?" if math.isnan(value) else repr(float(value))
+            rows.append((f"{register[v]} = {expr}", f"= {shown}", derivatives, note))
+        widths = [max(len(row[c]) for row in rows) for c in range(3)]
+        lines = []
+        for row in rows:
+            parts = [row[c].ljust(widths[c]) for c in range(3)] + [row[3]]
+            lines.append("   ".join(p for p in parts if p.strip()).rstrip())
+        return "\n".join(lines)
+
+    # --------------------------------------------------------------- networkx
+    def to_networkx(self) -> nx.DiGraph:
+        """A ``networkx.DiGraph`` keyed by vertex name.
+
+        Nodes carry ``index``, ``kind``, ``op`` and ``value``; edges carry
+        ``partial``; ``graph["inputs"]`` and ``graph["outputs"]`` list names
+        in Jacobian order.
+        """
+        G = nx.DiGraph(inputs=[self.names[v] for v in self.inputs],
+                       outputs=[self.names[v] for v in self.outputs])
+        for v, name in enumerate(self.names):
+            G.add_node(name, index=v, kind=self.kind(v), op=self.ops[v],
+                       value=float(self.values[v]))
+        G.add_edges_from((self.names[u], self.names[v], {"partial": d})
+                         for u, v, d in self.edges())
+        return G
+
+    @classmethod
+    def from_networkx(cls, G: nx.DiGraph, inputs: Sequence | None = None,
+                      outputs: Sequence | None = None) -> LCG:
+        """Build an LCG from a ``networkx.DiGraph`` whose edges carry ``partial``.
+
+        Inputs and outputs are taken from the arguments, else from
+        ``G.graph["inputs"/"outputs"]``, else from node ``kind`` attributes,
+        else they are the vertices without predecessors / successors.  Node
+        attributes ``value`` and ``op`` are kept; vertices are named
+        ``str(node)``.
+        """
+        if not isinstance(G, nx.DiGraph) or G.is_multigraph():
+            raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
+        nodes = list(nx.topological_sort(G)) if nx.is_directed_acyclic_graph(G) else list(G)
+        position = {node: i for i, node in enumerate(nodes)}
+
+        def chosen(given, key, kind, degree):
+            if given is None:
+                given = G.graph.get(key)
+            if given is None:
+                given = [n for n in nodes if G.nodes[n].get("kind") == kind]
+                if not given:
+                    given = [n for n in nodes if degree(n) == 0]
+            by_name = {str(n): n for n in nodes}
+            resolved = []
+            for n in given:
+                if n in position:
+                    resolved.append(position[n])
+                elif str(n) in by_name:
+                    resolved.append(position[by_name[str(n)]])
+                else:
+                    raise ValueError(f"{key[:-1]} {n!r} is not a node of the graph")
+            return resolved
+
+        src, dst, partials = [], [], []
+        for u, v, data in G.edges(data=True):
+            if "partial" not in data:
+                raise ValueError(f"edge {u!r} -> {v!r} has no 'partial' attribute; every edge "
+                                 f"of an LCG carries its local derivative")
+            src.append(position[u])
+            dst.append(position[v])
+            partials.append(_as_partial(data["partial"], u, v))
+        return cls([str(n) for n in nodes], src, dst, partials,
+                   chosen(inputs, "inputs", INPUT, G.in_degree),
+                   chosen(outputs, "outputs", OUTPUT, G.out_degree),
+                   values=[float(G.nodes[n].get("value", math.nan)) for n in nodes],
+                   ops=[str(G.nodes[n].get("op", "")) for n in nodes])
+
+    # ------------------------------------------------------------------- JSON
+    def to_dict(self) -> dict:
+        """The JSON document of this graph (columnar, schema version 1)."""
+        return {
+            "format": JSON_FORMAT,
+            "version": JSON_VERSION,
+            "names": list(self.names),
+            "ops": list(self.ops),
+            "values": [None if math.isnan(x) else x for x in self.values.tolist()],
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "edges": {"source": self.sources.tolist(), "target": self.targets.tolist(),
+                      "partial": self.partials.tolist()},
+        }
+
+    def to_json(self, path) -> None:
+        """Save to ``path``; written to a temporary file first, so a failed
+        save never leaves a half-written file behind."""
+        path = os.fspath(path)
+        text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=".json", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def from_dict(cls, doc) -> LCG:
+        """Validate a JSON document (as produced by :meth:`to_dict`) and build the LCG."""
+        return _from_document(cls, doc)
+
+    @classmethod
+    def from_json(cls, path) -> LCG:
+        """Load a graph saved by :meth:`to_json`, validating every field."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not an LCG file: it is not UTF-8 text") from None
+
+        def reject(token):
+            raise ValueError(f"{path}: {token} is not allowed; every number must be finite")
+
+        try:
+            doc = json.loads(text, parse_constant=reject)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not an LCG file: invalid JSON ({error.msg} at line "
+                             f"{error.lineno}, column {error.colno})") from None
+        try:
+            return _from_document(cls, doc)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+    # ------------------------------------------------------------- equality
+    def same_as(self, other: LCG) -> bool:
+        """True when both graphs have identical vertices, edges, partials and values."""
+        return (self.names == other.names and self.ops == other.ops
+                and self.inputs == other.inputs and self.outputs == other.outputs
+                and np.array_equal(self.values, other.values, equal_nan=True)
+                and np.array_equal(self.sources, other.sources)
+                and np.array_equal(self.targets, other.targets)
+                and np.array_equal(self.partials, other.partials))
+
+
+# ---------------------------------------------------------------- validation
+def _as_partial(partial, u, v) -> float:
+    if isinstance(partial, (bool, np.bool_)) or not isinstance(
+            partial, (int, float, np.integer, np.floating)):
+        raise ValueError(f"the partial on edge {u} -> {v} is {partial!r}; it must be a real "
+                         f"number")
+    partial = float(partial)
+    if not math.isfinite(partial):
+        raise ValueError(f"the partial on edge {u} -> {v} is {partial}; partials must be finite")
+    return partial
+
+
+def _per_vertex(given, names, what, default, convert):
+    if given is None:
+        return None
+    if isinstance(given, Mapping):
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            raise ValueError(f"{what} names unknown vertices {unknown}; the vertices are {names}")
+        return [convert(given.get(name, default)) for name in names]
+    given = list(given)
+    if len(given) != len(names):
+        raise ValueError(f"{what} has {len(given)} entries for {len(names)} vertices; pass a "
+                         f"mapping from vertex name to {what[:-1]}")
+    return [convert(x) for x in given]
+
+
+def _validate(names, src, dst, partials, inputs, outputs):
+    n = len(names)
+    if len(set(names)) != n:
+        seen, repeated = set(), []
+        for name in names:
+            if name in seen:
+                repeated.append(name)
+            seen.add(name)
+        raise ValueError(f"vertex names must be unique; repeated: {sorted(set(repeated))}")
+    for role, vertices in (("input", inputs), ("output", outputs)):
+        for v in vertices:
+            if not 0 <= v < n:
+                raise ValueError(f"{role} {v} is not a vertex; valid numbers are 0..{n - 1}")
+        if len(set(vertices)) != len(vertices):
+            raise ValueError(f"an {role} is listed twice: {[names[v] for v in vertices]}")
+    both = set(inputs) & set(outputs)
+    if both:
+        raise ValueError(f"vertex {names[min(both)]} is both an input and an output; give the "
+                         f"output its own vertex joined by a unit copy edge")
+    if len(src):
+        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
+        if len(bad):
+            e = bad[0]
+            raise ValueError(f"edge #{e} ({src[e]} -> {dst[e]}) names an unknown vertex; valid "
+                             f"numbers are 0..{n - 1}")
+    bad = np.flatnonzero(~np.isfinite(partials))
+    if len(bad):
+        e = bad[0]
+        raise ValueError(f"the partial on edge {names[src[e]]} -> {names[dst[e]]} is "
+                         f"{partials[e]}; partials must be finite")
+    loops = np.flatnonzero(src == dst)
+    if len(loops):
+        raise ValueError(f"the edges contain a directed cycle: {names[src[loops[0]]]} -> "
+                         f"{names[src[loops[0]]]}; an LCG must be acyclic")
+    keys = src * max(n, 1) + dst
+    unique, counts = np.unique(keys, return_counts=True)
+    if np.any(counts > 1):
+        key = unique[np.argmax(counts > 1)]
+        raise ValueError(f"duplicate edge {names[key // n]} -> {names[key % n]}; merge parallel "
+                         f"edges by adding their partials")
+    has_pred = np.zeros(n, dtype=bool)
+    has_pred[dst] = True
+    has_succ = np.zeros(n, dtype=bool)
+    has_succ[src] = True
+    for v in inputs:
+        if has_pred[v]:
+            u = src[np.argmax(dst == v)]
+            raise ValueError(f"input {names[v]} has a predecessor ({names[u]}); inputs must have "
+                             f"no incoming edges")
+    for v in outputs:
+        if has_succ[v]:
+            w = dst[np.argmax(src == v)]
+            raise ValueError(f"output {names[v]} has a successor ({names[w]}); outputs must have "
+                             f"no outgoing edges (add a separate output vertex with a copy edge)")
+
+
+def _topological_order(names, src, dst):
+    """None when the numbering is already topological, else a stable
+    topological order (smallest original number first among ready vertices)."""
+    if np.all(src < dst):
+        return None
+    import heapq
+
+    n = len(names)
+    indegree = np.bincount(dst, minlength=n).tolist()
+    succ = [[] for _ in range(n)]
+    for u, v in zip(src.tolist(), dst.tolist()):
+        succ[u].append(v)
+    ready = [v for v in range(n) if indegree[v] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        u = heapq.heappop(ready)
+        order.append(u)
+        for v in succ[u]:
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                heapq.heappush(ready, v)
+    if len(order) < n:
+        G = nx.DiGraph()
+        G.add_edges_from(zip(src.tolist(), dst.tolist()))
+        cycle = nx.find_cycle(G)
+        path = " -> ".join([names[u] for u, _ in cycle] + [names[cycle[0][0]]])
+        raise ValueError(f"the edges contain a directed cycle: {path}; an LCG must be acyclic")
+    return np.asarray(order, dtype=np.int64)
+
+
+def _renumber(order, names, src, dst, values, ops, inputs, outputs):
+    new = np.empty_like(order)
+    new[order] = np.arange(len(order))
+    return ([names[i] for i in order], new[src], new[dst], values[order],
+            [ops[i] for i in order], tuple(int(new[v]) for v in inputs),
+            tuple(int(new[v]) for v in outputs))
+
+
+def _fill(template: str, operands: list[str]) -> str:
+    """Substitute operand names for ``{0}``, ``{1}``...; a template that does
+    not fit the operands (hand-built or transformed graphs) reads ``f(...)``."""
+    if template:
+        needed = [int(i) for i in _PLACEHOLDER.findall(template)]
+        if all(i < len(operands) for i in needed) and set(needed) >= set(range(len(operands))):
+            return _PLACEHOLDER.sub(lambda m: operands[int(m.group(1))], template)
+    return f"{template or 'f'}({', '.join(operands)})"
+
+
+# ----------------------------------------------------------------- JSON load
+def _from_document(cls, doc) -> LCG:
+    if not isinstance(doc, dict):
+        raise ValueError(f"not an LCG file: the top level is a {type(doc).__name__}, expected "
+                         f"an object with \"format\": \"{JSON_FORMAT}\"")
+    if doc.get("format") != JSON_FORMAT:
+        raise ValueError(f"not an LCG file: \"format\" is {doc.get('format')!r}, expected "
+                         f"{JSON_FORMAT!r}")
+    if doc.get("version") != JSON_VERSION:
+        raise ValueError(f"unsupported LCG schema version {doc.get('version')!r}; this minirad "
+                         f"reads version {JSON_VERSION}")
+    required = ("names", "ops", "values", "inputs", "outputs", "edges")
+    missing = [k for k in required if k not in doc]
+    if missing:
+        raise ValueError(f"missing field(s) {missing}; an LCG file has {list(required)}")
+    edges = doc["edges"]
+    if not isinstance(edges, dict) or set(edges) != {"source", "target", "partial"}:
+        raise ValueError("field \"edges\" must be an object with lists \"source\", \"target\" "
+                         "and \"partial\"")
+
+    def column(value, field, kind):
+        if not isinstance(value, list):
+            raise ValueError(f"field {field!r} must be a list, not {type(value).__name__}")
+        for i, x in enumerate(value):
+            ok = {
+                "str": isinstance(x, str),
+                "int": isinstance(x, int) and not isinstance(x, bool),
+                "float": isinstance(x, (int, float)) and not isinstance(x, bool),
+                "float|null": x is None or (isinstance(x, (int, float))
+                                            and not isinstance(x, bool)),
+            }[kind]
+            if not ok:
+                raise ValueError(f"field {field!r}[{i}] is {x!r}; expected {kind}")
+        return value
+
+    names = column(doc["names"], "names", "str")
+    ops = column(doc["ops"], "ops", "str")
+    values = column(doc["values"], "values", "float|null")
+    src = column(edges["source"], "edges.source", "int")
+    dst = column(edges["target"], "edges.target", "int")
+    partials = column(edges["partial"], "edges.partial", "float")
+    inputs = column(doc["inputs"], "inputs", "int")
+    outputs = column(doc["outputs"], "outputs", "int")
+    if not (len(names) == len(ops) == len(values)):
+        raise ValueError(f"names, ops and values must have equal lengths; got {len(names)}, "
+                         f"{len(ops)} and {len(values)}")
+    return cls(names, src, dst, partials, inputs, outputs,
+               values=[math.nan if x is None else x for x in values], ops=ops)

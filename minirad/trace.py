@@ -1,0 +1,352 @@
+"""Tracing: run a Python function on traced scalars and record its LCG.
+
+Every arithmetic operation on a :class:`Var` appends one vertex (its value
+and operation) and one edge per traced operand (its local partial, taken
+from :data:`minirad.ops.OPS`) to a tape.  Python numbers are constants: they
+are folded into the partials and never become vertices.  Control flow simply
+follows the values, so the trace is the path this particular call took.
+
+>>> from minirad import ops, trace
+>>> g = trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
+>>> g
+LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
+>>> round(g.value("y"), 3)
+11.652
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from numbers import Real
+
+import numpy as np
+
+from .graph import LCG
+from .ops import OPS, NonFiniteError, Op, evaluate
+
+_ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
+_NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
+
+
+class Tape:
+    """The growing record of one trace, as flat columns."""
+
+    __slots__ = ("ops", "values", "sources", "targets", "partials")
+
+    def __init__(self):
+        self.ops: list[str] = []
+        self.values: list[float] = []
+        self.sources: list[int] = []
+        self.targets: list[int] = []
+        self.partials: list[float] = []
+
+    def new_input(self, value: float) -> Var:
+        i = len(self.values)
+        self.ops.append("input")
+        self.values.append(value)
+        return Var(self, i, value)
+
+
+def _constant(x, op: Op) -> float:
+    if isinstance(x, Real) and not isinstance(x, bool):
+        return float(x)
+    raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
+                    f"scalars combine with other traced scalars and real numbers")
+
+
+def _fail(op: Op, operands, tape: Tape, detail: str):
+    names = ", ".join(f"v{x.index}" if type(x) is Var else repr(x) for x in operands)
+    raise ValueError(f"{op.name}({names}) at vertex v{len(tape.values)} is not finite: "
+                     f"{detail}") from None
+
+
+class Var:
+    """A traced scalar: a value plus its position on the tape."""
+
+    __slots__ = ("tape", "index", "value")
+    __array_ufunc__ = None  # numpy scalars defer to our reflected operators
+
+    def __init__(self, tape: Tape, index: int, value: float):
+        self.tape = tape
+        self.index = index
+        self.value = value
+
+    def __repr__(self):
+        return f"Var(v{self.index} = {self.value!r})"
+
+    # ------------------------------------------------------------ recording
+    def _record(self, op: Op, args):
+        """Record ``op`` applied to ``args`` (traced scalars and constants)."""
+        if len(args) == 1:
+            return _unary(op, self)
+        x, y = args
+        if type(x) is Var:
+            return _binary(op, x, y)
+        return _binary_reflected(op, _constant(x, op), y)
+
+    # ----------------------------------------------------------- operators
+    def __add__(self, other):
+        return _binary(_ADD, self, other)
+
+    def __radd__(self, other):
+        return _binary_reflected(_ADD, _constant(other, _ADD), self)
+
+    def __sub__(self, other):
+        return _binary(_SUB, self, other)
+
+    def __rsub__(self, other):
+        return _binary_reflected(_SUB, _constant(other, _SUB), self)
+
+    def __mul__(self, other):
+        return _binary(_MUL, self, other)
+
+    def __rmul__(self, other):
+        return _binary_reflected(_MUL, _constant(other, _MUL), self)
+
+    def __truediv__(self, other):
+        return _binary(_DIV, self, other)
+
+    def __rtruediv__(self, other):
+        return _binary_reflected(_DIV, _constant(other, _DIV), self)
+
+    def __pow__(self, other):
+        return _binary(_POW, self, other)
+
+    def __rpow__(self, other):
+        return _binary_reflected(_POW, _constant(other, _POW), self)
+
+    def __neg__(self):
+        return _unary(_NEG, self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _unary(_ABS, self)
+
+    # comparisons read the value, so control flow follows the trace
+    def __lt__(self, other):
+        return self.value < _value(other)
+
+    def __le__(self, other):
+        return self.value <= _value(other)
+
+    def __gt__(self, other):
+        return self.value > _value(other)
+
+    def __ge__(self, other):
+        return self.value >= _value(other)
+
+    def __float__(self):
+        return float(self.value)
+
+    def __bool__(self):
+        return self.value != 0.0
+
+
+def _value(x):
+    return x.value if type(x) is Var else x
+
+
+def _unary(op: Op, x: Var) -> Var:
+    a = x.value
+    try:
+        out, (da,) = evaluate(op, (a,))
+    except NonFiniteError as error:
+        _fail(op, (x,), x.tape, str(error))
+    tape = x.tape
+    i = len(tape.values)
+    tape.ops.append(op.template)
+    tape.values.append(out)
+    tape.sources.append(x.index)
+    tape.targets.append(i)
+    tape.partials.append(da)
+    return Var(tape, i, out)
+
+
+def _binary(op: Op, x: Var, y) -> Var:
+    """``op(x, y)`` for a traced ``x``; the hot path of every trace."""
+    tape = x.tape
+    a = x.value
+    if type(y) is Var:
+        if y.tape is not tape:
+            raise ValueError(f"{op.name} mixes scalars from two different traces")
+        b = y.value
+        try:
+            out = op.value(a, b)
+            da = op.partials[0](a, b, out)
+            db = op.partials[1](a, b, out)
+        except (ArithmeticError, ValueError) as error:
+            _fail(op, (x, y), tape, str(error))
+        # z - z is 0.0 for a finite z and nan for inf or nan: a cheap finiteness test
+        if (out - out) or (da - da) or (db - db):
+            _fail(op, (x, y), tape, f"value {out}, partials ({da}, {db})")
+        i = len(tape.values)
+        tape.values.append(out)
+        if y is x:  # x*x is one edge with partial 2x, not two parallel edges
+            tape.ops.append(op.template.replace("{1}", "{0}"))
+            tape.sources.append(x.index)
+            tape.targets.append(i)
+            tape.partials.append(da + db)
+        else:
+            tape.ops.append(op.template)
+            tape.sources.append(x.index)
+            tape.sources.append(y.index)
+            tape.targets.append(i)
+            tape.targets.append(i)
+            tape.partials.append(da)
+            tape.partials.append(db)
+        return Var(tape, i, out)
+    b = _constant(y, op)
+    try:
+        out = op.value(a, b)
+        da = op.partials[0](a, b, out)
+    except (ArithmeticError, ValueError) as error:
+        _fail(op, (x, b), tape, str(error))
+    if (out - out) or (da - da):
+        _fail(op, (x, b), tape, f"value {out}, partial {da}")
+    i = len(tape.values)
+    tape.ops.append(op.template.replace("{1}", repr(b)))
+    tape.values.append(out)
+    tape.sources.append(x.index)
+    tape.targets.append(i)
+    tape.partials.append(da)
+    return Var(tape, i, out)
+
+
+def _binary_reflected(op: Op, a: float, y: Var) -> Var:
+    """``op(a, y)`` for a constant ``a`` and a traced ``y``."""
+    tape = y.tape
+    b = y.value
+    try:
+        out = op.value(a, b)
+        db = op.partials[1](a, b, out)
+    except (ArithmeticError, ValueError) as error:
+        _fail(op, (a, y), tape, str(error))
+    if (out - out) or (db - db):
+        _fail(op, (a, y), tape, f"value {out}, partial {db}")
+    i = len(tape.values)
+    tape.ops.append(op.template.replace("{0}", repr(a)).replace("{1}", "{0}"))
+    tape.values.append(out)
+    tape.sources.append(y.index)
+    tape.targets.append(i)
+    tape.partials.append(db)
+    return Var(tape, i, out)
+
+
+# -------------------------------------------------------------------- trace
+def _parameter_names(f, count: int) -> list[str]:
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for p in parameters:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
+    names.extend(f"x{j}" for j in range(len(names), count))
+    return names[:count]
+
+
+def _make_inputs(tape: Tape, args, names):
+    """Traced arguments and the name of every input vertex."""
+    traced, input_names = [], []
+    for position, (arg, name) in enumerate(zip(args, names)):
+        if isinstance(arg, Real) and not isinstance(arg, bool):
+            traced.append(tape.new_input(float(arg)))
+            input_names.append(name)
+            continue
+        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__len__"):
+            raise TypeError(f"argument {position} ({name}) is a {type(arg).__name__}; trace "
+                            f"takes floats or 1-D sequences of floats")
+        array = np.asarray(arg)
+        if array.ndim != 1 or not (np.issubdtype(array.dtype, np.number)
+                                   and not np.issubdtype(array.dtype, np.complexfloating)):
+            raise TypeError(f"argument {position} ({name}) must be a float or a 1-D sequence "
+                            f"of floats; got shape {array.shape}, dtype {array.dtype}")
+        elements = [tape.new_input(float(x)) for x in array.tolist()]
+        input_names.extend(f"{name}[{j}]" for j in range(len(elements)))
+        if isinstance(arg, np.ndarray):
+            packed = np.empty(len(elements), dtype=object)
+            packed[:] = elements
+            traced.append(packed)
+        else:
+            traced.append(type(arg)(elements) if isinstance(arg, (list, tuple)) else elements)
+    return traced, input_names
+
+
+def _flatten_result(result):
+    if type(result) is Var or isinstance(result, Real):
+        return [result], False
+    if isinstance(result, np.ndarray):
+        if result.ndim > 1:
+            raise TypeError(f"f returned an array of shape {result.shape}; trace supports "
+                            f"scalar, tuple/list or 1-D array results")
+        return list(result.reshape(-1)), True
+    if isinstance(result, (tuple, list)):
+        return list(result), True
+    raise TypeError(f"f returned a {type(result).__name__}; trace supports a scalar, a "
+                    f"tuple/list or a 1-D array of scalars")
+
+
+def trace(f, *args) -> LCG:
+    """Run ``f(*args)`` on traced scalars and return its LCG.
+
+    Arguments are floats or 1-D sequences / arrays of floats (one input per
+    element, named ``x[0]``, ``x[1]``, ... after the parameter).  ``f`` may
+    return a scalar, a tuple/list or a 1-D array: one output per element,
+    named ``y`` (a single scalar) or ``y[0]``, ``y[1]``, ...  An output that
+    is also an input, is used later, or is returned twice gets a fresh
+    vertex joined by a unit ``copy`` edge, so outputs never have successors.
+
+    >>> g = trace(lambda x: (x * x, x), 3.0)
+    >>> print(g.wengert())
+    v0 = x         = 3.0
+    v1 = v0 * v0   = 9.0   dv1/dv0 = 6.0   (output y[0])
+    v2 = v0        = 3.0   dv2/dv0 = 1.0   (output y[1])
+    """
+    tape = Tape()
+    names = _parameter_names(f, len(args))
+    traced, input_names = _make_inputs(tape, args, names)
+    n_inputs = len(tape.values)
+    results, several = _flatten_result(f(*traced))
+
+    used = np.zeros(len(tape.values), dtype=bool)
+    used[tape.sources] = True
+    claimed = set()
+    outputs = []
+    for position, r in enumerate(results):
+        if type(r) is Var:
+            if r.tape is not tape:
+                raise ValueError(f"output {position} was not computed from this trace's inputs")
+            v = r.index
+            if v < n_inputs or used[v] or v in claimed:
+                v = _unary(_COPY, r).index
+        elif isinstance(r, Real) and not isinstance(r, bool):
+            v = len(tape.values)  # a constant output: a vertex with no predecessors
+            tape.values.append(float(r))
+            tape.ops.append(repr(float(r)))
+            if not math.isfinite(float(r)):
+                raise ValueError(f"output {position} is the constant {r}; outputs must be finite")
+        else:
+            raise TypeError(f"output {position} is a {type(r).__name__}; outputs must be traced "
+                            f"scalars or numbers")
+        claimed.add(v)
+        outputs.append(v)
+
+    n = len(tape.values)
+    vertex_names = [f"v{i}" for i in range(n)]
+    vertex_names[:n_inputs] = input_names
+    output_names = [f"y[{j}]" for j in range(len(outputs))] if several else ["y"]
+    for v, name in zip(outputs, output_names):
+        vertex_names[v] = name
+    taken = set(input_names)
+    for v in range(n_inputs, n):  # a parameter called "y" or "v3" keeps its name
+        while vertex_names[v] in taken:
+            vertex_names[v] += "'"
+        taken.add(vertex_names[v])
+    return LCG._trusted(vertex_names, tape.sources, tape.targets, tape.partials,
+                        range(n_inputs), outputs, tape.values, tape.ops)
