@@ -137,12 +137,15 @@ class LCG:
     @classmethod
     def from_edges(cls, edges: Iterable, inputs: Sequence, outputs: Sequence,
                    values: Mapping | Sequence | None = None,
-                   ops: Mapping | Sequence | None = None) -> LCG:
+                   ops: Mapping | Sequence | None = None,
+                   vertices: Sequence | None = None) -> LCG:
         """Build an LCG by hand, e.g. from a lecture slide.
 
         ``edges`` holds triples ``(u, v, dv_du)``.  Vertices are named by
-        strings, or by integers (then named ``v0``, ``v1``, ...).  Every
-        vertex must appear in an edge, in ``inputs`` or in ``outputs``.
+        strings, or by integers (then named ``v0``, ``v1``, ...).  Without
+        ``vertices`` the graph has every vertex named in an edge, in
+        ``inputs`` or in ``outputs``; with it, exactly those vertices, and an
+        edge naming any other vertex is an error (a guard against typos).
         ``values`` and ``ops`` optionally map vertex names to primal values
         and operation templates.
 
@@ -162,21 +165,32 @@ class LCG:
                                  f"(u, v, partial dv/du)")
         index: dict[str, int] = {}
 
-        def key(vertex):
+        def key(vertex, role="edge"):
             if isinstance(vertex, (bool, np.bool_)) or not isinstance(
                     vertex, (str, int, np.integer)):
                 raise ValueError(f"vertex {vertex!r} must be named by a str or an int")
             name = f"v{int(vertex)}" if isinstance(vertex, (int, np.integer)) else vertex
+            if declared is not None and name not in index:
+                raise ValueError(f"{role} names unknown vertex {vertex!r}; the declared vertices "
+                                 f"are {list(index)}")
             return index.setdefault(name, len(index))
 
+        declared = None
+        if vertices is not None:
+            for v in vertices:
+                key(v)
+            if len(index) != len(vertices):
+                raise ValueError("vertices lists a vertex twice; names must be unique")
+            declared = True
+
         # number inputs first so a hand-typed slide keeps its reading order
-        input_ids = [key(v) for v in inputs]
+        input_ids = [key(v, "inputs") for v in inputs]
         src, dst, partials = [], [], []
         for u, v, partial in edges:
-            src.append(key(u))
-            dst.append(key(v))
+            src.append(key(u, f"edge ({u!r}, {v!r})"))
+            dst.append(key(v, f"edge ({u!r}, {v!r})"))
             partials.append(_as_partial(partial, u, v))
-        output_ids = [key(v) for v in outputs]
+        output_ids = [key(v, "outputs") for v in outputs]
         names = list(index)
         return cls(names, src, dst, partials, input_ids, output_ids,
                    values=_per_vertex(values, names, "values", math.nan, float),
@@ -371,8 +385,9 @@ class LCG:
         for v, name in enumerate(self.names):
             G.add_node(name, index=v, kind=self.kind(v), op=self.ops[v],
                        value=float(self.values[v]))
-        G.add_edges_from((self.names[u], self.names[v], {"partial": d})
-                         for u, v, d in self.edges())
+        ptr = self.in_edges_ptr
+        G.add_edges_from((self.names[u], self.names[v], {"partial": d, "operand": e - ptr[v]})
+                         for e, (u, v, d) in enumerate(self.edges()))
         return G
 
     @classmethod
@@ -384,11 +399,15 @@ class LCG:
         ``G.graph["inputs"/"outputs"]``, else from node ``kind`` attributes,
         else they are the vertices without predecessors / successors.  Node
         attributes ``value`` and ``op`` are kept; vertices are named
-        ``str(node)``.
+        ``str(node)`` and numbered by their ``index`` attribute where every
+        node has one (as written by :meth:`to_networkx`); an edge attribute
+        ``operand`` orders the edges into a vertex.
         """
         if not isinstance(G, nx.DiGraph) or G.is_multigraph():
             raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
-        nodes = list(nx.topological_sort(G)) if nx.is_directed_acyclic_graph(G) else list(G)
+        nodes = list(G)
+        if all("index" in data for _, data in G.nodes(data=True)):
+            nodes.sort(key=lambda node: G.nodes[node]["index"])
         position = {node: i for i, node in enumerate(nodes)}
 
         def chosen(given, key, kind, degree):
@@ -410,7 +429,9 @@ class LCG:
             return resolved
 
         src, dst, partials = [], [], []
-        for u, v, data in G.edges(data=True):
+        edges = sorted(G.edges(data=True),
+                       key=lambda e: (position[e[1]], e[2].get("operand", 0)))
+        for u, v, data in edges:
             if "partial" not in data:
                 raise ValueError(f"edge {u!r} -> {v!r} has no 'partial' attribute; every edge "
                                  f"of an LCG carries its local derivative")

@@ -14,8 +14,8 @@ traced scalars and plain numbers alike, and elementwise on numpy arrays.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

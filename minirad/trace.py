@@ -316,14 +316,15 @@ def trace(f, *args) -> LCG:
 
     used = np.zeros(len(tape.values), dtype=bool)
     used[tape.sources] = True
-    claimed = set()
+    returned = np.bincount([r.index for r in results if type(r) is Var],
+                           minlength=len(tape.values))
     outputs = []
     for position, r in enumerate(results):
         if type(r) is Var:
             if r.tape is not tape:
                 raise ValueError(f"output {position} was not computed from this trace's inputs")
             v = r.index
-            if v < n_inputs or used[v] or v in claimed:
+            if v < n_inputs or used[v] or returned[v] > 1:
                 v = _unary(_COPY, r).index
         elif isinstance(r, Real) and not isinstance(r, bool):
             v = len(tape.values)  # a constant output: a vertex with no predecessors
@@ -334,7 +335,6 @@ def trace(f, *args) -> LCG:
         else:
             raise TypeError(f"output {position} is a {type(r).__name__}; outputs must be traced "
                             f"scalars or numbers")
-        claimed.add(v)
         outputs.append(v)
 
     n = len(tape.values)

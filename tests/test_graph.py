@@ -1,0 +1,236 @@
+"""The LCG object: construction, validation, queries, I/O, Wengert list."""
+
+import json
+import math
+import os
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minirad import LCG, examples
+
+
+def slide_graph():
+    # a small graph typed in by hand, deliberately not in topological order
+    return LCG.from_edges(
+        [("b", "y", 3.0), ("x1", "a", 2.0), ("a", "b", -1.0), ("x2", "b", 0.5), ("x1", "y", 1.0)],
+        inputs=["x1", "x2"], outputs=["y"], values={"x1": 1.0, "x2": 4.0})
+
+
+def test_from_edges_numbers_vertices_topologically():
+    g = slide_graph()
+    assert all(g.index(u) < g.index(v) for u, v, _ in g.edges())
+    assert [g.name(v) for v in g.inputs] == ["x1", "x2"]
+    assert [g.name(v) for v in g.outputs] == ["y"]
+    assert {g.name(v) for v in g.intermediates} == {"a", "b"}
+    assert g.n_vertices == 5 and g.n_edges == 5 and len(g) == 5
+
+
+def test_queries():
+    g = slide_graph()
+    assert g.partial("a", "b") == -1.0
+    assert g.partial(g.index("x2"), "b") == 0.5
+    assert sorted(g.name(v) for v in g.predecessors("b")) == ["a", "x2"]
+    assert sorted(g.name(v) for v in g.successors("x1")) == ["a", "y"]
+    assert g.kind("x1") == "input" and g.kind("a") == "intermediate" and g.kind("y") == "output"
+    assert g.value("x2") == 4.0 and math.isnan(g.value("a"))
+    assert g.in_degree("b") == 2 and g.out_degree("x1") == 2
+    assert g.has_edge("x1", "y") and not g.has_edge("x2", "y")
+    assert repr(g) == "LCG(5 vertices: 2 inputs, 2 intermediates, 1 output; 5 edges)"
+
+
+def test_integer_vertices_are_named():
+    g = LCG.from_edges([(0, 2, 1.5), (1, 2, 2.0), (2, 3, 1.0)], inputs=[0, 1], outputs=[3])
+    assert g.names == ("v0", "v1", "v2", "v3")
+    assert g.partial("v0", "v2") == 1.5
+
+
+def test_operand_order_is_kept():
+    g = examples.lecture()
+    # v6 = v5 - v4 in the lecture: the first operand is the sum, the second the sine
+    y = g.index("y")
+    first, second = g.predecessors(y)
+    assert g.partial(first, y) == 1.0 and g.partial(second, y) == -1.0
+    assert g.op(y) == "{0} - {1}"
+
+
+@pytest.mark.parametrize("edges, inputs, outputs, message", [
+    ([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0)], [], [], "directed cycle"),
+    ([("x", "x", 1.0)], [], [], "directed cycle: x -> x"),
+    ([("x", "y", float("nan"))], ["x"], ["y"], "partial on edge x -> y is nan"),
+    ([("x", "y", float("inf"))], ["x"], ["y"], "must be finite"),
+    ([("a", "x", 1.0), ("x", "y", 1.0)], ["x"], ["y"], "input x has a predecessor (a)"),
+    ([("x", "y", 1.0), ("y", "z", 1.0)], ["x"], ["y"], "output y has a successor (z)"),
+    ([("x", "y", 1.0), ("x", "y", 2.0)], ["x"], ["y"], "duplicate edge x -> y"),
+    ([("x", "y", "1.0")], ["x"], ["y"], "must be a real number"),
+    ([("x", "y")], ["x"], ["y"], "must be a triple"),
+    ([("x", "y", 1.0)], ["x"], ["x"], "both an input and an output"),
+])
+def test_from_edges_rejects(edges, inputs, outputs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        LCG.from_edges(edges, inputs=inputs, outputs=outputs)
+
+
+def test_edge_to_unknown_vertex():
+    with pytest.raises(ValueError, match="unknown vertex 'yy'"):
+        LCG.from_edges([("x", "yy", 1.0)], inputs=["x"], outputs=["y"], vertices=["x", "y"])
+    with pytest.raises(ValueError, match="names an unknown vertex"):
+        LCG(["x", "y"], [0], [5], [1.0], [0], [1])
+
+
+def test_unknown_vertex_queries():
+    g = slide_graph()
+    with pytest.raises(ValueError, match="unknown vertex 'q'"):
+        g.index("q")
+    with pytest.raises(ValueError, match="valid vertex numbers are 0..4"):
+        g.predecessors(7)
+    with pytest.raises(ValueError, match="no edge x2 -> y"):
+        g.partial("x2", "y")
+
+
+def test_graph_is_immutable():
+    g = slide_graph()
+    with pytest.raises(ValueError):
+        g.partials[0] = 5.0
+
+
+# ------------------------------------------------------------ round trips
+@st.composite
+def random_graphs(draw):
+    n_in = draw(st.integers(1, 3))
+    n_mid = draw(st.integers(0, 8))
+    n_out = draw(st.integers(1, 3))
+    density = draw(st.floats(0.1, 0.9))
+    seed = draw(st.integers(0, 2**32 - 1))
+    g = examples.random_dag(n_in, n_mid, n_out, density, rng=seed)
+    finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+    partials = draw(st.lists(finite, min_size=g.n_edges, max_size=g.n_edges))
+    values = draw(st.lists(st.one_of(finite, st.just(math.nan)),
+                           min_size=g.n_vertices, max_size=g.n_vertices))
+    ops = draw(st.lists(st.text(max_size=6), min_size=g.n_vertices, max_size=g.n_vertices))
+    return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_graphs())
+def test_json_round_trip_is_exact(tmp_path_factory, g):
+    path = tmp_path_factory.mktemp("json") / "g.json"
+    g.to_json(path)
+    h = LCG.from_json(path)
+    assert h.same_as(g)
+    # bit-for-bit floats, not merely close ones
+    assert h.partials.tobytes() == g.partials.tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_graphs())
+def test_networkx_round_trip_is_exact(g):
+    G = g.to_networkx()
+    assert G.number_of_nodes() == g.n_vertices and G.number_of_edges() == g.n_edges
+    h = LCG.from_networkx(G)
+    assert h.same_as(g)
+
+
+def test_from_networkx_defaults_to_sources_and_sinks():
+    G = nx.DiGraph()
+    G.add_edge("x", "h", partial=2.0)
+    G.add_edge("h", "y", partial=3.0)
+    g = LCG.from_networkx(G)
+    assert [g.name(v) for v in g.inputs] == ["x"] and [g.name(v) for v in g.outputs] == ["y"]
+    G.add_edge("y", "x", partial=1.0)
+    with pytest.raises(ValueError, match="directed cycle"):
+        LCG.from_networkx(G, inputs=[], outputs=[])
+    H = nx.DiGraph()
+    H.add_edge("x", "y")
+    with pytest.raises(ValueError, match="no 'partial' attribute"):
+        LCG.from_networkx(H)
+
+
+# --------------------------------------------------------- malformed files
+def write(tmp_path, text):
+    path = tmp_path / "g.json"
+    path.write_text(text)
+    return path
+
+
+def good_document():
+    return examples.figure1().to_dict()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d.pop("edges"), r"missing field\(s\) \['edges'\]"),
+    (lambda d: d.update(format="something"), "not an LCG file"),
+    (lambda d: d.update(version=99), "unsupported LCG schema version 99"),
+    (lambda d: d["edges"]["partial"].__setitem__(0, "big"), r"edges.partial'\[0\] is 'big'"),
+    (lambda d: d["names"].__setitem__(0, 3), r"'names'\[0\] is 3"),
+    (lambda d: d.update(inputs="x1"), "'inputs' must be a list"),
+    (lambda d: d["edges"]["target"].__setitem__(0, 99), "unknown vertex"),
+    (lambda d: d["edges"]["source"].__setitem__(0, d["edges"]["target"][-1]), "cycle|successor"),
+    (lambda d: d["values"].pop(), "equal lengths"),
+])
+def test_from_json_rejects_malformed(tmp_path, mutate, message):
+    doc = good_document()
+    mutate(doc)
+    with pytest.raises(ValueError, match=message):
+        LCG.from_json(write(tmp_path, json.dumps(doc)))
+
+
+def test_from_json_rejects_truncated_and_non_json(tmp_path):
+    text = json.dumps(good_document())
+    with pytest.raises(ValueError, match="invalid JSON"):
+        LCG.from_json(write(tmp_path, text[: len(text) // 2]))
+    with pytest.raises(ValueError, match="not an LCG file"):
+        LCG.from_json(write(tmp_path, "[1, 2, 3]"))
+    with pytest.raises(ValueError, match="NaN is not allowed"):
+        LCG.from_json(write(tmp_path, text.replace("1.0", "NaN", 1)))
+    path = tmp_path / "binary.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ValueError, match="not an LCG file"):
+        LCG.from_json(path)
+
+
+def test_failed_save_leaves_nothing_behind(tmp_path, monkeypatch):
+    g = examples.figure1()
+    target = tmp_path / "g.json"
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        g.to_json(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_overwrites_atomically(tmp_path):
+    target = tmp_path / "g.json"
+    examples.lecture().to_json(target)
+    examples.figure1().to_json(target)
+    assert LCG.from_json(target).same_as(examples.figure1())
+    assert [p.name for p in tmp_path.iterdir()] == ["g.json"]
+
+
+# ---------------------------------------------------------------- Wengert
+def test_wengert_lists_every_vertex_with_its_partials():
+    g = slide_graph()
+    lines = g.wengert().splitlines()
+    assert len(lines) == g.n_vertices
+    assert lines[0].startswith("v0 = x1") and "= 1.0" in lines[0]
+    b = g.index("b")
+    line = lines[b]
+    assert line.startswith(f"v{b} = f(") and "(b)" in line and "= ?" in line
+    assert f"dv{b}/dv{g.index('a')} = -1.0" in line and f"dv{b}/dv{g.index('x2')} = 0.5" in line
+    assert lines[-1].endswith("(output y)")
+
+
+def test_large_graph_serialises_without_recursion(tmp_path):
+    # a chain of 10^6 vertices: nothing in construction or I/O may recurse per vertex
+    n = 1_000_000
+    g = LCG([f"v{i}" for i in range(n)], np.arange(n - 1), np.arange(1, n),
+            np.full(n - 1, 0.5), [0], [n - 1])
+    g.to_json(tmp_path / "chain.json")
+    h = LCG.from_json(tmp_path / "chain.json")
+    assert h.n_edges == n - 1 and h.partial(n - 2, n - 1) == 0.5
