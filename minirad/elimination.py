@@ -1,0 +1,454 @@
+"""Vertex elimination: collapse an LCG, one intermediate at a time, into its Jacobian.
+
+Eliminating an intermediate vertex ``v`` joins every predecessor ``p`` of
+``v`` to every successor ``s`` of ``v`` by the edge ``p -> s`` with partial
+``ds/dv * dv/dp`` (the chain rule), adds that product onto ``p -> s`` if the
+edge already exists (parallel paths add up), and deletes ``v``.  Once every
+intermediate is gone the graph is bipartite and its edges, input -> output,
+are exactly the nonzero-structure entries of the Jacobian.  Forward and
+reverse mode are the two orders "first intermediate first" and "last
+intermediate first"; other orders can be cheaper.
+
+Cost convention
+---------------
+Eliminating ``v`` costs ``|pred(v)| * |succ(v)|`` multiplications, counted on
+the current graph (the one left by the earlier eliminations).  Every edge
+counts, including edges whose partial happens to be 1 or -1: the counts
+depend on the graph's structure only, never on its numbers.  Each product
+that lands on an edge that already exists costs one addition; a product
+that creates a new (fill-in) edge costs none.
+
+>>> from minirad import examples
+>>> g = examples.figure1()
+>>> [eliminate(g, order).multiplications for order in ("forward", "reverse", "optimal")]
+[6, 6, 5]
+>>> result = eliminate(g, "optimal")
+>>> result.order, result.graph
+(('v3', 'v4', 'v5', 'v2'), LCG(3 vertices: 2 inputs, 0 intermediates, 1 output; 2 edges))
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Set
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import INTERMEDIATE, LCG
+
+__all__ = [
+    "OPTIMAL_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
+    "eliminate_vertex", "elimination_cost", "elimination_order",
+]
+
+STRATEGIES = ("forward", "reverse", "markowitz", "optimal")
+
+#: the exhaustive search visits 2**k sets of eliminated vertices
+OPTIMAL_LIMIT = 16
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one elimination did, in vertex names (the renderer draws this).
+
+    ``predecessors`` are in operand order and ``successors`` in vertex
+    order, both on the graph just before the step; ``fill_in`` lists the
+    edges the step created and ``updated`` the existing edges whose partial
+    received an addition.
+    """
+
+    vertex: str
+    predecessors: tuple[str, ...]
+    successors: tuple[str, ...]
+    fill_in: tuple[tuple[str, str], ...]
+    updated: tuple[tuple[str, str], ...]
+    multiplications: int
+    additions: int
+
+
+@dataclass(frozen=True, eq=False)
+class Elimination:
+    """The result of :func:`eliminate`.
+
+    ``jacobian`` is the (n_outputs, n_inputs) Jacobian when every
+    intermediate was eliminated, else None.  ``graphs`` holds the graph
+    before each step followed by the final graph, or is empty unless
+    ``keep_graphs=True`` was asked for.
+    """
+
+    jacobian: np.ndarray | None
+    graph: LCG
+    multiplications: int
+    additions: int
+    order: tuple[str, ...]
+    steps: tuple[Step, ...]
+    graphs: tuple[LCG, ...]
+    method: str = "eliminate"
+
+
+# ------------------------------------------------------------ edge labels
+# Scalar partials today; the vector-valued LCG will carry Jacobian blocks, so
+# the chain rule's product and the path sum's addition live here only.
+def _chain(outer, inner):
+    """Label of the path p -> v -> s from ds/dv (outer) and dv/dp (inner)."""
+    return outer * inner
+
+
+def _merge(existing, extra):
+    """Label of two parallel edges."""
+    return existing + extra
+
+
+# ---------------------------------------------------------- working graph
+class _Working:
+    """A mutable copy of an LCG's edges for elimination in place.
+
+    Vertices keep the numbers of the LCG it was made from; ``pred[v]`` maps
+    each predecessor to its partial (operand order, fill-ins appended) and
+    ``succ[u]`` is an insertion-ordered set of successors.  Eliminated
+    vertices have ``pred[v] is None``.
+    """
+
+    __slots__ = ("g", "pred", "succ", "touched")
+
+    def __init__(self, g: LCG):
+        n = g.n_vertices
+        self.g = g
+        self.pred: list[dict | None] = [{} for _ in range(n)]
+        self.succ: list[dict | None] = [{} for _ in range(n)]
+        for u, v, d in g.edges():
+            self.pred[v][u] = d
+            self.succ[u][v] = None
+        # vertices whose operands changed, so their op template no longer fits
+        self.touched: set[int] = set()
+
+    def degree(self, v: int) -> int:
+        """The Markowitz degree |pred(v)| * |succ(v)|."""
+        return len(self.pred[v]) * len(self.succ[v])
+
+    def eliminate(self, v: int, record: bool) -> tuple[int, int, Step | None]:
+        preds = self.pred[v]
+        succs = sorted(self.succ[v])
+        below = list(preds.items())
+        fill_in, updated = [], []
+        for s in succs:
+            into_s = self.pred[s]
+            d_sv = into_s.pop(v)
+            for p, d_vp in below:
+                product = _chain(d_sv, d_vp)
+                if p in into_s:
+                    into_s[p] = _merge(into_s[p], product)
+                    updated.append((p, s))
+                else:
+                    into_s[p] = product
+                    self.succ[p][s] = None
+                    fill_in.append((p, s))
+        for p in preds:
+            del self.succ[p][v]
+        self.pred[v] = self.succ[v] = None
+        self.touched.update(succs)
+        multiplications, additions = len(below) * len(succs), len(updated)
+        step = None
+        if record:
+            names = self.g.names
+            step = Step(names[v], tuple(names[p] for p, _ in below),
+                        tuple(names[s] for s in succs),
+                        tuple((names[p], names[s]) for p, s in fill_in),
+                        tuple((names[p], names[s]) for p, s in updated),
+                        multiplications, additions)
+        return multiplications, additions, step
+
+    def to_lcg(self) -> LCG:
+        g = self.g
+        alive = [v for v in range(g.n_vertices) if self.pred[v] is not None]
+        new = {v: i for i, v in enumerate(alive)}
+        src, dst, partials = [], [], []
+        # renumbering keeps the old relative order, so it stays topological and
+        # walking targets in order keeps the edges grouped by target
+        for v in alive:
+            i = new[v]
+            for u, d in self.pred[v].items():
+                src.append(new[u])
+                dst.append(i)
+                partials.append(d)
+        ops = ["" if v in self.touched else g.ops[v] for v in alive]
+        return LCG._trusted([g.names[v] for v in alive], np.asarray(src, dtype=np.int64),
+                            np.asarray(dst, dtype=np.int64), np.asarray(partials, dtype=float),
+                            [new[v] for v in g.inputs], [new[v] for v in g.outputs],
+                            g.values[alive], ops)
+
+    def jacobian(self) -> np.ndarray:
+        g = self.g
+        column = {v: j for j, v in enumerate(g.inputs)}
+        J = np.zeros((len(g.outputs), len(g.inputs)))
+        for i, y in enumerate(g.outputs):
+            for u, d in self.pred[y].items():
+                J[i, column[u]] = d
+        J.flags.writeable = False
+        return J
+
+
+# ------------------------------------------------------------------ orders
+def _resolve(g: LCG, order) -> list[int]:
+    """Validate an explicit order: known intermediates, each at most once."""
+    # a set or mapping has no order to follow, so it is refused rather than guessed at
+    if isinstance(order, (str, bytes, Set, Mapping)) or not isinstance(order, Iterable):
+        raise TypeError(f"an elimination order is one of {', '.join(STRATEGIES)} or a list "
+                        f"of intermediate vertices, not {type(order).__name__}")
+    seen: set[int] = set()
+    vertices = []
+    for position, vertex in enumerate(list(order)):
+        v = g.index(vertex)
+        kind = g.kind(v)
+        if kind != INTERMEDIATE:
+            raise ValueError(f"vertex {g.names[v]!r} (order entry #{position}) is an {kind}; "
+                             f"only intermediates can be eliminated: {_shown(g)}")
+        if v in seen:
+            raise ValueError(f"order entry #{position} repeats vertex {g.names[v]!r}; each "
+                             f"intermediate can be eliminated once")
+        seen.add(v)
+        vertices.append(v)
+    return vertices
+
+
+def _shown(g: LCG) -> str:
+    mids = [g.names[v] for v in g.intermediates]
+    if not mids:
+        return "this graph has none"
+    return ", ".join(mids[:8]) + (", ..." if len(mids) > 8 else "")
+
+
+def _unknown_strategy(name: str) -> ValueError:
+    return ValueError(f"unknown elimination strategy {name!r}; use one of "
+                      f"{', '.join(map(repr, STRATEGIES))} or a list of intermediate vertices")
+
+
+def _markowitz(work: _Working, candidates) -> Iterator[int]:
+    """Yield the vertex of least Markowitz degree, recomputed after each step.
+
+    The caller eliminates each yielded vertex before asking for the next.
+    Only the neighbours of an eliminated vertex change degree, so only they
+    are pushed again; stale heap entries are skipped when popped.  Heap keys
+    ``(degree, number)`` break ties towards the lowest vertex number.
+    """
+    current = {v: work.degree(v) for v in candidates}
+    heap = [(d, v) for v, d in current.items()]
+    heapq.heapify(heap)
+    while heap:
+        d, v = heapq.heappop(heap)
+        if current.get(v) != d:
+            continue
+        neighbours = (*work.pred[v], *work.succ[v])
+        del current[v]
+        yield v
+        for u in neighbours:
+            if u in current:
+                d = work.degree(u)
+                if d != current[u]:
+                    current[u] = d
+                    heapq.heappush(heap, (d, u))
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def _optimal(g: LCG) -> list[int]:
+    """An order of least (multiplications, additions), by DP over subsets.
+
+    The structure left after eliminating a set S does not depend on the
+    order: u -> w survives iff some path from u to w has all its interior
+    vertices in S.  So the cost of eliminating v next depends only on S,
+    and the cheapest way to reach S is a shortest path over the 2**k
+    subsets, computed one subset size at a time with one structure per
+    subset (as bitmasks of predecessors and successors).
+    """
+    mids = g.intermediates
+    k = len(mids)
+    if k > OPTIMAL_LIMIT:
+        raise ValueError(f"the optimal order searches all 2**{k} subsets of the graph's {k} "
+                         f"intermediates; it is limited to {OPTIMAL_LIMIT} intermediates. Use "
+                         f"'markowitz' or an explicit order")
+    n = g.n_vertices
+    P, S = [0] * n, [0] * n
+    for u, v, _ in g.edges():
+        P[v] |= 1 << u
+        S[u] |= 1 << v
+    # best[S] = (cost, order): ties go to the lexicographically smallest order
+    # (by vertex number), which is exact because an optimal order's prefix is
+    # an optimal order for the set it eliminates
+    best: dict[int, tuple[tuple[int, int], tuple[int, ...]]] = {0: ((0, 0), ())}
+    layer = {0: (P, S)}
+    for _ in range(k):
+        following = {}
+        for done, (P, S) in layer.items():
+            so_far, prefix = best[done]
+            for i, v in enumerate(mids):
+                if done >> i & 1:
+                    continue
+                into, out = P[v], S[v]
+                after = done | 1 << i
+                known = best.get(after)
+                multiplications = so_far[0] + into.bit_count() * out.bit_count()
+                # counting merges is the slow part; skip it when this step cannot win
+                if known is None or multiplications <= known[0][0]:
+                    merges = sum((P[s] & into).bit_count() for s in _bits(out))
+                    cost = (multiplications, so_far[1] + merges)
+                    if known is None or cost < known[0] or (
+                            cost == known[0] and prefix + (i,) < known[1]):
+                        best[after] = (cost, prefix + (i,))
+                if after not in following:
+                    following[after] = _structure_after(P, S, v)
+        layer = following
+    return [mids[i] for i in best[(1 << k) - 1][1]]
+
+
+def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], list[int]]:
+    into, out, bit = P[v], S[v], ~(1 << v)
+    P, S = P.copy(), S.copy()
+    for s in _bits(out):
+        P[s] = (P[s] & bit) | into
+    for p in _bits(into):
+        S[p] = (S[p] & bit) | out
+    P[v] = S[v] = 0
+    return P, S
+
+
+def _plan(g: LCG, order) -> list[int] | None:
+    """The vertices of a static order, or None for the dynamic Markowitz order."""
+    if isinstance(order, str):
+        if order == "forward":
+            return list(g.intermediates)
+        if order == "reverse":
+            return list(reversed(g.intermediates))
+        if order == "markowitz":
+            return None
+        if order == "optimal":
+            return _optimal(g)
+        raise _unknown_strategy(order)
+    return _resolve(g, order)
+
+
+def _run(g: LCG, order, record: bool, keep_graphs: bool):
+    if not isinstance(g, LCG):
+        raise TypeError(f"eliminate works on an LCG, not {type(g).__name__}")
+    plan = _plan(g, order)
+    work = _Working(g)
+    chosen = _markowitz(work, g.intermediates) if plan is None else iter(plan)
+    multiplications = additions = 0
+    eliminated, steps, graphs = [], [], []
+    for v in chosen:
+        if keep_graphs:
+            graphs.append(work.to_lcg() if eliminated else g)
+        m, a, step = work.eliminate(v, record)
+        multiplications += m
+        additions += a
+        eliminated.append(v)
+        if record:
+            steps.append(step)
+    return work, eliminated, multiplications, additions, steps, graphs
+
+
+# -------------------------------------------------------------- public API
+def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Elimination:
+    """Eliminate intermediates of ``g`` in the given order.
+
+    ``order`` is a strategy name -- ``"forward"`` (topological order),
+    ``"reverse"``, ``"markowitz"`` (always the vertex of least
+    ``|pred| * |succ|`` on the current graph, ties to the lowest vertex
+    number) or ``"optimal"`` (exhaustive, at most :data:`OPTIMAL_LIMIT`
+    intermediates) -- or a list of intermediate vertices by name or number.
+    A list may stop early: the result then holds the partially eliminated
+    graph and no Jacobian.  See the module docstring for the cost convention.
+
+    >>> from minirad import examples
+    >>> result = eliminate(examples.two_outputs(), "markowitz", keep_graphs=True)
+    >>> result.order, result.multiplications, result.additions
+    (('v3', 'v2', 'v4'), 7, 2)
+    >>> first = result.steps[0]
+    >>> first.vertex, first.predecessors, first.successors, first.fill_in, first.updated
+    ('v3', ('v2',), ('v4',), (('v2', 'v4'),), ())
+    >>> [len(h.intermediates) for h in result.graphs]
+    [3, 2, 1, 0]
+    >>> result.jacobian.shape
+    (2, 2)
+    """
+    work, eliminated, multiplications, additions, steps, graphs = _run(
+        g, order, record=True, keep_graphs=keep_graphs)
+    final = work.to_lcg() if eliminated else g
+    if keep_graphs:
+        graphs.append(final)
+    complete = len(eliminated) == len(g.intermediates)
+    return Elimination(
+        jacobian=work.jacobian() if complete else None,
+        graph=final,
+        multiplications=multiplications,
+        additions=additions,
+        order=tuple(g.names[v] for v in eliminated),
+        steps=tuple(steps),
+        graphs=tuple(graphs),
+    )
+
+
+def eliminate_vertex(g: LCG, v) -> LCG:
+    """The graph left by eliminating the one intermediate ``v`` (name or number).
+
+    Vertices are renumbered; names, values and ops are kept, except that
+    the successors of ``v`` get op ``""``, since their operands changed.  A
+    successor keeps its other operands in order and gains the predecessors
+    of ``v`` it did not already have, appended in ``v``'s operand order.
+
+    >>> from minirad import examples
+    >>> g = examples.lab()
+    >>> h = eliminate_vertex(g, "v2")
+    >>> h.names, h.predecessors("y'"), h.partial("x", "y'")
+    (('x', 'y', 'v3', "y'"), (2, 0, 1), 3.0)
+    """
+    if not isinstance(g, LCG):
+        raise TypeError(f"eliminate_vertex works on an LCG, not {type(g).__name__}")
+    (v,) = _resolve(g, [v])
+    work = _Working(g)
+    work.eliminate(v, record=False)
+    return work.to_lcg()
+
+
+def elimination_order(g: LCG, strategy="markowitz") -> tuple[str, ...]:
+    """The vertex names a strategy would eliminate, in order.
+
+    An explicit list is validated and returned as names.
+
+    >>> from minirad import examples
+    >>> elimination_order(examples.figure1(), "markowitz")
+    ('v3', 'v4', 'v2', 'v5')
+    >>> elimination_order(examples.figure1(), "sideways")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown elimination strategy 'sideways'; use one of 'forward', 'reverse', ...
+    """
+    if not isinstance(g, LCG):
+        raise TypeError(f"elimination_order works on an LCG, not {type(g).__name__}")
+    plan = _plan(g, strategy)
+    if plan is None:
+        work = _Working(g)
+        plan = []
+        for v in _markowitz(work, g.intermediates):
+            work.eliminate(v, record=False)
+            plan.append(v)
+    return tuple(g.names[v] for v in plan)
+
+
+def elimination_cost(g: LCG, order="markowitz") -> tuple[int, int]:
+    """``(multiplications, additions)`` of an order, without building graphs.
+
+    >>> from minirad import examples
+    >>> elimination_cost(examples.two_outputs(), "reverse")
+    (10, 3)
+    >>> elimination_cost(examples.two_outputs(), ["v3"])
+    (1, 0)
+    """
+    _, _, multiplications, additions, _, _ = _run(g, order, record=False, keep_graphs=False)
+    return multiplications, additions
