@@ -10,11 +10,50 @@ matrix injection), and draw it.
 >>> g = minirad.trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
 >>> g.n_vertices, g.n_edges
 (7, 8)
+>>> minirad.jacobian(g).round(3)
+array([[5.5  , 1.716]])
 """
 
-from . import ops
+from . import (
+    elimination,
+    examples,
+    injection,
+    ops,
+    paths,
+    plots,
+    sampling,
+    sweeps,
+)
+from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
+from .injection import inject, injected_products, injection_variance
+from .jacobian import accumulate, jacobian
+from .paths import bauer, count_paths, path_jacobian, path_product
+from .render import draw_matplotlib, render, render_elimination, save
+from .sampling import (
+    Comparison,
+    PathSample,
+    compare,
+    path_sampling_variance,
+    sample_paths,
+    sampled_jacobians,
+)
+from .sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
 from .trace import Var, trace
 
-__all__ = ["LCG", "Var", "ops", "trace"]
+__all__ = [
+    "LCG", "Var", "trace", "ops", "examples",
+    # exact Jacobians
+    "jacobian", "accumulate", "Accumulation", "forward_sweep", "reverse_sweep", "jvp", "vjp",
+    "bauer", "count_paths", "path_jacobian", "path_product", "paths",
+    "eliminate", "eliminate_vertex", "elimination_order", "Elimination", "Step", "elimination",
+    "gradcheck", "numerical_jacobian", "GradcheckReport",
+    # randomized AD
+    "sample_paths", "PathSample", "sampled_jacobians", "compare", "Comparison",
+    "path_sampling_variance", "inject", "injected_products", "injection_variance",
+    "sampling", "injection", "sweeps",
+    # pictures
+    "render", "render_elimination", "draw_matplotlib", "save", "plots",
+]
 __version__ = "0.1.0"

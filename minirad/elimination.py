@@ -405,8 +405,8 @@ def eliminate_vertex(g: LCG, v) -> LCG:
     >>> from minirad import examples
     >>> g = examples.lab()
     >>> h = eliminate_vertex(g, "v2")
-    >>> h.names, h.predecessors("y'"), h.partial("x", "y'")
-    (('x', 'y', 'v3', "y'"), (2, 0, 1), 3.0)
+    >>> h.names, h.predecessors("f"), h.partial("x", "f")
+    (('x', 'y', 'v3', 'f'), (2, 0, 1), 3.0)
     """
     if not isinstance(g, LCG):
         raise TypeError(f"eliminate_vertex works on an LCG, not {type(g).__name__}")

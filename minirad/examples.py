@@ -120,3 +120,117 @@ def random_dag(n_inputs: int = 3, n_intermediates: int = 10, n_outputs: int = 2,
              + [f"y[{j}]" for j in range(n_outputs)])
     return LCG(names, sources, targets, rng.standard_normal(len(sources)),
                inputs=range(n_inputs), outputs=range(n_sources, n))
+
+
+# ------------------------------------------------- Figure 2 of the RAD paper
+def _layer_names(depth: int, width: int) -> list[list[str]]:
+    """``a1 a2 ...`` for the first layer, ``b1 ...`` for the second, as in the
+    paper's Figure 2; deep graphs run out of letters and use ``h<layer>_<i>``."""
+    if depth <= 24:  # a..x, so that no layer is called y
+        return [[f"{chr(ord('a') + l)}{i + 1}" for i in range(width)] for l in range(depth)]
+    return [[f"h{l + 1}_{i + 1}" for i in range(width)] for l in range(depth)]
+
+
+def _family_partials(partials, sources, rng) -> np.ndarray:
+    """Partials for the Figure 2 families, one per edge (edges listed by source)."""
+    n_edges = len(sources)
+    if partials is None:
+        return np.ones(n_edges)
+    if isinstance(partials, str):
+        if partials not in ("random", "balanced"):
+            raise ValueError(f"partials={partials!r} is not a known scheme; use None (all 1.0), "
+                             f"a number, 'random' or 'balanced'")
+        rng = _rng(rng)
+        if partials == "random":
+            return rng.uniform(0.5, 1.5, n_edges)
+        # one draw per edge in source order, so the input's out-partials come
+        # first and are the same for every depth under the same seed
+        draws = rng.uniform(0.0, 1.0, n_edges)
+        degree = np.bincount(sources)[sources]
+        totals = np.bincount(sources, weights=draws)[sources]
+        return np.where(degree == 1, 1.0, degree * draws / totals)
+    if isinstance(partials, (bool, np.bool_)) or not isinstance(
+            partials, (int, float, np.integer, np.floating)) or not np.isfinite(partials):
+        raise ValueError(f"partials must be None, a finite number, 'random' or 'balanced', not "
+                         f"{partials!r}")
+    return np.full(n_edges, float(partials))
+
+
+def _check_shape(width, depth):
+    for name, value in (("width", width), ("depth", depth)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+def _layered(width, depth, partials, rng, connect) -> LCG:
+    """One input ``theta``, ``depth`` layers of ``width`` vertices, one output ``y``;
+    ``connect(i)`` lists the next-layer positions that position ``i`` feeds."""
+    _check_shape(width, depth)
+    layers = _layer_names(depth, width)
+    names = ["theta"] + [name for layer in layers for name in layer] + ["y"]
+    first = 1  # number of the first vertex of the current layer
+    sources = [0] * width
+    targets = list(range(1, width + 1))
+    for _ in range(depth - 1):
+        for i in range(width):
+            for j in connect(i):
+                sources.append(first + i)
+                targets.append(first + width + j)
+        first += width
+    sources += range(first, first + width)
+    targets += [len(names) - 1] * width
+    sources = np.asarray(sources)
+    return LCG(names, sources, targets, _family_partials(partials, sources, rng),
+               inputs=[0], outputs=[len(names) - 1])
+
+
+def independent_paths(width: int, depth: int, partials=None, rng=None) -> LCG:
+    """Figure 2a of the RAD paper: ``width`` disjoint chains from ``theta`` to ``y``.
+
+    Chain ``i`` runs ``theta -> a<i> -> b<i> -> ... -> y`` through ``depth``
+    intermediates (layers are lettered ``a``, ``b``, ... as in the paper), so
+    the graph has ``width`` input-output paths whatever its depth.
+
+    ``partials`` may be ``None`` (every partial 1.0), a number (every partial
+    that number), ``"random"`` (independent uniform draws from [0.5, 1.5)) or
+    ``"balanced"`` (each vertex's out-partials are uniform draws rescaled to
+    average 1; a vertex with one successor gets 1.0, so here only the edges
+    leaving ``theta`` vary).  Balanced partials keep the Jacobian equal to
+    the number of paths and make every vertex's out-edges unequal, which is
+    what gives path sampling something to get wrong.  Random schemes draw
+    from ``rng`` (a ``numpy.random.Generator`` or a seed), edge by edge in
+    order of their source, so one seed gives ``theta`` the same out-partials
+    at every depth.
+
+    >>> g = independent_paths(3, 2)
+    >>> g
+    LCG(8 vertices: 1 input, 6 intermediates, 1 output; 9 edges)
+    >>> g.successors("theta") == tuple(g.index(v) for v in ("a1", "a2", "a3"))
+    True
+    >>> [g.name(v) for v in g.successors("a2")]
+    ['b2']
+    """
+    return _layered(width, depth, partials, rng, lambda i: (i,))
+
+
+def interleaved(width: int, depth: int, partials=None, rng=None) -> LCG:
+    """Figure 2b of the RAD paper: ``depth`` fully connected layers of ``width`` vertices.
+
+    ``theta`` feeds every vertex of the first layer, every vertex of a layer
+    feeds every vertex of the next, and the last layer feeds ``y``: there
+    are ``width ** depth`` input-output paths.  ``interleaved(3, 3)`` is the
+    scalar graph behind the vector chain ``theta -> A -> B -> C -> y`` of
+    Figure 2c.  ``partials`` and ``rng`` are as in :func:`independent_paths`.
+
+    >>> g = interleaved(3, 3)
+    >>> g
+    LCG(11 vertices: 1 input, 9 intermediates, 1 output; 24 edges)
+    >>> [g.name(v) for v in g.successors("b2")]
+    ['c1', 'c2', 'c3']
+    >>> g = interleaved(2, 4, partials="balanced", rng=0)
+    >>> round(sum(g.partial("theta", v) for v in ("a1", "a2")), 12)
+    2.0
+    """
+    return _layered(width, depth, partials, rng, lambda i: range(width))

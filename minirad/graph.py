@@ -313,7 +313,9 @@ class LCG:
     def out_edges_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """``(order, ptr)``: edges ``order[ptr[v]:ptr[v+1]]`` leave v, by target."""
         if "out_csr" not in self._cache:
-            order = np.lexsort((self.targets, self.sources))
+            # edges are already sorted by target, so a stable sort by source
+            # leaves each vertex's out-edges in target order
+            order = np.argsort(self.sources, kind="stable")
             ptr = np.zeros(self.n_vertices + 1, dtype=np.int64)
             np.cumsum(np.bincount(self.sources, minlength=self.n_vertices), out=ptr[1:])
             self._cache["out_csr"] = (order, ptr)

@@ -49,10 +49,39 @@ class Tape:
 
 
 def _constant(x, op: Op) -> float:
-    if isinstance(x, Real) and not isinstance(x, bool):
+    # plain floats and ints first: isinstance(x, Real) is an ABC check, slow on this hot path
+    if type(x) is float:
+        return x
+    if type(x) is int or isinstance(x, Real) and not isinstance(x, bool):
         return float(x)
     raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
                     f"scalars combine with other traced scalars and real numbers")
+
+
+# Templates with a constant written in, per operation and constant.  A program
+# reuses a few constants many times, and repr(float) plus str.replace cost
+# about as much as the rest of recording the operation.  Signed zeros and NaN
+# are left out (0.0 == -0.0 but their reprs differ; NaN never finds itself).
+_RIGHT_CONSTANT: dict[str, dict[float, str]] = {}
+_LEFT_CONSTANT: dict[str, dict[float, str]] = {}
+_TEMPLATE_CACHE_SIZE = 1024
+
+
+def _template_with_constant(op: Op, c: float, left: bool) -> str:
+    """``op.template`` with ``c`` as its left or right operand; the traced operand reads {0}."""
+    caches = _LEFT_CONSTANT if left else _RIGHT_CONSTANT
+    cache = caches.get(op.name)
+    if cache is None:
+        cache = caches[op.name] = {}
+    template = cache.get(c)
+    if template is None:
+        if left:
+            template = op.template.replace("{0}", repr(c)).replace("{1}", "{0}")
+        else:
+            template = op.template.replace("{1}", repr(c))
+        if c and c == c and len(cache) < _TEMPLATE_CACHE_SIZE:
+            cache[c] = template
+    return template
 
 
 def _fail(op: Op, operands, tape: Tape, detail: str):
@@ -151,10 +180,16 @@ def _value(x):
 
 def _unary(op: Op, x: Var) -> Var:
     a = x.value
-    try:
-        out, (da,) = evaluate(op, (a,))
-    except NonFiniteError as error:
-        _fail(op, (x,), x.tape, str(error))
+    try:  # evaluate() inlined for one argument: it is several calls slower
+        out = float(op.value(a))
+        da = float(op.partials[0](a, out))
+    except (ArithmeticError, ValueError):
+        out = da = math.nan
+    if (out - out) or (da - da):  # not finite: let evaluate() word the error
+        try:
+            out, (da,) = evaluate(op, (a,))
+        except NonFiniteError as error:
+            _fail(op, (x,), x.tape, str(error))
     tape = x.tape
     i = len(tape.values)
     tape.ops.append(op.template)
@@ -173,10 +208,11 @@ def _binary(op: Op, x: Var, y) -> Var:
         if y.tape is not tape:
             raise ValueError(f"{op.name} mixes scalars from two different traces")
         b = y.value
+        d0, d1 = op.partials
         try:
             out = op.value(a, b)
-            da = op.partials[0](a, b, out)
-            db = op.partials[1](a, b, out)
+            da = d0(a, b, out)
+            db = d1(a, b, out)
         except (ArithmeticError, ValueError) as error:
             _fail(op, (x, y), tape, str(error))
         # z - z is 0.0 for a finite z and nan for inf or nan: a cheap finiteness test
@@ -207,7 +243,7 @@ def _binary(op: Op, x: Var, y) -> Var:
     if (out - out) or (da - da):
         _fail(op, (x, b), tape, f"value {out}, partial {da}")
     i = len(tape.values)
-    tape.ops.append(op.template.replace("{1}", repr(b)))
+    tape.ops.append(_template_with_constant(op, b, left=False))
     tape.values.append(out)
     tape.sources.append(x.index)
     tape.targets.append(i)
@@ -227,7 +263,7 @@ def _binary_reflected(op: Op, a: float, y: Var) -> Var:
     if (out - out) or (db - db):
         _fail(op, (a, y), tape, f"value {out}, partial {db}")
     i = len(tape.values)
-    tape.ops.append(op.template.replace("{0}", repr(a)).replace("{1}", "{0}"))
+    tape.ops.append(_template_with_constant(op, a, left=True))
     tape.values.append(out)
     tape.sources.append(y.index)
     tape.targets.append(i)
@@ -298,7 +334,8 @@ def trace(f, *args) -> LCG:
     Arguments are floats or 1-D sequences / arrays of floats (one input per
     element, named ``x[0]``, ``x[1]``, ... after the parameter).  ``f`` may
     return a scalar, a tuple/list or a 1-D array: one output per element,
-    named ``y`` (a single scalar) or ``y[0]``, ``y[1]``, ...  An output that
+    named ``y`` (a single scalar) or ``y[0]``, ``y[1]``, ... (``f`` instead
+    of ``y`` when a parameter is called ``y``).  An output that
     is also an input, is used later, or is returned twice gets a fresh
     vertex joined by a unit ``copy`` edge, so outputs never have successors.
 
@@ -340,13 +377,22 @@ def trace(f, *args) -> LCG:
     n = len(tape.values)
     vertex_names = [f"v{i}" for i in range(n)]
     vertex_names[:n_inputs] = input_names
-    output_names = [f"y[{j}]" for j in range(len(outputs))] if several else ["y"]
+    # outputs are y (or f, when a parameter is already called y, as in f(x, y))
+    base = next(b for b in ("y", "f", "out") if not any(
+        name == b or name.startswith(b + "[") for name in input_names))
+    output_names = [f"{base}[{j}]" for j in range(len(outputs))] if several else [base]
     for v, name in zip(outputs, output_names):
         vertex_names[v] = name
     taken = set(input_names)
-    for v in range(n_inputs, n):  # a parameter called "y" or "v3" keeps its name
-        while vertex_names[v] in taken:
-            vertex_names[v] += "'"
-        taken.add(vertex_names[v])
+    if not taken.isdisjoint(vertex_names[n_inputs:]):
+        # a parameter called "y" or "v3" keeps its name and the other vertex is
+        # primed; only inputs can collide with the rest ("v<i>" and "y..." differ),
+        # so visit just those vertices rather than all n in a Python loop
+        position = dict(zip(vertex_names[n_inputs:], range(n_inputs, n)))
+        taken.update(position)
+        for v in sorted(position[name] for name in input_names if name in position):
+            while vertex_names[v] in taken:
+                vertex_names[v] += "'"
+            taken.add(vertex_names[v])
     return LCG._trusted(vertex_names, tape.sources, tape.targets, tape.partials,
                         range(n_inputs), outputs, tape.values, tape.ops)

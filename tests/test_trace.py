@@ -102,14 +102,14 @@ def test_outputs_get_their_own_vertex_when_needed():
 
     g = trace(f, 1.0, 2.0)
     outs = [g.name(v) for v in g.outputs]
-    assert outs == ["y[0]", "y[1]", "y[2]", "y[3]"]
+    assert outs == ["f[0]", "f[1]", "f[2]", "f[3]"]  # a parameter is called y
     for v in g.outputs:
         assert g.successors(v) == ()
     # every one of them is a unit copy of the value it returns
     for name in outs:
         (p,) = g.predecessors(name)
         assert g.partial(p, name) == 1.0 and g.op(name) == "{0}"
-    assert g.predecessors("y[1]") == g.predecessors("y[2]")
+    assert g.predecessors("f[1]") == g.predecessors("f[2]")
     assert g.n_vertices == 4 + 4
 
 
@@ -177,7 +177,10 @@ def test_bad_arguments():
 def test_parameter_named_like_an_output_keeps_its_name():
     g = trace(lambda y: y * 2.0, 1.0)
     assert len(set(g.names)) == g.n_vertices
-    assert g.name(g.inputs[0]) == "y"
+    assert g.name(g.inputs[0]) == "y" and g.name(g.outputs[0]) == "f"
+    g = trace(lambda v1, y, f: v1 * y * f, 1.0, 2.0, 3.0)
+    assert [g.name(v) for v in g.inputs] == ["v1", "y", "f"]
+    assert g.name(g.outputs[0]) == "out" and len(set(g.names)) == g.n_vertices
 
 
 def test_trace_of_a_million_operations_has_no_recursion(tmp_path):

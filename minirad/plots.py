@@ -1,0 +1,402 @@
+"""Matplotlib figures for randomized AD: sampled Jacobians, convergence, variance, costs.
+
+Every function returns a :class:`matplotlib.figure.Figure` built without
+pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
+displays as a cell's value; elsewhere call ``fig.savefig(...)`` (or
+:func:`minirad.render.save`).
+
+>>> from minirad import examples
+>>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)
+>>> [ax.get_title() for ax in fig.axes[:2]]
+['exact Jacobian', 'mean of n=200 samples']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .graph import LCG
+
+__all__ = [
+    "jacobian_heatmaps", "plot_compare", "plot_convergence", "plot_elimination_costs",
+    "plot_variance_vs_depth", "plot_variance_vs_k",
+]
+
+#: above this many entries the heatmaps are not annotated with numbers
+ANNOTATE_LIMIT = 64
+# one colour per curve, colour-blind safe (Okabe-Ito), as in minirad.render
+COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _k_text(k) -> str:
+    """How a draw count reads in a title: k=2, k=50% of out-edges, or per vertex."""
+    if isinstance(k, Mapping):
+        return "k set per vertex"
+    if isinstance(k, (float, np.floating)):
+        return f"k={k:.0%} of out-edges"
+    return f"k={k}"
+
+
+def _check_graph(g, where: str) -> None:
+    if not isinstance(g, LCG):
+        raise TypeError(f"{where} takes an LCG, not {type(g).__name__}")
+
+
+# ---------------------------------------------------------------- heatmaps
+def _matrix(name: str, a) -> np.ndarray:
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 1:
+        a = a[None, :]  # a gradient: one output row
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a Jacobian of shape (n_outputs, n_inputs), got shape "
+                         f"{a.shape}")
+    return a
+
+
+def _annotate(ax, a: np.ndarray, norm, cmap) -> None:
+    """Write each entry in its cell, in black or white, whichever shows on the colour."""
+    # rounding noise (a variance of 1e-26 for an entry that cannot vary) reads as 0
+    tiny = 1e-9 * max(1.0, float(np.nanmax(np.abs(a), initial=0.0)))
+    for (i, j), value in np.ndenumerate(a):
+        if not np.isfinite(value):
+            continue
+        r, g, b, _ = cmap(norm(value))
+        ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+        text = "0" if abs(value) < tiny else f"{value:.3g}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=9, color=ink)
+
+
+def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
+                      input_names: Sequence[str] | None = None,
+                      output_names: Sequence[str] | None = None, title: str | None = None):
+    """Four heatmaps side by side: exact Jacobian, mean of n samples, one sample, std.
+
+    The first three share one diverging colour scale centred on 0 (blue
+    negative, red positive) so they can be compared cell by cell; the
+    per-entry standard deviation of one sample has its own scale.  Small
+    Jacobians get their numbers written in the cells.  The Figure has 4
+    heatmap axes followed by 2 colour-bar axes.
+
+    >>> import numpy as np
+    >>> J = np.array([[1.0, -2.0]])
+    >>> fig = jacobian_heatmaps(J, J, 2 * J, np.array([[0.0, 1.0]]), n=10, k=1)
+    >>> len(fig.axes)
+    6
+    """
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
+    exact, mean, single, std = (_matrix(name, a) for name, a in
+                                (("exact", exact), ("mean", mean), ("single", single),
+                                 ("std", std)))
+    for name, a in (("mean", mean), ("single", single), ("std", std)):
+        if a.shape != exact.shape:
+            raise ValueError(f"{name} has shape {a.shape} but exact has shape {exact.shape}; "
+                             f"all four must be (n_outputs, n_inputs) of the same graph")
+    n_out, n_in = exact.shape
+    input_names = _names(input_names, n_in, "input_names", "x")
+    output_names = _names(output_names, n_out, "output_names", "y")
+    panel = max(2.2, min(5.0, 0.55 * n_in + 1.2))
+    figure = _figure(4 * panel + 1.6, max(3.0, min(6.5, 0.45 * n_out + 2.0)))
+    axes = figure.subplots(1, 4, sharey=True)
+    scale = float(np.nanmax(np.abs(np.concatenate([exact, mean, single]))))
+    shared = Normalize(-scale or -1.0, scale or 1.0)  # centred on 0
+    spread = Normalize(0.0, float(np.nanmax(std)) or 1.0)
+    diverging, sequential = colormaps["RdBu_r"], colormaps["viridis"]
+    sample = f"n={n} samples" if n is not None else "the samples"
+    kind = f" ({_k_text(k)})" if k is not None else ""
+    titles = ("exact Jacobian", f"mean of {sample}", f"one sample{kind}",
+              f"std of one sample{kind}")
+    images = []
+    for ax, a, text in zip(axes, (exact, mean, single, std), titles):
+        norm, cmap = (spread, sequential) if a is std else (shared, diverging)
+        images.append(ax.imshow(a, cmap=cmap, norm=norm, aspect="auto",
+                                interpolation="nearest"))
+        if a.size <= ANNOTATE_LIMIT:
+            _annotate(ax, a, norm, cmap)
+        ax.set_title(text, fontsize=10)
+        ax.set_xticks(range(n_in), input_names, rotation=90 if n_in > 6 else 0)
+        ax.set_xlabel("input")
+    axes[0].set_yticks(range(n_out), output_names)
+    axes[0].set_ylabel("output")
+    figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9,
+                    label="Jacobian entry")
+    figure.colorbar(images[3], ax=axes[3], shrink=0.9, label="standard deviation")
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+def _names(names, count: int, what: str, stem: str) -> list[str]:
+    if names is None:
+        return [f"{stem}{i}" for i in range(count)]
+    names = [str(name) for name in names]
+    if len(names) != count:
+        raise ValueError(f"{what} has {len(names)} names for {count} entries")
+    return names
+
+
+def plot_compare(g: LCG, k=1, n: int = 1000, rng=None):
+    """Exact Jacobian of ``g`` against path sampling: see :func:`jacobian_heatmaps`.
+
+    Draws ``n`` estimates with :func:`minirad.sampling.compare` (``k`` as
+    there); "one sample" is the first of them and "std" is the per-entry
+    standard deviation of a single estimate.
+    """
+    from .sampling import compare
+
+    _check_graph(g, "plot_compare")
+    result = compare(g, k=k, n=n, rng=rng)
+    std = np.sqrt(result.variance) if result.n > 1 else np.zeros_like(result.mean)
+    return jacobian_heatmaps(
+        result.exact, result.mean, result.estimates[0], std, n=result.n, k=k,
+        input_names=[g.names[v] for v in g.inputs], output_names=[g.names[v] for v in g.outputs],
+        title=f"Path sampling against the exact Jacobian ({_k_text(k)})")
+
+
+# ------------------------------------------------------------- convergence
+def _seeds(rng, count: int) -> list[int]:
+    """Independent seeds, one per curve, from a seed or a Generator."""
+    if not isinstance(rng, np.random.Generator):
+        if rng is not None and (isinstance(rng, bool) or not isinstance(rng, (int, np.integer))):
+            raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
+                             f"{type(rng).__name__}")
+        rng = np.random.default_rng(rng)
+    return [int(s) for s in rng.integers(2**63, size=count)]
+
+
+def _check_ks(ks, where: str) -> list:
+    if isinstance(ks, (str, bytes, Mapping)) or not isinstance(ks, Sequence) or not ks:
+        raise ValueError(f"{where}: ks must be a nonempty list of draw counts such as [1, 2, 4] "
+                         f"(or of fractions such as [0.25, 0.5]), not {ks!r}")
+    return list(ks)
+
+
+def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None):
+    """Relative error of the running mean against the number of samples, log-log.
+
+    One solid curve per ``k``: ``||mean of the first m estimates - J|| / ||J||``
+    for m = 1..n.  When the exact variance is known, a dotted line of the
+    same colour shows the expected error ``sqrt(sum of variances / m) / ||J||``,
+    which falls as ``1/sqrt(m)``; without exact variances (large graphs) a
+    grey dashed ``1/sqrt(m)`` line is drawn for reference instead.
+
+    >>> from minirad import examples
+    >>> fig = plot_convergence(examples.figure1(), ks=[1, 2], n=100, rng=0)
+    >>> len(fig.axes[0].get_lines())  # 2 curves, 2 expected lines, 1 legend entry
+    5
+    """
+    from .sampling import compare
+
+    _check_graph(g, "plot_convergence")
+    ks = _check_ks(ks, "plot_convergence")
+    figure = _figure(6.4, 4.4)
+    ax = figure.add_subplot()
+    m, first, predicted = None, None, False
+    for color, k, seed in zip(_cycle(len(ks)), ks, _seeds(rng, len(ks))):
+        result = compare(g, k=k, n=n, rng=seed)
+        m = np.arange(1, result.n + 1)
+        error = np.where(result.running_error > 0, result.running_error, np.nan)  # log axes
+        ax.plot(m, error, color=color, linewidth=1.2, label=_k_text(k))
+        if first is None and np.isfinite(error[-1]):
+            first = error[-1]
+        if result.exact_variance is not None:
+            scale = np.linalg.norm(result.exact) or 1.0
+            expected = np.sqrt(result.exact_variance.sum() / m) / scale
+            if expected[0] > 0:
+                ax.plot(m, expected, color=color, linestyle=":", linewidth=1.5)
+                predicted = True
+    if predicted:
+        # the expected errors already fall as 1/sqrt(n): they are the reference lines
+        ax.plot([], [], color="black", linestyle=":",
+                label=r"expected $\sqrt{\sum\mathrm{Var}/n}\,/\,\|J\| \propto 1/\sqrt{n}$")
+    else:
+        ax.plot(m, (first or 1.0) * np.sqrt(m[-1] / m), color="grey", linestyle="--",
+                linewidth=1, label=r"$\propto 1/\sqrt{n}$ (reference)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("number of samples averaged, n")
+    ax.set_ylabel(r"relative error $\|\bar{J}_n - J\| \,/\, \|J\|$")
+    ax.set_title("Monte Carlo error of path sampling shrinks like $1/\\sqrt{n}$")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure
+
+
+def _cycle(count: int) -> list[str]:
+    return [COLORS[i % len(COLORS)] for i in range(count)]
+
+
+# --------------------------------------------------------------- variance
+def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float = 0.5,
+                           methods: Sequence[str] = ("paths",), partials="balanced", rng=0):
+    """Figure 2 of the paper, computed exactly: relative variance against depth.
+
+    For both families -- independent paths (Figure 2a) and interleaved,
+    fully connected layers (Figure 2b) -- of the given ``width``, plots
+    ``Var(estimate) / J**2`` at each depth on a log scale, sampling the
+    fixed ``fraction`` of out-edges at every vertex (``methods`` may add
+    ``"injection"``: random matrix injection keeping that fraction of every
+    layer's vertices, drawn dashed).  Computed by
+    :func:`minirad.sampling.variance_by_depth`; no sampling noise.
+
+    >>> fig = plot_variance_vs_depth(width=3, depths=[1, 2, 3])
+    >>> len(fig.axes[0].get_lines())
+    2
+    """
+    from .sampling import variance_by_depth
+
+    depths = list(depths)
+    if isinstance(methods, str):
+        methods = (methods,)
+    figure = _figure(6.4, 4.4)
+    ax = figure.add_subplot()
+    family_names = {"independent": "independent paths (Fig. 2a)",
+                    "interleaved": "interleaved layers (Fig. 2b)"}
+    method_names = {"paths": "path sampling", "injection": "matrix injection"}
+    for method, style in zip(methods, ("-", "--", ":")):
+        for (family, label), color in zip(family_names.items(), COLORS):
+            study = variance_by_depth(family, width, depths, fraction=fraction,
+                                      partials=partials, rng=rng, method=method)
+            relative = np.where(study.relative_variance > 0, study.relative_variance, np.nan)
+            ax.plot(study.depths, relative, color=color, linestyle=style, marker="o",
+                    markersize=4, label=f"{label}, {method_names.get(method, method)}")
+    ax.set_yscale("log")
+    ax.set_xlabel("depth (number of layers)")
+    ax.set_ylabel(r"relative variance $\mathrm{Var}(\hat J)\,/\,J^2$")
+    ax.set_title(f"Variance against depth: width {width}, sampling fraction {fraction:.0%}")
+    ax.set_xticks(depths)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure
+
+
+def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None):
+    """Exact variance of path sampling against the number of draws per vertex.
+
+    Plots the total relative variance ``sum Var(J_ij) / ||J||**2`` (bold),
+    each Jacobian entry's relative variance when there are at most 6
+    (thin), and a dashed ``1/k`` reference, on log-log axes.  ``ks`` may
+    also be fractions of out-edges.  With ``n``, empirical variances from
+    ``n`` samples per ``k`` are added as crosses, to check the formula.
+
+    >>> from minirad import examples
+    >>> fig = plot_variance_vs_k(examples.figure1(), ks=[1, 2, 4])
+    >>> [line.get_label() for line in fig.axes[0].get_lines()][:2]
+    ['total: sum Var / ||J||²', 'dy/dx1']
+    """
+    from .jacobian import jacobian
+    from .sampling import path_sampling_variance, sampled_jacobians
+
+    _check_graph(g, "plot_variance_vs_k")
+    ks = _check_ks(ks, "plot_variance_vs_k")
+    fractions = all(isinstance(k, (float, np.floating)) for k in ks)
+    counts = all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in ks)
+    if not (fractions or counts):
+        raise ValueError(f"plot_variance_vs_k: ks must be all ints (draws per vertex) or all "
+                         f"floats (fractions of out-edges), not a mix: {ks!r}")
+    exact = jacobian(g)
+    scale = float(np.linalg.norm(exact) ** 2) or 1.0
+    variances = np.array([path_sampling_variance(g, k) for k in ks])  # (len(ks), out, in)
+    figure = _figure(6.4, 4.4)
+    ax = figure.add_subplot()
+    x = np.asarray(ks, dtype=float)
+    total = variances.sum(axis=(1, 2)) / scale
+    ax.plot(x, np.where(total > 0, total, np.nan), color="black", linewidth=2.2, marker="o",
+            label="total: sum Var / ||J||²")
+    entries = [(i, j) for i in range(exact.shape[0]) for j in range(exact.shape[1])]
+    if len(entries) <= 6:
+        for (i, j), color in zip(entries, COLORS):
+            square = exact[i, j] ** 2 or scale
+            rel = variances[:, i, j] / square
+            ax.plot(x, np.where(rel > 0, rel, np.nan), color=color, linewidth=1, marker=".",
+                    label=f"d{g.names[g.outputs[i]]}/d{g.names[g.inputs[j]]}")
+    reference = next((t for t in total if t > 0), None)
+    if reference is not None:
+        ax.plot(x, reference * x[0] / x, color="grey", linestyle="--", linewidth=1,
+                label=r"$\propto 1/k$ (reference)")
+    if n is not None:
+        seeds = _seeds(rng, len(ks))
+        empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / scale
+                     for k, seed in zip(ks, seeds)]
+        ax.plot(x, empirical, linestyle="none", marker="x", color="#D55E00", markersize=7,
+                label=f"total from n={n} samples")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(x, [f"{k:g}" for k in ks])
+    ax.minorticks_off()
+    ax.set_xlabel("fraction of out-edges drawn per vertex" if fractions
+                  else "k, draws per vertex")
+    ax.set_ylabel(r"relative variance $\mathrm{Var}\,/\,J^2$")
+    ax.set_title("Exact variance of path sampling against k")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure
+
+
+# ------------------------------------------------------- elimination costs
+def plot_elimination_costs(graphs: Mapping[str, LCG],
+                           orders: Sequence[str] = ("forward", "reverse", "markowitz", "optimal"),
+                           cost: str = "multiplications"):
+    """Grouped bars: the cost of each elimination order on each graph.
+
+    One group per graph, one bar per order, the count written on each bar.
+    The optimal order is an exhaustive search and is computed only for
+    graphs with at most :data:`minirad.elimination.OPTIMAL_LIMIT`
+    intermediates; elsewhere its place reads "n/a".  ``cost`` is
+    ``"multiplications"`` or ``"additions"``.
+
+    >>> from minirad import examples
+    >>> fig = plot_elimination_costs({"Figure 1": examples.figure1(),
+    ...                               "two outputs": examples.two_outputs()})
+    >>> len(fig.axes[0].patches)
+    8
+    """
+    from .elimination import OPTIMAL_LIMIT, elimination_cost
+
+    if not isinstance(graphs, Mapping) or not graphs:
+        raise TypeError(f"graphs must be a nonempty dict from a name to an LCG, not "
+                        f"{type(graphs).__name__}")
+    for name, g in graphs.items():
+        _check_graph(g, f"plot_elimination_costs (graph {name!r})")
+    if cost not in ("multiplications", "additions"):
+        raise ValueError(f"cost must be 'multiplications' or 'additions', not {cost!r}")
+    if isinstance(orders, str):
+        orders = (orders,)
+    which = 0 if cost == "multiplications" else 1
+    table = {}
+    for name, g in graphs.items():
+        for order in orders:
+            feasible = order != "optimal" or len(g.intermediates) <= OPTIMAL_LIMIT
+            table[name, order] = elimination_cost(g, order)[which] if feasible else None
+    figure = _figure(max(6.0, 1.5 + 0.3 * len(orders) * len(graphs) + 0.3 * len(graphs)), 4.4)
+    ax = figure.add_subplot()
+    bar = 0.8 / len(orders)
+    centres = np.arange(len(graphs))
+    tallest = max((v for v in table.values() if v is not None), default=1) or 1
+    for i, (order, color) in enumerate(zip(orders, _cycle(len(orders)))):
+        xs = centres - 0.4 + bar * (i + 0.5)
+        heights = [table[name, order] for name in graphs]
+        bars = ax.bar(xs, [h or 0 for h in heights], bar * 0.92, color=color, label=order)
+        for rect, h in zip(bars, heights):
+            text = "n/a" if h is None else str(h)
+            ax.text(rect.get_x() + rect.get_width() / 2, (h or 0) + tallest * 0.01, text,
+                    ha="center", va="bottom", fontsize=8,
+                    color="grey" if h is None else "black")
+    ax.set_xticks(centres, list(graphs))
+    ax.set_ylabel(f"{cost} to accumulate the Jacobian")
+    ax.set_xlabel("graph")
+    ax.set_ylim(0, tallest * 1.15)
+    ax.set_title(f"Vertex elimination: {cost} by order "
+                 f"(optimal only up to {OPTIMAL_LIMIT} intermediates)")
+    ax.legend(title="elimination order", fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return figure

@@ -1,0 +1,965 @@
+"""Draw an LCG the way the RAD paper's Figure 1 does, with optional highlights.
+
+:func:`render` returns a :class:`graphviz.Digraph` (it shows inline in
+Jupyter and :func:`save` writes it as svg, png or pdf).  The picture reads
+bottom-up like Figure 1(c): inputs at the bottom, outputs at the top, one
+row per topological level, each edge labelled with its local partial.
+Three highlights can be laid over it, alone or together:
+
+* ``sample=`` a path sample: the drawn edges bold and coloured with their
+  draw count and sampled weight, the others dashed grey, skipped vertices
+  greyed out;
+* ``paths=`` one path or several, each in its own colour, like Figure 1(d);
+* ``step=`` one vertex elimination: the vertex, the fill-in edges it is
+  about to create (dashed) and the edges whose partials it changes.
+
+:func:`render_elimination` draws a whole vertex elimination, one picture
+per step, and :func:`elimination_strip` puts them side by side.
+
+Every highlight is first turned into a neutral description of the picture
+(a "scene"); the graphviz source and the matplotlib fallback
+(:func:`draw_matplotlib`, used when the ``dot`` program is missing) are both
+drawn from that one scene, so they always agree.
+
+>>> from minirad import examples
+>>> dot = render(examples.figure1())
+>>> dot.graph_attr["rankdir"]  # bottom to top
+'BT'
+>>> print(next(line for line in dot.source.splitlines() if "x1 -> v2" in line).strip())
+x1 -> v2 [label=2.718 color="#222222" fontcolor="#222222"]
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import graphviz
+import numpy as np
+
+from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill
+
+__all__ = [
+    "MissingDotWarning", "Drawing", "draw_matplotlib", "elimination_strip", "has_dot",
+    "render", "render_elimination", "save",
+]
+
+#: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
+MAX_VERTICES = 200
+
+# ------------------------------------------------------------------ palette
+# Kinds differ by shape *and* fill so the picture survives grey-scale printing.
+FILL = {INPUT: "#d6e6f5", INTERMEDIATE: "#ffffff", OUTPUT: "#fbdcc0"}
+SHAPE = {INPUT: "box", INTERMEDIATE: "ellipse", OUTPUT: "doubleoctagon"}
+_BORDER = {INPUT: 1.0, INTERMEDIATE: 1.0, OUTPUT: 2.2}  # matplotlib's stand-in for the double line
+INK = "#222222"
+DIM = "#b0b0b0"            # edges and vertices a highlight leaves out
+DIM_FILL = "#f2f2f2"
+SAMPLE_COLOR = "#d62728"   # the sampled edges
+SAMPLE_WIDTH = 2.6
+PATH_WIDTH = 2.2
+# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies);
+# yellow is left out because it vanishes on white paper.
+PATH_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+STEP_VERTEX_FILL = "#ffe45c"
+STEP_VERTEX_BORDER = "#9a7d00"
+STEP_EDGE_COLOR = "#E69F00"   # edges into and out of the vertex being eliminated
+FILL_IN_COLOR = "#CC0077"     # edges the step creates
+UPDATED_COLOR = "#009E73"     # existing edges whose partial the step changes
+FONT = "Helvetica"
+
+_FORMATS = ("png", "svg", "pdf", "dot", "gv")
+
+
+class MissingDotWarning(UserWarning):
+    """The graphviz ``dot`` program is not installed; drawings fall back to matplotlib."""
+
+
+_warned_missing_dot = False
+
+
+def has_dot() -> bool:
+    """Whether the graphviz ``dot`` program is on the PATH (checked afresh each call)."""
+    return shutil.which("dot") is not None
+
+
+def _warn_missing_dot() -> None:
+    """Warn once per process: repeating it on every drawing would drown the output."""
+    global _warned_missing_dot
+    if not _warned_missing_dot:
+        _warned_missing_dot = True
+        warnings.warn(
+            "the graphviz 'dot' program was not found on the PATH: minirad draws with its "
+            "matplotlib fallback instead (the DOT source is still available as .source). "
+            "Install graphviz (e.g. 'apt-get install graphviz' or 'conda install graphviz') "
+            "for the proper layout.", MissingDotWarning, stacklevel=3)
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; -0 reads as 0."""
+    text = f"{x:.{digits}g}"
+    return "0" if text == "-0" else text
+
+
+# ------------------------------------------------------------------- scene
+@dataclass
+class _Node:
+    lines: list[str]
+    kind: str
+    fill: str
+    border: str = INK
+    fontcolor: str = INK
+    penwidth: float = 1.0
+    dashed: bool = False
+
+
+@dataclass
+class _Edge:
+    u: int
+    v: int
+    label: str
+    colors: list[str] = field(default_factory=list)  # empty: the default ink
+    penwidth: float = 1.0
+    dashed: bool = False
+    fontcolor: str = INK
+    proposed: bool = False  # a fill-in edge that the step is about to create
+
+
+@dataclass
+class _Key:
+    """One legend entry: a vertex swatch or an edge sample."""
+
+    text: str
+    color: str
+    edge: bool = True
+    dashed: bool = False
+    fill: str | None = None
+    shape: str = "box"
+    penwidth: float = 1.0
+
+
+@dataclass
+class _Scene:
+    g: LCG
+    nodes: list[_Node]
+    edges: list[_Edge]
+    levels: list[int]
+    keys: list[_Key]
+    title: str | None
+    dim_plain_edges: bool = False
+
+
+def _levels(g: LCG, fixed=None) -> list[int]:
+    """Row of each vertex: the longest path from an input, outputs on the top row.
+
+    ``fixed`` (name -> row) overrides the computed rows, so that the pictures
+    of an elimination sequence keep every surviving vertex in place.
+    """
+    level = [0] * g.n_vertices
+    for u, v, _ in g.edges():  # grouped by target and numbered topologically
+        level[v] = max(level[v], level[u] + 1)
+    top = max(level, default=0)
+    for y in g.outputs:
+        level[y] = top
+    if fixed is not None:
+        for v, name in enumerate(g.names):
+            if name in fixed:
+                level[v] = int(fixed[name])
+        # rows left empty by eliminated vertices close up, as they do in dot
+        dense = {row: i for i, row in enumerate(sorted(set(level)))}
+        level = [dense[row] for row in level]
+    return level
+
+
+def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) -> list[str]:
+    name = g.names[v]
+    head, lines = name, []
+    if show_ops and g.kind(v) != INPUT and g.ops[v]:
+        head = f"{name} = {_fill(g.ops[v], [g.names[p] for p in g.predecessors(v)])}"
+    value = float(g.values[v])
+    if show_values and math.isfinite(value):
+        if head == name:
+            head = f"{name} = {_fmt(value, digits)}"
+        else:
+            lines.append(f"= {_fmt(value, digits)}")
+    return [head, *lines]
+
+
+def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title) -> _Scene:
+    nodes = [_Node(_node_lines(g, v, show_ops, show_values, digits), g.kind(v),
+                   FILL[g.kind(v)]) for v in range(g.n_vertices)]
+    edges = [_Edge(u, v, _fmt(d, digits) if edge_labels else "") for u, v, d in g.edges()]
+    return _Scene(g, nodes, edges, _levels(g, levels), [], title)
+
+
+def _kind_keys(g: LCG) -> list[_Key]:
+    present = {g.kind(v) for v in range(g.n_vertices)}
+    return [_Key(kind, INK, edge=False, fill=FILL[kind], shape=SHAPE[kind],
+                 penwidth=_BORDER[kind])
+            for kind in (INPUT, INTERMEDIATE, OUTPUT) if kind in present]
+
+
+# -------------------------------------------------------------- highlights
+def _check_sample(g: LCG, sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    missing = [a for a in ("counts", "weights", "visited") if not hasattr(sample, a)]
+    if missing:
+        raise TypeError(f"sample= must be a PathSample (from minirad.sampling.sample_paths) "
+                        f"with counts, weights and visited; {type(sample).__name__} lacks "
+                        f"{', '.join(missing)}")
+    counts = np.asarray(sample.counts).reshape(-1)
+    weights = np.asarray(sample.weights, dtype=float).reshape(-1)
+    visited = np.asarray(sample.visited, dtype=bool).reshape(-1)
+    if len(counts) != g.n_edges or len(weights) != g.n_edges or len(visited) != g.n_vertices \
+            or not _same_structure(g, sample):
+        raise ValueError(f"sample= was drawn from a different graph ({len(counts)} edge counts, "
+                         f"{len(visited)} vertices) than the one drawn ({g.n_edges} edges, "
+                         f"{g.n_vertices} vertices); pass the graph that was sampled")
+    return counts, weights, visited
+
+
+def _same_structure(g: LCG, sample) -> bool:
+    """Whether the sample's graph has ``g``'s vertices and edges (the counts
+    are aligned with the sampled graph's edge arrays)."""
+    original = getattr(sample, "original", None)
+    if isinstance(original, LCG):
+        return (original.names == g.names and np.array_equal(original.sources, g.sources)
+                and np.array_equal(original.targets, g.targets))
+    q = getattr(sample, "graph", None)  # Q: same vertices, a subset of the edges
+    if isinstance(q, LCG):
+        return q.names == g.names and all(g.has_edge(u, v) for u, v, _ in q.edges())
+    return True
+
+
+def _apply_sample(scene: _Scene, sample, digits: int) -> None:
+    counts, weights, visited = _check_sample(scene.g, sample)
+    for e, edge in enumerate(scene.edges):  # scene edges follow g's edge arrays
+        if counts[e] > 0:
+            edge.colors.append(SAMPLE_COLOR)
+            edge.penwidth = max(edge.penwidth, SAMPLE_WIDTH)
+            edge.label = f"×{int(counts[e])}  w={_fmt(weights[e], digits)}"
+            edge.fontcolor = SAMPLE_COLOR
+        else:
+            edge.dashed = True
+            edge.fontcolor = DIM
+    for v, node in enumerate(scene.nodes):
+        if not visited[v]:
+            node.fill, node.border, node.fontcolor, node.dashed = DIM_FILL, DIM, DIM, True
+    scene.dim_plain_edges = True
+    scene.keys += [
+        _Key("sampled edge: ×draws  w=sampled weight", SAMPLE_COLOR, penwidth=SAMPLE_WIDTH),
+        _Key("edge not drawn", DIM, dashed=True),
+    ]
+    if not visited.all():
+        scene.keys.append(_Key("skipped vertex (no sampled edge in)", DIM, edge=False,
+                               dashed=True, fill=DIM_FILL, shape="ellipse"))
+
+
+def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
+    """One path or many (vertex names or numbers) as tuples of vertex numbers."""
+    if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
+        raise TypeError(f"paths= takes a path (a sequence of vertices) or a list of paths, "
+                        f"not {type(paths).__name__}")
+    paths = list(paths)
+    if paths and isinstance(paths[0], (str, int, np.integer)):
+        paths = [paths]  # a single path
+    result = []
+    for number, path in enumerate(paths, 1):
+        if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
+            raise TypeError(f"path {number} is {path!r}; a path is a sequence of vertices "
+                            f"such as ('x1', 'v2', 'y')")
+        vertices = tuple(g.index(v) for v in path)
+        if len(vertices) < 2:
+            raise ValueError(f"path {number} has {len(vertices)} vertex; a path needs at least "
+                             f"two vertices joined by an edge")
+        for u, v in zip(vertices, vertices[1:]):
+            if not g.has_edge(u, v):
+                raise ValueError(f"path {number} steps from {g.names[u]} to {g.names[v]}, "
+                                 f"which is not an edge of the graph; successors of "
+                                 f"{g.names[u]}: {[g.names[s] for s in g.successors(u)]}")
+        result.append(vertices)
+    return result
+
+
+MAX_PATH_KEYS = 10
+
+
+def _apply_paths(scene: _Scene, paths, digits: int) -> None:
+    g = scene.g
+    position = {(u, v): e for e, (u, v, _) in enumerate(g.edges())}
+    for number, path in enumerate(_as_paths(g, paths)):
+        color = PATH_COLORS[number % len(PATH_COLORS)]
+        product = 1.0
+        for u, v in zip(path, path[1:]):
+            edge = scene.edges[position[u, v]]
+            edge.colors.append(color)  # several paths: a multi-coloured edge
+            edge.penwidth = max(edge.penwidth, PATH_WIDTH)
+            product *= g.partial(u, v)
+        if number < MAX_PATH_KEYS:
+            route = " → ".join(g.names[v] for v in path)
+            scene.keys.append(_Key(f"path {number + 1}: {route}  (product {_fmt(product, digits)})",
+                                   color, penwidth=PATH_WIDTH))
+        elif number == MAX_PATH_KEYS:
+            scene.keys.append(_Key("... more paths (colours repeat)", DIM))
+    scene.dim_plain_edges = True
+
+
+def _as_step(g: LCG, step):
+    """An elimination Step checked against ``g``, the graph *before* the step."""
+    from .elimination import eliminate  # elimination never draws, so no import cycle
+
+    if isinstance(step, (str, int, np.integer)):
+        v = g.index(step)
+        if g.kind(v) != INTERMEDIATE:
+            raise ValueError(f"step={g.names[v]!r} is an {g.kind(v)}; only intermediates can "
+                             f"be eliminated")
+        return eliminate(g, [v]).steps[0]
+    if not all(hasattr(step, a) for a in ("vertex", "fill_in", "updated")):
+        raise TypeError(f"step= takes an elimination Step (from minirad.elimination) or the "
+                        f"vertex to eliminate, not {type(step).__name__}")
+    expected = _as_step(g, step.vertex)
+    if set(map(tuple, step.fill_in)) != set(expected.fill_in) or \
+            set(map(tuple, step.updated)) != set(expected.updated):
+        raise ValueError(f"step= eliminates {step.vertex!r} on a different graph: its fill-in "
+                         f"and updated edges do not match this one; draw it on the graph "
+                         f"*before* the step (Elimination.graphs[i] for steps[i])")
+    return step
+
+
+def _apply_step(scene: _Scene, step, digits: int) -> None:
+    g = scene.g
+    step = _as_step(g, step)
+    v = g.index(step.vertex)
+    node = scene.nodes[v]
+    node.fill, node.border, node.penwidth, node.dashed = (
+        STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
+    node.fontcolor = INK
+    position = {(a, b): e for e, (a, b, _) in enumerate(g.edges())}
+    for edge in scene.edges:
+        if v in (edge.u, edge.v):
+            edge.colors.append(STEP_EDGE_COLOR)
+            edge.penwidth = max(edge.penwidth, 2.0)
+    for p_name, s_name in step.updated:
+        p, s = g.index(p_name), g.index(s_name)
+        edge = scene.edges[position[p, s]]
+        old, new = g.partial(p, s), g.partial(p, s) + g.partial(p, v) * g.partial(v, s)
+        edge.colors.append(UPDATED_COLOR)
+        edge.penwidth = max(edge.penwidth, 2.4)
+        edge.label = f"{_fmt(old, digits)} → {_fmt(new, digits)}"
+        edge.fontcolor = UPDATED_COLOR
+    for p_name, s_name in step.fill_in:
+        p, s = g.index(p_name), g.index(s_name)
+        new = g.partial(p, v) * g.partial(v, s)
+        scene.edges.append(_Edge(p, s, f"new {_fmt(new, digits)}", [FILL_IN_COLOR], 2.0,
+                                 dashed=True, fontcolor=FILL_IN_COLOR, proposed=True))
+    scene.keys += [
+        _Key(f"vertex eliminated: {g.names[v]}", STEP_VERTEX_BORDER, edge=False,
+             fill=STEP_VERTEX_FILL, shape="ellipse", penwidth=3.0),
+        _Key(f"edge into or out of {g.names[v]} (removed)", STEP_EDGE_COLOR,
+             penwidth=2.0),
+    ]
+    if step.fill_in:
+        scene.keys.append(_Key("fill-in edge (created): new partial", FILL_IN_COLOR,
+                               dashed=True, penwidth=2.0))
+    if step.updated:
+        scene.keys.append(_Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4))
+
+
+def _scene(g, *, sample=None, paths=None, step=None, show_ops=False, show_values=False,
+           edge_labels=True, digits=4, levels=None, title=None, legend=None,
+           max_vertices=MAX_VERTICES) -> _Scene:
+    if not isinstance(g, LCG):
+        raise TypeError(f"render draws an LCG, not {type(g).__name__}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be a positive integer, not {digits!r}")
+    if g.n_vertices > max_vertices:
+        raise ValueError(
+            f"the graph has {g.n_vertices} vertices, more than max_vertices={max_vertices} "
+            f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
+            f"anyway, or render a smaller subgraph")
+    scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
+    if sample is not None:
+        _apply_sample(scene, sample, digits)
+    if paths is not None:
+        _apply_paths(scene, paths, digits)
+    if step is not None:
+        _apply_step(scene, step, digits)
+    highlighted = bool(scene.keys)
+    if legend if legend is not None else highlighted:
+        scene.keys = _kind_keys(g) + scene.keys
+    else:
+        scene.keys = []
+    for edge in scene.edges:
+        if not edge.colors:
+            edge.colors = [DIM if scene.dim_plain_edges else INK]
+            if scene.dim_plain_edges and edge.fontcolor == INK:
+                edge.fontcolor = "#777777"
+    return scene
+
+
+# --------------------------------------------------------------- graphviz
+class Drawing(graphviz.Digraph):
+    """A :class:`graphviz.Digraph` that remembers what it draws.
+
+    Knowing the graph and its highlights lets :func:`save` and Jupyter fall
+    back to :func:`draw_matplotlib` when the ``dot`` program is missing.
+    """
+
+    lcg: LCG | None = None
+    options: dict | None = None
+
+    def save(self, path, dpi: int = 150) -> str:
+        """Write the drawing to ``path``; see :func:`save`."""
+        return save(self, path, dpi=dpi)
+
+    def copy(self):
+        twin = super().copy()
+        twin.lcg, twin.options = self.lcg, dict(self.options or {})
+        return twin
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        if has_dot() or self.lcg is None:
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        _warn_missing_dot()
+        buffer = io.StringIO()
+        figure = draw_matplotlib(self.lcg, **self.options)
+        figure.savefig(buffer, format="svg")
+        return {"image/svg+xml": buffer.getvalue()}
+
+
+def _dot_text(text: str) -> str:
+    """Text for a DOT label: backslashes doubled (they start escapes), lines
+    joined with DOT's centred line break."""
+    return "\\n".join(line.replace("\\", "\\\\") for line in text.split("\n"))
+
+
+def _node_id(g: LCG):
+    """Vertex names as DOT ids, unless a name would be misread (``a:b`` is a port)."""
+    if any(":" in name or "\\" in name for name in g.names):
+        return lambda v: f"n{v}"
+    return lambda v: g.names[v]
+
+
+def _node_attrs(node: _Node) -> dict[str, str]:
+    style = ["filled"] + (["dashed"] if node.dashed else [])
+    if node.kind == INPUT:
+        style.append("rounded")
+    attrs = {"label": _dot_text("\n".join(node.lines)), "shape": SHAPE[node.kind],
+             "style": ",".join(style), "fillcolor": node.fill, "color": node.border,
+             "fontcolor": node.fontcolor}
+    if node.penwidth != 1.0:
+        attrs["penwidth"] = f"{node.penwidth:g}"
+    return attrs
+
+
+def _edge_attrs(edge: _Edge) -> dict[str, str]:
+    attrs = {}  # the colour is set per strand
+    if edge.label:
+        attrs["label"] = _dot_text(edge.label)
+        attrs["fontcolor"] = edge.fontcolor
+    if edge.penwidth != 1.0:
+        attrs["penwidth"] = f"{edge.penwidth:g}"
+    if edge.dashed:
+        attrs["style"] = "dashed"
+    if edge.proposed:
+        attrs["constraint"] = "false"  # a proposal must not move the vertices about
+    return attrs
+
+
+def _legend_html(keys: list[_Key]) -> str:
+    rows = []
+    for key in keys:
+        text = html.escape(key.text)
+        if key.edge:
+            glyph = "‒ ‒ ‒" if key.dashed else ("━━━" if key.penwidth > 1.5 else "───")
+            swatch = f'<td><font color="{key.color}">{glyph}</font></td>'
+        else:
+            style = ' style="dashed"' if key.dashed else (' style="rounded"'
+                                                          if key.shape == "box" else "")
+            swatch = (f'<td bgcolor="{key.fill}" border="1" color="{key.color}"{style}>'
+                      f'&nbsp;&nbsp;&nbsp;&nbsp;</td>')
+        rows.append(f'<tr>{swatch}<td align="left">{text}</td></tr>')
+    return ('<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">'
+            + "".join(rows) + "</table>>")
+
+
+def _to_dot(scene: _Scene) -> Drawing:
+    g = scene.g
+    node_id = _node_id(g)
+    dot = Drawing(name="lcg", graph_attr={"rankdir": "BT", "nodesep": "0.45", "ranksep": "0.55",
+                                          "fontname": FONT, "newrank": "true"},
+                  node_attr={"fontname": FONT, "fontsize": "12", "margin": "0.08,0.04"},
+                  edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7"})
+    if scene.title:
+        dot.attr(label=_dot_text(scene.title), labelloc="t", fontsize="14")
+    for v, node in enumerate(scene.nodes):
+        dot.node(node_id(v), **_node_attrs(node))
+    # one row per level, as in the paper's Figure 1
+    for level in sorted(set(scene.levels)):
+        _same_rank(dot, [node_id(v) for v, lv in enumerate(scene.levels) if lv == level])
+    for edge in scene.edges:
+        attrs = _edge_attrs(edge)
+        # an edge on several paths: one parallel strand per path, which dot
+        # spreads apart (a "red:blue" colour list draws the strands touching);
+        # the label goes on the first strand only
+        for i, color in enumerate(edge.colors):
+            strand = dict(attrs, color=color)
+            if i > 0:
+                strand.pop("label", None)
+                strand.pop("fontcolor", None)
+            dot.edge(node_id(edge.u), node_id(edge.v), **strand)
+    # keep inputs (Jacobian columns) and outputs (rows) in their order, left to right
+    for ends in (g.inputs, g.outputs):
+        for a, b in zip(ends, ends[1:]):
+            if scene.levels[a] == scene.levels[b]:
+                dot.edge(node_id(a), node_id(b), style="invis")
+    if scene.keys:
+        legend = "legend" if "legend" not in g.names else "__legend__"
+        dot.node(legend, label=_legend_html(scene.keys), shape="none", margin="0",
+                 fontsize="10")
+        # the legend sits beside the bottom row, where it hides no edge
+        bottom = [node_id(v) for v, lv in enumerate(scene.levels) if lv == min(scene.levels)]
+        _same_rank(dot, [bottom[-1], legend])
+        dot.edge(bottom[-1], legend, style="invis")
+    return dot
+
+
+def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
+    with dot.subgraph() as row:
+        row.attr(rank="same")
+        for member in members:
+            row.node(member)
+
+
+def render(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False,
+           show_values: bool = False, edge_labels: bool = True, digits: int = 4,
+           title: str | None = None, legend: bool | None = None, levels=None,
+           max_vertices: int = MAX_VERTICES) -> Drawing:
+    """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
+
+    Parameters
+    ----------
+    g : LCG
+    sample : PathSample, optional
+        From :func:`minirad.sampling.sample_paths` on ``g``: drawn edges in
+        red with their draw count and sampled weight, the others dashed grey,
+        skipped vertices grey.
+    paths : path or list of paths, optional
+        Vertex sequences (names or numbers), each drawn in its own colour; an
+        edge on several paths gets one strand per path.
+    step : Step or vertex, optional
+        An elimination step (from :func:`minirad.elimination.eliminate` on
+        ``g``) or the intermediate to eliminate: the vertex, its edges, the
+        fill-in edges it will create (dashed) and the edges it will update.
+    show_ops, show_values : bool
+        Add each vertex's operation (``v2 = exp(x1)``) and primal value.
+    edge_labels : bool
+        Label edges with their partials (to ``digits`` significant digits).
+    title : str, optional
+    legend : bool, optional
+        Default: a legend whenever a highlight is on.
+    levels : mapping name -> int, optional
+        Fix the row of some vertices (used to keep elimination pictures steady).
+    max_vertices : int
+        Larger graphs are refused: they cannot be read in one picture.
+
+    The DOT text is ``.source``; :func:`save` writes svg/png/pdf.  Without
+    the ``dot`` program a warning is given once and saving falls back to
+    :func:`draw_matplotlib`.
+
+    >>> from minirad import examples
+    >>> g = examples.figure1()
+    >>> dot = render(g, paths=[("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
+    >>> for line in dot.source.splitlines():  # x1 -> v2 lies on both paths
+    ...     if "x1 -> v2" in line:
+    ...         print(line.strip())
+    x1 -> v2 [label=2.718 color="#0072B2" fontcolor="#222222" penwidth=2.2]
+    x1 -> v2 [color="#D55E00" penwidth=2.2]
+    >>> render(g, paths=[("x1", "y")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
+    """
+    options = dict(sample=sample, paths=paths, step=step, show_ops=show_ops,
+                   show_values=show_values, edge_labels=edge_labels, digits=digits,
+                   title=title, legend=legend, levels=levels, max_vertices=max_vertices)
+    if isinstance(paths, Iterator):
+        options["paths"] = paths = list(paths)  # a generator can be read only once
+    dot = _to_dot(_scene(g, **options))
+    dot.lcg, dot.options = g, options
+    if not has_dot():
+        _warn_missing_dot()
+    return dot
+
+
+# -------------------------------------------------------------------- save
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in _FORMATS:
+        raise ValueError(f"cannot tell the format of {path!r} from its extension; use one of "
+                         f"{', '.join('.' + f for f in _FORMATS)}")
+    return ext
+
+
+def _write_atomically(path: str, write) -> None:
+    """Write through a temporary file, so a failure leaves nothing half-written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=os.path.splitext(path)[1],
+                               dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(drawing, path, dpi: int = 150) -> str:
+    """Save a drawing, choosing the format from the extension of ``path``.
+
+    ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
+    matplotlib Figure.  Extensions: ``.png``, ``.svg``, ``.pdf``, and
+    ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
+    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Returns
+    the path.
+
+    >>> import os, tempfile
+    >>> from minirad import examples
+    >>> folder = tempfile.mkdtemp()
+    >>> path = save(render(examples.lab()), os.path.join(folder, "lab.dot"))
+    >>> open(path).read().startswith("digraph lcg {")
+    True
+    >>> save(render(examples.lab()), "lab.jpeg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot tell the format of 'lab.jpeg' from its extension; use one of .png, ...
+    """
+    path = os.fspath(path)
+    fmt = _format_of(path)
+    from matplotlib.figure import Figure
+
+    if isinstance(drawing, Figure):
+        if fmt in ("dot", "gv"):
+            raise ValueError(f"a matplotlib Figure has no DOT text; save it as .png, .svg or "
+                             f".pdf, not {path!r}")
+        _write_atomically(path, lambda f: drawing.savefig(f, format=fmt, dpi=dpi))
+        return path
+    if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
+        raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
+                        f"Figure, not {type(drawing).__name__}")
+    if fmt in ("dot", "gv"):
+        text = drawing.source.encode("utf-8")
+        _write_atomically(path, lambda f: f.write(text))
+    elif has_dot():
+        sized = drawing.copy()
+        if fmt == "png" and hasattr(sized, "graph_attr"):
+            sized.graph_attr["dpi"] = str(dpi)  # dot's default 96 dpi looks blurry
+        data = sized.pipe(format=fmt)
+        _write_atomically(path, lambda f: f.write(data))
+    elif getattr(drawing, "lcg", None) is not None:
+        _warn_missing_dot()
+        figure = draw_matplotlib(drawing.lcg, **drawing.options)
+        _write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi))
+    else:
+        raise RuntimeError(f"saving {path!r} needs the graphviz 'dot' program, which is not on "
+                           f"the PATH, and this graph was not made by minirad.render (which "
+                           f"could fall back to matplotlib); install graphviz or save as .dot")
+    return path
+
+
+# ------------------------------------------------------------- matplotlib
+@dataclass
+class _Layout:
+    """Positions for the matplotlib drawing.
+
+    An edge that spans several rows is routed through one "dummy" slot per
+    row it crosses (the layered layout of Sugiyama et al., as dot does), so
+    it never runs through a vertex; ``routes[e]`` lists the points of
+    scene edge ``e`` from tail to head.
+    """
+
+    x: dict
+    y: dict
+    routes: list
+    width: float
+    height: int
+
+
+def _layout(scene: _Scene) -> _Layout:
+    rows: dict[int, list] = {}
+    for v, level in enumerate(scene.levels):
+        rows.setdefault(level, []).append(("v", v))
+    chains, lower, upper = [], {}, {}
+    for e, edge in enumerate(scene.edges):
+        low, high = scene.levels[edge.u], scene.levels[edge.v]
+        chain = [("v", edge.u)]
+        for level in range(low + 1, high):
+            dummy = ("d", e, level)
+            rows.setdefault(level, []).append(dummy)
+            chain.append(dummy)
+        chain.append(("v", edge.v))
+        chains.append(chain)
+        for a, b in zip(chain, chain[1:]):
+            lower.setdefault(b, []).append(a)
+            upper.setdefault(a, []).append(b)
+    x: dict = {}
+
+    def place(row):
+        # a vertex takes a unit of width, a dummy (a passing edge) half of one
+        sizes = [1.0 if slot[0] == "v" else 0.5 for slot in row]
+        edges = np.concatenate([[0.0], np.cumsum(sizes)])
+        centre = edges[-1] / 2
+        for slot, left, size in zip(row, edges, sizes):
+            x[slot] = left + size / 2 - centre
+
+    for row in rows.values():
+        place(row)
+    levels = sorted(rows)
+    # barycentre sweeps, up then down: each slot moves under the mean of its neighbours
+    for sweep in range(6):
+        near = lower if sweep % 2 == 0 else upper
+        for level in levels if sweep % 2 == 0 else levels[::-1]:
+            row = rows[level]
+            row.sort(key=lambda slot: np.mean([x[o] for o in near[slot]])
+                     if near.get(slot) else x[slot])
+            _keep_order(row, scene.g)
+            place(row)
+    y = {slot: float(slot[2] if slot[0] == "d" else scene.levels[slot[1]]) for slot in x}
+    width = max(sum(1.0 if s[0] == "v" else 0.5 for s in row) for row in rows.values())
+    routes = [[(x[s], y[s]) for s in chain] for chain in chains]
+    return _Layout(x, y, routes, width, max(levels, default=0) + 1)
+
+
+# matplotlib has no ellipse or octagon box: rounded box, blob and thick square stand in
+def _keep_order(row: list, g: LCG) -> None:
+    """Put the inputs (Jacobian columns) and outputs (rows) of a row back in
+    their order, in the places the sort gave them, as the DOT drawing does."""
+    for ends in (g.inputs, g.outputs):
+        rank = {v: i for i, v in enumerate(ends)}
+        places = [i for i, slot in enumerate(row) if slot[0] == "v" and slot[1] in rank]
+        ordered = sorted((row[i] for i in places), key=lambda slot: rank[slot[1]])
+        for i, slot in zip(places, ordered):
+            row[i] = slot
+
+
+_BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad=0.45",
+             OUTPUT: "square,pad=0.45"}
+
+
+def draw_matplotlib(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False,
+                    show_values: bool = False, edge_labels: bool = True, digits: int = 4,
+                    title: str | None = None, legend: bool | None = None, levels=None,
+                    max_vertices: int = MAX_VERTICES, ax=None):
+    """Draw ``g`` with matplotlib, with the same highlights as :func:`render`.
+
+    The fallback when the graphviz ``dot`` program is missing: vertices in
+    rows by topological level (inputs at the bottom), spread out within
+    each row, long edges routed around the rows they cross.  Draws into
+    ``ax`` if given, else into a new Figure; returns the Figure (it shows
+    in Jupyter as a cell's value; this never calls ``plt.show``).
+
+    >>> from minirad import examples
+    >>> fig = draw_matplotlib(examples.figure1(), paths=[("x2", "v4", "v5", "y")])
+    >>> len(fig.axes), fig.axes[0].get_legend() is not None
+    (1, True)
+    """
+    from matplotlib.figure import Figure
+
+    scene = _scene(g, sample=sample, paths=paths, step=step, show_ops=show_ops,
+                   show_values=show_values, edge_labels=edge_labels, digits=digits,
+                   levels=levels, title=title, legend=legend, max_vertices=max_vertices)
+    layout = _layout(scene)
+    if ax is None:
+        longest = max((len(key.text) for key in scene.keys), default=0)
+        figure = Figure(figsize=(1.0 + 1.5 * layout.width + 0.06 * longest
+                                 + (0.8 if scene.keys else 0), 0.9 + 1.1 * layout.height),
+                        layout="constrained")
+        ax = figure.add_subplot()
+    boxes = _draw_nodes(ax, scene, layout)
+    _draw_edges(ax, scene, layout, boxes)
+    ax.set_xlim(-layout.width / 2 - 0.1, layout.width / 2 + 0.1)
+    ax.set_ylim(-0.5, layout.height - 0.5)
+    ax.set_axis_off()
+    if scene.title:
+        ax.set_title(scene.title, fontsize=10)
+    if scene.keys:
+        ax.legend(handles=[_legend_handle(key) for key in scene.keys], loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    return ax.figure
+
+
+def _draw_nodes(ax, scene: _Scene, layout: _Layout) -> dict:
+    boxes = {}
+    for v, node in enumerate(scene.nodes):
+        text = ax.text(layout.x["v", v], layout.y["v", v], "\n".join(node.lines),
+                       ha="center", va="center", fontsize=9.5, color=node.fontcolor, zorder=2,
+                       bbox=dict(boxstyle=_BOXSTYLE[node.kind], facecolor=node.fill,
+                                 edgecolor=node.border,
+                                 linewidth=max(node.penwidth, _BORDER[node.kind]),
+                                 linestyle="--" if node.dashed else "-"))
+        boxes[v] = text.get_bbox_patch()
+    return boxes
+
+
+def _draw_edges(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
+    from matplotlib.patches import FancyArrowPatch
+
+    for edge, route in zip(scene.edges, layout.routes):
+        strands = len(edge.colors)
+        for i, color in enumerate(edge.colors):
+            # parallel strands side by side, one per path through the edge
+            shift = 0.06 * (i - (strands - 1) / 2)
+            points = [(px + shift, py) for px, py in route]
+            style = dict(color=color, linewidth=edge.penwidth * 0.8,
+                         linestyle="--" if edge.dashed else "-", zorder=3)
+            # node boxes are drawn first (zorder 2) and so are sized for the
+            # current resolution when the arrows are clipped to them
+            ax.add_patch(FancyArrowPatch(points[0], points[1], patchA=boxes[edge.u],
+                                         patchB=boxes[edge.v] if len(points) == 2 else None,
+                                         arrowstyle="-|>" if len(points) == 2 else "-",
+                                         mutation_scale=11, shrinkA=1, shrinkB=1, **style))
+            if len(points) > 2:
+                ax.plot([p[0] for p in points[1:-1]], [p[1] for p in points[1:-1]],
+                        solid_capstyle="round", **style)
+                ax.add_patch(FancyArrowPatch(points[-2], points[-1], patchB=boxes[edge.v],
+                                             arrowstyle="-|>", mutation_scale=11, shrinkA=0,
+                                             shrinkB=1, **style))
+        if edge.label:
+            # at the middle of the route; one row up from the tail for a
+            # one-row edge would sit on the head's box
+            if len(route) > 2:
+                lx, ly = route[len(route) // 2]
+            else:
+                (x0, y0), (x1, y1) = route
+                lx, ly = x0 + 0.45 * (x1 - x0), y0 + 0.45 * (y1 - y0)
+            ax.text(lx, ly, edge.label, ha="center", va="center", fontsize=7.5,
+                    color=edge.fontcolor, zorder=4,
+                    bbox=dict(boxstyle="round,pad=0.12", facecolor="white", edgecolor="none",
+                              alpha=0.85))
+
+
+def _legend_handle(key: _Key):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if key.edge:
+        return Line2D([], [], color=key.color, linewidth=key.penwidth * 0.8,
+                      linestyle="--" if key.dashed else "-", label=key.text)
+    return Patch(facecolor=key.fill, edgecolor=key.color, linewidth=key.penwidth,
+                 linestyle="--" if key.dashed else "-", label=key.text)
+
+
+# ------------------------------------------------------------- elimination
+def _elimination(g: LCG, order):
+    from .elimination import eliminate
+
+    result = eliminate(g, order, keep_graphs=True)
+    rows = _levels(g)
+    fixed = {g.names[v]: rows[v] for v in range(g.n_vertices)}
+    return result, fixed
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _step_title(number: int, total: int, step) -> str:
+    return (f"step {number}/{total}: eliminate {step.vertex}  "
+            f"({len(step.predecessors)}×{len(step.successors)} = "
+            f"{_plural(step.multiplications, 'multiplication')}, "
+            f"{_plural(step.additions, 'addition')})")
+
+
+def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None,
+                       **options) -> list[Drawing]:
+    """One drawing per elimination step, then the final bipartite graph.
+
+    Each step is drawn on the graph just before it, with the step
+    highlighted (see ``step=`` in :func:`render`); vertices keep the rows
+    they have in ``g`` so the pictures line up.  ``order`` is as for
+    :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
+    ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
+    saved.  Other keyword arguments go to :func:`render`.
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.figure1(), "markowitz")
+    >>> len(drawings), drawings[0].graph_attr["rankdir"]
+    (5, 'BT')
+    """
+    result, fixed = _elimination(g, order)
+    total = len(result.steps)
+    drawings = []
+    for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
+        drawings.append(render(before, step=step, levels=fixed,
+                               title=_step_title(number, total, step), **options))
+    done = (f"Jacobian after {_plural(total, 'step')}: "
+            f"{_plural(result.multiplications, 'multiplication')}, "
+            f"{_plural(result.additions, 'addition')}")
+    drawings.append(render(result.graphs[-1], levels=fixed, title=done, **options))
+    if path_pattern is not None:
+        for number, drawing in enumerate(drawings, 1):
+            save(drawing, path_pattern.format(number))
+    return drawings
+
+
+def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
+                      dpi: int = 110, **options):
+    """All the pictures of :func:`render_elimination` in one matplotlib Figure.
+
+    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
+    otherwise.  Every tile is drawn at the same scale, so text has one size
+    throughout.  Saved to ``path`` when given; returns the Figure.
+
+    >>> from minirad import examples
+    >>> figure = elimination_strip(examples.lab(), "forward", ncols=2)
+    >>> len(figure.axes)
+    4
+    """
+    from matplotlib.figure import Figure
+
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
+    drawings = render_elimination(g, order, **options)
+    ncols = min(ncols, len(drawings))
+    nrows = -(-len(drawings) // ncols)
+    if has_dot():
+        images = [_png_array(drawing, dpi) for drawing in drawings]
+        height = max(image.shape[0] for image in images)
+        width = max(image.shape[1] for image in images)
+        figure = Figure(figsize=(ncols * width / dpi, nrows * height / dpi), dpi=dpi)
+        axes = figure.subplots(nrows, ncols, squeeze=False,
+                               gridspec_kw=dict(wspace=0, hspace=0, left=0, right=1,
+                                                bottom=0, top=1)).ravel()
+        for ax, image in zip(axes, images):
+            # centre each picture in a tile of the largest picture's size: one scale for all
+            top, left = (height - image.shape[0]) / 2, (width - image.shape[1]) / 2
+            ax.imshow(image, extent=(left, left + image.shape[1], top + image.shape[0], top))
+            ax.set_xlim(0, width)
+            ax.set_ylim(height, 0)
+    else:
+        _warn_missing_dot()
+        figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
+        axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax, drawing in zip(axes, drawings):
+            draw_matplotlib(drawing.lcg, ax=ax, **drawing.options)
+    for ax in axes:
+        ax.set_axis_off()
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
+
+
+def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
+    import matplotlib.image as mpimg
+
+    sized = drawing.copy()
+    sized.graph_attr["dpi"] = str(dpi)
+    return mpimg.imread(io.BytesIO(sized.pipe(format="png")), format="png")

@@ -1,0 +1,255 @@
+"""Bauer's formula: path counts, lazy enumeration, path products, the path sum.
+
+Oracles: networkx's own path enumeration (all_simple_paths: every path of a
+DAG is simple), closed forms for fully connected layered graphs, hand
+products, and the Jacobian by a dense linear solve.
+"""
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minirad import LCG, examples
+from minirad.paths import (
+    bauer,
+    count_paths,
+    count_paths_between,
+    path_costs,
+    path_jacobian,
+    path_product,
+    paths,
+)
+
+
+# ----------------------------------------------------------------- helpers
+def dense_jacobian(g):
+    """J = R (I - L)^{-1} C by numpy's dense solver: no sweeps, no paths."""
+    n = g.n_vertices
+    L = np.zeros((n, n))
+    L[g.targets, g.sources] = g.partials
+    T = np.linalg.solve(np.eye(n) - L, np.eye(n)[:, list(g.inputs)])
+    return T[list(g.outputs), :]
+
+
+def nx_paths(g, s, t):
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n_vertices))
+    G.add_edges_from(zip(g.sources.tolist(), g.targets.tolist()))
+    if s == t:
+        return [(s,)]
+    return [tuple(p) for p in nx.all_simple_paths(G, s, t)]
+
+
+def layered(width, depth, partial=1.0, n_io=None):
+    """Layers 0..depth of ``width`` vertices, each fully joined to the next.
+
+    Layer 0 holds the inputs and layer ``depth`` the outputs; every input
+    reaches every output by width ** (depth - 1) paths of ``depth`` edges.
+    """
+    src, dst = [], []
+    for k in range(depth):
+        for j in range(width):
+            for i in range(width):
+                src.append(k * width + i)
+                dst.append((k + 1) * width + j)
+    n = width * (depth + 1)
+    return LCG([f"v{i}" for i in range(n)], src, dst, [partial] * len(src),
+               inputs=range(width), outputs=range(n - width, n))
+
+
+small_dags = st.builds(
+    lambda ni, nm, no, density, seed: examples.random_dag(ni, nm, no, density, rng=seed),
+    st.integers(1, 3), st.integers(0, 9), st.integers(1, 3),
+    st.floats(0.1, 0.9), st.integers(0, 2**32 - 1))
+
+
+# ---------------------------------------------------------------- counting
+@settings(max_examples=60, deadline=None)
+@given(small_dags)
+def test_counts_match_enumeration(g):
+    counts = count_paths(g)
+    assert counts.shape == (len(g.outputs), len(g.inputs))
+    assert counts.dtype == object
+    for r, y in enumerate(g.outputs):
+        for c, x in enumerate(g.inputs):
+            expected = len(nx_paths(g, x, y))
+            assert counts[r, c] == expected
+            assert count_paths_between(g, x, y) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_dags, st.data())
+def test_count_between_any_pair(g, data):
+    s = data.draw(st.integers(0, g.n_vertices - 1))
+    t = data.draw(st.integers(0, g.n_vertices - 1))
+    assert count_paths_between(g, s, t) == len(nx_paths(g, s, t) if s <= t else [])
+    assert count_paths_between(g, g.names[s], g.names[t]) == count_paths_between(g, s, t)
+
+
+def test_counts_of_named_examples():
+    # Figure 1 of the paper has four paths, two from each input
+    assert count_paths(examples.figure1()).tolist() == [[2, 2]]
+    assert count_paths(examples.lecture()).tolist() == [[2, 2]]
+    assert count_paths(examples.lab()).tolist() == [[2, 1]]
+
+
+@pytest.mark.parametrize("width, depth", [(10, 32), (7, 40), (2, 120)])
+def test_more_than_1e30_paths_counted_exactly(width, depth):
+    g = layered(width, depth)
+    counts = count_paths(g)
+    per_pair = width ** (depth - 1)
+    assert per_pair > 10**30
+    assert counts.shape == (width, width)
+    assert all(c == per_pair and type(c) is int for c in counts.ravel())
+    total_paths = width * width * per_pair
+    # each path has `depth` edges: depth - 1 multiplications; every entry is reached
+    assert path_costs(g) == (total_paths * (depth - 1), total_paths - width * width)
+
+
+def test_count_more_outputs_than_inputs_and_vice_versa():
+    # a two-input, three-output graph and its mirror image exercise both DP directions
+    g = LCG.from_edges([("a", "m", 1.0), ("b", "m", 1.0), ("a", "p", 1.0), ("m", "y1", 1.0),
+                        ("m", "y2", 1.0), ("p", "y2", 1.0), ("p", "y3", 1.0), ("b", "y3", 1.0)],
+                       inputs=["a", "b"], outputs=["y1", "y2", "y3"])
+    assert count_paths(g).tolist() == [[1, 1], [2, 1], [1, 1]]
+    mirror = LCG.from_edges([(v, u, d) for u, v, d in
+                             [(g.names[s], g.names[t], 1.0) for s, t, _ in g.edges()]],
+                            inputs=["y1", "y2", "y3"], outputs=["a", "b"])
+    assert count_paths(mirror).tolist() == [[1, 2, 1], [1, 1, 1]]
+
+
+def test_counts_of_graph_without_inputs_or_outputs():
+    g = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=[])
+    assert count_paths(g).shape == (0, 1)
+    assert path_costs(g) == (0, 0)
+    assert path_jacobian(g).shape == (0, 1)
+
+
+# ------------------------------------------------------------- enumeration
+@settings(max_examples=60, deadline=None)
+@given(small_dags)
+def test_paths_are_exactly_the_graph_paths_in_lexicographic_order(g):
+    for x in g.inputs:
+        for y in g.outputs:
+            listed = list(paths(g, x, y))
+            assert listed == sorted(nx_paths(g, x, y))
+    everything = list(paths(g))
+    expected = [p for x in g.inputs for y in g.outputs for p in nx_paths(g, x, y)]
+    assert sorted(everything) == sorted(expected)
+    assert len(everything) == sum(count_paths(g).ravel())
+    # per source, lexicographic; sources in input order
+    starts = [p[0] for p in everything]
+    assert starts == sorted(starts, key=list(g.inputs).index)
+
+
+def test_paths_by_name_and_to_a_single_vertex():
+    g = examples.lecture()
+    assert list(paths(g, "x2", "y")) == [(1, 3, 5, 6), (1, 4, 6)]
+    assert list(paths(g, "x1", "v5")) == [(0, 2, 5), (0, 3, 5)]
+    assert list(paths(g, "v3", "v3")) == [(3,)]
+    assert list(paths(g, "y", "x1")) == []
+    assert list(paths(g, ["x1", "x2"], "v3")) == [(0, 3), (1, 3)]
+
+
+def test_paths_is_lazy_on_an_astronomical_graph():
+    g = layered(10, 40)  # 10**39 paths per pair
+    first = next(paths(g, 0, g.outputs[0]))
+    assert first == tuple([0] + [k * 10 for k in range(1, 41)])
+
+
+def test_paths_handles_deep_graphs_without_recursion():
+    depth = 5000  # far beyond Python's default recursion limit
+    edges = [(f"v{k}", f"v{k + 1}", 1.0) for k in range(depth)]
+    g = LCG.from_edges(edges, inputs=["v0"], outputs=[f"v{depth}"])
+    (only,) = list(paths(g))
+    assert len(only) == depth + 1
+    assert count_paths(g)[0, 0] == 1
+
+
+def test_paths_unknown_vertex():
+    g = examples.lecture()
+    with pytest.raises(ValueError, match="unknown vertex 'nope'"):
+        list(paths(g, "nope", "y"))
+    with pytest.raises(ValueError, match="unknown vertex 99"):
+        count_paths_between(g, 0, 99)
+
+
+# -------------------------------------------------------------- products
+def test_path_product_by_hand():
+    g = examples.lecture()  # at (2, 5)
+    assert path_product(g, ["x1", "v2", "v5", "y"]) == 0.5  # 1/x1 * 1 * 1
+    assert path_product(g, [1, 4, 6]) == pytest.approx(-math.cos(5.0), abs=1e-15)
+    assert path_product(g, ("x1", "v3")) == 5.0
+    assert path_product(g, ["v3"]) == 1.0
+
+
+def test_path_product_rejects_non_edges_and_bad_paths():
+    g = examples.lecture()
+    with pytest.raises(ValueError, match="step 2 of the path is not an edge: there is no edge "
+                                         "v3 -> y"):
+        path_product(g, ["x1", "v3", "y"])
+    with pytest.raises(ValueError, match="unknown vertex 'q'"):
+        path_product(g, ["x1", "q"])
+    with pytest.raises(ValueError, match="at least one vertex"):
+        path_product(g, [])
+    with pytest.raises(TypeError, match="sequence of vertices"):
+        path_product(g, "x1")
+
+
+# --------------------------------------------------------------- the sum
+@settings(max_examples=60, deadline=None)
+@given(small_dags)
+def test_path_sum_matches_dense_solve(g):
+    exact = dense_jacobian(g)
+    magnitude = dense_jacobian(LCG(g.names, g.sources, g.targets, np.abs(g.partials),
+                                   g.inputs, g.outputs))
+    # rounding is bounded relative to the sum of |path products|; the dense
+    # solve itself leaves ~1e-17 residue on structurally zero entries
+    slack = 1e-13 * max(1.0, float(np.abs(magnitude).max()))
+    assert np.all(np.abs(path_jacobian(g) - exact) <= 1e-10 * np.abs(magnitude) + slack)
+
+
+@settings(max_examples=50, deadline=None)
+@given(small_dags)
+def test_counts_of_bauer_match_enumeration(g):
+    every = [p for x in g.inputs for y in g.outputs for p in nx_paths(g, x, y)]
+    reached = sum(1 for x in g.inputs for y in g.outputs if nx_paths(g, x, y))
+    multiplications = sum(len(p) - 2 for p in every)  # a path of k edges: k - 1 products
+    result = bauer(g)
+    assert (result.multiplications, result.additions) == (multiplications,
+                                                           len(every) - reached)
+    assert path_costs(g) == (result.multiplications, result.additions)
+    assert result.method == "bauer"
+
+
+def test_path_sum_of_every_path_product():
+    g = examples.figure1()
+    J = np.zeros((1, 2))
+    for p in paths(g):
+        J[0, list(g.inputs).index(p[0])] += path_product(g, p)
+    np.testing.assert_allclose(path_jacobian(g), J, rtol=1e-15)
+    x1, x2 = 1.0, 2.0  # f = exp(x1)^2 sin(x2) x2
+    expected = [2 * math.exp(2 * x1) * math.sin(x2) * x2,
+                math.exp(2 * x1) * (math.cos(x2) * x2 + math.sin(x2))]
+    np.testing.assert_allclose(path_jacobian(g)[0], expected, rtol=1e-14)
+
+
+def test_too_many_paths_refused_with_count():
+    g = layered(10, 32)
+    with pytest.raises(ValueError, match=r"has 10{33} input-to-output paths, more than "
+                                         r"max_paths=1000000.*forward or reverse sweep"):
+        path_jacobian(g)
+    small = layered(3, 3)  # 9 pairs * 9 paths
+    with pytest.raises(ValueError, match="has 81 input-to-output paths, more than max_paths=80"):
+        path_jacobian(small, max_paths=80)
+    assert path_jacobian(small, max_paths=81).tolist() == [[9.0] * 3] * 3
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "many", True, None])
+def test_max_paths_must_be_a_count(bad):
+    with pytest.raises(ValueError, match="max_paths must be a non-negative integer"):
+        path_jacobian(examples.lecture(), max_paths=bad)

@@ -1,0 +1,132 @@
+"""Plots: each returns a Figure with the expected axes, lines, scales and labels,
+and leaves pyplot's state alone."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from minirad import examples, plots
+from minirad.elimination import OPTIMAL_LIMIT
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def no_pyplot_figures():
+    """The library builds Figures without pyplot: nothing to show, nothing leaked."""
+    before = plt.get_fignums()
+    yield
+    assert plt.get_fignums() == before
+
+
+def test_heatmaps_share_a_scale_centred_on_zero(tmp_path):
+    exact = np.array([[1.0, -2.0], [0.5, 0.0]])
+    single = np.array([[3.0, -1.0], [0.0, 0.0]])
+    std = np.array([[0.5, 0.25], [0.0, 0.0]])
+    fig = plots.jacobian_heatmaps(exact, exact, single, std, n=50, k=2,
+                                  input_names=["a", "b"], output_names=["p", "q"])
+    assert isinstance(fig, Figure)
+    assert len(fig.axes) == 6  # four heatmaps, two colour bars
+    heatmaps = fig.axes[:4]
+    limits = [ax.images[0].get_clim() for ax in heatmaps]
+    assert limits[0] == limits[1] == limits[2] == (-3.0, 3.0)
+    assert limits[3] == (0.0, 0.5)
+    titles = [ax.get_title() for ax in heatmaps]
+    assert "n=50" in titles[1] and "k=2" in titles[2] and "k=2" in titles[3]
+    assert [t.get_text() for t in heatmaps[0].get_xticklabels()] == ["a", "b"]
+    assert {t.get_text() for t in heatmaps[0].texts} == {"1", "-2", "0.5", "0"}
+    fig.savefig(tmp_path / "heat.png")
+    assert (tmp_path / "heat.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_heatmaps_refuse_mismatched_shapes():
+    with pytest.raises(ValueError, match="single has shape"):
+        plots.jacobian_heatmaps(np.ones((1, 2)), np.ones((1, 2)), np.ones((2, 2)),
+                                np.ones((1, 2)))
+    with pytest.raises(ValueError, match="input_names"):
+        plots.jacobian_heatmaps(np.ones(2), np.ones(2), np.ones(2), np.ones(2),
+                                input_names=["only one"])
+
+
+def test_plot_compare_names_the_graph_vertices():
+    g = examples.two_outputs()
+    fig = plots.plot_compare(g, k=2, n=300, rng=0)
+    assert len(fig.axes) == 6
+    assert fig.axes[1].get_title() == "mean of n=300 samples"
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["y[0]", "y[1]"]
+    assert "k=2" in fig.get_suptitle()
+    assert "k=50% of out-edges" in plots.plot_compare(g, k=0.5, n=20, rng=0).axes[2].get_title()
+
+
+def test_plot_convergence_is_log_log_with_expected_lines():
+    fig = plots.plot_convergence(examples.lecture(), ks=[1, 2, 4], n=200, rng=1)
+    (ax,) = fig.axes
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    lines = ax.get_lines()
+    assert len(lines) == 3 * 2 + 1  # a curve and its expected error per k, one legend key
+    dotted = [line for line in lines if line.get_linestyle() == ":" and len(line.get_xdata())]
+    for line in dotted:  # the expected error falls exactly as 1/sqrt(n)
+        x, y = line.get_xdata(), line.get_ydata()
+        assert np.allclose(y * np.sqrt(x), y[0])
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[:3] == ["k=1", "k=2", "k=4"]
+    assert "number of samples" in ax.get_xlabel() and "relative error" in ax.get_ylabel()
+
+
+def test_plot_convergence_same_seed_same_picture():
+    a = plots.plot_convergence(examples.figure1(), ks=[1], n=50, rng=3).axes[0].get_lines()[0]
+    b = plots.plot_convergence(examples.figure1(), ks=[1], n=50, rng=3).axes[0].get_lines()[0]
+    assert np.array_equal(a.get_ydata(), b.get_ydata(), equal_nan=True)
+    with pytest.raises(ValueError, match="ks"):
+        plots.plot_convergence(examples.figure1(), ks=[])
+
+
+def test_plot_variance_vs_depth_both_families():
+    fig = plots.plot_variance_vs_depth(width=3, depths=[1, 2, 3, 4], fraction=0.5,
+                                       methods=("paths", "injection"))
+    (ax,) = fig.axes
+    assert ax.get_yscale() == "log"
+    lines = ax.get_lines()
+    assert len(lines) == 4  # two families by two methods
+    independent, interleaved = lines[0].get_ydata(), lines[1].get_ydata()
+    assert np.allclose(independent, independent[0])  # flat: Section 3.3 of the paper
+    assert interleaved[-1] > interleaved[0]  # grows with depth
+    assert "independent" in lines[0].get_label() and "interleaved" in lines[1].get_label()
+
+
+def test_plot_variance_vs_k():
+    g = examples.figure1()
+    fig = plots.plot_variance_vs_k(g, ks=[1, 2, 4], n=500, rng=0)
+    (ax,) = fig.axes
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["total: sum Var / ||J||²", "dy/dx1", "dy/dx2"]
+    assert labels[-1] == "total from n=500 samples"
+    total = ax.get_lines()[0].get_ydata()
+    assert np.all(np.diff(total) < 0)  # more draws, less variance
+    assert ax.get_xlabel() == "k, draws per vertex"
+    assert "fraction" in plots.plot_variance_vs_k(g, ks=[0.5, 1.0]).axes[0].get_xlabel()
+    with pytest.raises(ValueError, match="not a mix"):
+        plots.plot_variance_vs_k(g, ks=[1, 0.5])
+
+
+def test_plot_elimination_costs_marks_infeasible_optimal():
+    big = examples.random_dag(2, OPTIMAL_LIMIT + 1, 1, rng=0)
+    graphs = {"Figure 1": examples.figure1(), "big": big}
+    fig = plots.plot_elimination_costs(graphs)
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2 * 4
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("n/a") == 1
+    assert {"6", "5"} <= set(texts)  # Figure 1: 6 by forward, 5 by the optimal order
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Figure 1", "big"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "forward", "reverse", "markowitz", "optimal"]
+    assert "multiplications" in ax.get_ylabel()
+
+
+def test_plot_elimination_costs_bad_input():
+    with pytest.raises(TypeError, match="dict"):
+        plots.plot_elimination_costs([examples.figure1()])
+    with pytest.raises(ValueError, match="cost"):
+        plots.plot_elimination_costs({"f": examples.figure1()}, cost="flops")

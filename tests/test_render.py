@@ -1,0 +1,347 @@
+"""Drawing LCGs: the DOT source says what is highlighted and how; files are valid;
+the matplotlib fallback works when the dot program is hidden."""
+
+import importlib
+import re
+import warnings
+import xml.etree.ElementTree as ET
+
+import graphviz
+import pytest
+from matplotlib.figure import Figure
+
+from minirad import LCG, examples
+from minirad.elimination import eliminate
+from minirad.paths import paths as all_paths
+from minirad.sampling import sample_paths
+
+R = importlib.import_module("minirad.render")  # the module; minirad.render is the function
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
+                 ("x2", "v3", "v4", "v5", "y"), ("x2", "v4", "v5", "y")]
+
+needs_dot = pytest.mark.skipif(not R.has_dot(), reason="the graphviz dot program is not "
+                                                       "installed (CI installs it)")
+
+
+# ------------------------------------------------------------- DOT parsing
+_ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|<.*>|[^\s\]]+)')
+
+
+def _attrs(text):
+    return {k: v[1:-1] if v.startswith('"') else v for k, v in _ATTR.findall(text)}
+
+
+def edges(dot):
+    """(tail, head, attrs) for every edge line, in order, invisible ones left out."""
+    found = []
+    for line in dot.source.splitlines():
+        match = re.match(r'\s*("(?:[^"\\]|\\.)*"|\S+) -> ("(?:[^"\\]|\\.)*"|\S+)(?: \[(.*)\])?$',
+                         line)
+        if match:
+            attrs = _attrs(match.group(3) or "")
+            if attrs.get("style") != "invis":
+                found.append((match.group(1).strip('"'), match.group(2).strip('"'), attrs))
+    return found
+
+
+def nodes(dot):
+    found = {}
+    for line in dot.source.splitlines():
+        match = re.match(r'\s*("(?:[^"\\]|\\.)*"|[^\s{}]+) \[(.*)\]$', line)
+        if match and "->" not in line and match.group(1) not in ("graph", "node", "edge"):
+            found[match.group(1).strip('"')] = _attrs(match.group(2))
+    return found
+
+
+def rows(dot):
+    """The members of each rank=same group, bottom row first."""
+    blocks = re.findall(r"\{\s*rank=same\s+(.*?)\}", dot.source, flags=re.S)
+    return [block.split() for block in blocks]
+
+
+def strands(dot):
+    """Colours drawn on each edge: one strand per colour."""
+    drawn = {}
+    for u, v, attrs in edges(dot):
+        drawn.setdefault((u, v), []).append(attrs.get("color"))
+    return drawn
+
+
+@pytest.fixture
+def no_dot(monkeypatch, tmp_path):
+    """Hide the dot program (an empty PATH) and let the warning fire afresh."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(R, "_warned_missing_dot", False)
+    assert not R.has_dot()
+
+
+def _sample_with_a_skip(g):
+    for seed in range(50):
+        sample = sample_paths(g, k=1, rng=seed)
+        if not sample.visited.all():
+            return sample
+    raise AssertionError("no sample skipped a vertex")
+
+
+# ------------------------------------------------------------------ plain
+def test_plain_drawing_reads_bottom_up_with_partials():
+    g = examples.figure1()
+    dot = R.render(g)
+    assert isinstance(dot, graphviz.Digraph)
+    assert dot.graph_attr["rankdir"] == "BT"
+    assert rows(dot) == [["x1", "x2"], ["v2", "v3"], ["v4"], ["v5"], ["y"]]
+    drawn = {(u, v): a for u, v, a in edges(dot)}
+    assert set(drawn) == {(g.names[u], g.names[v]) for u, v, _ in g.edges()}
+    assert drawn["x2", "v3"]["label"] == "-0.4161"  # 4 significant digits
+    shapes = {name: a["shape"] for name, a in nodes(dot).items() if name in g.names}
+    assert shapes["x1"] == "box" and shapes["v2"] == "ellipse" and shapes["y"] == "doubleoctagon"
+    assert "legend" not in dot.source  # nothing highlighted, nothing to explain
+
+
+def test_ops_values_and_digits():
+    dot = R.render(examples.figure1(), show_ops=True, show_values=True, digits=2)
+    labels = {name: a["label"] for name, a in nodes(dot).items()}
+    assert labels["v2"] == "v2 = exp(x1)\\n= 2.7"
+    assert labels["x1"] == "x1 = 1"
+    assert {a["label"] for _, _, a in edges(dot)} >= {"2.7", "-0.42"}
+    assert R.render(examples.figure1(), edge_labels=False).source.count("label=") == 7
+
+
+def test_awkward_names_get_safe_ids():
+    g = LCG.from_edges([("a:b", "c\\d", 1.0)], inputs=["a:b"], outputs=["c\\d"])
+    dot = R.render(g)
+    assert [(u, v) for u, v, _ in edges(dot)] == [("n0", "n1")]
+    assert nodes(dot)["n0"]["label"] == "a:b"
+
+
+# -------------------------------------------------------------- highlights
+def test_sample_highlight():
+    g = examples.figure1()
+    sample = _sample_with_a_skip(g)
+    dot = R.render(g, sample=sample)
+    drawn = edges(dot)
+    assert len(drawn) == g.n_edges
+    for e, (u, v, attrs) in enumerate(drawn):  # edges come out in g's edge order
+        assert (u, v) == (g.names[g.sources[e]], g.names[g.targets[e]])
+        if sample.counts[e]:
+            assert attrs["color"] == R.SAMPLE_COLOR
+            assert float(attrs["penwidth"]) == R.SAMPLE_WIDTH
+            assert attrs["label"] == f"×{sample.counts[e]}  w={sample.weights[e]:.4g}"
+            assert "style" not in attrs
+        else:
+            assert attrs["style"] == "dashed" and attrs["color"] == R.DIM
+    drawn_nodes = nodes(dot)
+    for v, name in enumerate(g.names):
+        grey = drawn_nodes[name]["fillcolor"] == R.DIM_FILL
+        assert grey == (not sample.visited[v])
+        assert ("dashed" in drawn_nodes[name]["style"]) == (not sample.visited[v])
+    assert "sampled edge" in drawn_nodes["legend"]["label"]
+    assert "skipped vertex" in drawn_nodes["legend"]["label"]
+
+
+def test_sample_from_another_graph_is_refused():
+    sample = sample_paths(examples.lecture(), k=1, rng=0)
+    with pytest.raises(ValueError, match="different graph"):
+        R.render(examples.figure1(), sample=sample)
+    with pytest.raises(TypeError, match="PathSample"):
+        R.render(examples.figure1(), sample=[1, 0, 1])
+
+
+def test_four_paths_of_figure1d():
+    g = examples.figure1()
+    dot = R.render(g, paths=all_paths(g))  # a generator of vertex-number tuples
+    drawn = strands(dot)
+    # one strand per path through the edge, each path in its own colour
+    assert len(drawn["v5", "y"]) == 3 and len(set(drawn["v5", "y"])) == 3
+    assert drawn["x1", "v2"] == [R.PATH_COLORS[0], R.PATH_COLORS[1]]
+    assert len(drawn["x2", "v3"]) == 1
+    assert len({c for colours in drawn.values() for c in colours}) == 4
+    legend = nodes(dot)["legend"]["label"]
+    assert "path 4: x2 → v4 → v5 → y" in legend and "product 6.719" in legend
+
+
+def test_one_path_by_numbers_greys_the_rest():
+    g = examples.figure1()
+    dot = R.render(g, paths=[0, 2, 6])
+    drawn = strands(dot)
+    assert drawn["x1", "v2"] == drawn["v2", "y"] == [R.PATH_COLORS[0]]
+    assert drawn["x2", "v3"] == [R.DIM]
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    ([("x1", "y")], ValueError, "not an edge"),
+    ([("x1",)], ValueError, "at least"),
+    ([("x1", "nope")], ValueError, "unknown vertex"),
+    ("x1", TypeError, "paths="),
+    ([{"x1", "v2"}], TypeError, "sequence of vertices"),
+])
+def test_bad_paths(bad, error, message):
+    with pytest.raises(error, match=message):
+        R.render(examples.figure1(), paths=bad)
+
+
+def test_step_highlight():
+    g = examples.two_outputs()
+    result = eliminate(g, "markowitz", keep_graphs=True)
+    before, step = result.graphs[1], result.steps[1]  # eliminating v2: one fill-in, one update
+    assert step.vertex == "v2" and step.fill_in and step.updated
+    dot = R.render(before, step=step)
+    drawn = {(u, v): a for u, v, a in edges(dot)}
+    for p, s in step.fill_in:  # proposed edges: dashed, highlighted, not yet in the graph
+        assert not before.has_edge(p, s)
+        attrs = drawn[p, s]
+        assert attrs["style"] == "dashed" and attrs["color"] == R.FILL_IN_COLOR
+        assert attrs["constraint"] == "false"
+        new = before.partial(p, "v2") * before.partial("v2", s)
+        assert attrs["label"] == f"new {new:.4g}"
+    for p, s in step.updated:
+        attrs = drawn[p, s]
+        old = before.partial(p, s)
+        new = old + before.partial(p, "v2") * before.partial("v2", s)
+        assert attrs["color"] == R.UPDATED_COLOR
+        assert attrs["label"] == f"{old:.4g} → {new:.4g}"
+    for p in step.predecessors:
+        assert drawn[p, "v2"]["color"] == R.STEP_EDGE_COLOR
+    assert nodes(dot)["v2"]["fillcolor"] == R.STEP_VERTEX_FILL
+    # naming the vertex draws the same picture
+    assert R.render(before, step="v2").source == dot.source
+
+
+def test_bad_steps():
+    g = examples.two_outputs()
+    with pytest.raises(ValueError, match="only intermediates"):
+        R.render(g, step="x0")
+    later = eliminate(g, "markowitz").steps[1]
+    with pytest.raises(ValueError, match="different graph"):
+        R.render(g, step=later)  # drawn on the original, not the graph before the step
+    with pytest.raises(TypeError, match="Step"):
+        R.render(g, step=3.5)
+
+
+def test_highlights_combine():
+    g = examples.figure1()
+    sample = sample_paths(g, k=1, rng=1)
+    dot = R.render(g, sample=sample, paths=[FIGURE1_PATHS[0]], step="v4")
+    drawn = strands(dot)
+    assert drawn["x1", "v2"] == [R.SAMPLE_COLOR, R.PATH_COLORS[0]]
+    assert R.STEP_EDGE_COLOR in drawn["v4", "v5"]
+    legend = nodes(dot)["legend"]["label"]
+    assert all(text in legend for text in ("sampled edge", "path 1", "vertex eliminated: v4"))
+
+
+def test_legend_can_be_forced():
+    assert "legend" in R.render(examples.lab(), legend=True).source
+    assert "legend" not in R.render(examples.lab(), paths=[("x", "v2")], legend=False).source
+
+
+def test_too_large_graph_is_refused_with_advice():
+    g = examples.random_dag(3, 30, 2, rng=0)
+    with pytest.raises(ValueError, match=r"max_vertices=35.*subgraph"):
+        R.render(g, max_vertices=20)
+    assert R.render(g, max_vertices=35).lcg is g
+    with pytest.raises(TypeError, match="LCG"):
+        R.render("not a graph")
+
+
+# ------------------------------------------------------------ elimination
+def test_render_elimination_saves_each_step(tmp_path):
+    g = examples.figure1()
+    pattern = str(tmp_path / "step_{:02d}.dot")
+    drawings = R.render_elimination(g, "markowitz", pattern)
+    assert len(drawings) == len(g.intermediates) + 1
+    assert "step 1/4: eliminate v3" in drawings[0].source
+    assert "6 multiplications" in drawings[-1].source
+    final = {(u, v) for u, v, _ in edges(drawings[-1])}
+    assert final == {("x1", "y"), ("x2", "y")}  # bipartite: the Jacobian's entries
+    saved = sorted(p.name for p in tmp_path.iterdir())
+    assert saved == [f"step_{i:02d}.dot" for i in range(1, 6)]
+
+
+# ------------------------------------------------------------ saving: dot
+@needs_dot
+def test_save_with_dot(tmp_path):
+    dot = R.render(examples.figure1(), paths=FIGURE1_PATHS)
+    png = R.save(dot, tmp_path / "paths.png")
+    assert open(png, "rb").read(8) == PNG_MAGIC
+    svg = tmp_path / "paths.svg"
+    dot.save(svg)
+    root = ET.parse(svg).getroot()
+    assert root.tag.endswith("svg")
+    assert "#0072b2" in svg.read_text().lower()  # the first path's colour is in the picture
+    pdf = R.save(dot, tmp_path / "paths.pdf")
+    assert open(pdf, "rb").read(5) == b"%PDF-"
+    strip = R.elimination_strip(examples.figure1(), "markowitz", tmp_path / "strip.png")
+    assert isinstance(strip, Figure)
+    assert (tmp_path / "strip.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_save_rejects_unknown_formats_and_objects(tmp_path):
+    with pytest.raises(ValueError, match=r"\.png"):
+        R.save(R.render(examples.lab()), tmp_path / "lab.bmp")
+    with pytest.raises(TypeError, match="render"):
+        R.save("digraph {}", tmp_path / "lab.png")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------- saving: no dot
+def test_fallback_without_dot(no_dot, tmp_path):
+    g = examples.figure1()
+    with pytest.warns(R.MissingDotWarning, match="matplotlib"):
+        dot = R.render(g, sample=sample_paths(g, k=1, rng=0))
+    assert "rankdir=BT" in dot.source  # the DOT text is still there
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process: no second warning
+        R.render(g)
+        png = R.save(dot, tmp_path / "sample.png")
+    assert open(png, "rb").read(8) == PNG_MAGIC
+    svg = R.save(dot, tmp_path / "sample.svg")
+    assert ET.parse(svg).getroot().tag.endswith("svg")
+    assert "image/svg+xml" in dot._repr_mimebundle_()
+    with pytest.raises(RuntimeError, match="dot"):
+        R.save(graphviz.Digraph(), tmp_path / "plain.png")
+
+
+def test_fallback_strip_without_dot(no_dot, tmp_path):
+    with pytest.warns(R.MissingDotWarning):
+        figure = R.elimination_strip(examples.two_outputs(), "markowitz",
+                                     tmp_path / "strip.png", ncols=2)
+    assert len(figure.axes) == 4  # 3 steps and the final graph
+    assert (tmp_path / "strip.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_draw_matplotlib_draws_every_highlight():
+    g = examples.figure1()
+    figure = R.draw_matplotlib(g, sample=sample_paths(g, k=1, rng=0), paths=FIGURE1_PATHS,
+                               step="v5", show_values=True, title="all at once")
+    ax = figure.axes[0]
+    texts = {t.get_text() for t in ax.texts}
+    assert {"x1 = 1", "y = 13.44"} <= texts
+    assert any(t.startswith("new ") for t in texts)  # a fill-in edge label
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "input" in legend and any(t.startswith("path 4") for t in legend)
+    assert ax.get_title() == "all at once"
+    # into a given axes
+    host = Figure()
+    target = host.add_subplot()
+    assert R.draw_matplotlib(g, ax=target) is host
+    assert target.get_legend() is None
+
+
+def test_fallback_rows_follow_levels():
+    g = examples.figure1()
+    figure = R.draw_matplotlib(g)
+    rows = {t.get_text(): t.get_position()[1] for t in figure.axes[0].texts
+            if t.get_text() in g.names}
+    assert rows["x1"] == rows["x2"] == 0 and rows["y"] == max(rows.values())
+    assert rows["v2"] == rows["v3"] == 1
+    columns = {t.get_text(): t.get_position()[0] for t in figure.axes[0].texts}
+    assert columns["x1"] < columns["x2"]  # inputs in Jacobian column order
+
+
+def test_generated_paths_are_kept_for_saving():
+    g = examples.figure1()
+    dot = R.render(g, paths=all_paths(g))
+    assert len(dot.options["paths"]) == 4  # a generator was read once and kept
+    assert len(strands(dot)["v5", "y"]) == 3

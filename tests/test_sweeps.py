@@ -1,0 +1,381 @@
+"""Forward and reverse sweeps, jvp and vjp, their engines and their counts.
+
+Oracles: the lecture's tangent and adjoint traces (hand-derived values),
+calculus by hand, the Jacobian by numpy's dense solver, and operation
+counts recomputed from networkx reachability.
+"""
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minirad
+from minirad import LCG, examples, ops
+from minirad.sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
+
+ENGINES = ["loop", "levels", "triangular", "auto"]
+
+
+# ----------------------------------------------------------------- helpers
+def dense_jacobian(g, partials=None):
+    n = g.n_vertices
+    L = np.zeros((n, n))
+    L[g.targets, g.sources] = g.partials if partials is None else partials
+    T = np.linalg.solve(np.eye(n) - L, np.eye(n)[:, list(g.inputs)])
+    return T[list(g.outputs), :]
+
+
+def assert_matches_dense(g, J):
+    exact = dense_jacobian(g)
+    magnitude = dense_jacobian(g, np.abs(g.partials))
+    slack = 1e-13 * max(1.0, float(np.abs(magnitude).max()))
+    assert np.all(np.abs(J - exact) <= 1e-10 * np.abs(magnitude) + slack)
+
+
+def as_networkx(g):
+    G = nx.DiGraph()
+    G.add_nodes_from(range(g.n_vertices))
+    G.add_edges_from(zip(g.sources.tolist(), g.targets.tolist()))
+    return G
+
+
+def expected_forward_cost(g, seeds):
+    """Edges whose tail a seed reaches; t - 1 additions per reached vertex with t of them."""
+    G = as_networkx(g)
+    multiplications = additions = 0
+    for s in seeds:
+        reached = nx.descendants(G, s) | {s}
+        traversed = [(u, v) for u, v in G.edges if u in reached]
+        multiplications += len(traversed)
+        into = {}
+        for _, v in traversed:
+            into[v] = into.get(v, 0) + 1
+        additions += sum(t - 1 for t in into.values())
+    return multiplications, additions
+
+
+def expected_reverse_cost(g, seeds):
+    G = as_networkx(g)
+    multiplications = additions = 0
+    for s in seeds:
+        reached = nx.ancestors(G, s) | {s}
+        traversed = [(u, v) for u, v in G.edges if v in reached]
+        multiplications += len(traversed)
+        out_of = {}
+        for u, _ in traversed:
+            out_of[u] = out_of.get(u, 0) + 1
+        additions += sum(t - 1 for t in out_of.values())
+    return multiplications, additions
+
+
+def random_layered(width, depth, degree, rng):
+    """Layers of ``width`` vertices, each drawing ``degree`` distinct predecessors
+    from the layer before; partials scaled so values stay O(1) with depth."""
+    rng = np.random.default_rng(rng)
+    src, dst = [], []
+    for k in range(depth):
+        for j in range(width):
+            for i in rng.choice(width, size=degree, replace=False):
+                src.append(k * width + int(i))
+                dst.append((k + 1) * width + j)
+    n = width * (depth + 1)
+    partials = rng.standard_normal(len(src)) / math.sqrt(degree)
+    return LCG([f"v{i}" for i in range(n)], src, dst, partials,
+               inputs=range(width), outputs=range(n - width, n))
+
+
+small_dags = st.builds(
+    lambda ni, nm, no, density, seed: examples.random_dag(ni, nm, no, density, rng=seed),
+    st.integers(1, 4), st.integers(0, 25), st.integers(1, 4),
+    st.floats(0.05, 0.9), st.integers(0, 2**32 - 1))
+
+
+# ------------------------------------------------------- the lecture's traces
+def test_lecture_graph_follows_the_lecture_numbering():
+    g = examples.lecture()
+    assert g.names == ("x1", "x2", "v2", "v3", "v4", "v5", "y")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_forward_tangent_trace_of_the_lecture(engine):
+    g = examples.lecture()  # x1 = 2, x2 = 5
+    r = forward_sweep(g, inputs=["x1"], engine=engine)
+    # v0 = x1, v1 = x2, v2 = ln v0, v3 = v0 v1, v4 = sin v1, v5 = v2 + v3, v6 = v5 - v4
+    expected = [1.0, 0.0, 1 / 2, 5.0, 0.0, 5.5, 5.5]
+    assert r.tangents.shape == (7, 1)
+    np.testing.assert_allclose(r.tangents[:, 0], expected, rtol=1e-15, atol=0)
+    assert r.jacobian.tolist() == [[5.5]]
+    assert r.seeds == (0,)
+    # and seeded with x2: the tangent of sin(x2) is cos(5)
+    t2 = forward_sweep(g, inputs="x2", engine=engine).tangents[:, 0]
+    np.testing.assert_allclose(t2, [0, 1, 0, 2, math.cos(5), 2, 2 - math.cos(5)],
+                               rtol=1e-15, atol=1e-16)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reverse_adjoint_trace_of_the_lecture(engine):
+    g = examples.lecture()
+    r = reverse_sweep(g, engine=engine)
+    # v6bar = 1, v5bar = 1, v4bar = -1, v3bar = 1, v2bar = 1,
+    # v1bar = v3bar * v0 + v4bar * cos v1 = 2 - cos 5, v0bar = v2bar / v0 + v3bar * v1 = 5.5
+    expected = [5.5, 2 - math.cos(5), 1.0, 1.0, -1.0, 1.0, 1.0]
+    np.testing.assert_allclose(r.adjoints[:, 0], expected, rtol=1e-15)
+    assert [round(a, 3) for a in r.adjoints[:, 0]] == [5.5, 1.716, 1, 1, -1, 1, 1]
+    assert r.jacobian.shape == (1, 2)
+    assert round(r.jacobian[0, 0], 3) == 5.5 and round(r.jacobian[0, 1], 3) == 1.716
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_lab_gradient(engine):
+    g = examples.lab()  # f(x, y) = x*y + sin(x) at (2, 3)
+    for J in (reverse_sweep(g, engine=engine).jacobian, forward_sweep(g, engine=engine).jacobian):
+        assert J[0, 0] == pytest.approx(2.5838531634528574, rel=1e-15)
+        assert J[0, 1] == pytest.approx(2.0, rel=1e-15)
+
+
+def test_a_vertex_used_several_times_sums_its_partial_adjoints():
+    # x feeds the product twice (as x*x: one edge of partial 2x), sin, and the sum
+    g = minirad.trace(lambda x: x * x * ops.sin(x) + x, 1.3)
+    x = 1.3
+    expected = 2 * x * math.sin(x) + x * x * math.cos(x) + 1
+    for engine in ENGINES:
+        assert reverse_sweep(g, engine=engine).jacobian[0, 0] == pytest.approx(expected,
+                                                                                 rel=1e-14)
+        assert forward_sweep(g, engine=engine).jacobian[0, 0] == pytest.approx(expected,
+                                                                                 rel=1e-14)
+
+
+def test_two_outputs_by_hand():
+    x0, x1 = 1.5, 0.5
+    t = x0 * math.sin(x0 * x1)
+    dt = [math.sin(x0 * x1) + x0 * math.cos(x0 * x1) * x1, x0 * x0 * math.cos(x0 * x1)]
+    expected = [[-math.sin(t) * dt[0], -math.sin(t) * dt[1]],
+                [dt[0] / x1, dt[1] / x1 - t / x1**2]]
+    g = examples.two_outputs(x0, x1)
+    np.testing.assert_allclose(reverse_sweep(g).jacobian, expected, rtol=1e-14)
+    np.testing.assert_allclose(forward_sweep(g).jacobian, expected, rtol=1e-14)
+    np.testing.assert_allclose(reverse_sweep(g, outputs="y[1]").jacobian, [expected[1]],
+                               rtol=1e-14)
+
+
+# --------------------------------------------------------- random graphs
+@settings(max_examples=80, deadline=None)
+@given(small_dags, st.sampled_from(ENGINES))
+def test_sweeps_match_dense_solve(g, engine):
+    assert_matches_dense(g, forward_sweep(g, engine=engine).jacobian)
+    assert_matches_dense(g, reverse_sweep(g, engine=engine).jacobian)
+
+
+@settings(max_examples=50, deadline=None)
+@given(small_dags, st.sampled_from(ENGINES), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_jvp_and_vjp_match_dense_products(g, engine, k, seed):
+    rng = np.random.default_rng(seed)
+    J = dense_jacobian(g)
+    magnitude = dense_jacobian(g, np.abs(g.partials))
+    v = rng.standard_normal((len(g.inputs), k))
+    u = rng.standard_normal((k, len(g.outputs)))
+    slack = 1e-12 * max(1.0, float(magnitude.max()))
+    bound_v = 1e-10 * (np.abs(magnitude) @ np.abs(v)) + slack
+    bound_u = 1e-10 * (np.abs(u) @ np.abs(magnitude)) + slack
+    assert np.all(np.abs(jvp(g, v, engine=engine) - J @ v) <= bound_v)
+    assert np.all(np.abs(vjp(g, u, engine=engine) - u @ J) <= bound_u)
+    assert np.all(np.abs(jvp(g, v[:, 0], engine=engine) - J @ v[:, 0]) <= bound_v[:, 0])
+    assert np.all(np.abs(vjp(g, u[0], engine=engine) - u[0] @ J) <= bound_u[0])
+
+
+@settings(max_examples=50, deadline=None)
+@given(small_dags, st.data())
+def test_subsets_of_seeds_give_columns_and_rows(g, data):
+    full = dense_jacobian(g)
+    cols = data.draw(st.lists(st.sampled_from(range(len(g.inputs))), unique=True))
+    rows = data.draw(st.lists(st.sampled_from(range(len(g.outputs))), unique=True))
+    fwd = forward_sweep(g, inputs=[g.names[g.inputs[c]] for c in cols])
+    rev = reverse_sweep(g, outputs=[g.outputs[r] for r in rows])
+    assert fwd.jacobian.shape == (len(g.outputs), len(cols))
+    assert rev.jacobian.shape == (len(rows), len(g.inputs))
+    np.testing.assert_allclose(fwd.jacobian, full[:, cols], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(rev.jacobian, full[rows, :], rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------------------ counts
+@settings(max_examples=80, deadline=None)
+@given(small_dags, st.data())
+def test_counts_equal_the_edges_the_sweeps_traverse(g, data):
+    assert ((forward_sweep(g).multiplications, forward_sweep(g).additions)
+            == expected_forward_cost(g, g.inputs))
+    assert ((reverse_sweep(g).multiplications, reverse_sweep(g).additions)
+            == expected_reverse_cost(g, g.outputs))
+    some = data.draw(st.lists(st.sampled_from(g.inputs), unique=True))
+    r = forward_sweep(g, inputs=some)
+    assert (r.multiplications, r.additions) == expected_forward_cost(g, some)
+
+
+def test_counts_of_the_lecture_by_hand():
+    g = examples.lecture()
+    # from x1: edges out of x1 (2), v2, v3, v5 -> 5; v5 adds its two terms
+    r = forward_sweep(g, inputs="x1")
+    assert (r.multiplications, r.additions) == (5, 1)
+    # reverse from y reaches every vertex: all 8 edges; x1 and x2 each sum two terms
+    r = reverse_sweep(g)
+    assert (r.multiplications, r.additions) == (8, 2)
+    assert r.operations == 10
+
+
+def test_counts_on_a_big_graph_use_the_compiled_reachability():
+    g = random_layered(60, 40, 4, rng=1)  # 9,600 edges: past the small-graph threshold
+    seeds = g.outputs[:3]
+    r = reverse_sweep(g, outputs=seeds)
+    assert (r.multiplications, r.additions) == expected_reverse_cost(g, seeds)
+    f = forward_sweep(g, inputs=g.inputs[:2])
+    assert (f.multiplications, f.additions) == expected_forward_cost(g, g.inputs[:2])
+    # the forward sweep from every input costs at most n_inputs * n_edges
+    assert forward_sweep(g).multiplications <= len(g.inputs) * g.n_edges
+
+
+# ----------------------------------------------------------------- engines
+def test_engines_agree_on_a_wide_graph():
+    g = random_layered(200, 12, 6, rng=0)  # 14,400 edges in 13 levels
+    u = np.random.default_rng(0).standard_normal(len(g.outputs))
+    reference = vjp(g, u, engine="loop")
+    for engine in ("levels", "triangular", "auto"):
+        np.testing.assert_allclose(vjp(g, u, engine=engine), reference, rtol=1e-10,
+                                   atol=1e-12)
+    v = np.random.default_rng(1).standard_normal((len(g.inputs), 3))
+    reference = jvp(g, v, engine="loop")
+    for engine in ("levels", "triangular", "auto"):
+        np.testing.assert_allclose(jvp(g, v, engine=engine), reference, rtol=1e-10,
+                                   atol=1e-12)
+    assert g._cache["sweeps.levels"][0] is not None  # auto chose the wavefronts
+
+
+def test_engines_agree_on_a_deep_traced_program():
+    def chain(x):
+        s = x[0]
+        for i in range(1, len(x)):
+            s = ops.sin(s) * x[i] + s / (1 + i)
+        return s
+
+    g = minirad.trace(chain, np.linspace(0.1, 1.0, 500))  # ~2,000 edges, ~1,500 levels
+    reference = reverse_sweep(g, engine="loop").jacobian
+    for engine in ("levels", "triangular", "auto"):
+        np.testing.assert_allclose(reverse_sweep(g, engine=engine).jacobian, reference,
+                                   rtol=1e-10, atol=1e-13)
+    schedule, _, _ = g._cache["sweeps.levels"]
+    assert schedule is not None  # built when "levels" was forced
+
+
+def test_auto_sends_deep_graphs_to_the_solver():
+    def chain(x):
+        s = x[0]
+        for i in range(1, len(x)):
+            s = s * x[i] + ops.sin(s)
+        return s
+
+    g = minirad.trace(chain, np.full(2000, 0.5))
+    np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), vjp(g, [1.0], engine="loop"),
+                               rtol=1e-10)
+    schedule, depth, tried = g._cache["sweeps.levels"]
+    assert schedule is None and tried is not None  # gave up counting levels early
+
+
+def test_schedules_are_cached_under_sweeps_keys():
+    g = random_layered(100, 5, 5, rng=3)
+    before = set(g._cache)
+    reverse_sweep(g)
+    forward_sweep(g)
+    jvp(g, np.ones(len(g.inputs)), engine="levels")
+    jvp(g, np.ones(len(g.inputs)), engine="triangular")
+    added = set(g._cache) - before
+    assert added and all(key.startswith("sweeps.") or key in ("in_ptr",) for key in added)
+
+
+# ------------------------------------------------------------ odd graphs
+def test_constant_and_copied_outputs():
+    g = minirad.trace(lambda x: (x * 2.0, 3.0, x), 1.5)
+    for method in (forward_sweep, reverse_sweep):
+        assert method(g).jacobian.tolist() == [[2.0], [0.0], [1.0]]
+
+
+def test_no_seeds_and_no_edges():
+    g = examples.lecture()
+    assert forward_sweep(g, inputs=[]).jacobian.shape == (1, 0)
+    assert reverse_sweep(g, outputs=[]).jacobian.shape == (0, 2)
+    assert forward_sweep(g, inputs=[]).multiplications == 0
+    bare = LCG(["x", "y"], [], [], [], inputs=[0], outputs=[1])
+    assert forward_sweep(bare).jacobian.tolist() == [[0.0]]
+    assert reverse_sweep(bare).jacobian.tolist() == [[0.0]]
+
+
+def test_accumulation_is_a_frozen_record():
+    r = reverse_sweep(examples.lecture())
+    assert isinstance(r, Accumulation)
+    assert repr(r) == ("Accumulation(method='reverse', jacobian shape (1, 2), "
+                       "multiplications=8, additions=2)")
+    with pytest.raises(AttributeError):
+        r.multiplications = 0
+    # extra per-vertex fields are keyword-only, so subclasses can add positional ones
+    a = Accumulation(np.eye(1), 1, 0, "custom")
+    assert a.tangents is None and a.adjoints is None and a.seeds == ()
+
+
+# ------------------------------------------------------------- bad input
+def test_bad_seed_selections():
+    g = examples.lecture()
+    with pytest.raises(ValueError, match="unknown vertex 'x3'"):
+        forward_sweep(g, inputs=["x3"])
+    with pytest.raises(ValueError, match="v3 is not an input of the graph; its inputs are "
+                                         "x1, x2"):
+        forward_sweep(g, inputs=["v3"])
+    with pytest.raises(ValueError, match="x1 is not an output of the graph; its outputs are y"):
+        reverse_sweep(g, outputs="x1")
+    with pytest.raises(ValueError, match="input x1 is selected twice"):
+        forward_sweep(g, inputs=["x1", 0])
+    with pytest.raises(ValueError, match="unknown vertex 12"):
+        reverse_sweep(g, outputs=[12])
+    with pytest.raises(TypeError, match="sequence of vertices"):
+        forward_sweep(g, inputs={"x1"})
+
+
+def test_bad_engine_and_vectors():
+    g = examples.lecture()
+    with pytest.raises(ValueError, match="unknown engine 'gpu'; valid engines are 'auto'"):
+        reverse_sweep(g, engine="gpu")
+    with pytest.raises(ValueError, match=r"v has shape \(3,\); expected \(2,\) or \(2, k\)"):
+        jvp(g, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"u has shape \(2, 2\); expected \(1,\) or \(k, 1\)"):
+        vjp(g, np.ones((2, 2)))
+    with pytest.raises(ValueError, match="non-finite"):
+        jvp(g, [1.0, np.nan])
+    with pytest.raises(TypeError, match="u must be an array of real numbers"):
+        vjp(g, ["a"])
+
+
+@pytest.mark.parametrize("width, depth, degree", [(20, 5, 3), (300, 30, 6)])
+def test_out_edge_grouping_matches_the_graph_own(width, depth, degree):
+    # the second graph (54,000 edges) takes the transposition route, not argsort
+    from minirad.sweeps import _out_csr
+
+    g = random_layered(width, depth, degree, rng=5)
+    order, ptr = _out_csr(g)
+    expected_order, expected_ptr = g.out_edges_csr
+    np.testing.assert_array_equal(order, expected_order)
+    np.testing.assert_array_equal(ptr, expected_ptr)
+
+
+def test_sweeping_in_blocks_without_keeping_values(monkeypatch):
+    import minirad.sweeps as module
+
+    g = examples.random_dag(7, 20, 5, 0.3, rng=11)
+    full_f, full_r = forward_sweep(g), reverse_sweep(g)
+    monkeypatch.setattr(module, "_BLOCK_VALUES", 2 * g.n_vertices)  # blocks of two seeds
+    lean_f = forward_sweep(g, keep_values=False)
+    lean_r = reverse_sweep(g, keep_values=False)
+    assert lean_f.tangents is None and lean_r.adjoints is None
+    np.testing.assert_array_equal(lean_f.jacobian, full_f.jacobian)
+    np.testing.assert_array_equal(lean_r.jacobian, full_r.jacobian)
+    assert (lean_f.multiplications, lean_r.additions) == (full_f.multiplications,
+                                                          full_r.additions)

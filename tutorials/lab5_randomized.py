@@ -1,0 +1,584 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lab 5: Randomized automatic differentiation
+#
+# Reverse mode needs the whole LCG in memory before the backward pass can
+# start: every local partial of the forward pass, or the values needed to
+# recompute them. For a large model that memory is the bottleneck. Oktay et
+# al. (*Randomized Automatic Differentiation*, ICLR 2021) ask: stochastic
+# gradient descent only needs an **unbiased** gradient, one that is right on
+# average, so why pay for an exact one?
+#
+# Their answer is to keep a **random, sparse** part of the LCG, scaled so that
+# reverse mode on it gives the exact Jacobian in expectation. This lab
+# implements and tests their path-sampling algorithm (Algorithm 1), proves it
+# unbiased, measures its variance, reproduces the paper's Figure 2 experiment
+# (where sampling works and where it cannot), and looks at the vector version,
+# random matrix injection.
+#
+# **You need:** Labs 2-4, expectation and variance of a random variable.
+# **Exercise:** 5.1 (Algorithm 1).
+
+# %%
+import types
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from minirad import examples, labs
+from minirad.injection import (
+    chain_graph,
+    chain_product,
+    injected_products,
+    injection_variance,
+    rademacher_projection,
+    sampling_projection,
+)
+from minirad.jacobian import jacobian
+from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
+from minirad.render import render
+from minirad.sampling import (
+    compare,
+    path_sampling_variance,
+    sample_paths,
+    sampled_jacobians,
+    variance_by_depth,
+)
+
+# %% [markdown]
+# ## 1. Algorithm 1: sample a few edges at each vertex
+#
+# Bauer's formula (Lab 3) writes each Jacobian entry as a sum over paths. A
+# sum can be estimated by sampling some of its terms and scaling them up.
+# Algorithm 1 does this without ever listing paths, in one pass over the
+# vertices in topological order (so it can run *during* the forward pass):
+#
+# * the inputs are **visited**;
+# * a visited vertex $v$ with $d_v$ successors draws $k$ of its out-edges,
+#   uniformly and **with replacement**; each draw of the edge $v \to w$ adds
+#   $\frac{d_v}{k}\,\frac{\partial w}{\partial v}$ to that edge's weight in a
+#   new graph $Q$, and makes $w$ visited;
+# * a vertex that no drawn edge enters is **skipped**: nothing it computes is
+#   ever needed by the backward pass, so nothing of it is stored. This is
+#   where the memory goes down.
+#
+# Reverse mode on $Q$ (the drawn edges with their weights) then gives the
+# estimate $\hat J$. Let us run it once on Figure 1 with $k = 1$.
+
+# %%
+g = examples.figure1()
+sample = sample_paths(g, k=1, rng=0)
+print(sample)
+labs.show(render(g, sample=sample, title="Algorithm 1 on Figure 1, k = 1"),
+          "lab5_figure1_sample")
+
+# %% [markdown]
+# **What to look for.** The red edges were drawn; each is labelled with its
+# number of draws and its weight in $Q$. The grey dashed edges were not
+# drawn. `v3` is greyed out: `x2` drew `v4`, so no drawn edge enters `v3`,
+# and Algorithm 1 skipped it. Every vertex with one successor (like `x1`,
+# `v4`, `v5`) has no choice: it draws its only edge, with weight
+# $\frac{1}{1}\times$ its partial. A vertex with two successors (`x2`, `v2`)
+# keeps one edge with **twice** its partial, making up for the one it dropped.
+#
+# Here is the same run told vertex by vertex, then the estimate next to the
+# exact Jacobian.
+
+# %%
+def narrate(g, sample):
+    """Print Algorithm 1's decisions at each vertex, in topological order."""
+    order, ptr = g.out_edges_csr
+    for v in range(g.n_vertices):
+        name, out = g.names[v], order[ptr[v]:ptr[v + 1]]
+        if not sample.visited[v]:
+            print(f"{name:>3}: skipped (no drawn edge enters it); nothing stored")
+        elif len(out) == 0:
+            print(f"{name:>3}: output, nothing to draw")
+        else:
+            d, k = len(out), sample.k[v]
+            drawn = [e for e in out if sample.counts[e] > 0]
+            text = "; ".join(
+                f"drew {g.names[g.targets[e]]} {sample.counts[e]} time(s), so "
+                f"Q({name}, {g.names[g.targets[e]]}) = {sample.counts[e]} * {d}/{k} * "
+                f"{g.partials[e]:.4g} = {sample.weights[e]:.4g}" for e in drawn)
+            print(f"{name:>3}: visited, d = {d}, k = {k}: {text}")
+
+
+narrate(g, sample)
+print()
+print("estimate from this one sample:", sample.jacobian)
+print("exact Jacobian:               ", jacobian(g))
+
+# %% [markdown]
+# The second entry is far off; a single sample is only meant to be right on
+# average. The first entry is exact, and will be in *every* sample: the two
+# paths from `x1` (through `v2 -> y` and through `v2 -> v5 -> y`) happen to
+# have the same product, so whichever one `v2` keeps, doubled, equals their
+# sum. Sampling costs nothing where the paths agree.
+#
+# Before checking the average, implement the algorithm.
+#
+# ## 2. Exercise 5.1: implement Algorithm 1
+#
+# **Exercise 5.1.** Complete `sample_Q(g, k, rng)`. It runs Algorithm 1 once
+# on the LCG `g` with `k` draws per visited vertex and returns the sampled
+# graph $Q$ as a dict `{(u_name, v_name): weight}` holding **only the edges
+# drawn at least once**, where
+#
+# $$\text{weight}(u \to v) = (\text{number of times } u \to v \text{ was drawn})
+# \times \frac{d_u}{k} \times \frac{\partial v}{\partial u}.$$
+#
+# * Visit the vertices in topological order (`range(g.n_vertices)`); inputs
+#   are visited from the start; skip vertices nothing drawn enters, and
+#   vertices without successors.
+# * Draw with replacement, uniformly: `g.successors(v)[rng.integers(d)]`, $k$
+#   times. Take **every** random number from `rng` (a
+#   `numpy.random.Generator`), so that the same seed gives the same sample.
+#
+# The check verifies the form of $Q$ (only edges out of visited vertices,
+# weights that are whole multiples of $\frac{d_u}{k} \times$ partial, exactly
+# $k$ draws per visited vertex), reproducibility with a seed, that the mean
+# of 2000 of your samples is within 5 standard errors of the exact Jacobian
+# on five graphs, and that repeated draws of the same edge happen as often as
+# drawing with replacement makes them happen.
+
+# %%
+def sample_Q(g, k, rng):
+    """Algorithm 1 once: the drawn edges of g as {(u_name, v_name): weight}."""
+    # BEGIN SOLUTION Exercise 5.1: Algorithm 1
+    Q = {}
+    visited = set(g.inputs)
+    for v in range(g.n_vertices):  # topological order
+        successors = g.successors(v)
+        if v not in visited or not successors:
+            continue  # nothing drawn reaches v (or v has nothing to draw)
+        d = len(successors)
+        for _ in range(k):
+            w = successors[rng.integers(d)]
+            edge = (g.names[v], g.names[w])
+            Q[edge] = Q.get(edge, 0.0) + d / k * g.partial(v, w)
+            visited.add(w)
+    return Q
+    # END SOLUTION
+
+
+# %%
+labs.check_sample_Q(sample_Q)
+
+# %% [markdown]
+# `labs.sample_jacobian(g, Q)` runs reverse accumulation on your dict. To draw
+# your sample, we turn it into the per-edge counts and weights the renderer
+# reads (the same fields as minirad's own `PathSample`).
+
+# %%
+def as_sample(g, Q, k):
+    """Per-edge draw counts, weights and visited flags of a dict-shaped sample."""
+    degree = np.diff(g.out_edges_csr[1])
+    weights = np.array([Q.get((g.names[u], g.names[v]), 0.0) for u, v, _ in g.edges()])
+    counts = np.rint(weights / (degree[g.sources] / k * g.partials)).astype(int)
+    visited = np.zeros(g.n_vertices, dtype=bool)
+    visited[list(g.inputs)] = True
+    visited[g.targets[counts > 0]] = True
+    return types.SimpleNamespace(counts=counts, weights=weights, visited=visited)
+
+
+wide = examples.interleaved(3, 3, partials="random", rng=0)
+Q = sample_Q(wide, 2, np.random.default_rng(5))
+print("your estimate:", labs.sample_jacobian(wide, Q), " exact:", jacobian(wide))
+labs.show(render(wide, sample=as_sample(wide, Q, 2), title="Your Algorithm 1 on "
+                 "interleaved(3, 3), k = 2"), "lab5_your_sample")
+
+# %% [markdown]
+# **What to look for.** Every visited vertex has exactly two draws. A vertex
+# with three successors shows either two red edges, each with weight
+# $\frac{3}{2}\times$ its partial, or one edge drawn twice ("×2") with weight
+# $3 \times$ its partial. A `c` vertex has a single successor, so both its
+# draws pick the edge into `y`, whose weight is then $2 \times \frac{1}{2}
+# \times$ partial: the partial itself. Vertices no drawn edge reaches are
+# grey: they would not be stored.
+#
+# ## 3. Why the estimate is unbiased
+#
+# Fix one output $y$. For every vertex $z$ write $\bar z = \partial y/\partial z$
+# for its exact adjoint and $\hat z$ for the estimate that reverse mode on $Q$
+# computes. Reverse mode on $Q$ means
+#
+# $$\hat y = 1, \qquad \hat z = \sum_{z \to v} Q(z, v)\, \hat v
+#   = \sum_{z \to v} \frac{d_z}{k} N_{zv} \frac{\partial v}{\partial z}\, \hat v,$$
+#
+# where $N_{zv}$ counts how many of $z$'s $k$ draws picked $v$. (We may
+# pretend every vertex draws, skipped or not: a skipped vertex is reached by
+# no drawn edge, so its draws cannot change the estimate at any input.)
+#
+# **Claim.** $\mathbb E[\hat z] = \bar z$ for every vertex $z$.
+#
+# **Proof,** by induction over the vertices in *reverse* topological order
+# (Appendix C of the paper, with $k$ draws instead of one).
+#
+# * *Base:* $\hat y = 1 = \bar y$.
+# * *Step:* take a vertex $z$ and assume the claim for every vertex after it,
+#   in particular for its successors $v$. Each of $z$'s draws picks $v$ with
+#   probability $1/d_z$, so $\mathbb E[N_{zv}] = k/d_z$. The counts $N_{zv}$
+#   come from $z$'s own draws, while $\hat v$ depends only on the draws of
+#   $v$ and of vertices after $v$, which all come after $z$; independent
+#   draws make the two independent, so the expectation of their product is
+#   the product of expectations:
+#
+# $$\mathbb E[\hat z] = \sum_{z \to v} \frac{d_z}{k}\, \mathbb E[N_{zv}]\,
+#   \frac{\partial v}{\partial z}\, \mathbb E[\hat v]
+#   = \sum_{z \to v} \frac{d_z}{k}\cdot\frac{k}{d_z}\cdot
+#   \frac{\partial v}{\partial z}\, \bar v
+#   = \sum_{z \to v} \frac{\partial v}{\partial z}\, \bar v = \bar z .$$
+#
+#   The last step is the reverse-mode recursion of Lab 2. $\square$
+#
+# At the inputs, $\mathbb E[\hat x] = \bar x = \partial y / \partial x$: the
+# estimate is unbiased. Note what the proof needs: the factor $d_z/k$
+# exactly cancels the probability of a draw, and each vertex's draws are
+# independent of everything downstream.
+#
+# **A Monte Carlo check.** Average $n$ independent estimates. If they are
+# unbiased, the mean differs from the exact Jacobian by about one
+# **standard error** $\sqrt{\mathrm{Var}/n}$, so the ratio
+# $z = (\text{mean} - \text{exact}) / \text{standard error}$ should be a
+# number of order 1 (beyond 3 or 4 would be suspicious).
+# `minirad.sampling.compare` does this with its fast batched sampler.
+
+# %%
+def z_table(exact, estimates):
+    """Exact entries against the mean of the estimates, with standard errors."""
+    mean = estimates.mean(axis=0)
+    stderr = estimates.std(axis=0, ddof=1) / np.sqrt(len(estimates))
+    print(f"{'entry':<10}{'exact':>10}{'mean':>10}{'std error':>11}{'z':>7}")
+    for (i, j), value in np.ndenumerate(exact):
+        if stderr[i, j] <= 1e-12 * max(1.0, abs(value)):
+            z = "(every estimate exact)"  # no variance: nothing to divide by
+        else:
+            z = f"{(mean[i, j] - value) / stderr[i, j]:>7.2f}"
+        print(f"[{i}, {j}]{'':<4}{value:>10.4f}{mean[i, j]:>10.4f}{stderr[i, j]:>11.4f} {z}")
+
+
+result = compare(g, k=1, n=20000, rng=1)
+z_table(result.exact, result.estimates)
+assert np.all(np.abs(result.z) < 5)
+
+# %% [markdown]
+# And with **your** sampler, more slowly (a Python loop):
+
+# %%
+rng = np.random.default_rng(2)
+yours = np.array([labs.sample_jacobian(g, sample_Q(g, 1, rng)) for _ in range(4000)])
+z_table(jacobian(g), yours)
+
+# %% [markdown]
+# The error of the mean falls like $1/\sqrt n$: four times as many samples
+# halve it. The next plot follows the running mean for $k = 1, 2, 4$ on a
+# random graph with 3 inputs, 10 intermediates and 2 outputs (on Figure 1 the
+# picture would be odd: the estimate of $\partial y/\partial x_2$ takes only
+# two values, and their running mean lands exactly on the true value every
+# time it has seen as many of one as of the other).
+
+# %%
+dag = examples.random_dag(3, 10, 2, rng=0)
+labs.show(plot_convergence(dag, ks=(1, 2, 4), n=5000, rng=3), "lab5_convergence")
+
+# %% [markdown]
+# **What to look for.** Each solid curve wiggles around its dotted line, the
+# error that the exact variance predicts, and both fall with slope $-1/2$
+# on the log-log axes. More draws per vertex ($k$) shift the line down, but
+# do not change its slope.
+#
+# The same graph entry by entry: one $Q$ serves every output (the proof
+# above works output by output).
+
+# %%
+labs.show(plot_compare(dag, k=1, n=5000, rng=4), "lab5_compare_heatmaps")
+
+# %% [markdown]
+# **What to look for.** The mean of 5000 samples (second panel) matches the
+# exact Jacobian (first) cell by cell, while a single sample (third) is
+# visibly wrong, with some entries exactly 0 (no sampled path) and others
+# several times too large. The last panel shows how noisy each entry is.
+#
+# ## 4. Variance against $k$
+#
+# Unbiased is not enough: an estimate with a huge variance is useless for
+# optimisation. minirad computes the **exact** variance of Algorithm 1
+# (`path_sampling_variance`) by a recursion in the spirit of the proof above
+# (see its docstring for the derivation). We compare it with the variance
+# measured on samples, and with the memory used: the number of edges stored
+# in $Q$. The graph is `interleaved(4, 3)` with random partials: every layer
+# vertex has 4 successors.
+
+# %%
+dense = examples.interleaved(4, 3, partials="random", rng=0)
+J = jacobian(dense)[0, 0]
+print(dense, " exact dy/dtheta =", round(J, 3))
+print(f"{'k':>3}{'exact rel. var':>16}{'measured':>10}{'edges stored':>14}")
+ks = (1, 2, 4, 8, 16)
+relative, stored = [], []
+for k in ks:
+    exact_var = path_sampling_variance(dense, k)[0, 0]
+    measured = sampled_jacobians(dense, k, 20000, rng=k).var(ddof=1)
+    edges = np.mean([sample_paths(dense, k, rng=i).edges_stored for i in range(200)])
+    relative.append(exact_var / J**2)
+    stored.append(edges)
+    print(f"{k:>3}{exact_var / J**2:>16.4f}{measured / J**2:>10.4f}"
+          f"{edges:>10.1f} / {dense.n_edges}")
+
+# %%
+fig, ax = plt.subplots(figsize=(6.4, 4.4))
+ax.plot(stored, relative, "o-", color="#0072B2")
+for k, x, y in zip(ks, stored, relative):
+    ax.annotate(f"k={k}", (x, y), textcoords="offset points", xytext=(6, 4))
+ax.set_yscale("log")
+ax.set_xlabel(f"edges stored in Q (mean over 200 samples; full graph: {dense.n_edges})")
+ax.set_ylabel(r"relative variance  Var$(\hat J)\,/\,J^2$")
+ax.set_title("Memory against variance: Algorithm 1 on interleaved(4, 3)")
+ax.grid(True, which="both", alpha=0.3)
+labs.show(fig, "lab5_memory_vs_variance")
+
+# %% [markdown]
+# **What to look for.** Each point is one $k$. Moving right (more draws, more
+# memory) the variance falls roughly like $1/k$. With $k = 1$ the sampler
+# stores 4 of the 40 edges (a single path) and pays with the largest
+# variance: the standard deviation, the square root of the relative variance
+# in the table, is a sizeable fraction of the gradient itself. Even at
+# $k = 16$, when almost every edge is stored, the variance is not zero,
+# because draws with replacement still repeat some edges and miss others.
+# The measured and exact columns of the table agree to a few percent.
+#
+# ## 5. Where sampling works and where it cannot: the paper's Figure 2
+#
+# Section 3.3 of the paper contrasts two extreme graphs of the same width and
+# depth:
+#
+# * **independent paths** (Figure 2a): $\theta$ feeds `width` separate chains;
+#   there are only `width` paths, whatever the depth;
+# * **fully interleaved** layers (Figure 2b): every vertex of a layer feeds
+#   every vertex of the next; there are `width`$^{\text{depth}}$ paths.
+#
+# Here is one sample of each, drawing half of each vertex's out-edges.
+
+# %%
+for name, family in (("independent", examples.independent_paths),
+                     ("interleaved", examples.interleaved)):
+    h = family(3, 3, partials="random", rng=0)
+    labs.show(render(h, sample=sample_paths(h, 0.5, rng=1), edge_labels=False,
+                     title=f"{name} paths, width 3, depth 3: half of each vertex's edges"),
+              f"lab5_{name}_sample")
+
+# %% [markdown]
+# **What to look for.** On independent paths only $\theta$ has a choice; once a
+# chain is picked, every vertex on it has one successor and keeps it, so the
+# sample is a set of *whole* paths. On the interleaved graph every visited
+# vertex chooses again, layer after layer, and the errors of those choices
+# multiply along the path.
+#
+# The exact relative variance against depth, sampling a fixed fraction (here a
+# quarter: one of four edges) at every vertex, shows what that does. The
+# dashed curves use random matrix injection (section 6) instead, keeping a
+# quarter of the vertices of every layer.
+
+# %%
+labs.show(plot_variance_vs_depth(width=4, depths=range(1, 13), fraction=0.25,
+                                 methods=("paths", "injection")),
+          "lab5_variance_vs_depth")
+
+# %% [markdown]
+# **What to look for.** On a log scale a straight rising line means
+# exponential growth. Path sampling on independent paths (solid blue) is
+# **flat**: depth adds vertices, but no new choices. On interleaved layers
+# (solid orange) the relative variance grows by a constant factor per layer.
+# Injection does badly on *both* families: keeping a quarter of each
+# layer's vertices independently breaks independent chains too, since a path
+# survives only if its vertex is kept at every layer.
+#
+# The growth factor per layer, from the exact variances, and a Monte Carlo
+# check of two points:
+
+# %%
+for fraction in (0.25, 0.5, 1.0):
+    flat = variance_by_depth("independent", 4, list(range(1, 13)), fraction=fraction)
+    steep = variance_by_depth("interleaved", 4, list(range(1, 13)), fraction=fraction)
+    print(f"fraction {fraction:.2f}: relative variance x{flat.growth:.3f} per layer "
+          f"(independent), x{steep.growth:.3f} per layer (interleaved)")
+for depth in (4, 8):
+    h = examples.interleaved(4, depth, partials="balanced", rng=0)
+    estimates = sampled_jacobians(h, 0.25, 20000, rng=depth)[:, 0, 0]
+    exact = variance_by_depth("interleaved", 4, [depth], fraction=0.25)
+    print(f"interleaved, depth {depth}: relative variance {exact.relative_variance[0]:.3f} "
+          f"exact, {estimates.var(ddof=1) / exact.jacobian[0] ** 2:.3f} measured from 20000 "
+          f"estimates")
+
+# %% [markdown]
+# (The measured variance is itself a random number, and a noisy one when the
+# estimates have heavy tails, as they do on deep interleaved graphs; it agrees
+# with the exact value to within its own sampling error.)
+#
+# Sampling more edges slows the growth but does not stop it: even keeping
+# (with replacement) as many draws as edges, the interleaved variance still
+# compounds layer by layer. The lesson of the paper's Section 3.3: randomized
+# AD needs graphs whose noise does not compound, which is why Sections 4 and 5
+# of the paper design their sampling around the structure of neural networks
+# and of a PDE solver rather than applying it blindly.
+#
+# ## 6. Random matrix injection
+#
+# With vector operations the graph is better seen as a chain of Jacobian
+# *matrices*, as in the paper's Figure 2c:
+# $\theta \to A \to B \to C \to y$ with
+# $J = \frac{\partial y}{\partial C}\frac{\partial C}{\partial B}
+# \frac{\partial B}{\partial A}\frac{\partial A}{\partial \theta}$.
+# Insert between two factors a random matrix $P$ with $\mathbb E[P] = I$:
+# by linearity of expectation the product stays unbiased, and with
+# independent $P$'s so does a product with several of them inserted.
+#
+# The **sampling** matrix keeps $k$ of the $d$ components of a vector, drawn
+# with replacement, scaled by $d/k$:
+# $P = \frac{d}{k} \sum_{s=1}^{k} e_{i_s} e_{i_s}^{\mathsf T}$. Only the kept
+# components need storing. First, $\mathbb E[P] = I$ by simulation:
+
+# %%
+rng = np.random.default_rng(6)
+mean_sampling = np.mean([sampling_projection(3, 1, rng) for _ in range(20000)], axis=0)
+mean_rademacher = np.mean([rademacher_projection(3, 1, rng) for _ in range(20000)], axis=0)
+print("one sampling matrix (d=3, k=1):\n", sampling_projection(3, 1, rng=0))
+print("mean of 20000 sampling matrices:\n", mean_sampling.round(2))
+print("mean of 20000 Rademacher matrices R R^T:\n", mean_rademacher.round(2))
+
+# %% [markdown]
+# Now a chain of random matrices of the shape of Figure 2c, with $P$ injected
+# after $A$, after $B$ and after $C$ (positions 1, 2, 3):
+
+# %%
+rng = np.random.default_rng(7)
+chain = [rng.standard_normal((3, 1)), rng.standard_normal((3, 3)),
+         rng.standard_normal((3, 3)), rng.standard_normal((1, 3))]
+exact_chain = chain_product(chain)[0, 0]
+estimates = injected_products(chain, k=1, n=50000, rng=8, where=[1, 2, 3])[:, 0, 0]
+stderr = estimates.std(ddof=1) / np.sqrt(len(estimates))
+print(f"exact dy/dtheta = {exact_chain:.4f}; mean of 50000 injected estimates = "
+      f"{estimates.mean():.4f} +/- {stderr:.4f} "
+      f"(z = {(estimates.mean() - exact_chain) / stderr:.2f})")
+
+# %% [markdown]
+# Each injection is another independent source of noise, and the noise of
+# a product compounds. minirad computes the variance exactly
+# (`injection_variance`); we also measure it, for one, two and three
+# injections and for both kinds of $P$.
+
+# %%
+positions = ([1], [1, 2], [1, 2, 3])
+rows = []
+for kind in ("sample", "rademacher"):
+    for where in positions:
+        exact_var = injection_variance(chain, k=1, kind=kind, where=where)[0, 0]
+        measured = injected_products(chain, k=1, n=50000, kind=kind, rng=9,
+                                     where=where).var(ddof=1)
+        rows.append((kind, len(where), exact_var, measured))
+        print(f"{kind:<11} {len(where)} injection(s): variance {exact_var:9.3f} exact, "
+              f"{measured:9.3f} measured")
+
+# %%
+fig, ax = plt.subplots(figsize=(6.4, 4.4))
+for kind, color, marker in (("sample", "#0072B2", "o"), ("rademacher", "#D55E00", "s")):
+    counts = [n for k_, n, _, _ in rows if k_ == kind]
+    ax.plot(counts, [e / exact_chain**2 for k_, _, e, _ in rows if k_ == kind], "-",
+            color=color, marker=marker, label=f"{kind} P: exact")
+    ax.plot(counts, [m / exact_chain**2 for k_, _, _, m in rows if k_ == kind], "x",
+            color="black", markersize=9)
+ax.plot([], [], "x", color="black", label="measured (50000 estimates)")
+ax.set_yscale("log")
+ax.set_xticks([1, 2, 3])
+ax.set_xlabel("number of injected matrices (k = 1 of 3 components each)")
+ax.set_ylabel(r"relative variance  Var$(\hat J)\,/\,J^2$")
+ax.set_title("Random matrix injection on the chain theta -> A -> B -> C -> y")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend()
+labs.show(fig, "lab5_injection_variance")
+
+# %% [markdown]
+# **What to look for.** Both curves rise with every injection (each extra
+# $P$ can only add variance, a fact proved in `injection_variance`'s
+# docstring), and the crosses sit on the lines. Which kind of $P$ is better
+# depends on the matrices.
+#
+# What does injecting a sampling matrix do to the scalar graph? It removes
+# whole **vertices**: `chain_graph(chain, projections)` builds the scalar LCG
+# of the chain with each kept vertex's incoming edges scaled and the others
+# dropped.
+
+# %%
+rng = np.random.default_rng(14)
+Ps = {position: sampling_projection(3, 2, rng) for position in (1, 2, 3)}
+for position, P in Ps.items():
+    print(f"P at position {position}: diagonal {np.diag(P).tolist()}")
+full, injected = chain_graph(chain), chain_graph(chain, Ps)
+print("injected estimate from the scalar graph:", jacobian(injected)[0, 0],
+      "  from the matrices:", (chain[3] @ Ps[3] @ chain[2] @ Ps[2] @ chain[1] @ Ps[1]
+                               @ chain[0])[0, 0])
+
+# draw the full scalar graph with the part the estimate uses highlighted:
+# edges of the injected graph on a path from theta, with their scaled partials
+reached = {"theta"}
+for u, v, _ in injected.edges():  # topological order: u is settled before v
+    if injected.names[u] in reached:
+        reached.add(injected.names[v])
+kept = np.array([full.names[u] in reached and injected.has_edge(full.names[u], full.names[v])
+                 for u, v, _ in full.edges()])
+weights = np.array([injected.partial(full.names[u], full.names[v]) if keep else 0.0
+                    for keep, (u, v, _) in zip(kept, full.edges())])
+highlight = types.SimpleNamespace(counts=kept.astype(int), weights=weights,
+                                  visited=np.array([name in reached for name in full.names]))
+labs.show(render(full, sample=highlight, title="Matrix injection keeps vertices: k = 2 of 3 "
+                 "at each of A, B, C"), "lab5_injected_graph")
+
+# %% [markdown]
+# **What to look for.** In each layer the vertices whose diagonal entry of
+# $P$ is zero are grey: nothing that passes through them counts. Between
+# kept vertices **every** edge is used (red), each edge into a kept vertex
+# scaled by that vertex's entry of $P$ ($\frac{3}{2}$ if drawn once, $3$ if
+# drawn twice). Compare with Algorithm 1 on the same graph in section 2: it
+# samples **edges**, independently at each vertex, while injection samples
+# **vertices**, a whole layer at once. Same mean, different variance. (The
+# picture reuses the path-sampling legend: "sampled" here means "used by
+# the injected estimate", and `w` is the scaled partial.)
+#
+# ## What you learned
+#
+# * Algorithm 1 draws $k$ out-edges per visited vertex, weights each draw by
+#   $d_v/k$ times its partial, and skips vertices no drawn edge reaches;
+#   reverse mode on the sampled graph is an **unbiased** Jacobian estimate.
+# * The proof is an induction in reverse topological order: the factor
+#   $d_v/k$ cancels the chance of a draw, and each vertex's draws are
+#   independent of everything downstream.
+# * A mean of $n$ estimates has standard error $\sqrt{\mathrm{Var}/n}$;
+#   more draws per vertex cost memory and lower the variance roughly like
+#   $1/k$.
+# * The graph's shape decides everything: on independent paths the variance
+#   is flat in depth, on interleaved layers it grows exponentially.
+# * Random matrix injection is the vector form: $\mathbb E[P] = I$ keeps the
+#   chain unbiased, and each injection adds variance.
+#
+# ## Going further
+#
+# * Algorithm 1 with `k` given per vertex (`sample_paths(g, {"theta": 2})`)
+#   samples only where you choose. On `interleaved(4, 8)`, sample only at
+#   $\theta$: how does the variance depend on depth now?
+# * Mini-batch SGD is path sampling on a graph of independent paths (one path
+#   per data point; Section 4.1 of the paper). Lab 6 uses this.
+# * Why does the proof need draws *with replacement* to be independent across
+#   draws, but not for unbiasedness? Try sampling without replacement in your
+#   `sample_Q` and see which part of the check fails.
