@@ -74,15 +74,178 @@ def cmd_trace(args) -> None:
         print(g.wengert())
 
 
+def _format_matrix(matrix, row_names, column_names) -> str:
+    """A labelled matrix, every entry to full double precision."""
+    cells = [[repr(float(x)) for x in row] for row in matrix]
+    width = max([len(c) for row in cells for c in row] + [len(n) for n in column_names] + [1])
+    label = max([len(n) for n in row_names] + [1])
+    lines = [" " * label + "  " + "  ".join(n.rjust(width) for n in column_names)]
+    for name, row in zip(row_names, cells):
+        lines.append(name.ljust(label) + "  " + "  ".join(c.rjust(width) for c in row))
+    return "\n".join(lines)
+
+
+def _parse_k(text: str):
+    """``2`` draws two successors per vertex; ``0.5`` draws half of each out-degree."""
+    try:
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        raise UsageError(f"--k {text!r} is not a whole number of draws (e.g. 2) or a "
+                         f"fraction of each out-degree in (0, 1] (e.g. 0.5)") from None
+
+
+def _parse_order(text: str | None):
+    if text is None or text in ("forward", "reverse", "markowitz", "optimal"):
+        return text
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _labels(g: LCG, vertices) -> list[str]:
+    return [g.names[v] for v in vertices]
+
+
+def _print_accumulation(g: LCG, result) -> None:
+    print(_format_matrix(result.jacobian, _labels(g, g.outputs), _labels(g, g.inputs)))
+    order = getattr(result, "order", None)
+    shown = f", order {' '.join(order)}" if order else ""
+    print(f"{result.method}: {result.multiplications} multiplications, "
+          f"{result.additions} additions{shown}")
+
+
+def cmd_jacobian(args) -> None:
+    from .jacobian import accumulate
+
+    g = _load_graph(args.file)
+    order = _parse_order(args.order)
+    if order is not None and args.method != "eliminate":
+        raise UsageError("--order applies only to --method eliminate")
+    options = {"order": order} if order is not None else {}
+    _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
+
+
+def _path_highlight(g: LCG, ends, limit: int = 10):
+    from .paths import count_paths_between, paths
+
+    source, target = ends
+    count = count_paths_between(g, source, target)
+    if count == 0:
+        raise UsageError(f"there is no path from {source} to {target}")
+    if count > limit:
+        raise UsageError(f"there are {count} paths from {source} to {target}; --paths draws at "
+                         f"most {limit} (pass a list of chosen paths to minirad.render instead)")
+    return list(paths(g, source, target))
+
+
+def cmd_render(args) -> None:
+    from .render import render, save
+    from .sampling import sample_paths
+
+    g = _load_graph(args.file)
+    sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
+    highlighted = _path_highlight(g, args.paths) if args.paths else None
+    drawing = render(g, sample=sample, paths=highlighted, show_ops=args.ops,
+                     show_values=args.values, max_vertices=args.max_vertices)
+    print(f"wrote {save(drawing, args.output)}")
+    if sample is not None:
+        print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
+              f"{sample.vertices_stored} of {g.n_vertices} vertices")
+
+
+def cmd_compare(args) -> None:
+    import time
+
+    from .sampling import compare
+
+    g = _load_graph(args.file)
+    k = _parse_k(args.k)
+    print(f"drawing {args.samples} Algorithm 1 estimates (k={k}, seed {args.seed}) ...",
+          flush=True)
+    start = time.perf_counter()
+    result = compare(g, k=k, n=args.samples, rng=args.seed)
+    print(f"done in {time.perf_counter() - start:.2f} s\n")
+    rows, columns = _labels(g, g.outputs), _labels(g, g.inputs)
+    print("exact Jacobian:")
+    print(_format_matrix(result.exact, rows, columns))
+    print(f"\nmean of {result.n} estimates:")
+    print(_format_matrix(result.mean, rows, columns))
+    print("\nstandard error of the mean:")
+    print(_format_matrix(result.stderr, rows, columns))
+    if result.exact_variance is not None:
+        print("\nexact variance of one estimate (path_sampling_variance):")
+        print(_format_matrix(result.exact_variance, rows, columns))
+    print(f"\nmax |z| = {float(abs(result.z).max()):.2f} (mean minus exact, in standard errors); "
+          f"relative error of the mean = {result.running_error[-1]:.3g}")
+    if args.output:
+        from .plots import plot_compare
+        from .render import save
+
+        figure = plot_compare(g, k=k, n=args.samples, rng=args.seed)
+        print(f"wrote {save(figure, args.output)}")
+
+
+def cmd_figures(args) -> None:
+    from .gallery import build_figures
+
+    written = build_figures(args.output, progress=lambda message: print(message, flush=True))
+    print(f"{len(written)} files written to {args.output}")
+
+
+def cmd_lab(args) -> None:
+    from .labs.notebook import write_notebooks
+
+    if not os.path.exists(args.source):
+        raise UsageError(f"no such file or folder: {args.source}")
+    written = write_notebooks(args.source, args.output, solutions=args.form == "solutions")
+    for path in written:
+        print(f"wrote {path}")
+
+
 def cmd_demo(args) -> None:
     from . import examples
+    from .jacobian import accumulate
+    from .paths import count_paths, path_product, paths
+    from .render import render, save
+    from .sampling import compare, sample_paths
 
+    folder = args.output
+    os.makedirs(folder, exist_ok=True)
     g = examples.figure1()
     print("The RAD paper's Figure 1 program (an example by Paul D. Hovland):\n")
     print("    a = exp(x1); b = sin(x2); c = b * x2; d = a * c; return a * d\n")
     print(f"traced at (x1, x2) = (1, 2): {g!r}\n")
-    print("Wengert list (one line per vertex, with its local partials):\n")
+    print("1. Wengert list (one line per vertex, with its local partials):\n")
     print(g.wengert())
+    print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
+
+    print(f"\n2. Bauer's formula: {int(count_paths(g).sum())} paths from the inputs to y\n")
+    every = [p for source in g.inputs for p in paths(g, source, g.outputs[0])]
+    for p in every:
+        print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
+    print(f"wrote {save(render(g, paths=every), os.path.join(folder, 'figure1_paths.png'))}")
+
+    print("\n3. The exact Jacobian, every way, with its cost:\n")
+    for method, options in (("bauer", {}), ("forward", {}), ("reverse", {}),
+                            ("eliminate", {"order": "markowitz"}),
+                            ("eliminate", {"order": "optimal"})):
+        _print_accumulation(g, accumulate(g, method=method, keep_values=False, **options))
+        print()
+
+    print("4. Randomized AD: one Algorithm 1 sample (k = 1, seed 0):\n")
+    sample = sample_paths(g, 1, rng=0)
+    print(_format_matrix(sample.jacobian, _labels(g, g.outputs), _labels(g, g.inputs)))
+    print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
+          f"{g.n_vertices} vertices")
+    print(f"wrote {save(render(g, sample=sample), os.path.join(folder, 'figure1_sample.png'))}")
+
+    n = 10_000
+    print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
+    result = compare(g, k=1, n=n, rng=0)
+    print(_format_matrix(result.mean, _labels(g, g.outputs), _labels(g, g.inputs)))
+    print(f"standard errors {result.stderr.ravel().round(4).tolist()}, max |z| = "
+          f"{float(abs(result.z).max()):.2f}, relative error {result.running_error[-1]:.2g}")
+    print("dy/dx1 is estimated without error: both of its paths carry the same product "
+          "(a * a * c), so whichever one a sample keeps, the scaled product is exact.")
+    print(f"\npictures are in {folder}/")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("demo", help="the Figure 1 program end to end (the main job)")
+    p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
     p.set_defaults(run=cmd_demo)
 
     p = sub.add_parser("wengert", help="print the Wengert list of a saved LCG")
@@ -107,6 +271,46 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="where to write the LCG (JSON)")
     p.add_argument("--wengert", action="store_true", help="also print the Wengert list")
     p.set_defaults(run=cmd_trace)
+
+    p = sub.add_parser("jacobian", help="the exact Jacobian of a saved LCG and its cost")
+    p.add_argument("file")
+    p.add_argument("--method", default="reverse",
+                   choices=["bauer", "forward", "reverse", "eliminate"])
+    p.add_argument("--order", help="forward, reverse, markowitz, optimal, or names a,b,c "
+                                   "(with --method eliminate)")
+    p.set_defaults(run=cmd_jacobian)
+
+    p = sub.add_parser("render", help="draw a saved LCG (svg, png or pdf by extension)")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf")
+    p.add_argument("--sample", metavar="K", help="highlight one Algorithm 1 sample with K draws")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    p.add_argument("--paths", nargs=2, metavar=("IN", "OUT"),
+                   help="highlight every path from input IN to output OUT")
+    p.add_argument("--ops", action="store_true", help="show each vertex's operation")
+    p.add_argument("--values", action="store_true", help="show each vertex's value")
+    p.add_argument("--max-vertices", type=int, default=200,
+                   help="refuse larger graphs (default 200)")
+    p.set_defaults(run=cmd_render)
+
+    p = sub.add_parser("compare", help="exact Jacobian against the mean of sampled estimates")
+    p.add_argument("file")
+    p.add_argument("--k", default="1", help="draws per vertex, or a fraction such as 0.5")
+    p.add_argument("--samples", type=int, default=1000, help="number of estimates")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", help="also save heatmaps of exact vs sampled (png/svg)")
+    p.set_defaults(run=cmd_compare)
+
+    p = sub.add_parser("figures", help="regenerate every picture in figures/")
+    p.add_argument("-o", "--output", default="figures", help="folder (default figures)")
+    p.set_defaults(run=cmd_figures)
+
+    p = sub.add_parser("lab", help="write the labs as Jupyter notebooks")
+    p.add_argument("form", choices=["handout", "solutions"],
+                   help="handout: exercises replaced by stubs; solutions: complete")
+    p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
+    p.add_argument("-o", "--output", required=True, help="folder for the .ipynb files")
+    p.set_defaults(run=cmd_lab)
     return parser
 
 
