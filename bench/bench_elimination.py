@@ -117,7 +117,7 @@ def run(quick: bool = False) -> list[dict]:
                         if previous else None)
             rows.append({
                 "benchmark": f"markowitz/{family}", "size": g.n_vertices,
-                "method": "markowitz", "median_s": seconds, "exponent": exponent,
+                "method": "markowitz", "baseline": True, "median_s": seconds, "exponent": exponent,
                 "ns_per_op": 1e9 * seconds / (result.multiplications + result.additions),
                 "edges": g.n_edges, "multiplications": result.multiplications,
                 "additions": result.additions, "forward_mults": forward[0],

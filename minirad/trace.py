@@ -378,16 +378,16 @@ def trace(f, *args) -> LCG:
     vertex_names = [f"v{i}" for i in range(n)]
     vertex_names[:n_inputs] = input_names
     # outputs are y (or f, when a parameter is already called y, as in f(x, y))
-    base = next(b for b in ("y", "f", "out") if not any(
-        name == b or name.startswith(b + "[") for name in input_names))
+    base = next((b for b in ("y", "f", "out") if not any(
+        name == b or name.startswith(b + "[") for name in input_names)), "y")
     output_names = [f"{base}[{j}]" for j in range(len(outputs))] if several else [base]
     for v, name in zip(outputs, output_names):
         vertex_names[v] = name
     taken = set(input_names)
     if not taken.isdisjoint(vertex_names[n_inputs:]):
-        # a parameter called "y" or "v3" keeps its name and the other vertex is
-        # primed; only inputs can collide with the rest ("v<i>" and "y..." differ),
-        # so visit just those vertices rather than all n in a Python loop
+        # a parameter called "v3" keeps its name and the other vertex is primed;
+        # only inputs can collide with the rest ("v<i>" and the output names
+        # differ), so visit just those vertices rather than all n in a Python loop
         position = dict(zip(vertex_names[n_inputs:], range(n_inputs, n)))
         taken.update(position)
         for v in sorted(position[name] for name in input_names if name in position):

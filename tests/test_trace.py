@@ -181,6 +181,8 @@ def test_parameter_named_like_an_output_keeps_its_name():
     g = trace(lambda v1, y, f: v1 * y * f, 1.0, 2.0, 3.0)
     assert [g.name(v) for v in g.inputs] == ["v1", "y", "f"]
     assert g.name(g.outputs[0]) == "out" and len(set(g.names)) == g.n_vertices
+    g = trace(lambda y, f, out: (y * f, f * out), 1.0, 2.0, 3.0)  # every usual name is taken
+    assert [g.name(v) for v in g.outputs] == ["y[0]", "y[1]"] and len(set(g.names)) == 5
 
 
 def test_trace_of_a_million_operations_has_no_recursion(tmp_path):

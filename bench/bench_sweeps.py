@@ -1,0 +1,204 @@
+"""Benchmark: one reverse sweep on large random LCGs, against its peers.
+
+The adjoints ``a`` of a reverse sweep for output ``y`` solve the unit upper
+triangular system ``(I - L^T) a = e_y``, with ``L[v, u] = dv/du`` the
+strictly lower triangular matrix of partials.  So the natural peer is
+SciPy's compiled sparse triangular solver on that matrix; the other peer is
+the textbook plain Python loop over the edges in reverse order.
+
+Two graph families, each at 10^5 and 10^6 edges:
+
+* ``wide``: 100 layers, each vertex drawing 10 predecessors from the layer
+  before (few levels, many edges per level: minirad's wavefront engine);
+* ``deep``: layers of 10 vertices with 5 predecessors each, so thousands
+  of levels (minirad hands these to the same SciPy solver).
+
+Run ``python -m bench.bench_sweeps`` (add ``--quick`` for 10^5 edges only).
+Times are medians over interleaved repetitions; "warm" means the graph's
+derived schedules are already cached, as after any first sweep, and the
+SciPy matrix is built outside the timing; "cold" includes building them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import spsolve_triangular
+
+from minirad.graph import LCG
+from minirad.sweeps import reverse_sweep
+
+
+def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
+    """A random layered LCG: ``depth + 1`` layers of ``width`` vertices.
+
+    Layer 0 holds the inputs and the last layer the outputs; every other
+    vertex draws ``degree`` distinct predecessors uniformly from the layer
+    before.  Partials are normal with variance ``1 / degree`` so that
+    tangents and adjoints neither explode nor vanish with depth.  There are
+    ``width * depth * degree`` edges.
+
+    >>> g = random_layered(4, 3, 2, rng=0)
+    >>> g.n_vertices, g.n_edges, len(g.inputs), len(g.outputs)
+    (16, 24, 4, 4)
+    """
+    if not 1 <= degree <= width:
+        raise ValueError(f"degree must lie in 1..width ({width}), got {degree}")
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    rng = np.random.default_rng(rng)
+    n = width * (depth + 1)
+    preds = rng.integers(0, width, size=(width * depth, degree))
+    while True:  # redraw repeated predecessors until each row is distinct
+        preds.sort(axis=1)
+        repeated = np.zeros(preds.shape, dtype=bool)
+        repeated[:, 1:] = preds[:, 1:] == preds[:, :-1]
+        if not repeated.any():
+            break
+        preds[repeated] = rng.integers(0, width, size=int(repeated.sum()))
+    targets = np.repeat(np.arange(width, n), degree)
+    sources = preds.reshape(-1) + (targets // width - 1) * width
+    partials = rng.standard_normal(len(sources)) / np.sqrt(degree)
+    names = [f"v{i}" for i in range(n)]
+    # layer-by-layer numbering is topological and edges are grouped by target
+    return LCG._trusted(names, sources, targets, partials, range(width), range(n - width, n),
+                        np.full(n, np.nan), [""] * n)
+
+
+FAMILIES = {
+    # name: (depth, degree); width follows from the edge count
+    "wide": (100, 10),
+    "deep": (None, 5),
+}
+
+
+def _graph(family: str, edges: int, seed: int) -> LCG:
+    depth, degree = FAMILIES[family]
+    if family == "wide":
+        width = edges // (depth * degree)
+    else:
+        width = 10
+        depth = edges // (width * degree)
+    return random_layered(width, depth, degree, rng=seed)
+
+
+def _adjoint_matrix(g: LCG):
+    """``I - L^T`` in CSR form: upper triangular, unit diagonal, canonical, with
+    32-bit indices, so that SciPy's solver gets its input the way it likes it."""
+    n = g.n_vertices
+    diagonal = np.arange(n)
+    A = sp.csr_array((np.concatenate([np.ones(n), -g.partials]),
+                      (np.concatenate([diagonal, g.sources]),
+                       np.concatenate([diagonal, g.targets]))), shape=(n, n))
+    A.sum_duplicates()
+    A.indices = A.indices.astype(np.int32)
+    A.indptr = A.indptr.astype(np.int32)
+    return A
+
+
+def _fresh(g: LCG) -> LCG:
+    """The same graph with nothing cached, for cold timings."""
+    return LCG._trusted(g.names, g.sources, g.targets, g.partials, g.inputs, g.outputs,
+                        g.values, g.ops)
+
+
+def _methods(g: LCG, y: int):
+    n = g.n_vertices
+    e_y = np.zeros(n)
+    e_y[y] = 1.0
+    A = _adjoint_matrix(g)
+    src, dst, par = g.sources.tolist(), g.targets.tolist(), g.partials.tolist()
+    rsrc, rdst, rpar = src[::-1], dst[::-1], par[::-1]
+
+    def python_loop():
+        a = [0.0] * n
+        a[y] = 1.0
+        for s, d, p in zip(rsrc, rdst, rpar):
+            a[s] += p * a[d]
+        return np.array(a)
+
+    def minirad_cold():
+        return reverse_sweep(_fresh(g), outputs=[y]).adjoints[:, 0]
+
+    return {
+        "minirad reverse_sweep": lambda: reverse_sweep(g, outputs=[y]).adjoints[:, 0],
+        "minirad reverse_sweep, cold": minirad_cold,
+        "scipy spsolve_triangular": lambda: spsolve_triangular(A, e_y, lower=False),
+        "scipy spsolve_triangular, unit_diagonal": lambda: spsolve_triangular(
+            A, e_y, lower=False, unit_diagonal=True),
+        "scipy spsolve_triangular, cold": lambda: spsolve_triangular(
+            _adjoint_matrix(g), e_y, lower=False, unit_diagonal=True),
+        "python loop over edges": python_loop,
+    }
+
+
+def _time(methods: dict, repeats: int, skip_slow_after: float) -> dict:
+    """Median and minimum seconds per method, repetitions interleaved so that
+    background load hits every method alike; slow methods stop early."""
+    times = {name: [] for name in methods}
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            if len(times[name]) >= 3 and sum(times[name]) > skip_slow_after:
+                continue
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(ts), min(ts), len(ts)) for name, ts in times.items()}
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Time every method on every graph; one dict per (graph, method).
+
+    Each row has ``benchmark``, ``size`` (edges), ``method``, ``median_s``,
+    ``ratio_vs_minirad`` (median over minirad's warm median; above 1 is
+    slower than minirad) plus ``min_s``, ``repeats`` and ``graph``.
+    """
+    sizes = [10**5] if quick else [10**5, 10**6]
+    repeats = 5 if quick else 15
+    rows = []
+    for family in FAMILIES:
+        for size in sizes:
+            g = _graph(family, size, seed=0)
+            y = g.outputs[0]
+            methods = _methods(g, y)
+            reference = methods["scipy spsolve_triangular"]()
+            for name, fn in methods.items():  # every peer must solve the same system
+                np.testing.assert_allclose(fn(), reference, rtol=1e-8, atol=1e-10,
+                                           err_msg=name)
+            timed = _time(methods, repeats, skip_slow_after=3.0)
+            base = timed["minirad reverse_sweep"][0]
+            levels = g._cache["sweeps.levels"][1]
+            shape = (f"{g.n_vertices} vertices, "
+                     + (f"{levels} levels" if levels else "too deep for wavefronts"))
+            for name, (median, fastest, count) in timed.items():
+                rows.append({"benchmark": f"reverse sweep, one output, {family} random LCG",
+                             "size": g.n_edges, "method": name, "median_s": median,
+                             "ratio_vs_minirad": median / base, "min_s": fastest,
+                             "repeats": count, "graph": shape})
+    return rows
+
+
+def _table(rows: list[dict]) -> str:
+    lines = []
+    current = None
+    for row in rows:
+        key = (row["benchmark"], row["size"])
+        if key != current:
+            lines.append(f"\n{row['benchmark']}: {row['size']} edges, {row['graph']}")
+            lines.append(f"  {'method':<42} {'median':>10} {'min':>10}   {'median vs minirad':>17}")
+            current = key
+        lines.append(f"  {row['method']:<42} {row['median_s'] * 1e3:7.2f} ms "
+                     f"{row['min_s'] * 1e3:7.2f} ms   {row['ratio_vs_minirad']:8.2f} x")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10^5 edges only, fewer repeats")
+    print(_table(run(quick=parser.parse_args().quick)))

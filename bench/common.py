@@ -1,0 +1,217 @@
+"""Shared pieces of the benchmarks: timing, peer detection, subprocess workers,
+the machine description and the results table.
+
+A benchmark module ``bench/bench_<group>.py`` exposes ``run(quick=False)``
+returning a list of row dicts.  Every row has
+
+* ``benchmark``: the name of a comparison (rows with the same benchmark and
+  size are compared with each other),
+* ``size``: the problem size (a number or a short label),
+* ``method``: what was timed (``"minirad ..."``, a peer's name, ``"plain floats"``),
+* ``median_s``: the median wall time in seconds, or ``None`` when nothing ran,
+
+and optionally ``status`` (``"ok"``, ``"skipped (not installed)"``,
+``"error: ..."``, ``"failed: ..."``, ``"timeout ..."``), ``note``, ``repeats``,
+``baseline`` (True marks the row that ratios in its group are taken against;
+by default the first timed row whose method starts with "minirad") and any
+extra columns, which the table shows as they are.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+
+SKIPPED = "skipped (not installed)"
+
+# the columns every table starts with; the rest are a module's extra columns
+_FIXED = ("benchmark", "size", "method", "median_s", "ratio", "status", "note",
+          "baseline", "repeats")
+
+
+# ------------------------------------------------------------------ timing
+def median_time(fn, repeats: int) -> tuple[float, list[float]]:
+    """Median wall time of ``fn()`` over ``repeats`` calls, and every time.
+
+    The garbage of one call is collected before the next starts, so it is not
+    billed to it.
+    """
+    times = []
+    for _ in range(max(1, repeats)):
+        gc.collect()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+# ------------------------------------------------------------------- peers
+def version(package: str) -> str | None:
+    """Installed version of a distribution, or None when it is not installed."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def skipped_row(benchmark: str, size, method: str, package: str) -> dict:
+    """The row of a peer that is not installed: shown, never silently dropped."""
+    return {"benchmark": benchmark, "size": size, "method": method, "median_s": None,
+            "status": SKIPPED, "note": f"pip install {package} (or pip install -e .[bench])"}
+
+
+def run_worker(module: str, args: list[str], timeout: float) -> dict:
+    """Run ``python -m <module> <args>`` and parse the JSON line it prints last.
+
+    Peers whose deep recursion may kill the interpreter, or that may take
+    forever, run here: a crash or a timeout becomes a status, not our crash.
+    Returns the worker's dict, or ``{"status": "..."}`` describing the failure.
+    """
+    command = [sys.executable, "-m", module, *args]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_DIR), env.get("PYTHONPATH")]))
+    try:
+        done = subprocess.run(command, cwd=REPO_DIR, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": f"timeout (> {timeout:.0f} s)"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    if done.returncode < 0:
+        return {"status": f"crashed (signal {-done.returncode})"}
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"status": f"error: worker exited with code {done.returncode}: {last[:200]}"}
+
+
+# ----------------------------------------------------------------- machine
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def memory_gib() -> str:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    return "unknown"
+
+
+def machine() -> list[tuple[str, str]]:
+    """What the numbers depend on, as (label, value) pairs."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    rows = [("CPU", cpu_model()),
+            ("cores", f"{os.cpu_count()} ({usable} usable by this process)"),
+            ("memory", memory_gib()),
+            ("OS", platform.platform()),
+            ("Python", f"{platform.python_version()} ({platform.python_implementation()})")]
+    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd"):
+        rows.append((package, version(package) or "not installed"))
+    return rows
+
+
+# ------------------------------------------------------------------- table
+def add_ratios(rows: list[dict]) -> None:
+    """Set ``ratio`` = median / baseline median within each (benchmark, size).
+
+    The baseline is the row flagged ``baseline``, else the first timed row whose
+    method starts with "minirad".  A ratio above 1 means slower than minirad.
+    """
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault((row.get("benchmark"), str(row.get("size"))), []).append(row)
+    for group in groups.values():
+        timed = [r for r in group if _timed(r)]
+        flagged = [r for r in timed if r.get("baseline")]
+        mine = [r for r in timed if str(r.get("method", "")).lower().startswith("minirad")]
+        base = (flagged or mine or [None])[0]
+        for row in group:
+            if base is not None and _timed(row) and base["median_s"] > 0:
+                row["ratio"] = row["median_s"] / base["median_s"]
+
+
+def _timed(row: dict) -> bool:
+    return isinstance(row.get("median_s"), (int, float)) and row.get("status", "ok") == "ok"
+
+
+def status(row: dict) -> str:
+    if "status" in row:
+        return str(row["status"])
+    return "ok" if _timed(row) else "no time reported"
+
+
+def format_seconds(x) -> str:
+    if not isinstance(x, (int, float)):
+        return "-"
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 1e-3:
+        return f"{x:.3g}" if x < 1 else f"{x:.2f}"
+    return f"{x:.2e}"
+
+
+def _ratio(ratio) -> str:
+    if not isinstance(ratio, float):
+        return "-"
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return format_seconds(value) if abs(value) < 1e6 else f"{value:.3e}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) < 10**15 else str(value)
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_tables(rows: list[dict]) -> str:
+    """One markdown table per benchmark, rows in the order they were produced."""
+    benchmarks: dict[str, list[dict]] = {}
+    for row in rows:
+        benchmarks.setdefault(str(row.get("benchmark", "?")), []).append(row)
+    out = []
+    for name, group in benchmarks.items():
+        extra = []
+        for row in group:
+            extra += [k for k in row if k not in _FIXED and k not in extra]
+        header = ["size", "method", "median s", "vs minirad", "status"] + extra + ["note"]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in group:
+            ratio = row.get("ratio")
+            cells = [_cell(row.get("size")), _cell(row.get("method")),
+                     format_seconds(row.get("median_s")),
+                     _ratio(ratio),
+                     _cell(status(row))]
+            cells += [_cell(row.get(k)) for k in extra]
+            cells.append(_cell(row.get("note", "")) if row.get("note") else "")
+            lines.append("| " + " | ".join(cells) + " |")
+        out.append(f"### {name}\n\n" + "\n".join(lines))
+    return "\n\n".join(out) + "\n"

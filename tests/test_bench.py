@@ -1,0 +1,92 @@
+"""The benchmark harness: one quick run completes and writes a table.
+
+No timing is asserted; only that every group runs and reports.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # bench/ is a folder of the repository, not an installed package
+    sys.path.insert(0, str(ROOT))
+
+bench_main = pytest.importorskip("bench.__main__")
+common = pytest.importorskip("bench.common")
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One `python -m bench --quick`, into a temporary file (never bench/RESULTS.md)."""
+    output = tmp_path_factory.mktemp("bench") / "RESULTS.md"
+    results = bench_main.run(bench_main.discover(), quick=True, output=output,
+                             argv=["--quick", "--output", str(output)])
+    return results, output
+
+
+def test_every_group_produces_rows(quick_run):
+    results, _ = quick_run
+    assert set(bench_main.GROUPS) <= set(results)
+    for group, rows in results.items():
+        assert rows, f"group {group} produced no rows"
+        if not (common.BENCH_DIR / f"bench_{group}.py").exists():
+            continue  # not written yet: reported as an error row, checked below
+        errors = [r for r in rows if str(r.get("status", "")).startswith("error")]
+        assert not errors, f"group {group} reported errors: {errors}"
+        for row in rows:
+            assert {"benchmark", "size", "method", "median_s"} <= set(row), row
+
+
+def test_a_missing_module_is_an_error_row_not_a_crash(quick_run):
+    rows = bench_main.run_group("no_such_group", quick=True)
+    assert len(rows) == 1 and rows[0]["status"].startswith("error: ")
+
+
+def test_the_report_is_written_with_the_machine_and_every_group(quick_run):
+    results, output = quick_run
+    text = output.read_text(encoding="utf-8")
+    for label in ("CPU", "cores", "Python", "numpy", "scipy", "networkx", "micrograd",
+                  "autograd"):
+        assert f"| {label} |" in text
+    for rows in results.values():
+        assert f"### {rows[0]['benchmark']}" in text
+
+
+def test_missing_peers_are_shown_as_skipped(quick_run):
+    results, _ = quick_run
+    for rows in results.values():
+        for row in rows:
+            method = str(row["method"]).split()[0]
+            if method in ("micrograd", "autograd") and common.version(method) is None:
+                assert row["status"] == common.SKIPPED
+
+
+def test_ratios_are_taken_against_the_minirad_row():
+    rows = [{"benchmark": "b", "size": 1, "method": "peer", "median_s": 3.0},
+            {"benchmark": "b", "size": 1, "method": "minirad x", "median_s": 1.5},
+            {"benchmark": "b", "size": 1, "method": "gone", "median_s": None,
+             "status": common.SKIPPED}]
+    common.add_ratios(rows)
+    assert [r.get("ratio") for r in rows] == [2.0, 1.0, None]
+    table = common.markdown_tables(rows)
+    assert "| 2.00x |" in table and common.SKIPPED in table
+
+
+def test_unknown_group_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        bench_main.main(["--only", "no_such_group", "--output", "/nonexistent/RESULTS.md"])
+    assert "unknown group" in capsys.readouterr().err
+
+
+def test_a_peer_that_is_not_installed_is_a_skipped_row(monkeypatch):
+    bench_trace = pytest.importorskip("bench.bench_trace")
+    monkeypatch.setattr(bench_trace, "version", lambda package: None)
+    row = bench_trace._measure("micrograd", 1_000, quick=True)
+    assert row["status"] == common.SKIPPED and row["median_s"] is None
+    assert "micrograd" in row["method"]
+
+
+def test_a_failing_worker_becomes_a_status():
+    out = common.run_worker("bench.no_such_module", [], timeout=60)
+    assert out["status"].startswith("error: worker exited with code 1")
