@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from ._random import as_generator as _rng
 from .graph import LCG
 from .trace import trace
 
@@ -70,15 +71,6 @@ def lab(x: float = 2.0, y: float = 3.0) -> LCG:
 def two_outputs(x0: float = 1.5, x1: float = 0.5) -> LCG:
     """The LCG of :func:`two_outputs_program`."""
     return trace(two_outputs_program, x0, x1)
-
-
-def _rng(rng):
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        return np.random.default_rng(rng)
-    raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
-                     f"{type(rng).__name__}")
 
 
 def random_dag(n_inputs: int = 3, n_intermediates: int = 10, n_outputs: int = 2,

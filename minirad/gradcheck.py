@@ -30,6 +30,7 @@ from numbers import Real
 
 import numpy as np
 
+from ._random import as_generator
 from .jacobian import jacobian
 from .trace import trace
 
@@ -194,15 +195,6 @@ def directional_difference(f, args, direction, h=None) -> np.ndarray:
     return (up - down) / (2 * step)
 
 
-def _as_rng(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"rng must be a numpy.random.Generator or an integer seed, not "
-                    f"{type(rng).__name__}")
-
-
 def random_directions(n: int, count: int, rng=None) -> np.ndarray:
     """``count`` directions drawn uniformly from the unit sphere in R^n, one per row.
 
@@ -216,7 +208,7 @@ def random_directions(n: int, count: int, rng=None) -> np.ndarray:
     if n == 0 and count:
         raise ValueError("there are no directions in R^0")
     # a standard normal vector is isotropic, so its normalisation is uniform on the sphere
-    draws = _as_rng(rng).standard_normal((count, n))
+    draws = as_generator(rng).standard_normal((count, n))
     return draws / np.linalg.norm(draws, axis=1, keepdims=True)
 
 

@@ -30,11 +30,12 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
+
+from ._files import write_atomically
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -464,18 +465,8 @@ class LCG:
     def to_json(self, path) -> None:
         """Save to ``path``; written to a temporary file first, so a failed
         save never leaves a half-written file behind."""
-        path = os.fspath(path)
         text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomically(path, lambda f: f.write(text.encode("utf-8")))
 
     @classmethod
     def from_dict(cls, doc) -> LCG:

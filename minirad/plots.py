@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ._random import as_generator
 from .graph import LCG
 
 __all__ = [
@@ -165,12 +166,7 @@ def plot_compare(g: LCG, k=1, n: int = 1000, rng=None):
 # ------------------------------------------------------------- convergence
 def _seeds(rng, count: int) -> list[int]:
     """Independent seeds, one per curve, from a seed or a Generator."""
-    if not isinstance(rng, np.random.Generator):
-        if rng is not None and (isinstance(rng, bool) or not isinstance(rng, (int, np.integer))):
-            raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
-                             f"{type(rng).__name__}")
-        rng = np.random.default_rng(rng)
-    return [int(s) for s in rng.integers(2**63, size=count)]
+    return [int(s) for s in as_generator(rng).integers(2**63, size=count)]
 
 
 def _check_ks(ks, where: str) -> list:

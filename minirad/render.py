@@ -36,7 +36,6 @@ import io
 import math
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 import graphviz
 import numpy as np
 
+from ._files import write_atomically
 from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill
 
 __all__ = [
@@ -607,21 +607,6 @@ def _format_of(path: str) -> str:
     return ext
 
 
-def _write_atomically(path: str, write) -> None:
-    """Write through a temporary file, so a failure leaves nothing half-written."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=os.path.splitext(path)[1],
-                               dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save(drawing, path, dpi: int = 150) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
@@ -650,24 +635,24 @@ def save(drawing, path, dpi: int = 150) -> str:
         if fmt in ("dot", "gv"):
             raise ValueError(f"a matplotlib Figure has no DOT text; save it as .png, .svg or "
                              f".pdf, not {path!r}")
-        _write_atomically(path, lambda f: drawing.savefig(f, format=fmt, dpi=dpi))
+        write_atomically(path, lambda f: drawing.savefig(f, format=fmt, dpi=dpi))
         return path
     if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
         raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
                         f"Figure, not {type(drawing).__name__}")
     if fmt in ("dot", "gv"):
         text = drawing.source.encode("utf-8")
-        _write_atomically(path, lambda f: f.write(text))
+        write_atomically(path, lambda f: f.write(text))
     elif has_dot():
         sized = drawing.copy()
         if fmt == "png" and hasattr(sized, "graph_attr"):
             sized.graph_attr["dpi"] = str(dpi)  # dot's default 96 dpi looks blurry
         data = sized.pipe(format=fmt)
-        _write_atomically(path, lambda f: f.write(data))
+        write_atomically(path, lambda f: f.write(data))
     elif getattr(drawing, "lcg", None) is not None:
         _warn_missing_dot()
         figure = draw_matplotlib(drawing.lcg, **drawing.options)
-        _write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi))
+        write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi))
     else:
         raise RuntimeError(f"saving {path!r} needs the graphviz 'dot' program, which is not on "
                            f"the PATH, and this graph was not made by minirad.render (which "
@@ -777,15 +762,20 @@ def draw_matplotlib(g: LCG, *, sample=None, paths=None, step=None, show_ops: boo
                    show_values=show_values, edge_labels=edge_labels, digits=digits,
                    levels=levels, title=title, legend=legend, max_vertices=max_vertices)
     layout = _layout(scene)
+    spread = 1.0  # how much wider than the graph the axes are
     if ax is None:
         longest = max((len(key.text) for key in scene.keys), default=0)
-        figure = Figure(figsize=(1.0 + 1.5 * layout.width + 0.06 * longest
+        # the title is centred over the graph: a long one widens the axes (not the graph)
+        heading = max((len(line) for line in (scene.title or "").split("\n")), default=0)
+        graph_width = 1.0 + 1.5 * layout.width
+        spread = max(1.0, (0.6 + 0.08 * heading) / graph_width)
+        figure = Figure(figsize=(spread * graph_width + 0.06 * longest
                                  + (0.8 if scene.keys else 0), 0.9 + 1.1 * layout.height),
                         layout="constrained")
         ax = figure.add_subplot()
     boxes = _draw_nodes(ax, scene, layout)
     _draw_edges(ax, scene, layout, boxes)
-    ax.set_xlim(-layout.width / 2 - 0.1, layout.width / 2 + 0.1)
+    ax.set_xlim(spread * (-layout.width / 2 - 0.1), spread * (layout.width / 2 + 0.1))
     ax.set_ylim(-0.5, layout.height - 0.5)
     ax.set_axis_off()
     if scene.title:

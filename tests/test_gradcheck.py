@@ -115,7 +115,7 @@ def test_random_directions_are_unit_and_reproducible():
     assert not np.array_equal(d, random_directions(5, 20, rng=8))
     with pytest.raises(ValueError, match="count must be a non-negative integer"):
         random_directions(3, -1)
-    with pytest.raises(TypeError, match="rng must be"):
+    with pytest.raises(ValueError, match="rng must be"):
         random_directions(3, 1, rng="seed")
 
 

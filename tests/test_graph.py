@@ -234,3 +234,13 @@ def test_large_graph_serialises_without_recursion(tmp_path):
     g.to_json(tmp_path / "chain.json")
     h = LCG.from_json(tmp_path / "chain.json")
     assert h.n_edges == n - 1 and h.partial(n - 2, n - 1) == 0.5
+
+
+def test_saved_file_is_an_ordinary_file(tmp_path):
+    # the temporary file behind an atomic save is private; the saved one must not be
+    old = os.umask(0o022)
+    try:
+        examples.figure1().to_json(tmp_path / "g.json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "g.json").stat().st_mode & 0o777 == 0o644

@@ -45,10 +45,11 @@ import glob
 import json
 import os
 import re
-import tempfile
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from .._files import write_atomically
 
 __all__ = [
     "Cell", "RunResult", "exercises", "handout_source", "parse_cells", "run_notebook",
@@ -303,17 +304,8 @@ def _lab_files(source) -> list[str]:
 
 
 def _write_json_atomically(path: str, document: dict) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=".ipynb", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    write_atomically(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_notebooks(source, out_dir, solutions: bool = False) -> list[str]:

@@ -1,0 +1,17 @@
+"""One way to turn an ``rng=`` argument into a numpy Generator."""
+
+import numpy as np
+
+
+def as_generator(rng) -> np.random.Generator:
+    """A Generator as given, or a new one from an integer seed (None: fresh entropy).
+
+    >>> int(as_generator(0).integers(10)) == int(as_generator(0).integers(10))
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        return np.random.default_rng(rng)
+    raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
+                     f"{type(rng).__name__}")
