@@ -67,7 +67,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .examples import _layer_names, _rng
+from ._random import as_generator as _rng
+from .examples import _layer_names
 from .graph import LCG
 
 __all__ = [

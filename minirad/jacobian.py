@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .elimination import eliminate
 from .graph import LCG
 from .paths import DEFAULT_MAX_PATHS, bauer
 from .sweeps import forward_sweep, reverse_sweep
@@ -82,8 +83,6 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
-    from .elimination import eliminate  # imported late: elimination is optional to the rest
-
     result = eliminate(g, "markowitz" if order is None else order)
     if result.jacobian is None:
         left = len(g.intermediates) - len(result.order)

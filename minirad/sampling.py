@@ -44,7 +44,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
-from .examples import _rng, independent_paths, interleaved
+from ._random import as_generator as _rng
+from .examples import independent_paths, interleaved
 from .graph import LCG
 from .sweeps import Accumulation, reverse_sweep
 

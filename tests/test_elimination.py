@@ -377,8 +377,9 @@ def test_cost_without_graphs_matches_elimination(g, data):
 @settings(max_examples=25, deadline=None)
 @given(g=graphs(max_intermediates=12))
 def test_agrees_with_the_sweeps(g):
-    # a second, independently written accumulation (skipped until sweeps.py lands)
-    sweeps = pytest.importorskip("minirad.sweeps")
+    # a second, independently written accumulation
+    from minirad import sweeps
+
     J = eliminate(g, "markowitz").jacobian
     for sweep in (sweeps.forward_sweep, sweeps.reverse_sweep):
         expected = sweep(g).jacobian

@@ -13,32 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import minirad
-from minirad import LCG, examples, ops
+from minirad import LCG, elimination, examples, ops
 from minirad.jacobian import METHODS, accumulate, jacobian
 from minirad.paths import path_costs
 
-try:
-    from minirad import elimination
-except ImportError:  # written concurrently; these tests join in once it lands
-    elimination = None
-
-needs_elimination = pytest.mark.skipif(elimination is None,
-                                       reason="minirad.elimination not available yet")
-EXACT = ["bauer", "forward", "reverse"] + (["eliminate"] if elimination else [])
+EXACT = ["bauer", "forward", "reverse", "eliminate"]
 NAMED_ORDERS = ["forward", "reverse", "markowitz"]
 
 
 def every_way(g, rng=None):
     """(label, Jacobian) for every method, and every elimination order we can try."""
     results = [(m, jacobian(g, method=m)) for m in ("bauer", "forward", "reverse")]
-    if elimination is not None:
-        for order in NAMED_ORDERS + (["optimal"] if len(g.intermediates) <= 8 else []):
-            results.append((f"eliminate/{order}", jacobian(g, method="eliminate", order=order)))
-        rng = np.random.default_rng(rng)
-        for k in range(3):
-            order = [int(v) for v in rng.permutation(g.intermediates)]
-            results.append((f"eliminate/random{k}", jacobian(g, method="eliminate",
-                                                             order=order)))
+    for order in NAMED_ORDERS + (["optimal"] if len(g.intermediates) <= 8 else []):
+        results.append((f"eliminate/{order}", jacobian(g, method="eliminate", order=order)))
+    rng = np.random.default_rng(rng)
+    for k in range(3):
+        order = [int(v) for v in rng.permutation(g.intermediates)]
+        results.append((f"eliminate/random{k}", jacobian(g, method="eliminate", order=order)))
     return results
 
 
@@ -129,7 +120,6 @@ def test_accumulate_reports_counts(g):
     assert accumulate(g, method="forward").multiplications <= len(g.inputs) * g.n_edges
 
 
-@needs_elimination
 def test_eliminate_defaults_to_markowitz_and_keeps_its_result_type():
     g = examples.figure1()
     r = accumulate(g, method="eliminate")
@@ -180,7 +170,6 @@ def test_bad_first_arguments():
         minirad.sweeps.forward_sweep(examples.lecture(), inputs="nope")
 
 
-@needs_elimination
 def test_bad_elimination_orders():
     g = examples.lecture()
     with pytest.raises(ValueError, match="eliminates 1 of the graph's 4 intermediates"):

@@ -293,14 +293,20 @@ def test_show_saves_figures_and_drawings(tmp_path, monkeypatch, capsys):
 
 
 def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
-    pytest.importorskip("IPython")
-    import IPython.display
+    import sys
+    import types
 
     from minirad.labs import checks
 
+    # a stand-in for IPython.display, so the test runs whether or not IPython is installed
     shown = []
+    display_module = types.ModuleType("IPython.display")
+    display_module.display = shown.append
+    ipython = types.ModuleType("IPython")
+    ipython.display = display_module
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    monkeypatch.setitem(sys.modules, "IPython.display", display_module)
     monkeypatch.setattr(checks, "_in_kernel", lambda: True)
-    monkeypatch.setattr(IPython.display, "display", shown.append)
     monkeypatch.setenv("MINIRAD_LAB_OUTPUT", str(tmp_path))
     from minirad.render import render
 
