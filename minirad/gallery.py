@@ -38,15 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import examples, plots
-from ._files import write_atomically
 from ._random import as_generator
 from .graph import LCG
 from .render import (  # names: the package's ``render`` attribute is the function, not the module
-    Drawing,
-    _warn_missing_dot,
-    draw_matplotlib,
+    PATH_COLORS,
     elimination_strip,
-    has_dot,
     render,
     render_elimination,
     save,
@@ -117,27 +113,10 @@ def _elimination_pictures(g: LCG) -> int:
     return len(g.intermediates) + 1
 
 
-# ------------------------------------------------------------------ saving
-def _save_figure(figure, path: str, dpi: int = DPI) -> str:
-    """Save a matplotlib Figure with no timestamp or version in the file."""
-    import matplotlib
-
-    fmt = os.path.splitext(path)[1].lstrip(".").lower()
-    metadata = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None},
-                "pdf": {"CreationDate": None, "Producer": None, "Creator": None}}.get(fmt)
-    # svg ids are random unless salted
-    with matplotlib.rc_context({"svg.hashsalt": "minirad"}):
-        write_atomically(path, lambda f: figure.savefig(
-            f, format=fmt, dpi=dpi, metadata=metadata))
-    return path
-
-
-def _save_drawing(drawing: Drawing, path: str) -> str:
-    """Save a render() drawing: with dot if present, else with the matplotlib fallback."""
-    if has_dot():
-        return save(drawing, path, dpi=DPI)
-    _warn_missing_dot()
-    return _save_figure(draw_matplotlib(drawing.lcg, **drawing.options), path)
+def _save(picture, folder: str, name: str, dpi: int = DPI) -> str:
+    """Save a drawing or Figure: :func:`minirad.render.save` writes no timestamps
+    and falls back to matplotlib without ``dot``."""
+    return save(picture, os.path.join(folder, name), dpi=dpi)
 
 
 # ----------------------------------------------------------------- figures
@@ -147,8 +126,7 @@ def _figure1_lcg(folder: str) -> list[str]:
         g, show_ops=True, show_values=True, legend=True,
         title="Figure 1(c): the LCG of y = exp(x1) · exp(x1) · sin(x2) · x2 at (x1, x2) = (1, 2)"
               "\neach vertex: its operation and value; each edge u → v: the local partial ∂v/∂u")
-    return [_save_drawing(drawing, os.path.join(folder, "figure1_lcg.png")),
-            _save_drawing(drawing, os.path.join(folder, "figure1_lcg.svg"))]
+    return [_save(drawing, folder, "figure1_lcg.png"), _save(drawing, folder, "figure1_lcg.svg")]
 
 
 def _figure1_paths(folder: str) -> list[str]:
@@ -158,20 +136,20 @@ def _figure1_paths(folder: str) -> list[str]:
     g = examples.figure1()
     routes = _path_names(g)
     J = jacobian(g)[0]
-    written = [_save_drawing(render(
+    written = [_save(render(
         g, paths=routes,
         title=f"The {len(routes)} input-output paths of Figure 1: "
               f"dy/dx1 = {J[0]:.4g} and dy/dx2 = {J[1]:.4g} are sums of path products"),
-        os.path.join(folder, "figure1_paths.png"))]
+        folder, "figure1_paths.png")]
     for number, route in enumerate(routes, 1):
         factors = [g.partial(u, v) for u, v in zip(route, route[1:])]
         product = " × ".join(f"{p:.4g}" for p in factors)
-        drawing = render(
-            g, paths=[route], legend=False,
+        drawing = render(  # its number and colour from figure1_paths.png
+            g, paths=[route], path_labels=[f"path {number}"],
+            colors=[PATH_COLORS[number - 1]],
             title=f"Figure 1, path {number} of {len(routes)}: {' → '.join(route)}\n"
                   f"its product of partials: {product} = {path_product(g, route):.4g}")
-        written.append(_save_drawing(drawing, os.path.join(folder,
-                                                           f"figure1_path{number}.png")))
+        written.append(_save(drawing, folder, f"figure1_path{number}.png"))
     return written
 
 
@@ -187,40 +165,19 @@ def _figure1_sample(folder: str) -> list[str]:
              f"{sample.full_edges} edges, {sample.vertices_stored} of {sample.full_vertices} "
              f"vertices stored\nestimate (dy/dx1, dy/dx2) = ({estimate[0]:.4g}, "
              f"{estimate[1]:.4g}); exact = ({exact[0]:.4g}, {exact[1]:.4g})")
-    return [_save_drawing(render(g, sample=sample, title=title),
-                          os.path.join(folder, "figure1_sample.png"))]
+    return [_save(render(g, sample=sample, title=title), folder, "figure1_sample.png")]
 
 
 def _figure1_elimination(folder: str) -> list[str]:
     g = examples.figure1()
     head = "Figure 1, vertex elimination in Markowitz order"
-    written = []
-    for number, drawing in enumerate(render_elimination(g, "markowitz"), 1):
-        # the same picture, its title headed by what is being eliminated in which order
-        titled = render(drawing.lcg, **dict(drawing.options,
-                                            title=f"{head}\n{drawing.options['title']}"))
-        written.append(_save_drawing(titled, os.path.join(
-            folder, f"figure1_elimination_step{number}.png")))
+    steps = [_save(drawing, folder, f"figure1_elimination_step{number}.png")
+             for number, drawing in enumerate(render_elimination(g, "markowitz", title=head), 1)]
     dpi = 110
-    strip = elimination_strip(g, "markowitz", ncols=3, dpi=dpi)
-    _headline(strip, f"{head}: each step eliminates a vertex of least |pred| × |succ|")
-    return [_save_figure(strip, os.path.join(folder, "figure1_elimination.png"), dpi=dpi),
-            *written]
-
-
-def _headline(figure, text: str, fontsize: float = 20, inches: float = 0.6) -> None:
-    """A title above a Figure whose axes fill it (as elimination_strip's do with dot)."""
-    if figure.get_layout_engine() is not None:  # constrained layout makes room itself
-        figure.suptitle(text, fontsize=fontsize)
-        return
-    width, height = figure.get_size_inches()
-    boxes = [ax.get_position(original=True) for ax in figure.axes]
-    figure.set_size_inches(width, height + inches)
-    shrink = height / (height + inches)  # the tiles keep their size, below the title
-    for ax, box in zip(figure.axes, boxes):
-        ax.set_position([box.x0, box.y0 * shrink, box.width, box.height * shrink])
-    figure.suptitle(text, fontsize=fontsize, y=1 - 0.5 * inches / (height + inches),
-                    va="center")
+    strip = elimination_strip(
+        g, "markowitz", ncols=3, dpi=dpi,
+        title=f"{head}: each step eliminates a vertex of least |pred| × |succ|")
+    return [_save(strip, folder, "figure1_elimination.png", dpi=dpi), *steps]
 
 
 def _interleaved_heatmaps(folder: str) -> list[str]:
@@ -229,67 +186,43 @@ def _interleaved_heatmaps(folder: str) -> list[str]:
     g = _heatmap_graph()
     k, n, seed = 1, HEATMAP_SAMPLES, SEEDS["heatmaps"]
     result = compare(g, k=k, n=n, rng=seed)
-    single = result.estimates[0]
     figure = plots.jacobian_heatmaps(
-        result.exact, result.mean, single, np.sqrt(result.exact_variance),
+        result.exact, result.mean, result.estimates[0], np.sqrt(result.exact_variance),
         n=n, k=k, input_names=[g.names[v] for v in g.inputs],
         output_names=[g.names[v] for v in g.outputs],
         title=f"Path sampling on interleaved layers ({LAYERED}, {g.n_edges} edges): "
               f"k={k}, n={n}, seed {seed}")
-    # one k=1 sample is up to ten times the exact entries; on a scale that held it the exact
-    # and mean panels would be all white, so the scale is theirs and the sample's colours clip
-    scale = float(np.abs(np.concatenate([result.exact, result.mean])).max())
-    for ax in figure.axes[:3]:
-        image = ax.images[0]
-        image.set_clim(-scale, scale)
-        data = image.get_array()
-        for text in ax.texts:  # black or white ink, whichever shows on the new colour
-            column, row = text.get_position()
-            r, g_, b, _ = image.to_rgba(data[int(round(row)), int(round(column))])
-            text.set_color("black" if 0.299 * r + 0.587 * g_ + 0.114 * b > 0.5 else "white")
-    figure.axes[3].set_title("exact std of one sample (k=1)", fontsize=10)
-    if np.abs(single).max() > scale:
-        axis = figure.axes[2]
-        axis.set_title(f"{axis.get_title()}\n(colours clipped at ±{scale:.3g})", fontsize=10)
-    return [_save_figure(figure, os.path.join(folder, "interleaved_heatmaps.png"))]
+    return [_save(figure, folder, "interleaved_heatmaps.png")]
 
 
 def _convergence(folder: str) -> list[str]:
-    g = _heatmap_graph()
     seed = SEEDS["convergence"]
-    figure = plots.plot_convergence(g, ks=(1, 2, 4), n=CONVERGENCE_SAMPLES, rng=seed)
-    figure.axes[0].set_title(f"Error of the running mean shrinks like $1/\\sqrt{{n}}$\n"
-                             f"interleaved layers {LAYERED}\n"
-                             f"k = 1, 2, 4 draws per vertex, n ≤ {CONVERGENCE_SAMPLES}, "
-                             f"seed {seed}", fontsize=10)
-    return [_save_figure(figure, os.path.join(folder, "convergence.png"))]
+    figure = plots.plot_convergence(
+        _heatmap_graph(), ks=(1, 2, 4), n=CONVERGENCE_SAMPLES, rng=seed,
+        title=f"Error of the running mean shrinks like $1/\\sqrt{{n}}$\n"
+              f"interleaved layers {LAYERED}\n"
+              f"k = 1, 2, 4 draws per vertex, n ≤ {CONVERGENCE_SAMPLES}, seed {seed}")
+    return [_save(figure, folder, "convergence.png")]
 
 
 def _variance_vs_depth(folder: str) -> list[str]:
     seed = SEEDS["variance_vs_depth"]
     width, fraction = 4, 0.25
-    figure = plots.plot_variance_vs_depth(width=width, depths=range(1, 13), fraction=fraction,
-                                          rng=seed)
-    figure.axes[0].set_title(
-        f"Figure 2: exact relative variance of path sampling against depth\n"
-        f"width {width}, each vertex draws {fraction:.0%} of its out-edges, "
-        f"balanced partials (seed {seed})", fontsize=10)
-    return [_save_figure(figure, os.path.join(folder, "variance_vs_depth.png"))]
+    figure = plots.plot_variance_vs_depth(
+        width=width, depths=range(1, 13), fraction=fraction, rng=seed,
+        title=f"Figure 2: exact relative variance of path sampling against depth\n"
+              f"width {width}, each vertex draws {fraction:.0%} of its out-edges, "
+              f"balanced partials (seed {seed})")
+    return [_save(figure, folder, "variance_vs_depth.png")]
 
 
 def _variance_vs_k(folder: str) -> list[str]:
     seed = SEEDS["variance_vs_k"]
-    figure = plots.plot_variance_vs_k(examples.figure1(), ks=(1, 2, 4, 8, 16),
-                                      n=VARIANCE_SAMPLES, rng=seed)
-    ax = figure.axes[0]
-    ax.set_title(f"Figure 1: exact variance of path sampling against k\n"
-                 f"crosses: {VARIANCE_SAMPLES} samples per k, seed {seed}", fontsize=10)
-    # an entry that never varies has no point on log axes: say so rather than show nothing
-    for line in ax.get_lines():
-        if np.isnan(np.asarray(line.get_ydata(), dtype=float)).all():
-            line.set_label(f"{line.get_label()}: variance 0 at every k, no line")
-    ax.legend(fontsize=8)
-    return [_save_figure(figure, os.path.join(folder, "variance_vs_k.png"))]
+    figure = plots.plot_variance_vs_k(
+        examples.figure1(), ks=(1, 2, 4, 8, 16), n=VARIANCE_SAMPLES, rng=seed,
+        title=f"Figure 1: exact variance of path sampling against k\n"
+              f"crosses: {VARIANCE_SAMPLES} samples per k, seed {seed}")
+    return [_save(figure, folder, "variance_vs_k.png")]
 
 
 def _elimination_costs(folder: str) -> list[str]:
@@ -300,8 +233,7 @@ def _elimination_costs(folder: str) -> list[str]:
         "interleaved\n3×3": examples.interleaved(3, 3),
         "layered\n4 → 4 → 4 → 3": _heatmap_graph(),
     }
-    figure = plots.plot_elimination_costs(graphs)
-    return [_save_figure(figure, os.path.join(folder, "elimination_costs.png"))]
+    return [_save(plots.plot_elimination_costs(graphs), folder, "elimination_costs.png")]
 
 
 # ---------------------------------------------------------------- registry

@@ -29,6 +29,8 @@ __all__ = [
 ANNOTATE_LIMIT = 64
 # one colour per curve, colour-blind safe (Okabe-Ito), as in minirad.render
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+#: the empirical crosses of plot_variance_vs_k, a colour no line there has
+EMPIRICAL_COLOR = "#CC0077"
 
 
 def _figure(width: float, height: float):
@@ -81,16 +83,22 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     """Four heatmaps side by side: exact Jacobian, mean of n samples, one sample, std.
 
     The first three share one diverging colour scale centred on 0 (blue
-    negative, red positive) so they can be compared cell by cell; the
-    per-entry standard deviation of one sample has its own scale.  Small
-    Jacobians get their numbers written in the cells.  The Figure has 4
-    heatmap axes followed by 2 colour-bar axes.
+    negative, red positive) so they can be compared cell by cell.  The
+    scale is fitted to the exact and mean panels: one sample is often many
+    times larger, and a scale that held it would wash them out.  Its colours
+    are clipped instead (its numbers are not), as its title says, and the
+    colour bar's pointed ends show it.  The per-entry standard deviation of
+    one sample has its own scale.  Small Jacobians get their numbers written
+    in the cells.  The Figure has 4 heatmap axes followed by 2 colour-bar axes.
 
     >>> import numpy as np
     >>> J = np.array([[1.0, -2.0]])
     >>> fig = jacobian_heatmaps(J, J, 2 * J, np.array([[0.0, 1.0]]), n=10, k=1)
     >>> len(fig.axes)
     6
+    >>> print(fig.axes[2].get_title())  # 2 * J is off the scale of J
+    one sample (k=1)
+    colours clipped at ±2
     """
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
@@ -108,13 +116,15 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     panel = max(2.2, min(5.0, 0.55 * n_in + 1.2))
     figure = _figure(4 * panel + 1.6, max(3.0, min(6.5, 0.45 * n_out + 2.0)))
     axes = figure.subplots(1, 4, sharey=True)
-    scale = float(np.nanmax(np.abs(np.concatenate([exact, mean, single]))))
-    shared = Normalize(-scale or -1.0, scale or 1.0)  # centred on 0
+    scale = float(np.nanmax(np.abs(np.concatenate([exact, mean])))) or 1.0
+    shared = Normalize(-scale, scale)  # centred on 0
+    clipped = bool(np.nanmax(np.abs(single), initial=0.0) > scale)
     spread = Normalize(0.0, float(np.nanmax(std)) or 1.0)
     diverging, sequential = colormaps["RdBu_r"], colormaps["viridis"]
     sample = f"n={n} samples" if n is not None else "the samples"
     kind = f" ({_k_text(k)})" if k is not None else ""
-    titles = ("exact Jacobian", f"mean of {sample}", f"one sample{kind}",
+    clipping = f"\ncolours clipped at ±{scale:.3g}" if clipped else ""
+    titles = ("exact Jacobian", f"mean of {sample}", f"one sample{kind}{clipping}",
               f"std of one sample{kind}")
     images = []
     for ax, a, text in zip(axes, (exact, mean, single, std), titles):
@@ -128,8 +138,8 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
         ax.set_xlabel("input")
     axes[0].set_yticks(range(n_out), output_names)
     axes[0].set_ylabel("output")
-    figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9,
-                    label="Jacobian entry")
+    figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9, label="Jacobian entry",
+                    extend="both" if clipped else "neither")
     figure.colorbar(images[3], ax=axes[3], shrink=0.9, label="standard deviation")
     if title:
         figure.suptitle(title)
@@ -176,14 +186,16 @@ def _check_ks(ks, where: str) -> list:
     return list(ks)
 
 
-def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None):
+def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
+                     title: str | None = None):
     """Relative error of the running mean against the number of samples, log-log.
 
     One solid curve per ``k``: ``||mean of the first m estimates - J|| / ||J||``
     for m = 1..n.  When the exact variance is known, a dotted line of the
     same colour shows the expected error ``sqrt(sum of variances / m) / ||J||``,
     which falls as ``1/sqrt(m)``; without exact variances (large graphs) a
-    grey dashed ``1/sqrt(m)`` line is drawn for reference instead.
+    grey dashed ``1/sqrt(m)`` line is drawn for reference instead.  ``title``
+    replaces the default title.
 
     >>> from minirad import examples
     >>> fig = plot_convergence(examples.figure1(), ks=[1, 2], n=100, rng=0)
@@ -221,7 +233,8 @@ def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None):
     ax.set_yscale("log")
     ax.set_xlabel("number of samples averaged, n")
     ax.set_ylabel(r"relative error $\|\bar{J}_n - J\| \,/\, \|J\|$")
-    ax.set_title("Monte Carlo error of path sampling shrinks like $1/\\sqrt{n}$")
+    ax.set_title(title or "Monte Carlo error of path sampling shrinks like $1/\\sqrt{n}$",
+                 fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return figure
@@ -233,7 +246,8 @@ def _cycle(count: int) -> list[str]:
 
 # --------------------------------------------------------------- variance
 def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float = 0.5,
-                           methods: Sequence[str] = ("paths",), partials="balanced", rng=0):
+                           methods: Sequence[str] = ("paths",), partials="balanced", rng=0,
+                           title: str | None = None):
     """Figure 2 of the paper, computed exactly: relative variance against depth.
 
     For both families -- independent paths (Figure 2a) and interleaved,
@@ -242,7 +256,8 @@ def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float =
     fixed ``fraction`` of out-edges at every vertex (``methods`` may add
     ``"injection"``: random matrix injection keeping that fraction of every
     layer's vertices, drawn dashed).  Computed by
-    :func:`minirad.sampling.variance_by_depth`; no sampling noise.
+    :func:`minirad.sampling.variance_by_depth`; no sampling noise.  ``title``
+    replaces the default title.
 
     >>> fig = plot_variance_vs_depth(width=3, depths=[1, 2, 3])
     >>> len(fig.axes[0].get_lines())
@@ -268,26 +283,30 @@ def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float =
     ax.set_yscale("log")
     ax.set_xlabel("depth (number of layers)")
     ax.set_ylabel(r"relative variance $\mathrm{Var}(\hat J)\,/\,J^2$")
-    ax.set_title(f"Variance against depth: width {width}, sampling fraction {fraction:.0%}")
+    ax.set_title(title or f"Variance against depth: width {width}, "
+                          f"sampling fraction {fraction:.0%}", fontsize=10)
     ax.set_xticks(depths)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return figure
 
 
-def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None):
+def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None,
+                       title: str | None = None):
     """Exact variance of path sampling against the number of draws per vertex.
 
     Plots the total relative variance ``sum Var(J_ij) / ||J||**2`` (bold),
     each Jacobian entry's relative variance when there are at most 6
-    (thin), and a dashed ``1/k`` reference, on log-log axes.  ``ks`` may
-    also be fractions of out-edges.  With ``n``, empirical variances from
-    ``n`` samples per ``k`` are added as crosses, to check the formula.
+    (thin), and a dashed ``1/k`` reference, on log-log axes; an entry that
+    never varies has no place on log axes, and its legend entry says so.
+    ``ks`` may also be fractions of out-edges.  With ``n``, empirical
+    variances from ``n`` samples per ``k`` are added as crosses, to check
+    the formula.  ``title`` replaces the default title.
 
     >>> from minirad import examples
     >>> fig = plot_variance_vs_k(examples.figure1(), ks=[1, 2, 4])
-    >>> [line.get_label() for line in fig.axes[0].get_lines()][:2]
-    ['total: sum Var / ||J||²', 'dy/dx1']
+    >>> [line.get_label() for line in fig.axes[0].get_lines()][:3]
+    ['total: sum Var / ||J||²', 'dy/dx1 (variance 0)', 'dy/dx2']
     """
     from .jacobian import jacobian
     from .sampling import path_sampling_variance, sampled_jacobians
@@ -313,8 +332,10 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
         for (i, j), color in zip(entries, COLORS):
             square = exact[i, j] ** 2 or scale
             rel = variances[:, i, j] / square
-            ax.plot(x, np.where(rel > 0, rel, np.nan), color=color, linewidth=1, marker=".",
-                    label=f"d{g.names[g.outputs[i]]}/d{g.names[g.inputs[j]]}")
+            rel = np.where(rel > 1e-12, rel, np.nan)  # 0, or rounding noise, is not drawn
+            name = f"d{g.names[g.outputs[i]]}/d{g.names[g.inputs[j]]}"
+            ax.plot(x, rel, color=color, linewidth=1, marker=".",
+                    label=name if np.isfinite(rel).any() else f"{name} (variance 0)")
     reference = next((t for t in total if t > 0), None)
     if reference is not None:
         ax.plot(x, reference * x[0] / x, color="grey", linestyle="--", linewidth=1,
@@ -323,8 +344,8 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
         seeds = _seeds(rng, len(ks))
         empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / scale
                      for k, seed in zip(ks, seeds)]
-        ax.plot(x, empirical, linestyle="none", marker="x", color="#D55E00", markersize=7,
-                label=f"total from n={n} samples")
+        ax.plot(x, empirical, linestyle="none", marker="x", color=EMPIRICAL_COLOR,
+                markersize=7, label=f"total from n={n} samples")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(x, [f"{k:g}" for k in ks])
@@ -332,7 +353,7 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
     ax.set_xlabel("fraction of out-edges drawn per vertex" if fractions
                   else "k, draws per vertex")
     ax.set_ylabel(r"relative variance $\mathrm{Var}\,/\,J^2$")
-    ax.set_title("Exact variance of path sampling against k")
+    ax.set_title(title or "Exact variance of path sampling against k", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return figure
@@ -341,14 +362,14 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
 # ------------------------------------------------------- elimination costs
 def plot_elimination_costs(graphs: Mapping[str, LCG],
                            orders: Sequence[str] = ("forward", "reverse", "markowitz", "optimal"),
-                           cost: str = "multiplications"):
+                           cost: str = "multiplications", title: str | None = None):
     """Grouped bars: the cost of each elimination order on each graph.
 
     One group per graph, one bar per order, the count written on each bar.
     The optimal order is an exhaustive search and is computed only for
     graphs with at most :data:`minirad.elimination.OPTIMAL_LIMIT`
     intermediates; elsewhere its place reads "n/a".  ``cost`` is
-    ``"multiplications"`` or ``"additions"``.
+    ``"multiplications"`` or ``"additions"``; ``title`` replaces the default title.
 
     >>> from minirad import examples
     >>> fig = plot_elimination_costs({"Figure 1": examples.figure1(),
@@ -391,8 +412,8 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
     ax.set_ylabel(f"{cost} to accumulate the Jacobian")
     ax.set_xlabel("graph")
     ax.set_ylim(0, tallest * 1.15)
-    ax.set_title(f"Vertex elimination: {cost} by order "
-                 f"(optimal only up to {OPTIMAL_LIMIT} intermediates)")
+    ax.set_title(title or f"Vertex elimination: {cost} by order "
+                          f"(optimal only up to {OPTIMAL_LIMIT} intermediates)", fontsize=10)
     ax.legend(title="elimination order", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     return figure

@@ -290,11 +290,25 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
 MAX_PATH_KEYS = 10
 
 
-def _apply_paths(scene: _Scene, paths, digits: int) -> None:
+def _one_per_path(values, count: int, what: str, example: str) -> list[str] | None:
+    """``path_labels=`` or ``colors=``: one string per path (a lone string for one path)."""
+    if values is None:
+        return None
+    values = [values] if isinstance(values, str) else [str(value) for value in values]
+    if len(values) != count:
+        raise ValueError(f"{what} has {len(values)} entries for {count} paths; give one per "
+                         f"path, such as {what}={example}")
+    return values
+
+
+def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=None) -> None:
     g = scene.g
     position = {(u, v): e for e, (u, v, _) in enumerate(g.edges())}
-    for number, path in enumerate(_as_paths(g, paths)):
-        color = PATH_COLORS[number % len(PATH_COLORS)]
+    paths = _as_paths(g, paths)
+    labels = _one_per_path(path_labels, len(paths), "path_labels", "['path 3']")
+    colors = _one_per_path(colors, len(paths), "colors", "[PATH_COLORS[2]]")
+    for number, path in enumerate(paths):
+        color = colors[number] if colors else PATH_COLORS[number % len(PATH_COLORS)]
         product = 1.0
         for u, v in zip(path, path[1:]):
             edge = scene.edges[position[u, v]]
@@ -303,7 +317,8 @@ def _apply_paths(scene: _Scene, paths, digits: int) -> None:
             product *= g.partial(u, v)
         if number < MAX_PATH_KEYS:
             route = " → ".join(g.names[v] for v in path)
-            scene.keys.append(_Key(f"path {number + 1}: {route}  (product {_fmt(product, digits)})",
+            label = labels[number] if labels else f"path {number + 1}"
+            scene.keys.append(_Key(f"{label}: {route}  (product {_fmt(product, digits)})",
                                    color, penwidth=PATH_WIDTH))
         elif number == MAX_PATH_KEYS:
             scene.keys.append(_Key("... more paths (colours repeat)", DIM))
@@ -371,9 +386,9 @@ def _apply_step(scene: _Scene, step, digits: int) -> None:
         scene.keys.append(_Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4))
 
 
-def _scene(g, *, sample=None, paths=None, step=None, show_ops=False, show_values=False,
-           edge_labels=True, digits=4, levels=None, title=None, legend=None,
-           max_vertices=MAX_VERTICES) -> _Scene:
+def _scene(g, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
+           show_ops=False, show_values=False, edge_labels=True, digits=4, levels=None,
+           title=None, legend=None, max_vertices=MAX_VERTICES) -> _Scene:
     if not isinstance(g, LCG):
         raise TypeError(f"render draws an LCG, not {type(g).__name__}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
@@ -387,7 +402,10 @@ def _scene(g, *, sample=None, paths=None, step=None, show_ops=False, show_values
     if sample is not None:
         _apply_sample(scene, sample, digits)
     if paths is not None:
-        _apply_paths(scene, paths, digits)
+        _apply_paths(scene, paths, digits, path_labels, colors)
+    elif path_labels is not None or colors is not None:
+        raise ValueError("path_labels= and colors= label and colour the paths= drawn; "
+                         "pass paths= too")
     if step is not None:
         _apply_step(scene, step, digits)
     highlighted = bool(scene.keys)
@@ -537,10 +555,10 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
             row.node(member)
 
 
-def render(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False,
-           show_values: bool = False, edge_labels: bool = True, digits: int = 4,
-           title: str | None = None, legend: bool | None = None, levels=None,
-           max_vertices: int = MAX_VERTICES) -> Drawing:
+def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
+           show_ops: bool = False, show_values: bool = False, edge_labels: bool = True,
+           digits: int = 4, title: str | None = None, legend: bool | None = None,
+           levels=None, max_vertices: int = MAX_VERTICES) -> Drawing:
     """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
 
     Parameters
@@ -553,6 +571,11 @@ def render(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False
     paths : path or list of paths, optional
         Vertex sequences (names or numbers), each drawn in its own colour; an
         edge on several paths gets one strand per path.
+    path_labels, colors : list of str, optional
+        One per path: its name in the legend (default ``"path 1"``,
+        ``"path 2"``, ...) and its colour (default :data:`PATH_COLORS` in
+        turn).  A path drawn alone can so keep the number and colour it has
+        among all the paths.
     step : Step or vertex, optional
         An elimination step (from :func:`minirad.elimination.eliminate` on
         ``g``) or the intermediate to eliminate: the vertex, its edges, the
@@ -586,9 +609,10 @@ def render(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False
     ...
     ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
     """
-    options = dict(sample=sample, paths=paths, step=step, show_ops=show_ops,
-                   show_values=show_values, edge_labels=edge_labels, digits=digits,
-                   title=title, legend=legend, levels=levels, max_vertices=max_vertices)
+    options = dict(sample=sample, paths=paths, path_labels=path_labels, colors=colors,
+                   step=step, show_ops=show_ops, show_values=show_values,
+                   edge_labels=edge_labels, digits=digits, title=title, legend=legend,
+                   levels=levels, max_vertices=max_vertices)
     if isinstance(paths, Iterator):
         options["paths"] = paths = list(paths)  # a generator can be read only once
     dot = _to_dot(_scene(g, **options))
@@ -613,8 +637,9 @@ def save(drawing, path, dpi: int = 150) -> str:
     ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
     matplotlib Figure.  Extensions: ``.png``, ``.svg``, ``.pdf``, and
     ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
-    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Returns
-    the path.
+    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
+    by matplotlib carry no timestamp or version, so saving the same picture
+    twice gives the same bytes.  Returns the path.
 
     >>> import os, tempfile
     >>> from minirad import examples
@@ -635,8 +660,7 @@ def save(drawing, path, dpi: int = 150) -> str:
         if fmt in ("dot", "gv"):
             raise ValueError(f"a matplotlib Figure has no DOT text; save it as .png, .svg or "
                              f".pdf, not {path!r}")
-        write_atomically(path, lambda f: drawing.savefig(f, format=fmt, dpi=dpi))
-        return path
+        return _save_figure(drawing, path, fmt, dpi)
     if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
         raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
                         f"Figure, not {type(drawing).__name__}")
@@ -651,12 +675,23 @@ def save(drawing, path, dpi: int = 150) -> str:
         write_atomically(path, lambda f: f.write(data))
     elif getattr(drawing, "lcg", None) is not None:
         _warn_missing_dot()
-        figure = draw_matplotlib(drawing.lcg, **drawing.options)
-        write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi))
+        _save_figure(draw_matplotlib(drawing.lcg, **drawing.options), path, fmt, dpi)
     else:
         raise RuntimeError(f"saving {path!r} needs the graphviz 'dot' program, which is not on "
                            f"the PATH, and this graph was not made by minirad.render (which "
                            f"could fall back to matplotlib); install graphviz or save as .dot")
+    return path
+
+
+def _save_figure(figure, path: str, fmt: str, dpi: int) -> str:
+    """Save a matplotlib Figure with no timestamp or version in the file."""
+    import matplotlib
+
+    metadata = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None},
+                "pdf": {"CreationDate": None, "Producer": None, "Creator": None}}[fmt]
+    with matplotlib.rc_context({"svg.hashsalt": "minirad"}):  # else svg ids are random
+        write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi,
+                                                        metadata=metadata))
     return path
 
 
@@ -739,9 +774,10 @@ _BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad
              OUTPUT: "square,pad=0.45"}
 
 
-def draw_matplotlib(g: LCG, *, sample=None, paths=None, step=None, show_ops: bool = False,
-                    show_values: bool = False, edge_labels: bool = True, digits: int = 4,
-                    title: str | None = None, legend: bool | None = None, levels=None,
+def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None,
+                    step=None, show_ops: bool = False, show_values: bool = False,
+                    edge_labels: bool = True, digits: int = 4, title: str | None = None,
+                    legend: bool | None = None, levels=None,
                     max_vertices: int = MAX_VERTICES, ax=None):
     """Draw ``g`` with matplotlib, with the same highlights as :func:`render`.
 
@@ -758,9 +794,10 @@ def draw_matplotlib(g: LCG, *, sample=None, paths=None, step=None, show_ops: boo
     """
     from matplotlib.figure import Figure
 
-    scene = _scene(g, sample=sample, paths=paths, step=step, show_ops=show_ops,
-                   show_values=show_values, edge_labels=edge_labels, digits=digits,
-                   levels=levels, title=title, legend=legend, max_vertices=max_vertices)
+    scene = _scene(g, sample=sample, paths=paths, path_labels=path_labels, colors=colors,
+                   step=step, show_ops=show_ops, show_values=show_values,
+                   edge_labels=edge_labels, digits=digits, levels=levels, title=title,
+                   legend=legend, max_vertices=max_vertices)
     layout = _layout(scene)
     spread = 1.0  # how much wider than the graph the axes are
     if ax is None:
@@ -868,32 +905,37 @@ def _step_title(number: int, total: int, step) -> str:
             f"{_plural(step.additions, 'addition')})")
 
 
-def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None,
-                       **options) -> list[Drawing]:
+def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
+                       title: str | None = None, **options) -> list[Drawing]:
     """One drawing per elimination step, then the final bipartite graph.
 
     Each step is drawn on the graph just before it, with the step
-    highlighted (see ``step=`` in :func:`render`); vertices keep the rows
-    they have in ``g`` so the pictures line up.  ``order`` is as for
+    highlighted (see ``step=`` in :func:`render`) and titled with its cost,
+    under the heading ``title`` if given; vertices keep the rows they have
+    in ``g`` so the pictures line up.  ``order`` is as for
     :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
     ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
     saved.  Other keyword arguments go to :func:`render`.
 
     >>> from minirad import examples
-    >>> drawings = render_elimination(examples.figure1(), "markowitz")
+    >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
     >>> len(drawings), drawings[0].graph_attr["rankdir"]
     (5, 'BT')
+    >>> print(drawings[0].options["title"])
+    Figure 1
+    step 1/4: eliminate v3  (1×1 = 1 multiplication, 1 addition)
     """
     result, fixed = _elimination(g, order)
     total = len(result.steps)
+    head = f"{title}\n" if title else ""
     drawings = []
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step=step, levels=fixed,
-                               title=_step_title(number, total, step), **options))
+                               title=head + _step_title(number, total, step), **options))
     done = (f"Jacobian after {_plural(total, 'step')}: "
             f"{_plural(result.multiplications, 'multiplication')}, "
             f"{_plural(result.additions, 'addition')}")
-    drawings.append(render(result.graphs[-1], levels=fixed, title=done, **options))
+    drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
     if path_pattern is not None:
         for number, drawing in enumerate(drawings, 1):
             save(drawing, path_pattern.format(number))
@@ -901,17 +943,18 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
 
 
 def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
-                      dpi: int = 110, **options):
+                      dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
 
     Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
     otherwise.  Every tile is drawn at the same scale, so text has one size
-    throughout.  Saved to ``path`` when given; returns the Figure.
+    throughout; ``title`` goes above them all.  Saved to ``path`` when
+    given; returns the Figure.
 
     >>> from minirad import examples
-    >>> figure = elimination_strip(examples.lab(), "forward", ncols=2)
-    >>> len(figure.axes)
-    4
+    >>> figure = elimination_strip(examples.lab(), "forward", ncols=2, title="lab graph")
+    >>> len(figure.axes), figure.get_suptitle()
+    (4, 'lab graph')
     """
     from matplotlib.figure import Figure
 
@@ -924,22 +967,28 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
         images = [_png_array(drawing, dpi) for drawing in drawings]
         height = max(image.shape[0] for image in images)
         width = max(image.shape[1] for image in images)
-        figure = Figure(figsize=(ncols * width / dpi, nrows * height / dpi), dpi=dpi)
+        band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
+        inches = nrows * height / dpi + band
+        figure = Figure(figsize=(ncols * width / dpi, inches), dpi=dpi)
         axes = figure.subplots(nrows, ncols, squeeze=False,
                                gridspec_kw=dict(wspace=0, hspace=0, left=0, right=1,
-                                                bottom=0, top=1)).ravel()
+                                                bottom=0, top=1 - band / inches)).ravel()
         for ax, image in zip(axes, images):
             # centre each picture in a tile of the largest picture's size: one scale for all
             top, left = (height - image.shape[0]) / 2, (width - image.shape[1]) / 2
             ax.imshow(image, extent=(left, left + image.shape[1], top + image.shape[0], top))
             ax.set_xlim(0, width)
             ax.set_ylim(height, 0)
+        if title:  # in the band left free above the tiles
+            figure.suptitle(title, fontsize=16, y=1 - 0.5 * band / inches, va="center")
     else:
         _warn_missing_dot()
         figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
         axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
         for ax, drawing in zip(axes, drawings):
             draw_matplotlib(drawing.lcg, ax=ax, **drawing.options)
+        if title:  # constrained layout makes room
+            figure.suptitle(title, fontsize=16)
     for ax in axes:
         ax.set_axis_off()
     if path is not None:

@@ -22,22 +22,36 @@ def no_pyplot_figures():
 
 def test_heatmaps_share_a_scale_centred_on_zero(tmp_path):
     exact = np.array([[1.0, -2.0], [0.5, 0.0]])
+    mean = np.array([[1.5, -2.0], [0.5, 0.0]])
     single = np.array([[3.0, -1.0], [0.0, 0.0]])
     std = np.array([[0.5, 0.25], [0.0, 0.0]])
-    fig = plots.jacobian_heatmaps(exact, exact, single, std, n=50, k=2,
+    fig = plots.jacobian_heatmaps(exact, mean, single, std, n=50, k=2,
                                   input_names=["a", "b"], output_names=["p", "q"])
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 6  # four heatmaps, two colour bars
     heatmaps = fig.axes[:4]
     limits = [ax.images[0].get_clim() for ax in heatmaps]
-    assert limits[0] == limits[1] == limits[2] == (-3.0, 3.0)
+    # fitted to the exact and mean panels; the single sample's 3 is clipped
+    assert limits[0] == limits[1] == limits[2] == (-2.0, 2.0)
     assert limits[3] == (0.0, 0.5)
+    assert heatmaps[0].images[0].colorbar.extend == "both"
     titles = [ax.get_title() for ax in heatmaps]
     assert "n=50" in titles[1] and "k=2" in titles[2] and "k=2" in titles[3]
+    assert titles[2].endswith("colours clipped at ±2")
+    assert "clipped" not in titles[0] + titles[1] + titles[3]
     assert [t.get_text() for t in heatmaps[0].get_xticklabels()] == ["a", "b"]
     assert {t.get_text() for t in heatmaps[0].texts} == {"1", "-2", "0.5", "0"}
+    ink = {t.get_text(): t.get_color() for t in heatmaps[2].texts}
+    assert ink["3"] == "white" and ink["0"] == "black"  # readable on the clipped dark red
     fig.savefig(tmp_path / "heat.png")
     assert (tmp_path / "heat.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_heatmaps_unclipped_when_the_sample_fits():
+    J = np.array([[1.0, -2.0]])
+    fig = plots.jacobian_heatmaps(J, J, J / 2, np.ones((1, 2)), k=1)
+    assert fig.axes[2].get_title() == "one sample (k=1)"
+    assert fig.axes[0].images[0].colorbar.extend == "neither"
 
 
 def test_heatmaps_refuse_mismatched_shapes():
@@ -74,6 +88,15 @@ def test_plot_convergence_is_log_log_with_expected_lines():
     assert "number of samples" in ax.get_xlabel() and "relative error" in ax.get_ylabel()
 
 
+def test_plots_take_a_title():
+    g = examples.figure1()
+    figures = [plots.plot_convergence(g, ks=[1], n=20, rng=0, title="my\ntitle"),
+               plots.plot_variance_vs_depth(width=2, depths=[1, 2], title="my\ntitle"),
+               plots.plot_variance_vs_k(g, ks=[1, 2], title="my\ntitle"),
+               plots.plot_elimination_costs({"f": g}, title="my\ntitle")]
+    assert [fig.axes[0].get_title() for fig in figures] == ["my\ntitle"] * 4
+
+
 def test_plot_convergence_same_seed_same_picture():
     a = plots.plot_convergence(examples.figure1(), ks=[1], n=50, rng=3).axes[0].get_lines()[0]
     b = plots.plot_convergence(examples.figure1(), ks=[1], n=50, rng=3).axes[0].get_lines()[0]
@@ -99,9 +122,12 @@ def test_plot_variance_vs_k():
     g = examples.figure1()
     fig = plots.plot_variance_vs_k(g, ks=[1, 2, 4], n=500, rng=0)
     (ax,) = fig.axes
-    labels = [line.get_label() for line in ax.get_lines()]
-    assert labels[:3] == ["total: sum Var / ||J||²", "dy/dx1", "dy/dx2"]
+    lines = ax.get_lines()
+    labels = [line.get_label() for line in lines]
+    # dy/dx1 never varies (its two paths have one product): no line, said in the legend
+    assert labels[:3] == ["total: sum Var / ||J||²", "dy/dx1 (variance 0)", "dy/dx2"]
     assert labels[-1] == "total from n=500 samples"
+    assert lines[-1].get_color() not in {line.get_color() for line in lines[:-1]}
     total = ax.get_lines()[0].get_ydata()
     assert np.all(np.diff(total) < 0)  # more draws, less variance
     assert ax.get_xlabel() == "k, draws per vertex"

@@ -162,6 +162,23 @@ def test_four_paths_of_figure1d():
     assert "path 4: x2 → v4 → v5 → y" in legend and "product 6.719" in legend
 
 
+def test_a_path_alone_keeps_its_number_and_colour():
+    g = examples.figure1()
+    dot = R.render(g, paths=[FIGURE1_PATHS[2]], path_labels=["path 3"],
+                   colors=[R.PATH_COLORS[2]])
+    assert strands(dot)["x2", "v3"] == [R.PATH_COLORS[2]]
+    assert "path 3: x2 → v3 → v4 → v5 → y" in nodes(dot)["legend"]["label"]
+    figure = R.draw_matplotlib(g, paths=FIGURE1_PATHS[3], path_labels="path 4",
+                               colors="#123456")  # one path: plain strings will do
+    legend = figure.axes[0].get_legend()
+    assert legend.get_texts()[-1].get_text().startswith("path 4: x2 → v4")
+    assert legend.get_lines()[-1].get_color() == "#123456"
+    with pytest.raises(ValueError, match="one per path"):
+        R.render(g, paths=FIGURE1_PATHS, colors=["red"])
+    with pytest.raises(ValueError, match="pass paths="):
+        R.render(g, path_labels=["path 1"])
+
+
 def test_one_path_by_numbers_greys_the_rest():
     g = examples.figure1()
     dot = R.render(g, paths=[0, 2, 6])
@@ -257,6 +274,9 @@ def test_render_elimination_saves_each_step(tmp_path):
     assert final == {("x1", "y"), ("x2", "y")}  # bipartite: the Jacobian's entries
     saved = sorted(p.name for p in tmp_path.iterdir())
     assert saved == [f"step_{i:02d}.dot" for i in range(1, 6)]
+    headed = R.render_elimination(g, "markowitz", title="Figure 1")
+    assert [d.options["title"] for d in headed] == [
+        "Figure 1\n" + d.options["title"] for d in drawings]
 
 
 # ------------------------------------------------------------ saving: dot
@@ -275,6 +295,20 @@ def test_save_with_dot(tmp_path):
     strip = R.elimination_strip(examples.figure1(), "markowitz", tmp_path / "strip.png")
     assert isinstance(strip, Figure)
     assert (tmp_path / "strip.png").read_bytes()[:8] == PNG_MAGIC
+    titled = R.elimination_strip(examples.figure1(), "markowitz", title="one\ntwo")
+    assert titled.get_suptitle() == "one\ntwo"
+    # the tiles keep their size; the title gets a band of its own above them
+    width, height = strip.get_size_inches()
+    assert titled.get_size_inches()[0] == width and titled.get_size_inches()[1] > height
+    top = max(ax.get_position().y1 for ax in titled.axes)
+    assert top * titled.get_size_inches()[1] == pytest.approx(height)
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_saving_a_figure_twice_gives_the_same_bytes(tmp_path, fmt):
+    figure = R.draw_matplotlib(examples.figure1(), title="no timestamp")
+    first, second = (R.save(figure, tmp_path / f"{name}.{fmt}") for name in ("a", "b"))
+    assert open(first, "rb").read() == open(second, "rb").read()
 
 
 def test_save_rejects_unknown_formats_and_objects(tmp_path):
@@ -306,8 +340,9 @@ def test_fallback_without_dot(no_dot, tmp_path):
 def test_fallback_strip_without_dot(no_dot, tmp_path):
     with pytest.warns(R.MissingDotWarning):
         figure = R.elimination_strip(examples.two_outputs(), "markowitz",
-                                     tmp_path / "strip.png", ncols=2)
+                                     tmp_path / "strip.png", ncols=2, title="two outputs")
     assert len(figure.axes) == 4  # 3 steps and the final graph
+    assert figure.get_suptitle() == "two outputs"
     assert (tmp_path / "strip.png").read_bytes()[:8] == PNG_MAGIC
 
 

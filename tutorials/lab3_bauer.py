@@ -38,7 +38,7 @@ import numpy as np
 from minirad import LCG, examples, labs
 from minirad.paths import count_paths as minirad_count_paths
 from minirad.paths import path_product, paths
-from minirad.render import render
+from minirad.render import PATH_COLORS, render
 from minirad.sweeps import forward_sweep, reverse_sweep
 
 # %% [markdown]
@@ -94,8 +94,9 @@ for number, path in enumerate(all_paths, start=1):
     product = path_product(g, path)
     print(f"path {number}: {names}")
     print("   partials: " + " * ".join(f"{p:.4f}" for p in partials) + f" = {product:.4f}")
-    # no legend: it would number this path 1 whatever its place in the list
-    picture = render(g, paths=[path], legend=False,
+    # the number and colour this path has among all four (see the picture below)
+    picture = render(g, paths=[path], path_labels=[f"path {number}"],
+                     colors=[PATH_COLORS[number - 1]],
                      title=f"path {number}: {names}   (product {product:.4f})")
     labs.show(picture, f"lab3_figure1_path{number}")
 
