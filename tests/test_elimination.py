@@ -5,13 +5,13 @@ that rescans the whole graph."""
 
 import itertools
 import math
-from fractions import Fraction
 
 import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import rational_jacobian as dense_jacobian
 
 from minirad import LCG, examples
 from minirad.elimination import (
@@ -24,27 +24,7 @@ from minirad.elimination import (
     elimination_order,
 )
 
-
 # ------------------------------------------------------------------ oracles
-def dense_jacobian(g: LCG, absolute: bool = False) -> np.ndarray:
-    """Sum over paths as ((I - L)^-1)[outputs, inputs], L[v, u] = dv/du, solved
-    exactly in rationals (every float is a rational), rounded once at the end.
-
-    With ``absolute`` the partials are replaced by their magnitudes, which
-    bounds the size of every term in the path sum (the scale for rounding).
-    """
-    n = g.n_vertices
-    L = [[Fraction(0)] * n for _ in range(n)]
-    for u, v, d in g.edges():
-        L[v][u] = Fraction(abs(d) if absolute else d)
-    # rows of X = (I - L)^-1 E: unit lower triangular, so substitute in vertex order
-    X = [[Fraction(int(v == x)) for x in g.inputs] for v in range(n)]
-    for v in range(n):
-        for u in range(v):
-            if L[v][u]:
-                X[v] = [a + L[v][u] * b for a, b in zip(X[v], X[u])]
-    return np.array([[float(a) for a in X[y]] for y in g.outputs]).reshape(
-        len(g.outputs), len(g.inputs))
 
 
 def path_jacobian(g: LCG) -> np.ndarray:

@@ -4,17 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from oracles import dense_jacobian
 
 from minirad import examples
 from minirad.graph import LCG
-
-
-def dense_jacobian(g):
-    """J = rows (outputs) and columns (inputs) of (I - L)^{-1}, L[w, v] = dw/dv."""
-    n = g.n_vertices
-    L = np.zeros((n, n))
-    np.add.at(L, (g.targets, g.sources), g.partials)
-    return np.linalg.inv(np.eye(n) - L)[np.ix_(list(g.outputs), list(g.inputs))]
 
 
 # ------------------------------------------------------------ named graphs

@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from oracles import dense_jacobian as exact_jacobian
 
 from minirad import examples
 from minirad.injection import (
@@ -21,14 +22,6 @@ from minirad.injection import (
     sampling_projection,
 )
 from minirad.sampling import draws_per_vertex, path_sampling_variance
-
-
-def exact_jacobian(g):
-    """Dense oracle: rows (outputs) and columns (inputs) of (I - L)^{-1}."""
-    L = np.zeros((g.n_vertices, g.n_vertices))
-    np.add.at(L, (g.targets, g.sources), g.partials)
-    inverse = np.linalg.inv(np.eye(g.n_vertices) - L)
-    return inverse[np.ix_(list(g.outputs), list(g.inputs))]
 
 
 def random_chain(sizes, seed, zero=False):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracles import expect_failure
 
 from minirad import examples, labs
 from minirad.labs import notebook
@@ -100,13 +101,6 @@ def test_handout_and_solutions_forms(lab):
 
 
 # ------------------------------------------------- checks: accept and reject
-def expect_failure(check, fn, *fragments):
-    with pytest.raises(labs.CheckFailed) as caught:
-        check(fn)
-    message = str(caught.value)
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
 
 
 def reference(stem, name, tmp_path_factory):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracles import expect_failure
 
 from minirad import LCG, examples, labs, trace
 from minirad.elimination import eliminate_vertex, elimination_order
@@ -37,13 +38,6 @@ def lab_function(stem: str, name: str):
     return namespace[name]
 
 
-def expect_failure(check, fn, *fragments):
-    with pytest.raises(labs.CheckFailed) as caught:
-        check(fn)
-    message = str(caught.value)
-    for fragment in fragments:
-        assert fragment in message, message
-    return message
 
 
 # ------------------------------------------------------------- references

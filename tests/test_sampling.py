@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import dense_jacobian
 from scipy import stats
 
 from minirad import examples
@@ -26,14 +27,7 @@ from minirad.sampling import (
     variance_by_depth,
 )
 
-
 # ------------------------------------------------------------------ oracles
-def dense_jacobian(g, partials=None):
-    """J = rows (outputs) and columns (inputs) of (I - L)^{-1}, L[w, v] = dw/dv."""
-    n = g.n_vertices
-    L = np.zeros((n, n))
-    np.add.at(L, (g.targets, g.sources), g.partials if partials is None else partials)
-    return np.linalg.inv(np.eye(n) - L)[np.ix_(list(g.outputs), list(g.inputs))]
 
 
 def enumerate_algorithm1(g, k):
