@@ -40,10 +40,10 @@ from .sampling import (
     sampled_jacobians,
 )
 from .sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
-from .trace import Var, trace
+from .trace import Var, detach, trace
 
 __all__ = [
-    "LCG", "Var", "trace", "ops", "examples",
+    "LCG", "Var", "trace", "detach", "ops", "examples",
     # exact Jacobians
     "jacobian", "accumulate", "Accumulation", "forward_sweep", "reverse_sweep", "jvp", "vjp",
     "bauer", "count_paths", "path_jacobian", "path_product", "paths",

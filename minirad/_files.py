@@ -22,6 +22,8 @@ def write_atomically(path, write) -> None:
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot save {path}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".minirad-", suffix=os.path.splitext(path)[1], dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:

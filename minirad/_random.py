@@ -12,6 +12,8 @@ def as_generator(rng) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, bool)):
+        if rng is not None and rng < 0:
+            raise ValueError(f"an rng seed must be a non-negative integer, not {rng}")
         return np.random.default_rng(rng)
     raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
                      f"{type(rng).__name__}")

@@ -94,6 +94,24 @@ def _parse_k(text: str):
                          f"fraction of each out-degree in (0, 1] (e.g. 0.5)") from None
 
 
+def _describe_k(k) -> str:
+    if isinstance(k, float):
+        return (f"k={k}: a fraction, each vertex draws ceil({k} x its out-degree) successors")
+    return f"k={k}: each visited vertex draws {k} successor{'s' if k != 1 else ''}"
+
+
+def _check_picture_path(path: str | None) -> None:
+    """Refuse a bad output name before a long computation, not after it."""
+    if path is None:
+        return
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"cannot write a picture to {path!r}: use a .png, .svg or .pdf name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+
+
 def _parse_order(text: str | None):
     if text is None or text in ("forward", "reverse", "markowitz", "optimal"):
         return text
@@ -140,6 +158,7 @@ def cmd_render(args) -> None:
     from .render import render, save
     from .sampling import sample_paths
 
+    _check_picture_path(args.output)
     g = _load_graph(args.file)
     sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
     highlighted = _path_highlight(g, args.paths) if args.paths else None
@@ -156,10 +175,11 @@ def cmd_compare(args) -> None:
 
     from .sampling import compare
 
+    _check_picture_path(args.output)
     g = _load_graph(args.file)
     k = _parse_k(args.k)
-    print(f"drawing {args.samples} Algorithm 1 estimates (k={k}, seed {args.seed}) ...",
-          flush=True)
+    print(f"drawing {args.samples} Algorithm 1 estimates ({_describe_k(k)}; seed {args.seed}) "
+          f"...", flush=True)
     start = time.perf_counter()
     result = compare(g, k=k, n=args.samples, rng=args.seed)
     print(f"done in {time.perf_counter() - start:.2f} s\n")
@@ -250,21 +270,24 @@ def cmd_demo(args) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="minirad",
+        prog="minirad", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Automatic differentiation as graph computation: linearized computational "
                     "graphs, exact Jacobians and randomized AD.")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    formatted = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter}
 
-    p = sub.add_parser("demo", help="the Figure 1 program end to end (the main job)")
+    p = sub.add_parser("demo", **formatted,
+                       help="the Figure 1 program end to end (the main job)")
     p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
     p.set_defaults(run=cmd_demo)
 
-    p = sub.add_parser("wengert", help="print the Wengert list of a saved LCG")
+    p = sub.add_parser("wengert", **formatted, help="print the Wengert list of a saved LCG")
     p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
     p.set_defaults(run=cmd_wengert)
 
-    p = sub.add_parser("trace", help="trace a Python function at a point and save its LCG")
+    p = sub.add_parser("trace", **formatted,
+                       help="trace a Python function at a point and save its LCG")
     p.add_argument("function", help="MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument("point", nargs="+",
                    help="one value per argument: a number, or 1,2,3 for a vector")
@@ -272,16 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wengert", action="store_true", help="also print the Wengert list")
     p.set_defaults(run=cmd_trace)
 
-    p = sub.add_parser("jacobian", help="the exact Jacobian of a saved LCG and its cost")
-    p.add_argument("file")
+    p = sub.add_parser("jacobian", **formatted,
+                       help="the exact Jacobian of a saved LCG and its cost")
+    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
     p.add_argument("--method", default="reverse",
-                   choices=["bauer", "forward", "reverse", "eliminate"])
+                   choices=["bauer", "forward", "reverse", "eliminate"],
+                   help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help="forward, reverse, markowitz, optimal, or names a,b,c "
                                    "(with --method eliminate)")
     p.set_defaults(run=cmd_jacobian)
 
-    p = sub.add_parser("render", help="draw a saved LCG (svg, png or pdf by extension)")
-    p.add_argument("file")
+    p = sub.add_parser("render", **formatted,
+                       help="draw a saved LCG (svg, png or pdf by extension)")
+    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
     p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf")
     p.add_argument("--sample", metavar="K", help="highlight one Algorithm 1 sample with K draws")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
@@ -293,19 +319,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse larger graphs (default 200)")
     p.set_defaults(run=cmd_render)
 
-    p = sub.add_parser("compare", help="exact Jacobian against the mean of sampled estimates")
-    p.add_argument("file")
-    p.add_argument("--k", default="1", help="draws per vertex, or a fraction such as 0.5")
+    p = sub.add_parser("compare", **formatted,
+                       help="exact Jacobian against the mean of sampled estimates")
+    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
+    p.add_argument("--k", default="1", help="draws per visited vertex (an integer), or a "
+                   "fraction of each out-degree such as 0.5 (1.0 means every out-edge)")
     p.add_argument("--samples", type=int, default=1000, help="number of estimates")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the random draws")
     p.add_argument("-o", "--output", help="also save heatmaps of exact vs sampled (png/svg)")
     p.set_defaults(run=cmd_compare)
 
-    p = sub.add_parser("figures", help="regenerate every picture in figures/")
+    p = sub.add_parser("figures", **formatted, help="regenerate every picture in figures/")
     p.add_argument("-o", "--output", default="figures", help="folder (default figures)")
     p.set_defaults(run=cmd_figures)
 
-    p = sub.add_parser("lab", help="write the labs as Jupyter notebooks")
+    p = sub.add_parser("lab", **formatted, help="write the labs as Jupyter notebooks")
     p.add_argument("form", choices=["handout", "solutions"],
                    help="handout: exercises replaced by stubs; solutions: complete")
     p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
@@ -319,6 +347,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         args.run(args)
+    except BrokenPipeError:  # `minirad jacobian f.json | head` closed our output early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, TypeError, OSError) as error:
         if args.debug:
             raise

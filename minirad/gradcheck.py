@@ -31,6 +31,7 @@ from numbers import Real
 import numpy as np
 
 from ._random import as_generator
+from .graph import LCG
 from .jacobian import jacobian
 from .trace import trace
 
@@ -68,6 +69,14 @@ def forward_difference(f, x: float, h: float = 1e-8):
 
 
 # ---------------------------------------------- functions of many arguments
+def _check_function(f) -> None:
+    if isinstance(f, LCG):
+        raise TypeError("finite differences need the function itself and a point, e.g. "
+                        "gradcheck(f, 2.0, 5.0), not an LCG (a graph cannot be re-evaluated)")
+    if not callable(f):
+        raise TypeError(f"f must be a function, not {type(f).__name__}")
+
+
 def _flatten_args(args) -> tuple[np.ndarray, list]:
     """The arguments as one float vector, plus the shape of each argument
     (None for a scalar, else the container type and length) to rebuild them."""
@@ -153,6 +162,7 @@ def numerical_jacobian(f, *args, h=None, scheme: str = "central") -> np.ndarray:
     >>> numerical_jacobian(examples.lab_program, 2.0, 3.0).round(6)
     array([[2.583853, 2.      ]])
     """
+    _check_function(f)
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; valid schemes are "
                          f"{', '.join(map(repr, SCHEMES))}")
@@ -267,7 +277,8 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     >>> from minirad import ops
     >>> gradcheck(lambda x, y: (x * y, ops.exp(x) / y), 0.5, 2.0, method="forward")
     GradcheckReport(passed, method='forward', shape (2, 2), max abs error ..., max rel error ...)
-    >>> cut = lambda x: x * float(x)  # float() turns x into a constant: the trace misses a term
+    >>> from minirad import detach
+    >>> cut = lambda x: x * detach(x)  # detach makes x a constant: the trace misses a term
     >>> gradcheck(cut, 3.0, raise_on_failure=False).passed
     False
     >>> gradcheck(cut, 3.0)
@@ -275,6 +286,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     ...
     ValueError: gradcheck failed: d y / d x is 3.0 by minirad's 'reverse' method but 6.0 by ...
     """
+    _check_function(f)
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
             raise ValueError(f"{name} must be a non-negative number, got {value!r}")

@@ -26,6 +26,7 @@ LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -159,6 +160,10 @@ class LCG:
         ...
         ValueError: the edges contain a directed cycle: a -> b -> a; an LCG must be acyclic
         """
+        for role, given in (("inputs", inputs), ("outputs", outputs)):
+            if isinstance(given, str):
+                raise ValueError(f"{role} must be a list of vertex names, e.g. [{given!r}], "
+                                 f"not the string {given!r}")
         edges = list(edges)
         for position, edge in enumerate(edges):
             if not (isinstance(edge, (tuple, list)) and len(edge) == 3):
@@ -193,6 +198,17 @@ class LCG:
             partials.append(_as_partial(partial, u, v))
         output_ids = [key(v, "outputs") for v in outputs]
         names = list(index)
+        if declared is None:
+            # an input or output that no edge touches is almost always a typo
+            touched = set(src) | set(dst)
+            for role, ids in (("input", input_ids), ("output", output_ids)):
+                for i in ids:
+                    if i not in touched and edges:
+                        in_edges = [n for j, n in enumerate(names) if j in touched]
+                        raise ValueError(
+                            f"{role} {names[i]!r} appears in no edge; the vertices in edges are "
+                            f"{in_edges} (to keep an isolated {role} on purpose, list every "
+                            f"vertex in vertices=)")
         return cls(names, src, dst, partials, input_ids, output_ids,
                    values=_per_vertex(values, names, "values", math.nan, float),
                    ops=_per_vertex(ops, names, "ops", "", str))
@@ -368,6 +384,8 @@ class LCG:
             value = self.values[v]
             shown = "?" if math.isnan(value) else repr(float(value))
             rows.append((f"{register[v]} = {expr}", f"= {shown}", derivatives, note))
+        if not rows:
+            return ""
         widths = [max(len(row[c]) for row in rows) for c in range(3)]
         lines = []
         for row in rows:
@@ -505,6 +523,20 @@ class LCG:
                 and np.array_equal(self.sources, other.sources)
                 and np.array_equal(self.targets, other.targets)
                 and np.array_equal(self.partials, other.partials))
+
+
+# ------------------------------------------------------- functions over an LCG
+def takes_lcg(function):
+    """Check that the first argument of a public function is an LCG."""
+
+    @functools.wraps(function)
+    def checked(g, *args, **kwargs):
+        if not isinstance(g, LCG):
+            raise TypeError(f"{function.__name__} works on an LCG (from minirad.trace or "
+                            f"LCG.from_edges), not a {type(g).__name__}")
+        return function(g, *args, **kwargs)
+
+    return checked
 
 
 # ---------------------------------------------------------------- validation
@@ -654,6 +686,10 @@ def _from_document(cls, doc) -> LCG:
     missing = [k for k in required if k not in doc]
     if missing:
         raise ValueError(f"missing field(s) {missing}; an LCG file has {list(required)}")
+    unknown = sorted(set(doc) - set(required) - {"format", "version"})
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown}; an LCG file has only \"format\", "
+                         f"\"version\" and {list(required)}")
     edges = doc["edges"]
     if not isinstance(edges, dict) or set(edges) != {"source", "target", "partial"}:
         raise ValueError("field \"edges\" must be an object with lists \"source\", \"target\" "

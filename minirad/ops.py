@@ -98,17 +98,43 @@ class NonFiniteError(ValueError):
     """An operation produced a value or partial that is not a finite number."""
 
 
-def evaluate(op: Op, args: tuple) -> tuple[float, tuple[float, ...]]:
-    """Value and all local partials of ``op`` at float arguments, checked finite."""
+def _call(op: Op, args: tuple) -> str:
+    return f"{op.name}({', '.join(repr(float(a)) for a in args)})"
+
+
+def evaluate(op: Op, args: tuple, wrt=None) -> tuple[float, tuple[float, ...]]:
+    """Value and local partials of ``op`` at float arguments, checked finite.
+
+    ``wrt`` lists the arguments to differentiate by (default: all); a
+    constant operand's derivative is never needed, nor checked.
+
+    >>> evaluate(OPS["mul"], (2.0, 5.0))
+    (10.0, (5.0, 2.0))
+    >>> evaluate(OPS["sqrt"], (0.0,))
+    Traceback (most recent call last):
+    ...
+    minirad.ops.NonFiniteError: sqrt(0.0) = 0.0, but its derivative there is not finite ...
+    """
     try:
         out = float(op.value(*args))
-        partials = tuple(float(d(*args, out)) for d in op.partials)
     except (ArithmeticError, ValueError) as error:
-        raise NonFiniteError(f"{op.name}{args} is undefined ({error})") from None
-    if not math.isfinite(out) or not all(math.isfinite(d) for d in partials):
-        raise NonFiniteError(f"{op.name}{args} gives value {out} and partials {partials}; "
-                             f"both must be finite")
-    return out, partials
+        raise NonFiniteError(f"{_call(op, args)} is undefined ({error})") from None
+    if not math.isfinite(out):
+        raise NonFiniteError(f"{_call(op, args)} = {out}, not a finite number")
+    partials = []
+    for i in range(op.arity) if wrt is None else wrt:
+        d = op.partials[i]
+        which = "its derivative" if op.arity == 1 else f"its derivative in argument {i}"
+        try:
+            partial = float(d(*args, out))
+        except (ArithmeticError, ValueError) as error:
+            raise NonFiniteError(f"{_call(op, args)} = {out!r}, but {which} there is not "
+                                 f"finite ({error})") from None
+        if not math.isfinite(partial):
+            raise NonFiniteError(f"{_call(op, args)} = {out!r}, but {which} there is "
+                                 f"{partial}")
+        partials.append(partial)
+    return out, tuple(partials)
 
 
 def _apply(op: Op, *args):
@@ -118,7 +144,11 @@ def _apply(op: Op, *args):
         if record is not None:
             return record(op, args)
     if any(isinstance(x, np.ndarray) for x in args):
-        return np.frompyfunc(lambda *xs: _apply(op, *xs), op.arity, 1)(*args)
+        result = np.frompyfunc(lambda *xs: _apply(op, *xs), op.arity, 1)(*args)
+        # plain numbers in, plain float array out; traced scalars stay an object array
+        if all(type(r) is float for r in np.ravel(result)):
+            return np.asarray(result, dtype=float)
+        return result
     for x in args:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
             raise TypeError(f"{op.name} does not support {type(x).__name__} operands; use "

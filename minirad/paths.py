@@ -29,7 +29,7 @@ from operator import add
 
 import numpy as np
 
-from .graph import LCG
+from .graph import LCG, takes_lcg
 from .sweeps import Accumulation
 
 DEFAULT_MAX_PATHS = 1_000_000
@@ -67,6 +67,7 @@ def _total_counts(g: LCG, ends: Sequence[int], forward: bool) -> list[int]:
     return counts
 
 
+@takes_lcg
 def count_paths(g: LCG) -> np.ndarray:
     """Exact numbers of paths from each input to each output.
 
@@ -99,6 +100,7 @@ def count_paths(g: LCG) -> np.ndarray:
     return result
 
 
+@takes_lcg
 def count_paths_between(g: LCG, source, target) -> int:
     """Exact number of paths from one vertex to another (1 when they coincide).
 
@@ -121,6 +123,7 @@ def count_paths_between(g: LCG, source, target) -> int:
     return counts.get(t, 0)
 
 
+@takes_lcg
 def path_costs(g: LCG) -> tuple[int, int]:
     """Multiplications and additions of evaluating Bauer's formula term by term.
 
@@ -187,6 +190,7 @@ def _vertex_set(g: LCG, given, default: Sequence[int]) -> list[int]:
     return [g.index(v) for v in given]
 
 
+@takes_lcg
 def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """Lazily yield every path from ``source`` to ``target`` as a vertex tuple.
 
@@ -239,6 +243,7 @@ def _walk(g: LCG, sources: list[int], targets: list[int]) -> Iterator[tuple[int,
                 yield tuple(path)
 
 
+@takes_lcg
 def path_product(g: LCG, path: Sequence) -> float:
     """Product of the partials along a path of vertices (1.0 for a single vertex).
 
@@ -273,6 +278,7 @@ def _check_max_paths(max_paths) -> int:
     return int(max_paths)
 
 
+@takes_lcg
 def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     """The Jacobian by Bauer's formula, with its operation counts.
 
@@ -325,6 +331,7 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     return Accumulation(jac, multiplications, additions, "bauer")
 
 
+@takes_lcg
 def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
     """The Jacobian as the sum over paths of path products (eq. 1).
 

@@ -46,7 +46,7 @@ from scipy.sparse.csgraph import breadth_first_order
 
 from ._random import as_generator as _rng
 from .examples import independent_paths, interleaved
-from .graph import LCG
+from .graph import LCG, takes_lcg
 from .sweeps import Accumulation, reverse_sweep
 
 __all__ = [
@@ -63,6 +63,7 @@ _CHUNK_FLOATS = 1 << 23
 
 
 # ------------------------------------------------------------ arguments
+@takes_lcg
 def draws_per_vertex(g: LCG, k) -> np.ndarray:
     """How many out-edges each vertex draws, as an int array over ``g``'s vertices.
 
@@ -222,6 +223,7 @@ class PathSample:
                 f"{self.vertices_stored} of {self.full_vertices} vertices stored)")
 
 
+@takes_lcg
 def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
     """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
 
@@ -369,6 +371,7 @@ def _hits(pick: np.ndarray, d: int) -> np.ndarray:
     return np.bincount(flat, minlength=m * d).reshape(m, d)
 
 
+@takes_lcg
 def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
                       direction: str | None = None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
@@ -461,6 +464,7 @@ def _adjoint_covariance(g: LCG, draws: np.ndarray, output: int, limit: int):
     return vertices, mean, cov
 
 
+@takes_lcg
 def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
     r"""The exact variance of every entry of the Algorithm 1 estimate, (n_outputs, n_inputs).
 
@@ -562,6 +566,7 @@ class Comparison:
                 f"{self.running_error[-1]:.3g}, max |z| {worst:.2f})")
 
 
+@takes_lcg
 def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
 

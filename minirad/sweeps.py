@@ -62,7 +62,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .graph import LCG
+from .graph import LCG, takes_lcg
 
 ENGINES = ("auto", "loop", "levels", "triangular")
 
@@ -511,6 +511,7 @@ def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
     return values, ends
 
 
+@takes_lcg
 def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
     """Tangents of every vertex with respect to each selected input.
@@ -534,6 +535,7 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
                         seeds=chosen)
 
 
+@takes_lcg
 def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
     """Adjoints of every vertex for each selected output.
@@ -555,6 +557,7 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
                         seeds=chosen)
 
 
+@takes_lcg
 def jvp(g: LCG, v, engine: str = "auto") -> np.ndarray:
     """Jacobian-vector product ``J @ v`` by one forward sweep per column of v.
 
@@ -573,6 +576,7 @@ def jvp(g: LCG, v, engine: str = "auto") -> np.ndarray:
     return result[:, 0] if flat else result
 
 
+@takes_lcg
 def vjp(g: LCG, u, engine: str = "auto") -> np.ndarray:
     """Vector-Jacobian product ``u @ J`` by one reverse sweep per row of u.
 

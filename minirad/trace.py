@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 from numbers import Real
 
 import numpy as np
 
 from .graph import LCG
-from .ops import OPS, NonFiniteError, Op, evaluate
+from .ops import OPS, NonFiniteError, Op, _apply, evaluate
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
@@ -84,7 +85,15 @@ def _template_with_constant(op: Op, c: float, left: bool) -> str:
     return template
 
 
-def _fail(op: Op, operands, tape: Tape, detail: str):
+def _fail(op: Op, operands, tape: Tape):
+    """Raise the error for ``op`` on ``operands``, worded by :func:`evaluate`."""
+    args = tuple(_value(x) for x in operands)
+    wrt = tuple(i for i, x in enumerate(operands) if type(x) is Var)
+    try:
+        evaluate(op, args, wrt)
+        detail = "the result is not a finite number"
+    except NonFiniteError as error:
+        detail = str(error)
     names = ", ".join(f"v{x.index}" if type(x) is Var else repr(x) for x in operands)
     raise ValueError(f"{op.name}({names}) at vertex v{len(tape.values)} is not finite: "
                      f"{detail}") from None
@@ -94,7 +103,6 @@ class Var:
     """A traced scalar: a value plus its position on the tape."""
 
     __slots__ = ("tape", "index", "value")
-    __array_ufunc__ = None  # numpy scalars defer to our reflected operators
 
     def __init__(self, tape: Tape, index: int, value: float):
         self.tape = tape
@@ -167,15 +175,76 @@ class Var:
     def __ge__(self, other):
         return self.value >= _value(other)
 
-    def __float__(self):
-        return float(self.value)
+    def __eq__(self, other):
+        return self.value == _value(other)
+
+    def __ne__(self, other):
+        return self.value != _value(other)
+
+    __hash__ = object.__hash__  # identity, as for any object: equal values are still two vertices
 
     def __bool__(self):
         return self.value != 0.0
 
+    def __float__(self):
+        # math.sin(x) and float(x) would silently turn x into a constant with no derivative
+        raise TypeError(f"float() of a traced scalar (v{self.index}) would drop its derivative; "
+                        f"use minirad.ops (ops.sin, ops.exp, ...) instead of math, or "
+                        f"minirad.detach(x) to make it a constant on purpose")
+
+    # ---------------------------------------------------------------- numpy
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """np.sin(x), np.float64(2) * x, W_row * x: numpy ufuncs map onto the table."""
+        name = ufunc.__name__
+        if method != "__call__" or kwargs or (name not in _UFUNC_OPS
+                                              and name not in _COMPARISONS):
+            raise TypeError(f"numpy's {name} ({method}) has no entry in minirad's operation "
+                            f"table; use minirad.ops (sin, cos, tan, exp, log, log1p, sqrt, "
+                            f"tanh, sigmoid, relu, arctan, maximum, minimum) or arithmetic")
+        if name in _COMPARISONS:
+            compare = _COMPARISONS[name]
+
+            def scalar(*xs):
+                return compare(*(_value(x) for x in xs))
+        else:
+            op = OPS[_UFUNC_OPS[name]]
+
+            def scalar(*xs):
+                return _apply(op, *xs)
+        if any(isinstance(x, np.ndarray) for x in inputs):
+            # 0-d object arrays, so that numpy does not hand the loop back to us
+            boxed = [x if isinstance(x, np.ndarray) else np.asarray(x, dtype=object)
+                     for x in inputs]
+            return np.frompyfunc(scalar, len(inputs), 1)(*boxed)
+        return scalar(*inputs)
+
 
 def _value(x):
     return x.value if type(x) is Var else x
+
+
+def detach(x):
+    """The plain value of a traced scalar (anything else unchanged): a constant
+    from here on, so no derivative flows through it.  Use it on purpose only.
+
+    >>> from minirad import jacobian
+    >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
+    array([[3.]])
+    """
+    return _value(x)
+
+
+# numpy calls x.sin(), x.exp(), ... on the elements of object arrays: np.tanh(W @ x) works
+for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt", "tanh", "arctan"):
+    setattr(Var, _name, lambda self, _op=OPS[_name]: _unary(_op, self))
+
+_UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
+              "true_divide": "div", "power": "pow", "negative": "neg", "absolute": "abs",
+              "maximum": "maximum", "minimum": "minimum",
+              **{name: name for name in ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt",
+                                         "tanh", "arctan")}}
+_COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
+                "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
 
 def _unary(op: Op, x: Var) -> Var:
@@ -185,11 +254,8 @@ def _unary(op: Op, x: Var) -> Var:
         da = float(op.partials[0](a, out))
     except (ArithmeticError, ValueError):
         out = da = math.nan
-    if (out - out) or (da - da):  # not finite: let evaluate() word the error
-        try:
-            out, (da,) = evaluate(op, (a,))
-        except NonFiniteError as error:
-            _fail(op, (x,), x.tape, str(error))
+    if (out - out) or (da - da):  # not finite
+        _fail(op, (x,), x.tape)
     tape = x.tape
     i = len(tape.values)
     tape.ops.append(op.template)
@@ -213,11 +279,11 @@ def _binary(op: Op, x: Var, y) -> Var:
             out = op.value(a, b)
             da = d0(a, b, out)
             db = d1(a, b, out)
-        except (ArithmeticError, ValueError) as error:
-            _fail(op, (x, y), tape, str(error))
+        except (ArithmeticError, ValueError):
+            _fail(op, (x, y), tape)
         # z - z is 0.0 for a finite z and nan for inf or nan: a cheap finiteness test
         if (out - out) or (da - da) or (db - db):
-            _fail(op, (x, y), tape, f"value {out}, partials ({da}, {db})")
+            _fail(op, (x, y), tape)
         i = len(tape.values)
         tape.values.append(out)
         if y is x:  # x*x is one edge with partial 2x, not two parallel edges
@@ -238,10 +304,10 @@ def _binary(op: Op, x: Var, y) -> Var:
     try:
         out = op.value(a, b)
         da = op.partials[0](a, b, out)
-    except (ArithmeticError, ValueError) as error:
-        _fail(op, (x, b), tape, str(error))
+    except (ArithmeticError, ValueError):
+        _fail(op, (x, b), tape)
     if (out - out) or (da - da):
-        _fail(op, (x, b), tape, f"value {out}, partial {da}")
+        _fail(op, (x, b), tape)
     i = len(tape.values)
     tape.ops.append(_template_with_constant(op, b, left=False))
     tape.values.append(out)
@@ -258,10 +324,10 @@ def _binary_reflected(op: Op, a: float, y: Var) -> Var:
     try:
         out = op.value(a, b)
         db = op.partials[1](a, b, out)
-    except (ArithmeticError, ValueError) as error:
-        _fail(op, (a, y), tape, str(error))
+    except (ArithmeticError, ValueError):
+        _fail(op, (a, y), tape)
     if (out - out) or (db - db):
-        _fail(op, (a, y), tape, f"value {out}, partial {db}")
+        _fail(op, (a, y), tape)
     i = len(tape.values)
     tape.ops.append(_template_with_constant(op, a, left=True))
     tape.values.append(out)
@@ -292,6 +358,9 @@ def _make_inputs(tape: Tape, args, names):
     traced, input_names = [], []
     for position, (arg, name) in enumerate(zip(args, names)):
         if isinstance(arg, Real) and not isinstance(arg, bool):
+            if not math.isfinite(arg):
+                raise ValueError(f"argument {position} ({name}) is {arg}; trace needs finite "
+                                 f"inputs")
             traced.append(tape.new_input(float(arg)))
             input_names.append(name)
             continue
@@ -303,6 +372,10 @@ def _make_inputs(tape: Tape, args, names):
                                    and not np.issubdtype(array.dtype, np.complexfloating)):
             raise TypeError(f"argument {position} ({name}) must be a float or a 1-D sequence "
                             f"of floats; got shape {array.shape}, dtype {array.dtype}")
+        bad = np.flatnonzero(~np.isfinite(array))
+        if len(bad):
+            raise ValueError(f"argument {position} ({name}) element {bad[0]} is "
+                             f"{array[bad[0]]}; trace needs finite inputs")
         elements = [tape.new_input(float(x)) for x in array.tolist()]
         input_names.extend(f"{name}[{j}]" for j in range(len(elements)))
         if isinstance(arg, np.ndarray):
@@ -328,6 +401,13 @@ def _flatten_result(result):
                     f"tuple/list or a 1-D array of scalars")
 
 
+def _root_cause(error: BaseException) -> BaseException:
+    cause = error
+    while cause is not None and not isinstance(cause, (ValueError, TypeError)):
+        cause = cause.__cause__ or cause.__context__
+    return error if cause is None else cause
+
+
 def trace(f, *args) -> LCG:
     """Run ``f(*args)`` on traced scalars and return its LCG.
 
@@ -349,7 +429,12 @@ def trace(f, *args) -> LCG:
     names = _parameter_names(f, len(args))
     traced, input_names = _make_inputs(tape, args, names)
     n_inputs = len(tape.values)
-    results, several = _flatten_result(f(*traced))
+    try:
+        result = f(*traced)
+    except SystemError as error:
+        # numpy's object loops (np.dot on traced arrays) wrap our ValueError in a SystemError
+        raise _root_cause(error) from None
+    results, several = _flatten_result(result)
 
     used = np.zeros(len(tape.values), dtype=bool)
     used[tape.sources] = True

@@ -131,6 +131,9 @@ def test_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
     (["compare", "{g}", "--k", "0"], "k must be at least 1"),
     (["compare", "{g}", "--k", "two"], "is not a whole number of draws"),
     (["render", "{g}", "-o", "{tmp}/g.png", "--max-vertices", "3"], "more than max_vertices=3"),
+    (["compare", "{g}", "-o", "{tmp}/out.txt"], "use a .png, .svg or .pdf name"),
+    (["render", "{g}", "-o", "{tmp}/missing/g.png"], "does not exist"),
+    (["compare", "{g}", "--seed", "-1"], "non-negative integer"),
 ])
 def test_bad_options_are_one_line_errors(argv, message, tmp_path, capsys):
     g = saved(tmp_path, examples.two_outputs())
@@ -138,6 +141,12 @@ def test_bad_options_are_one_line_errors(argv, message, tmp_path, capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_compare_refuses_a_bad_picture_name_before_sampling(tmp_path, capsys):
+    g = saved(tmp_path, examples.two_outputs())
+    assert main(["compare", g, "-o", str(tmp_path / "out.txt")]) == 1
+    assert "drawing" not in capsys.readouterr().out  # nothing was computed first
 
 
 def test_not_an_lcg_file(tmp_path, capsys):

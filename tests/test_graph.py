@@ -244,3 +244,45 @@ def test_saved_file_is_an_ordinary_file(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "g.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_inputs_given_as_a_string_are_refused():
+    with pytest.raises(ValueError, match=r"inputs must be a list of vertex names, e.g. \['x1'\]"):
+        LCG.from_edges([("x1", "y", 1.0)], inputs="x1", outputs=["y"])
+
+
+def test_a_misspelled_input_or_output_is_refused():
+    with pytest.raises(ValueError, match=r"input 'z' appears in no edge; the vertices in edges "
+                                         r"are \['x', 'y'\]"):
+        LCG.from_edges([("x", "y", 1.0)], inputs=["z"], outputs=["y"])
+    with pytest.raises(ValueError, match="output 'w' appears in no edge"):
+        LCG.from_edges([("x", "y", 1.0)], inputs=["x"], outputs=["w"])
+    # declared on purpose, an isolated output is fine
+    g = LCG.from_edges([("x", "a", 1.0)], inputs=["x"], outputs=["y"], vertices=["x", "a", "y"])
+    assert g.predecessors("y") == ()
+
+
+def test_empty_graph_has_an_empty_wengert_list():
+    assert LCG.from_edges([], inputs=[], outputs=[]).wengert() == ""
+
+
+def test_unknown_json_field_is_refused(tmp_path):
+    doc = good_document()
+    doc["comment"] = "hello"
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['comment'\]"):
+        LCG.from_json(write(tmp_path, json.dumps(doc)))
+
+
+def test_saving_into_a_missing_folder_names_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="cannot save .*nowhere/g.json: the folder"):
+        examples.figure1().to_json(tmp_path / "nowhere" / "g.json")
+
+
+@pytest.mark.parametrize("name", ["count_paths", "path_jacobian", "forward_sweep", "jvp",
+                                  "sample_paths", "sampled_jacobians", "path_sampling_variance",
+                                  "eliminate", "render"])
+def test_functions_over_an_lcg_refuse_anything_else(name):
+    import minirad
+
+    with pytest.raises(TypeError, match="LCG"):
+        getattr(minirad, name)("not a graph")

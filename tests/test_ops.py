@@ -46,3 +46,8 @@ def test_plain_numbers_are_checked_too():
         ops.log(0.0)
     with pytest.raises(TypeError, match="bool"):
         ops.exp(True)
+
+
+def test_float_arrays_stay_float_arrays():
+    out = ops.tanh(np.array([0.0, 1.0]))
+    assert out.dtype == np.float64 and out[1] == pytest.approx(math.tanh(1.0))

@@ -73,7 +73,9 @@ def exact_moments(outcomes):
 
 
 def no_path_graph():
-    return LCG.from_edges([("x", "a", 1.0)], inputs=["x"], outputs=["y"])
+    # y is isolated on purpose, so the vertices are declared
+    return LCG.from_edges([("x", "a", 1.0)], inputs=["x"], outputs=["y"],
+                          vertices=["x", "a", "y"])
 
 
 NAMED = {"figure1": examples.figure1, "lecture": examples.lecture, "lab": examples.lab,

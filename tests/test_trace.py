@@ -196,3 +196,75 @@ def test_trace_of_a_million_operations_has_no_recursion(tmp_path):
     assert g.n_vertices == 1_000_001
     g.to_json(tmp_path / "long.json")
     assert LCG.from_json(tmp_path / "long.json").n_edges == g.n_edges
+
+
+# --------------------------------------------- mistakes that must not pass silently
+def test_math_functions_on_traced_values_are_refused():
+    import math as m
+
+    with pytest.raises(TypeError, match="would drop its derivative; use minirad.ops"):
+        trace(lambda x: m.sin(x) + x, 1.0)
+    with pytest.raises(TypeError, match="float\\(\\) of a traced scalar"):
+        trace(lambda x: float(x), 1.0)
+
+
+def test_detach_makes_a_constant_on_purpose():
+    from minirad import detach, jacobian
+
+    assert jacobian(lambda x: x * detach(x), 3.0).tolist() == [[3.0]]
+    assert detach(2.5) == 2.5
+
+
+def test_equality_compares_values_so_branches_follow_the_trace():
+    from minirad import jacobian
+
+    def f(x):
+        if x == 1.0:
+            return 3.0 * x
+        return x * x
+
+    assert jacobian(f, 1.0).tolist() == [[3.0]]
+    assert jacobian(f, 2.0).tolist() == [[4.0]]
+    g = trace(lambda x: (x != 1.0) * 1.0 + x, 1.0)
+    assert g.op("y") == "0.0 + {0}"
+
+
+def test_numpy_ufuncs_map_onto_the_operation_table():
+    from minirad import gradcheck, jacobian
+
+    W = np.array([[1.0, 2.0], [0.5, -1.0]])
+
+    def mlp(x):
+        h = np.tanh(W @ x) * np.float64(2.0)
+        return h + np.sin(x[0]) - np.exp(x) / np.float64(3.0) + np.maximum(x, 0.1)
+
+    x = np.array([0.3, -0.2])
+    J = jacobian(mlp, x)
+    assert gradcheck(mlp, x).passed
+    sech2 = 1.0 / np.cosh(W @ x) ** 2
+    expected = 2.0 * sech2[:, None] * W + np.array([[np.cos(0.3), 0.0]] * 2)
+    expected -= np.diag(np.exp(x)) / 3.0
+    expected += np.diag([1.0, 0.0])  # maximum(x, 0.1): x[0] = 0.3 passes, x[1] = -0.2 does not
+    assert np.allclose(J, expected, rtol=1e-13)
+    with pytest.raises(TypeError, match="numpy's cosh .* has no entry in minirad's operation"):
+        trace(lambda x: np.cosh(x), 1.0)
+
+
+def test_non_finite_inputs_and_errors_inside_numpy_are_reported_plainly():
+    with pytest.raises(ValueError, match=r"argument 0 \(x\) element 1 is nan"):
+        trace(lambda x: np.dot(np.ones((2, 2)), x), [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"argument 0 \(x\) is inf"):
+        trace(lambda x: x, float("inf"))
+    # an overflow inside numpy's object loop arrives as our ValueError, not a SystemError
+    with pytest.raises(ValueError, match=r"add\(1e\+308, 1e\+308\) = inf"):
+        trace(lambda x: np.dot(np.ones((2, 2)), x), [1e308, 1e308])
+
+
+def test_error_says_whether_the_value_or_the_derivative_is_at_fault():
+    with pytest.raises(ValueError, match=r"sqrt\(0.0\) = 0.0, but its derivative there is not"):
+        trace(lambda x: ops.sqrt(x), 0.0)
+    with pytest.raises(ValueError, match=r"log\(-1.0\) is undefined"):
+        trace(lambda x: ops.log(x), -1.0)
+    with pytest.raises(ValueError, match=r"pow\(0.0, 0.5\) = 0.0, but its derivative in "
+                                         r"argument 0"):
+        trace(lambda x: x ** 0.5, 0.0)

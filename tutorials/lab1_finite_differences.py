@@ -41,7 +41,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minirad import examples, labs
+from minirad import detach, examples, labs
 from minirad.gradcheck import gradcheck
 
 # %% [markdown]
@@ -327,15 +327,17 @@ labs.show(disagreement_plot(x0, h), "lab1_gradient_check_directions")
 # traces `f`, computes its Jacobian by reverse-mode AD, and compares it with
 # central differences entry by entry and along random directions. Here it is
 # on the lecture's function, and on a function that hides a bug from the
-# tracer: `float(x)` turns the traced number into a plain constant, so the
-# graph loses a dependency and the derivative comes out wrong.
+# tracer: `minirad.detach(x)` turns the traced number into a plain constant,
+# so the graph loses a dependency and the derivative comes out wrong. (minirad
+# refuses `float(x)` and `math.sin(x)` on traced numbers for this very reason:
+# they would drop the derivative without a word.)
 
 # %%
 print(gradcheck(examples.lecture_program, 2.0, 5.0))
 
 
 def cut(x):
-    return x * float(x)  # the second factor is frozen: d/dx comes out as x, not 2x
+    return x * detach(x)  # the second factor is frozen: d/dx comes out as x, not 2x
 
 
 report = gradcheck(cut, 3.0, raise_on_failure=False)
