@@ -11,7 +11,10 @@ Three highlights can be laid over it, alone or together:
   greyed out;
 * ``paths=`` one path or several, each in its own colour, like Figure 1(d);
 * ``step=`` one vertex elimination: the vertex, the fill-in edges it is
-  about to create (dashed) and the edges whose partials it changes.
+  about to create (dashed) and the edges whose partials it changes;
+* ``kept=`` a sample of *vertices* (what random matrix injection draws):
+  each vertex's factor, the vertices it drops greyed out, and the edges
+  between kept vertices bold with their scaled weights.
 
 :func:`render_elimination` draws a whole vertex elimination, one picture
 per step, and :func:`elimination_strip` puts them side by side.
@@ -35,9 +38,10 @@ import html
 import io
 import math
 import os
+import re
 import shutil
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import graphviz
@@ -64,6 +68,8 @@ DIM = "#b0b0b0"            # edges and vertices a highlight leaves out
 DIM_FILL = "#f2f2f2"
 SAMPLE_COLOR = "#d62728"   # the sampled edges
 SAMPLE_WIDTH = 2.6
+KEPT_COLOR = "#0072B2"     # vertices a vertex sample keeps and the edges joining them
+KEPT_WIDTH = 2.4
 PATH_WIDTH = 2.2
 # Okabe-Ito colours (distinguishable with the common colour-vision deficiencies);
 # yellow is left out because it vanishes on white paper.
@@ -178,11 +184,23 @@ def _levels(g: LCG, fixed=None) -> list[int]:
     return level
 
 
+# a float literal in an op template (``0.1257302210933933 * {0}``, ``{0} ** 3.0``,
+# ``1e-07``); plain integers such as the ``0`` of ``{0}`` are left alone
+_FLOAT_LITERAL = re.compile(
+    r"(?<![\w.])(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])")
+
+
+def _round_constants(template: str, digits: int) -> str:
+    """The op template with its numeric constants to ``digits`` significant digits."""
+    return _FLOAT_LITERAL.sub(lambda m: _fmt(float(m.group()), digits), template)
+
+
 def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) -> list[str]:
     name = g.names[v]
     head, lines = name, []
     if show_ops and g.kind(v) != INPUT and g.ops[v]:
-        head = f"{name} = {_fill(g.ops[v], [g.names[p] for p in g.predecessors(v)])}"
+        template = _round_constants(g.ops[v], digits)  # before the names go in: names stay
+        head = f"{name} = {_fill(template, [g.names[p] for p in g.predecessors(v)])}"
     value = float(g.values[v])
     if show_values and math.isfinite(value):
         if head == name:
@@ -258,6 +276,58 @@ def _apply_sample(scene: _Scene, sample, digits: int) -> None:
     ]
     if not visited.all():
         scene.keys.append(_Key("skipped vertex (no sampled edge in)", DIM, edge=False,
+                               dashed=True, fill=DIM_FILL, shape="ellipse"))
+
+
+def _as_factors(g: LCG, kept) -> dict[int, float]:
+    """``kept=`` as {vertex number: factor}, checked."""
+    if not isinstance(kept, Mapping):
+        raise TypeError(f"kept= takes a mapping {{vertex: factor}} (e.g. {{'a1': 1.5, 'a2': 0}}), "
+                        f"not {type(kept).__name__}")
+    factors = {}
+    for vertex, factor in kept.items():
+        try:
+            factor = float(factor)
+        except (TypeError, ValueError):
+            raise TypeError(f"kept= maps {vertex!r} to {factor!r}; factors are numbers") from None
+        if not math.isfinite(factor):
+            raise ValueError(f"kept= maps {vertex!r} to {factor}; factors must be finite")
+        factors[g.index(vertex)] = factor
+    return factors
+
+
+def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
+    g = scene.g
+    listed = _as_factors(g, kept)
+    ends = set(g.inputs) | set(g.outputs)
+    factor = [listed.get(v, 1.0 if v in ends else 0.0) for v in range(g.n_vertices)]
+    for v, node in enumerate(scene.nodes):
+        if v in listed:
+            node.lines.append(f"{factor_name} = {_fmt(factor[v], digits)}")
+        if factor[v] == 0:
+            node.fill, node.border, node.fontcolor, node.dashed = DIM_FILL, DIM, DIM, True
+        elif v in listed:
+            node.border, node.penwidth = KEPT_COLOR, KEPT_WIDTH
+    for edge, (u, v, d) in zip(scene.edges, g.edges()):  # scene edges follow g's edges
+        if factor[u] != 0 and factor[v] != 0:
+            edge.colors.append(KEPT_COLOR)
+            edge.penwidth = max(edge.penwidth, KEPT_WIDTH)
+            edge.fontcolor = KEPT_COLOR
+            if v in listed and edge.label:
+                edge.label = f"×{_fmt(factor[v], digits)}  w={_fmt(factor[v] * d, digits)}"
+        else:
+            edge.dashed = True
+            edge.fontcolor = DIM
+    scene.dim_plain_edges = True
+    scene.keys += [
+        _Key(f"kept vertex: its {factor_name} scales the edges into it", KEPT_COLOR,
+             edge=False, fill=FILL[INTERMEDIATE], shape="ellipse", penwidth=KEPT_WIDTH),
+        _Key(f"edge between kept vertices: ×{factor_name}  w={factor_name} × partial",
+             KEPT_COLOR, penwidth=KEPT_WIDTH),
+        _Key("edge not used (an end is dropped)", DIM, dashed=True),
+    ]
+    if 0.0 in factor:
+        scene.keys.append(_Key(f"dropped vertex ({factor_name} = 0)", DIM, edge=False,
                                dashed=True, fill=DIM_FILL, shape="ellipse"))
 
 
@@ -387,8 +457,9 @@ def _apply_step(scene: _Scene, step, digits: int) -> None:
 
 
 def _scene(g, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
-           show_ops=False, show_values=False, edge_labels=True, digits=4, levels=None,
-           title=None, legend=None, max_vertices=MAX_VERTICES) -> _Scene:
+           kept=None, factor_name=None, show_ops=False, show_values=False, edge_labels=True,
+           digits=4, levels=None, title=None, legend=None,
+           max_vertices=MAX_VERTICES) -> _Scene:
     if not isinstance(g, LCG):
         raise TypeError(f"render draws an LCG, not {type(g).__name__}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
@@ -399,8 +470,16 @@ def _scene(g, *, sample=None, paths=None, path_labels=None, colors=None, step=No
             f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
             f"anyway, or render a smaller subgraph")
     scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
+    if sample is not None and kept is not None:
+        raise ValueError("sample= (edges drawn by path sampling) and kept= (a sample of "
+                         "vertices) label the same edges; draw them in two pictures")
     if sample is not None:
         _apply_sample(scene, sample, digits)
+    if kept is not None:
+        _apply_kept(scene, kept, "factor" if factor_name is None else str(factor_name),
+                    digits)
+    elif factor_name is not None:
+        raise ValueError("factor_name= names the factors of kept=; pass kept= too")
     if paths is not None:
         _apply_paths(scene, paths, digits, path_labels, colors)
     elif path_labels is not None or colors is not None:
@@ -556,6 +635,7 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
 
 
 def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
+           kept=None, factor_name: str | None = None,
            show_ops: bool = False, show_values: bool = False, edge_labels: bool = True,
            digits: int = 4, title: str | None = None, legend: bool | None = None,
            levels=None, max_vertices: int = MAX_VERTICES) -> Drawing:
@@ -580,6 +660,18 @@ def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, st
         An elimination step (from :func:`minirad.elimination.eliminate` on
         ``g``) or the intermediate to eliminate: the vertex, its edges, the
         fill-in edges it will create (dashed) and the edges it will update.
+    kept : mapping vertex -> float, optional
+        A sample of *vertices*, as random matrix injection draws them (see
+        :func:`minirad.injection.chain_graph`): each listed vertex with the
+        factor that scales the edges into it, 0 for a dropped vertex.
+        Intermediates not listed are dropped; inputs and outputs not listed
+        are kept with factor 1.  Listed vertices show their factor; dropped
+        ones are grey; an edge is used (bold, in :data:`KEPT_COLOR`) when
+        both its ends are kept, and one into a listed vertex is labelled
+        ``×factor  w=factor × partial``.  Cannot be combined with ``sample``.
+    factor_name : str, optional
+        What to call the factors of ``kept`` in the pictures and legend
+        (default ``"factor"``; e.g. ``"P_ii"`` for an injected matrix P).
     show_ops, show_values : bool
         Add each vertex's operation (``v2 = exp(x1)``) and primal value.
     edge_labels : bool
@@ -610,9 +702,9 @@ def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, st
     ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
     """
     options = dict(sample=sample, paths=paths, path_labels=path_labels, colors=colors,
-                   step=step, show_ops=show_ops, show_values=show_values,
-                   edge_labels=edge_labels, digits=digits, title=title, legend=legend,
-                   levels=levels, max_vertices=max_vertices)
+                   step=step, kept=kept, factor_name=factor_name, show_ops=show_ops,
+                   show_values=show_values, edge_labels=edge_labels, digits=digits,
+                   title=title, legend=legend, levels=levels, max_vertices=max_vertices)
     if isinstance(paths, Iterator):
         options["paths"] = paths = list(paths)  # a generator can be read only once
     dot = _to_dot(_scene(g, **options))
@@ -775,7 +867,8 @@ _BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad
 
 
 def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None,
-                    step=None, show_ops: bool = False, show_values: bool = False,
+                    step=None, kept=None, factor_name: str | None = None,
+                    show_ops: bool = False, show_values: bool = False,
                     edge_labels: bool = True, digits: int = 4, title: str | None = None,
                     legend: bool | None = None, levels=None,
                     max_vertices: int = MAX_VERTICES, ax=None):
@@ -795,9 +888,9 @@ def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors
     from matplotlib.figure import Figure
 
     scene = _scene(g, sample=sample, paths=paths, path_labels=path_labels, colors=colors,
-                   step=step, show_ops=show_ops, show_values=show_values,
-                   edge_labels=edge_labels, digits=digits, levels=levels, title=title,
-                   legend=legend, max_vertices=max_vertices)
+                   step=step, kept=kept, factor_name=factor_name, show_ops=show_ops,
+                   show_values=show_values, edge_labels=edge_labels, digits=digits,
+                   levels=levels, title=title, legend=legend, max_vertices=max_vertices)
     layout = _layout(scene)
     spread = 1.0  # how much wider than the graph the axes are
     if ax is None:

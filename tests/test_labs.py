@@ -189,6 +189,64 @@ def test_forward_sweep_check_rejects_planted_bugs():
                    "shape (2,) but the Jacobian has shape (1, 2)")
 
 
+def reverse_overwrites(g):
+    """Planted bug: assigns each adjoint passed back instead of adding it."""
+    jacobian = np.zeros((len(g.outputs), len(g.inputs)))
+    for row, y in enumerate(g.outputs):
+        adjoint = np.zeros(g.n_vertices)
+        adjoint[y] = 1.0
+        for v in reversed(range(g.n_vertices)):
+            for u in g.predecessors(v):
+                adjoint[u] = g.partial(u, v) * adjoint[v]
+        jacobian[row] = adjoint[list(g.inputs)]
+    return jacobian
+
+
+def reverse_overwrites_pulling(g):
+    """Planted bug: each vertex pulls from its successors, keeping only the last."""
+    jacobian = np.zeros((len(g.outputs), len(g.inputs)))
+    for row, y in enumerate(g.outputs):
+        adjoint = np.zeros(g.n_vertices)
+        adjoint[y] = 1.0
+        for u in reversed(range(g.n_vertices)):
+            for v in g.successors(u):
+                adjoint[u] = g.partial(u, v) * adjoint[v]
+        jacobian[row] = adjoint[list(g.inputs)]
+    return jacobian
+
+
+def forward_overwrites_pushing(g):
+    """Planted bug: each vertex pushes its tangent to its successors with =."""
+    jacobian = np.zeros((len(g.outputs), len(g.inputs)))
+    for column, x in enumerate(g.inputs):
+        tangent = np.zeros(g.n_vertices)
+        tangent[x] = 1.0
+        for u in range(g.n_vertices):
+            for v in g.successors(u):
+                tangent[v] = g.partial(u, v) * tangent[u]
+        jacobian[:, column] = tangent[list(g.outputs)]
+    return jacobian
+
+
+def test_sweep_checks_name_the_overwrite_mistake():
+    message = expect_failure(
+        labs.check_forward_sweep, forward_overwrites,
+        "Exercise 2.1 (forward sweep), on figure1(): your Jacobian entry [0, 0] is 0, "
+        "expected 26.8754", "several incoming edges must ADD", "not overwrite them")
+    assert "reverse_sweep" not in message and "forward_sweep(" not in message
+    expect_failure(labs.check_forward_sweep, forward_overwrites_pushing,
+                   "entry [0, 0] is 0, expected 26.8754", "must ADD")
+    expect_failure(labs.check_reverse_sweep, reverse_overwrites,
+                   "Exercise 2.2 (reverse sweep), on figure1(): your Jacobian entry [0, 0] is "
+                   "13.4377, expected 26.8754", "several outgoing edges", "must ADD",
+                   "not overwrite them")
+    expect_failure(labs.check_reverse_sweep, reverse_overwrites_pulling, "must ADD")
+    # other mistakes get no such hint
+    for check, fn in ((labs.check_forward_sweep, forward_never_resets),
+                      (labs.check_reverse_sweep, reverse_ignoring_one_edge)):
+        assert "overwrite" not in expect_failure(check, fn, "your Jacobian entry")
+
+
 def test_reverse_sweep_check_rejects_planted_bugs():
     expect_failure(labs.check_reverse_sweep, reverse_ignoring_one_edge,
                    "Exercise 2.2 (reverse sweep), on figure1()", "expected 26.8754")
@@ -242,6 +300,42 @@ def test_count_paths_check_rejects_off_by_one_floats_and_int64():
                    "wrap around")
     expect_failure(labs.check_count_paths, lambda g: minirad_count_paths(g).T.tolist(),
                    "transpose")
+
+
+def counts_overwritten(g):
+    """Planted bug: a vertex's counts are replaced by each predecessor's, not added."""
+    counts = [[0] * len(g.inputs) for _ in range(g.n_vertices)]
+    for i, x in enumerate(g.inputs):
+        counts[x][i] = 1
+    for v in range(g.n_vertices):
+        for u in g.predecessors(v):
+            counts[v] = list(counts[u])
+    return [counts[y] for y in g.outputs]
+
+
+def test_count_paths_check_names_the_overwrite_mistake():
+    message = expect_failure(labs.check_count_paths, counts_overwritten,
+                             "Exercise 3.1 (count paths), on figure1(): your count for entry "
+                             "[0, 0] is 0, expected exactly 2", "several incoming edges must ADD",
+                             "not overwrite them")
+    assert "wrap around" not in message and "floats" not in message
+    # the same slip in a numpy int array is named as the slip, not as overflow
+    def overwritten_in_numpy(g):
+        counts = np.zeros((g.n_vertices, len(g.inputs)), dtype=np.int64)
+        counts[list(g.inputs), range(len(g.inputs))] = 1
+        for u, v, _ in g.edges():
+            counts[v] = counts[u]
+        return counts[list(g.outputs)]
+
+    message = expect_failure(labs.check_count_paths, overwritten_in_numpy, "on figure1()",
+                             "must ADD")
+    assert "wrap around" not in message
+    # an off-by-one on small counts held in lists blames neither overwriting nor overflow
+    message = expect_failure(labs.check_count_paths,
+                             lambda g: [[int(c) + 1 for c in row]
+                                        for row in minirad_count_paths(g).tolist()],
+                             "is 3, expected exactly 2")
+    assert "--" not in message
 
 
 def test_count_paths_check_stops_enumeration():

@@ -268,6 +268,16 @@ def test_sample_check_rejects_planted_bugs():
     expect_failure(labs.check_sample_Q,
                    sampler(with_replacement, weight=lambda d, k, m, p: m * d * p),
                    "on figure1() with k=2", "exactly k = 2")
+    def overwrites_repeats(g, k, rng):  # Q[edge] = ... drops the earlier draws of an edge
+        q = sampler(with_replacement)(g, k, rng)
+        return {(u, v): w / round(w / (g.out_degree(u) / k * g.partial(u, v)))
+                for (u, v), w in q.items()}
+
+    expect_failure(labs.check_sample_Q, overwrites_repeats, "on figure1() with k=2",
+                   "exactly k = 2", "must ADD up")
+    assert "ADD" not in expect_failure(
+        labs.check_sample_Q, sampler(with_replacement, weight=lambda d, k, m, p: m * d * p),
+        "exactly k = 2")
     expect_failure(labs.check_sample_Q, sampler(with_replacement, skip=False),
                    "no sampled edge enters", "Algorithm 1 skips")
     legacy = np.random.default_rng()  # not the rng the check passes in

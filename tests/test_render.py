@@ -7,6 +7,7 @@ import warnings
 import xml.etree.ElementTree as ET
 
 import graphviz
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
@@ -107,6 +108,23 @@ def test_ops_values_and_digits():
     assert labels["x1"] == "x1 = 1"
     assert {a["label"] for _, _, a in edges(dot)} >= {"2.7", "-0.42"}
     assert R.render(examples.figure1(), edge_labels=False).source.count("label=") == 7
+
+
+def test_op_constants_are_rounded_to_digits():
+    from minirad import ops, trace
+
+    g = trace(lambda x: 0.1257302210933933 * x + ops.sin(x) ** 3.0 + 25000000000.0 * x, 2.0)
+    labels = [a["label"] for name, a in nodes(R.render(g, show_ops=True)).items()
+              if name in g.names]
+    assert "v1 = 0.1257 * x" in labels  # not 0.1257302210933933
+    assert "v3 = v2 ** 3" in labels and "v5 = 2.5e+10 * x" in labels
+    assert not any("0.12573" in label or "3.0" in label for label in labels)
+    assert "v1 = 0.13 * x" in {a["label"] for a in nodes(R.render(g, show_ops=True,
+                                                                   digits=2)).values()}
+    # names that look like numbers are left alone: only the template is rounded
+    h = LCG.from_edges([("x1.23456", "v", 2.0)], inputs=["x1.23456"], outputs=["v"],
+                       ops={"v": "2.000001 * {0}"})
+    assert nodes(R.render(h, show_ops=True))["v"]["label"] == "v = 2 * x1.23456"
 
 
 def test_awkward_names_get_safe_ids():
@@ -246,6 +264,48 @@ def test_highlights_combine():
     assert R.STEP_EDGE_COLOR in drawn["v4", "v5"]
     legend = nodes(dot)["legend"]["label"]
     assert all(text in legend for text in ("sampled edge", "path 1", "vertex eliminated: v4"))
+
+
+def test_kept_vertices_of_an_injection():
+    from minirad.injection import chain_graph
+
+    chain = [np.array([[2.0], [3.0]]), np.array([[0.5, -1.0]])]
+    P = np.diag([2.0, 0.0])  # keeps the first component after the first factor, twice over
+    full, injected = chain_graph(chain), chain_graph(chain, {1: P})
+    a1, a2 = full.names[1], full.names[2]
+    dot = R.render(full, kept={a1: 2.0, a2: 0.0}, factor_name="P_ii")
+    drawn = {(u, v): attrs for u, v, attrs in edges(dot)}
+    used = {edge for edge, attrs in drawn.items() if attrs["color"] == R.KEPT_COLOR}
+    assert used == {("theta", a1), (a1, "y")}
+    for u, v, attrs in edges(dot):
+        if (u, v) not in used:
+            assert attrs["style"] == "dashed" and attrs["color"] == R.DIM
+    # the edge into the kept vertex carries P_ii and the weight of the injected graph
+    assert drawn["theta", a1]["label"] == f"×2  w={injected.partial('theta', a1):.4g}"
+    assert drawn[a1, "y"]["label"] == "0.5"  # y is not listed: its plain partial
+    labels = nodes(dot)
+    assert labels[a1]["label"] == f"{a1}\\nP_ii = 2" and labels[a1]["color"] == R.KEPT_COLOR
+    assert labels[a2]["fillcolor"] == R.DIM_FILL and "dashed" in labels[a2]["style"]
+    assert labels["theta"]["fillcolor"] == R.FILL["input"]  # ends not listed stay kept
+    legend = labels["legend"]["label"]
+    assert "kept vertex: its P_ii scales the edges into it" in legend
+    assert "dropped vertex (P_ii = 0)" in legend and "sampled" not in legend
+    figure = R.draw_matplotlib(full, kept={a1: 2.0, a2: 0.0})  # the fallback agrees
+    assert any(t.get_text() == f"{a1}\nfactor = 2" for t in figure.axes[0].texts)
+
+
+def test_bad_kept():
+    g = examples.figure1()
+    with pytest.raises(TypeError, match="mapping"):
+        R.render(g, kept=["v2"])
+    with pytest.raises(TypeError, match="numbers"):
+        R.render(g, kept={"v2": "half"})
+    with pytest.raises(ValueError, match="unknown vertex"):
+        R.render(g, kept={"nope": 1.0})
+    with pytest.raises(ValueError, match="two pictures"):
+        R.render(g, kept={"v2": 1.0}, sample=sample_paths(g, k=1, rng=0))
+    with pytest.raises(ValueError, match="pass kept="):
+        R.render(g, factor_name="P_ii")
 
 
 def test_legend_can_be_forced():

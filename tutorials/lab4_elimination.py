@@ -213,25 +213,26 @@ assert np.isclose(from_b + from_c, adjoints[i("x2")])
 # **accumulates in place**: each use does `adjoint[u] += partial * adjoint[v]`.
 # (The ChainRules notes make the same point for arrays, where adding into the
 # existing buffer also saves allocating a new one.) Writing `=` instead of
-# `+=` silently keeps only the last use. Here are both versions side by side:
+# `+=` silently keeps only the **last** use a sweep visits, and a reverse
+# sweep, going through the vertices from the top down, visits a vertex's
+# lowest-numbered use last. So the buggy sweep computes the right Jacobian
+# of the *wrong graph*: the one in which every vertex keeps only the edge to
+# its first successor. We build that graph and run minirad's own reverse
+# sweep on both:
 
 # %%
-def reverse_pass(g, accumulate=True):
-    """dy/dx for a one-output LCG; with accumulate=False the classic bug."""
-    adjoint = np.zeros(g.n_vertices)
-    adjoint[g.outputs[0]] = 1.0
-    for v in reversed(range(g.n_vertices)):
-        for u in g.predecessors(v):
-            contribution = g.partial(u, v) * adjoint[v]
-            if accumulate:
-                adjoint[u] += contribution
-            else:
-                adjoint[u] = contribution  # overwrites the earlier uses of u
-    return adjoint[list(g.inputs)]
+def last_use_only(g):
+    """g with each vertex keeping only its edge to its first successor: the
+    graph a reverse sweep that overwrites (=) instead of adding (+=) runs on."""
+    first = np.array([v == g.successors(u)[0] for u, v, _ in g.edges()], dtype=bool)
+    return minirad.LCG(g.names, g.sources[first], g.targets[first], g.partials[first],
+                       g.inputs, g.outputs)
 
 
-print("accumulating (+=):", reverse_pass(g))
-print("overwriting  (=): ", reverse_pass(g, accumulate=False))
+print("accumulating (+=):", reverse_sweep(g).jacobian[0])
+print("overwriting  (=): ", reverse_sweep(last_use_only(g)).jacobian[0])
+print("edges the overwriting sweep loses:",
+      sorted(set(labs.edge_dict(g)) - set(labs.edge_dict(last_use_only(g)))))
 
 # %% [markdown]
 # Both entries are wrong without accumulation, since both inputs reach $y$

@@ -530,31 +530,27 @@ print("injected estimate from the scalar graph:", jacobian(injected)[0, 0],
       "  from the matrices:", (chain[3] @ Ps[3] @ chain[2] @ Ps[2] @ chain[1] @ Ps[1]
                                @ chain[0])[0, 0])
 
-# draw the full scalar graph with the part the estimate uses highlighted:
-# edges of the injected graph on a path from theta, with their scaled partials
-reached = {"theta"}
-for u, v, _ in injected.edges():  # topological order: u is settled before v
-    if injected.names[u] in reached:
-        reached.add(injected.names[v])
-kept = np.array([full.names[u] in reached and injected.has_edge(full.names[u], full.names[v])
-                 for u, v, _ in full.edges()])
-weights = np.array([injected.partial(full.names[u], full.names[v]) if keep else 0.0
-                    for keep, (u, v, _) in zip(kept, full.edges())])
-highlight = types.SimpleNamespace(counts=kept.astype(int), weights=weights,
-                                  visited=np.array([name in reached for name in full.names]))
-labs.show(render(full, sample=highlight, title="Matrix injection keeps vertices: k = 2 of 3 "
-                 "at each of A, B, C"), "lab5_injected_graph")
+# draw the full scalar graph with what each P keeps: vertex numbers follow the
+# chain (theta, then the components after A, after B, after C, then y), and
+# component i at a position is kept with factor P_ii (0: dropped)
+sizes = [chain[0].shape[1]] + [factor.shape[0] for factor in chain]  # vector sizes: 1, 3, 3, 3, 1
+first = np.cumsum([0] + sizes)  # the number of the first vertex at each position
+P_ii = {full.names[first[position] + i]: P[i, i]
+        for position, P in Ps.items() for i in range(P.shape[0])}
+labs.show(render(full, kept=P_ii, factor_name="P_ii",
+                 title="Matrix injection keeps vertices: k = 2 of 3 components after each "
+                       "of A, B, C"), "lab5_injected_graph")
 
 # %% [markdown]
-# **What to look for.** In each layer the vertices whose diagonal entry of
-# $P$ is zero are grey: nothing that passes through them counts. Between
-# kept vertices **every** edge is used (red), each edge into a kept vertex
-# scaled by that vertex's entry of $P$ ($\frac{3}{2}$ if drawn once, $3$ if
-# drawn twice). Compare with Algorithm 1 on the same graph in section 2: it
-# samples **edges**, independently at each vertex, while injection samples
-# **vertices**, a whole layer at once. Same mean, different variance. (The
-# picture reuses the path-sampling legend: "sampled" here means "used by
-# the injected estimate", and `w` is the scaled partial.)
+# **What to look for.** Each component shows its diagonal entry $P_{ii}$ of
+# the $P$ injected after its layer. The components whose $P_{ii}$ is zero
+# are grey and dashed: $P$ dropped them, and nothing that passes through them
+# counts. Between kept components **every** edge is used (blue), and each
+# edge into a kept component is scaled by its $P_{ii}$ ($\frac{3}{2}$ if
+# drawn once, $3$ if drawn twice): `×1.5  w=...` is that factor and the
+# scaled partial. Compare with Algorithm 1 on the same graph in section 2:
+# it samples **edges**, independently at each vertex, while injection
+# samples **vertices**, a whole layer at once. Same mean, different variance.
 #
 # ## What you learned
 #

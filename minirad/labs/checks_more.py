@@ -457,9 +457,13 @@ def _draw_counts(Q: dict, table: _EdgeTable, k: int, where: str) -> dict[int, di
             continue
         total = sum(draws.get(u, {}).values())
         if total != k:
+            hint = ""
+            if total < k:
+                hint = (" -- if an edge is drawn twice, its weights must ADD up "
+                        "(Q[edge] += ...), not overwrite each other (=)")
             raise CheckFailed(f"{where}: {names[u]} is visited, and its edges in Q add up to "
                               f"{total} draw(s) of weight d/k x partial; a visited vertex draws "
-                              f"exactly k = {k} times (with replacement)")
+                              f"exactly k = {k} times (with replacement){hint}")
     return draws
 
 
