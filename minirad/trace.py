@@ -234,15 +234,17 @@ def detach(x):
     return _value(x)
 
 
+# functions that numpy and minirad name alike
+_SHARED_NAMES = ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt", "tanh", "arctan")
+
 # numpy calls x.sin(), x.exp(), ... on the elements of object arrays: np.tanh(W @ x) works
-for _name in ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt", "tanh", "arctan"):
+for _name in _SHARED_NAMES:
     setattr(Var, _name, lambda self, _op=OPS[_name]: _unary(_op, self))
 
 _UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
               "true_divide": "div", "power": "pow", "negative": "neg", "absolute": "abs",
               "maximum": "maximum", "minimum": "minimum",
-              **{name: name for name in ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt",
-                                         "tanh", "arctan")}}
+              **{name: name for name in _SHARED_NAMES}}
 _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
                 "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
