@@ -16,15 +16,15 @@ import datetime
 import importlib
 import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 
 from bench.common import BENCH_DIR, add_ratios, format_seconds, machine, markdown_tables
+from minirad._files import write_atomically
 
-# the groups the issue asks for, in the order the report shows them; any other
-# bench_*.py found beside them runs too, after these
+# the groups in the order the report shows them; any other bench_*.py found
+# beside them runs too, after these
 GROUPS = ("trace", "sweeps", "elimination", "sampling", "paths")
 
 
@@ -42,7 +42,7 @@ def run_group(group: str, quick: bool) -> list[dict]:
     """The rows of one group; a missing or failing module gives one error row."""
     name = f"bench.bench_{group}"
     if not (BENCH_DIR / f"bench_{group}.py").exists():
-        return [error_row(group, f"bench/bench_{group}.py is missing (not written yet)")]
+        return [error_row(group, f"bench/bench_{group}.py is missing")]
     try:
         module = importlib.import_module(name)
         rows = list(module.run(quick=quick))
@@ -86,20 +86,6 @@ def report(rows: list[dict], quick: bool, seconds: float, argv: list[str],
     return "\n".join(lines)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Never leave a half-written results file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".md", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(groups: list[str], quick: bool, output: Path, argv: list[str]) -> dict[str, list]:
     """Run the groups, print the tables, write the report; the rows of each group."""
     start, load_at_start = time.perf_counter(), load_average()
@@ -116,7 +102,8 @@ def run(groups: list[str], quick: bool, output: Path, argv: list[str]) -> dict[s
     print(markdown_tables(rows))
     text = report(rows, quick, time.perf_counter() - start, argv,
                   (load_at_start, load_average()))
-    write_atomically(output, text)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(output, lambda f: f.write(text.encode("utf-8")))
     print(f"[bench] wrote {output}", file=sys.stderr)
     return results
 

@@ -27,13 +27,13 @@ intermediates.
 from __future__ import annotations
 
 import math
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from bench.common import median_time, print_results
 from minirad import LCG, examples
+from minirad._random import as_generator
 from minirad.elimination import OPTIMAL_LIMIT, eliminate, elimination_cost
 
 SIZES = (1_000, 10_000)
@@ -47,7 +47,7 @@ def local_dag(n_intermediates: int, n_inputs: int = 20, n_outputs: int = 20,
               window: int = 50, rng=0) -> LCG:
     """Each intermediate reads 2 or 3 distinct operands among the ``window``
     vertices before it; each output reads one late intermediate."""
-    rng = np.random.default_rng(rng)
+    rng = as_generator(rng)
     src, dst = [], []
     first = n_inputs
     for v in range(first, first + n_intermediates):
@@ -93,15 +93,6 @@ def rescan_markowitz(g: LCG) -> list[int]:
     return order
 
 
-def _median_seconds(call, repeats: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
 def run(quick: bool = False) -> list[dict]:
     sizes = QUICK_SIZES if quick else SIZES
     repeats = 1 if quick else 5
@@ -110,7 +101,7 @@ def run(quick: bool = False) -> list[dict]:
         previous = None
         for n in sizes:
             g = graph(family, n)
-            seconds, result = _median_seconds(lambda g=g: eliminate(g, "markowitz"), repeats)
+            seconds, result = median_time(lambda g=g: eliminate(g, "markowitz"), repeats)
             forward = elimination_cost(g, "forward")
             reverse = elimination_cost(g, "reverse")
             exponent = (math.log(seconds / previous[1]) / math.log(n / previous[0])
@@ -125,7 +116,7 @@ def run(quick: bool = False) -> list[dict]:
             })
             previous = (n, seconds)
             if n <= RESCAN_LIMIT:
-                slow, order = _median_seconds(lambda g=g: rescan_markowitz(g), 1)
+                slow, order = median_time(lambda g=g: rescan_markowitz(g), 1)
                 if tuple(g.names[v] for v in order) != result.order:
                     raise AssertionError(f"the rescan peer chose a different order on {family}")
                 rows.append({
@@ -138,7 +129,7 @@ def run(quick: bool = False) -> list[dict]:
     # the exhaustive order: doubling per extra intermediate, so only tiny graphs
     for k in (QUICK_OPTIMAL_SIZES if quick else OPTIMAL_SIZES):
         g = examples.random_dag(3, k, 3, density=0.3, rng=k)
-        seconds, result = _median_seconds(lambda g=g: eliminate(g, "optimal"), 1)
+        seconds, result = median_time(lambda g=g: eliminate(g, "optimal"), 1)
         markowitz = elimination_cost(g, "markowitz")
         rows.append({
             "benchmark": "optimal/random_dag", "size": k, "method": "optimal",
@@ -151,24 +142,5 @@ def run(quick: bool = False) -> list[dict]:
     return rows
 
 
-def _table(rows: list[dict]) -> str:
-    columns = ["benchmark", "size", "method", "median_s", "exponent", "ns_per_op", "edges",
-               "multiplications", "additions", "forward_mults", "reverse_mults",
-               "markowitz_mults"]
-
-    def cell(value):
-        if value is None:
-            return "-"
-        if isinstance(value, float):
-            return f"{value:.3g}" if value < 10 else f"{value:.1f}"
-        return str(value)
-
-    body = [[cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in body)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in body]
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":
-    print(_table(run(quick="--quick" in sys.argv[1:])))
+    print_results(run(quick="--quick" in sys.argv[1:]))

@@ -28,7 +28,7 @@ import argparse
 
 import networkx as nx
 
-from bench.common import median_time
+from bench.common import median_time, print_results
 from minirad import examples
 from minirad.paths import count_paths
 
@@ -78,18 +78,17 @@ def _compare(width, depth, repeats, enumerate_rate=None):
     size = f"width {width}, depth {depth}"
     rows, rate = [], None
 
-    seconds, _ = median_time(lambda: count_paths(g), repeats)
-    expected = int(count_paths(g)[0, 0])
+    seconds, counts = median_time(lambda: count_paths(g), repeats)
+    expected = int(counts[0, 0])
     rows.append(_row(size, "minirad count_paths", seconds, repeats, expected, expected,
                      g.n_edges))
-    seconds, _ = median_time(lambda: networkx_count(G, source, target), repeats)
-    rows.append(_row(size, "networkx DP over topological_sort", seconds, repeats,
-                     networkx_count(G, source, target), expected, g.n_edges))
+    seconds, count = median_time(lambda: networkx_count(G, source, target), repeats)
+    rows.append(_row(size, "networkx DP over topological_sort", seconds, repeats, count,
+                     expected, g.n_edges))
     method = "networkx all_simple_paths (enumerates)"
     if enumerate_rate is None:
-        seconds, _ = median_time(lambda: enumeration_count(G, source, target), 1)
-        rows.append(_row(size, method, seconds, 1, enumeration_count(G, source, target),
-                         expected, g.n_edges))
+        seconds, count = median_time(lambda: enumeration_count(G, source, target), 1)
+        rows.append(_row(size, method, seconds, 1, count, expected, g.n_edges))
         rate = expected / seconds
     else:
         years = expected / enumerate_rate / SECONDS_PER_YEAR
@@ -116,11 +115,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
     args = parser.parse_args(argv)
-    from bench.common import add_ratios, markdown_tables
-
-    rows = run(quick=args.quick)
-    add_ratios(rows)
-    print(markdown_tables(rows))
+    print_results(run(quick=args.quick))
 
 
 if __name__ == "__main__":

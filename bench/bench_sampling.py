@@ -23,12 +23,11 @@ sampled graph Q, beside ``full_edges``: the memory the paper is about.
 from __future__ import annotations
 
 import random
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from bench.common import median_time, print_results
 from minirad import examples
 from minirad.sampling import sample_paths, sampled_jacobians
 
@@ -89,12 +88,9 @@ def literal_algorithm1(setup, k: int, rnd: random.Random):
 
 # ----------------------------------------------------------------- timing
 def _median_per_estimate(run, batch: int, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(batch)
-        times.append((time.perf_counter() - start) / batch)
-    return statistics.median(times)
+    """Median seconds per estimate of ``run(batch)``, which makes ``batch`` of them."""
+    seconds, _ = median_time(lambda: run(batch), repeats)
+    return seconds / batch
 
 
 def _rows(label: str, g, k: int, batched_n: int, single_n: int, repeats: int) -> list[dict]:
@@ -141,30 +137,8 @@ def run(quick: bool = False) -> list[dict]:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    quick = "--quick" in argv
-    rows = run(quick=quick)
-    columns = ["size", "method", "median_s", "batch", "estimates_per_s",
-               "edges_stored_per_sample", "full_edges"]
-    widths = {c: max(len(c), *(len(_fmt(r[c])) for r in rows)) for c in columns}
-    print("  ".join(c.ljust(widths[c]) for c in columns))
-    for row in rows:
-        print("  ".join(_fmt(row[c]).ljust(widths[c]) for c in columns))
-    print()
-    for size in dict.fromkeys(r["size"] for r in rows):
-        group = {r["method"]: r["median_s"] for r in rows if r["size"] == size}
-        base = group["minirad sampled_jacobians"]
-        print(f"{size}: batched is {group['literal Algorithm 1 (pure Python)'] / base:,.0f}x "
-              f"faster per estimate than the literal loop and "
-              f"{group['minirad sample_paths loop'] / base:,.0f}x faster than sample_paths")
+    print_results(run(quick="--quick" in argv))
     return 0
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
 if __name__ == "__main__":

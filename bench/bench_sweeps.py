@@ -30,45 +30,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
+from bench.common import print_results
+from minirad.examples import random_layered
 from minirad.graph import LCG
 from minirad.sweeps import reverse_sweep
-
-
-def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
-    """A random layered LCG: ``depth + 1`` layers of ``width`` vertices.
-
-    Layer 0 holds the inputs and the last layer the outputs; every other
-    vertex draws ``degree`` distinct predecessors uniformly from the layer
-    before.  Partials are normal with variance ``1 / degree`` so that
-    tangents and adjoints neither explode nor vanish with depth.  There are
-    ``width * depth * degree`` edges.
-
-    >>> g = random_layered(4, 3, 2, rng=0)
-    >>> g.n_vertices, g.n_edges, len(g.inputs), len(g.outputs)
-    (16, 24, 4, 4)
-    """
-    if not 1 <= degree <= width:
-        raise ValueError(f"degree must lie in 1..width ({width}), got {degree}")
-    if depth < 1:
-        raise ValueError(f"depth must be at least 1, got {depth}")
-    rng = np.random.default_rng(rng)
-    n = width * (depth + 1)
-    preds = rng.integers(0, width, size=(width * depth, degree))
-    while True:  # redraw repeated predecessors until each row is distinct
-        preds.sort(axis=1)
-        repeated = np.zeros(preds.shape, dtype=bool)
-        repeated[:, 1:] = preds[:, 1:] == preds[:, :-1]
-        if not repeated.any():
-            break
-        preds[repeated] = rng.integers(0, width, size=int(repeated.sum()))
-    targets = np.repeat(np.arange(width, n), degree)
-    sources = preds.reshape(-1) + (targets // width - 1) * width
-    partials = rng.standard_normal(len(sources)) / np.sqrt(degree)
-    names = [f"v{i}" for i in range(n)]
-    # layer-by-layer numbering is topological and edges are grouped by target
-    return LCG._trusted(names, sources, targets, partials, range(width), range(n - width, n),
-                        np.full(n, np.nan), [""] * n)
-
 
 FAMILIES = {
     # name: (depth, degree); width follows from the edge count
@@ -156,8 +121,8 @@ def run(quick: bool = False) -> list[dict]:
     """Time every method on every graph; one dict per (graph, method).
 
     Each row has ``benchmark``, ``size`` (edges), ``method``, ``median_s``,
-    ``ratio_vs_minirad`` (median over minirad's warm median; above 1 is
-    slower than minirad) plus ``min_s``, ``repeats`` and ``graph``.
+    ``min_s``, ``repeats`` and ``graph``; the first (minirad's warm sweep) is
+    the one ``add_ratios`` takes ratios against.
     """
     sizes = [10**5] if quick else [10**5, 10**6]
     repeats = 5 if quick else 15
@@ -172,33 +137,18 @@ def run(quick: bool = False) -> list[dict]:
                 np.testing.assert_allclose(fn(), reference, rtol=1e-8, atol=1e-10,
                                            err_msg=name)
             timed = _time(methods, repeats, skip_slow_after=3.0)
-            base = timed["minirad reverse_sweep"][0]
             levels = g._cache["sweeps.levels"][1]
             shape = (f"{g.n_vertices} vertices, "
                      + (f"{levels} levels" if levels else "too deep for wavefronts"))
             for name, (median, fastest, count) in timed.items():
                 rows.append({"benchmark": f"reverse sweep, one output, {family} random LCG",
                              "size": g.n_edges, "method": name, "median_s": median,
-                             "ratio_vs_minirad": median / base, "min_s": fastest,
+                             "min_s": fastest,
                              "repeats": count, "graph": shape})
     return rows
-
-
-def _table(rows: list[dict]) -> str:
-    lines = []
-    current = None
-    for row in rows:
-        key = (row["benchmark"], row["size"])
-        if key != current:
-            lines.append(f"\n{row['benchmark']}: {row['size']} edges, {row['graph']}")
-            lines.append(f"  {'method':<42} {'median':>10} {'min':>10}   {'median vs minirad':>17}")
-            current = key
-        lines.append(f"  {row['method']:<42} {row['median_s'] * 1e3:7.2f} ms "
-                     f"{row['min_s'] * 1e3:7.2f} ms   {row['ratio_vs_minirad']:8.2f} x")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^5 edges only, fewer repeats")
-    print(_table(run(quick=parser.parse_args().quick)))
+    print_results(run(quick=parser.parse_args().quick))

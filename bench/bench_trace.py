@@ -38,7 +38,7 @@ import statistics
 import sys
 import time
 
-from bench.common import run_worker, skipped_row, version
+from bench.common import print_results, run_worker, skipped_row, version
 
 BENCHMARK = "trace + gradient"
 BENCHMARK_NO_GC = "trace + gradient, gc disabled"
@@ -117,26 +117,16 @@ def work_floats(steps, repeats):
     return out
 
 
-def _minirad_reverse():
-    """The reverse-sweep gradient, from whichever module provides it."""
-    try:
-        from minirad.sweeps import reverse_sweep
-    except ImportError:
-        from minirad.jacobian import jacobian
-        return lambda g: jacobian(g, method="reverse")
-    return lambda g: reverse_sweep(g).jacobian
-
-
 def work_minirad(steps, repeats):
     from minirad import ops, trace
-
-    reverse = _minirad_reverse()
+    from minirad.sweeps import reverse_sweep
 
     def build():
         return trace(lambda x, y, z: program(x, y, z, steps, ops.relu), *INPUTS)
 
     def backward(g):
-        return g.value(g.outputs[0]), [float(d) for d in reverse(g)[0]], g.n_vertices - 3
+        gradient = [float(d) for d in reverse_sweep(g).jacobian[0]]
+        return g.value(g.outputs[0]), gradient, g.n_vertices - 3
 
     out = _timed_runs(build, backward, repeats)
     out["ops"] = out["result"][2]
@@ -293,11 +283,7 @@ def main(argv=None):
             gc.disable()
         print(json.dumps(WORKERS[args.worker](args.steps, args.repeats)))
         return
-    from bench.common import add_ratios, markdown_tables
-
-    rows = run(quick=args.quick)
-    add_ratios(rows)
-    print(markdown_tables(rows))
+    print_results(run(quick=args.quick))
 
 
 if __name__ == "__main__":

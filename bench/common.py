@@ -41,19 +41,19 @@ _FIXED = ("benchmark", "size", "method", "median_s", "ratio", "status", "note",
 
 
 # ------------------------------------------------------------------ timing
-def median_time(fn, repeats: int) -> tuple[float, list[float]]:
-    """Median wall time of ``fn()`` over ``repeats`` calls, and every time.
+def median_time(fn, repeats: int) -> tuple[float, object]:
+    """Median wall time of ``fn()`` over ``repeats`` calls, and the last call's result.
 
     The garbage of one call is collected before the next starts, so it is not
     billed to it.
     """
-    times = []
+    times, result = [], None
     for _ in range(max(1, repeats)):
         gc.collect()
         start = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), times
+    return statistics.median(times), result
 
 
 # ------------------------------------------------------------------- peers
@@ -215,3 +215,10 @@ def markdown_tables(rows: list[dict]) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         out.append(f"### {name}\n\n" + "\n".join(lines))
     return "\n\n".join(out) + "\n"
+
+
+def print_results(rows: list[dict]) -> None:
+    """Ratios and tables of one group's rows, as a standalone ``python -m bench.bench_<group>``
+    prints them."""
+    add_ratios(rows)
+    print(markdown_tables(rows))

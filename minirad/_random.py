@@ -17,3 +17,16 @@ def as_generator(rng) -> np.random.Generator:
         return np.random.default_rng(rng)
     raise ValueError(f"rng must be a numpy.random.Generator or an integer seed, not "
                      f"{type(rng).__name__}")
+
+
+def seed_from(rng) -> int:
+    """An integer seed: a seed as given, or one drawn from a Generator, so that
+    several runs (curves, depths) can share or split it reproducibly.
+
+    >>> seed_from(7)
+    7
+    """
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**63))
+    as_generator(rng)  # validates a seed
+    return rng

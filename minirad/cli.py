@@ -74,13 +74,15 @@ def cmd_trace(args) -> None:
         print(g.wengert())
 
 
-def _format_matrix(matrix, row_names, column_names) -> str:
-    """A labelled matrix, every entry to full double precision."""
+def _format_jacobian(g: LCG, matrix) -> str:
+    """A matrix labelled by the graph's outputs (rows) and inputs (columns),
+    every entry to full double precision."""
+    rows, columns = [g.names[v] for v in g.outputs], [g.names[v] for v in g.inputs]
     cells = [[repr(float(x)) for x in row] for row in matrix]
-    width = max([len(c) for row in cells for c in row] + [len(n) for n in column_names] + [1])
-    label = max([len(n) for n in row_names] + [1])
-    lines = [" " * label + "  " + "  ".join(n.rjust(width) for n in column_names)]
-    for name, row in zip(row_names, cells):
+    width = max([len(c) for row in cells for c in row] + [len(n) for n in columns] + [1])
+    label = max([len(n) for n in rows] + [1])
+    lines = [" " * label + "  " + "  ".join(n.rjust(width) for n in columns)]
+    for name, row in zip(rows, cells):
         lines.append(name.ljust(label) + "  " + "  ".join(c.rjust(width) for c in row))
     return "\n".join(lines)
 
@@ -100,13 +102,13 @@ def _describe_k(k) -> str:
     return f"k={k}: each visited vertex draws {k} successor{'s' if k != 1 else ''}"
 
 
-def _check_picture_path(path: str | None) -> None:
+def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -> None:
     """Refuse a bad output name before a long computation, not after it."""
     if path is None:
         return
-    extension = os.path.splitext(path)[1].lower()
-    if extension not in (".png", ".svg", ".pdf"):
-        raise UsageError(f"cannot write a picture to {path!r}: use a .png, .svg or .pdf name")
+    if os.path.splitext(path)[1].lower() not in extensions:
+        raise UsageError(f"cannot write a picture to {path!r}: use a name ending in "
+                         f"{', '.join(extensions)}")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
@@ -118,12 +120,8 @@ def _parse_order(text: str | None):
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _labels(g: LCG, vertices) -> list[str]:
-    return [g.names[v] for v in vertices]
-
-
 def _print_accumulation(g: LCG, result) -> None:
-    print(_format_matrix(result.jacobian, _labels(g, g.outputs), _labels(g, g.inputs)))
+    print(_format_jacobian(g, result.jacobian))
     order = getattr(result, "order", None)
     shown = f", order {' '.join(order)}" if order else ""
     print(f"{result.method}: {result.multiplications} multiplications, "
@@ -158,7 +156,7 @@ def cmd_render(args) -> None:
     from .render import render, save
     from .sampling import sample_paths
 
-    _check_picture_path(args.output)
+    _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
     g = _load_graph(args.file)
     sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
     highlighted = _path_highlight(g, args.paths) if args.paths else None
@@ -183,23 +181,22 @@ def cmd_compare(args) -> None:
     start = time.perf_counter()
     result = compare(g, k=k, n=args.samples, rng=args.seed)
     print(f"done in {time.perf_counter() - start:.2f} s\n")
-    rows, columns = _labels(g, g.outputs), _labels(g, g.inputs)
     print("exact Jacobian:")
-    print(_format_matrix(result.exact, rows, columns))
+    print(_format_jacobian(g, result.exact))
     print(f"\nmean of {result.n} estimates:")
-    print(_format_matrix(result.mean, rows, columns))
+    print(_format_jacobian(g, result.mean))
     print("\nstandard error of the mean:")
-    print(_format_matrix(result.stderr, rows, columns))
+    print(_format_jacobian(g, result.stderr))
     if result.exact_variance is not None:
         print("\nexact variance of one estimate (path_sampling_variance):")
-        print(_format_matrix(result.exact_variance, rows, columns))
+        print(_format_jacobian(g, result.exact_variance))
     print(f"\nmax |z| = {float(abs(result.z).max()):.2f} (mean minus exact, in standard errors); "
           f"relative error of the mean = {result.running_error[-1]:.3g}")
     if args.output:
-        from .plots import plot_compare
+        from .plots import plot_comparison
         from .render import save
 
-        figure = plot_compare(g, k=k, n=args.samples, rng=args.seed)
+        figure = plot_comparison(g, result, k)
         print(f"wrote {save(figure, args.output)}")
 
 
@@ -238,7 +235,7 @@ def cmd_demo(args) -> None:
     print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
 
     print(f"\n2. Bauer's formula: {int(count_paths(g).sum())} paths from the inputs to y\n")
-    every = [p for source in g.inputs for p in paths(g, source, g.outputs[0])]
+    every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
     print(f"wrote {save(render(g, paths=every), os.path.join(folder, 'figure1_paths.png'))}")
@@ -252,7 +249,7 @@ def cmd_demo(args) -> None:
 
     print("4. Randomized AD: one Algorithm 1 sample (k = 1, seed 0):\n")
     sample = sample_paths(g, 1, rng=0)
-    print(_format_matrix(sample.jacobian, _labels(g, g.outputs), _labels(g, g.inputs)))
+    print(_format_jacobian(g, sample.jacobian))
     print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
           f"{g.n_vertices} vertices")
     print(f"wrote {save(render(g, sample=sample), os.path.join(folder, 'figure1_sample.png'))}")
@@ -260,7 +257,7 @@ def cmd_demo(args) -> None:
     n = 10_000
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
     result = compare(g, k=1, n=n, rng=0)
-    print(_format_matrix(result.mean, _labels(g, g.outputs), _labels(g, g.inputs)))
+    print(_format_jacobian(g, result.mean))
     print(f"standard errors {result.stderr.ravel().round(4).tolist()}, max |z| = "
           f"{float(abs(result.z).max()):.2f}, relative error {result.running_error[-1]:.2g}")
     print("dy/dx1 is estimated without error: both of its paths carry the same product "

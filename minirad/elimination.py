@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import INTERMEDIATE, LCG
+from .graph import INTERMEDIATE, LCG, takes_lcg
 
 __all__ = [
     "OPTIMAL_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
@@ -334,8 +334,6 @@ def _plan(g: LCG, order) -> list[int] | None:
 
 
 def _run(g: LCG, order, record: bool, keep_graphs: bool):
-    if not isinstance(g, LCG):
-        raise TypeError(f"eliminate works on an LCG, not {type(g).__name__}")
     plan = _plan(g, order)
     work = _Working(g)
     chosen = _markowitz(work, g.intermediates) if plan is None else iter(plan)
@@ -354,6 +352,7 @@ def _run(g: LCG, order, record: bool, keep_graphs: bool):
 
 
 # -------------------------------------------------------------- public API
+@takes_lcg
 def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Elimination:
     """Eliminate intermediates of ``g`` in the given order.
 
@@ -394,6 +393,7 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     )
 
 
+@takes_lcg
 def eliminate_vertex(g: LCG, v) -> LCG:
     """The graph left by eliminating the one intermediate ``v`` (name or number).
 
@@ -408,14 +408,13 @@ def eliminate_vertex(g: LCG, v) -> LCG:
     >>> h.names, h.predecessors("f"), h.partial("x", "f")
     (('x', 'y', 'v3', 'f'), (2, 0, 1), 3.0)
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"eliminate_vertex works on an LCG, not {type(g).__name__}")
     (v,) = _resolve(g, [v])
     work = _Working(g)
     work.eliminate(v, record=False)
     return work.to_lcg()
 
 
+@takes_lcg
 def elimination_order(g: LCG, strategy="markowitz") -> tuple[str, ...]:
     """The vertex names a strategy would eliminate, in order.
 
@@ -429,18 +428,11 @@ def elimination_order(g: LCG, strategy="markowitz") -> tuple[str, ...]:
     ...
     ValueError: unknown elimination strategy 'sideways'; use one of 'forward', 'reverse', ...
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"elimination_order works on an LCG, not {type(g).__name__}")
-    plan = _plan(g, strategy)
-    if plan is None:
-        work = _Working(g)
-        plan = []
-        for v in _markowitz(work, g.intermediates):
-            work.eliminate(v, record=False)
-            plan.append(v)
-    return tuple(g.names[v] for v in plan)
+    _, eliminated, _, _, _, _ = _run(g, strategy, record=False, keep_graphs=False)
+    return tuple(g.names[v] for v in eliminated)
 
 
+@takes_lcg
 def elimination_cost(g: LCG, order="markowitz") -> tuple[int, int]:
     """``(multiplications, additions)`` of an order, without building graphs.
 

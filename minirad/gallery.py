@@ -35,11 +35,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import examples, plots
 from ._random import as_generator
 from .graph import LCG
+from .injection import chain_graph
 from .render import (  # names: the package's ``render`` attribute is the function, not the module
     PATH_COLORS,
     elimination_strip,
@@ -73,12 +72,14 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
                   rng=None) -> LCG:
     """Interleaved layers (the paper's Figure 2b) with several inputs and outputs.
 
-    Inputs ``x1..`` feed every vertex of the first layer (``a1..``), every
-    vertex of a layer feeds every vertex of the next (``b1..``, ...), and
-    the last layer feeds every output ``y1..``.  Partials are drawn from
-    ``rng`` (a Generator or a seed): magnitudes uniform in [0.5, 1.5) with
-    random signs, so that Jacobian entries come out both positive and
-    negative and some paths cancel.
+    The scalar graph (:func:`minirad.injection.chain_graph`) of a chain of
+    dense matrices: inputs ``x1..`` feed every vertex of the first layer
+    (``a1..``), every vertex of a layer feeds every vertex of the next
+    (``b1..``, ...; ``h<layer>_<i>`` past 24 layers), and the last layer
+    feeds every output ``y1..`` (a lone input is ``theta``, a lone output
+    ``y``).  Partials are drawn from ``rng`` (a Generator or a seed):
+    magnitudes uniform in [0.5, 1.5) with random signs, so that Jacobian
+    entries come out both positive and negative and some paths cancel.
 
     >>> g = layered_multi(rng=0)
     >>> g
@@ -87,15 +88,18 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
     ['b1', 'b2', 'b3', 'b4']
     """
     rng = as_generator(rng)
-    inputs = [f"x{i + 1}" for i in range(n_inputs)]
-    layers = [[f"{chr(ord('a') + l)}{i + 1}" for i in range(width)] for l in range(depth)]
-    outputs = [f"y{j + 1}" for j in range(n_outputs)]
-    stages = [inputs, *layers, outputs]
-    pairs = [(u, v) for low, high in zip(stages, stages[1:]) for u in low for v in high]
-    signs = rng.choice([-1.0, 1.0], size=len(pairs))
-    partials = signs * rng.uniform(0.5, 1.5, size=len(pairs))
-    return LCG.from_edges([(u, v, float(p)) for (u, v), p in zip(pairs, partials)],
-                          inputs=inputs, outputs=outputs)
+    sizes = [n_inputs, *[width] * depth, n_outputs]
+    count = sum(low * high for low, high in zip(sizes, sizes[1:]))
+    # all signs, then all magnitudes, edges listed by source layer by layer:
+    # the draws that the gallery's seed has always given
+    signs = rng.choice([-1.0, 1.0], size=count)
+    partials = signs * rng.uniform(0.5, 1.5, size=count)
+    chain, start = [], 0
+    for low, high in zip(sizes, sizes[1:]):
+        # drawn (source, target), a chain factor is (target, source)
+        chain.append(partials[start:start + low * high].reshape(low, high).T)
+        start += low * high
+    return chain_graph(chain)
 
 
 def _heatmap_graph() -> LCG:
@@ -181,15 +185,10 @@ def _figure1_elimination(folder: str) -> list[str]:
 
 
 def _interleaved_heatmaps(folder: str) -> list[str]:
-    from .sampling import compare
-
     g = _heatmap_graph()
     k, n, seed = 1, HEATMAP_SAMPLES, SEEDS["heatmaps"]
-    result = compare(g, k=k, n=n, rng=seed)
-    figure = plots.jacobian_heatmaps(
-        result.exact, result.mean, result.estimates[0], np.sqrt(result.exact_variance),
-        n=n, k=k, input_names=[g.names[v] for v in g.inputs],
-        output_names=[g.names[v] for v in g.outputs],
+    figure = plots.plot_compare(
+        g, k=k, n=n, rng=seed, exact_std=True,
         title=f"Path sampling on interleaved layers ({LAYERED}, {g.n_edges} edges): "
               f"k={k}, n={n}, seed {seed}")
     return [_save(figure, folder, "interleaved_heatmaps.png")]

@@ -46,6 +46,11 @@ JSON_VERSION = 1
 
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
+# up to this many edges a stable argsort groups edges by source quickly enough
+_SORT_EDGES = 50_000
+# up to this many edges a Python search over adjacency lists beats SciPy's call overhead
+_SMALL_SEARCH = 4_000
+
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
@@ -169,25 +174,26 @@ class LCG:
             if not (isinstance(edge, (tuple, list)) and len(edge) == 3):
                 raise ValueError(f"edge #{position} is {edge!r}; each edge must be a triple "
                                  f"(u, v, partial dv/du)")
-        index: dict[str, int] = {}
-
-        def key(vertex, role="edge"):
+        def name_of(vertex) -> str:
             if isinstance(vertex, (bool, np.bool_)) or not isinstance(
                     vertex, (str, int, np.integer)):
                 raise ValueError(f"vertex {vertex!r} must be named by a str or an int")
-            name = f"v{int(vertex)}" if isinstance(vertex, (int, np.integer)) else vertex
-            if declared is not None and name not in index:
+            return f"v{int(vertex)}" if isinstance(vertex, (int, np.integer)) else vertex
+
+        # with declared vertices the numbering is fixed up front and nothing new may appear
+        declared = vertices is not None
+        index: dict[str, int] = {}
+        for v in vertices or ():
+            index.setdefault(name_of(v), len(index))
+        if declared and len(index) != len(vertices):
+            raise ValueError("vertices lists a vertex twice; names must be unique")
+
+        def key(vertex, role="edge"):
+            name = name_of(vertex)
+            if declared and name not in index:
                 raise ValueError(f"{role} names unknown vertex {vertex!r}; the declared vertices "
                                  f"are {list(index)}")
             return index.setdefault(name, len(index))
-
-        declared = None
-        if vertices is not None:
-            for v in vertices:
-                key(v)
-            if len(index) != len(vertices):
-                raise ValueError("vertices lists a vertex twice; names must be unique")
-            declared = True
 
         # number inputs first so a hand-typed slide keeps its reading order
         input_ids = [key(v, "inputs") for v in inputs]
@@ -198,7 +204,7 @@ class LCG:
             partials.append(_as_partial(partial, u, v))
         output_ids = [key(v, "outputs") for v in outputs]
         names = list(index)
-        if declared is None:
+        if not declared:
             # an input or output that no edge touches is almost always a typo
             touched = set(src) | set(dst)
             for role, ids in (("input", input_ids), ("output", output_ids)):
@@ -229,11 +235,19 @@ class LCG:
     def intermediates(self) -> tuple[int, ...]:
         """Vertices that are neither inputs nor outputs, in topological order."""
         if "intermediates" not in self._cache:
-            mask = np.ones(self.n_vertices, dtype=bool)
-            mask[list(self.inputs)] = False
-            mask[list(self.outputs)] = False
-            self._cache["intermediates"] = tuple(int(v) for v in np.flatnonzero(mask))
+            middle = np.flatnonzero(self._kinds == KINDS.index(INTERMEDIATE))
+            self._cache["intermediates"] = tuple(middle.tolist())
         return self._cache["intermediates"]
+
+    @property
+    def _kinds(self) -> np.ndarray:
+        """Per vertex, its kind as a position in ``KINDS``."""
+        if "kinds" not in self._cache:
+            kinds = np.full(self.n_vertices, KINDS.index(INTERMEDIATE), dtype=np.int8)
+            kinds[list(self.inputs)] = KINDS.index(INPUT)
+            kinds[list(self.outputs)] = KINDS.index(OUTPUT)
+            self._cache["kinds"] = kinds
+        return self._cache["kinds"]
 
     def index(self, vertex) -> int:
         """The number of a vertex given by number or by name."""
@@ -258,13 +272,7 @@ class LCG:
 
     def kind(self, vertex) -> str:
         """``"input"``, ``"intermediate"`` or ``"output"``."""
-        v = self.index(vertex)
-        if "kinds" not in self._cache:
-            kinds = np.ones(self.n_vertices, dtype=np.int8)
-            kinds[list(self.inputs)] = 0
-            kinds[list(self.outputs)] = 2
-            self._cache["kinds"] = kinds
-        return KINDS[self._cache["kinds"][v]]
+        return KINDS[self._kinds[self.index(vertex)]]
 
     def value(self, vertex) -> float:
         return float(self.values[self.index(vertex)])
@@ -299,18 +307,22 @@ class LCG:
     def edge_index(self, u, v) -> int:
         """Position of edge (u, v) in ``sources``/``targets``/``partials``."""
         u, v = self.index(u), self.index(v)
-        start, stop = self._in_range(v)
-        hits = np.flatnonzero(self.sources[start:stop] == u)
-        if len(hits) == 0:
+        e = self._find_edge(u, v)
+        if e < 0:
+            start, stop = self._in_range(v)
             raise ValueError(f"there is no edge {self.names[u]} -> {self.names[v]}; the "
                              f"predecessors of {self.names[v]} are "
                              f"{[self.names[p] for p in self.sources[start:stop]]}")
-        return int(start + hits[0])
+        return e
 
     def has_edge(self, u, v) -> bool:
-        u, v = self.index(u), self.index(v)
+        return self._find_edge(self.index(u), self.index(v)) >= 0
+
+    def _find_edge(self, u: int, v: int) -> int:
+        """Position of edge (u, v), or -1 when there is none."""
         start, stop = self._in_range(v)
-        return bool(np.any(self.sources[start:stop] == u))
+        hits = np.flatnonzero(self.sources[start:stop] == u)
+        return int(start + hits[0]) if len(hits) else -1
 
     def edges(self):
         """Iterate over ``(u, v, partial)`` triples, grouped by target."""
@@ -330,13 +342,27 @@ class LCG:
     def out_edges_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """``(order, ptr)``: edges ``order[ptr[v]:ptr[v+1]]`` leave v, by target."""
         if "out_csr" not in self._cache:
-            # edges are already sorted by target, so a stable sort by source
-            # leaves each vertex's out-edges in target order
-            order = np.argsort(self.sources, kind="stable")
-            ptr = np.zeros(self.n_vertices + 1, dtype=np.int64)
-            np.cumsum(np.bincount(self.sources, minlength=self.n_vertices), out=ptr[1:])
+            n, m = self.n_vertices, self.n_edges
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.sources, minlength=n), out=ptr[1:])
+            # edges are already sorted by target, so grouping them by source is a
+            # transposition: a stable sort on small graphs, and on large ones
+            # SciPy's CSR-to-CSC conversion, a linear-time counting sort
+            if m <= _SORT_EDGES:
+                order = np.argsort(self.sources, kind="stable")
+            else:
+                import scipy.sparse as sp
+
+                by_target = sp.csr_array((np.arange(m, dtype=np.int64), self.sources,
+                                          self.in_edges_ptr), shape=(n, n))
+                order = np.asarray(by_target.tocsc().data, dtype=np.int64)
             self._cache["out_csr"] = (order, ptr)
         return self._cache["out_csr"]
+
+    @property
+    def out_degrees(self) -> np.ndarray:
+        """Out-degree of every vertex."""
+        return np.diff(self.out_edges_csr[1])
 
     def _in_range(self, v: int) -> tuple[int, int]:
         ptr = self.in_edges_ptr
@@ -537,6 +563,53 @@ def takes_lcg(function):
         return function(g, *args, **kwargs)
 
     return checked
+
+
+def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
+    """Mask of the vertices reachable from any of ``starts`` along the edges
+    (``forward``) or against them; the starts themselves included.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "z", 1.0)],
+    ...                    inputs=["x"], outputs=["y", "z"])
+    >>> reachable(g, [g.index("y")], forward=False).tolist()
+    [True, True, True, False]
+    """
+    n = g.n_vertices
+    starts = [int(v) for v in starts]
+    if g.n_edges <= _SMALL_SEARCH:
+        key = "reach.lists." + ("forward" if forward else "reverse")
+        if key not in g._cache:
+            if forward:
+                order, ptr = g.out_edges_csr
+                ends = g.targets[order].tolist()
+            else:
+                ptr, ends = g.in_edges_ptr, g.sources.tolist()
+            bounds = ptr.tolist()
+            g._cache[key] = [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
+        adjacency = g._cache[key]
+        seen = [False] * n
+        stack = []
+        for s in starts:
+            if not seen[s]:
+                seen[s] = True
+                stack.append(s)
+        while stack:
+            for w in adjacency[stack.pop()]:
+                if not seen[w]:
+                    seen[w] = True
+                    stack.append(w)
+        return np.array(seen, dtype=bool)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    # one breadth-first search from an extra vertex n joined to every start
+    tails, heads = (g.sources, g.targets) if forward else (g.targets, g.sources)
+    rows = np.concatenate([tails, np.full(len(starts), n)])
+    cols = np.concatenate([heads, np.asarray(starts, dtype=np.int64)])
+    adjacency = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n + 1, n + 1))
+    mask = np.zeros(n + 1, dtype=bool)
+    mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
+    return mask[:n]
 
 
 # ---------------------------------------------------------------- validation

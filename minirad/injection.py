@@ -70,6 +70,7 @@ import numpy as np
 from ._random import as_generator as _rng
 from .examples import _layer_names
 from .graph import LCG
+from .sampling import _check_n
 
 __all__ = [
     "KINDS", "apply_projections", "chain_graph", "chain_product", "inject",
@@ -212,23 +213,39 @@ def apply_projections(chain, projections: Mapping) -> np.ndarray:
     """
     chain = _check_chain(chain)
     sizes = _sizes(chain)
-    if not isinstance(projections, Mapping):
-        raise TypeError(f"projections must map positions to matrices, not "
-                        f"{type(projections).__name__}")
-    checked = {}
-    for l in _positions(projections.keys(), len(chain)):
-        p = np.asarray(projections[l], dtype=np.float64)
-        if p.shape != (sizes[l], sizes[l]):
-            raise ValueError(f"the matrix at position {l} has shape {p.shape}; the vector "
-                             f"there has {sizes[l]} components, so it must be "
-                             f"{sizes[l]} x {sizes[l]}")
-        checked[l] = p
+    checked = _check_projections(projections, sizes)
     x = checked.get(0, np.eye(sizes[0]))
     for l, factor in enumerate(chain, start=1):
         x = factor @ x
         if l in checked:
             x = checked[l] @ x
     return x
+
+
+def _check_projections(projections, sizes: list[int]) -> dict[int, np.ndarray]:
+    """Projections by position, each a square matrix of the vector size there."""
+    if not isinstance(projections, Mapping):
+        raise TypeError(f"projections must map positions to matrices, not "
+                        f"{type(projections).__name__}")
+    checked = {}
+    for l in _positions(projections.keys(), len(sizes) - 1):
+        p = np.asarray(projections[l], dtype=np.float64)
+        if p.shape != (sizes[l], sizes[l]):
+            raise ValueError(f"the matrix at position {l} has shape {p.shape}; the vector "
+                             f"there has {sizes[l]} components, so it must be "
+                             f"{sizes[l]} x {sizes[l]}")
+        checked[l] = p
+    return checked
+
+
+def _setup(chain, k, kind: str, where):
+    """The checked chain, the kind, the vector size at every position and the
+    number of draws at each injected position."""
+    chain = _check_chain(chain)
+    kind = _check_kind(kind)
+    sizes = _sizes(chain)
+    draws = {l: _draws(sizes[l], k) for l in _positions(where, len(chain))}
+    return chain, kind, sizes, draws
 
 
 def inject(chain, k=1, kind: str = "sample", rng=None, where=None) -> np.ndarray:
@@ -242,13 +259,10 @@ def inject(chain, k=1, kind: str = "sample", rng=None, where=None) -> np.ndarray
     >>> inject(chain, k=1, rng=0).tolist()  # equal paths: sampling is exact here
     [[3.0]]
     """
-    chain = _check_chain(chain)
-    kind = _check_kind(kind)
-    sizes = _sizes(chain)
-    positions = _positions(where, len(chain))
-    draws = {l: _draws(sizes[l], k) for l in positions}
+    chain, kind, sizes, draws = _setup(chain, k, kind, where)
     rng = _rng(rng)
-    return apply_projections(chain, {l: _draw(kind, sizes[l], draws[l], rng) for l in positions})
+    return apply_projections(chain, {l: _draw(kind, sizes[l], kk, rng)
+                                     for l, kk in draws.items()})
 
 
 def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
@@ -259,15 +273,8 @@ def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
     >>> sorted(set(injected_products(chain, k=1, n=50, rng=0).ravel().tolist()))
     [2.0, 6.0]
     """
-    chain = _check_chain(chain)
-    kind = _check_kind(kind)
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n (the number of estimates) must be an int, not {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n (the number of estimates) must be at least 1, got {n}")
-    sizes = _sizes(chain)
-    positions = _positions(where, len(chain))
-    draws = {l: _draws(sizes[l], k) for l in positions}
+    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    n = _check_n(n)
     rng = _rng(rng)
 
     def project(x, l):
@@ -309,11 +316,7 @@ def injection_variance(chain, k=1, kind: str = "sample", where=None) -> np.ndarr
     >>> injection_variance([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])], k=1).tolist()
     [[4.0]]
     """
-    chain = _check_chain(chain)
-    kind = _check_kind(kind)
-    sizes = _sizes(chain)
-    positions = _positions(where, len(chain))
-    draws = {l: _draws(sizes[l], k) for l in positions}
+    chain, kind, sizes, draws = _setup(chain, k, kind, where)
 
     def extra(a, l):  # D(A) for a stack of symmetric matrices a (p, d, d)
         d, kk = sizes[l], draws[l]
@@ -365,13 +368,10 @@ def chain_graph(chain, projections: Mapping | None = None) -> LCG:
     chain = _check_chain(chain)
     sizes = _sizes(chain)
     scale = [np.ones(d) for d in sizes]
-    projections = {} if projections is None else projections
-    for l in _positions(projections.keys(), len(chain)):
-        p = np.asarray(projections[l], dtype=np.float64)
-        if p.shape != (sizes[l], sizes[l]) or np.any(p != np.diag(np.diag(p))):
-            raise ValueError(f"the projection at position {l} must be a diagonal "
-                             f"{sizes[l]} x {sizes[l]} matrix (a sampling projection: only "
-                             f"those keep or drop whole vertices); got shape {p.shape}")
+    for l, p in _check_projections({} if projections is None else projections, sizes).items():
+        if np.any(p != np.diag(np.diag(p))):
+            raise ValueError(f"the projection at position {l} must be a diagonal matrix (a "
+                             f"sampling projection: only those keep or drop whole vertices)")
         scale[l] = np.diag(p).copy()
     inner = _layer_names(len(chain) - 1, max(sizes)) if len(chain) > 1 else []
     names = [["theta"] if sizes[0] == 1 else [f"x{i + 1}" for i in range(sizes[0])]]

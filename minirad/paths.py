@@ -29,7 +29,7 @@ from operator import add
 
 import numpy as np
 
-from .graph import LCG, takes_lcg
+from .graph import LCG, reachable, takes_lcg
 from .sweeps import Accumulation
 
 DEFAULT_MAX_PATHS = 1_000_000
@@ -171,17 +171,6 @@ def _successor_lists(g: LCG) -> tuple[list[list[int]], list[list[float]]]:
     return g._cache["paths.successors"]
 
 
-def _reaches(g: LCG, targets: Sequence[int]) -> list[bool]:
-    """Which vertices have a path to some vertex in ``targets``."""
-    useful = [False] * g.n_vertices
-    for t in targets:
-        useful[t] = True
-    for s, d in zip(reversed(g.sources.tolist()), reversed(g.targets.tolist())):
-        if useful[d]:
-            useful[s] = True
-    return useful
-
-
 def _vertex_set(g: LCG, given, default: Sequence[int]) -> list[int]:
     if given is None:
         return list(default)
@@ -210,21 +199,23 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """
     sources = _vertex_set(g, source, g.inputs)
     targets = _vertex_set(g, target, g.outputs)
-    return _walk(g, sources, targets)
+    return (path for path, _ in _walk(g, sources, targets))
 
 
-def _walk(g: LCG, sources: list[int], targets: list[int]) -> Iterator[tuple[int, ...]]:
-    succ, _ = _successor_lists(g)
-    useful = _reaches(g, targets)
+def _walk(g: LCG, sources: list[int], targets: list[int]):
+    """Yield ``(path, product of its partials)`` for every source-to-target path,
+    depth first, never entering a vertex that cannot reach a target."""
+    succ, partial = _successor_lists(g)
+    useful = reachable(g, targets, forward=False).tolist()
     is_target = set(targets)
     for s in sources:
         if not useful[s]:
             continue
-        path = [s]
+        path, products = [s], [1.0]
         # stack[i] is the position of the next successor of path[i] to try
         stack = [0]
         if s in is_target:
-            yield (s,)
+            yield (s,), 1.0
         while stack:
             v = path[-1]
             options = succ[v]
@@ -233,14 +224,16 @@ def _walk(g: LCG, sources: list[int], targets: list[int]) -> Iterator[tuple[int,
                 i += 1
             if i == len(options):
                 path.pop()
+                products.pop()
                 stack.pop()
                 continue
             stack[-1] = i + 1
             w = options[i]
             path.append(w)
+            products.append(products[-1] * partial[v][i])
             stack.append(0)
             if w in is_target:
-                yield tuple(path)
+                yield tuple(path), products[-1]
 
 
 @takes_lcg
@@ -305,28 +298,9 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
             f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
     jac = np.zeros((len(g.outputs), len(g.inputs)))
     row = {y: r for r, y in enumerate(g.outputs)}
-    succ, partial = _successor_lists(g)
-    useful = _reaches(g, g.outputs)
     for col, x in enumerate(g.inputs):
-        if not useful[x]:
-            continue
-        # explicit stack of (vertex, next successor position, product so far)
-        stack = [(x, 0, 1.0)]
-        while stack:
-            v, i, product = stack[-1]
-            options = succ[v]
-            while i < len(options) and not useful[options[i]]:
-                i += 1
-            if i == len(options):
-                stack.pop()
-                continue
-            stack[-1] = (v, i + 1, product)
-            w = options[i]
-            extended = product * partial[v][i]
-            if w in row:  # outputs have no successors, so the path ends here
-                jac[row[w], col] += extended
-            else:
-                stack.append((w, 0, extended))
+        for path, product in _walk(g, [x], list(g.outputs)):
+            jac[row[path[-1]], col] += product
     multiplications, additions = _path_costs(g, counts)
     return Accumulation(jac, multiplications, additions, "bauer")
 

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ._random import as_generator
-from .graph import LCG
+from .graph import LCG, takes_lcg
+from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths
 
 __all__ = [
     "jacobian_heatmaps", "plot_compare", "plot_convergence", "plot_elimination_costs",
@@ -27,8 +28,6 @@ __all__ = [
 
 #: above this many entries the heatmaps are not annotated with numbers
 ANNOTATE_LIMIT = 64
-# one colour per curve, colour-blind safe (Okabe-Ito), as in minirad.render
-COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 #: the empirical crosses of plot_variance_vs_k, a colour no line there has
 EMPIRICAL_COLOR = "#CC0077"
 
@@ -46,11 +45,6 @@ def _k_text(k) -> str:
     if isinstance(k, (float, np.floating)):
         return f"k={k:.0%} of out-edges"
     return f"k={k}"
-
-
-def _check_graph(g, where: str) -> None:
-    if not isinstance(g, LCG):
-        raise TypeError(f"{where} takes an LCG, not {type(g).__name__}")
 
 
 # ---------------------------------------------------------------- heatmaps
@@ -155,22 +149,51 @@ def _names(names, count: int, what: str, stem: str) -> list[str]:
     return names
 
 
-def plot_compare(g: LCG, k=1, n: int = 1000, rng=None):
+@takes_lcg
+def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
+                 exact_std: bool = False):
     """Exact Jacobian of ``g`` against path sampling: see :func:`jacobian_heatmaps`.
 
     Draws ``n`` estimates with :func:`minirad.sampling.compare` (``k`` as
     there); "one sample" is the first of them and "std" is the per-entry
-    standard deviation of a single estimate.
+    standard deviation of a single estimate: estimated from the ``n``
+    samples, or with ``exact_std=True`` the exact one
+    (:func:`minirad.sampling.path_sampling_variance`).  ``title`` replaces
+    the default title.
+
+    >>> from minirad import examples
+    >>> fig = plot_compare(examples.figure1(), n=50, rng=0, exact_std=True, title="Figure 1")
+    >>> fig.get_suptitle(), fig.axes[3].get_title()
+    ('Figure 1', 'std of one sample (k=1)')
     """
     from .sampling import compare
 
-    _check_graph(g, "plot_compare")
-    result = compare(g, k=k, n=n, rng=rng)
-    std = np.sqrt(result.variance) if result.n > 1 else np.zeros_like(result.mean)
+    return plot_comparison(g, compare(g, k=k, n=n, rng=rng), k, title, exact_std)
+
+
+@takes_lcg
+def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool = False):
+    """:func:`plot_compare` for a :class:`~minirad.sampling.Comparison` already
+    computed with draws ``k`` on ``g``, so nothing is sampled twice.
+
+    >>> from minirad import examples
+    >>> from minirad.sampling import compare
+    >>> g = examples.figure1()
+    >>> len(plot_comparison(g, compare(g, 1, 50, rng=0), 1).axes)
+    6
+    """
+    if exact_std:
+        if result.exact_variance is None:
+            raise ValueError("this graph is too large for the exact variance "
+                             "(minirad.sampling.path_sampling_variance refuses it); pass "
+                             "exact_std=False for the standard deviation of the samples")
+        std = np.sqrt(result.exact_variance)
+    else:
+        std = np.sqrt(result.variance) if result.n > 1 else np.zeros_like(result.mean)
     return jacobian_heatmaps(
         result.exact, result.mean, result.estimates[0], std, n=result.n, k=k,
         input_names=[g.names[v] for v in g.inputs], output_names=[g.names[v] for v in g.outputs],
-        title=f"Path sampling against the exact Jacobian ({_k_text(k)})")
+        title=title or f"Path sampling against the exact Jacobian ({_k_text(k)})")
 
 
 # ------------------------------------------------------------- convergence
@@ -186,6 +209,7 @@ def _check_ks(ks, where: str) -> list:
     return list(ks)
 
 
+@takes_lcg
 def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
                      title: str | None = None):
     """Relative error of the running mean against the number of samples, log-log.
@@ -204,7 +228,6 @@ def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
     """
     from .sampling import compare
 
-    _check_graph(g, "plot_convergence")
     ks = _check_ks(ks, "plot_convergence")
     figure = _figure(6.4, 4.4)
     ax = figure.add_subplot()
@@ -291,6 +314,7 @@ def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float =
     return figure
 
 
+@takes_lcg
 def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None,
                        title: str | None = None):
     """Exact variance of path sampling against the number of draws per vertex.
@@ -311,7 +335,6 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
     from .jacobian import jacobian
     from .sampling import path_sampling_variance, sampled_jacobians
 
-    _check_graph(g, "plot_variance_vs_k")
     ks = _check_ks(ks, "plot_variance_vs_k")
     fractions = all(isinstance(k, (float, np.floating)) for k in ks)
     counts = all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in ks)
@@ -383,7 +406,9 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
         raise TypeError(f"graphs must be a nonempty dict from a name to an LCG, not "
                         f"{type(graphs).__name__}")
     for name, g in graphs.items():
-        _check_graph(g, f"plot_elimination_costs (graph {name!r})")
+        if not isinstance(g, LCG):
+            raise TypeError(f"plot_elimination_costs: graph {name!r} is a "
+                            f"{type(g).__name__}, not an LCG")
     if cost not in ("multiplications", "additions"):
         raise ValueError(f"cost must be 'multiplications' or 'additions', not {cost!r}")
     if isinstance(orders, str):

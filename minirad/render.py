@@ -4,7 +4,7 @@
 Jupyter and :func:`save` writes it as svg, png or pdf).  The picture reads
 bottom-up like Figure 1(c): inputs at the bottom, outputs at the top, one
 row per topological level, each edge labelled with its local partial.
-Three highlights can be laid over it, alone or together:
+Four highlights can be laid over it, alone or together:
 
 * ``sample=`` a path sample: the drawn edges bold and coloured with their
   draw count and sampled weight, the others dashed grey, skipped vertices
@@ -48,7 +48,8 @@ import graphviz
 import numpy as np
 
 from ._files import write_atomically
-from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill
+from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill, _plural
+from .paths import path_product
 
 __all__ = [
     "MissingDotWarning", "Drawing", "draw_matplotlib", "elimination_strip", "has_dot",
@@ -373,22 +374,20 @@ def _one_per_path(values, count: int, what: str, example: str) -> list[str] | No
 
 def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=None) -> None:
     g = scene.g
-    position = {(u, v): e for e, (u, v, _) in enumerate(g.edges())}
     paths = _as_paths(g, paths)
     labels = _one_per_path(path_labels, len(paths), "path_labels", "['path 3']")
     colors = _one_per_path(colors, len(paths), "colors", "[PATH_COLORS[2]]")
     for number, path in enumerate(paths):
         color = colors[number] if colors else PATH_COLORS[number % len(PATH_COLORS)]
-        product = 1.0
         for u, v in zip(path, path[1:]):
-            edge = scene.edges[position[u, v]]
+            edge = scene.edges[g.edge_index(u, v)]  # scene edges follow g's edges
             edge.colors.append(color)  # several paths: a multi-coloured edge
             edge.penwidth = max(edge.penwidth, PATH_WIDTH)
-            product *= g.partial(u, v)
         if number < MAX_PATH_KEYS:
             route = " → ".join(g.names[v] for v in path)
             label = labels[number] if labels else f"path {number + 1}"
-            scene.keys.append(_Key(f"{label}: {route}  (product {_fmt(product, digits)})",
+            product = _fmt(path_product(g, path), digits)
+            scene.keys.append(_Key(f"{label}: {route}  (product {product})",
                                    color, penwidth=PATH_WIDTH))
         elif number == MAX_PATH_KEYS:
             scene.keys.append(_Key("... more paths (colours repeat)", DIM))
@@ -396,7 +395,8 @@ def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=Non
 
 
 def _as_step(g: LCG, step):
-    """An elimination Step checked against ``g``, the graph *before* the step."""
+    """An elimination Step checked against ``g``, the graph *before* the step,
+    and the graph after it (whose partials are the step's new ones)."""
     from .elimination import eliminate  # elimination never draws, so no import cycle
 
     if isinstance(step, (str, int, np.integer)):
@@ -404,43 +404,44 @@ def _as_step(g: LCG, step):
         if g.kind(v) != INTERMEDIATE:
             raise ValueError(f"step={g.names[v]!r} is an {g.kind(v)}; only intermediates can "
                              f"be eliminated")
-        return eliminate(g, [v]).steps[0]
+        result = eliminate(g, [v])
+        return result.steps[0], result.graph
     if not all(hasattr(step, a) for a in ("vertex", "fill_in", "updated")):
         raise TypeError(f"step= takes an elimination Step (from minirad.elimination) or the "
                         f"vertex to eliminate, not {type(step).__name__}")
-    expected = _as_step(g, step.vertex)
+    expected, after = _as_step(g, step.vertex)
     if set(map(tuple, step.fill_in)) != set(expected.fill_in) or \
             set(map(tuple, step.updated)) != set(expected.updated):
         raise ValueError(f"step= eliminates {step.vertex!r} on a different graph: its fill-in "
                          f"and updated edges do not match this one; draw it on the graph "
                          f"*before* the step (Elimination.graphs[i] for steps[i])")
-    return step
+    return step, after
 
 
 def _apply_step(scene: _Scene, step, digits: int) -> None:
     g = scene.g
-    step = _as_step(g, step)
+    step, after = _as_step(g, step)
     v = g.index(step.vertex)
     node = scene.nodes[v]
     node.fill, node.border, node.penwidth, node.dashed = (
         STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
     node.fontcolor = INK
-    position = {(a, b): e for e, (a, b, _) in enumerate(g.edges())}
     for edge in scene.edges:
         if v in (edge.u, edge.v):
             edge.colors.append(STEP_EDGE_COLOR)
             edge.penwidth = max(edge.penwidth, 2.0)
+    # the new partials are read off the graph after the step: the chain rule's
+    # products and sums are minirad.elimination's to compute
     for p_name, s_name in step.updated:
-        p, s = g.index(p_name), g.index(s_name)
-        edge = scene.edges[position[p, s]]
-        old, new = g.partial(p, s), g.partial(p, s) + g.partial(p, v) * g.partial(v, s)
+        edge = scene.edges[g.edge_index(p_name, s_name)]  # scene edges follow g's edges
+        old, new = g.partial(p_name, s_name), after.partial(p_name, s_name)
         edge.colors.append(UPDATED_COLOR)
         edge.penwidth = max(edge.penwidth, 2.4)
         edge.label = f"{_fmt(old, digits)} → {_fmt(new, digits)}"
         edge.fontcolor = UPDATED_COLOR
     for p_name, s_name in step.fill_in:
         p, s = g.index(p_name), g.index(s_name)
-        new = g.partial(p, v) * g.partial(v, s)
+        new = after.partial(p_name, s_name)
         scene.edges.append(_Edge(p, s, f"new {_fmt(new, digits)}", [FILL_IN_COLOR], 2.0,
                                  dashed=True, fontcolor=FILL_IN_COLOR, proposed=True))
     scene.keys += [
@@ -850,7 +851,6 @@ def _layout(scene: _Scene) -> _Layout:
     return _Layout(x, y, routes, width, max(levels, default=0) + 1)
 
 
-# matplotlib has no ellipse or octagon box: rounded box, blob and thick square stand in
 def _keep_order(row: list, g: LCG) -> None:
     """Put the inputs (Jacobian columns) and outputs (rows) of a row back in
     their order, in the places the sort gave them, as the DOT drawing does."""
@@ -862,6 +862,7 @@ def _keep_order(row: list, g: LCG) -> None:
             row[i] = slot
 
 
+# matplotlib has no ellipse or octagon box: rounded box, blob and thick square stand in
 _BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad=0.45",
              OUTPUT: "square,pad=0.45"}
 
@@ -978,19 +979,6 @@ def _legend_handle(key: _Key):
 
 
 # ------------------------------------------------------------- elimination
-def _elimination(g: LCG, order):
-    from .elimination import eliminate
-
-    result = eliminate(g, order, keep_graphs=True)
-    rows = _levels(g)
-    fixed = {g.names[v]: rows[v] for v in range(g.n_vertices)}
-    return result, fixed
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _step_title(number: int, total: int, step) -> str:
     return (f"step {number}/{total}: eliminate {step.vertex}  "
             f"({len(step.predecessors)}×{len(step.successors)} = "
@@ -1018,7 +1006,10 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     Figure 1
     step 1/4: eliminate v3  (1×1 = 1 multiplication, 1 addition)
     """
-    result, fixed = _elimination(g, order)
+    from .elimination import eliminate
+
+    result = eliminate(g, order, keep_graphs=True)
+    fixed = dict(zip(g.names, _levels(g)))  # every vertex keeps its row in g
     total = len(result.steps)
     head = f"{title}\n" if title else ""
     drawings = []

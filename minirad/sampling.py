@@ -41,12 +41,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order
 
 from ._random import as_generator as _rng
+from ._random import seed_from
 from .examples import independent_paths, interleaved
-from .graph import LCG, takes_lcg
+from .graph import LCG, reachable, takes_lcg
 from .sweeps import Accumulation, reverse_sweep
 
 __all__ = [
@@ -94,7 +93,7 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
     ...
     ValueError: k must be at least 1 (draws per vertex), got 0
     """
-    degree = np.diff(g.out_edges_csr[1])
+    degree = g.out_degrees
     has_succ = degree > 0
     if isinstance(k, (bool, np.bool_)):
         raise TypeError("k must be an int, a float fraction in (0, 1] or a mapping from "
@@ -136,29 +135,16 @@ def _check_n(n) -> int:
     return int(n)
 
 
-def _reachable(n: int, sources, targets, starts) -> np.ndarray:
-    """Vertices reachable from any of ``starts`` (a breadth-first search from
-    an extra vertex ``n`` joined to every start)."""
-    starts = np.asarray(starts, dtype=np.int64)
-    rows = np.concatenate([sources, np.full(len(starts), n)])
-    cols = np.concatenate([targets, starts])
-    adjacency = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n + 1, n + 1))
-    found = breadth_first_order(adjacency, n, directed=True, return_predecessors=False)
-    mask = np.zeros(n + 1, dtype=bool)
-    mask[found] = True
-    return mask[:n]
-
-
 def _on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
     """Mask of the vertices on some input-to-output path; raises when there is
     none (unless not ``required``).  The mask for all outputs is cached on the
     (immutable) graph."""
     if outputs is None and "sampling.on_paths" in g._cache:
         return g._cache["sampling.on_paths"]
-    forward = _reachable(g.n_vertices, g.sources, g.targets, g.inputs)
-    backward = _reachable(g.n_vertices, g.targets, g.sources,
-                          g.outputs if outputs is None else outputs)
-    mask = forward & backward
+    if "sampling.from_inputs" not in g._cache:  # the same for every output
+        g._cache["sampling.from_inputs"] = reachable(g, g.inputs)
+    backward = reachable(g, g.outputs if outputs is None else outputs, forward=False)
+    mask = g._cache["sampling.from_inputs"] & backward
     if outputs is None and mask.any():
         mask.flags.writeable = False
         g._cache["sampling.on_paths"] = mask
@@ -645,8 +631,9 @@ def _layer_chain(g: LCG, width: int, depth: int) -> list[np.ndarray]:
     rank[-1], layer[-1] = 0, depth + 1
     sizes = [1] + [width] * depth + [1]
     chain = [np.zeros((sizes[l + 1], sizes[l])) for l in range(depth + 1)]
-    for u, v, p in g.edges():
-        chain[layer[u]][rank[v], rank[u]] = p
+    for l in range(depth + 1):
+        stage = layer[g.sources] == l
+        chain[l][rank[g.targets[stage]], rank[g.sources[stage]]] = g.partials[stage]
     return chain
 
 
@@ -687,9 +674,7 @@ def variance_by_depth(family: str, width: int, depths: Sequence[int], fraction: 
     depths = np.asarray(depths)
     if depths.ndim != 1 or len(depths) == 0 or not np.issubdtype(depths.dtype, np.integer):
         raise ValueError(f"depths must be a nonempty list of ints, got {depths.tolist()!r}")
-    if isinstance(rng, np.random.Generator):
-        rng = int(rng.integers(2**63))  # one seed for every depth
-    _rng(rng)
+    rng = seed_from(rng)  # one seed for every depth
     jac, var = [], []
     for depth in depths.tolist():
         g = FAMILIES[family](width, depth, partials=partials, rng=rng)

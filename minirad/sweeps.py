@@ -62,7 +62,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .graph import LCG, takes_lcg
+from .graph import LCG, reachable, takes_lcg
 
 ENGINES = ("auto", "loop", "levels", "triangular")
 
@@ -74,9 +74,6 @@ _LOOP_WORK = 4_000
 # they carry more than about this many edges each; deeper graphs go to the solver.
 _EDGES_PER_LEVEL = 700
 _MIN_LEVELS = 8
-# Up to this many edges numpy's stable argsort groups edges by source quickly
-# enough; beyond it a transposition in SciPy is cheaper.
-_SORT_EDGES = 50_000
 
 
 # --------------------------------------------------------------- the result
@@ -173,29 +170,6 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, lengths) + np.arange(total)
 
 
-def _out_csr(g: LCG) -> tuple[np.ndarray, np.ndarray]:
-    """(order, ptr): edges ``order[ptr[u]:ptr[u+1]]`` leave u, by increasing target.
-
-    The edge arrays are sorted by target, so grouping them by source is a
-    transposition: on large graphs SciPy's CSR-to-CSC conversion does it as
-    a linear-time counting sort, several times faster than a stable argsort.
-    """
-    if "sweeps.out_csr" not in g._cache:
-        n, m = g.n_vertices, g.n_edges
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(g.sources, minlength=n), out=ptr[1:])
-        if m <= _SORT_EDGES:
-            order = np.argsort(g.sources, kind="stable")
-        else:
-            import scipy.sparse as sp
-
-            by_target = sp.csr_array((np.arange(m, dtype=np.int64), g.sources,
-                                      g.in_edges_ptr), shape=(n, n))
-            order = np.asarray(by_target.tocsc().data, dtype=np.int64)
-        g._cache["sweeps.out_csr"] = (order, ptr)
-    return g._cache["sweeps.out_csr"]
-
-
 def _edge_lists(g: LCG):
     if "sweeps.lists" not in g._cache:
         src, dst, par = g.sources.tolist(), g.targets.tolist(), g.partials.tolist()
@@ -225,7 +199,7 @@ def _levels(g: LCG, cap: int | None) -> np.ndarray | None:
     n = g.n_vertices
     if cap is not None and _chain_length(g, cap) > cap:
         return None
-    order, ptr = _out_csr(g)
+    order, ptr = g.out_edges_csr
     heads = g.targets[order]
     remaining = np.diff(g.in_edges_ptr)
     level = np.zeros(n, dtype=np.int64)
@@ -301,17 +275,17 @@ def _level_schedule(g: LCG, cap: int | None) -> _Schedule | None:
     if level is None:
         g._cache["sweeps.levels"] = (None, None, cap)
         return None
-    schedule = _build_schedule(g, level)
-    g._cache["sweeps.levels"] = (schedule, int(level.max()) + 1 if len(level) else 0, None)
+    depth = int(level.max()) + 1 if len(level) else 0
+    schedule = _build_schedule(g, level, depth)
+    g._cache["sweeps.levels"] = (schedule, depth, None)
     return schedule
 
 
-def _build_schedule(g: LCG, level: np.ndarray) -> _Schedule:
+def _build_schedule(g: LCG, level: np.ndarray, depth: int) -> _Schedule:
     import scipy.sparse as sp
 
     n = g.n_vertices
-    depth = int(level.max()) + 1 if n else 0
-    leaf = np.bincount(g.sources, minlength=n) == 0
+    leaf = g.out_degrees == 0
     # level-major; within a level, vertices with successors first so the
     # reverse sweep's rows are a contiguous block
     perm = np.lexsort((leaf, level))
@@ -323,7 +297,7 @@ def _build_schedule(g: LCG, level: np.ndarray) -> _Schedule:
     tail, head = position[g.sources], position[g.targets]
     index_type = np.int32 if n < 2**31 - 1 and g.n_edges < 2**31 - 1 else np.int64
     in_ptr = g.in_edges_ptr
-    out_order, out_ptr = _out_csr(g)
+    out_order, out_ptr = g.out_edges_csr
 
     def blocks(edges, degree, cols_of, row_spans):
         """Per span of rows, a CSR matrix of the given edges (grouped by row)."""
@@ -376,7 +350,7 @@ def _unit_lower(g: LCG):
         import scipy.sparse as sp
 
         n, m = g.n_vertices, g.n_edges
-        order, ptr = _out_csr(g)
+        order, ptr = g.out_edges_csr
         index_type = np.int32 if n + m < 2**31 - 1 else np.int64
         indptr = (ptr + np.arange(n + 1)).astype(index_type)
         diagonal = indptr[:-1]
@@ -428,55 +402,18 @@ def _propagate(g: LCG, seeds: np.ndarray, forward: bool, engine: str) -> np.ndar
 
 
 # ------------------------------------------------------------------- counts
-def _reach(g: LCG, seed: int, forward: bool) -> np.ndarray:
-    """Vertices reachable from ``seed`` along (forward) or against the edges."""
-    if g.n_edges <= _LOOP_WORK:
-        key = "sweeps.adjacency_lists." + ("forward" if forward else "reverse")
-        if key not in g._cache:
-            if forward:
-                order, ptr = _out_csr(g)
-                ends = g.targets[order].tolist()
-            else:
-                ptr, ends = g.in_edges_ptr, g.sources.tolist()
-            bounds = ptr.tolist()
-            g._cache[key] = [ends[bounds[v]:bounds[v + 1]] for v in range(g.n_vertices)]
-        adjacency = g._cache[key]
-        seen, stack = {seed}, [seed]
-        while stack:
-            for w in adjacency[stack.pop()]:
-                if w not in seen:
-                    seen.add(w)
-                    stack.append(w)
-        return np.fromiter(seen, dtype=np.int64, count=len(seen))
-    from scipy.sparse.csgraph import breadth_first_order
-
-    key = "sweeps.adjacency." + ("forward" if forward else "reverse")
-    if key not in g._cache:
-        import scipy.sparse as sp
-
-        if forward:
-            order, ptr = _out_csr(g)
-            ends = g.targets[order]
-        else:
-            ptr, ends = g.in_edges_ptr, g.sources
-        g._cache[key] = sp.csr_array((np.ones(g.n_edges), ends, ptr),
-                                     shape=(g.n_vertices, g.n_vertices))
-    return breadth_first_order(g._cache[key], seed, directed=True, return_predecessors=False)
-
-
 def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
     """Multiplications and additions of a sweep over ``seeds`` (see the module
     docstring); per-seed figures are cached, as they depend only on structure."""
     cache = g._cache.setdefault("sweeps.cost." + ("forward" if forward else "reverse"), {})
     missing = [seed for seed in seeds if seed not in cache]
     if missing:
-        degree = (np.bincount(g.sources, minlength=g.n_vertices) if forward
-                  else np.diff(g.in_edges_ptr))
+        degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
         for seed in missing:
-            reached = _reach(g, seed, forward)
+            reached = reachable(g, [seed], forward)
             edges = int(degree[reached].sum())
             # each reached vertex but the seed combines >= 1 traversed edges
-            cache[seed] = (edges, edges - (len(reached) - 1))
+            cache[seed] = (edges, edges - (int(reached.sum()) - 1))
     multiplications = sum(cache[seed][0] for seed in seeds)
     additions = sum(cache[seed][1] for seed in seeds)
     return multiplications, additions

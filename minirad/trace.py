@@ -23,6 +23,7 @@ from numbers import Real
 
 import numpy as np
 
+from . import ops as ops_module
 from .graph import LCG
 from .ops import OPS, NonFiniteError, Op, _apply, evaluate
 
@@ -199,8 +200,7 @@ class Var:
         if method != "__call__" or kwargs or (name not in _UFUNC_OPS
                                               and name not in _COMPARISONS):
             raise TypeError(f"numpy's {name} ({method}) has no entry in minirad's operation "
-                            f"table; use minirad.ops (sin, cos, tan, exp, log, log1p, sqrt, "
-                            f"tanh, sigmoid, relu, arctan, maximum, minimum) or arithmetic")
+                            f"table; use arithmetic or minirad.ops: {_OPS_FUNCTIONS}")
         if name in _COMPARISONS:
             compare = _COMPARISONS[name]
 
@@ -245,6 +245,9 @@ _UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div
               "true_divide": "div", "power": "pow", "negative": "neg", "absolute": "abs",
               "maximum": "maximum", "minimum": "minimum",
               **{name: name for name in _SHARED_NAMES}}
+# what a user may call from minirad.ops (the table minus operators and copies)
+_OPS_FUNCTIONS = ", ".join(name for name in OPS if hasattr(ops_module, name))
+
 _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
                 "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 

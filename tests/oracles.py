@@ -1,11 +1,20 @@
-"""Independent oracles shared by the tests: nothing here uses minirad's algorithms."""
+"""Independent oracles and helpers shared by the tests: nothing here uses
+minirad's algorithms (Algorithm 1's enumeration reads only the draws per vertex
+from minirad.sampling.draws_per_vertex, the way k is spelled)."""
 
+import itertools
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
-from minirad import labs
+from minirad import examples, labs
+from minirad.labs import notebook
+from minirad.sampling import draws_per_vertex
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def dense_jacobian(g, partials=None) -> np.ndarray:
@@ -47,3 +56,80 @@ def expect_failure(check, fn, *fragments) -> str:
     for fragment in fragments:
         assert fragment in message, message
     return message
+
+
+def algorithm1_outcomes(g, k) -> list[tuple[float, np.ndarray]]:
+    """Every outcome of the literal Algorithm 1 (with skipping) as
+    (probability, Jacobian estimate), by walking every sequence of draws; the
+    draws of a vertex are ordered tuples, each equally likely.  Tiny graphs only."""
+    draws = draws_per_vertex(g, k)
+    order, ptr = g.out_edges_csr
+    outcomes = []
+
+    def walk(v, visited, counts, prob):
+        if v == g.n_vertices:
+            outcomes.append((prob, counts))
+            return
+        edges = order[ptr[v]:ptr[v + 1]]
+        if not visited[v] or len(edges) == 0:
+            walk(v + 1, visited, counts, prob)
+            return
+        d = len(edges)
+        choices = [tuple(range(d))] if draws[v] == 0 else itertools.product(
+            range(d), repeat=int(draws[v]))
+        weight = 1.0 if draws[v] == 0 else d ** -float(draws[v])
+        for seq in choices:
+            c, seen = counts.copy(), visited.copy()
+            for i in seq:
+                c[edges[i]] += 1
+                seen[g.targets[edges[i]]] = True
+            walk(v + 1, seen, c, prob * weight)
+
+    visited = np.zeros(g.n_vertices, dtype=bool)
+    visited[list(g.inputs)] = True
+    walk(0, visited, np.zeros(g.n_edges, dtype=np.int64), 1.0)
+    degree = np.diff(ptr)[g.sources]
+    per_draw = np.where(draws[g.sources] > 0, degree / np.maximum(draws[g.sources], 1), 1.0)
+    return [(p, dense_jacobian(g, c * per_draw * g.partials)) for p, c in outcomes]
+
+
+def as_law(estimates, probabilities=None, decimals=9) -> dict:
+    """{rounded estimate: probability}, merging equal estimates (equally likely
+    when no probabilities are given)."""
+    if probabilities is None:
+        probabilities = np.full(len(estimates), 1.0 / len(estimates))
+    law = {}
+    for p, x in zip(probabilities, estimates):
+        key = tuple(np.round(np.ravel(x), decimals) + 0.0)  # + 0.0 folds -0.0 into 0.0
+        law[key] = law.get(key, 0.0) + p
+    return law
+
+
+def random_dags(inputs, intermediates, outputs, density):
+    """A hypothesis strategy: ``examples.random_dag`` graphs whose numbers of
+    inputs, intermediates and outputs and whose density lie in the given
+    (low, high) ranges, from any seed."""
+    return st.builds(
+        lambda ni, nm, no, d, seed: examples.random_dag(ni, nm, no, d, rng=seed),
+        st.integers(*inputs), st.integers(*intermediates), st.integers(*outputs),
+        st.floats(*density), st.integers(0, 2**32 - 1))
+
+
+_SOLVED: dict[str, notebook.RunResult] = {}
+
+
+def solved_lab(stem: str, tmp_path_factory) -> notebook.RunResult:
+    """The solutions notebook of tutorials/<stem>.py, run once per test session, in-process."""
+    if stem not in _SOLVED:
+        folder = tmp_path_factory.mktemp(f"{stem}_solutions")
+        nb = notebook.to_notebook(ROOT / "tutorials" / f"{stem}.py", solutions=True)
+        _SOLVED[stem] = notebook.run_notebook(nb, cwd=folder,
+                                              env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
+    return _SOLVED[stem]
+
+
+def lab_solution(stem: str, name: str, tmp_path_factory):
+    """The reference solution ``name`` of a lab, from its solved notebook."""
+    result = solved_lab(stem, tmp_path_factory)
+    assert result.ok, result
+    return result.namespace[name]

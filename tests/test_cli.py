@@ -131,7 +131,7 @@ def test_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
     (["compare", "{g}", "--k", "0"], "k must be at least 1"),
     (["compare", "{g}", "--k", "two"], "is not a whole number of draws"),
     (["render", "{g}", "-o", "{tmp}/g.png", "--max-vertices", "3"], "more than max_vertices=3"),
-    (["compare", "{g}", "-o", "{tmp}/out.txt"], "use a .png, .svg or .pdf name"),
+    (["compare", "{g}", "-o", "{tmp}/out.txt"], "use a name ending in .png, .svg, .pdf"),
     (["render", "{g}", "-o", "{tmp}/missing/g.png"], "does not exist"),
     (["compare", "{g}", "--seed", "-1"], "non-negative integer"),
 ])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from minirad import gallery
+from minirad.injection import chain_graph
 
 R = importlib.import_module("minirad.render")  # the module; minirad.render is the function
 
@@ -113,6 +114,19 @@ def test_layered_multi_is_the_figure_2b_family_with_several_ends():
     assert all(len(g.successors(v)) == 4 for v in ("x1", "a3"))
     assert gallery.layered_multi(rng=5).partials.tolist() == \
         gallery.layered_multi(rng=5).partials.tolist()
+
+
+def test_layered_multi_is_a_chain_graph_at_any_depth():
+    """The scalar graph of its chain of layers; past 24 layers the letters would
+    reach y, the outputs' name, so deep layers are named h<layer>_<i> instead."""
+    g = gallery.layered_multi(2, 3, 1, 2, rng=0)
+    chain = [g.partials[:6].reshape(3, 2), g.partials[6:].reshape(2, 3)]  # grouped by target
+    assert g.same_as(chain_graph(chain))
+    deep = gallery.layered_multi(2, 2, 25, 2, rng=0)
+    assert len(set(deep.names)) == deep.n_vertices == 2 + 2 * 25 + 2
+    assert [deep.name(v) for v in deep.outputs] == ["y1", "y2"]
+    assert deep.intermediates and all(deep.name(v).startswith("h")
+                                      for v in deep.intermediates)
 
 
 def test_build_without_dot(monkeypatch, tmp_path):

@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import pytest
+from oracles import algorithm1_outcomes, as_law
 from oracles import dense_jacobian as exact_jacobian
 
 from minirad import examples
@@ -21,7 +22,7 @@ from minirad.injection import (
     rademacher_projection,
     sampling_projection,
 )
-from minirad.sampling import draws_per_vertex, path_sampling_variance
+from minirad.sampling import path_sampling_variance
 
 
 def random_chain(sizes, seed, zero=False):
@@ -53,53 +54,6 @@ def injection_law(chain, k, kind, where):
     for ps in itertools.product(*per_position):
         outcomes.append(apply_projections(chain, dict(zip(where, ps))))
     return np.array(outcomes)
-
-
-def algorithm1_law(g, k):
-    """Every outcome of the literal Algorithm 1 as (probability, estimate)."""
-    draws = draws_per_vertex(g, k)
-    order, ptr = g.out_edges_csr
-    degree = np.diff(ptr)
-    result = []
-
-    def walk(v, visited, weights, prob):
-        if v == g.n_vertices:
-            q = np.zeros((g.n_vertices, g.n_vertices))
-            np.add.at(q, (g.targets, g.sources), weights)
-            inverse = np.linalg.inv(np.eye(g.n_vertices) - q)
-            result.append((prob, inverse[np.ix_(list(g.outputs), list(g.inputs))]))
-            return
-        edges = order[ptr[v]:ptr[v + 1]]
-        if not visited[v] or len(edges) == 0:
-            walk(v + 1, visited, weights, prob)
-            return
-        if draws[v] == 0:
-            seqs, scale, p = [tuple(range(len(edges)))], 1.0, 1.0
-        else:
-            seqs = itertools.product(range(len(edges)), repeat=int(draws[v]))
-            scale, p = degree[v] / draws[v], degree[v] ** -float(draws[v])
-        for seq in seqs:
-            w, seen = weights.copy(), visited.copy()
-            for i in seq:
-                w[edges[i]] += scale * g.partials[edges[i]]
-                seen[g.targets[edges[i]]] = True
-            walk(v + 1, seen, w, prob * p)
-
-    visited = np.zeros(g.n_vertices, dtype=bool)
-    visited[list(g.inputs)] = True
-    walk(0, visited, np.zeros(g.n_edges), 1.0)
-    return result
-
-
-def as_law(outcomes, probabilities=None, decimals=9):
-    """{rounded estimate: probability}, merging equal estimates."""
-    if probabilities is None:
-        probabilities = np.full(len(outcomes), 1.0 / len(outcomes))
-    law = {}
-    for p, x in zip(probabilities, outcomes):
-        key = tuple(np.round(np.ravel(x), decimals) + 0.0)  # + 0.0 folds -0.0 into 0.0
-        law[key] = law.get(key, 0.0) + p
-    return law
 
 
 def same_law(a, b):
@@ -261,7 +215,7 @@ def test_one_draw_everywhere_is_algorithm_1_by_enumeration(sizes, seed):
     g = chain_graph(chain)
     where = list(range(1, len(chain) + 1))
     injected = as_law(injection_law(chain, 1, "sample", where))
-    probabilities, outcomes = zip(*algorithm1_law(g, 1))
+    probabilities, outcomes = zip(*algorithm1_outcomes(g, 1))
     assert same_law(injected, as_law(outcomes, probabilities))
 
 
@@ -282,7 +236,7 @@ def test_injection_after_a_scalar_is_algorithm_1_at_that_scalar(k):
     chain = random_chain([1, 3, 2, 2], k)
     g = chain_graph(chain)
     injected = as_law(injection_law(chain, k, "sample", [1]))
-    probabilities, outcomes = zip(*algorithm1_law(g, {"theta": k}))
+    probabilities, outcomes = zip(*algorithm1_outcomes(g, {"theta": k}))
     assert same_law(injected, as_law(outcomes, probabilities))
     wide = random_chain([1, 7, 5, 4, 3], k)
     assert np.allclose(injection_variance(wide, k, where=[1]),
@@ -312,7 +266,7 @@ def test_with_two_inputs_one_draw_matches_column_by_column_but_not_jointly():
     g = chain_graph(chain)
     where = [1, 2, 3]
     injected = injection_law(chain, 1, "sample", where)
-    probabilities, outcomes = zip(*algorithm1_law(g, 1))
+    probabilities, outcomes = zip(*algorithm1_outcomes(g, 1))
     outcomes = np.array(outcomes)
     for column in (0, 1):
         assert same_law(as_law(injected[:, :, column]),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian
+from oracles import dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, elimination, examples, ops
@@ -80,10 +80,8 @@ def test_traced_function_with_vector_arguments():
 
 
 # ------------------------------------------------------------ random graphs
-small_dags = st.builds(
-    lambda ni, nm, no, density, seed: examples.random_dag(ni, nm, no, density, rng=seed),
-    st.integers(1, 4), st.integers(0, 12), st.integers(1, 4),
-    st.floats(0.05, 0.9), st.integers(0, 2**32 - 1))
+small_dags = random_dags(inputs=(1, 4), intermediates=(0, 12), outputs=(1, 4),
+                         density=(0.05, 0.9))
 
 
 @settings(max_examples=60, deadline=None)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from oracles import expect_failure
+from oracles import expect_failure, lab_solution, solved_lab
 
 from minirad import examples, labs
 from minirad.labs import notebook
@@ -30,27 +30,7 @@ LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
 LAB_IDS = [lab.stem for lab in LABS]
 
 
-def _lab(stem: str) -> Path:
-    path = ROOT / "tutorials" / f"{stem}.py"
-    if not path.exists():
-        pytest.skip(f"{path.name} is not written yet")
-    return path
-
-
 # ------------------------------------------------ running the labs themselves
-_SOLVED: dict[str, notebook.RunResult] = {}
-
-
-def solved(stem: str, tmp_path_factory) -> notebook.RunResult:
-    """The solutions notebook of a lab, run once per test session, in-process."""
-    if stem not in _SOLVED:
-        folder = tmp_path_factory.mktemp(f"{stem}_solutions")
-        nb = notebook.to_notebook(_lab(stem), solutions=True)
-        _SOLVED[stem] = notebook.run_notebook(nb, cwd=folder,
-                                              env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
-    return _SOLVED[stem]
-
-
 @pytest.mark.parametrize("lab", LABS, ids=LAB_IDS)
 def test_lab_runs_as_a_script(lab, tmp_path):
     pictures = tmp_path / "pictures"
@@ -70,7 +50,7 @@ def test_lab_runs_as_a_script(lab, tmp_path):
 
 @pytest.mark.parametrize("lab", LABS, ids=LAB_IDS)
 def test_solutions_notebook_runs(lab, tmp_path_factory):
-    result = solved(lab.stem, tmp_path_factory)
+    result = solved_lab(lab.stem, tmp_path_factory)
     assert result.ok, result.tracebacks[0] if result.tracebacks else result
 
 
@@ -101,14 +81,6 @@ def test_handout_and_solutions_forms(lab):
 
 
 # ------------------------------------------------- checks: accept and reject
-
-
-def reference(stem, name, tmp_path_factory):
-    result = solved(stem, tmp_path_factory)
-    assert result.ok, result
-    return result.namespace[name]
-
-
 REFERENCES = [
     ("lab1_finite_differences", "central_difference", labs.check_central_difference),
     ("lab1_finite_differences", "directional_difference", labs.check_directional_difference),
@@ -120,8 +92,9 @@ REFERENCES = [
 
 @pytest.mark.parametrize("stem, name, check", REFERENCES, ids=[r[1] for r in REFERENCES])
 def test_check_accepts_the_reference_solution(stem, name, check, tmp_path_factory, capsys):
-    _lab(stem)
-    check(reference(stem, name, tmp_path_factory))
+    solution = lab_solution(stem, name, tmp_path_factory)
+    capsys.readouterr()  # what the notebook printed, if it ran just now
+    check(solution)
     assert re.fullmatch(r"Exercise \d\.\d passed: .+\n", capsys.readouterr().out)
 
 

@@ -9,36 +9,16 @@ is covered by tests/test_labs.py, which picks up every tutorials/lab*.py.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
-from oracles import expect_failure
+from oracles import expect_failure, lab_solution
 
 from minirad import LCG, examples, labs, trace
 from minirad.elimination import eliminate_vertex, elimination_order
-from minirad.labs import checks_more, notebook
+from minirad.labs import checks_more
 from minirad.sampling import sample_paths
 from minirad.sweeps import reverse_sweep
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def lab_function(stem: str, name: str):
-    """The reference solution ``name`` of a lab: its imports cell and the cell
-    defining it, run with the solution markers dropped."""
-    path = ROOT / "tutorials" / f"{stem}.py"
-    if not path.exists():
-        pytest.skip(f"{path.name} is not written yet")
-    cells = [c for c in notebook.parse_cells(path.read_text(), path.name) if c.kind == "code"]
-    namespace = {"__name__": f"{stem}_reference"}
-    exec(cells[0].source, namespace)  # the imports
-    cell = next(c for c in cells if f"def {name}(" in c.source)
-    exec(notebook.solution_source(cell.source, path.name, cell.line), namespace)
-    return namespace[name]
-
-
-
 
 # ------------------------------------------------------------- references
 REFERENCES = [
@@ -52,8 +32,10 @@ REFERENCES = [
 
 @pytest.mark.parametrize("stem, name, check, number", REFERENCES,
                          ids=[r[1] for r in REFERENCES])
-def test_check_accepts_the_lab_solution(stem, name, check, number, capsys):
-    check(lab_function(stem, name))
+def test_check_accepts_the_lab_solution(stem, name, check, number, tmp_path_factory, capsys):
+    solution = lab_solution(stem, name, tmp_path_factory)
+    capsys.readouterr()  # what the notebook printed, if it ran just now
+    check(solution)
     out = capsys.readouterr().out
     assert re.fullmatch(rf"Exercise {re.escape(number)} passed: .+\n", out), out
 

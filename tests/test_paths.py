@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian
+from oracles import dense_jacobian, random_dags
 
 from minirad import LCG, examples
 from minirad.paths import (
@@ -54,10 +54,8 @@ def layered(width, depth, partial=1.0, n_io=None):
                inputs=range(width), outputs=range(n - width, n))
 
 
-small_dags = st.builds(
-    lambda ni, nm, no, density, seed: examples.random_dag(ni, nm, no, density, rng=seed),
-    st.integers(1, 3), st.integers(0, 9), st.integers(1, 3),
-    st.floats(0.1, 0.9), st.integers(0, 2**32 - 1))
+small_dags = random_dags(inputs=(1, 3), intermediates=(0, 9), outputs=(1, 3),
+                         density=(0.1, 0.9))
 
 
 # ---------------------------------------------------------------- counting

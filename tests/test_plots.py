@@ -73,6 +73,29 @@ def test_plot_compare_names_the_graph_vertices():
     assert "k=50% of out-edges" in plots.plot_compare(g, k=0.5, n=20, rng=0).axes[2].get_title()
 
 
+def test_plot_compare_can_show_the_exact_std_under_its_own_title():
+    from minirad.sampling import path_sampling_variance
+
+    g = examples.figure1()
+    sampled = plots.plot_compare(g, n=50, rng=0)
+    exact = plots.plot_compare(g, n=50, rng=0, exact_std=True, title="my\ntitle")
+    assert exact.get_suptitle() == "my\ntitle"
+    assert "k=1" in sampled.get_suptitle()
+    assert np.allclose(exact.axes[3].images[0].get_array(),
+                       np.sqrt(path_sampling_variance(g, 1)))
+    assert not np.allclose(sampled.axes[3].images[0].get_array(),
+                           exact.axes[3].images[0].get_array())
+    for a, b in zip(sampled.axes[:3], exact.axes[:3]):  # the same samples
+        assert np.array_equal(a.images[0].get_array(), b.images[0].get_array())
+
+
+@pytest.mark.parametrize("plot", [plots.plot_compare, plots.plot_convergence,
+                                  plots.plot_variance_vs_k])
+def test_plots_of_one_graph_refuse_anything_else(plot):
+    with pytest.raises(TypeError, match=f"{plot.__name__} works on an LCG"):
+        plot({"f": examples.figure1()})
+
+
 def test_plot_convergence_is_log_log_with_expected_lines():
     fig = plots.plot_convergence(examples.lecture(), ks=[1, 2, 4], n=200, rng=1)
     (ax,) = fig.axes
@@ -154,5 +177,7 @@ def test_plot_elimination_costs_marks_infeasible_optimal():
 def test_plot_elimination_costs_bad_input():
     with pytest.raises(TypeError, match="dict"):
         plots.plot_elimination_costs([examples.figure1()])
+    with pytest.raises(TypeError, match="graph 'f' is a str, not an LCG"):
+        plots.plot_elimination_costs({"f": "figure1"})
     with pytest.raises(ValueError, match="cost"):
         plots.plot_elimination_costs({"f": examples.figure1()}, cost="flops")

@@ -8,12 +8,11 @@ have under fresh seeds.
 """
 
 import dataclasses
-import itertools
 import math
 
 import numpy as np
 import pytest
-from oracles import dense_jacobian
+from oracles import algorithm1_outcomes, as_law, dense_jacobian
 from scipy import stats
 
 from minirad import examples
@@ -28,41 +27,6 @@ from minirad.sampling import (
 )
 
 # ------------------------------------------------------------------ oracles
-
-
-def enumerate_algorithm1(g, k):
-    """Every outcome of the literal Algorithm 1 (with skipping) as
-    (probability, Jacobian estimate); the draws are ordered tuples, each
-    equally likely."""
-    draws = draws_per_vertex(g, k)
-    order, ptr = g.out_edges_csr
-    outcomes = []
-
-    def walk(v, visited, counts, prob):
-        if v == g.n_vertices:
-            outcomes.append((prob, counts))
-            return
-        edges = order[ptr[v]:ptr[v + 1]]
-        if not visited[v] or len(edges) == 0:
-            walk(v + 1, visited, counts, prob)
-            return
-        d = len(edges)
-        choices = [tuple(range(d))] if draws[v] == 0 else itertools.product(
-            range(d), repeat=int(draws[v]))
-        weight = 1.0 if draws[v] == 0 else d ** -float(draws[v])
-        for seq in choices:
-            c, seen = counts.copy(), visited.copy()
-            for i in seq:
-                c[edges[i]] += 1
-                seen[g.targets[edges[i]]] = True
-            walk(v + 1, seen, c, prob * weight)
-
-    visited = np.zeros(g.n_vertices, dtype=bool)
-    visited[list(g.inputs)] = True
-    walk(0, visited, np.zeros(g.n_edges, dtype=np.int64), 1.0)
-    degree = np.diff(ptr)[g.sources]
-    per_draw = np.where(draws[g.sources] > 0, degree / np.maximum(draws[g.sources], 1), 1.0)
-    return [(p, dense_jacobian(g, c * per_draw * g.partials)) for p, c in outcomes]
 
 
 def exact_moments(outcomes):
@@ -186,7 +150,7 @@ def test_skipping_saves_memory_on_independent_paths():
 # ----------------------------------------- exact distribution (enumeration)
 @pytest.mark.parametrize("name,g,k", TINY, ids=[f"{n}-k{k}" for n, _, k in TINY])
 def test_unbiased_and_exact_variance_by_enumeration(name, g, k):
-    outcomes = enumerate_algorithm1(g, k)
+    outcomes = algorithm1_outcomes(g, k)
     total, mean, variance = exact_moments(outcomes)
     assert total == pytest.approx(1.0, abs=1e-12)
     assert np.allclose(mean, dense_jacobian(g), rtol=1e-10, atol=1e-12)  # Appendix C
@@ -196,15 +160,6 @@ def test_unbiased_and_exact_variance_by_enumeration(name, g, k):
 def test_variance_of_k1_is_zero_on_equal_paths_and_positive_otherwise():
     assert path_sampling_variance(examples.interleaved(3, 3), 1)[0, 0] == 0.0
     assert path_sampling_variance(examples.interleaved(3, 3, "random", rng=0), 1)[0, 0] > 0
-
-
-def discrete_distribution(outcomes, decimals=9):
-    """Merge outcomes with the same estimate: {rounded estimate: probability}."""
-    merged = {}
-    for p, J in outcomes:
-        key = tuple(np.round(J.ravel(), decimals))
-        merged[key] = merged.get(key, 0.0) + p
-    return merged
 
 
 def chi_square_p(draws, law, decimals=9):
@@ -228,7 +183,8 @@ def chi_square_p(draws, law, decimals=9):
                          ids=["figure1-k2", "two_outputs-k1", "interleaved-k2", "mapping"])
 def test_both_samplers_draw_from_the_exact_law(name, g, k):
     # p > 1e-6 for each of three samplers: false-failure rate < 3e-6 per graph
-    law = discrete_distribution(enumerate_algorithm1(g, k))
+    probabilities, estimates = zip(*algorithm1_outcomes(g, k))
+    law = as_law(estimates, probabilities)
     single = [sample_paths(g, k, rng=rng).jacobian
               for rng in [np.random.default_rng(2024)] for _ in range(1500)]
     assert chi_square_p(single, law) > 1e-6

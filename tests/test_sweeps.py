@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian
+from oracles import dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, ops
@@ -38,9 +38,13 @@ def as_networkx(g):
     return G
 
 
-def expected_forward_cost(g, seeds):
-    """Edges whose tail a seed reaches; t - 1 additions per reached vertex with t of them."""
+def expected_cost(g, seeds, reverse=False):
+    """Edges whose tail a seed reaches; t - 1 additions per reached vertex with t of
+    them.  A reverse sweep is a forward sweep on the graph with every edge turned
+    around: edges whose head reaches a seed, additions per tail."""
     G = as_networkx(g)
+    if reverse:
+        G = G.reverse(copy=False)
     multiplications = additions = 0
     for s in seeds:
         reached = nx.descendants(G, s) | {s}
@@ -53,40 +57,8 @@ def expected_forward_cost(g, seeds):
     return multiplications, additions
 
 
-def expected_reverse_cost(g, seeds):
-    G = as_networkx(g)
-    multiplications = additions = 0
-    for s in seeds:
-        reached = nx.ancestors(G, s) | {s}
-        traversed = [(u, v) for u, v in G.edges if v in reached]
-        multiplications += len(traversed)
-        out_of = {}
-        for u, _ in traversed:
-            out_of[u] = out_of.get(u, 0) + 1
-        additions += sum(t - 1 for t in out_of.values())
-    return multiplications, additions
-
-
-def random_layered(width, depth, degree, rng):
-    """Layers of ``width`` vertices, each drawing ``degree`` distinct predecessors
-    from the layer before; partials scaled so values stay O(1) with depth."""
-    rng = np.random.default_rng(rng)
-    src, dst = [], []
-    for k in range(depth):
-        for j in range(width):
-            for i in rng.choice(width, size=degree, replace=False):
-                src.append(k * width + int(i))
-                dst.append((k + 1) * width + j)
-    n = width * (depth + 1)
-    partials = rng.standard_normal(len(src)) / math.sqrt(degree)
-    return LCG([f"v{i}" for i in range(n)], src, dst, partials,
-               inputs=range(width), outputs=range(n - width, n))
-
-
-small_dags = st.builds(
-    lambda ni, nm, no, density, seed: examples.random_dag(ni, nm, no, density, rng=seed),
-    st.integers(1, 4), st.integers(0, 25), st.integers(1, 4),
-    st.floats(0.05, 0.9), st.integers(0, 2**32 - 1))
+small_dags = random_dags(inputs=(1, 4), intermediates=(0, 25), outputs=(1, 4),
+                         density=(0.05, 0.9))
 
 
 # ------------------------------------------------------- the lecture's traces
@@ -201,12 +173,12 @@ def test_subsets_of_seeds_give_columns_and_rows(g, data):
 @given(small_dags, st.data())
 def test_counts_equal_the_edges_the_sweeps_traverse(g, data):
     assert ((forward_sweep(g).multiplications, forward_sweep(g).additions)
-            == expected_forward_cost(g, g.inputs))
+            == expected_cost(g, g.inputs))
     assert ((reverse_sweep(g).multiplications, reverse_sweep(g).additions)
-            == expected_reverse_cost(g, g.outputs))
+            == expected_cost(g, g.outputs, reverse=True))
     some = data.draw(st.lists(st.sampled_from(g.inputs), unique=True))
     r = forward_sweep(g, inputs=some)
-    assert (r.multiplications, r.additions) == expected_forward_cost(g, some)
+    assert (r.multiplications, r.additions) == expected_cost(g, some)
 
 
 def test_counts_of_the_lecture_by_hand():
@@ -221,19 +193,19 @@ def test_counts_of_the_lecture_by_hand():
 
 
 def test_counts_on_a_big_graph_use_the_compiled_reachability():
-    g = random_layered(60, 40, 4, rng=1)  # 9,600 edges: past the small-graph threshold
+    g = examples.random_layered(60, 40, 4, rng=1)  # 9,600 edges: past the small-graph threshold
     seeds = g.outputs[:3]
     r = reverse_sweep(g, outputs=seeds)
-    assert (r.multiplications, r.additions) == expected_reverse_cost(g, seeds)
+    assert (r.multiplications, r.additions) == expected_cost(g, seeds, reverse=True)
     f = forward_sweep(g, inputs=g.inputs[:2])
-    assert (f.multiplications, f.additions) == expected_forward_cost(g, g.inputs[:2])
+    assert (f.multiplications, f.additions) == expected_cost(g, g.inputs[:2])
     # the forward sweep from every input costs at most n_inputs * n_edges
     assert forward_sweep(g).multiplications <= len(g.inputs) * g.n_edges
 
 
 # ----------------------------------------------------------------- engines
 def test_engines_agree_on_a_wide_graph():
-    g = random_layered(200, 12, 6, rng=0)  # 14,400 edges in 13 levels
+    g = examples.random_layered(200, 12, 6, rng=0)  # 14,400 edges in 13 levels
     u = np.random.default_rng(0).standard_normal(len(g.outputs))
     reference = vjp(g, u, engine="loop")
     for engine in ("levels", "triangular", "auto"):
@@ -278,14 +250,16 @@ def test_auto_sends_deep_graphs_to_the_solver():
 
 
 def test_schedules_are_cached_under_sweeps_keys():
-    g = random_layered(100, 5, 5, rng=3)
+    g = examples.random_layered(100, 5, 5, rng=3)
     before = set(g._cache)
     reverse_sweep(g)
     forward_sweep(g)
     jvp(g, np.ones(len(g.inputs)), engine="levels")
     jvp(g, np.ones(len(g.inputs)), engine="triangular")
     added = set(g._cache) - before
-    assert added and all(key.startswith("sweeps.") or key in ("in_ptr",) for key in added)
+    # sweeps keep their own state under "sweeps." keys, beside the graph's shared views
+    shared = ("in_ptr", "out_csr", "reach.lists.forward", "reach.lists.reverse")
+    assert added and all(key.startswith("sweeps.") or key in shared for key in added)
 
 
 # ------------------------------------------------------------ odd graphs
@@ -350,15 +324,13 @@ def test_bad_engine_and_vectors():
 
 
 @pytest.mark.parametrize("width, depth, degree", [(20, 5, 3), (300, 30, 6)])
-def test_out_edge_grouping_matches_the_graph_own(width, depth, degree):
+def test_out_edge_grouping_matches_a_stable_sort(width, depth, degree):
     # the second graph (54,000 edges) takes the transposition route, not argsort
-    from minirad.sweeps import _out_csr
-
-    g = random_layered(width, depth, degree, rng=5)
-    order, ptr = _out_csr(g)
-    expected_order, expected_ptr = g.out_edges_csr
-    np.testing.assert_array_equal(order, expected_order)
-    np.testing.assert_array_equal(ptr, expected_ptr)
+    g = examples.random_layered(width, depth, degree, rng=5)
+    order, ptr = g.out_edges_csr
+    np.testing.assert_array_equal(order, np.argsort(g.sources, kind="stable"))
+    np.testing.assert_array_equal(ptr[1:], np.cumsum(np.bincount(g.sources,
+                                                                 minlength=g.n_vertices)))
 
 
 def test_sweeping_in_blocks_without_keeping_values(monkeypatch):

@@ -31,21 +31,23 @@ from .checks import (
     show,
     time_limit,
 )
+from .checks_more import (
+    check_descent_step,
+    check_eliminate_vertex,
+    check_markowitz_order,
+    check_sample_Q,
+    check_sgd,
+    edge_dict,
+    line_fit_loss,
+    sample_jacobian,
+)
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
     "CheckFailed", "call_student", "check_central_difference", "check_count_paths",
-    "check_directional_difference", "check_forward_sweep", "check_graphs",
-    "check_reverse_sweep", "compare_jacobian", "exercises", "output_folder", "passed",
-    "run_notebook", "show", "time_limit", "to_notebook", "write_notebooks",
+    "check_descent_step", "check_directional_difference", "check_eliminate_vertex",
+    "check_forward_sweep", "check_graphs", "check_markowitz_order", "check_reverse_sweep",
+    "check_sample_Q", "check_sgd", "compare_jacobian", "edge_dict", "exercises",
+    "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
+    "time_limit", "to_notebook", "write_notebooks",
 ]
-
-# ---------------------------------------------------------------------------
-# Checks for labs 4-6 (elimination, randomized AD, optimisation) live in
-# checks_more.py, written separately; re-export them here with:
-#
-#     from .checks_more import *  # noqa: E402,F401,F403
-#
-# and extend __all__ with checks_more.__all__.
-# ---------------------------------------------------------------------------
-from .checks_more import *  # noqa: E402,F401,F403

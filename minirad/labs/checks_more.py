@@ -39,16 +39,12 @@ from ..graph import LCG
 from ..sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from ..sweeps import reverse_sweep
 from ..trace import trace
-from .checks import CheckFailed, call_student, passed, time_limit
+from .checks import CheckFailed, _where, call_student, passed, time_limit
 
 __all__ = [
     "check_descent_step", "check_eliminate_vertex", "check_markowitz_order", "check_sample_Q",
     "check_sgd", "edge_dict", "line_fit_loss", "sample_jacobian",
 ]
-
-
-def _where(exercise: str, topic: str, name: str) -> str:
-    return f"{exercise} ({topic}), on {name}"
 
 
 def _num(x) -> str:
