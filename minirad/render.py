@@ -48,7 +48,7 @@ import graphviz
 import numpy as np
 
 from ._files import write_atomically
-from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill, _plural
+from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
 from .paths import path_product
 
 __all__ = [
@@ -201,7 +201,7 @@ def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) 
     head, lines = name, []
     if show_ops and g.kind(v) != INPUT and g.ops[v]:
         template = _round_constants(g.ops[v], digits)  # before the names go in: names stay
-        head = f"{name} = {_fill(template, [g.names[p] for p in g.predecessors(v)])}"
+        head = f"{name} = {fill_template(template, [g.names[p] for p in g.predecessors(v)])}"
     value = float(g.values[v])
     if show_values and math.isfinite(value):
         if head == name:
@@ -982,8 +982,8 @@ def _legend_handle(key: _Key):
 def _step_title(number: int, total: int, step) -> str:
     return (f"step {number}/{total}: eliminate {step.vertex}  "
             f"({len(step.predecessors)}×{len(step.successors)} = "
-            f"{_plural(step.multiplications, 'multiplication')}, "
-            f"{_plural(step.additions, 'addition')})")
+            f"{plural(step.multiplications, 'multiplication')}, "
+            f"{plural(step.additions, 'addition')})")
 
 
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
@@ -1016,9 +1016,9 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step=step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
-    done = (f"Jacobian after {_plural(total, 'step')}: "
-            f"{_plural(result.multiplications, 'multiplication')}, "
-            f"{_plural(result.additions, 'addition')}")
+    done = (f"Jacobian after {plural(total, 'step')}: "
+            f"{plural(result.multiplications, 'multiplication')}, "
+            f"{plural(result.additions, 'addition')}")
     drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
     if path_pattern is not None:
         for number, drawing in enumerate(drawings, 1):
