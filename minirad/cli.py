@@ -171,7 +171,7 @@ def cmd_render(args) -> None:
 def cmd_compare(args) -> None:
     import time
 
-    from .sampling import compare
+    from .experiments import compare
 
     _check_picture_path(args.output)
     g = _load_graph(args.file)
@@ -222,7 +222,8 @@ def cmd_demo(args) -> None:
     from .jacobian import accumulate
     from .paths import count_paths, path_product, paths
     from .render import render, save
-    from .sampling import compare, sample_paths
+    from .experiments import compare
+    from .sampling import sample_paths
 
     folder = args.output
     os.makedirs(folder, exist_ok=True)

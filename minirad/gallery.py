@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from . import examples, plots
 from ._random import as_generator
 from .graph import LCG
-from .injection import chain_graph
+from .layered import chain_graph
 from .render import (  # names: the package's ``render`` attribute is the function, not the module
     PATH_COLORS,
     elimination_strip,
@@ -72,7 +72,7 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
                   rng=None) -> LCG:
     """Interleaved layers (the paper's Figure 2b) with several inputs and outputs.
 
-    The scalar graph (:func:`minirad.injection.chain_graph`) of a chain of
+    The scalar graph (:func:`minirad.layered.chain_graph`) of a chain of
     dense matrices: inputs ``x1..`` feed every vertex of the first layer
     (``a1..``), every vertex of a layer feeds every vertex of the next
     (``b1..``, ...; ``h<layer>_<i>`` past 24 layers), and the last layer

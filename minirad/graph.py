@@ -38,6 +38,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from . import _engines
 from ._files import write_atomically
 from .labels import FLOATS, Algebra
 
@@ -678,6 +679,20 @@ def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
     mask = np.zeros(n + 1, dtype=bool)
     mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
     return mask[:n]
+
+
+def levels(g: LCG) -> np.ndarray:
+    """Topological level of every vertex: the number of edges on the longest
+    path into it from a vertex without predecessors (read-only, memoized).
+
+    The sweeps' wavefronts and the rows of a picture are these levels.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
+    ...                    inputs=["x"], outputs=["y"])
+    >>> levels(g).tolist()
+    [0, 1, 2]
+    """
+    return _engines.levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation

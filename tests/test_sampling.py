@@ -17,13 +17,12 @@ from scipy import stats
 
 from minirad import examples
 from minirad.graph import LCG
+from minirad.experiments import compare, variance_by_depth
 from minirad.sampling import (
-    compare,
     draws_per_vertex,
     path_sampling_variance,
     sample_paths,
     sampled_jacobians,
-    variance_by_depth,
 )
 
 # ------------------------------------------------------------------ oracles
@@ -79,7 +78,7 @@ def test_sample_is_a_consistent_run_of_algorithm_1(k, seed):
     s = sample_paths(g, k, rng=seed)
     draws = draws_per_vertex(g, k)
     degree = np.diff(g.out_edges_csr[1])
-    assert np.array_equal(s.k, draws)
+    assert np.array_equal(s.draws, draws)
     # visited: the inputs and every vertex with a drawn incoming edge, nothing else
     expected = np.zeros(g.n_vertices, dtype=bool)
     expected[list(g.inputs)] = True
@@ -115,7 +114,9 @@ def test_sampled_backward_pass_costs_less():
 def test_sample_is_frozen_and_read_only():
     s = sample_paths(examples.figure1(), rng=0)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        s.k = 3
+        s.draws = 3
+    with pytest.warns(DeprecationWarning, match="PathSample.draws"):
+        assert s.k is s.draws  # the old name still reads
     with pytest.raises(ValueError):
         s.counts[0] = 7
     assert "stored" in repr(s)

@@ -48,13 +48,8 @@ from minirad.injection import (
 from minirad.jacobian import jacobian
 from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
 from minirad.render import render
-from minirad.sampling import (
-    compare,
-    path_sampling_variance,
-    sample_paths,
-    sampled_jacobians,
-    variance_by_depth,
-)
+from minirad.experiments import compare, variance_by_depth
+from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
 # ## 1. Algorithm 1: sample a few edges at each vertex
@@ -106,7 +101,7 @@ def narrate(g, sample):
         elif len(out) == 0:
             print(f"{name:>3}: output, nothing to draw")
         else:
-            d, k = len(out), sample.k[v]
+            d, k = len(out), sample.draws[v]
             drawn = [e for e in out if sample.counts[e] > 0]
             text = "; ".join(
                 f"drew {g.names[g.targets[e]]} {sample.counts[e]} time(s), so "
@@ -253,7 +248,7 @@ labs.show(render(wide, sample=as_sample(wide, Q, 2), title="Your Algorithm 1 on 
 # **standard error** $\sqrt{\mathrm{Var}/n}$, so the ratio
 # $z = (\text{mean} - \text{exact}) / \text{standard error}$ should be a
 # number of order 1 (beyond 3 or 4 would be suspicious).
-# `minirad.sampling.compare` does this with its fast batched sampler.
+# `minirad.experiments.compare` does this with its fast batched sampler.
 
 # %%
 def z_table(exact, estimates):
