@@ -29,13 +29,13 @@ from . import (
 )
 from .accumulation import Accumulation
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
 from .jacobian import accumulate, jacobian
 from .paths import bauer, count_paths, path_jacobian, path_product
 from .render import draw_matplotlib, render, render_elimination, save
-from .experiments import Comparison, compare
 from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .trace import Var, detach, trace

@@ -219,10 +219,10 @@ def cmd_lab(args) -> None:
 
 def cmd_demo(args) -> None:
     from . import examples
+    from .experiments import compare
     from .jacobian import accumulate
     from .paths import count_paths, path_product, paths
     from .render import render, save
-    from .experiments import compare
     from .sampling import sample_paths
 
     folder = args.output

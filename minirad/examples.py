@@ -261,5 +261,5 @@ def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
              + [f"y[{j}]" for j in range(width)])
     # layer by layer is a topological numbering, and the edges are grouped by
     # target without duplicates: the invariants LCG would check, by construction
-    return LCG.from_trusted_arrays(names, sources, targets, partials, range(width), range(n - width, n),
-                        np.full(n, np.nan), [""] * n)
+    return LCG.from_trusted_arrays(names, sources, targets, partials, range(width),
+                                   range(n - width, n))

@@ -63,12 +63,12 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
-from ._random import as_generator as _rng
 from ._arguments import number_of_estimates
+from ._random import as_generator as _rng
 from .layered import chain_graph, chain_sizes, check_chain, check_positions, check_projections
 
 __all__ = [

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from numbers import Integral
+
 import numpy as np
 
 from . import _engines

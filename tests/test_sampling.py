@@ -16,8 +16,8 @@ from oracles import algorithm1_outcomes, as_law, dense_jacobian
 from scipy import stats
 
 from minirad import examples
-from minirad.graph import LCG
 from minirad.experiments import compare, variance_by_depth
+from minirad.graph import LCG
 from minirad.sampling import (
     draws_per_vertex,
     path_sampling_variance,

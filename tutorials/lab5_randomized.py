@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
+from minirad.experiments import compare, variance_by_depth
 from minirad.injection import (
     chain_graph,
     chain_product,
@@ -48,7 +49,6 @@ from minirad.injection import (
 from minirad.jacobian import jacobian
 from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
 from minirad.render import render
-from minirad.experiments import compare, variance_by_depth
 from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
