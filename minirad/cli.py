@@ -160,8 +160,9 @@ def cmd_render(args) -> None:
     g = _load_graph(args.file)
     sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
     highlighted = _path_highlight(g, args.paths) if args.paths else None
-    drawing = render(g, sample=sample, paths=highlighted, show_ops=args.ops,
-                     show_values=args.values, max_vertices=args.max_vertices)
+    highlights = [h for h in (sample, highlighted) if h is not None]
+    drawing = render(g, *highlights, show_ops=args.ops, show_values=args.values,
+                     max_vertices=args.max_vertices)
     print(f"wrote {save(drawing, args.output)}")
     if sample is not None:
         print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
@@ -239,7 +240,7 @@ def cmd_demo(args) -> None:
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
-    print(f"wrote {save(render(g, paths=every), os.path.join(folder, 'figure1_paths.png'))}")
+    print(f"wrote {save(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
 
     print("\n3. The exact Jacobian, every way, with its cost:\n")
     for method, options in (("bauer", {}), ("forward", {}), ("reverse", {}),
@@ -253,7 +254,7 @@ def cmd_demo(args) -> None:
     print(_format_jacobian(g, sample.jacobian))
     print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
           f"{g.n_vertices} vertices")
-    print(f"wrote {save(render(g, sample=sample), os.path.join(folder, 'figure1_sample.png'))}")
+    print(f"wrote {save(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
 
     n = 10_000
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)

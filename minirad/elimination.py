@@ -56,7 +56,8 @@ class Step:
     ``predecessors`` are in operand order and ``successors`` in vertex
     order, both on the graph just before the step; ``fill_in`` lists the
     edges the step created and ``updated`` the existing edges whose partial
-    received an addition.
+    received an addition.  ``fill_in_labels`` and ``updated_labels`` are
+    the labels those edges carry after the step, in the same order.
     """
 
     vertex: str
@@ -66,6 +67,8 @@ class Step:
     updated: tuple[tuple[str, str], ...]
     multiplications: int
     additions: int
+    fill_in_labels: tuple = field(default=(), compare=False)  # numbers, not structure
+    updated_labels: tuple = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -158,7 +161,9 @@ class _Working:
                         tuple(names[s] for s in succs),
                         tuple((names[p], names[s]) for p, s in fill_in),
                         tuple((names[p], names[s]) for p, s in updated),
-                        multiplications, additions)
+                        multiplications, additions,
+                        tuple(self.pred[s][p] for p, s in fill_in),
+                        tuple(self.pred[s][p] for p, s in updated))
         return multiplications, additions, step
 
     def to_lcg(self) -> LCG:

@@ -48,7 +48,7 @@ from minirad.injection import (
 )
 from minirad.jacobian import jacobian
 from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
-from minirad.render import render
+from minirad.render import Factors, render
 from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
@@ -75,7 +75,7 @@ from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacob
 g = examples.figure1()
 sample = sample_paths(g, k=1, rng=0)
 print(sample)
-labs.show(render(g, sample=sample, title="Algorithm 1 on Figure 1, k = 1"),
+labs.show(render(g, sample, title="Algorithm 1 on Figure 1, k = 1"),
           "lab5_figure1_sample")
 
 # %% [markdown]
@@ -191,7 +191,7 @@ def as_sample(g, Q, k):
 wide = examples.interleaved(3, 3, partials="random", rng=0)
 Q = sample_Q(wide, 2, np.random.default_rng(5))
 print("your estimate:", labs.sample_jacobian(wide, Q), " exact:", jacobian(wide))
-labs.show(render(wide, sample=as_sample(wide, Q, 2), title="Your Algorithm 1 on "
+labs.show(render(wide, as_sample(wide, Q, 2), title="Your Algorithm 1 on "
                  "interleaved(3, 3), k = 2"), "lab5_your_sample")
 
 # %% [markdown]
@@ -370,7 +370,7 @@ labs.show(fig, "lab5_memory_vs_variance")
 for name, family in (("independent", examples.independent_paths),
                      ("interleaved", examples.interleaved)):
     h = family(3, 3, partials="random", rng=0)
-    labs.show(render(h, sample=sample_paths(h, 0.5, rng=1), edge_labels=False,
+    labs.show(render(h, sample_paths(h, 0.5, rng=1), edge_labels=False,
                      title=f"{name} paths, width 3, depth 3: half of each vertex's edges"),
               f"lab5_{name}_sample")
 
@@ -532,7 +532,7 @@ sizes = [chain[0].shape[1]] + [factor.shape[0] for factor in chain]  # vector si
 first = np.cumsum([0] + sizes)  # the number of the first vertex at each position
 P_ii = {full.names[first[position] + i]: P[i, i]
         for position, P in Ps.items() for i in range(P.shape[0])}
-labs.show(render(full, kept=P_ii, factor_name="P_ii",
+labs.show(render(full, Factors(P_ii, name="P_ii"),
                  title="Matrix injection keeps vertices: k = 2 of 3 components after each "
                        "of A, B, C"), "lab5_injected_graph")
 
