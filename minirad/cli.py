@@ -12,7 +12,9 @@ import importlib.util
 import os
 import sys
 
+from .elimination import STRATEGIES
 from .graph import LCG
+from .jacobian import METHODS
 from .trace import trace
 
 
@@ -115,15 +117,14 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
 
 
 def _parse_order(text: str | None):
-    if text is None or text in ("forward", "reverse", "markowitz", "optimal"):
+    if text is None or text in STRATEGIES:
         return text
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def _print_accumulation(g: LCG, result) -> None:
     print(_format_jacobian(g, result.jacobian))
-    order = getattr(result, "order", None)
-    shown = f", order {' '.join(order)}" if order else ""
+    shown = f", order {' '.join(result.order)}" if result.order else ""
     print(f"{result.method}: {result.multiplications} multiplications, "
           f"{result.additions} additions{shown}")
 
@@ -243,9 +244,10 @@ def cmd_demo(args) -> None:
     print(f"wrote {save(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
 
     print("\n3. The exact Jacobian, every way, with its cost:\n")
-    for method, options in (("bauer", {}), ("forward", {}), ("reverse", {}),
-                            ("eliminate", {"order": "markowitz"}),
-                            ("eliminate", {"order": "optimal"})):
+    # every method; vertex elimination in its dynamic and its optimal order
+    runs = [(m, {}) for m in METHODS if m != "eliminate"]
+    runs += [("eliminate", {"order": "markowitz"}), ("eliminate", {"order": "optimal"})]
+    for method, options in runs:
         _print_accumulation(g, accumulate(g, method=method, keep_values=False, **options))
         print()
 
@@ -297,11 +299,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("jacobian", **formatted,
                        help="the exact Jacobian of a saved LCG and its cost")
     p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
-    p.add_argument("--method", default="reverse",
-                   choices=["bauer", "forward", "reverse", "eliminate"],
+    p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
-    p.add_argument("--order", help="forward, reverse, markowitz, optimal, or names a,b,c "
-                                   "(with --method eliminate)")
+    p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
+                                   f"(with --method eliminate)")
     p.set_defaults(run=cmd_jacobian)
 
     p = sub.add_parser("render", **formatted,
