@@ -81,8 +81,9 @@ KINDS = ("sample", "rademacher")
 
 
 # ------------------------------------------------------------ arguments
-def _draws(d: int, k) -> int:
-    """``k`` as an int >= 1, or a fraction in (0, 1] of ``d``."""
+def _per_vector(d: int, k) -> int:
+    """``k``, the components a projection keeps of a ``d``-vector (or the
+    dimension it projects onto): an int >= 1, or a fraction in (0, 1] of ``d``."""
     if isinstance(k, (bool, np.bool_)):
         raise TypeError("k must be an int >= 1 or a float fraction in (0, 1], not a bool")
     if isinstance(k, (int, np.integer)):
@@ -124,7 +125,7 @@ def sampling_projection(d: int, k=1, rng=None) -> np.ndarray:
            [0., 0., 0., 2.]])
     """
     d = _check_d(d)
-    k = _draws(d, k)
+    k = _per_vector(d, k)
     rng = _rng(rng)
     diagonal = np.bincount(rng.integers(d, size=k), minlength=d) * (d / k)
     return np.diag(diagonal)
@@ -138,7 +139,7 @@ def rademacher_projection(d: int, k=1, rng=None) -> np.ndarray:
     ((3, 3), True, 3.0)
     """
     d = _check_d(d)
-    k = _draws(d, k)
+    k = _per_vector(d, k)
     rng = _rng(rng)
     r = (2.0 * rng.integers(2, size=(d, k)) - 1.0) / math.sqrt(k)
     return r @ r.T
@@ -179,30 +180,31 @@ def apply_projections(chain, projections: Mapping) -> np.ndarray:
 
 
 def _setup(chain, k, kind: str, where):
-    """The checked chain, the kind, the vector size at every position and the
-    number of draws at each injected position."""
+    """The checked chain, the kind, the vector size at every position and, at
+    each injected position, the components its projection keeps (``k`` resolved)."""
     chain = check_chain(chain)
     kind = _check_kind(kind)
     sizes = chain_sizes(chain)
-    draws = {l: _draws(sizes[l], k) for l in check_positions(where, len(chain))}
-    return chain, kind, sizes, draws
+    per_vector = {l: _per_vector(sizes[l], k) for l in check_positions(where, len(chain))}
+    return chain, kind, sizes, per_vector
 
 
 def inject(chain, k=1, kind: str = "sample", rng=None, where=None) -> np.ndarray:
     """One estimate of the chain's Jacobian with a random ``P`` at each position in ``where``.
 
     ``where`` lists positions ``0..L`` (default: every vector strictly
-    inside the chain, ``1..L-1``); ``k`` is an int or a fraction of each
-    vector's dimension; ``kind`` is ``"sample"`` or ``"rademacher"``.
+    inside the chain, ``1..L-1``); ``k`` is the number of components kept
+    per injected vector (the dimension of a Rademacher projection), an int
+    or a fraction of each vector's dimension; ``kind`` is ``"sample"`` or ``"rademacher"``.
 
     >>> chain = [np.ones((3, 1)), np.ones((1, 3))]
     >>> inject(chain, k=1, rng=0).tolist()  # equal paths: sampling is exact here
     [[3.0]]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
     rng = _rng(rng)
     return apply_projections(chain, {l: _draw(kind, sizes[l], kk, rng)
-                                     for l, kk in draws.items()})
+                                     for l, kk in per_vector.items()})
 
 
 def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
@@ -213,12 +215,12 @@ def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
     >>> sorted(set(injected_products(chain, k=1, n=50, rng=0).ravel().tolist()))
     [2.0, 6.0]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
     n = number_of_estimates(n)
     rng = _rng(rng)
 
     def project(x, l):
-        d, kk = sizes[l], draws[l]
+        d, kk = sizes[l], per_vector[l]
         if kind == "sample":
             counts = rng.multinomial(kk, np.full(d, 1.0 / d), size=n)
             return x * (counts * (d / kk))[:, :, None]
@@ -226,11 +228,11 @@ def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
         return r @ (r.transpose(0, 2, 1) @ x)
 
     x = np.broadcast_to(np.eye(sizes[0]), (n, sizes[0], sizes[0]))
-    if 0 in draws:
+    if 0 in per_vector:
         x = project(x, 0)
     for l, factor in enumerate(chain, start=1):
         x = factor @ x
-        if l in draws:
+        if l in per_vector:
             x = project(x, l)
     return np.ascontiguousarray(x)
 
@@ -256,10 +258,10 @@ def injection_variance(chain, k=1, kind: str = "sample", where=None) -> np.ndarr
     >>> injection_variance([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])], k=1).tolist()
     [[4.0]]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
 
     def extra(a, l):  # D(A) for a stack of symmetric matrices a (p, d, d)
-        d, kk = sizes[l], draws[l]
+        d, kk = sizes[l], per_vector[l]
         diag = np.einsum("cii->ci", a)
         if kind == "sample":
             out = -a
@@ -277,7 +279,7 @@ def injection_variance(chain, k=1, kind: str = "sample", where=None) -> np.ndarr
             factor = chain[l - 1]
             mean = factor @ mean
             cov = factor @ cov @ factor.T
-        if l in draws:
+        if l in per_vector:
             cov = cov + extra(cov + mean @ mean.transpose(0, 2, 1), l)
     variance = np.einsum("cii->ic", cov)
     return np.maximum(variance, 0.0)  # clears rounding below zero
