@@ -20,7 +20,7 @@ tangents (adjoints) are structurally zero.  For each seed, every edge whose
 tail the seed reaches (forward) or whose head reaches the seed (reverse) is
 one multiplication, partials of ±1 included, and a vertex that combines
 ``t >= 1`` such edges costs ``t - 1`` additions.  A sweep over several
-seeds costs the sum over its seeds.  The vectorised engines below may
+seeds costs the sum over its seeds.  The vectorised engines may
 multiply some structural zeros in bulk; the counts describe the algorithm,
 not how numpy blocks the arithmetic.
 

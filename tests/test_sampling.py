@@ -458,3 +458,18 @@ def test_exact_variance_refuses_large_graphs_naming_the_limit():
 def test_bad_direction():
     with pytest.raises(ValueError, match="direction"):
         sampled_jacobians(examples.figure1(), 1, 3, direction="sideways")
+
+
+def test_experiments_moved_but_old_imports_still_work():
+    import minirad.experiments as experiments
+    import minirad.sampling as sampling
+
+    for name in ("compare", "Comparison", "variance_by_depth", "DepthStudy", "FAMILIES"):
+        with pytest.warns(DeprecationWarning, match=f"minirad.experiments.{name}"):
+            assert getattr(sampling, name) is getattr(experiments, name)
+    with pytest.raises(AttributeError):
+        sampling.no_such_name  # noqa: B018
+    result = compare(examples.lab(), k=1, n=20, rng=0)
+    assert np.array_equal(result.draws, draws_per_vertex(examples.lab(), 1))
+    with pytest.warns(DeprecationWarning, match="Comparison.draws"):
+        assert result.k is result.draws
