@@ -55,6 +55,7 @@ import numpy as np
 
 from ._files import write_atomically
 from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
+from .graph import levels as topological_levels
 from .paths import path_product
 
 __all__ = [
@@ -175,9 +176,7 @@ def _levels(g: LCG, fixed=None) -> list[int]:
     ``fixed`` (name -> row) overrides the computed rows, so that the pictures
     of an elimination sequence keep every surviving vertex in place.
     """
-    level = [0] * g.n_vertices
-    for u, v, _ in g.edges():  # grouped by target and numbered topologically
-        level[v] = max(level[v], level[u] + 1)
+    level = topological_levels(g).tolist()  # longest path into each vertex, as in sweeps
     top = max(level, default=0)
     for y in g.outputs:
         level[y] = top
