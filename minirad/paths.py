@@ -211,12 +211,11 @@ def path_product(g: LCG, path: Sequence) -> float:
         raise ValueError("a path needs at least one vertex")
     vertices = [g.index(v) for v in path]
     for step, (u, v) in enumerate(zip(vertices, vertices[1:]), start=1):
-        if not g.has_edge(u, v):
-            try:
-                g.edge_index(u, v)
-            except ValueError as error:
-                raise ValueError(f"step {step} of the path is not an edge: {error}") from None
-    product = path_label(g, vertices)
+        try:
+            g.edge_index(u, v)
+        except ValueError as error:
+            raise ValueError(f"step {step} of the path is not an edge: {error}") from None
+    product = path_label(g, vertices)  # the chain rule along the path, in the graph's algebra
     return g.algebra.one if product is None else float(product)
 
 
