@@ -11,7 +11,7 @@ are Bauer's path sum with the common prefixes (forward) or suffixes
 (reverse) of the paths factored out.
 
 Every exact method returns an :class:`Accumulation`: the Jacobian plus the
-multiplications and additions it took.
+multiplications and additions it took (for sweeps, counted when first read).
 
 Cost convention
 ---------------
@@ -214,9 +214,8 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
     engine = _check_engine(engine)
     chosen = _select(g, inputs, g.inputs, "input")
     tangents, jac = _sweep(g, chosen, True, engine, keep_values)
-    multiplications, additions = _sweep_cost(g, chosen, True)
-    return Accumulation(jac, multiplications, additions, "forward", tangents=tangents,
-                        seeds=chosen)
+    return Accumulation(jac, None, None, "forward", tangents=tangents, seeds=chosen,
+                        counts=lambda: _sweep_cost(g, chosen, True))
 
 
 @takes_lcg
@@ -236,9 +235,8 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
     engine = _check_engine(engine)
     chosen = _select(g, outputs, g.outputs, "output")
     adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values)
-    multiplications, additions = _sweep_cost(g, chosen, False)
-    return Accumulation(jac_t.T, multiplications, additions, "reverse", adjoints=adjoints,
-                        seeds=chosen)
+    return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
+                        counts=lambda: _sweep_cost(g, chosen, False))
 
 
 @takes_lcg
