@@ -359,10 +359,51 @@ def propagate(g, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ counting
+# Sums of non-negative integers below this are exact in float64, however
+# they are ordered, as every partial sum is below the final one too.
+EXACT_FLOATS = 2**53
+
+
 def path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]]:
     """``counts[v][c]``: paths from ``ends[c]`` to ``v`` (forward) or from ``v``
-    to ``ends[c]`` (backward), one pass over the edges with Python ints."""
+    to ``ends[c]`` (backward), as Python ints.
+
+    First as floats, by the compiled triangular solve with every label 1;
+    the counts are exact when none reaches 2**53 (checked).  Otherwise, one
+    pass over the edges with Python ints (:func:`exact_path_counts`), which
+    is also the quicker way on small graphs."""
+    if g.n_edges * len(ends) <= LOOP_WORK:
+        return exact_path_counts(g, ends, forward)
+    counts = float_path_counts(g, ends, forward)
+    if counts is not None:
+        return counts
+    return exact_path_counts(g, ends, forward)
+
+
+def float_path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]] | None:
+    """:func:`path_counts` in float64, or None when a count reaches 2**53 (or
+    the compiled solver is not available)."""
+    gstrs = _substitution()
+    n, k = g.n_vertices, len(ends)
+    if gstrs is None or g.n_edges == 0 or max(n, g.n_edges) >= np.iinfo(np.intc).max:
+        return None
+    (l_data, l_rows, l_ptr), (_, u_rows, u_ptr) = strict_upper(g)
+    unit = g.memo("paths.minus_ones", lambda: np.full(g.n_edges, -1.0))
+    rhs = np.zeros((n, k), order="F")
+    rhs[list(ends), np.arange(k)] = 1.0
+    x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
+                    n, len(unit), unit, u_rows, u_ptr, rhs[:, 0] if k == 1 else rhs)
+    x = np.asarray(x).reshape(n, k)
+    if info or not x.max(initial=0.0) < EXACT_FLOATS:  # also catches inf and nan
+        return None
+    return x.astype(np.int64).tolist()
+
+
+def exact_path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]]:
+    """:func:`path_counts` with Python ints, one pass over the edges."""
     k = len(ends)
+    if k == 1:
+        return [[c] for c in total_counts(g, ends, forward)]
     counts = [[0] * k for _ in range(g.n_vertices)]
     for c, v in enumerate(ends):
         counts[v][c] = 1

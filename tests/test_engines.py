@@ -168,3 +168,28 @@ def test_traced_arithmetic_equals_the_operation_table_path():
         # by hand: the product x*y inside a (output 1, a copy) has partials y and x
         product = fast.predecessors(fast.predecessors(fast.outputs[1])[0])[0]
         assert (fast.partial("x", product), fast.partial("y", product)) == point[1::-1]
+
+
+@pytest.mark.parametrize("name", ["figure1", "two_outputs", "random_dag", "wide", "deep"])
+def test_float_and_exact_path_counts_agree_below_two_to_the_53(name):
+    g = GRAPHS[name]
+    for forward, ends in ((True, g.inputs), (False, g.outputs)):
+        for chosen in (list(ends), list(ends[:1])):
+            floats = _engines.float_path_counts(g, chosen, forward)
+            exact = _engines.exact_path_counts(g, chosen, forward)
+            if max(max(row) for row in exact) < 2**53:
+                assert floats == exact
+            else:  # "deep" doubles its paths at every step: 2**119 of them
+                assert floats is None
+
+
+def test_path_counts_beyond_two_to_the_53_fall_back_to_exact_ints():
+    # interleaved(2, depth): 2**depth paths; 2**60 is beyond exact float64
+    big = examples.interleaved(2, 60)
+    assert _engines.float_path_counts(big, list(big.inputs[:1]), True) is None
+    assert count_paths(big).tolist() == count_paths_reference(big).tolist()
+    assert count_paths(big)[0, 0] == 2**60
+    # just below the limit the float path answers, and exactly
+    small = examples.interleaved(2, 52)
+    floats = _engines.float_path_counts(small, list(small.inputs[:1]), True)
+    assert floats is not None and floats[small.outputs[0]][0] == 2**52
