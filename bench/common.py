@@ -129,7 +129,7 @@ def machine() -> list[tuple[str, str]]:
             ("memory", memory_gib()),
             ("OS", platform.platform()),
             ("Python", f"{platform.python_version()} ({platform.python_implementation()})")]
-    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd"):
+    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd", "jax"):
         rows.append((package, version(package) or "not installed"))
     return rows
 
