@@ -2,8 +2,8 @@
 
 Every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
-displays as a cell's value; elsewhere call ``fig.savefig(...)`` (or
-:func:`minirad.render.save`).
+displays as a cell's value, in any kernel (see :mod:`minirad.figure`);
+elsewhere call ``fig.savefig(...)`` (or :func:`minirad.render.save`).
 
 >>> from minirad import examples
 >>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)
@@ -33,7 +33,7 @@ EMPIRICAL_COLOR = "#CC0077"
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from .figure import Figure  # a matplotlib Figure that shows inline in any Jupyter kernel
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -17,7 +17,8 @@ Four highlights can be laid over it, alone or together:
   between kept vertices bold with their scaled weights.
 
 :func:`render_elimination` draws a whole vertex elimination, one picture
-per step, and :func:`elimination_strip` puts them side by side.
+per step (a list that shows as one strip in Jupyter), and
+:func:`elimination_strip` puts them side by side in one Figure.
 
 Every highlight is first turned into a neutral description of the picture
 (a "scene"); the graphviz source and the matplotlib fallback
@@ -52,8 +53,8 @@ from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill, _plural
 from .paths import path_product
 
 __all__ = [
-    "MissingDotWarning", "Drawing", "draw_matplotlib", "elimination_strip", "has_dot",
-    "render", "render_elimination", "save",
+    "MissingDotWarning", "Drawing", "Drawings", "draw_matplotlib", "elimination_strip",
+    "has_dot", "render", "render_elimination", "save", "strip",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -886,7 +887,7 @@ def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors
     >>> len(fig.axes), fig.axes[0].get_legend() is not None
     (1, True)
     """
-    from matplotlib.figure import Figure
+    from .figure import Figure  # shows inline in Jupyter
 
     scene = _scene(g, sample=sample, paths=paths, path_labels=path_labels, colors=colors,
                    step=step, kept=kept, factor_name=factor_name, show_ops=show_ops,
@@ -987,7 +988,7 @@ def _step_title(number: int, total: int, step) -> str:
 
 
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
-                       title: str | None = None, **options) -> list[Drawing]:
+                       title: str | None = None, **options) -> Drawings:
     """One drawing per elimination step, then the final bipartite graph.
 
     Each step is drawn on the graph just before it, with the step
@@ -996,7 +997,8 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     in ``g`` so the pictures line up.  ``order`` is as for
     :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
     ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
-    saved.  Other keyword arguments go to :func:`render`.
+    saved.  Other keyword arguments go to :func:`render`.  The list is a
+    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
 
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
@@ -1012,7 +1014,7 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     fixed = dict(zip(g.names, _levels(g)))  # every vertex keeps its row in g
     total = len(result.steps)
     head = f"{title}\n" if title else ""
-    drawings = []
+    drawings = Drawings()
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step=step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
@@ -1030,21 +1032,40 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
                       dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
 
-    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
-    otherwise.  Every tile is drawn at the same scale, so text has one size
-    throughout; ``title`` goes above them all.  Saved to ``path`` when
-    given; returns the Figure.
+    See :func:`strip` for the layout; ``title`` goes above all the tiles.
+    Saved to ``path`` when given; returns the Figure.
 
     >>> from minirad import examples
     >>> figure = elimination_strip(examples.lab(), "forward", ncols=2, title="lab graph")
     >>> len(figure.axes), figure.get_suptitle()
     (4, 'lab graph')
     """
-    from matplotlib.figure import Figure
+    figure = strip(render_elimination(g, order, **options), ncols=ncols, dpi=dpi, title=title)
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
+
+
+def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
+          title: str | None = None):
+    """Drawings side by side in one matplotlib Figure, ``ncols`` to a row.
+
+    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
+    otherwise.  Every tile is drawn at the same scale, so text has one size
+    throughout; ``title`` goes above them all.
+
+    >>> from minirad import examples
+    >>> figure = strip([render(examples.lab()), render(examples.figure1())], title="two")
+    >>> len(figure.axes), figure.get_suptitle()
+    (2, 'two')
+    """
+    from .figure import Figure
 
     if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
         raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
-    drawings = render_elimination(g, order, **options)
+    drawings = list(drawings)
+    if not drawings:
+        raise ValueError("strip needs at least one drawing")
     ncols = min(ncols, len(drawings))
     nrows = -(-len(drawings) // ncols)
     if has_dot():
@@ -1075,9 +1096,26 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
             figure.suptitle(title, fontsize=16)
     for ax in axes:
         ax.set_axis_off()
-    if path is not None:
-        save(figure, path, dpi=dpi)
     return figure
+
+
+class Drawings(list):
+    """A list of drawings (what :func:`render_elimination` returns) that
+    shows itself in Jupyter as one image: the drawings side by side, as
+    :func:`strip` lays them out.
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.lab(), "forward")
+    >>> drawings._repr_png_()[:4] == b"\\x89PNG"
+    True
+    """
+
+    def _repr_png_(self) -> bytes | None:
+        from .figure import png
+
+        if not self:
+            return None  # an empty list shows as []
+        return png(strip(self, ncols=3))
 
 
 def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
