@@ -119,3 +119,30 @@ def test_a_large_graph_shows_as_text_in_a_kernel(tmp_path):
     (output,) = [output for _, output in _displays(_execute(nb, tmp_path))]
     assert set(output["data"]) == {"text/plain"}
     assert "not drawn: 155 vertices" in output["data"]["text/plain"]
+
+
+# ------------------------------------------------------- what the README promises
+def _extras() -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"]
+
+
+def test_the_dev_extra_brings_the_notebook_tools_that_execute_the_labs():
+    extras = _extras()
+    labs = {re.split(r"[<>=!~ ]", requirement)[0] for requirement in extras["labs"]}
+    assert {"nbclient", "ipykernel", "nbformat"} <= labs
+    assert "minirad[labs]" in extras["dev"]  # dev includes labs
+    readme = (ROOT / "README.md").read_text()
+    assert "notebook tools that execute the labs" in readme
+
+
+def test_the_readme_states_python_version_venv_and_test_time():
+    readme = (ROOT / "README.md").read_text()
+    setup = readme.split("## Set up")[1].split("## ")[0]
+    assert re.search(r"Python 3\.1\d or newer", setup)
+    assert "python3 -m venv .venv" in setup
+    assert re.search(r"suite takes about \w+ minutes", setup)
