@@ -14,7 +14,8 @@ Kinks
 -----
 Four operations have a kink, a point where the derivative jumps.  There
 minirad uses one fixed subgradient (an element of the set of slopes
-between the left and right derivatives), the same as PyTorch and JAX:
+between the left and right derivatives), the same as PyTorch (JAX agrees on
+relu and on the ties):
 
 * ``abs`` at 0: derivative **0**, the midpoint of [-1, 1] (and what a central
   difference gives);
