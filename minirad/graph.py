@@ -465,6 +465,8 @@ class LCG:
             raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
         nodes = list(G)
         if all("index" in data for _, data in G.nodes(data=True)):
+            _check_integer_attributes(((node, data["index"]) for node, data in G.nodes(data=True)),
+                                      "node", "index")
             nodes.sort(key=lambda node: G.nodes[node]["index"])
         position = {node: i for i, node in enumerate(nodes)}
 
@@ -487,6 +489,8 @@ class LCG:
             return resolved
 
         src, dst, partials = [], [], []
+        _check_integer_attributes((((u, v), data["operand"]) for u, v, data in G.edges(data=True)
+                                   if "operand" in data), "edge", "operand")
         edges = sorted(G.edges(data=True),
                        key=lambda e: (position[e[1]], e[2].get("operand", 0)))
         for u, v, data in edges:
@@ -751,6 +755,15 @@ def _as_partial(partial, u, v) -> float:
     if not math.isfinite(partial):
         raise ValueError(f"the partial on edge {u} -> {v} is {partial}; partials must be finite")
     return partial
+
+
+def _check_integer_attributes(pairs, what: str, attribute: str) -> None:
+    """Sort keys read from networkx attributes must be integers: a string among
+    them would stop the sort with a bare TypeError."""
+    for owner, value in pairs:
+        if not _is_integer(value):
+            raise ValueError(f"{what} {owner!r:.60} has attribute {attribute!r} = "
+                             f"{_shown(value)}; it must be an integer (an order)")
 
 
 def _node_value(G, node) -> float:

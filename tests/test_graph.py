@@ -447,3 +447,15 @@ def test_the_loader_survives_thousands_of_mutated_files(tmp_path):
         g.to_json(tmp_path / "again.json")
         assert LCG.from_json(tmp_path / "again.json").same_as(g)
     assert 0 < loaded < 2000  # the mutations both break files and keep some loadable
+
+
+def test_from_networkx_names_a_bad_order_attribute():
+    G = examples.figure1().to_networkx()
+    G.nodes["v3"]["index"] = "third"
+    with pytest.raises(ValueError, match=r"node 'v3' has attribute 'index' = \"third\"; it must "
+                                         r"be an integer"):
+        LCG.from_networkx(G)
+    G = examples.figure1().to_networkx()
+    G.edges["x1", "v2"]["operand"] = 0.5
+    with pytest.raises(ValueError, match=r"edge \('x1', 'v2'\) has attribute 'operand' = 0.5"):
+        LCG.from_networkx(G)
