@@ -667,11 +667,6 @@ def _is_integer(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def _is_real(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
-        x, (bool, np.bool_))
-
-
 def _items(given, fits) -> tuple[np.ndarray | None, list | None]:
     """``given`` as a flat numpy array when its dtype ``fits`` (a fast path for
     arrays), else as a flat list of Python objects to check one by one (a list
