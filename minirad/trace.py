@@ -19,7 +19,8 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from numbers import Real
+import sys
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -101,12 +102,18 @@ class Tape:
         return i
 
 
-def _constant(x, op: Op) -> float:
+def _constant(x, op: Op, tape: Tape) -> float:
     # plain floats and ints first: isinstance(x, Real) is an ABC check, slow on this hot path
     if type(x) is float:
         return x
     if type(x) is int or isinstance(x, Real) and not isinstance(x, bool):
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # an int beyond 1.8e308, such as 2**2000
+            digits = int(abs(int(x)).bit_length() * math.log10(2)) + 1
+            raise ValueError(f"{op.name} at vertex v{len(tape.values)}: its constant operand, "
+                             f"an integer of about {digits} digits, is too large for a float64 "
+                             f"(at most about 1.8e308)") from None
     raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
                     f"scalars combine with other traced scalars and real numbers")
 
@@ -172,7 +179,7 @@ class Var:
         x, y = args
         if type(x) is Var:
             return _binary(op, x, y)
-        return _binary_reflected(op, _constant(x, op), y)
+        return _binary_reflected(op, _constant(x, op, y.tape), y)
 
     # ----------------------------------------------------------- operators
     # +, - and * are spelled out in full (no helper call): they are most of
@@ -190,7 +197,7 @@ class Var:
             tape.push_code(ADD)
             tape.push_arg(other.index)
         else:
-            c = other if type(other) is float else _constant(other, _ADD)
+            c = other if type(other) is float else _constant(other, _ADD, tape)
             out = self.value + c
             if out - out:
                 _fail(_ADD, (self, c), tape)
@@ -203,7 +210,7 @@ class Var:
 
     def __radd__(self, other):
         tape = self.tape
-        c = other if type(other) is float else _constant(other, _ADD)
+        c = other if type(other) is float else _constant(other, _ADD, tape)
         out = c + self.value
         if out - out:
             _fail(_ADD, (c, self), tape)
@@ -225,7 +232,7 @@ class Var:
             tape.push_code(SUB)
             tape.push_arg(other.index)
         else:
-            c = other if type(other) is float else _constant(other, _SUB)
+            c = other if type(other) is float else _constant(other, _SUB, tape)
             out = self.value - c
             if out - out:
                 _fail(_SUB, (self, c), tape)
@@ -238,7 +245,7 @@ class Var:
 
     def __rsub__(self, other):
         tape = self.tape
-        c = other if type(other) is float else _constant(other, _SUB)
+        c = other if type(other) is float else _constant(other, _SUB, tape)
         out = c - self.value
         if out - out:
             _fail(_SUB, (c, self), tape)
@@ -260,7 +267,7 @@ class Var:
             tape.push_code(MUL)
             tape.push_arg(other.index)
         else:
-            c = other if type(other) is float else _constant(other, _MUL)
+            c = other if type(other) is float else _constant(other, _MUL, tape)
             out = self.value * c
             if out - out:
                 _fail(_MUL, (self, c), tape)
@@ -273,7 +280,7 @@ class Var:
 
     def __rmul__(self, other):
         tape = self.tape
-        c = other if type(other) is float else _constant(other, _MUL)
+        c = other if type(other) is float else _constant(other, _MUL, tape)
         out = c * self.value
         if out - out:
             _fail(_MUL, (c, self), tape)
@@ -288,13 +295,13 @@ class Var:
         return _binary(_DIV, self, other)
 
     def __rtruediv__(self, other):
-        return _binary_reflected(_DIV, _constant(other, _DIV), self)
+        return _binary_reflected(_DIV, _constant(other, _DIV, self.tape), self)
 
     def __pow__(self, other):
         return _binary(_POW, self, other)
 
     def __rpow__(self, other):
-        return _binary_reflected(_POW, _constant(other, _POW), self)
+        return _binary_reflected(_POW, _constant(other, _POW, self.tape), self)
 
     def __neg__(self):
         tape = self.tape
@@ -442,7 +449,7 @@ def _binary(op: Op, x: Var, y) -> Var:
         else:
             i = tape.general(op.template, out, (x.index, y.index), (da, db))
         return Var(tape, i, out)
-    b = _constant(y, op)
+    b = _constant(y, op, tape)
     try:
         out = op.value(a, b)
         da = op.partials[0](a, b, out)
@@ -602,6 +609,9 @@ def _make_inputs(tape: Tape, args, names):
     traced, input_names = [], []
     for position, (arg, name) in enumerate(zip(args, names)):
         if isinstance(arg, Real) and not isinstance(arg, bool):
+            if isinstance(arg, Integral) and abs(int(arg)) > sys.float_info.max:
+                raise ValueError(f"argument {position} ({name}) is an integer too large for a "
+                                 f"float64 (at most about 1.8e308); trace needs finite inputs")
             if not math.isfinite(arg):
                 raise ValueError(f"argument {position} ({name}) is {arg}; trace needs finite "
                                  f"inputs")
