@@ -280,10 +280,6 @@ def _spread(x: Tracked, shape: tuple):
     return Broadcast(x.shape, shape, x.dtype)
 
 
-def _name(x, position: int) -> str:
-    return "{%d}" % position
-
-
 # ------------------------------------------------------------ arithmetic
 def add(a, b):
     a, b = _check_constant(a, "add"), _check_constant(b, "add")
@@ -553,8 +549,7 @@ def concatenate(arrays, axis=0):
     pieces = np.split(np.arange(out.size).reshape(out.shape), ends, axis=ax)
     parents = [(a, Embed(out.shape, p, out.dtype)) for a, p in zip(arrays, pieces)
                if isinstance(a, Tracked)]
-    return _record(tape, out, "concatenate(" + ", ".join(
-        "{%d}" % i for i in range(len(parents))) + ")", parents)
+    return _record(tape, out, f"concatenate({_slots(arrays)}, axis={axis})", parents)
 
 
 def stack(arrays, axis=0):
@@ -570,8 +565,7 @@ def stack(arrays, axis=0):
     positions = np.arange(out.size).reshape(out.shape)
     parents = [(a, Embed(out.shape, np.take(positions, i, axis=axis), out.dtype))
                for i, a in enumerate(arrays) if isinstance(a, Tracked)]
-    return _record(tape, out, "stack(" + ", ".join(
-        "{%d}" % i for i in range(len(parents))) + ")", parents)
+    return _record(tape, out, f"stack({_slots(arrays)}, axis={axis})", parents)
 
 
 # ------------------------------------------------------------- softmax
@@ -702,12 +696,23 @@ def avg_pool2d(x, size: int = 2):
 
 
 # --------------------------------------------------------------- record
+def _slot(i: int) -> str:
+    return "{" + str(i) + "}"
+
+
+def _slots(xs) -> str:
+    """``{0}, c, {0}``: predecessor slots (a repeated operand keeps its slot), c for constants."""
+    seen: dict[int, int] = {}
+    return ", ".join(_slot(seen.setdefault(x.index, len(seen))) if isinstance(x, Tracked)
+                     else "c" for x in xs)
+
+
 def _template(pattern: str, a, b) -> str:
-    slots, k = [], 0
+    """The operation over predecessor slots: ``a * a`` reads ``{0} * {0}``."""
+    slots, seen = [], {}
     for x in (a, b):
         if isinstance(x, Tracked):
-            slots.append("{%d}" % k)
-            k += 1
+            slots.append(_slot(seen.setdefault(x.index, len(seen))))
         else:
             slots.append(_short(x) if np.size(x) == 1 else "c")
     return pattern.format(*slots)

@@ -105,7 +105,8 @@ class Operator:
     """A linear map from arrays of ``in_shape`` to arrays of ``out_shape``.
 
     Subclasses implement ``_apply(xs)`` and ``_transpose(ys)`` on stacks
-    (a leading axis of length n), ``flops`` and, for saving, ``spec()``.
+    (a leading axis of length n; the result has n entries of the right size,
+    possibly in a different shape), ``flops`` and, for saving, ``spec()``.
     """
 
     kind = "operator"
@@ -703,12 +704,12 @@ class Composed(Operator):
 
     def _apply(self, xs):
         for p in reversed(self.parts):
-            xs = p._apply(xs)
+            xs = np.reshape(p._apply(xs), (len(xs),) + p.out_shape)
         return xs
 
     def _transpose(self, ys):
         for p in self.parts:
-            ys = p._transpose(ys)
+            ys = np.reshape(p._transpose(ys), (len(ys),) + p.in_shape)
         return ys
 
     def label(self):
@@ -737,10 +738,10 @@ class Added(Operator):
         return sum(t.flops for t in self.terms) + (len(self.terms) - 1) * self.out_size
 
     def _apply(self, xs):
-        return sum(t._apply(xs) for t in self.terms)
+        return sum(np.reshape(t._apply(xs), (len(xs),) + self.out_shape) for t in self.terms)
 
     def _transpose(self, ys):
-        return sum(t._transpose(ys) for t in self.terms)
+        return sum(np.reshape(t._transpose(ys), (len(ys),) + self.in_shape) for t in self.terms)
 
     def label(self):
         return "+".join(t.label() for t in self.terms)

@@ -281,7 +281,7 @@ def _validate(names, src, dst, operators, inputs, outputs, shapes, values):
         raise ValueError(f"edge {names[src[e]]} -> {names[dst[e]]} does not go from a lower "
                          f"to a higher vertex number; number vertices topologically")
     pairs = set()
-    for e, (u, v, op) in enumerate(zip(src.tolist(), dst.tolist(), operators)):
+    for u, v, op in zip(src.tolist(), dst.tolist(), operators):
         if (u, v) in pairs:
             raise ValueError(f"edge {names[u]} -> {names[v]} appears twice; add the operators "
                              f"(OPERATORS.add) into one edge")
@@ -435,7 +435,9 @@ def scalarize(g: VectorLCG, limit: int = SCALARIZE_LIMIT) -> LCG:
     names = [n for v in range(g.n_vertices) for n in entry_names(g.names[v], g.shapes[v])]
     values = (np.concatenate([np.asarray(x, dtype=np.float64).reshape(-1) for x in g.values])
               if g.values is not None and names else None)
-    concat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
+
+    def concat(parts):
+        return np.concatenate(parts) if parts else np.zeros(0)
     inputs = [i for v in g.inputs for i in range(first[v], first[v + 1])]
     outputs = [i for v in g.outputs for i in range(first[v], first[v + 1])]
     ops = ["input" if g.kind(v) == INPUT else "" for v in range(g.n_vertices)
