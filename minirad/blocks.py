@@ -179,3 +179,235 @@ def jacobian(g, method: str = "reverse", limit: int = JACOBIAN_LIMIT) -> np.ndar
                 for a, v in zip(ins, g.inputs)]
         return np.concatenate(rows, axis=1) if rows else np.zeros((n_out, 0))
     raise ValueError(f"method must be 'forward' or 'reverse', not {method!r}")
+
+
+# ------------------------------------------------------------- Bauer on blocks
+def count_vector_paths(g) -> np.ndarray:
+    """Paths from each input to each output *in the vector graph* (exact Python ints,
+    shape (n_outputs, n_inputs)): a forward sweep over integers.  Compare
+    ``minirad.count_paths(scalarize(g))`` for the paths between array entries."""
+    counts = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
+    for c, s in enumerate(g.inputs):
+        number = [0] * g.n_vertices
+        number[s] = 1
+        for u, v in zip(g.sources.tolist(), g.targets.tolist()):
+            number[v] += number[u]
+        for r, t in enumerate(g.outputs):
+            counts[r, c] = number[t]
+    return counts
+
+
+def vector_paths(g, source, target):
+    """Every path (a list of vertex numbers) from ``source`` to ``target``, depth first."""
+    s, t = g.index(source), g.index(target)
+    stack = [(s, [s])]
+    while stack:
+        v, path = stack.pop()
+        if v == t:
+            yield path
+            continue
+        for w in reversed(g.successors(v)):
+            if w <= t:
+                stack.append((w, path + [w]))
+
+
+@dataclass(frozen=True)
+class BlockJacobian:
+    """A Jacobian assembled from operator blocks, with the algebra's operation counts.
+
+    ``blocks[r][c]`` is the operator (or None: no path) from input c to output r.
+    """
+
+    method: str
+    blocks: tuple
+    multiplications: int
+    additions: int
+    shapes: tuple
+
+    @property
+    def operations(self) -> int:
+        return self.multiplications + self.additions
+
+    def dense(self, limit: int = JACOBIAN_LIMIT) -> np.ndarray:
+        """The blocks as one float64 matrix (rows: outputs, columns: inputs)."""
+        out_shapes, in_shapes = self.shapes
+        rows = []
+        for r, o in enumerate(out_shapes):
+            row = []
+            for c, i in enumerate(in_shapes):
+                op = self.blocks[r][c]
+                row.append(np.zeros((math.prod(o), math.prod(i))) if op is None
+                           else np.asarray(op.to_dense(limit), dtype=np.float64))
+            rows.append(np.concatenate(row, axis=1) if row else np.zeros((math.prod(o), 0)))
+        return np.concatenate(rows, axis=0) if rows else np.zeros((0, 0))
+
+
+def vector_bauer(g, max_paths: int = 100_000) -> BlockJacobian:
+    """Bauer's formula on blocks: for each input/output pair, the sum over vector paths
+    of the product of the operators along the path (outer ∘ ... ∘ inner).
+
+    Every path is multiplied on its own (that is what makes the path sum expensive);
+    refused when there are more than ``max_paths`` paths."""
+    total = sum(count_vector_paths(g).ravel().tolist())
+    if total > max_paths:
+        raise ValueError(f"the graph has {total:,} vector paths, more than max_paths = "
+                         f"{max_paths:,}")
+    algebra = g.algebra
+    mults = adds = 0
+    blocks = []
+    for t in g.outputs:
+        row = []
+        for s in g.inputs:
+            acc = None
+            for path in vector_paths(g, s, t):
+                product = None
+                for u, v in zip(path, path[1:]):
+                    label = g.labels[g.edge_index(u, v)]
+                    if product is None:
+                        product = label
+                    else:
+                        mults += algebra.multiply_cost(label, product)
+                        product = algebra.multiply(label, product)
+                if acc is None:
+                    acc = product
+                else:
+                    adds += algebra.add_cost(acc, product)
+                    acc = algebra.add(acc, product)
+            row.append(acc)
+        blocks.append(tuple(row))
+    return BlockJacobian("bauer", tuple(blocks), mults, adds,
+                         (tuple(g.shapes[v] for v in g.outputs),
+                          tuple(g.shapes[v] for v in g.inputs)))
+
+
+# -------------------------------------------------------- elimination on blocks
+ORDERS = ("forward", "reverse", "markowitz")
+
+
+def vector_eliminate(g, order="markowitz") -> BlockJacobian:
+    """Vertex elimination on blocks: removing intermediate v joins every predecessor u
+    to every successor w by ``label(v->w) ∘ label(u->v)``, added to an existing
+    ``u -> w`` label.  ``order`` is ``"forward"``, ``"reverse"``, ``"markowitz"``
+    (fewest |pred| x |succ| first, recomputed after each step, ties to the lowest
+    number) or a list of intermediate vertices (names or numbers).  Costs are the
+    algebra's: a dense product m x k x n, a diagonal product d, ..."""
+    algebra = g.algebra
+    into: dict[int, dict[int, object]] = {v: {} for v in range(g.n_vertices)}
+    out_of: dict[int, set] = {v: set() for v in range(g.n_vertices)}
+    for u, v, label in g.edges():
+        into[v][u] = label
+        out_of[u].add(v)
+    remaining = list(g.intermediates)
+    if isinstance(order, str):
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS} or a list of intermediate "
+                             f"vertices, not {order!r}")
+        plan = None if order == "markowitz" else (
+            remaining if order == "forward" else remaining[::-1])
+    else:
+        plan = [g.index(v) for v in order]
+        if sorted(plan) != sorted(remaining):
+            raise ValueError(f"an elimination order must list every intermediate vertex "
+                             f"once: {[g.names[v] for v in remaining]}")
+    mults = adds = 0
+    left = set(remaining)
+    for step in range(len(remaining)):
+        if plan is None:
+            v = min(left, key=lambda x: (len(into[x]) * len(out_of[x]), x))
+        else:
+            v = plan[step]
+        left.discard(v)
+        for w in sorted(out_of[v]):
+            outer = into[w].pop(v)
+            for u, inner in into[v].items():
+                mults += algebra.multiply_cost(outer, inner)
+                term = algebra.multiply(outer, inner)
+                if u in into[w]:
+                    adds += algebra.add_cost(into[w][u], term)
+                    term = algebra.add(into[w][u], term)
+                into[w][u] = term
+                out_of[u].add(w)
+        for u in into[v]:
+            out_of[u].discard(v)
+        into[v] = {}
+        out_of[v] = set()
+    blocks = tuple(tuple(into[t].get(s) for s in g.inputs) for t in g.outputs)
+    name = order if isinstance(order, str) else "given order"
+    return BlockJacobian(f"eliminate ({name})", blocks, mults, adds,
+                         (tuple(g.shapes[v] for v in g.outputs),
+                          tuple(g.shapes[v] for v in g.inputs)))
+
+
+# ------------------------------------------------------------ matrix chains
+def chain_labels(g) -> list:
+    """The operators of a chain graph (one input, one output, every vertex one
+    predecessor and one successor), from the input side."""
+    if len(g.inputs) != 1 or len(g.outputs) != 1 or g.n_edges != g.n_vertices - 1 or any(
+            len(g.predecessors(v)) != 1 or len(g.successors(v)) != 1 for v in g.intermediates):
+        raise ValueError("not a chain: needs one input, one output and every other vertex "
+                         "with exactly one predecessor and one successor")
+    labels, v = [], g.inputs[0]
+    while v != g.outputs[0]:
+        (w,) = g.successors(v)
+        labels.append(g.labels[g.edge_index(v, w)])
+        v = w
+    return labels
+
+
+@dataclass(frozen=True)
+class ChainOrder:
+    """The cheapest way to multiply a chain of operators J_L ∘ ... ∘ J_1.
+
+    ``split[i][j]`` is where the optimal product of factors i..j splits; ``cost``
+    its multiplications under the algebra; ``order`` the intermediate vertices
+    (1..L-1, counted from the input) in an elimination order that performs it.
+    """
+
+    cost: int
+    order: tuple
+    product: object
+    parenthesized: str
+
+
+def optimal_chain(labels, algebra=None) -> ChainOrder:
+    """Matrix-chain dynamic programming over operator factors (first factor applied
+    first), with the algebra's multiplication costs, so structure counts (two
+    diagonals multiply in d, a dense block in m k n).
+
+    Eliminating vertex v of a chain multiplies the two blocks that meet at v;
+    any parenthesization is an elimination order and back.
+    """
+    if algebra is None:
+        from .operators import OPERATORS as algebra
+    n = len(labels)
+    if n == 0:
+        raise ValueError("an empty chain has no product")
+    best: dict[tuple[int, int], tuple[int, object, int]] = {}
+    for i in range(n):
+        best[i, i] = (0, labels[i], -1)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            choice = None
+            for s in range(i, j):
+                lower, upper = best[i, s], best[s + 1, j]   # factors i..s applied first
+                cost = lower[0] + upper[0] + algebra.multiply_cost(upper[1], lower[1])
+                if choice is None or cost < choice[0]:
+                    choice = (cost, s, lower[1], upper[1])
+            cost, s, lower, upper = choice
+            best[i, j] = (cost, algebra.multiply(upper, lower), s)
+
+    def elimination(i, j):
+        # the split vertex (between factor s and s+1) is eliminated last
+        if i == j:
+            return []
+        s = best[i, j][2]
+        return elimination(i, s) + elimination(s + 1, j) + [s + 1]
+
+    def text(i, j):
+        if i == j:
+            return f"J{i + 1}"
+        s = best[i, j][2]
+        return f"({text(s + 1, j)} {text(i, s)})"
+    cost, product, _ = best[0, n - 1]
+    return ChainOrder(cost, tuple(elimination(0, n - 1)), product, text(0, n - 1))

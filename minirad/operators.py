@@ -680,6 +680,104 @@ class Embed(Operator):
                 {"positions": self.positions})
 
 
+class Projection(Operator):
+    """A random ``P = R R^T`` (E[P] = I) acting along one axis of an array:
+    random matrix injection (paper Sec. 3.2, eqs. 2-6).
+
+    ``R`` has shape (d, k): one draw shared by every row of ``batch_axis``
+    ("same sample"), or by the whole array when there is no batch axis; or
+    (n_rows, d, k): one draw per index of ``batch_axis`` ("different sample").  With
+    ``axis=None`` P acts on all non-batch axes flattened.  ``method`` is
+    ``"sample"`` (columns sqrt(d/k) e_i, i drawn with replacement, so P is a
+    diagonal of (d/k) x counts) or ``"rademacher"`` (entries ±1/sqrt(k)).
+    P is symmetric.  R is not counted as retained: it is regenerated from
+    the random seed, as in the paper.
+    """
+
+    kind = "projection"
+
+    def __init__(self, shape, R, axis=None, batch_axis=None, method="sample"):
+        shape = _shape(shape, "shape")
+        R = np.asarray(R)
+        nd = len(shape)
+        if batch_axis is not None:
+            batch_axis = int(batch_axis) % max(nd, 1)
+        if axis is not None:
+            axis = int(axis) % max(nd, 1)
+            if axis == batch_axis:
+                raise ValueError("the projection axis and the batch axis must differ")
+        rest = [i for i in range(nd) if i != batch_axis and (axis is None or i == axis)]
+        d = math.prod(shape[i] for i in rest)
+        per_row = (shape[batch_axis], d) if batch_axis is not None else None
+        if not (R.ndim == 2 and R.shape[0] == d or R.ndim == 3 and R.shape[:2] == per_row):
+            raise ValueError(f"R must have shape (d, k) = ({d}, k) (one draw)"
+                             + (f" or {per_row + ('k',)} (one per row)" if per_row else "")
+                             + f" for a projection along "
+                             f"{'the flattened axes' if axis is None else f'axis {axis}'} of "
+                             f"{shape}, not {R.shape}")
+        super().__init__(shape, shape, R.dtype)
+        self.R, self.axis, self.batch_axis, self.method = R, axis, batch_axis, str(method)
+        self.d, self.k = d, R.shape[-1]
+        self._rest = rest
+
+    @property
+    def flops(self):
+        rows = 1 if self.batch_axis is None else self.in_shape[self.batch_axis]
+        others = self.in_size // (self.d * rows) if self.d else 0
+        return 2 * self.d * self.k * rows * others
+
+    def _to_rows(self, xs):
+        """(n, [rows,] others, d): the projected axes last, the batch axis first."""
+        n = len(xs)
+        nd = len(self.in_shape)
+        lead = [self.batch_axis] if self.batch_axis is not None else []
+        others = [i for i in range(nd) if i not in lead and i not in self._rest]
+        perm = [0] + [i + 1 for i in lead + others + self._rest]
+        moved = xs.transpose(perm)
+        shape = (n,) + tuple(self.in_shape[i] for i in lead) + (
+            math.prod(self.in_shape[i] for i in others), self.d)
+        return moved.reshape(shape), perm, moved.shape
+
+    def _apply(self, xs):
+        rows, perm, moved_shape = self._to_rows(xs)
+        if self.R.ndim == 2:   # one draw for every row
+            y = (rows @ self.R) @ self.R.T
+        else:
+            y = np.einsum("nbod,bdk->nbok", rows, self.R)
+            y = np.einsum("nbok,bdk->nbod", y, self.R)
+        return y.reshape(moved_shape).transpose(np.argsort(perm))
+
+    _transpose = _apply
+
+    def spec(self):
+        return ({"shape": list(self.in_shape), "axis": self.axis, "batch_axis": self.batch_axis,
+                 "method": self.method}, {"R": self.R})
+
+    def label(self):
+        return f"P k={self.k}"
+
+
+class InjectedMatMul(MatMul):
+    """A :class:`MatMul` whose stored operand was replaced by its random projection
+    along the contracted axis (``S P``, or ``S_b P_b`` per row): the paper's
+    activation sampling, ``S_P[dh/dW]``.  Only ``k`` numbers per row are kept
+    (the sampled entries, or ``S_b R_b``), which is what ``retained`` says."""
+
+    kind = "injected"
+
+    def __init__(self, stored, side, variable_shape, k, method, retained=None):
+        super().__init__(stored, side, variable_shape, retained)
+        self.k, self.method = int(k), str(method)
+
+    def spec(self):
+        params, arrays = super().spec()
+        params.update(k=self.k, method=self.method)
+        return params, arrays
+
+    def label(self):
+        return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
+
+
 class Composed(Operator):
     """``parts[0] ∘ parts[1] ∘ ...``, applied right to left without forming the product."""
 

@@ -189,6 +189,18 @@ def _operator(r: _Reader, doc, where, depth=0):
         cls = O.MatMul if kind == "matmul" else O.Outer
         return cls(floats("stored"), p("side", str), r.shape(p("variable_shape", list), where),
                    retained())
+    if kind == "injected":
+        return O.InjectedMatMul(floats("stored"), p("side", str),
+                                r.shape(p("variable_shape", list), where), p("k", int),
+                                p("method", str), retained())
+    if kind == "projection":
+        def optional_axis(key):
+            value = params.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                r.fail(f"{where}.params.{key} must be an int or null")
+            return value
+        return O.Projection(r.shape(p("shape", list), where), floats("R"), optional_axis("axis"),
+                            optional_axis("batch_axis"), p("method", str))
     if kind == "sum":
         axes = p("axes", list)
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in axes):
@@ -213,20 +225,7 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.Gather(r.shape(p("in_shape", list), where), ints("positions"), dt())
     if kind == "concatenate":
         return O.Embed(r.shape(p("out_shape", list), where), ints("positions"), dt())
-    builder = _EXTRA_KINDS.get(kind)
-    if builder is not None:
-        return builder(r, params, data, where)
     r.fail(f"{where} has the unknown operator kind {kind!r}")
-
-
-#: operator kinds defined outside this module register a loader here
-_EXTRA_KINDS: dict = {}
-
-
-def register_kind(kind: str, loader) -> None:
-    """Let :func:`load_vector` rebuild operators of ``kind`` with
-    ``loader(reader, params, arrays, where)`` (used by :mod:`minirad.vinject`)."""
-    _EXTRA_KINDS[kind] = loader
 
 
 def load_vector(path) -> VectorLCG:

@@ -451,3 +451,33 @@ def vertex_copies(g: VectorLCG, vertex) -> range:
     v = g.index(vertex)
     start = sum(math.prod(s) for s in g.shapes[:v])
     return range(start, start + math.prod(g.shapes[v]))
+
+
+def from_chain(chain) -> VectorLCG:
+    """The vector LCG of a chain of Jacobians ``J_L ... J_1`` (``chain[0]`` applied
+    first): vertices ``theta``, ``v1``, ..., ``y`` holding vectors, one dense edge
+    per factor.  Vertex ``l`` is position ``l`` of :mod:`minirad.injection`, and
+    ``scalarize(from_chain(chain))`` is ``injection.chain_graph(chain)`` up to names.
+
+    >>> g = from_chain([np.ones((3, 1)), np.ones((2, 3))])
+    >>> g.names, g.shapes
+    (('theta', 'v1', 'y'), ((1,), (3,), (2,)))
+    """
+    from .operators import Dense
+
+    if isinstance(chain, np.ndarray) or not len(chain):
+        raise ValueError("a chain is a non-empty list of 2-D matrices")
+    factors = [np.asarray(m, dtype=np.float64) for m in chain]
+    for l, m in enumerate(factors):
+        if m.ndim != 2:
+            raise ValueError(f"chain[{l}] has shape {m.shape}; factors are 2-D matrices")
+        if l and m.shape[1] != factors[l - 1].shape[0]:
+            raise ValueError(f"chain[{l}] has {m.shape[1]} columns but chain[{l - 1}] has "
+                             f"{factors[l - 1].shape[0]} rows")
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"chain[{l}] has a non-finite entry")
+    L = len(factors)
+    names = ["theta"] + [f"v{l}" for l in range(1, L)] + ["y"]
+    shapes = [(factors[0].shape[1],)] + [(m.shape[0],) for m in factors]
+    labels = [Dense(m, (m.shape[0],), (m.shape[1],)) for m in factors]
+    return VectorLCG(names, range(L), range(1, L + 1), labels, [0], [L], shapes=shapes)
