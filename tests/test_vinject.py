@@ -7,15 +7,15 @@ import zlib
 
 import numpy as np
 import pytest
+from test_array_trace import paper_mlp
 
-from minirad import injection
+import minirad
+from minirad import LCG, injection
 from minirad.array_trace import name, relu, trace_arrays
 from minirad.blocks import gradient, jacobian
 from minirad.vfile import load_vector, save_vector
 from minirad.vgraph import from_chain, memory, scalarize, vertex_copies
 from minirad.vinject import draws, inject_edge, inject_vertex, random_basis, sample_activations
-
-from test_array_trace import paper_mlp
 
 # Statistical tests: every entry's mean over N draws (500 here) must lie within 5 standard
 # errors of the exact value; a two-sided 5-sigma miss has probability 5.7e-7 per entry, so
@@ -94,11 +94,9 @@ def test_injecting_at_a_vertex_then_scalarizing_samples_its_scalar_copies():
     scale = dict(zip(copies, weights.ravel()))
     partials = np.array([p * scale.get(u, 1.0) for u, _, p in s.edges()])
     keep = partials != 0
-    from minirad import LCG
     sampled = LCG(s.names, s.sources[keep], s.targets[keep], partials[keep], s.inputs,
                   s.outputs)
     injected = scalarize(h)
-    import minirad
     np.testing.assert_allclose(minirad.jacobian(injected), minirad.jacobian(sampled),
                                rtol=1e-10, atol=1e-12)
     assert injected.n_edges == sampled.n_edges
@@ -113,7 +111,6 @@ def test_the_chain_api_is_the_special_case_of_a_chain_graph():
     old = injection.chain_graph(chain)
     s = scalarize(g)
     assert (s.n_vertices, s.n_edges) == (old.n_vertices, old.n_edges)
-    import minirad
     np.testing.assert_allclose(minirad.jacobian(s), minirad.jacobian(old), rtol=1e-12)
     for method in ("sample", "rademacher"):
         h = inject_vertex(g, "v2", 2, method, rng=5)
