@@ -76,6 +76,7 @@ class Tape:
         self.n_inputs = 0
         self.constants: dict[int, tuple[str, np.ndarray]] = {}   # id -> (key, array)
         self.derived: dict[str, tuple[str, int]] = {}   # key -> (rebuilt from key, its bits)
+        self.constant_names: dict[int, tuple[str, object]] = {}  # id -> (parameter name, arg)
 
     def new_vertex(self, value: np.ndarray, op: str, parents, name=None) -> Tracked:
         """Append a vertex; ``parents`` is a list of (Tracked, operator), duplicates added."""
@@ -701,20 +702,34 @@ def _slot(i: int) -> str:
 
 
 def _slots(xs) -> str:
-    """``{0}, c, {0}``: predecessor slots (a repeated operand keeps its slot), c for constants."""
+    """``{0}, c, {0}``: predecessor slots (a repeated operand keeps its slot), then constants."""
     seen: dict[int, int] = {}
+    tape = _tape_of(*xs)
     return ", ".join(_slot(seen.setdefault(x.index, len(seen))) if isinstance(x, Tracked)
-                     else "c" for x in xs)
+                     else _constant_text(x, tape) for x in xs)
+
+
+def _constant_text(x, tape: Tape | None) -> str:
+    """A constant in an operation: its value if a number, its parameter name if it was an
+    argument of the traced function (not traced), else ``c``."""
+    if np.size(x) == 1 and not isinstance(x, np.ndarray) or np.ndim(x) == 0:
+        return _short(x)
+    if tape is not None:
+        entry = tape.constant_names.get(id(x))
+        if entry is not None and entry[1] is x:
+            return entry[0]
+    return "c"
 
 
 def _template(pattern: str, a, b) -> str:
     """The operation over predecessor slots: ``a * a`` reads ``{0} * {0}``."""
+    tape = _tape_of(a, b)
     slots, seen = [], {}
     for x in (a, b):
         if isinstance(x, Tracked):
             slots.append(_slot(seen.setdefault(x.index, len(seen))))
         else:
-            slots.append(_short(x) if np.size(x) == 1 else "c")
+            slots.append(_constant_text(x, tape))
     return pattern.format(*slots)
 
 
@@ -815,6 +830,9 @@ def trace_arrays(f, *args, wrt=None) -> VectorLCG:
         call[position] = tape.new_vertex(array, "input", [], name=names[position])
         input_names.append(names[position])
     tape.n_inputs = len(tape.values)
+    for position, arg in enumerate(args):
+        if position not in wrt:
+            tape.constant_names[id(arg)] = (names[position], arg)
     result = f(*call)
     several = isinstance(result, (tuple, list))
     results = list(result) if several else [result]

@@ -14,7 +14,7 @@ to look for in each):
 >>> [figure.name for figure in FIGURES]  # doctest: +NORMALIZE_WHITESPACE
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
- 'elimination_costs']
+ 'elimination_costs', 'figure3_vector_lcg']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -57,6 +57,7 @@ SEEDS = {
     "convergence": 7,           # the sample streams of convergence.png
     "variance_vs_depth": 0,     # balanced partials of the Figure 2 families
     "variance_vs_k": 3,         # the empirical crosses of variance_vs_k.png
+    "figure3": 0,               # data, weights and activation samples of the Figure 3 MLP
 }
 
 #: the heatmap graph, as the titles describe it
@@ -247,6 +248,23 @@ class Entry:
     description: str
 
 
+def _figure3(folder: str) -> list[str]:
+    from .vrender import figure3_graph, save_vector_picture
+
+    return [
+        save_vector_picture(figure3_graph(rng=SEEDS["figure3"]), os.path.join(folder, "figure3_vector_lcg.png"),
+                            title="Figure 3(a): the vector LCG of a two-layer ReLU MLP, batch of "
+                                  "3, float32\neach vertex an array, each edge an operator and "
+                                  "the bytes the backward pass keeps for it", batch=3, dpi=DPI),
+        save_vector_picture(figure3_graph(injected=True, rng=SEEDS["figure3"]),
+                            os.path.join(folder, "figure3_vector_lcg_sampled.png"),
+                            title="The same graph with activation sampling (Sec. 4.2): each "
+                                  "stored activation keeps k=2 entries per example\n(dashed red: "
+                                  "injected projections); the ReLU mask now costs 1 bit per entry",
+                            batch=3, dpi=DPI),
+    ]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -276,6 +294,9 @@ FIGURES: tuple[Entry, ...] = (
            "exact variance against the number of draws per vertex"),
     Entry("elimination_costs", _one("elimination_costs.png"), _elimination_costs,
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
+    Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png"),
+          _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
+                    "sampling, with the memory each edge keeps"),
 )
 
 

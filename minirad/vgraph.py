@@ -322,14 +322,17 @@ class Memory:
     """What the backward pass keeps: bytes per edge and in total.
 
     ``per_edge[e]`` is the bytes charged to edge ``e`` (an array shared by
-    several edges is charged to the first); ``arrays`` maps each retained
-    array's key to its bytes; ``kept_anyway`` is the bytes of input values
-    (parameters) that operators use but the caller holds regardless.
+    several edges is charged to the first); ``notes[e]`` says why an edge's
+    arrays cost nothing (a parameter kept anyway, rebuilt from a kept array,
+    shared with another edge); ``arrays`` maps each retained array's key to
+    its bytes; ``kept_anyway`` is the bytes of input values (parameters)
+    that operators use but the caller holds regardless.
     """
 
     per_edge: tuple[float, ...]
     arrays: dict
     kept_anyway: float
+    notes: tuple[str, ...] = ()
 
     @property
     def total(self) -> float:
@@ -341,6 +344,14 @@ class Memory:
 
     def __repr__(self) -> str:
         return f"Memory(total={self.total:,.1f} bytes over {len(self.arrays)} arrays)"
+
+
+def _key_text(g: VectorLCG, key: str) -> str:
+    if key.startswith("value:"):
+        v = int(key.split(":")[1])
+        if 0 <= v < g.n_vertices:
+            return g.names[v]
+    return key.split("#")[0]
 
 
 def memory(g: VectorLCG) -> Memory:
@@ -363,6 +374,7 @@ def memory(g: VectorLCG) -> Memory:
     """
     free = {value_key(v) for v in g.inputs}
     charged = [0] * g.n_edges
+    notes: list[list[str]] = [[] for _ in range(g.n_edges)]
     bits: dict[str, int] = {}
     kept = {}
     deferred = []
@@ -370,23 +382,29 @@ def memory(g: VectorLCG) -> Memory:
         for r in op.retained:
             if r.key in free:
                 kept[r.key] = r.nbits
+                notes[e].append(f"{_key_text(g, r.key)} kept anyway")
             elif r.recompute_from is not None:
                 deferred.append((e, r))
             elif r.key not in bits:
                 bits[r.key] = r.nbits
                 charged[e] += r.nbits
+            else:
+                notes[e].append(f"{_key_text(g, r.key)} shared")
     for e, r in deferred:
         source = r.recompute_from
-        if r.key in bits or source in bits or source in free:
-            continue
-        if 0 < r.source_bits < r.nbits:   # keep the smaller source and rebuild from it
+        if r.key in bits:
+            notes[e].append(f"{_key_text(g, r.key)} shared")
+        elif source in bits or source in free:
+            notes[e].append(f"rebuilt from {_key_text(g, source)}")
+        elif 0 < r.source_bits < r.nbits:   # keep the smaller source and rebuild from it
             bits[source] = r.source_bits
             charged[e] += r.source_bits
+            notes[e].append(f"keeps {_key_text(g, source)}, rebuilds the rest")
         else:
             bits[r.key] = r.nbits
             charged[e] += r.nbits
     return Memory(tuple(c / 8 for c in charged), {k: b / 8 for k, b in bits.items()},
-                  sum(kept.values()) / 8)
+                  sum(kept.values()) / 8, tuple("; ".join(n) for n in notes))
 
 
 # --------------------------------------------------------------- scalarize
