@@ -251,12 +251,13 @@ class Entry:
 def _figure3(folder: str) -> list[str]:
     from .vrender import figure3_graph, save_vector_picture
 
+    seed = SEEDS["figure3"]
     return [
-        save_vector_picture(figure3_graph(rng=SEEDS["figure3"]), os.path.join(folder, "figure3_vector_lcg.png"),
+        save_vector_picture(figure3_graph(rng=seed), os.path.join(folder, "figure3_vector_lcg.png"),
                             title="Figure 3(a): the vector LCG of a two-layer ReLU MLP, batch of "
                                   "3, float32\neach vertex an array, each edge an operator and "
                                   "the bytes the backward pass keeps for it", batch=3, dpi=DPI),
-        save_vector_picture(figure3_graph(injected=True, rng=SEEDS["figure3"]),
+        save_vector_picture(figure3_graph(injected=True, rng=seed),
                             os.path.join(folder, "figure3_vector_lcg_sampled.png"),
                             title="The same graph with activation sampling (Sec. 4.2): each "
                                   "stored activation keeps k=2 entries per example\n(dashed red: "
