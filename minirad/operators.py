@@ -436,11 +436,21 @@ class MatMul(Operator):
         pad = max(0, len(other) - len(mine))
         return (len(xs),) + (1,) * pad + mine
 
+    def _plain(self, n: int) -> bool:
+        # one vector through a plain matrix product: numpy's 2-D matmul (straight to BLAS)
+        return n == 1 and self._batch == () and self._s2.ndim == 2
+
     def _apply(self, xs):
+        if self._plain(len(xs)):
+            x = xs.reshape(self._b2 if self.side == "left" else self._a2)
+            return (self._s2 @ x if self.side == "left" else x @ self._s2)[None]
         x = xs.reshape(self._variable(xs))
         return np.matmul(self._s2, x) if self.side == "left" else np.matmul(x, self._s2)
 
     def _transpose(self, ys):
+        if self._plain(len(ys)):
+            y = ys.reshape(self._a2[-2], self._b2[-1])
+            return (self._s2.T @ y if self.side == "left" else y @ self._s2.T)[None]
         y = ys.reshape((len(ys),) + self._batch + (self._a2[-2], self._b2[-1]))
         st = np.swapaxes(self._s2, -1, -2)
         g = np.matmul(st, y) if self.side == "left" else np.matmul(y, st)
