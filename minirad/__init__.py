@@ -15,20 +15,26 @@ array([[5.5  , 1.716]])
 """
 
 from . import (
+    array_trace,
+    blocks,
     elimination,
     examples,
     injection,
+    operators,
     ops,
     paths,
     plots,
     sampling,
     sweeps,
+    vinject,
 )
+from .array_trace import trace_arrays
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
 from .jacobian import accumulate, jacobian
+from .operators import OPERATORS
 from .paths import bauer, count_paths, path_jacobian, path_product
 from .render import draw_matplotlib, render, render_elimination, save
 from .sampling import (
@@ -41,6 +47,10 @@ from .sampling import (
 )
 from .sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
 from .trace import Var, detach, trace
+from .vfile import load_vector, save_vector
+from .vgraph import Memory, VectorLCG, memory, scalarize
+from .vinject import inject_edge, inject_vertex, sample_activations
+from .vrender import render_vector, save_vector_picture
 
 __all__ = [
     "LCG", "Var", "trace", "detach", "ops", "examples",
@@ -55,5 +65,9 @@ __all__ = [
     "sampling", "injection", "sweeps",
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
+    # the vector LCG (arrays and Jacobian blocks)
+    "VectorLCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
+    "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
+    "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
 ]
 __version__ = "0.1.0"
