@@ -77,6 +77,7 @@ class Tape:
         self.constants: dict[int, tuple[str, np.ndarray]] = {}   # id -> (key, array)
         self.derived: dict[str, tuple[str, int]] = {}   # key -> (rebuilt from key, its bits)
         self.constant_names: dict[int, tuple[str, object]] = {}  # id -> (parameter name, arg)
+        self.gathers: dict[str, tuple] = {}   # key -> (source array, positions) of a gather
 
     def new_vertex(self, value: np.ndarray, op: str, parents, name=None) -> Tracked:
         """Append a vertex; ``parents`` is a list of (Tracked, operator), duplicates added."""
@@ -452,11 +453,14 @@ def matmul(a, b):
     for x, other, side in ((a, b, "right"), (b, a, "left")):
         if isinstance(x, Tracked):
             stored = np.asarray(_value(other))
-            # multiplying by a parameter (an input) costs nothing extra; by an activation,
-            # the activation is kept: the outer-product edge of the paper
-            parameter = isinstance(other, Tracked) and other.index < tape.n_inputs
+            # multiplying by a parameter (an input, or a rearrangement of one) costs nothing
+            # extra; by an activation, the activation is kept: the outer-product edge
+            key = tape.key(other)
+            root = tape.derived.get(key, (key,))[0]
+            parameter = root in {value_key(v) for v in range(tape.n_inputs)}
             kind = MatMul if parameter else Outer
-            parents.append((x, kind(stored, side, x.shape, tape.retain(other))))
+            parents.append((x, kind(stored, side, x.shape, tape.retain(other),
+                                    tape.gathers.get(key))))
     return _record(tape, out, _template("{} @ {}", a, b), parents)
 
 
@@ -516,6 +520,7 @@ def getitem(x, key):
         raise ValueError(f"index {key!r} is invalid for shape {x.shape}: {error}") from None
     positions = np.asarray(positions)
     out = np.asarray(x.value.reshape(-1)[positions])
+    x.tape.gathers[value_key(x.tape.next_index)] = (x.value, positions)
     return _moved(x, out, "{0}[" + _key_text(key) + "]", Gather(x.shape, positions, x.dtype))
 
 
@@ -668,15 +673,16 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     f, c, kh, kw = wv.shape
     positions, ho, wo = _im2col_positions(xv.shape, kh, kw, int(stride), int(padding))
     tape = _tape_of(x, w)
+    patches = np.concatenate([xv.reshape(-1), np.zeros(1, xv.dtype)])[
+        np.where(positions < 0, xv.size, positions)]
     if isinstance(x, Tracked):
-        cols = _moved(x, np.asarray(np.concatenate([xv.reshape(-1), np.zeros(1, xv.dtype)])[
-            np.where(positions < 0, xv.size, positions)]), "im2col({0})",
-            Gather(xv.shape, positions, xv.dtype))
+        tape.gathers[value_key(tape.next_index)] = (xv, positions)
+        cols = _moved(x, patches, "im2col({0})", Gather(xv.shape, positions, xv.dtype))
     else:
-        cols = np.concatenate([xv.reshape(-1), np.zeros(1, xv.dtype)])[
-            np.where(positions < 0, xv.size, positions)]
+        cols = patches
         if tape is not None:
-            tape.note_moved(tape.key(cols), xv if not isinstance(x, np.ndarray) else x)
+            tape.note_moved(tape.key(cols), x if isinstance(x, np.ndarray) else xv)
+            tape.gathers[tape.key(cols)] = (xv, positions)
     kernels = reshape(w, (f, c * kh * kw)) if isinstance(w, Tracked) else wv.reshape(f, -1)
     kernels_t = transpose(kernels) if isinstance(kernels, Tracked) else kernels.T
     out = matmul(cols, kernels_t)                                  # (B, Ho*Wo, F)

@@ -403,7 +403,7 @@ class MatMul(Operator):
 
     kind = "matmul"
 
-    def __init__(self, stored, side: str, variable_shape, retained=None):
+    def __init__(self, stored, side: str, variable_shape, retained=None, gathered=None):
         stored = np.asarray(stored)
         if side not in ("left", "right"):
             raise ValueError(f"side must be 'left' (x -> A @ x) or 'right' (x -> x @ A), not "
@@ -422,6 +422,15 @@ class MatMul(Operator):
             retained = (Retained(fresh_key(self.kind), _array_bits(stored)),)
         super().__init__(out, variable_shape, stored.dtype, retained)
         self.stored, self.side = stored, side
+        if gathered is not None:
+            source, positions = np.asarray(gathered[0]), np.asarray(gathered[1])
+            if positions.shape != stored.shape or not np.issubdtype(positions.dtype, np.integer):
+                raise ValueError(f"gathered positions must be integers of the stored shape "
+                                 f"{stored.shape}, not {positions.dtype} {positions.shape}")
+            gathered = (source, positions)
+        # (source, positions): stored.flat[i] = source.flat[positions.flat[i]] (-1: zero), as
+        # for im2col patches; injection then samples the smaller source (the image)
+        self.gathered = gathered
         # the stored operand as a matrix (or stack of matrices), promoted like numpy does
         self._s2 = stored.reshape(self._a2 if side == "left" else self._b2)
         self._inner = self._a2[-1]
@@ -457,8 +466,11 @@ class MatMul(Operator):
         return _sum_to(g, self._variable(ys))
 
     def spec(self):
+        arrays = {"stored": self.stored}
+        if self.gathered is not None:
+            arrays.update(source=self.gathered[0], positions=self.gathered[1])
         return ({"side": self.side, "variable_shape": list(self.in_shape),
-                 "retained": _retained_spec(self)}, {"stored": self.stored})
+                 "retained": _retained_spec(self)}, arrays)
 
     def label(self):
         return "matmul"

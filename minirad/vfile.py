@@ -187,8 +187,9 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.Softmax(floats("p"), p("axis", int), retained())
     if kind in ("matmul", "outer"):
         cls = O.MatMul if kind == "matmul" else O.Outer
+        gathered = (floats("source"), ints("positions")) if "source" in data else None
         return cls(floats("stored"), p("side", str), r.shape(p("variable_shape", list), where),
-                   retained())
+                   retained(), gathered)
     if kind == "injected":
         return O.InjectedMatMul(floats("stored"), p("side", str),
                                 r.shape(p("variable_shape", list), where), p("k", int),

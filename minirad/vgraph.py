@@ -390,11 +390,16 @@ def memory(g: VectorLCG) -> Memory:
                 charged[e] += r.nbits
             else:
                 notes[e].append(f"{_key_text(g, r.key)} shared")
+    # arrays cheaper to rebuild from their source keep the source first (im2col patches keep
+    # the image), so that arrays rebuilt from those sources (ReLU masks) then find them kept
+    deferred.sort(key=lambda item: not 0 < item[1].source_bits < item[1].nbits)
     for e, r in deferred:
         source = r.recompute_from
         if r.key in bits:
             notes[e].append(f"{_key_text(g, r.key)} shared")
-        elif source in bits or source in free:
+        elif source in free:
+            notes[e].append(f"{_key_text(g, source)} kept anyway")
+        elif source in bits:
             notes[e].append(f"rebuilt from {_key_text(g, source)}")
         elif 0 < r.source_bits < r.nbits:   # keep the smaller source and rebuild from it
             bits[source] = r.source_bits

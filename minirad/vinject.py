@@ -171,7 +171,22 @@ def inject_edge(g: VectorLCG, edge, k, method: str = "sample", per_row: bool = T
         raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
     label = g.labels[e]
     labels = list(g.labels)
-    if isinstance(label, MatMul):
+    if isinstance(label, MatMul) and label.gathered is not None:
+        # the stored operand is gathered from a smaller source (im2col patches of an image):
+        # sample the source, one draw per example (its first axis), and gather again
+        source, positions = label.gathered
+        batch = source.shape[0] if per_row and source.ndim > 1 else 1
+        rows = source.reshape(batch, -1)
+        d = rows.shape[1]
+        kk = draws(d, k)
+        sampled, _ = _project_rows(rows, 1, kk, method, per_row, rng)
+        flat = np.concatenate([sampled.reshape(-1), np.zeros(1, source.dtype)])
+        stored = flat[np.where(positions < 0, flat.size - 1, positions)]
+        kept = (Retained(fresh_key("sampled"), batch * kk * source.dtype.itemsize * 8,
+                         what=f"{method} of the gathered source, k={kk} per row"),)
+        labels[e] = InjectedMatMul(stored.astype(label.stored.dtype), label.side,
+                                   label.in_shape, kk, method, kept)
+    elif isinstance(label, MatMul):
         S = label.stored
         axis = -1 if label.side == "left" else (0 if S.ndim == 1 else -2)
         d = S.shape[axis]
