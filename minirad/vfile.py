@@ -81,6 +81,16 @@ class _Reader:
 
     def __init__(self, path, arrays):
         self.path, self.arrays = path, arrays
+        self.keys: dict[str, str] = {}
+
+    def key(self, saved: str | None) -> str | None:
+        """Keys of vertex values stay; other keys get fresh ones (consistently within the
+        file), so they never collide with arrays made in this session."""
+        if saved is None or saved.startswith("value:"):
+            return saved
+        if saved not in self.keys:
+            self.keys[saved] = O.fresh_key(saved.split("#")[0])
+        return self.keys[saved]
 
     def fail(self, what: str):
         raise ValueError(f"{self.path} is not a valid vector LCG file: {what}")
@@ -122,7 +132,7 @@ def _retained(r: _Reader, value, where):
         if not ok:
             r.fail(f"{where}.retained[{i}] must be [key, bits, source key or null, source bits, "
                    f"description]")
-        out.append(O.Retained(*item))
+        out.append(O.Retained(r.key(item[0]), item[1], r.key(item[2]), item[3], item[4]))
     return tuple(out)
 
 
