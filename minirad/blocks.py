@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .operators import OPERATORS
+
 #: the largest Jacobian (entries) :func:`jacobian` assembles
 JACOBIAN_LIMIT = 4_000_000
 
@@ -65,6 +67,13 @@ def forward_sweep(g, tangents) -> Sweep:
 
     The reference recurrence: vertices in topological order, each edge one
     ``algebra.multiply(label, tangent)``, meeting paths ``algebra.add``.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> g = trace_arrays(lambda x: np.exp(x) * 2.0, np.zeros(3))
+    >>> sweep = forward_sweep(g, [np.array([1.0, 0.0, 0.0])])
+    >>> sweep.values[g.outputs[0]], sweep.multiplications   # two diagonals of size 3
+    (array([2., 0., 0.]), 6)
     """
     algebra = g.algebra
     tangent = [None] * g.n_vertices
@@ -94,6 +103,12 @@ def reverse_sweep(g, adjoints) -> Sweep:
     The reference recurrence: vertices in reverse topological order, each
     edge one ``algebra.multiply(adjoint, label)`` (a VJP), accumulated with
     ``algebra.add`` where a vertex is used several times.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> g = trace_arrays(lambda x: x * x + x, np.array([1.0, 2.0]))
+    >>> reverse_sweep(g, [np.ones(2)]).values[g.inputs[0]]   # 2x + 1
+    array([3., 5.])
     """
     algebra = g.algebra
     adjoint = [None] * g.n_vertices
@@ -122,14 +137,30 @@ def _zeros_for(g, v, lead=()):
 
 
 def jvp(g, tangents) -> list[np.ndarray]:
-    """The output tangents ``J t`` for one tangent array per input."""
+    """The output tangents ``J t`` for one tangent array per input.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
+    [array([1., 0.])]
+    """
     sweep = forward_sweep(g, tangents)
     return [sweep.values[v] if sweep.values[v] is not None else _zeros_for(g, v)
             for v in g.outputs]
 
 
 def vjp(g, adjoints) -> list[np.ndarray]:
-    """The input adjoints ``a J`` for one adjoint array per output."""
+    """The input adjoints ``a J`` for one adjoint array per output.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
+    >>> dA                                                 # the outer product a x^T
+    array([[1., 2.],
+           [0., 0.]])
+    """
     sweep = reverse_sweep(g, adjoints)
     return [sweep.values[v] if sweep.values[v] is not None else _zeros_for(g, v)
             for v in g.inputs]
@@ -160,7 +191,14 @@ def _identity_seeds(g, vertices):
 def jacobian(g, method: str = "reverse", limit: int = JACOBIAN_LIMIT) -> np.ndarray:
     """The full Jacobian (sum of output sizes x sum of input sizes), in float64,
     columns in input order (entries in C order), by a stacked ``"forward"`` or
-    ``"reverse"`` sweep."""
+    ``"reverse"`` sweep.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> jacobian(trace_arrays(lambda x: x[::-1] * 2.0, np.ones(2)), "forward")
+    array([[0., 2.],
+           [2., 0.]])
+    """
     n_in = sum(math.prod(g.shapes[v]) for v in g.inputs)
     n_out = sum(math.prod(g.shapes[v]) for v in g.outputs)
     if n_in * n_out > limit:
@@ -185,7 +223,13 @@ def jacobian(g, method: str = "reverse", limit: int = JACOBIAN_LIMIT) -> np.ndar
 def count_vector_paths(g) -> np.ndarray:
     """Paths from each input to each output *in the vector graph* (exact Python ints,
     shape (n_outputs, n_inputs)): a forward sweep over integers.  Compare
-    ``minirad.count_paths(scalarize(g))`` for the paths between array entries."""
+    ``minirad.count_paths(scalarize(g))`` for the paths between array entries.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> count_vector_paths(trace_arrays(lambda x: np.exp(x) * x, np.ones(3)))
+    array([[2]], dtype=object)
+    """
     counts = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
     for c, s in enumerate(g.inputs):
         number = [0] * g.n_vertices
@@ -247,7 +291,15 @@ def vector_bauer(g, max_paths: int = 100_000) -> BlockJacobian:
     of the product of the operators along the path (outer ∘ ... ∘ inner).
 
     Every path is multiplied on its own (that is what makes the path sum expensive);
-    refused when there are more than ``max_paths`` paths."""
+    refused when there are more than ``max_paths`` paths.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays
+    >>> result = vector_bauer(trace_arrays(lambda x: np.exp(x) * x, np.zeros(2)))
+    >>> result.dense(), result.multiplications              # (e^x x)' = e^x (1 + x)
+    (array([[1., 0.],
+           [0., 1.]]), 2)
+    """
     total = sum(count_vector_paths(g).ravel().tolist())
     if total > max_paths:
         raise ValueError(f"the graph has {total:,} vector paths, more than max_paths = "
@@ -290,7 +342,14 @@ def vector_eliminate(g, order="markowitz") -> BlockJacobian:
     ``u -> w`` label.  ``order`` is ``"forward"``, ``"reverse"``, ``"markowitz"``
     (fewest |pred| x |succ| first, recomputed after each step, ties to the lowest
     number) or a list of intermediate vertices (names or numbers).  Costs are the
-    algebra's: a dense product m x k x n, a diagonal product d, ..."""
+    algebra's: a dense product m x k x n, a diagonal product d, ...
+
+    >>> import numpy as np
+    >>> from minirad.vgraph import from_chain
+    >>> g = from_chain([np.ones((4, 1)), np.ones((4, 4)), np.ones((1, 4))])
+    >>> [vector_eliminate(g, o).multiplications for o in ("forward", "reverse")]
+    [20, 20]
+    """
     algebra = g.algebra
     into: dict[int, dict[int, object]] = {v: {} for v in range(g.n_vertices)}
     out_of: dict[int, set] = {v: set() for v in range(g.n_vertices)}
@@ -376,9 +435,17 @@ def optimal_chain(labels, algebra=None) -> ChainOrder:
 
     Eliminating vertex v of a chain multiplies the two blocks that meet at v;
     any parenthesization is an elimination order and back.
+
+    >>> import numpy as np
+    >>> from minirad.operators import Dense
+    >>> chain = [Dense(np.ones((30, 10)), (30,), (10,)), Dense(np.ones((5, 30)), (5,), (30,)),
+    ...          Dense(np.ones((60, 5)), (60,), (5,))]
+    >>> best = optimal_chain(chain)
+    >>> best.cost, best.parenthesized
+    (4500, '(J3 (J2 J1))')
     """
     if algebra is None:
-        from .operators import OPERATORS as algebra
+        algebra = OPERATORS
     n = len(labels)
     if n == 0:
         raise ValueError("an empty chain has no product")
