@@ -113,7 +113,14 @@ def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
     every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
     but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
-    one P per row ("different sample") or one for all rows ("same sample")."""
+    one P per row ("different sample") or one for all rows ("same sample").
+
+    >>> from minirad.vgraph import from_chain
+    >>> g = from_chain([np.ones((4, 1)), np.ones((1, 4))])    # theta -> v1 (4) -> y
+    >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1
+    >>> h.labels[1].label(), h.injections[0]["k"]
+    ('dense∘P k=2', 2)
+    """
     v = g.index(vertex)
     shape = g.shapes[v]
     nd = len(shape)
@@ -164,7 +171,15 @@ def inject_edge(g: VectorLCG, edge, k, method: str = "sample", per_row: bool = T
     ``outer``/``matmul``) the stored operand S is replaced by its projection along
     the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
     draw, else one draw for all); any other edge becomes ``J ∘ P`` with P over
-    the source array.  ``edge`` is an edge number or a (source, target) pair."""
+    the source array.  ``edge`` is an edge number or a (source, target) pair.
+
+    >>> from minirad.array_trace import trace_arrays
+    >>> X = np.arange(12.0).reshape(3, 4)
+    >>> g = trace_arrays(lambda W: (X @ W).sum(), np.ones((4, 2)))
+    >>> h = inject_edge(g, ("W", "v1"), 2, rng=0)     # each row of X keeps 2 of its 4
+    >>> h.labels[0].retained_bytes, g.labels[0].retained_bytes
+    (48.0, 96.0)
+    """
     _check_method(method)
     e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
     if not 0 <= e < g.n_edges:
