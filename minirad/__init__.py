@@ -19,7 +19,10 @@ from . import (
     blocks,
     elimination,
     examples,
+    experiments,
     injection,
+    labels,
+    layered,
     operators,
     ops,
     paths,
@@ -28,8 +31,10 @@ from . import (
     sweeps,
     vinject,
 )
+from .accumulation import Accumulation
 from .array_trace import trace_arrays
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
@@ -37,15 +42,8 @@ from .jacobian import accumulate, jacobian
 from .operators import OPERATORS
 from .paths import bauer, count_paths, path_jacobian, path_product
 from .render import draw_matplotlib, render, render_elimination, save
-from .sampling import (
-    Comparison,
-    PathSample,
-    compare,
-    path_sampling_variance,
-    sample_paths,
-    sampled_jacobians,
-)
-from .sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
+from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
+from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .trace import Var, detach, trace
 from .vfile import load_vector, save_vector
 from .vgraph import Memory, VectorLCG, memory, scalarize
@@ -62,7 +60,7 @@ __all__ = [
     # randomized AD
     "sample_paths", "PathSample", "sampled_jacobians", "compare", "Comparison",
     "path_sampling_variance", "inject", "injected_products", "injection_variance",
-    "sampling", "injection", "sweeps",
+    "sampling", "injection", "sweeps", "experiments", "labels", "layered",
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
     # the vector LCG (arrays and Jacobian blocks)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sparse
 
-from ._labels_shim import Algebra
+from .labels import Algebra
 
 #: the largest matrix (entries) that ``to_dense`` will build
 DENSE_LIMIT = 4_000_000
