@@ -1,10 +1,14 @@
 """Jacobians of a vector LCG by sweeps over operator blocks.
 
-The forward and reverse sweeps are the same recurrences as on the scalar
-LCG, written over the label algebra (``g.algebra.multiply`` / ``add``): on a
-vector LCG a tangent or adjoint is an array and an edge label an operator,
-so one step is a JVP ``J t`` or a VJP ``a J``.  Operation counts come from
-the algebra and respect structure (a diagonal costs d, not d²).
+The forward and reverse sweeps *are* the scalar LCG's reference recurrences
+(:func:`minirad.labels.forward` and :func:`~minirad.labels.reverse`), run
+with the graph's own algebra, :data:`~minirad.operators.OPERATORS`: a
+tangent or adjoint is an array and an edge label an operator, so one step
+is a JVP ``J t`` or a VJP ``a J``.  Operation counts come from the algebra
+and respect structure (a diagonal costs d, not d²).  Bauer's formula walks
+the paths with :func:`minirad.labels.walk`; path counts are a forward sweep
+over :data:`~minirad.labels.COUNTS`.  Elimination and the matrix-chain order
+count flops (the algebra's costs) rather than label multiplications.
 
 Seeds may carry a leading *stack* axis: a stack of N tangents moves through
 the graph at once, which is how :func:`jacobian` gets every column.
@@ -25,25 +29,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import labels
 from .operators import OPERATORS
 
 #: the largest Jacobian (entries) :func:`jacobian` assembles
 JACOBIAN_LIMIT = 4_000_000
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """The result of one sweep: per-vertex tangents (forward) or adjoints (reverse),
-    None where nothing arrived, and the operation counts of the algebra."""
-
-    direction: str
-    values: tuple
-    multiplications: int
-    additions: int
-
-    @property
-    def operations(self) -> int:
-        return self.multiplications + self.additions
 
 
 def _seeds(g, given, vertices, role):
@@ -62,11 +52,12 @@ def _seeds(g, given, vertices, role):
     return seeds
 
 
-def forward_sweep(g, tangents) -> Sweep:
+def forward_sweep(g, tangents) -> labels.Propagation:
     """Push one tangent per input (None: zero) forward: ``t_v = sum_u J_vu t_u``.
 
-    The reference recurrence: vertices in topological order, each edge one
-    ``algebra.multiply(label, tangent)``, meeting paths ``algebra.add``.
+    The reference recurrence (:func:`minirad.labels.forward`): edges in
+    topological order, each one ``algebra.multiply(label, tangent)``, meeting
+    paths ``algebra.add``; ``values[v]`` is None where no tangent arrives.
 
     >>> import numpy as np
     >>> from minirad.array_trace import trace_arrays
@@ -75,34 +66,15 @@ def forward_sweep(g, tangents) -> Sweep:
     >>> sweep.values[g.outputs[0]], sweep.multiplications   # two diagonals of size 3
     (array([2., 0., 0.]), 6)
     """
-    algebra = g.algebra
-    tangent = [None] * g.n_vertices
-    for v, s in _seeds(g, list(tangents), g.inputs, "input").items():
-        tangent[v] = s
-    ptr = g.in_edges_ptr
-    mults = adds = 0
-    for v in range(g.n_vertices):
-        for e in range(ptr[v], ptr[v + 1]):
-            t = tangent[g.sources[e]]
-            if t is None:
-                continue
-            label = g.labels[e]
-            term = algebra.multiply(label, t)
-            mults += algebra.multiply_cost(label, t)
-            if tangent[v] is None:
-                tangent[v] = term
-            else:
-                adds += algebra.add_cost(tangent[v], term)
-                tangent[v] = algebra.add(tangent[v], term)
-    return Sweep("forward", tuple(tangent), mults, adds)
+    return labels.forward(g, _seeds(g, list(tangents), g.inputs, "input"))
 
 
-def reverse_sweep(g, adjoints) -> Sweep:
+def reverse_sweep(g, adjoints) -> labels.Propagation:
     """Pull one adjoint per output (None: zero) back: ``a_u = sum_v a_v J_vu``.
 
-    The reference recurrence: vertices in reverse topological order, each
-    edge one ``algebra.multiply(adjoint, label)`` (a VJP), accumulated with
-    ``algebra.add`` where a vertex is used several times.
+    The reference recurrence (:func:`minirad.labels.reverse`): edges in
+    reverse order, each one ``algebra.multiply(adjoint, label)`` (a VJP),
+    accumulated with ``algebra.add`` where a vertex is used several times.
 
     >>> import numpy as np
     >>> from minirad.array_trace import trace_arrays
@@ -110,26 +82,7 @@ def reverse_sweep(g, adjoints) -> Sweep:
     >>> reverse_sweep(g, [np.ones(2)]).values[g.inputs[0]]   # 2x + 1
     array([3., 5.])
     """
-    algebra = g.algebra
-    adjoint = [None] * g.n_vertices
-    for v, s in _seeds(g, list(adjoints), g.outputs, "output").items():
-        adjoint[v] = s
-    ptr = g.in_edges_ptr
-    mults = adds = 0
-    for v in range(g.n_vertices - 1, -1, -1):
-        a = adjoint[v]
-        if a is None:
-            continue
-        for e in range(ptr[v], ptr[v + 1]):
-            u, label = g.sources[e], g.labels[e]
-            term = algebra.multiply(a, label)
-            mults += algebra.multiply_cost(a, label)
-            if adjoint[u] is None:
-                adjoint[u] = term
-            else:
-                adds += algebra.add_cost(adjoint[u], term)
-                adjoint[u] = algebra.add(adjoint[u], term)
-    return Sweep("reverse", tuple(adjoint), mults, adds)
+    return labels.reverse(g, _seeds(g, list(adjoints), g.outputs, "output"))
 
 
 def _zeros_for(g, v, lead=()):
@@ -230,29 +183,13 @@ def count_vector_paths(g) -> np.ndarray:
     >>> count_vector_paths(trace_arrays(lambda x: np.exp(x) * x, np.ones(3)))
     array([[2]], dtype=object)
     """
+    ones = [1] * g.n_edges
     counts = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
     for c, s in enumerate(g.inputs):
-        number = [0] * g.n_vertices
-        number[s] = 1
-        for u, v in zip(g.sources.tolist(), g.targets.tolist()):
-            number[v] += number[u]
+        reached = labels.forward(g, {s: 1}, algebra=labels.COUNTS, labels=ones).values
         for r, t in enumerate(g.outputs):
-            counts[r, c] = number[t]
+            counts[r, c] = reached[t] or 0
     return counts
-
-
-def vector_paths(g, source, target):
-    """Every path (a list of vertex numbers) from ``source`` to ``target``, depth first."""
-    s, t = g.index(source), g.index(target)
-    stack = [(s, [s])]
-    while stack:
-        v, path = stack.pop()
-        if v == t:
-            yield path
-            continue
-        for w in reversed(g.successors(v)):
-            if w <= t:
-                stack.append((w, path + [w]))
 
 
 @dataclass(frozen=True)
@@ -311,7 +248,7 @@ def vector_bauer(g, max_paths: int = 100_000) -> BlockJacobian:
         row = []
         for s in g.inputs:
             acc = None
-            for path in vector_paths(g, s, t):
+            for path in labels.walk(g, s, t):
                 product = None
                 for u, v in zip(path, path[1:]):
                     label = g.labels[g.edge_index(u, v)]

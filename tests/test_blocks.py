@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_array_trace import central_differences
 
 import minirad
+from minirad import labels
 from minirad.array_trace import sigmoid, trace_arrays
 from minirad.blocks import (
     chain_labels,
@@ -216,3 +217,16 @@ def test_elimination_refuses_bad_orders():
     with pytest.raises(ValueError, match="not a chain"):
         chain_labels(trace_arrays(lambda a, b: a * b, np.ones(2), np.ones(2)))
     assert math.isfinite(vector_eliminate(g).operations)
+
+
+def test_the_shared_label_recurrences_run_unchanged_on_the_vector_graph():
+    g = trace_arrays(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2,
+                     np.full((2, 3), 0.3), np.full(3, 0.2))
+    for c, s in enumerate(g.inputs):
+        block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.labels
+        close(block.to_dense(), vector_bauer(g).blocks[0][c].to_dense())
+        assert labels.path_sum(g, s, g.outputs[0], algebra=labels.COUNTS,
+                               labels=[1] * g.n_edges) == count_vector_paths(g)[0, c]
+    t = [np.full((2, 3), 0.1), np.full(3, -0.2)]
+    close(labels.forward(g, dict(zip(g.inputs, t))).values[g.outputs[0]],
+          jacobian(g) @ np.concatenate([x.ravel() for x in t]))
