@@ -166,6 +166,12 @@ class Tracked:
     def __len__(self):
         return len(self.value)
 
+    def __iter__(self):
+        # rows one by one, each an indexing operation (for row in X: ...)
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(len(self.value)))
+
     def __bool__(self):
         raise TypeError("the truth value of a traced array is not defined: control flow on "
                         "traced values would not be recorded")

@@ -231,7 +231,6 @@ class Diagonal(Operator):
             d = d.astype(np.float64)
         shape = d.shape if shape is None else _shape(shape, "shape")
         try:
-            np.broadcast_shapes(d.shape, shape)
             if np.broadcast_shapes(d.shape, shape) != shape:
                 raise ValueError
         except ValueError:
@@ -439,7 +438,7 @@ class MatMul(Operator):
     def flops(self):
         return self.out_size * self._inner
 
-    def _variable(self, xs, transpose_result=False):
+    def _variable(self, xs):
         mine = self._b2 if self.side == "left" else self._a2
         other = self._a2 if self.side == "left" else self._b2
         pad = max(0, len(other) - len(mine))

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .graph import LCG
-from .operators import OPERATORS, Operator
+from .operators import DENSE_LIMIT, OPERATORS, Operator
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 
@@ -102,7 +102,7 @@ class VectorLCG:
             raise ValueError(f"sources, targets and operators need one entry per edge; got "
                              f"{len(src)}, {len(dst)} and {len(operators)}")
         if values is not None:
-            values = tuple(np.asarray(x) for x in values)
+            values = tuple(_read_only(x) for x in values)
             if len(values) != n:
                 raise ValueError(f"values must have one array per vertex ({n}), not "
                                  f"{len(values)}")
@@ -262,6 +262,13 @@ class VectorLCG:
         widths = [max(len(r[c]) for r in rows) for c in range(3)]
         return "\n".join("   ".join(p for p in [r[c].ljust(widths[c]) for c in range(3)]
                                     + [r[3]] if p.strip()).rstrip() for r in rows)
+
+
+def _read_only(x) -> np.ndarray:
+    """A view of ``x`` that cannot be written through: the graph's values stay as traced."""
+    view = np.asarray(x).view()
+    view.flags.writeable = False
+    return view
 
 
 def _fill(template: str, operands: list[str]) -> str:
@@ -443,10 +450,11 @@ def scalarize(g: VectorLCG, limit: int = SCALARIZE_LIMIT) -> LCG:
     src, dst, partials = [], [], []
     total = 0
     for u, v, op in g.edges():
-        if op.out_size * op.in_size > limit * 50 and op.out_size * op.in_size > 4_000_000:
-            raise ValueError(f"edge {g.names[u]} -> {g.names[v]} is a {op.out_size} x "
-                             f"{op.in_size} block; too large to scalarize")
-        dense = op.to_dense(limit=max(limit * 50, 4_000_000))
+        try:
+            dense = op.to_dense(limit=max(DENSE_LIMIT, 50 * limit))
+        except ValueError as error:
+            raise ValueError(f"cannot scalarize edge {g.names[u]} -> {g.names[v]}: "
+                             f"{error}") from None
         rows, cols = np.nonzero(dense)
         total += len(rows)
         if total > limit:

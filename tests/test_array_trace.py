@@ -257,3 +257,10 @@ def test_program_runs_on_plain_arrays_too():
     np.testing.assert_allclose(g.value(g.outputs[0]), plain)
     assert relu(np.array([-1.0, 1.0])).tolist() == [0.0, 1.0]
     assert ops is not None
+
+
+def test_iterating_over_rows_and_read_only_values():
+    g = trace_arrays(lambda X: sum(row * row for row in X).sum(), np.arange(6.0).reshape(3, 2))
+    np.testing.assert_allclose(gradient(g)[0], 2 * np.arange(6.0).reshape(3, 2))
+    with pytest.raises(ValueError, match="read-only"):
+        g.values[0][0, 0] = 1.0
