@@ -21,6 +21,7 @@ Gradients must agree between methods (else the row is an error).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import statistics
 import time
@@ -103,6 +104,20 @@ def _agree(a, b) -> bool:
     return all(np.allclose(x, y, rtol=1e-3, atol=1e-5) for x, y in zip(a, b))
 
 
+@contextlib.contextmanager
+def one_blas_thread():
+    """BLAS on one thread while timing, when threadpoolctl is installed: on a shared
+    2-core machine a multithreaded BLAS waits for its slowest thread, and those waits,
+    not the work, then dominate both methods' times.  Yields a description."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield "threads as configured (threadpoolctl not installed)"
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield "limited to 1 thread"
+
+
 def interleaved_times(functions, repeats: int):
     """Wall times of each function, run in turn ``repeats`` times: on a shared machine the
     load then falls on all of them alike.  Returns (medians, minima, last results)."""
@@ -120,15 +135,16 @@ def interleaved_times(functions, repeats: int):
 def mlp_rows(batch: int, repeats: int) -> list[dict]:
     X, labels, params = mlp_problem(batch)
     size = f"784-300-300-300-10, batch {batch}"
-    (t_mine, t_np), (best_mine, best_np), (mine, by_hand) = interleaved_times(
-        [lambda: minirad_gradient(X, labels, params),
-         lambda: numpy_gradient(X, labels, params)], repeats)
+    with one_blas_thread() as threads:
+        (t_mine, t_np), (best_mine, best_np), (mine, by_hand) = interleaved_times(
+            [lambda: minirad_gradient(X, labels, params),
+             lambda: numpy_gradient(X, labels, params)], repeats)
     rows = [{"benchmark": MLP, "size": size, "method": "minirad trace_arrays + reverse sweep",
              "median_s": t_mine, "repeats": repeats, "min s": best_mine},
             {"benchmark": MLP, "size": size, "method": "numpy forward + backward by hand (floor)",
              "median_s": t_np, "repeats": repeats, "min s": best_np,
              "note": f"minirad / numpy: {t_mine / t_np:.2f}x by medians, "
-                     f"{best_mine / best_np:.2f}x by minima (goal <= 1.3x)"}]
+                     f"{best_mine / best_np:.2f}x by minima (goal <= 1.3x); BLAS {threads}"}]
     if not _agree(mine, by_hand):
         rows[1]["status"] = "error: gradients disagree with minirad's"
     if version("torch") is None:
