@@ -23,8 +23,12 @@ applies the operator: a JVP or VJP step), ``add`` is accumulation.
 
 >>> import numpy as np
 >>> d = Diagonal(np.array([1.0, 2.0, 3.0]))
+>>> OPERATORS.multiply(d, d).kind           # two diagonals make a diagonal
+'diagonal'
 >>> m = MatMul(np.arange(6.0).reshape(2, 3), side="left", variable_shape=(3,))
->>> j = OPERATORS.multiply(m, d)            # m ∘ d stays a product of the two
+>>> j = OPERATORS.multiply(m, d)            # m ∘ d: no structure survives, and it is
+>>> j.kind, OPERATORS.multiply_cost(m, d)  # small, so it becomes a dense block
+('dense', 6)
 >>> j.to_dense()
 array([[ 0.,  2.,  6.],
        [ 3.,  8., 15.]])
