@@ -115,6 +115,11 @@ def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
     but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
     one P per row ("different sample") or one for all rows ("same sample").
 
+    The projection stays a separate factor of each edge (``J ∘ P``), so what
+    the edges retain is unchanged: vertex injection changes which paths are
+    followed, not memory.  To keep less, inject on the edges that keep
+    activations (:func:`inject_edge`, :func:`sample_activations`).
+
     >>> from minirad.vgraph import from_chain
     >>> g = from_chain([np.ones((4, 1)), np.ones((1, 4))])    # theta -> v1 (4) -> y
     >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1

@@ -9,7 +9,15 @@ import zipfile
 import numpy as np
 import pytest
 
-from minirad.array_trace import conv2d, name, relu, softmax_cross_entropy, trace_arrays
+from minirad.array_trace import (
+    avg_pool2d,
+    conv2d,
+    name,
+    relu,
+    softmax,
+    softmax_cross_entropy,
+    trace_arrays,
+)
 from minirad.blocks import jacobian
 from minirad.operators import OPERATORS, Diagonal, Identity, Mask
 from minirad.vfile import load_vector, save_vector
@@ -94,6 +102,26 @@ def test_save_load_round_trip(tmp_path):
     f2 = load_vector(path)
     assert f2.dtypes == f.dtypes and [o.kind for o in f2.labels] == [o.kind for o in f.labels]
     np.testing.assert_allclose(jacobian(f2), jacobian(f))
+
+
+def test_every_operator_kind_survives_the_file(tmp_path):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 1, 4, 4))
+
+    def f(w, v):
+        c = avg_pool2d(conv2d(x, w, padding=1), 2)                  # index (padded), outer
+        s = softmax(c.reshape(1, -1) * 2.0, axis=1)                 # reshape, softmax
+        t = np.concatenate([s[0], np.exp(v)[:, 0], v.T.sum(axis=0)])   # concatenate, transpose
+        return (np.maximum(t, 0.1) / (1.0 + v.sum() ** 2)).mean()   # mask, broadcast, pow
+    g = trace_arrays(f, rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((3, 1)) * 0.1)
+    kinds = {op.kind for op in g.labels} | {p.kind for op in g.labels
+                                             for p in getattr(op, "parts", ())}
+    assert {"index", "outer", "reshape", "softmax", "concatenate", "transpose", "mask",
+            "broadcast", "sum", "diagonal"} <= kinds
+    save_vector(g, tmp_path / "g.npz")
+    h = load_vector(tmp_path / "g.npz")
+    assert [type(op) for op in h.labels] == [type(op) for op in g.labels]
+    np.testing.assert_allclose(jacobian(h), jacobian(g), rtol=1e-14)
 
 
 def _rewrite(path, out, change_manifest=None, change_arrays=None):
