@@ -249,7 +249,7 @@ class Entry:
 
 
 def _figure3(folder: str) -> list[str]:
-    from .vrender import figure3_graph, save_vector_picture
+    from .vrender import draw_blocks, figure3_graph, save_vector_picture
 
     seed = SEEDS["figure3"]
     return [
@@ -263,6 +263,10 @@ def _figure3(folder: str) -> list[str]:
                                   "stored activation keeps k=2 entries per example\n(dashed red: "
                                   "injected projections); the ReLU mask now costs 1 bit per entry",
                             batch=3, dpi=DPI),
+        _save(draw_blocks(figure3_graph(rng=seed),
+                          title="The Jacobian blocks of Figure 3(a) as matrices (red positive, "
+                                "blue negative): what each operator stores compactly"),
+              folder, "figure3_blocks.png"),
     ]
 
 
@@ -295,7 +299,8 @@ FIGURES: tuple[Entry, ...] = (
            "exact variance against the number of draws per vertex"),
     Entry("elimination_costs", _one("elimination_costs.png"), _elimination_costs,
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
-    Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png"),
+    Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png",
+                                     "figure3_blocks.png"),
           _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
                     "sampling, with the memory each edge keeps"),
 )

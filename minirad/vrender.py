@@ -159,6 +159,58 @@ def draw_vector_matplotlib(g: VectorLCG, title: str | None = None, batch: int | 
     return figure
 
 
+def draw_blocks(g: VectorLCG, limit: int = 4096, title: str | None = None):
+    """Every edge's Jacobian block as a small heatmap (a matplotlib Figure): the
+    structure an operator stores compactly, seen as the matrix it stands for (a
+    diagonal, a mask, the Kronecker pattern of ``x @ W`` seen from W).  Blocks with
+    more than ``limit`` entries are listed but not drawn.
+
+    >>> import numpy as np
+    >>> from minirad.array_trace import trace_arrays, relu
+    >>> figure = draw_blocks(trace_arrays(lambda W: relu(np.ones((2, 3)) @ W).sum(),
+    ...                                   np.ones((3, 2))))
+    >>> len(figure.axes)
+    3
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    n = g.n_edges
+    cols = min(n, 3)
+    rows = max(1, -(-n // cols))
+    figure = Figure(figsize=(4.2 * cols, 3.6 * rows), layout="constrained")
+    axes = figure.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        figure.delaxes(ax)
+    for e, (u, v, op) in enumerate(g.edges()):
+        ax = axes[e]
+        name = f"∂{g.names[v]}/∂{g.names[u]}: {op.label()}"
+        if op.out_size * op.in_size > limit:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"{name}\n{op.out_size} × {op.in_size}\n(too large to draw)",
+                    ha="center", va="center", fontsize=9)
+            continue
+        block = np.asarray(op.to_dense(), dtype=np.float64)
+        scale = float(np.abs(block).max()) or 1.0
+        ax.imshow(block, cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest",
+                  aspect="auto")
+        ax.set_title(f"{name}\n{op.out_size} × {op.in_size}, "
+                     f"{int(np.count_nonzero(block))} nonzero", fontsize=9)
+        ax.set_xlabel(f"{g.names[u]} entries", fontsize=8)
+        ax.set_ylabel(f"{g.names[v]} entries", fontsize=8)
+        ax.tick_params(labelsize=7)
+        for axis, count in ((ax.xaxis, block.shape[1]), (ax.yaxis, block.shape[0])):
+            if count <= 8:
+                axis.set_ticks(range(count))
+            else:
+                axis.set_major_locator(MaxNLocator(integer=True))
+    if title:
+        figure.suptitle(title, fontsize=11)
+    plt.close("all")
+    return figure
+
+
 def save_vector_picture(g: VectorLCG, path, title: str | None = None,
                         batch: int | None = None, dpi: int = 150) -> str:
     """Write the picture of ``g`` to ``path`` (.png, .svg or .dot), atomically, with

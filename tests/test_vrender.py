@@ -50,3 +50,14 @@ def test_files_with_and_without_dot(tmp_path, monkeypatch, dot_installed):
 def test_render_refuses_other_objects():
     with pytest.raises(TypeError, match="takes a VectorLCG"):
         render_vector(np.ones(3))
+
+
+def test_blocks_are_drawn_as_their_matrices_and_large_ones_listed():
+    g = figure3_graph()
+    figure = V.draw_blocks(g)
+    assert len(figure.axes) == g.n_edges
+    first = figure.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(first, g.labels[0].to_dense())
+    assert "15 × 20, 60 nonzero" in figure.axes[0].get_title()
+    small = V.draw_blocks(g, limit=10)
+    assert not small.axes[0].images and "too large to draw" in small.axes[0].texts[0].get_text()
