@@ -33,6 +33,7 @@ import math
 from numbers import Real
 
 import numpy as np
+import scipy.sparse as sparse
 
 from .operators import (
     OPERATORS,
@@ -48,6 +49,7 @@ from .operators import (
     Reshape,
     Retained,
     Softmax,
+    SparseMatMul,
     SumAxes,
     Transpose,
     compose,
@@ -56,10 +58,10 @@ from .operators import (
 )
 from .vgraph import VectorLCG, value_key
 
-SUPPORTED = ("@/matmul, + - * / (broadcasting), negation, ** constant, sum, mean, exp, log, "
-             "tanh, sqrt, abs, square, sigmoid, relu, maximum/minimum with a constant, "
-             "reshape, transpose/.T, indexing/slicing, concatenate, stack, softmax, "
-             "softmax_cross_entropy, conv2d, avg_pool2d")
+SUPPORTED = ("@/matmul (also by a constant scipy.sparse matrix), + - * / (broadcasting), "
+             "negation, ** constant, sum, mean, exp, log, tanh, sqrt, abs, square, sigmoid, "
+             "relu, maximum/minimum with a constant, reshape, transpose/.T, indexing/slicing, "
+             "concatenate, stack, softmax, softmax_cross_entropy, conv2d, avg_pool2d")
 
 
 class Tape:
@@ -127,6 +129,12 @@ class Tape:
             return (Retained(key, bits, what=what),)
         return (Retained(key, bits, recompute_from=source[0], source_bits=source[1],
                          what=what),)
+
+    def retain_sparse(self, A) -> tuple[Retained, ...]:
+        """Keeping a constant sparse matrix: its values and index arrays, once per matrix."""
+        csr = sparse.csr_array(A)
+        bits = (csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes) * 8
+        return (Retained(self.key(A), bits, what="sparse matrix"),)
 
     def retain_value_of_next(self, value: np.ndarray, what: str = "") -> tuple[Retained, ...]:
         """Keeping the value of the vertex about to be recorded."""
@@ -235,7 +243,8 @@ class Tracked:
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a traced array cannot become a plain numpy array (that would drop "
-                        f"its derivative); supported operations: {SUPPORTED}")
+                        f"its derivative); supported operations: {SUPPORTED} (for a "
+                        f"scipy.sparse matrix A write minirad.array_trace.matmul(A, x))")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         handler = _UFUNCS.get(ufunc.__name__)
@@ -449,7 +458,24 @@ def _short(c) -> str:
 
 
 # -------------------------------------------------------------- matmul
+def _sparse_matmul(a, b):
+    """``A @ x`` or ``x @ A`` with A a constant scipy.sparse matrix."""
+    x, A, side = (b, a, "left") if sparse.issparse(a) else (a, b, "right")
+    if not isinstance(x, Tracked):
+        return a @ b
+    shape = matmul_shape(A.shape, x.shape) if side == "left" else matmul_shape(x.shape, A.shape)
+    op = SparseMatMul(A, side, x.shape, x.tape.retain_sparse(A))
+    out = np.asarray(op.apply(x.value)).reshape(shape)
+    name = _constant_text(A, x.tape)
+    return _record(x.tape, out, f"{name} @ {{0}}" if side == "left" else f"{{0}} @ {name}",
+                   [(x, op)])
+
+
 def matmul(a, b):
+    """``a @ b`` under numpy's rules; a constant operand may be a scipy.sparse matrix
+    (write ``matmul(A, x)``: scipy's own ``A @ x`` does not hand over to traced arrays)."""
+    if sparse.issparse(a) or sparse.issparse(b):
+        return _sparse_matmul(a, b)
     a, b = _check_constant(a, "matmul"), _check_constant(b, "matmul")
     tape = _tape_of(a, b)
     av, bv = np.asarray(_value(a)), np.asarray(_value(b))
@@ -724,7 +750,8 @@ def _slots(xs) -> str:
 def _constant_text(x, tape: Tape | None) -> str:
     """A constant in an operation: its value if a number, its parameter name if it was an
     argument of the traced function (not traced), else ``c``."""
-    if np.size(x) == 1 and not isinstance(x, np.ndarray) or np.ndim(x) == 0:
+    if not sparse.issparse(x) and (np.size(x) == 1 and not isinstance(x, np.ndarray)
+                                   or np.ndim(x) == 0):
         return _short(x)
     if tape is not None:
         entry = tape.constant_names.get(id(x))

@@ -479,6 +479,80 @@ class MatMul(Operator):
         return "matmul"
 
 
+class SparseMatMul(Operator):
+    """Multiplication by a constant ``scipy.sparse`` matrix A (2-D, m x n):
+    ``x -> A @ x`` (``side="left"``, x of shape (n,) or (n, k)) or ``x -> x @ A``
+    (``side="right"``, x of shape (n_rows, m) or (m,)): a discretized differential
+    operator, a graph Laplacian.  Costs nnz(A) multiply-adds per column.
+
+    >>> import scipy.sparse as sp
+    >>> A = sp.csr_array(np.array([[2.0, 0.0], [0.0, 3.0]]))
+    >>> SparseMatMul(A, "left", (2,)).apply(np.array([1.0, 1.0]))
+    array([2., 3.])
+    """
+
+    kind = "sparse"
+
+    def __init__(self, A, side: str, variable_shape, retained=None):
+        if not sparse.issparse(A) or A.ndim != 2:
+            raise TypeError(f"SparseMatMul needs a 2-D scipy.sparse matrix, not "
+                            f"{type(A).__name__}")
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' (x -> A @ x) or 'right' (x -> x @ A), not "
+                             f"{side!r}")
+        A = sparse.csr_array(A)
+        variable_shape = _shape(variable_shape, "variable_shape")
+        if len(variable_shape) not in (1, 2):
+            raise ValueError(f"a sparse matrix multiplies vectors or matrices, not arrays of "
+                             f"shape {variable_shape}")
+        if side == "left":
+            out = matmul_shape(A.shape, variable_shape)
+        else:
+            out = matmul_shape(variable_shape, A.shape)
+        if retained is None:
+            bits = (A.data.nbytes + A.indices.nbytes + A.indptr.nbytes) * 8
+            retained = (Retained(fresh_key("sparse"), bits),)
+        super().__init__(out, variable_shape, A.dtype, retained)
+        self.A, self.side = A, side
+
+    @property
+    def flops(self):
+        columns = self.in_size // (self.A.shape[1] if self.side == "left" else self.A.shape[0])
+        return int(self.A.nnz) * columns
+
+    def _columns(self, xs, rows: int):
+        """The stack as a matrix whose columns are vectors of length ``rows``."""
+        n = len(xs)
+        if self.side == "left":   # x (rows,) or (rows, k): columns along axis 1
+            x = xs.reshape(n, rows, -1)
+            return x.transpose(1, 0, 2).reshape(rows, -1), x.shape[2]
+        x = xs.reshape(n, -1, rows)   # x (r, rows) or (rows,): vectors along the last axis
+        return x.reshape(-1, rows).T, x.shape[1]
+
+    def _product(self, M, xs, rows):
+        n = len(xs)
+        cols, k = self._columns(xs, rows)
+        y = np.asarray(M @ cols)
+        if self.side == "left":
+            return y.reshape(-1, n, k).transpose(1, 0, 2)
+        return y.T.reshape(n, k, -1)
+
+    def _apply(self, xs):
+        if self.side == "left":
+            return self._product(self.A, xs, self.A.shape[1])
+        return self._product(self.A.T, xs, self.A.shape[0])
+
+    def _transpose(self, ys):
+        if self.side == "left":
+            return self._product(self.A.T, ys, self.A.shape[0])
+        return self._product(self.A, ys, self.A.shape[1])
+
+    def spec(self):
+        return ({"side": self.side, "variable_shape": list(self.in_shape),
+                 "shape": list(self.A.shape), "retained": _retained_spec(self)},
+                {"data": self.A.data, "indices": self.A.indices, "indptr": self.A.indptr})
+
+
 class Outer(MatMul):
     """Multiplication by a stored *activation*: the edge from ``W`` in ``x @ W``
     (``dW -> x @ dW``).  Its matrix is an outer-product structure and its

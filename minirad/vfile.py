@@ -200,6 +200,19 @@ def _operator(r: _Reader, doc, where, depth=0):
         gathered = (floats("source"), ints("positions")) if "source" in data else None
         return cls(floats("stored"), p("side", str), r.shape(p("variable_shape", list), where),
                    retained(), gathered)
+    if kind == "sparse":
+        import scipy.sparse as sp
+
+        shape = r.shape(p("shape", list), where)
+        if len(shape) != 2:
+            r.fail(f"{where}.params.shape must have two entries")
+        try:
+            A = sp.csr_array((floats("data"), ints("indices"), ints("indptr")), shape=shape)
+            A.check_format(full_check=True)
+        except ValueError as error:
+            r.fail(f"{where} holds an invalid sparse matrix: {error}")
+        return O.SparseMatMul(A, p("side", str), r.shape(p("variable_shape", list), where),
+                              retained())
     if kind == "injected":
         return O.InjectedMatMul(floats("stored"), p("side", str),
                                 r.shape(p("variable_shape", list), where), p("k", int),

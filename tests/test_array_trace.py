@@ -264,3 +264,41 @@ def test_iterating_over_rows_and_read_only_values():
     np.testing.assert_allclose(gradient(g)[0], 2 * np.arange(6.0).reshape(3, 2))
     with pytest.raises(ValueError, match="read-only"):
         g.values[0][0, 0] = 1.0
+
+
+def test_constant_sparse_matrices():
+    import scipy.sparse as sp
+
+    from minirad.array_trace import matmul
+    from minirad.operators import SparseMatMul
+    n = 6
+    laplacian = sp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1],
+                         format="csr")
+    dense = laplacian.toarray()
+    u0 = np.sin(np.linspace(0, 3, n))
+
+    def step(u, L):                        # two explicit heat-equation steps
+        for _ in range(2):
+            u = u + 0.1 * matmul(L, u)
+        return np.tanh(u)
+
+    def step_dense(u):
+        for _ in range(2):
+            u = u + 0.1 * (dense @ u)
+        return np.tanh(u)
+    g = trace_arrays(step, u0, laplacian, wrt=[0])
+    assert "L @ v" in g.wengert().replace("v0", "v")
+    np.testing.assert_allclose(jacobian(g), central_differences(step_dense, [u0]), rtol=1e-6,
+                               atol=1e-8)
+    for side, x_shape in (("left", (n, 3)), ("right", (2, n)), ("right", (n,))):
+        op = SparseMatMul(laplacian, side, x_shape)
+        reference = np.kron(dense, np.eye(3)) if x_shape == (n, 3) else (
+            np.kron(np.eye(2), dense.T) if x_shape == (2, n) else dense.T)
+        np.testing.assert_allclose(op.to_dense(), reference)
+        y = np.random.default_rng(0).standard_normal(op.out_shape)
+        x = np.random.default_rng(1).standard_normal(op.in_shape)
+        assert np.isclose(np.sum(op.apply(x) * y), np.sum(x * op.apply_transpose(y)))
+    # the matrix is counted once however often it is used: values + indices + row pointers
+    csr = sp.csr_array(laplacian)
+    assert memory(g).arrays and max(memory(g).arrays.values()) == (
+        csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes)

@@ -209,3 +209,15 @@ def test_scalarize_of_a_hand_built_graph():
                   values=[np.ones(2), np.array([1.0, 0.0])])
     s = scalarize(g)
     assert s.names == ("x[0]", "x[1]", "y[0]", "y[1]") and s.n_edges == 1
+
+
+def test_sparse_operators_survive_the_file(tmp_path):
+    import scipy.sparse as sp
+
+    from minirad.array_trace import matmul
+    A = sp.random(5, 5, density=0.4, format="csr", random_state=1)
+    g = trace_arrays(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
+    save_vector(g, tmp_path / "s.npz")
+    h = load_vector(tmp_path / "s.npz")
+    assert h.labels[0].kind == "sparse"
+    np.testing.assert_allclose(jacobian(h), jacobian(g))
