@@ -173,8 +173,9 @@ def matmul_rows(n: int, repeats: int) -> list[dict]:
                          X.ravel(), Y.ravel())
         row = sweeps.reverse_sweep(g).jacobian[0]
         return [row[:n * n].reshape(n, n), row[n * n:].reshape(n, n)]
-    t_array, a = median_time(arrays, repeats)
-    t_scalar, s = median_time(scalars, 1)
+    with one_blas_thread():
+        t_array, a = median_time(arrays, repeats)
+        t_scalar, s = median_time(scalars, 1)
     size = f"{n} x {n}"
     rows = [{"benchmark": MATMUL, "size": size, "method": "minirad trace_arrays + gradient",
              "median_s": t_array, "repeats": repeats},
