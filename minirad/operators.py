@@ -989,6 +989,10 @@ def _dense_product_cost(outer: Operator, inner: Operator) -> int:
     return min(outer.flops * inner.in_size, inner.flops * outer.out_size)
 
 
+# tangents and adjoints: arrays (a numpy scalar is a 0-d array)
+_ARRAYS = (np.ndarray, np.generic)
+
+
 def _multiply(outer, inner):
     outer_op, inner_op = isinstance(outer, Operator), isinstance(inner, Operator)
     if outer_op and inner_op:
@@ -998,9 +1002,9 @@ def _multiply(outer, inner):
             # that multiply_cost reports
             return Dense(product.to_dense(), outer.out_shape, inner.in_shape)
         return product
-    if outer_op and isinstance(inner, np.ndarray):
+    if outer_op and isinstance(inner, _ARRAYS):
         return outer.apply(inner)
-    if inner_op and isinstance(outer, np.ndarray):
+    if inner_op and isinstance(outer, _ARRAYS):
         return inner.apply_transpose(outer)
     raise TypeError(f"OPERATORS.multiply takes two operators, or an operator and an array "
                     f"(JVP: op, tangent; VJP: adjoint, op), not {type(outer).__name__} and "
@@ -1025,8 +1029,8 @@ def _multiply_cost(outer, inner) -> int:
 
 
 def _add(a, b):
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return a + b
+    if isinstance(a, _ARRAYS) and isinstance(b, _ARRAYS):
+        return np.asarray(a + b)   # 0-d arrays add up to a numpy scalar: keep an array
     if not (isinstance(a, Operator) and isinstance(b, Operator)):
         raise TypeError(f"OPERATORS.add takes two operators or two arrays, not "
                         f"{type(a).__name__} and {type(b).__name__}")
@@ -1047,7 +1051,7 @@ def _add(a, b):
 
 
 def _entries(op) -> int:
-    if isinstance(op, np.ndarray):
+    if isinstance(op, _ARRAYS):
         return int(op.size)
     if isinstance(op, (Identity, Diagonal, Mask)):
         return op.in_size

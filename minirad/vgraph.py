@@ -512,3 +512,25 @@ def from_chain(chain) -> VectorLCG:
     shapes = [(factors[0].shape[1],)] + [(m.shape[0],) for m in factors]
     labels = [Dense(m, (m.shape[0],), (m.shape[1],)) for m in factors]
     return VectorLCG(names, range(L), range(1, L + 1), labels, [0], [L], shapes=shapes)
+
+
+def vectorize(g: LCG) -> VectorLCG:
+    """The scalar LCG ``g`` as a vector LCG: every vertex an array of shape (), every
+    partial a 1 x 1 operator.  The scalar graph is the special case of the vector
+    one: ``scalarize(vectorize(g))`` gives ``g``'s vertices, edges and partials back.
+
+    >>> from minirad import examples
+    >>> v = vectorize(examples.lecture())
+    >>> v.shape("x1"), v.labels[0].kind, scalarize(v).n_edges
+    ((), 'dense', 8)
+    """
+    from .operators import Dense
+
+    if not isinstance(g, LCG):
+        raise TypeError(f"vectorize takes an LCG, not {type(g).__name__}")
+    labels = [Dense(np.array([[p]], dtype=np.float64), (), ()) for p in g.partials.tolist()]
+    values = np.asarray(g.values, dtype=np.float64)
+    known = bool(np.all(np.isfinite(values)))
+    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
+                     values=[np.asarray(x) for x in values] if known else None,
+                     ops=g.ops, shapes=[()] * g.n_vertices)

@@ -221,3 +221,22 @@ def test_sparse_operators_survive_the_file(tmp_path):
     h = load_vector(tmp_path / "s.npz")
     assert h.labels[0].kind == "sparse"
     np.testing.assert_allclose(jacobian(h), jacobian(g))
+
+
+def test_the_scalar_lcg_is_the_special_case_of_1x1_blocks():
+    import minirad
+    from minirad import examples, labels
+    from minirad.vgraph import vectorize
+    for g in (examples.figure1(), examples.lecture(), examples.interleaved(3, 3)):
+        v = vectorize(g)
+        back = scalarize(v)
+        assert back.names == g.names and back.inputs == g.inputs and back.outputs == g.outputs
+        np.testing.assert_array_equal(back.sources, g.sources)
+        np.testing.assert_array_equal(back.partials, g.partials)
+        np.testing.assert_allclose(jacobian(v), minirad.jacobian(g), rtol=1e-14)
+        # the same recurrence costs the same: one multiplication per edge on 1x1 blocks
+        seeds = {x: 1.0 for x in g.inputs[:1]}
+        scalar = labels.forward(g, seeds)
+        block = labels.forward(v, {x: np.ones(()) for x in seeds})
+        assert (block.multiplications, block.additions) == (scalar.multiplications,
+                                                            scalar.additions)
