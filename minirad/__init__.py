@@ -17,6 +17,7 @@ array([[5.5  , 1.716]])
 from . import (
     array_trace,
     blocks,
+    display,
     elimination,
     examples,
     experiments,
@@ -69,3 +70,5 @@ __all__ = [
     "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
 ]
 __version__ = "0.1.0"
+
+display.register()  # inside Jupyter, an LCG shows as its drawing (nothing happens elsewhere)
