@@ -422,14 +422,23 @@ def relu(x):
     rebuilt from the output when that is kept anyway."""
     if not isinstance(x, Tracked):
         return np.maximum(x, 0)
-    return _clip(x, 0, "relu({0})", greater=True)
+    return _clip(x, 0, "relu({0})", greater=True, ties_half=False)  # relu: 0 at 0
 
 
-def _clip(x: Tracked, c, template: str, greater: bool):
+def _clip(x: Tracked, c, template: str, greater: bool, ties_half: bool = True):
     c = np.asarray(c, dtype=x.dtype)
     out = np.maximum(x.value, c) if greater else np.minimum(x.value, c)
     mask = x.value > c if greater else x.value < c
     tape = x.tape
+    tie = x.value == c
+    if ties_half and np.any(tie):
+        # minirad's kink convention (minirad.ops): a tie gives 1/2 to each operand,
+        # so the Jacobian is no longer a bit mask but a diagonal of 0, 1/2 and 1
+        if out.shape != np.shape(tie):
+            raise ValueError(f"maximum/minimum with a constant of shape {c.shape} would "
+                             f"change the shape {x.shape}")
+        d = np.where(tie, 0.5, mask).astype(out.dtype)
+        return _record(tape, np.asarray(out), template, [(x, Diagonal(d, out.shape))])
     kept = Retained(fresh_key("mask"), int(mask.size), recompute_from=value_key(
         tape.next_index), source_bits=out.size * out.dtype.itemsize * 8, what="mask")
     if out.shape != mask.shape:

@@ -302,3 +302,24 @@ def test_constant_sparse_matrices():
     csr = sp.csr_array(laplacian)
     assert memory(g).arrays and max(memory(g).arrays.values()) == (
         csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes)
+
+
+def test_ties_follow_the_scalar_kink_convention():
+    """maximum/minimum with a constant give 1/2 at a tie (minirad.ops' convention),
+    relu gives 0 at 0; the array tracer and the scalar tracer agree entry by entry."""
+    import minirad
+    from minirad import blocks, ops
+    from minirad.array_trace import maximum, minimum, relu, trace_arrays
+
+    x = np.array([0.0, 1.0, -1.0, 0.0])
+    cases = [
+        (lambda v: (maximum(v, 0.0) * 3.0 + minimum(v, 0.0)).sum(),
+         lambda a: ops.maximum(a, 0.0) * 3.0 + ops.minimum(a, 0.0)),
+        (lambda v: relu(v).sum(), lambda a: ops.relu(a)),
+    ]
+    for array_program, scalar_program in cases:
+        (grad,) = blocks.gradient(trace_arrays(array_program, x))
+        scalar = [minirad.jacobian(minirad.trace(scalar_program, float(a)))[0, 0] for a in x]
+        np.testing.assert_array_equal(grad, scalar)
+    (grad,) = blocks.gradient(trace_arrays(cases[0][0], x))
+    assert grad[0] == 2.0  # 3 * 1/2 + 1/2 at the tie
