@@ -12,6 +12,10 @@ matrix injection), and draw it.
 (7, 8)
 >>> minirad.jacobian(g).round(3)
 array([[5.5  , 1.716]])
+
+``minirad.trace``, ``minirad.jacobian`` and ``minirad.render`` are modules
+that can be called as their main function, so both ``minirad.render(g)``
+and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
 """
 
 from . import (
@@ -19,13 +23,16 @@ from . import (
     examples,
     experiments,
     injection,
+    jacobian,
     labels,
     layered,
     ops,
     paths,
     plots,
+    render,
     sampling,
     sweeps,
+    trace,
 )
 from .accumulation import Accumulation
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
@@ -33,12 +40,12 @@ from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
-from .jacobian import accumulate, jacobian
+from .jacobian import accumulate
 from .paths import bauer, count_paths, path_jacobian, path_product
-from .render import draw_matplotlib, render, render_elimination, save
+from .render import draw_matplotlib, render_elimination, save
 from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
-from .trace import Var, detach, trace
+from .trace import Var, detach
 
 __all__ = [
     "LCG", "Var", "trace", "detach", "ops", "examples",

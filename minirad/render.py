@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import graphviz
 import numpy as np
 
+from ._callable import make_callable
 from ._files import write_atomically
 from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
 from .graph import levels as topological_levels
@@ -1230,3 +1231,7 @@ def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
     sized = drawing.copy()
     sized.graph_attr["dpi"] = str(dpi)
     return mpimg.imread(io.BytesIO(sized.pipe(format="png")), format="png")
+
+
+# `minirad.render` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, render)

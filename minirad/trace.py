@@ -23,6 +23,7 @@ from numbers import Real
 
 import numpy as np
 
+from ._callable import make_callable
 from . import ops as ops_module
 from .graph import LCG
 from .ops import OPS, NonFiniteError, Op, apply, evaluate
@@ -486,3 +487,7 @@ def trace(f, *args) -> LCG:
             taken.add(vertex_names[v])
     return LCG.from_trusted_arrays(vertex_names, tape.sources, tape.targets, tape.partials,
                         range(n_inputs), outputs, tape.values, tape.ops)
+
+
+# `minirad.trace` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, trace)
