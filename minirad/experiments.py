@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._arguments import takes_graph_or_function
 from ._random import seed_from
 from .examples import independent_paths, interleaved
-from .graph import LCG, takes_lcg
+from .graph import LCG
 from .injection import injection_variance
 from .layered import chain_from_graph
 from .sampling import draws_per_vertex, path_sampling_variance, sampled_jacobians
@@ -72,7 +73,7 @@ class Comparison:
                 f"{self.running_error[-1]:.3g}, max |z| {worst:.2f})")
 
 
-@takes_lcg
+@takes_graph_or_function
 def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
 
@@ -84,6 +85,11 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
     True
     >>> bool(np.allclose(result.variance, result.exact_variance, rtol=0.2))
     True
+
+    A function and a point work too (the options then by keyword):
+
+    >>> compare(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=10, rng=0).exact.tolist()
+    [[4.0, 3.0]]
     """
     draws = draws_per_vertex(g, k)
     estimates = sampled_jacobians(g, k, n, rng)

@@ -43,7 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _engines
-from ._arguments import number_of_estimates
+from ._arguments import number_of_estimates, takes_graph_or_function
 from ._random import as_generator as _rng
 from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
@@ -294,7 +294,7 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
     return PathSample(g, q, counts, weights, visited, draws)
 
 
-@takes_lcg
+@takes_graph_or_function
 def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
                       direction: str | None = None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
@@ -322,6 +322,12 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     (5, 1, 2)
     >>> bool((J == sampled_jacobians(g, k=1, n=5, rng=0)).all())
     True
+
+    Like :func:`minirad.jacobian.jacobian`, it also takes a function and the
+    point to trace it at (the options then by keyword):
+
+    >>> sampled_jacobians(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=2, rng=0).tolist()
+    [[[4.0, 3.0]], [[4.0, 3.0]]]
     """
     draws = draws_per_vertex(g, k)
     n = number_of_estimates(n)
