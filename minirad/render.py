@@ -349,6 +349,8 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
     paths = list(paths)
     if paths and isinstance(paths[0], (str, int, np.integer)):
         paths = [paths]  # a single path
+    if len(paths) == 1 and len(paths[0]) == 2 and not g.has_edge(*paths[0]):
+        paths = _paths_between(g, *paths[0])  # (source, target): every path between them
     result = []
     for number, path in enumerate(paths, 1):
         if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
@@ -368,6 +370,26 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
 
 
 MAX_PATH_KEYS = 10
+#: a (source, target) pair is drawn as all the paths between them, up to this many
+MAX_PATHS_BETWEEN = 20
+
+
+def _paths_between(g: LCG, source, target) -> list[tuple[int, ...]]:
+    """Every path from ``source`` to ``target``, refused beyond :data:`MAX_PATHS_BETWEEN`."""
+    from .accumulation import format_count
+    from .paths import count_paths_between, paths
+
+    count = count_paths_between(g, source, target)
+    s, t = g.names[g.index(source)], g.names[g.index(target)]
+    if count == 0:
+        raise ValueError(f"({s!r}, {t!r}) is not an edge and there is no path from {s} to "
+                         f"{t}; a pair of vertices draws every path between them")
+    if count > MAX_PATHS_BETWEEN:
+        raise ValueError(f"there are {format_count(count)} paths from {s} to {t}, too many to "
+                         f"draw ({s!r}, {t!r}) as all of them (at most {MAX_PATHS_BETWEEN}); "
+                         f"pass the chosen paths, e.g. a few from minirad.paths.paths(g, "
+                         f"{s!r}, {t!r})")
+    return list(paths(g, source, target))
 
 
 def _one_per_path(values, count: int, what: str, example: str) -> list[str] | None:

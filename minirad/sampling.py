@@ -47,6 +47,7 @@ from ._arguments import number_of_estimates, takes_graph_or_function
 from ._random import as_generator as _rng
 from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
+from .overflow import AccumulationOverflow, check_finite
 from .sweeps import reverse_sweep
 
 __all__ = [
@@ -233,7 +234,11 @@ class PathSample:
     def jacobian(self) -> np.ndarray:
         """The estimate: reverse accumulation on ``Q`` for every output and
         input at once, shape (n_outputs, n_inputs)."""
-        return self.accumulation.jacobian
+        try:
+            return self.accumulation.jacobian
+        except AccumulationOverflow as error:  # say that it is the sample's estimate
+            raise AccumulationOverflow(f"sampling (Algorithm 1, the estimate on the sampled "
+                                       f"graph Q): {error}") from None
 
     def __repr__(self) -> str:
         return (f"PathSample({self.edges_stored} of {self.full_edges} edges and "
@@ -345,7 +350,12 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     out = np.empty((n, n_out, n_in))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        out[start:stop] = batch(plan, width, stop - start, rng)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            out[start:stop] = batch(plan, width, stop - start, rng)
+        bad = np.flatnonzero(~np.isfinite(out[start:stop]).all(axis=(1, 2)))
+        if len(bad):
+            check_finite(g, out[start + bad[0]], "sampling (Algorithm 1)",
+                         what=f" in estimate {start + bad[0] + 1} of {n}")
     return out
 
 
