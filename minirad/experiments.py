@@ -74,8 +74,10 @@ class Comparison:
 
 
 @takes_graph_or_function
-def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
+def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
+
+    ``progress`` is passed to :func:`~minirad.sampling.sampled_jacobians`.
 
     >>> from minirad import examples
     >>> result = compare(examples.figure1(), k=1, n=4000, rng=0)
@@ -92,7 +94,7 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
     [[4.0, 3.0]]
     """
     draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng)
+    estimates = sampled_jacobians(g, k, n, rng, progress=progress)
     exact = reverse_sweep(g).jacobian
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:

@@ -41,8 +41,8 @@ import numpy as np
 from . import _engines
 from .accumulation import Accumulation, format_count
 from .graph import LCG, reachable, takes_lcg
-from .overflow import check_finite
 from .labels import COUNTS, forward, path_label, reverse
+from .overflow import check_finite
 
 DEFAULT_MAX_PATHS = 1_000_000
 

@@ -46,6 +46,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,7 +62,8 @@ from .paths import path_product
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Eliminating", "Factors", "MissingDotWarning", "Paths",
-    "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination", "save",
+    "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination",
+    "sample_title", "save",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -809,6 +811,37 @@ def _to_dot(scene: _Scene) -> Drawing:
     return dot
 
 
+def sample_title(g: LCG, sample, heading: str = "One Algorithm 1 sample",
+                 digits: int = 4) -> str:
+    """A two-line title for a drawing of ``sample``: what it stores, then its
+    estimate against the exact Jacobian (entry by entry for up to four
+    entries, else the relative error and the worst entry).
+
+    >>> from minirad import examples
+    >>> from minirad.sampling import sample_paths
+    >>> print(sample_title(examples.figure1(), sample_paths(examples.figure1(), 1, rng=0)))
+    One Algorithm 1 sample: 5 of 8 edges, 6 of 7 vertices stored
+    estimate (dy/dx1, dy/dx2) = (26.88, 13.44); exact = (26.88, 0.569)
+    """
+    from .sweeps import reverse_sweep
+
+    exact, estimate = reverse_sweep(g, keep_values=False).jacobian, sample.jacobian
+    head = (f"{heading}: {sample.edges_stored} of {sample.full_edges} edges, "
+            f"{sample.vertices_stored} of {sample.full_vertices} vertices stored")
+    names = [f"d{g.names[y]}/d{g.names[x]}" for y in g.outputs for x in g.inputs]
+    if len(names) <= 4:
+        shown = ", ".join(names)
+        return (f"{head}\nestimate ({shown}) = "
+                f"({', '.join(_fmt(x, digits) for x in estimate.ravel())}); exact = "
+                f"({', '.join(_fmt(x, digits) for x in exact.ravel())})")
+    error = np.abs(estimate - exact).ravel()
+    worst = int(np.argmax(error))
+    scale = np.linalg.norm(exact)
+    relative = f"{np.linalg.norm(estimate - exact) / scale:.3g}" if scale > 0 else "undefined"
+    return (f"{head}\nrelative error of the estimate {relative}; worst entry {names[worst]}: "
+            f"{_fmt(estimate.ravel()[worst], digits)} (exact {_fmt(exact.ravel()[worst], digits)})")
+
+
 def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
     with dot.subgraph() as row:
         row.attr(rank="same")
@@ -896,7 +929,7 @@ def _format_of(path: str) -> str:
     return ext
 
 
-def save(drawing, path, dpi: int = 150) -> str:
+def save(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
     ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
@@ -904,7 +937,9 @@ def save(drawing, path, dpi: int = 150) -> str:
     ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
     :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
     by matplotlib carry no timestamp or version, so saving the same picture
-    twice gives the same bytes.  Returns the path.
+    twice gives the same bytes.  Returns the path.  ``timeout`` (seconds)
+    bounds the ``dot`` program, which can take minutes on a large graph: past
+    it, :class:`TimeoutError` and nothing written.
 
     >>> import os, tempfile
     >>> from minirad import examples
@@ -936,7 +971,7 @@ def save(drawing, path, dpi: int = 150) -> str:
         sized = drawing.copy()
         if fmt == "png" and hasattr(sized, "graph_attr"):
             sized.graph_attr["dpi"] = str(dpi)  # dot's default 96 dpi looks blurry
-        data = sized.pipe(format=fmt)
+        data = _run_dot(sized, fmt, timeout)
         write_atomically(path, lambda f: f.write(data))
     elif getattr(drawing, "lcg", None) is not None:
         _warn_missing_dot()
@@ -947,6 +982,25 @@ def save(drawing, path, dpi: int = 150) -> str:
                            f"the PATH, and this graph was not made by minirad.render (which "
                            f"could fall back to matplotlib); install graphviz or save as .dot")
     return path
+
+
+def _run_dot(drawing, fmt: str, timeout: float | None) -> bytes:
+    """The ``dot`` program's output, stopped after ``timeout`` seconds."""
+    if timeout is None:
+        return drawing.pipe(format=fmt)
+    try:
+        done = subprocess.run(["dot", f"-T{fmt}"], input=drawing.source.encode("utf-8"),
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        size = f"{drawing.lcg.n_vertices} vertices" if getattr(drawing, "lcg", None) else \
+            "the graph"
+        raise TimeoutError(f"the graphviz 'dot' program did not finish drawing {size} in "
+                           f"{timeout:g} s, so nothing was written; draw a smaller subgraph, "
+                           f"save the DOT text (.dot) instead, or allow more time") from None
+    if done.returncode != 0:
+        raise OSError(f"the graphviz 'dot' program failed: "
+                      f"{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
 
 
 def _save_figure(figure, path: str, fmt: str, dpi: int) -> str:

@@ -301,7 +301,7 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
 
 @takes_graph_or_function
 def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
-                      direction: str | None = None) -> np.ndarray:
+                      direction: str | None = None, progress=None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
 
     The same algorithm as :func:`sample_paths`, vectorised over the
@@ -318,7 +318,8 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     ``n=1`` on a graph whose every vertex lies on an input-output path the
     two even return the same estimate for the same seed.  Samples are
     processed in chunks of bounded memory; the same seed gives the same
-    array.
+    array.  ``progress``, if given, is called as ``progress(done, n)``
+    after each chunk (the command line shows it on long runs).
 
     >>> from minirad import examples
     >>> g = examples.lecture()
@@ -356,6 +357,8 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
         if len(bad):
             check_finite(g, out[start + bad[0]], "sampling (Algorithm 1)",
                          what=f" in estimate {start + bad[0] + 1} of {n}")
+        if progress is not None:
+            progress(stop, n)
     return out
 
 

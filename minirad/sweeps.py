@@ -73,8 +73,8 @@ import numpy as np
 
 from . import _engines, labels
 from .accumulation import Accumulation
-from .overflow import check_finite
 from .graph import LCG, reachable, takes_lcg
+from .overflow import check_finite
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 

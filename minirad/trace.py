@@ -23,8 +23,8 @@ from numbers import Real
 
 import numpy as np
 
-from ._callable import make_callable
 from . import ops as ops_module
+from ._callable import make_callable
 from .graph import LCG
 from .ops import OPS, NonFiniteError, Op, apply, evaluate
 
