@@ -351,7 +351,8 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
     paths = list(paths)
     if paths and isinstance(paths[0], (str, int, np.integer)):
         paths = [paths]  # a single path
-    if len(paths) == 1 and len(paths[0]) == 2 and not g.has_edge(*paths[0]):
+    if len(paths) == 1 and isinstance(paths[0], Sequence) and len(paths[0]) == 2 \
+            and not isinstance(paths[0], (str, bytes)) and not g.has_edge(*paths[0]):
         paths = _paths_between(g, *paths[0])  # (source, target): every path between them
     result = []
     for number, path in enumerate(paths, 1):
@@ -867,7 +868,10 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
           others dashed grey, skipped vertices grey;
         * a path (a sequence of vertex names or numbers) or a list of paths,
           each in its own colour (an edge on several paths gets one strand
-          per path); :class:`Paths` adds legend names and colours;
+          per path); :class:`Paths` adds legend names and colours.  A pair
+          ``(source, target)`` that is not an edge stands for every path
+          from ``source`` to ``target`` (refused beyond
+          :data:`MAX_PATHS_BETWEEN` paths);
         * an elimination :class:`~minirad.elimination.Step` (from
           :func:`minirad.elimination.eliminate`, drawn on the graph before
           it) or :class:`Eliminating` ``(vertex)``: the vertex, its edges, the
@@ -903,10 +907,13 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     ...         print(line.strip())
     x1 -> v2 [label=2.718 color="#0072B2" fontcolor="#222222" penwidth=2.2]
     x1 -> v2 [color="#D55E00" penwidth=2.2]
-    >>> render(g, [("x1", "y")])  # doctest: +ELLIPSIS
+    >>> both = render(g, ("x1", "y"))  # not an edge: every path from x1 to y
+    >>> "path 1: x1 → v2 → v5 → y" in both.source, "path 2: x1 → v2 → y" in both.source
+    (True, True)
+    >>> render(g, [("x1", "v3", "y")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
+    ValueError: path 1 steps from x1 to v3, which is not an edge of the graph; ...
     """
     highlights = _settle(highlights) + (_settle(_from_keywords(deprecated)) if deprecated
                                         else ())

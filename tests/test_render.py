@@ -16,7 +16,7 @@ from minirad.elimination import eliminate
 from minirad.paths import paths as all_paths
 from minirad.sampling import sample_paths
 
-R = importlib.import_module("minirad.render")  # the module; minirad.render is the function
+R = importlib.import_module("minirad.render")  # the module (also callable as the function)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
@@ -204,7 +204,7 @@ def test_one_path_by_numbers_greys_the_rest():
 
 
 @pytest.mark.parametrize("bad, error, message", [
-    ([("x1", "y")], ValueError, "not an edge"),
+    ([("x1", "v3", "y")], ValueError, "not an edge"),
     ([("x1",)], ValueError, "at least"),
     ([("x1", "nope")], ValueError, "unknown vertex"),
     (R.Paths("x1"), TypeError, "a path"),
@@ -472,3 +472,21 @@ def test_a_new_kind_of_highlight_is_one_entry():
     finally:
         del R.HIGHLIGHTS[0]
     assert nodes(dot)["v2"]["fillcolor"] == "#00ff00"
+
+
+def test_a_source_target_pair_draws_every_path_between_them():
+    """Issue 10: R.render(g, (source, target)) means all paths, with a cap."""
+    from minirad.render import MAX_PATHS_BETWEEN
+
+    g = examples.figure1()
+    pair = R.render(g, ("x2", "y"))
+    listed = R.render(g, list(all_paths(g, "x2", "y")))  # the oracle: the paths listed by hand
+    assert pair.source == listed.source
+    with pytest.warns(DeprecationWarning):  # the former keyword means the same
+        assert R.render(g, paths=("x2", "y")).source == listed.source
+    wide = examples.interleaved(3, 4)  # 3**4 = 81 paths from theta to y
+    with pytest.raises(ValueError, match=rf"there are 81 paths from theta to y, too many to "
+                                         rf"draw .* \(at most {MAX_PATHS_BETWEEN}\)"):
+        R.render(wide, ("theta", "y"))
+    with pytest.raises(ValueError, match="there is no path from y to x1"):
+        R.render(g, ("y", "x1"))
