@@ -843,18 +843,22 @@ def _legend_column(dot: graphviz.Digraph, keys: list[_Key], legend: str, beside:
                      fontsize="10")
         for i, key in enumerate(key for key in keys if not key.edge):
             column.append(f"{legend}_{i}")
-            style = ["filled"] + (["dashed"] if key.dashed else []) + (
-                ["rounded"] if key.shape == "box" else [])
-            box.node(column[-1], label=_dot_text(_wrap(key.text, 22)), shape=key.shape,
-                     style=",".join(style), fillcolor=key.fill or "#ffffff", color=key.color,
-                     # dot doubles the octagon's line itself; the thick border is matplotlib's
-                     penwidth="1" if key.shape == "doubleoctagon" else f"{key.penwidth:g}",
-                     fontsize="10", margin="0.06,0.03",
-                     fontcolor=INK)
+            box.node(column[-1], **_key_vertex(key, _wrap(key.text, 22)))
         for a, b in zip(column, column[1:]):
             box.edge(a, b, style="invis")
     _same_rank(dot, [beside, column[0]])
     dot.edge(beside, column[0], style="invis")
+
+
+def _key_vertex(key: _Key, text: str) -> dict[str, str]:
+    """DOT attributes of a legend entry drawn as a vertex of the key's shape."""
+    style = ["filled"] + (["dashed"] if key.dashed else []) + (
+        ["rounded"] if key.shape == "box" else [])
+    return dict(label=_dot_text(text), shape=key.shape, style=",".join(style),
+                fillcolor=key.fill or "#ffffff", color=key.color, fontcolor=INK,
+                # dot doubles the octagon's line itself; the thick border is matplotlib's
+                penwidth="1" if key.shape == "doubleoctagon" else f"{key.penwidth:g}",
+                fontsize="10", margin="0.06,0.03")
 
 
 def _wrap(text: str, width: int) -> str:
@@ -918,13 +922,27 @@ def _pin(dot: Drawing, scene: _Scene) -> None:
                  fontsize="10", fontcolor=edge.fontcolor, margin="0", width="0", height="0",
                  pos=f"{x:.1f},{y:.1f}!")
     if scene.keys:
-        right = max(x for x, _ in scene.positions.values()) + 60
-        bottom = min(y for _, y in scene.positions.values())
+        vertices = [spot for name, spot in scene.positions.items()
+                    if not name.startswith("__frame")]
+        left = max(x for x, _ in vertices) + 70
+        y = min(y for _, y in vertices) - 12
         legend = "legend" if "legend" not in g.names else "__legend__"
-        width = max(len(key.text) for key in scene.keys) * 5.6 + 50  # points, 10 pt text
-        height = 19 * len(scene.keys) + 8
-        dot.node(legend, label=_legend_html(scene.keys), shape="none", margin="0",
-                 fontsize="10", pos=f"{right + width / 2:.1f},{bottom + height / 2 - 12:.1f}!")
+        # bottom-up as in _legend_column: the edge samples, then a vertex of each kind
+        edge_keys = [key for key in scene.keys if key.edge]
+        if edge_keys:
+            width = max(len(k.text) for k in edge_keys) * 5.6 + 50
+            height = 19 * len(edge_keys) + 8
+            dot.node(f"{legend}_edges", label=_legend_html(edge_keys), shape="none",
+                     margin="0", fontsize="10", pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
+        for i, key in enumerate(key for key in scene.keys if not key.edge):
+            text = _wrap(key.text, 22)
+            width, height = _text_box(text.split("\n"), 10)
+            grow = 1.0 if key.shape == "box" else 1.45  # an ellipse or octagon around the text
+            width, height = max(54, (width + 16) * grow), max(36, (height + 8) * grow)
+            dot.node(f"{legend}_{i}", **_key_vertex(key, text),
+                     pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
 
 
 def _text_box(lines: list[str], size: float) -> tuple[float, float]:
