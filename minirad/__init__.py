@@ -19,6 +19,7 @@ and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
 """
 
 from . import (
+    display,
     elimination,
     examples,
     experiments,
@@ -62,3 +63,5 @@ __all__ = [
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
 ]
 __version__ = "0.1.0"
+
+display.register()  # inside Jupyter, an LCG shows as its drawing (nothing happens elsewhere)

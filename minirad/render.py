@@ -23,7 +23,8 @@ Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
 and a function marking up the picture.
 
 :func:`render_elimination` draws a whole vertex elimination, one picture
-per step, and :func:`elimination_strip` puts them side by side.
+per step (a list that shows as one strip in Jupyter), and
+:func:`elimination_strip` puts them side by side in one Figure.
 
 Every highlight is first turned into a neutral description of the picture
 (a "scene"); the graphviz source and the matplotlib fallback
@@ -61,9 +62,9 @@ from .graph import levels as topological_levels
 from .paths import path_product
 
 __all__ = [
-    "HIGHLIGHTS", "Drawing", "Eliminating", "Factors", "MissingDotWarning", "Paths",
-    "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination",
-    "sample_title", "save",
+    "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
+    "draw_matplotlib", "elimination_strip", "has_dot", "layout_positions", "render",
+    "render_elimination", "sample_title", "save", "strip",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -1298,7 +1299,7 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
     >>> len(fig.axes), fig.axes[0].get_legend() is not None
     (1, True)
     """
-    from matplotlib.figure import Figure
+    from .figure import Figure  # shows inline in Jupyter
 
     old = {k: options.pop(k) for k in list(options) if k in _OLD_KEYWORDS}
     highlights = _settle(highlights) + (_settle(_from_keywords(old)) if old else ())
@@ -1405,7 +1406,7 @@ def _step_title(number: int, total: int, step) -> str:
 
 
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
-                       title: str | None = None, **options) -> list[Drawing]:
+                       title: str | None = None, **options) -> Drawings:
     """One drawing per elimination step, then the final bipartite graph.
 
     Each step is drawn on the graph just before it, with the step
@@ -1414,7 +1415,8 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     in ``g`` so the pictures line up.  ``order`` is as for
     :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
     ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
-    saved.  Other keyword arguments go to :func:`render`.
+    saved.  Other keyword arguments go to :func:`render`.  The list is a
+    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
 
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
@@ -1444,7 +1446,8 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
         middle, low = (min(xs) + max(xs)) / 2, min(ys)
         options["positions"] = dict(options["positions"], __frame_left__=(middle - wide, low),
                                     __frame_right__=(middle + wide, low))
-    drawings = []
+    drawings = Drawings()
+    drawings.keys = _strip_keys(g)  # a strip of them shows this one legend
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
@@ -1462,22 +1465,45 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
                       dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
 
-    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
-    otherwise.  Every tile is drawn at the same scale, so text has one size
-    throughout; ``title`` goes above them all.  Saved to ``path`` when
-    given; returns the Figure.
+    See :func:`strip` for the layout; ``title`` goes above all the tiles.
+    Saved to ``path`` when given; returns the Figure.
 
     >>> from minirad import examples
     >>> figure = elimination_strip(examples.lab(), "forward", ncols=2, title="lab graph")
     >>> len(figure.axes), figure.get_suptitle()
     (4, 'lab graph')
     """
-    from matplotlib.figure import Figure
+    figure = strip(render_elimination(g, order, **options), ncols=ncols, dpi=dpi, title=title)
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
+
+
+def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
+          title: str | None = None):
+    """Drawings side by side in one matplotlib Figure, ``ncols`` to a row.
+
+    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
+    otherwise.  Every tile is drawn at the same scale, so text has one size
+    throughout; ``title`` goes above them all.
+
+    >>> from minirad import examples
+    >>> figure = strip([render(examples.lab()), render(examples.figure1())], title="two")
+    >>> len(figure.axes), figure.get_suptitle()
+    (2, 'two')
+    """
+    from .figure import Figure
 
     if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
         raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
-    drawings = render_elimination(g, order, **dict(options, legend=False))
-    keys = _strip_keys(g)  # one legend for the whole strip, below it
+    keys = getattr(drawings, "keys", None)  # Drawings of an elimination: one shared legend
+    drawings = list(drawings)
+    if not drawings:
+        raise ValueError("strip needs at least one drawing")
+    if keys:
+        # the tiles without their own legends (each would repeat the shared one, small)
+        drawings = [render(d.lcg, *d.highlights, **dict(d.options, legend=False))
+                    if isinstance(d, Drawing) and d.lcg is not None else d for d in drawings]
     ncols = min(ncols, len(drawings))
     nrows = -(-len(drawings) // ncols)
     if has_dot():
@@ -1485,7 +1511,7 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
         height = max(image.shape[0] for image in images)
         width = max(image.shape[1] for image in images)
         band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
-        foot = 1.0  # inches for the legend
+        foot = 1.0 if keys else 0.0  # inches for the legend
         inches = nrows * height / dpi + band + foot
         figure = Figure(figsize=(ncols * width / dpi, inches), dpi=dpi)
         axes = figure.subplots(nrows, ncols, squeeze=False,
@@ -1500,9 +1526,10 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
             ax.set_ylim(height, 0)
         if title:  # in the band left free above the tiles
             figure.suptitle(title, fontsize=16, y=1 - 0.5 * band / inches, va="center")
-        figure.legend(handles=[_legend_handle(key) for key in keys], loc="center",
-                      bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=-(-len(keys) // 2),
-                      fontsize=13, frameon=False, handlelength=2.4)
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys], loc="center",
+                          bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=-(-len(keys) // 2),
+                          fontsize=13, frameon=False, handlelength=2.4)
     else:
         _warn_missing_dot()
         figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
@@ -1511,12 +1538,12 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
             draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
         if title:  # constrained layout makes room
             figure.suptitle(title, fontsize=16)
-        figure.legend(handles=[_legend_handle(key) for key in keys], loc="outside lower center",
-                      ncols=-(-len(keys) // 2), fontsize=13, frameon=False)
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys],
+                          loc="outside lower center", ncols=-(-len(keys) // 2), fontsize=13,
+                          frameon=False)
     for ax in axes:
         ax.set_axis_off()
-    if path is not None:
-        save(figure, path, dpi=dpi)
     return figure
 
 
@@ -1529,6 +1556,28 @@ def _strip_keys(g: LCG) -> list[_Key]:
         _Key("fill-in edge (created): new partial", FILL_IN_COLOR, dashed=True, penwidth=2.0),
         _Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4),
     ]
+
+
+class Drawings(list):
+    """A list of drawings (what :func:`render_elimination` returns) that
+    shows itself in Jupyter as one image: the drawings side by side, as
+    :func:`strip` lays them out.  ``keys``, if set, is the one legend the
+    strip shows below the tiles (their own legends are left out).
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.lab(), "forward")
+    >>> drawings._repr_png_()[:4] == b"\\x89PNG"
+    True
+    """
+
+    keys: list | None = None
+
+    def _repr_png_(self) -> bytes | None:
+        from .figure import png
+
+        if not self:
+            return None  # an empty list shows as []
+        return png(strip(self, ncols=3))
 
 
 def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
