@@ -433,7 +433,8 @@ def cmd_demo(args) -> None:
     print(g.wengert())
     print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
 
-    print(f"\n2. Bauer's formula: {int(count_paths(g).sum())} paths from the inputs to y\n")
+    total = format_count(int(count_paths(g).sum()))
+    print(f"\n2. Bauer's formula: {total} paths from the inputs to y\n")
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")

@@ -317,3 +317,12 @@ def test_render_sample_has_the_galleries_title(tmp_path, capsys):
     # seed 0 keeps x2 -> v4 and skips v3: estimate 13.44 for dy/dx2 (the gallery's figure)
     assert "One Algorithm 1 sample, k=1, seed 0: 5 of 8 edges, 6 of 7 vertices stored" in source
     assert "estimate (dy/dx1, dy/dx2) = (26.88, 13.44); exact = (26.88, 0.569)" in source
+
+
+def test_bauer_on_a_deep_graph_is_a_readable_one_line_refusal(tmp_path, capsys):
+    """2**15000 paths (4516 digits, past Python's int-to-str limit of 4300)."""
+    g = examples.interleaved(2, 14999)
+    assert main(["jacobian", saved(tmp_path, g), "--method", "bauer"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "integer string conversion" not in err
+    assert re.search(r"has ~\d\.\de4515 input-to-output paths", err) and "reverse" in err
