@@ -12,6 +12,10 @@ matrix injection), and draw it.
 (7, 8)
 >>> minirad.jacobian(g).round(3)
 array([[5.5  , 1.716]])
+
+``minirad.trace``, ``minirad.jacobian`` and ``minirad.render`` are modules
+that can be called as their main function, so both ``minirad.render(g)``
+and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
 """
 
 from . import (
@@ -22,14 +26,17 @@ from . import (
     examples,
     experiments,
     injection,
+    jacobian,
     labels,
     layered,
     operators,
     ops,
     paths,
     plots,
+    render,
     sampling,
     sweeps,
+    trace,
     vinject,
 )
 from .accumulation import Accumulation
@@ -39,13 +46,13 @@ from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
-from .jacobian import accumulate, jacobian
+from .jacobian import accumulate
 from .operators import OPERATORS
 from .paths import bauer, count_paths, path_jacobian, path_product
-from .render import draw_matplotlib, render, render_elimination, save
+from .render import draw_matplotlib, render_elimination, save
 from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
-from .trace import Var, detach, trace
+from .trace import Var, detach
 from .vfile import load_vector, save_vector
 from .vgraph import Memory, VectorLCG, memory, scalarize
 from .vinject import inject_edge, inject_vertex, sample_activations
