@@ -25,6 +25,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from . import ops as ops_module
+from ._callable import make_callable
 from .graph import LCG
 from .ops import OPS, NonFiniteError, Op, apply, evaluate
 
@@ -739,3 +740,7 @@ def trace(f, *args) -> LCG:
     values, sources, targets, partials, templates = _edges(tape)
     return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
                                    outputs, values, templates)
+
+
+# `minirad.trace` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, trace)
