@@ -43,7 +43,8 @@ from . import labels
 
 __all__ = [
     "BITSETS", "BOOLEAN_BLOCKS", "COLOURING_STRATEGIES", "Colouring", "as_pattern",
-    "colour_columns", "colour_rows", "intersection_graph", "is_valid", "operator_pattern", "pattern", "pattern_reference",
+    "colour_columns", "colour_rows", "intersection_graph", "is_valid", "operator_pattern",
+    "pattern", "pattern_reference",
     "scalar_sizes",
 ]
 
