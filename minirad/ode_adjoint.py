@@ -16,8 +16,8 @@ ways to ``dG/dp``:
 The backward solve needs ``u(t)`` at every step, and there are three ways to
 have it (``states=``): keep every state of the forward solve (``"stored"``:
 memory for all N states; midpoints by cubic Hermite interpolation), keep
-every K-th and recompute the others from the nearest one (``"checkpoints"``: identical numbers, N/K + K states or so, each other state
-recomputed once), or
+every K-th and recompute the others from the nearest one (``"checkpoints"``:
+identical numbers, N/K + K states or so, each other state recomputed once), or
 integrate ``u' = f`` backwards from ``u(T)`` beside ``lambda``
 (``"reintegrate"``: no memory at all).  The last is the one that fails: a
 dissipative system such as diffusion forgets its high frequencies going
