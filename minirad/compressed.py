@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,7 +205,9 @@ def seeding(g, name: str, P=None) -> Seeding:
             if best is None or (priced.multiplications, priced.sweeps) < (
                     best.multiplications, best.sweeps):
                 best = priced
-        return best if best is not None else seeding(g, "coloured forward", P)
+        if best is None:   # no row or column to split off: mixed is coloured forward
+            best = dataclasses.replace(seeding(g, "coloured forward", P), name=name)
+        return best
     raise ValueError(f"unknown strategy {name!r}; valid strategies are "
                      f"{', '.join(map(repr, STRATEGIES))}")
 

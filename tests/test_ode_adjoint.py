@@ -28,6 +28,16 @@ def test_discrete_gradient_matches_central_differences(name):
     np.testing.assert_allclose(got, central_differences(problem, p), rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", PROBLEMS)
+def test_hand_written_sweep_is_the_vector_lcg_reverse_sweep(name):
+    base = PROBLEMS[name]()
+    problem = ode.ODEProblem(base.name, base.f, base.f_u, base.f_p, base.u0, base.target,
+                             base.h, 30, base.parameters)
+    traced = ode.traced_gradient(problem, problem.parameters).gradient
+    by_hand = ode.discrete_gradient(problem, problem.parameters).gradient
+    np.testing.assert_allclose(traced, by_hand, rtol=1e-11, atol=1e-14)
+
+
 def test_discrete_gradient_on_a_linear_problem_by_hand():
     # u' = -k u, one RK4 step: u1 = u0 * R(-k h), R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24
     problem = ode.ODEProblem("decay", lambda u, p: -p[0] * u, lambda u, p: -p[0] * np.eye(1),

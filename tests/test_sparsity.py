@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from oracles import dense_jacobian, random_dags, rational_jacobian
 
-from minirad import examples, ops, trace
+from minirad import blocks, examples, ops, trace
+from minirad.array_trace import trace_arrays
 from minirad.compressed import STRATEGIES, plan, recover, seeding, sparse_jacobian
 from minirad.sparsity import (
     Colouring,
@@ -26,6 +27,7 @@ from minirad.sparsity import (
     pattern_reference,
 )
 from minirad.sweeps import forward_sweep, reverse_sweep
+from minirad.vgraph import scalarize
 
 small_dags = random_dags((1, 5), (0, 12), (1, 5), (0.1, 0.6))
 
@@ -199,6 +201,55 @@ def test_choice_on_the_arrow_depends_on_the_criterion():
 def test_half_arrows_pick_the_two_colour_direction():
     assert plan(examples.arrow(8, column=False), by="passes").best.name == "coloured reverse"
     assert plan(examples.arrow(8, row=False), by="passes").best.name == "coloured forward"
+
+
+def test_strategy_names_are_distinct_even_without_a_split():
+    p = plan(examples.block_diagonal(3, 4))   # every row and column has 4 nonzeros
+    assert [s.name for s in p.seedings] == list(STRATEGIES)
+    assert p["mixed"].sweeps == p["coloured forward"].sweeps
+
+
+# --------------------------------------------------------- vector LCG
+W = np.random.default_rng(5).standard_normal((3, 4))
+A_DIAG = np.diag([2.0, 3.0, 4.0, 5.0])
+VECTOR_PROGRAMS = {
+    "elementwise": (lambda x: np.tanh(x) * x + 1.0, (np.linspace(0.1, 0.9, 5),)),
+    "matmul and a slice": (lambda x, b: np.tanh(W @ x) * 2.0 + b[:3],
+                           (np.ones(4), np.arange(5.0))),
+    "sum and reshape": (lambda X: (X * X).sum(axis=0).reshape(3), (np.ones((2, 3)),)),
+    "solve with a diagonal": (lambda b: np.exp(np.linalg.solve(A_DIAG, b)), (np.ones(4),)),
+    "outer product": (lambda W2, x: W2 @ x, (np.ones((2, 3)), np.array([1.0, 0.0, 2.0]))),
+}
+
+
+@pytest.mark.parametrize("name", VECTOR_PROGRAMS)
+def test_vector_pattern_is_the_scalarized_pattern(name):
+    program, args = VECTOR_PROGRAMS[name]
+    g = trace_arrays(program, *args)
+    P = pattern(g)
+    assert np.array_equal(P, pattern(scalarize(g)))
+    assert not np.any((blocks.jacobian(g) != 0) & ~P)
+
+
+def test_vector_pattern_keeps_diagonal_blocks_diagonal():
+    g = trace_arrays(*VECTOR_PROGRAMS["solve with a diagonal"][:1],
+                     *VECTOR_PROGRAMS["solve with a diagonal"][1])
+    assert np.array_equal(pattern(g), np.eye(4, dtype=bool))
+    assert plan(g).best.sweeps == 1   # a diagonal Jacobian: one sweep, any direction
+
+
+@pytest.mark.parametrize("name", VECTOR_PROGRAMS)
+def test_vector_strategies_recover_the_block_jacobian(name):
+    program, args = VECTOR_PROGRAMS[name]
+    g = trace_arrays(program, *args)
+    J = blocks.jacobian(g)
+    p = plan(g)
+    for s in p.seedings:
+        result = recover(g, s, p.pattern)
+        np.testing.assert_allclose(result.jacobian, J, rtol=1e-12, atol=1e-14)
+        assert result.multiplications == s.multiplications
+    # the dense forward strategy costs what one unit seed per input entry costs
+    assert p["forward"].sweeps == sum(np.size(a) for a in args)
 
 
 # ------------------------------------------------------------ bad input
