@@ -127,7 +127,8 @@ def plot_strategies(g_or_plan, by: str | None = None):
     ax.axis("off")
     share = text_height / (table_height + text_height)
     table = ax.table(cellText=[[str(x) for x in r] for r in rows], colLabels=header,
-                     cellLoc="center", bbox=[0.0, share, 1.0, 1.0 - share])
+                     cellLoc="center", bbox=[0.0, share, 1.0, 1.0 - share],
+                     colWidths=[0.19, 0.15, 0.15, 0.16, 0.12, 0.23])
     table.auto_set_font_size(False)
     table.set_fontsize(9)
     for (r, _), cell in table.get_celld().items():
