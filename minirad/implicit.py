@@ -72,7 +72,17 @@ def _uncolumns(block: np.ndarray, shape: tuple) -> np.ndarray:
     return np.moveaxis(block.reshape(n, shape[0], -1), 0, 1).reshape(shape)
 
 
-class LinearSolve(Operator):
+class _Unsaved:
+    """The implicit operators keep factorisations the vector file format has no kind
+    for: saving a graph that holds one is refused with a ValueError."""
+
+    def spec(self):
+        raise ValueError(f"a vector LCG with a {self.kind!r} edge (an implicit solve) cannot "
+                         f"be saved: the file format has no kind for it; save the program's "
+                         f"arrays and trace it again")
+
+
+class LinearSolve(_Unsaved, Operator):
     """``db -> A^{-1} db`` by LU solves (the edge ``b -> x`` of ``x = A^{-1} b``).
 
     >>> A = np.array([[2.0, 1.0], [0.0, 4.0]])
@@ -110,7 +120,7 @@ class LinearSolve(Operator):
         return _uncolumns(linalg.lu_solve(self.lu, block, trans=1), shape)
 
 
-class SolveMatrix(Operator):
+class SolveMatrix(_Unsaved, Operator):
     """``dA -> -A^{-1} dA x`` (the edge ``A -> x`` of ``x = A^{-1} b``); its
     transpose ``xbar -> -(A^{-T} xbar) x^T``.  Keeps A's LU factors and x.
 
@@ -194,7 +204,7 @@ array_trace.register("solve", solve)
 
 
 # ------------------------------------------------------------- roots
-class ImplicitSolution(Operator):
+class ImplicitSolution(_Unsaved, Operator):
     """``dp -> -f_x^{-1} f_p dp``: the edge ``p -> x`` of a root of ``f(x, p) = 0``,
     applied by solves with ``f_x`` (LU, kept) and products with ``f_p`` (kept,
     as a sparse matrix when it is mostly zeros).

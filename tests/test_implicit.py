@@ -216,3 +216,12 @@ def test_bad_input():
         solve_root(cubic, np.zeros((2, 2)), np.ones(2))
     with pytest.raises(ValueError, match="max_iter must be a positive int"):
         solve_root(cubic, np.zeros(1), np.ones(1), max_iter=0)
+
+
+def test_saving_a_graph_with_a_solve_is_refused_cleanly(tmp_path):
+    from minirad import save_vector
+
+    g = trace_arrays(lambda b: solve(A0, b).sum(), B0)
+    with pytest.raises(ValueError, match="'solve' edge .* cannot be saved"):
+        save_vector(g, tmp_path / "graph")
+    assert list(tmp_path.iterdir()) == []      # nothing half-written
