@@ -57,9 +57,9 @@ from .._random import as_generator
 from ..checkpointing import Chain, StoreAll, gradient
 
 __all__ = [
-    "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient", "exact_retained_bytes",
-    "initial_state", "initial_theta", "rad_gradient", "sample_count", "sampler",
-    "simulate", "source_profile", "step", "target",
+    "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
+    "exact_retained_bytes", "initial_state", "initial_theta", "rad_gradient", "sample_count",
+    "sampler", "simulate", "source_profile", "step", "target",
 ]
 
 #: theta_0 of the authors' code: the decay rate of the fundamental mode, so the flux starts

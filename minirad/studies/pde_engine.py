@@ -149,8 +149,8 @@ def run(p: Reactor, thetas, kinds, rng=None, variant: str = "eq8",
             [grid.to_padded[t] + b * cells for t, b in zip(tables, sampled)], axis=1)
         weight = np.concatenate([np.full(k, members[b][1]) for k, b in zip(ks, sampled)])
         owner = np.repeat(np.arange(len(sampled)), ks)
-        one_hot = np.zeros((len(owner), len(sampled)))
-        one_hot[np.arange(len(owner)), owner] = 1.0
+        # bins (x-profile j, member) for one bincount of the (3, K) contributions
+        bins = (np.arange(3)[:, None] * len(sampled) + owner).ravel()
         values = np.empty((n_steps + 1, len(owner)))
         for k, b, t in zip(ks, sampled, tables):
             retained[b] = n_steps * k * (8 + t.itemsize)
@@ -209,7 +209,9 @@ def run(p: Reactor, thetas, kinds, rng=None, variant: str = "eq8",
         if sampled:
             at = flat_index[n - 1] % cells
             w = weight * values[n - 1] * lam.reshape(-1)[flat_index[n - 1]]
-            acc[sampled] += ((grid.basis_flat[:, at] * w) @ one_hot).T[:, :, None] * f
+            s = np.bincount(bins, weights=(grid.basis_flat[:, at] * w).ravel(),
+                            minlength=3 * len(sampled)).reshape(3, len(sampled))
+            acc[sampled] += s.T[:, :, None] * f
         _stencil(p, lam, prev, (f @ q)[:, :, None])
         lam, prev = prev, lam
         lam_inner = lam[:, 1:-1, 1:-1]
