@@ -256,7 +256,7 @@ def sampler(p: Reactor, fraction: float, rng, variant: str = "eq8"):
     k, rng = sample_count(p, fraction, variant), as_generator(rng)
     rows = p.n_steps + 1
     if variant == "eq8":
-        return rng.integers(0, p.size, size=(rows, k)).astype(index_dtype(p)), p.size / k
+        return rng.integers(0, p.size, size=(rows, k), dtype=index_dtype(p)), p.size / k
     # without replacement among all (cells+1)^2 grid points: the first k of a permutation
     grid = (p.cells + 1) ** 2
     picks = np.argsort(rng.random((rows, grid)), axis=1)[:, :k]

@@ -73,19 +73,33 @@ class _Grid:
         return q
 
 
-def _stencil(p: Reactor, src: np.ndarray, dst: np.ndarray, diag: np.ndarray) -> None:
+def _stencil(ratio: float, src: np.ndarray, dst: np.ndarray, diag: np.ndarray) -> None:
     """dst interior = A src interior (both zero-padded (B, w, w); diag (B, side, 1))."""
     out = dst[:, 1:-1, 1:-1]
     np.add(src[:, 2:, 1:-1], src[:, :-2, 1:-1], out=out)
     out += src[:, 1:-1, 2:]
     out += src[:, 1:-1, :-2]
-    out *= p.ratio
+    out *= ratio
     out += src[:, 1:-1, 1:-1] * diag
 
 
-def _time(p: Reactor, n: int) -> np.ndarray:
-    t = math.pi * n * p.dt
-    return np.array([1.0, math.sin(t), math.cos(t)])
+def _times(p: Reactor, start: int, stop: int) -> np.ndarray:
+    """[1, sin(pi t_n), cos(pi t_n)] for n in start .. stop-1, shape (stop - start, 3)."""
+    t = math.pi * p.dt * np.arange(start, stop)
+    return np.stack([np.ones_like(t), np.sin(t), np.cos(t)], axis=1)
+
+
+def _diagonals(p: Reactor, q: np.ndarray, reverse: bool = False, block: int = 64):
+    """(n, time factors, diagonal of A_n as (B, side, 1)) for every step, recomputed from
+    theta and t a block of steps at a time (one matmul per block, not per step)."""
+    starts = range(0, p.n_steps, block)
+    for start in (reversed(starts) if reverse else starts):
+        stop = min(start + block, p.n_steps)
+        times = _times(p, start, stop)
+        diags = np.einsum("nk,bkx->nbx", times, q)[..., None]
+        order = range(stop - 1, start - 1, -1) if reverse else range(start, stop)
+        for n in order:
+            yield n, times[n - start], diags[n - start]
 
 
 def _selector(members: list[int]):
@@ -107,12 +121,12 @@ def simulate_batch(p: Reactor, thetas) -> np.ndarray:
     return run(p, thetas, ["exact"] * len(np.atleast_2d(thetas)), gradient=False).losses
 
 
-def _members(p: Reactor, kinds, rng, variant):
-    """Each member's sample table (N+1, k) of padded flat indices and weight, or None for
-    an exact member."""
+def _members(p: Reactor, kinds, rng, variants):
+    """Each member's sample table (N+1, k) of interior indices and weight, or None for an
+    exact member."""
     rng = as_generator(rng)
     out = []
-    for kind in kinds:
+    for kind, variant in zip(kinds, variants):
         if isinstance(kind, str):
             if kind != "exact":
                 raise ValueError(f"a member is 'exact' or a fraction in (0, 1], not {kind!r}")
@@ -122,105 +136,131 @@ def _members(p: Reactor, kinds, rng, variant):
     return out
 
 
-def run(p: Reactor, thetas, kinds, rng=None, variant: str = "eq8",
-        gradient: bool = True) -> EngineResult:
+class _Samples:
+    """The sampled members' draws side by side: a (N+1, K) table of small unsigned
+    interior indices (what is retained, with the values), turned into flat indices of
+    the padded batch one step at a time."""
+
+    def __init__(self, grid: _Grid, members, sampled: list[int]):
+        tables = [members[b][0] for b in sampled]
+        ks = [t.shape[1] for t in tables]
+        self.grid, self.count = grid, len(sampled)
+        self.table = np.concatenate(tables, axis=1)
+        owner = np.repeat(np.arange(len(sampled)), ks)
+        self.offset = np.repeat(np.asarray(sampled) * grid.width ** 2, ks)
+        self.weight = np.concatenate([np.full(k, members[b][1]) for k, b in zip(ks, sampled)])
+        # bins (x-profile j, member) for one bincount of the (3, K) contributions
+        self.bins = (np.arange(3)[:, None] * len(sampled) + owner).ravel()
+        self.bytes = {b: k * (8 + t.itemsize) for b, k, t in zip(sampled, ks, tables)}
+
+    def at(self, n: int) -> np.ndarray:
+        """Flat indices into one member's padded grid."""
+        return self.grid.to_padded[self.table[n]]
+
+    def flat(self, n: int) -> np.ndarray:
+        """Flat indices into the whole padded batch."""
+        return self.at(n) + self.offset
+
+
+def run(p: Reactor, thetas, kinds, rng=None, variant="eq8", gradient: bool = True
+        ) -> EngineResult:
     """Losses and gradients for a batch: ``thetas`` (B, 7), ``kinds[b]`` is ``"exact"``
-    or a RAD fraction; ``variant`` applies to every sampled member."""
+    or a RAD fraction; ``variant`` (one for all, or one per member) picks eq. 8 or the
+    released sampler for the sampled members."""
     thetas = check_theta(np.atleast_2d(thetas))
     kinds = list(kinds)
     if len(kinds) != len(thetas):
         raise ValueError(f"{len(kinds)} kinds for {len(thetas)} parameter vectors")
+    variants = [variant] * len(kinds) if isinstance(variant, str) else list(variant)
+    if len(variants) != len(kinds):
+        raise ValueError(f"{len(variants)} variants for {len(kinds)} members")
     grid, n_steps, batch = _Grid(p), p.n_steps, len(thetas)
-    members = _members(p, kinds, rng, variant) if gradient else [None] * batch
+    members = _members(p, kinds, rng, variants) if gradient else [None] * batch
     exact = [b for b, m in enumerate(members) if m is None]
     sampled = [b for b, m in enumerate(members) if m is not None]
     ex = _selector(exact)
     cells = grid.width ** 2
 
-    # what the reverse sweep will need, allocated once
+    # what the reverse sweep will need, allocated once: phi_n (or its samples), n < N;
+    # the last state is seeded as soon as it is computed
     retained = np.zeros(batch, dtype=np.int64)
     if gradient and exact:
-        states = np.empty((n_steps + 1, len(exact), p.side, p.side))
+        states = np.empty((n_steps, len(exact), p.side, p.side))
         retained[exact] = n_steps * p.size * 8
     if sampled:
-        tables = [members[b][0] for b in sampled]
-        ks = [t.shape[1] for t in tables]
-        flat_index = np.concatenate(
-            [grid.to_padded[t] + b * cells for t, b in zip(tables, sampled)], axis=1)
-        weight = np.concatenate([np.full(k, members[b][1]) for k, b in zip(ks, sampled)])
-        owner = np.repeat(np.arange(len(sampled)), ks)
-        # bins (x-profile j, member) for one bincount of the (3, K) contributions
-        bins = (np.arange(3)[:, None] * len(sampled) + owner).ravel()
-        values = np.empty((n_steps + 1, len(owner)))
-        for k, b, t in zip(ks, sampled, tables):
-            retained[b] = n_steps * k * (8 + t.itemsize)
+        samples = _Samples(grid, members, sampled)
+        values = np.empty((n_steps, samples.table.shape[1]))
+        for b, size in samples.bytes.items():
+            retained[b] = n_steps * size
 
-    q = grid.factors(thetas)
+    q, ratio = grid.factors(thetas), p.ratio
     cur = np.zeros((batch, grid.width, grid.width))
     cur[:] = grid.phi0
     nxt = np.zeros_like(cur)
     squares = np.zeros(batch)
-    for n in range(n_steps + 1):
+    for n, _, diag in _diagonals(p, q):
         if gradient and exact:
             states[n] = cur[ex, 1:-1, 1:-1]
         if sampled:
-            values[n] = cur.reshape(-1)[flat_index[n]]
+            values[n] = cur.reshape(-1)[samples.flat(n)]
         if n > 0:
-            diff = cur - grid.phi0
-            diff -= math.sin(math.pi * n * p.dt) * grid.bump
-            squares += np.einsum("bij,bij->b", diff, diff)
-        if n < n_steps:
-            _stencil(p, cur, nxt, (_time(p, n) @ q)[:, :, None])
-            cur, nxt = nxt, cur
+            squares += _squared_error(p, grid, cur, n)
+        _stencil(ratio, cur, nxt, diag)
+        cur, nxt = nxt, cur
+    squares += _squared_error(p, grid, cur, n_steps)
     losses = squares / (n_steps * p.size)
     if not gradient:
         return EngineResult(losses, None, retained)
 
-    scale = 2.0 / (n_steps * p.size)
-    seed_phi0, seed_bump = scale * grid.phi0, scale * grid.bump
-    inner0, bump0 = seed_phi0[1:-1, 1:-1], seed_bump[1:-1, 1:-1]
+    # lam below is the adjoint divided by 2 / (N d): the seeds are then plain residuals
+    targets = np.stack([grid.phi0, grid.bump]).reshape(2, -1)
+    inner_targets = np.stack([grid.phi0[1:-1, 1:-1], grid.bump[1:-1, 1:-1]]).reshape(2, -1)
+
+    def add_seed(n, lam, phi_exact, phi_sampled):
+        """lam += the loss's direct dependence on phi_n (exact members: all of phi_n;
+        sampled members: its samples, weighted)."""
+        mix = np.array([1.0, math.sin(math.pi * n * p.dt)])
+        if exact:
+            inner = lam[ex, 1:-1, 1:-1]
+            inner += phi_exact
+            inner -= (mix @ inner_targets).reshape(p.side, p.side)
+        if sampled:
+            residual = phi_sampled - mix @ targets[:, samples.at(n)]
+            lam.reshape(-1)[:] += np.bincount(samples.flat(n), weights=samples.weight * residual,
+                                              minlength=batch * cells)
+
     acc = np.zeros((batch, 3, 3))            # sampled members: (x-profile, time factor)
     # exact members: sum_y phi_n lam_{n+1} of every step, contracted with the time factors
     # and the x-profiles after the loop (a working array of the reverse sweep, not retained)
     profiles = np.empty((n_steps, len(exact), p.side)) if exact else None
     lam = np.zeros((batch, grid.width, grid.width))
     prev = np.zeros_like(lam)
-    lam_inner = lam[:, 1:-1, 1:-1]
-    for n in range(n_steps, -1, -1):
-        # phi_n's own seed: the loss's dependence on phi_n (exact or sampled)
-        if n > 0:
-            shift = math.sin(math.pi * n * p.dt)
-            if exact:
-                seed = states[n] * scale
-                seed -= inner0
-                seed -= shift * bump0
-                lam_inner[ex] += seed
-            if sampled:
-                at = flat_index[n] % cells
-                residual = values[n] - grid.phi0.reshape(-1)[at] - shift * grid.bump.reshape(-1)[at]
-                lam.reshape(-1)[:] += np.bincount(flat_index[n], weights=weight * scale * residual,
-                                                  minlength=batch * cells)
-        if n == 0:
-            break
-        # step n-1 backwards: lam holds lam_n; theta's share needs phi_{n-1}
-        f = _time(p, n - 1)
+    add_seed(n_steps, lam, cur[ex, 1:-1, 1:-1] if exact else None,
+             cur.reshape(-1)[samples.flat(n_steps)] if sampled else None)
+    for n, f, diag in _diagonals(p, q, reverse=True):
+        # lam holds lam_{n+1}; theta's share of step n needs phi_n
         if exact:
-            np.einsum("bij,bij->bi", states[n - 1], lam_inner[ex], out=profiles[n - 1])
+            np.einsum("bij,bij->bi", states[n], lam[ex, 1:-1, 1:-1], out=profiles[n])
         if sampled:
-            at = flat_index[n - 1] % cells
-            w = weight * values[n - 1] * lam.reshape(-1)[flat_index[n - 1]]
-            s = np.bincount(bins, weights=(grid.basis_flat[:, at] * w).ravel(),
+            w = samples.weight * values[n] * lam.reshape(-1)[samples.flat(n)]
+            s = np.bincount(samples.bins, weights=(grid.basis_flat[:, samples.at(n)] * w).ravel(),
                             minlength=3 * len(sampled)).reshape(3, len(sampled))
             acc[sampled] += s.T[:, :, None] * f
-        _stencil(p, lam, prev, (f @ q)[:, :, None])
+        _stencil(ratio, lam, prev, diag)
         lam, prev = prev, lam
-        lam_inner = lam[:, 1:-1, 1:-1]
+        if n > 0:
+            add_seed(n, lam, states[n] if exact else None, values[n] if sampled else None)
     if exact:
-        t = math.pi * p.dt * np.arange(n_steps)
-        times = np.stack([np.ones(n_steps), np.sin(t), np.cos(t)], axis=1)
-        acc[ex] += np.einsum("nbi,nk,ji->bjk", profiles, times, grid.basis_inner,
-                             optimize=True)
-    acc *= p.dt
+        acc[ex] += np.einsum("nbi,nk,ji->bjk", profiles, _times(p, 0, n_steps),
+                             grid.basis_inner, optimize=True)
+    acc *= p.dt * 2.0 / (n_steps * p.size)
     grads = np.stack([acc[:, 0, 0], acc[:, 0, 1], acc[:, 0, 2], acc[:, 1, 1], acc[:, 1, 2],
                       acc[:, 2, 1], acc[:, 2, 2]], axis=1)
     return EngineResult(losses, grads, retained)
+
+
+def _squared_error(p: Reactor, grid: _Grid, phi: np.ndarray, n: int) -> np.ndarray:
+    """|phi_n - target(t_n)|^2 per member."""
+    diff = phi - grid.phi0
+    diff -= math.sin(math.pi * n * p.dt) * grid.bump
+    return np.einsum("bij,bij->b", diff, diff)
