@@ -265,6 +265,33 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
+def cmd_study(args) -> None:
+    if args.name == "pde":
+        from .studies.pde_figures import StudyConfig, run_study
+
+        if args.quick and (args.steps or args.iterations):
+            raise UsageError("--quick sets its own --steps and --iterations; give one or "
+                             "the other")
+        cfg = StudyConfig.quick() if args.quick else StudyConfig()
+        overrides = {key: value for key, value in (("n_steps", args.steps),
+                                                   ("iterations", args.iterations)) if value}
+        for key, value in overrides.items():
+            if value < 1:
+                raise UsageError(f"--{'steps' if key == 'n_steps' else key} must be a "
+                                 f"positive integer, not {value}")
+        if overrides:
+            from dataclasses import replace
+
+            cfg = replace(cfg, **overrides)
+        if os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise UsageError(f"cannot write the study into {args.output}: it is a file")
+        command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
+        for path in run_study(args.output, cfg, command=command):
+            print(path)
+        return
+    raise UsageError(f"unknown study {args.name!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minirad", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -329,6 +356,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figures", **formatted, help="regenerate every picture in figures/")
     p.add_argument("-o", "--output", default="figures", help="folder (default figures)")
     p.set_defaults(run=cmd_figures)
+
+    p = sub.add_parser("study", **formatted,
+                       help="run a case study of the RAD paper and write its figures")
+    p.add_argument("name", choices=["pde"], help="pde: reaction-diffusion control (Sec. 5)")
+    p.add_argument("--quick", action="store_true", help="small sizes (under two minutes)")
+    p.add_argument("-o", "--output", default="minirad-study", help="folder for the results")
+    p.add_argument("--steps", type=int, help="pde: time steps (default 40961, the paper's)")
+    p.add_argument("--iterations", type=int, help="pde: Adam iterations (default 800)")
+    p.set_defaults(run=cmd_study)
 
     p = sub.add_parser("lab", **formatted, help="write the labs as Jupyter notebooks")
     p.add_argument("form", choices=["handout", "solutions"],

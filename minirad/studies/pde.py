@@ -377,7 +377,8 @@ def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=(0.9, 0.999),
          eps: float = 1e-8):
     """Adam (Kingma and Ba) on ``grad_fn(theta, i) -> (loss, gradient)``; returns
     (theta, losses).  The loss recorded at iteration i is that of the parameters the
-    gradient was taken at.
+    gradient was taken at.  ``theta`` may hold a batch of independent problems
+    (rows), each with its own moments: Adam works entry by entry.
 
     >>> theta, losses = adam(lambda th, i: (float(th @ th), 2 * th), np.array([1.0, -2.0]), 300,
     ...                      lr=0.1)
@@ -388,7 +389,7 @@ def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=(0.9, 0.999),
     m, v, losses = np.zeros_like(theta), np.zeros_like(theta), []
     for i in range(iterations):
         loss, g = grad_fn(theta, i)
-        losses.append(float(loss))
+        losses.append(np.array(loss, dtype=float))  # a batch of problems gives an array
         m = betas[0] * m + (1 - betas[0]) * g
         v = betas[1] * v + (1 - betas[1]) * g * g
         m_hat = m / (1 - betas[0] ** (i + 1))
