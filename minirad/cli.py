@@ -269,12 +269,13 @@ def cmd_study(args) -> None:
     if args.name == "pde":
         from .studies.pde_figures import StudyConfig, run_study
 
-        if args.quick and (args.steps or args.iterations):
+        if args.quick and (args.steps is not None or args.iterations is not None):
             raise UsageError("--quick sets its own --steps and --iterations; give one or "
                              "the other")
         cfg = StudyConfig.quick() if args.quick else StudyConfig()
         overrides = {key: value for key, value in (("n_steps", args.steps),
-                                                   ("iterations", args.iterations)) if value}
+                                                   ("iterations", args.iterations))
+                     if value is not None}
         for key, value in overrides.items():
             if value < 1:
                 raise UsageError(f"--{'steps' if key == 'n_steps' else key} must be a "

@@ -276,7 +276,7 @@ def released_bias(cfg: StudyConfig, fraction: float = 0.1, progress=None) -> dic
     exact = exact_gradient(p, theta)[1]
     out = {"fraction": fraction, "exact": exact,
            "share": sample_count(p, fraction, "released") / (p.cells + 1) ** 2}
-    count = max(100, cfg.noise_estimates)
+    count = 2 * cfg.noise_estimates
     for variant in ("eq8", "released"):
         est = _estimates(p, theta, fraction, count, rng, variant)
         out[variant] = (est.mean(axis=0), est.std(axis=0, ddof=1) / math.sqrt(count))
