@@ -31,12 +31,17 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from . import _engines
 from ._files import write_atomically
+from .labels import FLOATS, Algebra
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -46,13 +51,22 @@ JSON_VERSION = 1
 
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
+_FLOAT_MAX = sys.float_info.max  # a Python float: compared with an int exactly, never overflowing
+# an integer in an LCG file with more digits is refused while parsing (Python refuses to
+# convert more than 4300); a shorter one that does not fit is refused naming its field
+_MAX_DIGITS = 4000
 # up to this many edges a stable argsort groups edges by source quickly enough
 _SORT_EDGES = 50_000
 # up to this many edges a Python search over adjacency lists beats SciPy's call overhead
 _SMALL_SEARCH = 4_000
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """``"1 edge"``, ``"3 edges"``: a count with its noun.
+
+    >>> plural(1, "edge"), plural(3, "edge")
+    ('1 edge', '3 edges')
+    """
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
@@ -93,21 +107,27 @@ class LCG:
                  values=None, ops=None):
         names = [str(name) for name in names]
         n = len(names)
-        src = np.asarray(sources, dtype=np.int64).reshape(-1)
-        dst = np.asarray(targets, dtype=np.int64).reshape(-1)
-        partials = np.asarray(partials, dtype=np.float64).reshape(-1)
+        # every id and number is checked before conversion: nothing truncated (0.7 -> 0),
+        # wrapped (2**64 - 1 -> -1) or overflowed (10**400 -> inf) on the way in
+        src = _vertex_numbers(sources, n, "edge source")
+        dst = _vertex_numbers(targets, n, "edge target")
+        partials = _reals(partials, "partial")
         if not (len(src) == len(dst) == len(partials)):
             raise ValueError(
                 f"sources, targets and partials must have one entry per edge; got lengths "
                 f"{len(src)}, {len(dst)} and {len(partials)}")
-        values = (np.full(n, np.nan) if values is None
-                  else np.asarray(values, dtype=np.float64).reshape(-1))
+        values = np.full(n, np.nan) if values is None else _reals(values, "value")
         ops = [""] * n if ops is None else [str(op) for op in ops]
         if len(values) != n or len(ops) != n:
             raise ValueError(f"values and ops must have one entry per vertex ({n}); got "
                              f"{len(values)} values and {len(ops)} ops")
-        inputs = tuple(int(v) for v in inputs)
-        outputs = tuple(int(v) for v in outputs)
+        infinite = np.flatnonzero(np.isinf(values))
+        if len(infinite):
+            v = infinite[0]
+            raise ValueError(f"the value of vertex {names[v]} is {values[v]}; a primal value is "
+                             f"a finite number, or NaN where it is unknown")
+        inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
+        outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
         _validate(names, src, dst, partials, inputs, outputs)
         order = _topological_order(names, src, dst)
         if order is not None:
@@ -118,14 +138,32 @@ class LCG:
                   inputs, outputs)
 
     @classmethod
-    def _trusted(cls, names, sources, targets, partials, inputs, outputs, values, ops):
-        """Build without validation, for producers that guarantee the invariants
-        (topological numbering, edges grouped by target, no duplicates)."""
+    def from_trusted_arrays(cls, names, sources, targets, partials, inputs, outputs,
+                            values=None, ops=None) -> LCG:
+        """Build without validation, for producers that guarantee the invariants.
+
+        The caller promises what the constructor would otherwise check or
+        establish: names unique, vertices numbered topologically (every edge
+        from a lower to a higher number), edges grouped by target in operand
+        order, no duplicate edges, finite partials, inputs without
+        predecessors and outputs without successors.  Tracers, elimination
+        and samplers know this by construction and skip an O(edges log
+        edges) check; anything else should call :class:`LCG` itself.
+
+        >>> g = LCG.from_trusted_arrays(["x", "y"], [0], [1], [2.0], [0], [1])
+        >>> g.partial("x", "y"), g.value("x")
+        (2.0, nan)
+        """
+        n = len(names)
+        values = np.full(n, np.nan) if values is None else values
+        ops = [""] * n if ops is None else ops
         g = cls.__new__(cls)
         g._set(list(names), list(ops), np.asarray(values, dtype=np.float64),
                np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64),
                np.asarray(partials, dtype=np.float64), tuple(inputs), tuple(outputs))
         return g
+
+    _trusted = from_trusted_arrays  # the former private name
 
     def _set(self, names, ops, values, src, dst, partials, inputs, outputs):
         for array in (values, src, dst, partials):
@@ -216,8 +254,49 @@ class LCG:
                             f"{in_edges} (to keep an isolated {role} on purpose, list every "
                             f"vertex in vertices=)")
         return cls(names, src, dst, partials, input_ids, output_ids,
-                   values=_per_vertex(values, names, "values", math.nan, float),
+                   values=_per_vertex(values, names, "values", math.nan, lambda x: x),
                    ops=_per_vertex(ops, names, "ops", "", str))
+
+    # ------------------------------------------------------------------ memo
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A value derived from this graph, computed by ``compute()`` on first
+        use and kept: the graph is immutable, so it never goes stale.
+
+        Modules name their keys ``"<module>.<what>"`` so they cannot collide.
+        Whatever is stored is shared by every caller, so store arrays
+        read-only (or never modify them).
+
+        >>> g = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=["y"])
+        >>> calls = []
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges)
+        2
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges), len(calls)
+        (2, 1)
+        >>> "doc.twice" in g.memos
+        True
+        """
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = compute()
+            return value
+
+    @property
+    def memos(self) -> Mapping[str, Any]:
+        """A read-only view of what :meth:`memo` holds (for inspection and tests)."""
+        return MappingProxyType(self._cache)
+
+    # ------------------------------------------------------- edge labels
+    @property
+    def labels(self) -> np.ndarray:
+        """The edge labels the recurrences of :mod:`minirad.labels` read: here
+        the partials, one float per edge."""
+        return self.partials
+
+    @property
+    def algebra(self) -> Algebra:
+        """How to multiply and add this graph's labels: :data:`~minirad.labels.FLOATS`."""
+        return FLOATS
 
     # ---------------------------------------------------------------- queries
     @property
@@ -373,8 +452,8 @@ class LCG:
         n_in, n_out = len(self.inputs), len(self.outputs)
         n_mid = self.n_vertices - n_in - n_out
         return (f"LCG({self.n_vertices} {'vertex' if self.n_vertices == 1 else 'vertices'}: "
-                f"{_plural(n_in, 'input')}, {_plural(n_mid, 'intermediate')}, "
-                f"{_plural(n_out, 'output')}; {_plural(self.n_edges, 'edge')})")
+                f"{plural(n_in, 'input')}, {plural(n_mid, 'intermediate')}, "
+                f"{plural(n_out, 'output')}; {plural(self.n_edges, 'edge')})")
 
     def wengert(self) -> str:
         """The Wengert list: one line per vertex, in topological order.
@@ -398,7 +477,7 @@ class LCG:
             if self.kind(v) == INPUT:
                 expr, derivatives, note = self.names[v], "", ""
             else:
-                expr = _fill(self.ops[v], preds)
+                expr = fill_template(self.ops[v], preds)
                 derivatives = ", ".join(
                     f"d{register[v]}/d{p} = {d!r}"
                     for p, d in zip(preds, partials[ptr[v]:ptr[v + 1]]))
@@ -454,6 +533,8 @@ class LCG:
             raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
         nodes = list(G)
         if all("index" in data for _, data in G.nodes(data=True)):
+            _check_integer_attributes(((node, data["index"]) for node, data in G.nodes(data=True)),
+                                      "node", "index")
             nodes.sort(key=lambda node: G.nodes[node]["index"])
         position = {node: i for i, node in enumerate(nodes)}
 
@@ -476,6 +557,8 @@ class LCG:
             return resolved
 
         src, dst, partials = [], [], []
+        _check_integer_attributes((((u, v), data["operand"]) for u, v, data in G.edges(data=True)
+                                   if "operand" in data), "edge", "operand")
         edges = sorted(G.edges(data=True),
                        key=lambda e: (position[e[1]], e[2].get("operand", 0)))
         for u, v, data in edges:
@@ -488,7 +571,7 @@ class LCG:
         return cls([str(n) for n in nodes], src, dst, partials,
                    chosen(inputs, "inputs", INPUT, G.in_degree),
                    chosen(outputs, "outputs", OUTPUT, G.out_degree),
-                   values=[float(G.nodes[n].get("value", math.nan)) for n in nodes],
+                   values=[_node_value(G, n) for n in nodes],
                    ops=[str(G.nodes[n].get("op", "")) for n in nodes])
 
     # ------------------------------------------------------------------- JSON
@@ -530,11 +613,27 @@ class LCG:
         def reject(token):
             raise ValueError(f"{path}: {token} is not allowed; every number must be finite")
 
+        def finite(token):
+            number = float(token)
+            if not math.isfinite(number):
+                raise ValueError(f"{path}: the number {token:.40} is too large for a float64 (it "
+                                 f"would read as infinity); every number must be finite")
+            return number
+
+        def integer(token):
+            if len(token.lstrip("-")) > _MAX_DIGITS:
+                raise ValueError(f"{path}: an integer of {len(token.lstrip('-'))} digits is "
+                                 f"too large for any field of an LCG file")
+            return int(token)
+
         try:
-            doc = json.loads(text, parse_constant=reject)
+            doc = json.loads(text, parse_constant=reject, parse_float=finite, parse_int=integer)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not an LCG file: invalid JSON ({error.msg} at line "
                              f"{error.lineno}, column {error.colno})") from None
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise ValueError(f"{path} is not an LCG file: its JSON is nested too deeply (an "
+                             f"LCG file nests three levels)") from None
         try:
             return _from_document(cls, doc)
         except ValueError as error:
@@ -577,16 +676,17 @@ def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
     n = g.n_vertices
     starts = [int(v) for v in starts]
     if g.n_edges <= _SMALL_SEARCH:
-        key = "reach.lists." + ("forward" if forward else "reverse")
-        if key not in g._cache:
+        def adjacency_lists():
             if forward:
                 order, ptr = g.out_edges_csr
                 ends = g.targets[order].tolist()
             else:
                 ptr, ends = g.in_edges_ptr, g.sources.tolist()
             bounds = ptr.tolist()
-            g._cache[key] = [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
-        adjacency = g._cache[key]
+            return [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
+
+        adjacency = g.memo("reach.lists." + ("forward" if forward else "reverse"),
+                           adjacency_lists)
         seen = [False] * n
         stack = []
         for s in starts:
@@ -612,16 +712,149 @@ def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
     return mask[:n]
 
 
+def levels(g: LCG) -> np.ndarray:
+    """Topological level of every vertex: the number of edges on the longest
+    path into it from a vertex without predecessors (read-only, memoized).
+
+    The sweeps' wavefronts and the rows of a picture are these levels.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
+    ...                    inputs=["x"], outputs=["y"])
+    >>> levels(g).tolist()
+    [0, 1, 2]
+    """
+    return _engines.levels_within(g, None)
+
+
 # ---------------------------------------------------------------- validation
+def _show_int(x: int) -> str:
+    """An integer for a message; a huge one by its size (``str`` refuses beyond
+    4300 digits, and a 400-digit number helps nobody)."""
+    if abs(x) < 10**24:
+        return str(x)
+    return f"an integer of about {int(abs(x).bit_length() * math.log10(2)) + 1} digits"
+
+
+def _shown(x) -> str:
+    """A JSON value for a message, as the file spells it, cut short."""
+    if _is_integer(x):
+        return _show_int(int(x))
+    try:
+        text = json.dumps(x, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):  # not JSON (from_dict takes any object)
+        text = object.__repr__(x) if isinstance(x, (list, dict)) else repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_integer(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _items(given, fits) -> tuple[np.ndarray | None, list | None]:
+    """``given`` as a flat numpy array when its dtype ``fits`` (a fast path for
+    arrays), else as a flat list of Python objects to check one by one (a list
+    from Python may hold a float, a bool or a huge integer that numpy would
+    quietly convert)."""
+    if isinstance(given, np.ndarray) and fits(given.dtype):
+        return given.reshape(-1), None
+    items = given.reshape(-1).tolist() if isinstance(given, np.ndarray) else list(given)
+    return None, items
+
+
+def _integer_type(t: type) -> bool:
+    return issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_))
+
+
+def _real_type(t: type) -> bool:
+    return _integer_type(t) or issubclass(t, (float, np.floating))
+
+
+def _vertex_numbers(given, n: int, what: str) -> np.ndarray:
+    """``given`` as int64 vertex numbers, each checked to be an integer in
+    0..n-1 *before* conversion, so that nothing is truncated or wrapped.
+
+    >>> _vertex_numbers([0.7], 2, "input")
+    Traceback (most recent call last):
+    ...
+    TypeError: input #0 is 0.7 (float); vertex numbers are integers 0..1
+    >>> _vertex_numbers(np.array([2**64 - 1], dtype=np.uint64), 2, "edge source")
+    Traceback (most recent call last):
+    ...
+    ValueError: edge source #0 is 18446744073709551615, which names an unknown vertex; \
+valid vertex numbers are 0..1
+    """
+    valid = f"0..{n - 1}" if n else "none (the graph has no vertices)"
+    array, items = _items(given, lambda dtype: dtype.kind in "iu")
+    if items is not None:
+        if not all(_integer_type(t) for t in set(map(type, items))):
+            i, x = next((i, x) for i, x in enumerate(items) if not _integer_type(type(x)))
+            raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); vertex numbers "
+                            f"are integers {valid}")
+        inside = not items or (min(items) >= 0 and max(items) < n)
+        outside = [] if inside else [next(i for i, x in enumerate(items) if not 0 <= x < n)]
+    else:
+        outside = np.flatnonzero((array < 0) | (array >= n))
+    if len(outside):
+        i = int(outside[0])
+        x = int(array[i]) if items is None else int(items[i])
+        raise ValueError(f"{what} #{i} is {_show_int(x)}, which names an unknown vertex; valid "
+                         f"vertex numbers are {valid}")
+    return (array if items is None else np.asarray(items, dtype=np.int64)).astype(np.int64)
+
+
+def _reals(given, what: str) -> np.ndarray:
+    """``given`` as float64, refusing what is not a real number or is too large
+    for a float64 (a huge integer would otherwise raise OverflowError)."""
+    array, items = _items(given, lambda dtype: dtype.kind in "iuf")
+    if items is None:
+        return array.astype(np.float64)
+    types = set(map(type, items))
+    if not all(_real_type(t) for t in types):
+        i, x = next((i, x) for i, x in enumerate(items) if not _real_type(type(x)))
+        raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); it must be a real "
+                        f"number")
+    if any(_integer_type(t) for t in types):
+        huge = next(((i, int(x)) for i, x in enumerate(items)
+                     if _integer_type(type(x)) and abs(int(x)) > _FLOAT_MAX), None)
+        if huge is not None:
+            raise ValueError(f"{what} #{huge[0]} is {_show_int(huge[1])}, too large for a "
+                             f"float64 (at most about 1.8e308)")
+    return np.asarray(items, dtype=np.float64)
+
+
 def _as_partial(partial, u, v) -> float:
-    if isinstance(partial, (bool, np.bool_)) or not isinstance(
-            partial, (int, float, np.integer, np.floating)):
-        raise ValueError(f"the partial on edge {u} -> {v} is {partial!r}; it must be a real "
-                         f"number")
+    if not _real_type(type(partial)):
+        raise ValueError(f"the partial on edge {u} -> {v} is {_shown(partial)}; it must be a "
+                         f"real number")
+    if _integer_type(type(partial)) and abs(int(partial)) > _FLOAT_MAX:
+        raise ValueError(f"the partial on edge {u} -> {v} is {_show_int(int(partial))}, too "
+                         f"large for a float64 (at most about 1.8e308)")
     partial = float(partial)
     if not math.isfinite(partial):
         raise ValueError(f"the partial on edge {u} -> {v} is {partial}; partials must be finite")
     return partial
+
+
+def _check_integer_attributes(pairs, what: str, attribute: str) -> None:
+    """Sort keys read from networkx attributes must be integers: a string among
+    them would stop the sort with a bare TypeError."""
+    for owner, value in pairs:
+        if not _is_integer(value):
+            raise ValueError(f"{what} {owner!r:.60} has attribute {attribute!r} = "
+                             f"{_shown(value)}; it must be an integer (an order)")
+
+
+def _node_value(G, node) -> float:
+    """The ``value`` attribute of a networkx node as a float (NaN when absent)."""
+    value = G.nodes[node].get("value", math.nan)
+    if value is None:
+        return math.nan
+    if not _real_type(type(value)) or (_integer_type(type(value))
+                                       and abs(int(value)) > _FLOAT_MAX):
+        raise ValueError(f"node {node!r:.40} has attribute 'value' = {_shown(value)} "
+                         f"({type(value).__name__}); a vertex's primal value must be a real "
+                         f"number, None or absent")
+    return float(value)
 
 
 def _per_vertex(given, names, what, default, convert):
@@ -649,21 +882,12 @@ def _validate(names, src, dst, partials, inputs, outputs):
             seen.add(name)
         raise ValueError(f"vertex names must be unique; repeated: {sorted(set(repeated))}")
     for role, vertices in (("input", inputs), ("output", outputs)):
-        for v in vertices:
-            if not 0 <= v < n:
-                raise ValueError(f"{role} {v} is not a vertex; valid numbers are 0..{n - 1}")
         if len(set(vertices)) != len(vertices):
             raise ValueError(f"an {role} is listed twice: {[names[v] for v in vertices]}")
     both = set(inputs) & set(outputs)
     if both:
         raise ValueError(f"vertex {names[min(both)]} is both an input and an output; give the "
                          f"output its own vertex joined by a unit copy edge")
-    if len(src):
-        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
-        if len(bad):
-            e = bad[0]
-            raise ValueError(f"edge #{e} ({src[e]} -> {dst[e]}) names an unknown vertex; valid "
-                             f"numbers are 0..{n - 1}")
     bad = np.flatnonzero(~np.isfinite(partials))
     if len(bad):
         e = bad[0]
@@ -718,12 +942,42 @@ def _topological_order(names, src, dst):
             if indegree[v] == 0:
                 heapq.heappush(ready, v)
     if len(order) < n:
-        G = nx.DiGraph()
-        G.add_edges_from(zip(src.tolist(), dst.tolist()))
-        cycle = nx.find_cycle(G)
-        path = " -> ".join([names[u] for u, _ in cycle] + [names[cycle[0][0]]])
-        raise ValueError(f"the edges contain a directed cycle: {path}; an LCG must be acyclic")
+        cycle = _cycle_text(names, src, dst, indegree)
+        raise ValueError(f"the edges contain a directed cycle: {cycle}; an LCG must be acyclic")
     return np.asarray(order, dtype=np.int64)
+
+
+# a cycle longer than this is shown by its first vertices and its length
+_CYCLE_SHOWN = 8
+
+
+def _cycle_text(names, src, dst, indegree) -> str:
+    """One directed cycle among the vertices a topological sort could not
+    place (``indegree > 0``), as ``a -> b -> a``, cut short when long.
+
+    Each such vertex has a predecessor that is also unplaced, so walking to
+    predecessors from any of them must revisit a vertex: the walk closes a
+    cycle in time linear in the graph.
+    """
+    left = [d > 0 for d in indegree]
+    pred = {}
+    for u, v in zip(src.tolist(), dst.tolist()):
+        if left[u] and left[v]:
+            pred.setdefault(v, u)
+    start = min(pred)
+    seen, walk, v = {}, [], start
+    while v not in seen:
+        seen[v] = len(walk)
+        walk.append(v)
+        v = pred[v]
+    cycle = walk[seen[v]:][::-1]  # the walk went against the edges
+    first = cycle.index(min(cycle))  # start at the lowest-numbered vertex, for a stable message
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) <= _CYCLE_SHOWN:
+        return " -> ".join(names[v] for v in cycle + cycle[:1])
+    shown = " -> ".join(names[v] for v in cycle[:_CYCLE_SHOWN - 3])
+    return (f"{shown} -> ... -> {names[cycle[-1]]} -> {names[cycle[0]]} (a cycle of "
+            f"{len(cycle)} vertices)")
 
 
 def _renumber(order, names, src, dst, values, ops, inputs, outputs):
@@ -734,9 +988,13 @@ def _renumber(order, names, src, dst, values, ops, inputs, outputs):
             tuple(int(new[v]) for v in outputs))
 
 
-def _fill(template: str, operands: list[str]) -> str:
+def fill_template(template: str, operands: list[str]) -> str:
     """Substitute operand names for ``{0}``, ``{1}``...; a template that does
-    not fit the operands (hand-built or transformed graphs) reads ``f(...)``."""
+    not fit the operands (hand-built or transformed graphs) reads ``f(...)``.
+
+    >>> fill_template("sin({0}) * {1}", ["x", "y"]), fill_template("{0} + {1}", ["x"])
+    ('sin(x) * y', '{0} + {1}(x)')
+    """
     if template:
         needed = [int(i) for i in _PLACEHOLDER.findall(template)]
         if all(i < len(operands) for i in needed) and set(needed) >= set(range(len(operands))):
@@ -752,9 +1010,10 @@ def _from_document(cls, doc) -> LCG:
     if doc.get("format") != JSON_FORMAT:
         raise ValueError(f"not an LCG file: \"format\" is {doc.get('format')!r}, expected "
                          f"{JSON_FORMAT!r}")
-    if doc.get("version") != JSON_VERSION:
-        raise ValueError(f"unsupported LCG schema version {doc.get('version')!r}; this minirad "
-                         f"reads version {JSON_VERSION}")
+    version = doc.get("version")
+    if not _is_integer(version) or version != JSON_VERSION:  # true == 1 and 1.0 == 1 in Python
+        raise ValueError(f"unsupported LCG schema version {_shown(version)}; this minirad reads "
+                         f"version {JSON_VERSION} (the integer {JSON_VERSION})")
     required = ("names", "ops", "values", "inputs", "outputs", "edges")
     missing = [k for k in required if k not in doc]
     if missing:
@@ -771,16 +1030,16 @@ def _from_document(cls, doc) -> LCG:
     def column(value, field, kind):
         if not isinstance(value, list):
             raise ValueError(f"field {field!r} must be a list, not {type(value).__name__}")
-        for i, x in enumerate(value):
-            ok = {
-                "str": isinstance(x, str),
-                "int": isinstance(x, int) and not isinstance(x, bool),
-                "float": isinstance(x, (int, float)) and not isinstance(x, bool),
-                "float|null": x is None or (isinstance(x, (int, float))
-                                            and not isinstance(x, bool)),
-            }[kind]
-            if not ok:
-                raise ValueError(f"field {field!r}[{i}] is {x!r}; expected {kind}")
+        fits = {
+            "str": lambda x: isinstance(x, str),
+            "int": _is_integer,
+            "float": lambda x: _real_type(type(x)),
+            "float|null": lambda x: x is None or _real_type(type(x)),
+        }[kind]
+        # one pass over the distinct types first: a million entries have only one or two
+        if not all(fits(example) for example in {type(x): x for x in value}.values()):
+            i = next(i for i, x in enumerate(value) if not fits(x))
+            raise ValueError(f"field {field!r}[{i}] is {_shown(value[i])}; expected {kind}")
         return value
 
     names = column(doc["names"], "names", "str")

@@ -92,10 +92,13 @@ def show(obj, name: str, folder=None):
     """Show a picture: inline under Jupyter, else saved as PNG and its path printed.
 
     ``obj`` is what :func:`minirad.render.render` returns (a graphviz
-    Digraph) or a matplotlib Figure.  Outside a Jupyter kernel the picture
-    goes to ``<folder>/<name>.png``, ``folder`` defaulting to
-    :func:`output_folder`, and the path is returned.  Figures are closed once
-    shown, so that a notebook does not draw them a second time.
+    Digraph), a matplotlib Figure, or the list of drawings
+    :func:`minirad.render.render_elimination` returns (shown as one strip).
+    In a Jupyter kernel a Figure is sent as a PNG image, whatever matplotlib
+    backend is active.  Outside a kernel the picture goes to
+    ``<folder>/<name>.png``, ``folder`` defaulting to :func:`output_folder`,
+    and the path is returned.  Figures are closed once shown, so that a
+    notebook does not draw them a second time.
 
     >>> import os, tempfile
     >>> from matplotlib.figure import Figure
@@ -106,17 +109,24 @@ def show(obj, name: str, folder=None):
     """
     from matplotlib.figure import Figure
 
-    from ..render import save
+    from ..figure import png
+    from ..render import Drawings, save, strip
 
+    if isinstance(obj, Drawings):
+        obj = strip(obj)
     is_figure = isinstance(obj, Figure)
     if not is_figure and not hasattr(obj, "source"):
-        raise TypeError(f"show takes a graphviz drawing (from minirad.render.render) or a "
-                        f"matplotlib Figure, not {type(obj).__name__}")
+        raise TypeError(f"show takes a graphviz drawing (from minirad.render.render), a "
+                        f"matplotlib Figure or render_elimination's list, not "
+                        f"{type(obj).__name__}")
     try:
         if _in_kernel():
             from IPython.display import display
 
-            display(obj)
+            if is_figure:  # as an image: a bare Figure shows as text without the inline backend
+                display({"image/png": png(obj), "text/plain": repr(obj)}, raw=True)
+            else:
+                display(obj)
             return None
         folder = os.fspath(folder) if folder is not None else output_folder()
         os.makedirs(folder, exist_ok=True)
@@ -296,7 +306,7 @@ def passed(exercise: str, text: str) -> None:
     print(f"{exercise} passed: {text}")
 
 
-def _where(exercise: str, topic: str, name: str) -> str:
+def location(exercise: str, topic: str, name: str) -> str:
     return f"{exercise} ({topic}), on {name}"
 
 
@@ -343,7 +353,7 @@ def check_central_difference(fn: Callable) -> None:
     exercise, topic = "Exercise 1.1", "central difference"
     for name, f, fprime, third, x in _SCALAR_CASES:
         for h in _STEPS:
-            where = _where(exercise, topic, f"{name} at x={x} with h={h:g}")
+            where = location(exercise, topic, f"{name} at x={x} with h={h:g}")
             value = call_student(fn, where, f, x, h)
             try:
                 value = float(value)
@@ -408,7 +418,7 @@ def check_directional_difference(fn: Callable) -> None:
     h = 1e-3
     for name, f, grad, x in _VECTOR_CASES:
         for delta in _directions(len(x), rng):
-            where = _where(exercise, topic, f"{name} at x={x.tolist()} along "
+            where = location(exercise, topic, f"{name} at x={x.tolist()} along "
                                            f"delta={np.round(delta, 3).tolist()}")
             value = call_student(fn, where, f, x.copy(), delta.copy(), h)
             try:
@@ -509,7 +519,7 @@ _OVERWRITE_HINT = {
 def _check_jacobian_fn(fn, exercise, topic, reference, direction) -> None:
     graphs = check_graphs("sweeps")
     for name, g in graphs.items():
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         result = call_student(fn, where, g, seconds=60)
         if isinstance(result, tuple):
             raise CheckFailed(f"{where}: your function returned a tuple; return only the "
@@ -596,7 +606,7 @@ def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
     graphs = check_graphs("counts")
     largest = 0
     for name, g in graphs.items():
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         expected = count_paths(g)
         total = sum(int(c) for c in expected.flat)
         slow = (f" -- this graph has {total} input-output paths; visiting them one by one "
