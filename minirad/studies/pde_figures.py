@@ -484,10 +484,10 @@ def report(cfg: StudyConfig, parts: dict, seconds: float, command: str) -> str:
                           f"{r['fall']:.2f}x", f"{r['max_gap']:.2%}", f"{r['mean_gap']:.2%}"]
                          for r in curve_gaps(res)])
         eq8 = [r for r in curve_gaps(res) if r["variant"] == "eq8"]
-        finals = [r["final"] for r in eq8]
-        ordered = all(a <= b for a, b in zip(finals, finals[1:]))
-        lines += ["", f"Final losses ordered by fraction (exact, 1, 0.1, ...): "
-                      f"{'yes' if ordered else 'no'}."]
+        swapped = [f"{a['label']} ({a['final']:.6g}) above {b['label']} ({b['final']:.6g})"
+                   for a, b in zip(eq8, eq8[1:]) if a["final"] > b["final"]]
+        lines += ["", "Final losses ordered by fraction (exact, then fractions from 1 down): "
+                      + ("yes." if not swapped else "no: " + "; ".join(swapped) + ".")]
     if "memory" in parts:
         lines += ["", "## Memory per gradient", ""]
         lines += ["The forward simulation alone peaks at "
@@ -551,19 +551,27 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
         _save(fig, path)
         written.append(path)
 
-    parts["optimise"] = optimise(cfg, progress)
-    save(plot_losses(parts["optimise"], cfg), "pde_loss_curves.png")
-    parts["memory"] = memory(cfg, progress)
-    save(plot_memory(parts["memory"], cfg), "pde_memory.png")
-    parts["noise"] = noise(cfg, progress)
-    save(plot_noise(parts["noise"]), "pde_noise.png")
-    parts["tradeoff"] = tradeoff(cfg, progress)
-    save(plot_tradeoff(parts["tradeoff"], cfg), "pde_tradeoff.png")
-    parts["released"] = released_bias(cfg, progress=progress)
-    save(plot_released(parts["released"], parts["optimise"]), "pde_released.png")
-    text = report(cfg, parts, time.perf_counter() - start, command)
     path = os.path.join(folder, "pde_results.md")
-    write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+    def table():  # rewritten after every part, so a long run that stops keeps what it has
+        text = report(cfg, parts, time.perf_counter() - start, command)
+        write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+    steps = [("optimise", lambda: optimise(cfg, progress),
+              lambda: plot_losses(parts["optimise"], cfg), "pde_loss_curves.png"),
+             ("memory", lambda: memory(cfg, progress),
+              lambda: plot_memory(parts["memory"], cfg), "pde_memory.png"),
+             ("noise", lambda: noise(cfg, progress),
+              lambda: plot_noise(parts["noise"]), "pde_noise.png"),
+             ("tradeoff", lambda: tradeoff(cfg, progress),
+              lambda: plot_tradeoff(parts["tradeoff"], cfg), "pde_tradeoff.png"),
+             ("released", lambda: released_bias(cfg, progress=progress),
+              lambda: plot_released(parts["released"], parts["optimise"]),
+              "pde_released.png")]
+    for key, compute, draw, name in steps:
+        parts[key] = compute()
+        save(draw(), name)
+        table()
     written.append(path)
     return written
 
