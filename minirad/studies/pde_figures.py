@@ -392,17 +392,25 @@ def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
             return styles["+"]
         return next(v for key, v in styles.items() if method.startswith(key))
 
+    placed = {"left": [], "right": []}
+
+    def label(ax, side, number, x, y, color, log_y):
+        """A short number beside the marker; below it when an earlier point sits on top
+        (the legend says which method each number is)."""
+        near = [(u, v) for u, v in placed[side] if abs(math.log10(x / u)) < 0.15
+                and (abs(math.log10(y / v)) < 0.08 if log_y else abs(y - v) < 0.25)]
+        placed[side].append((x, y))
+        ax.annotate(str(number), (x, y), xytext=(7, -14 if near else 5),
+                    textcoords="offset points", fontsize=8, fontweight="bold", color=color)
+
     for number, r in enumerate(rows, start=1):
         marker, color = style(r["method"])
-        # a short number beside each marker; the legend below says which method it is
-        place = {"xytext": (7, 5), "textcoords": "offset points", "fontsize": 8,
-                 "fontweight": "bold", "color": color}
         left.plot(r["held_bytes"], r["recompute"], marker, color=color, ms=9,
                   label=f"{number}: {r['method']}")
-        left.annotate(str(number), (r["held_bytes"], r["recompute"]), **place)
+        label(left, "left", number, r["held_bytes"], r["recompute"], color, False)
         if r["noise"] > 0:
             right.plot(r["held_bytes"], r["noise"], marker, color=color, ms=9)
-            right.annotate(str(number), (r["held_bytes"], r["noise"]), **place)
+            label(right, "right", number, r["held_bytes"], r["noise"], color, True)
     left.margins(x=0.15, y=0.12)
     right.margins(x=0.15, y=0.2)
     fig.legend(loc="outside lower center", ncols=3, fontsize=8)
