@@ -1,8 +1,11 @@
 """The fast path of :mod:`minirad.studies.pde`: one time loop for a batch of parameter
 vectors, each with its own estimator (exact, or RAD at its own fraction).
 
-The reference is the chain of :func:`minirad.studies.pde.chain` reversed by
-:mod:`minirad.checkpointing`; this engine computes the same numbers (tested
+The references are the simulation as a vector LCG
+(:func:`minirad.studies.pde_graph.pde_graph`, reversed by
+:func:`minirad.blocks.gradient`) and the chain of
+:func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpointing`
+(tested equal to each other); this engine computes the same numbers (tested
 equal to 1e-10 in relative norm; the sums run in another order) with fewer
 numpy calls per step: states live in zero-padded (B, side+2, side+2) buffers
 so the stencil is a few slice additions, every member of the batch steps
