@@ -613,8 +613,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", choices=["pde"], help="pde: reaction-diffusion control (Sec. 5)")
     p.add_argument("--quick", action="store_true", help="small sizes (under two minutes)")
     p.add_argument("-o", "--output", default="minirad-study", help="folder for the results")
-    p.add_argument("--steps", type=int, help="pde: time steps (default 40961, the paper's)")
-    p.add_argument("--iterations", type=int, help="pde: Adam iterations (default 800)")
+    p.add_argument("--steps", type=int, help="pde: time steps; the paper's 40961 if not given")
+    p.add_argument("--iterations", type=int,
+                   help="pde: Adam iterations; the paper's 800 if not given")
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions"],
