@@ -1,0 +1,1 @@
+"""Case studies of randomized AD: applications built on minirad, never imported by its core."""
