@@ -207,6 +207,21 @@ def cmd_figures(args) -> None:
     print(f"{len(written)} files written to {args.output}")
 
 
+# case studies (minirad/studies/), imported only when asked for: the core never needs them
+STUDIES = {"nn": "minirad.studies.nn"}
+
+
+def cmd_study(args) -> None:
+    module = importlib.import_module(STUDIES[args.name])
+    folder = args.output or f"minirad-study-{args.name}"
+    try:
+        result = module.run_study(folder, quick=args.quick)
+    except ModuleNotFoundError as error:  # an optional extra (mlxtend) is missing
+        raise UsageError(str(error)) from None
+    for path in result["paths"].values():
+        print(f"wrote {path}")
+
+
 def cmd_lab(args) -> None:
     from .labs.notebook import write_notebooks
 
@@ -329,6 +344,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("figures", **formatted, help="regenerate every picture in figures/")
     p.add_argument("-o", "--output", default="figures", help="folder (default figures)")
     p.set_defaults(run=cmd_figures)
+
+    p = sub.add_parser("study", **formatted,
+                       help="run a case study of the RAD paper and write its figures and table")
+    p.add_argument("name", choices=sorted(STUDIES),
+                   help="nn: neural networks on MNIST (paper Sec. 4)")
+    p.add_argument("--quick", action="store_true", help="a small run (under two minutes)")
+    p.add_argument("-o", "--output", help="folder for the results (default minirad-study-NAME)")
+    p.set_defaults(run=cmd_study)
 
     p = sub.add_parser("lab", **formatted, help="write the labs as Jupyter notebooks")
     p.add_argument("form", choices=["handout", "solutions"],
