@@ -8,12 +8,13 @@ from minirad.studies import nn
 
 def tiny():
     return nn.StudyConfig(iterations=6, decay_every=3, seeds=(0,), evaluations=2,
-                          noise_draws=1, pilot_iterations=2)
+                          noise_draws=1, pilot_iterations=2, conv_channels=(2, 2, 2, 2),
+                          conv_draws=1, conv_pilot_iterations=1)
 
 
 def test_study_writes_figures_and_table(tmp_path):
     result = nn.run_study(str(tmp_path), config=tiny(), progress=False)
-    for key in ("training", "noise"):
+    for key in ("training", "noise_mlp", "noise_convnet"):
         with open(result["paths"][key], "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     text = open(result["paths"]["table"]).read()
