@@ -68,8 +68,8 @@ def _adjoint_matrix(g: LCG):
 
 def _fresh(g: LCG) -> LCG:
     """The same graph with nothing cached, for cold timings."""
-    return LCG._trusted(g.names, g.sources, g.targets, g.partials, g.inputs, g.outputs,
-                        g.values, g.ops)
+    return LCG.from_trusted_arrays(g.names, g.sources, g.targets, g.partials, g.inputs,
+                                   g.outputs, g.values, g.ops)
 
 
 def _methods(g: LCG, y: int):
@@ -137,7 +137,8 @@ def run(quick: bool = False) -> list[dict]:
                 np.testing.assert_allclose(fn(), reference, rtol=1e-8, atol=1e-10,
                                            err_msg=name)
             timed = _time(methods, repeats, skip_slow_after=3.0)
-            levels = g._cache["sweeps.levels"][1]
+            known = g.memos.get("graph.levels")  # counted when "auto" chose wavefronts
+            levels = int(known.max()) + 1 if known is not None and len(known) else None
             shape = (f"{g.n_vertices} vertices, "
                      + (f"{levels} levels" if levels else "too deep for wavefronts"))
             for name, (median, fastest, count) in timed.items():

@@ -17,29 +17,27 @@ array([[5.5  , 1.716]])
 from . import (
     elimination,
     examples,
+    experiments,
     injection,
+    labels,
+    layered,
     ops,
     paths,
     plots,
     sampling,
     sweeps,
 )
+from .accumulation import Accumulation
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
 from .jacobian import accumulate, jacobian
 from .paths import bauer, count_paths, path_jacobian, path_product
 from .render import draw_matplotlib, render, render_elimination, save
-from .sampling import (
-    Comparison,
-    PathSample,
-    compare,
-    path_sampling_variance,
-    sample_paths,
-    sampled_jacobians,
-)
-from .sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
+from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
+from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .trace import Var, detach, trace
 
 __all__ = [
@@ -52,7 +50,7 @@ __all__ = [
     # randomized AD
     "sample_paths", "PathSample", "sampled_jacobians", "compare", "Comparison",
     "path_sampling_variance", "inject", "injected_products", "injection_variance",
-    "sampling", "injection", "sweeps",
+    "sampling", "injection", "sweeps", "experiments", "labels", "layered",
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
 ]

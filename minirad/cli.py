@@ -12,7 +12,9 @@ import importlib.util
 import os
 import sys
 
+from .elimination import STRATEGIES
 from .graph import LCG
+from .jacobian import METHODS
 from .trace import trace
 
 
@@ -115,15 +117,14 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
 
 
 def _parse_order(text: str | None):
-    if text is None or text in ("forward", "reverse", "markowitz", "optimal"):
+    if text is None or text in STRATEGIES:
         return text
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
 def _print_accumulation(g: LCG, result) -> None:
     print(_format_jacobian(g, result.jacobian))
-    order = getattr(result, "order", None)
-    shown = f", order {' '.join(order)}" if order else ""
+    shown = f", order {' '.join(result.order)}" if result.order else ""
     print(f"{result.method}: {result.multiplications} multiplications, "
           f"{result.additions} additions{shown}")
 
@@ -160,8 +161,9 @@ def cmd_render(args) -> None:
     g = _load_graph(args.file)
     sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
     highlighted = _path_highlight(g, args.paths) if args.paths else None
-    drawing = render(g, sample=sample, paths=highlighted, show_ops=args.ops,
-                     show_values=args.values, max_vertices=args.max_vertices)
+    highlights = [h for h in (sample, highlighted) if h is not None]
+    drawing = render(g, *highlights, show_ops=args.ops, show_values=args.values,
+                     max_vertices=args.max_vertices)
     print(f"wrote {save(drawing, args.output)}")
     if sample is not None:
         print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
@@ -171,7 +173,7 @@ def cmd_render(args) -> None:
 def cmd_compare(args) -> None:
     import time
 
-    from .sampling import compare
+    from .experiments import compare
 
     _check_picture_path(args.output)
     g = _load_graph(args.file)
@@ -234,10 +236,11 @@ def cmd_lab(args) -> None:
 
 def cmd_demo(args) -> None:
     from . import examples
+    from .experiments import compare
     from .jacobian import accumulate
     from .paths import count_paths, path_product, paths
     from .render import render, save
-    from .sampling import compare, sample_paths
+    from .sampling import sample_paths
 
     folder = args.output
     os.makedirs(folder, exist_ok=True)
@@ -253,12 +256,13 @@ def cmd_demo(args) -> None:
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
-    print(f"wrote {save(render(g, paths=every), os.path.join(folder, 'figure1_paths.png'))}")
+    print(f"wrote {save(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
 
     print("\n3. The exact Jacobian, every way, with its cost:\n")
-    for method, options in (("bauer", {}), ("forward", {}), ("reverse", {}),
-                            ("eliminate", {"order": "markowitz"}),
-                            ("eliminate", {"order": "optimal"})):
+    # every method; vertex elimination in its dynamic and its optimal order
+    runs = [(m, {}) for m in METHODS if m != "eliminate"]
+    runs += [("eliminate", {"order": "markowitz"}), ("eliminate", {"order": "optimal"})]
+    for method, options in runs:
         _print_accumulation(g, accumulate(g, method=method, keep_values=False, **options))
         print()
 
@@ -267,7 +271,7 @@ def cmd_demo(args) -> None:
     print(_format_jacobian(g, sample.jacobian))
     print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
           f"{g.n_vertices} vertices")
-    print(f"wrote {save(render(g, sample=sample), os.path.join(folder, 'figure1_sample.png'))}")
+    print(f"wrote {save(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
 
     n = 10_000
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
@@ -310,11 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("jacobian", **formatted,
                        help="the exact Jacobian of a saved LCG and its cost")
     p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
-    p.add_argument("--method", default="reverse",
-                   choices=["bauer", "forward", "reverse", "eliminate"],
+    p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
-    p.add_argument("--order", help="forward, reverse, markowitz, optimal, or names a,b,c "
-                                   "(with --method eliminate)")
+    p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
+                                   f"(with --method eliminate)")
     p.set_defaults(run=cmd_jacobian)
 
     p = sub.add_parser("render", **formatted,

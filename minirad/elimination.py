@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .accumulation import Accumulation
 from .graph import INTERMEDIATE, LCG, takes_lcg
 
 __all__ = [
@@ -55,7 +56,8 @@ class Step:
     ``predecessors`` are in operand order and ``successors`` in vertex
     order, both on the graph just before the step; ``fill_in`` lists the
     edges the step created and ``updated`` the existing edges whose partial
-    received an addition.
+    received an addition.  ``fill_in_labels`` and ``updated_labels`` are
+    the labels those edges carry after the step, in the same order.
     """
 
     vertex: str
@@ -65,39 +67,38 @@ class Step:
     updated: tuple[tuple[str, str], ...]
     multiplications: int
     additions: int
+    fill_in_labels: tuple = field(default=(), compare=False)  # numbers, not structure
+    updated_labels: tuple = field(default=(), compare=False)
 
 
-@dataclass(frozen=True, eq=False)
-class Elimination:
-    """The result of :func:`eliminate`.
+@dataclass(frozen=True, eq=False, repr=False)
+class Elimination(Accumulation):
+    """The result of :func:`eliminate`: an :class:`~minirad.accumulation.Accumulation`
+    with method ``"eliminate"`` and its ``order``, plus what elimination leaves.
 
     ``jacobian`` is the (n_outputs, n_inputs) Jacobian when every
-    intermediate was eliminated, else None.  ``graphs`` holds the graph
+    intermediate was eliminated, else None.  ``graph`` is the graph left at
+    the end, ``steps`` what each step did, and ``graphs`` holds the graph
     before each step followed by the final graph, or is empty unless
     ``keep_graphs=True`` was asked for.
     """
 
     jacobian: np.ndarray | None
-    graph: LCG
     multiplications: int
     additions: int
-    order: tuple[str, ...]
-    steps: tuple[Step, ...]
-    graphs: tuple[LCG, ...]
     method: str = "eliminate"
+    graph: LCG = field(default=None, kw_only=True)
+    steps: tuple[Step, ...] = field(default=(), kw_only=True)
+    graphs: tuple[LCG, ...] = field(default=(), kw_only=True)
+
+    def __repr__(self) -> str:
+        shape = None if self.jacobian is None else self.jacobian.shape
+        return (f"Elimination(order={self.order!r}, jacobian shape {shape}, "
+                f"multiplications={self.multiplications}, additions={self.additions})")
 
 
-# ------------------------------------------------------------ edge labels
-# Scalar partials today; the vector-valued LCG will carry Jacobian blocks, so
-# the chain rule's product and the path sum's addition live here only.
-def _chain(outer, inner):
-    """Label of the path p -> v -> s from ds/dv (outer) and dv/dp (inner)."""
-    return outer * inner
-
-
-def _merge(existing, extra):
-    """Label of two parallel edges."""
-    return existing + extra
+def _as_list(labels) -> list:
+    return labels.tolist() if isinstance(labels, np.ndarray) else list(labels)
 
 
 # ---------------------------------------------------------- working graph
@@ -117,7 +118,7 @@ class _Working:
         self.g = g
         self.pred: list[dict | None] = [{} for _ in range(n)]
         self.succ: list[dict | None] = [{} for _ in range(n)]
-        for u, v, d in g.edges():
+        for u, v, d in zip(g.sources.tolist(), g.targets.tolist(), _as_list(g.labels)):
             self.pred[v][u] = d
             self.succ[u][v] = None
         # vertices whose operands changed, so their op template no longer fits
@@ -128,6 +129,10 @@ class _Working:
         return len(self.pred[v]) * len(self.succ[v])
 
     def eliminate(self, v: int, record: bool) -> tuple[int, int, Step | None]:
+        """The chain rule and the path sum on labels, through the graph's algebra:
+        ``p -> v -> s`` becomes ``multiply(outer=ds/dv, inner=dv/dp)``, added to
+        an existing ``p -> s``."""
+        multiply, add = self.g.algebra.multiply, self.g.algebra.add
         preds = self.pred[v]
         succs = sorted(self.succ[v])
         below = list(preds.items())
@@ -136,9 +141,9 @@ class _Working:
             into_s = self.pred[s]
             d_sv = into_s.pop(v)
             for p, d_vp in below:
-                product = _chain(d_sv, d_vp)
+                product = multiply(d_sv, d_vp)
                 if p in into_s:
-                    into_s[p] = _merge(into_s[p], product)
+                    into_s[p] = add(into_s[p], product)
                     updated.append((p, s))
                 else:
                     into_s[p] = product
@@ -156,7 +161,9 @@ class _Working:
                         tuple(names[s] for s in succs),
                         tuple((names[p], names[s]) for p, s in fill_in),
                         tuple((names[p], names[s]) for p, s in updated),
-                        multiplications, additions)
+                        multiplications, additions,
+                        tuple(self.pred[s][p] for p, s in fill_in),
+                        tuple(self.pred[s][p] for p, s in updated))
         return multiplications, additions, step
 
     def to_lcg(self) -> LCG:
@@ -173,7 +180,7 @@ class _Working:
                 dst.append(i)
                 partials.append(d)
         ops = ["" if v in self.touched else g.ops[v] for v in alive]
-        return LCG._trusted([g.names[v] for v in alive], np.asarray(src, dtype=np.int64),
+        return LCG.from_trusted_arrays([g.names[v] for v in alive], np.asarray(src, dtype=np.int64),
                             np.asarray(dst, dtype=np.int64), np.asarray(partials, dtype=float),
                             [new[v] for v in g.inputs], [new[v] for v in g.outputs],
                             g.values[alive], ops)

@@ -14,6 +14,7 @@ import numpy as np
 from . import ops
 from ._random import as_generator as _rng
 from .graph import LCG
+from .layered import layer_names
 from .trace import trace
 
 
@@ -115,14 +116,6 @@ def random_dag(n_inputs: int = 3, n_intermediates: int = 10, n_outputs: int = 2,
 
 
 # ------------------------------------------------- Figure 2 of the RAD paper
-def _layer_names(depth: int, width: int) -> list[list[str]]:
-    """``a1 a2 ...`` for the first layer, ``b1 ...`` for the second, as in the
-    paper's Figure 2; deep graphs run out of letters and use ``h<layer>_<i>``."""
-    if depth <= 24:  # a..x, so that no layer is called y
-        return [[f"{chr(ord('a') + l)}{i + 1}" for i in range(width)] for l in range(depth)]
-    return [[f"h{l + 1}_{i + 1}" for i in range(width)] for l in range(depth)]
-
-
 def _family_partials(partials, sources, rng) -> np.ndarray:
     """Partials for the Figure 2 families, one per edge (edges listed by source)."""
     n_edges = len(sources)
@@ -160,7 +153,7 @@ def _layered(width, depth, partials, rng, connect) -> LCG:
     """One input ``theta``, ``depth`` layers of ``width`` vertices, one output ``y``;
     ``connect(i)`` lists the next-layer positions that position ``i`` feeds."""
     _check_shape(width, depth)
-    layers = _layer_names(depth, width)
+    layers = layer_names(depth, width)
     names = ["theta"] + [name for layer in layers for name in layer] + ["y"]
     first = 1  # number of the first vertex of the current layer
     sources = [0] * width
@@ -268,5 +261,5 @@ def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
              + [f"y[{j}]" for j in range(width)])
     # layer by layer is a topological numbering, and the edges are grouped by
     # target without duplicates: the invariants LCG would check, by construction
-    return LCG._trusted(names, sources, targets, partials, range(width), range(n - width, n),
-                        np.full(n, np.nan), [""] * n)
+    return LCG.from_trusted_arrays(names, sources, targets, partials, range(width),
+                                   range(n - width, n))

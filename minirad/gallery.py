@@ -38,9 +38,10 @@ from dataclasses import dataclass
 from . import examples, plots
 from ._random import as_generator
 from .graph import LCG
-from .injection import chain_graph
+from .layered import chain_graph
 from .render import (  # names: the package's ``render`` attribute is the function, not the module
     PATH_COLORS,
+    Paths,
     elimination_strip,
     render,
     render_elimination,
@@ -72,7 +73,7 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
                   rng=None) -> LCG:
     """Interleaved layers (the paper's Figure 2b) with several inputs and outputs.
 
-    The scalar graph (:func:`minirad.injection.chain_graph`) of a chain of
+    The scalar graph (:func:`minirad.layered.chain_graph`) of a chain of
     dense matrices: inputs ``x1..`` feed every vertex of the first layer
     (``a1..``), every vertex of a layer feeds every vertex of the next
     (``b1..``, ...; ``h<layer>_<i>`` past 24 layers), and the last layer
@@ -141,7 +142,7 @@ def _figure1_paths(folder: str) -> list[str]:
     routes = _path_names(g)
     J = jacobian(g)[0]
     written = [_save(render(
-        g, paths=routes,
+        g, routes,
         title=f"The {len(routes)} input-output paths of Figure 1: "
               f"dy/dx1 = {J[0]:.4g} and dy/dx2 = {J[1]:.4g} are sums of path products"),
         folder, "figure1_paths.png")]
@@ -149,8 +150,7 @@ def _figure1_paths(folder: str) -> list[str]:
         factors = [g.partial(u, v) for u, v in zip(route, route[1:])]
         product = " × ".join(f"{p:.4g}" for p in factors)
         drawing = render(  # its number and colour from figure1_paths.png
-            g, paths=[route], path_labels=[f"path {number}"],
-            colors=[PATH_COLORS[number - 1]],
+            g, Paths([route], labels=[f"path {number}"], colors=[PATH_COLORS[number - 1]]),
             title=f"Figure 1, path {number} of {len(routes)}: {' → '.join(route)}\n"
                   f"its product of partials: {product} = {path_product(g, route):.4g}")
         written.append(_save(drawing, folder, f"figure1_path{number}.png"))
@@ -169,7 +169,7 @@ def _figure1_sample(folder: str) -> list[str]:
              f"{sample.full_edges} edges, {sample.vertices_stored} of {sample.full_vertices} "
              f"vertices stored\nestimate (dy/dx1, dy/dx2) = ({estimate[0]:.4g}, "
              f"{estimate[1]:.4g}); exact = ({exact[0]:.4g}, {exact[1]:.4g})")
-    return [_save(render(g, sample=sample, title=title), folder, "figure1_sample.png")]
+    return [_save(render(g, sample, title=title), folder, "figure1_sample.png")]
 
 
 def _figure1_elimination(folder: str) -> list[str]:

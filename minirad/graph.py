@@ -31,12 +31,16 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
+from . import _engines
 from ._files import write_atomically
+from .labels import FLOATS, Algebra
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -52,7 +56,12 @@ _SORT_EDGES = 50_000
 _SMALL_SEARCH = 4_000
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """``"1 edge"``, ``"3 edges"``: a count with its noun.
+
+    >>> plural(1, "edge"), plural(3, "edge")
+    ('1 edge', '3 edges')
+    """
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
@@ -118,14 +127,32 @@ class LCG:
                   inputs, outputs)
 
     @classmethod
-    def _trusted(cls, names, sources, targets, partials, inputs, outputs, values, ops):
-        """Build without validation, for producers that guarantee the invariants
-        (topological numbering, edges grouped by target, no duplicates)."""
+    def from_trusted_arrays(cls, names, sources, targets, partials, inputs, outputs,
+                            values=None, ops=None) -> LCG:
+        """Build without validation, for producers that guarantee the invariants.
+
+        The caller promises what the constructor would otherwise check or
+        establish: names unique, vertices numbered topologically (every edge
+        from a lower to a higher number), edges grouped by target in operand
+        order, no duplicate edges, finite partials, inputs without
+        predecessors and outputs without successors.  Tracers, elimination
+        and samplers know this by construction and skip an O(edges log
+        edges) check; anything else should call :class:`LCG` itself.
+
+        >>> g = LCG.from_trusted_arrays(["x", "y"], [0], [1], [2.0], [0], [1])
+        >>> g.partial("x", "y"), g.value("x")
+        (2.0, nan)
+        """
+        n = len(names)
+        values = np.full(n, np.nan) if values is None else values
+        ops = [""] * n if ops is None else ops
         g = cls.__new__(cls)
         g._set(list(names), list(ops), np.asarray(values, dtype=np.float64),
                np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64),
                np.asarray(partials, dtype=np.float64), tuple(inputs), tuple(outputs))
         return g
+
+    _trusted = from_trusted_arrays  # the former private name
 
     def _set(self, names, ops, values, src, dst, partials, inputs, outputs):
         for array in (values, src, dst, partials):
@@ -218,6 +245,47 @@ class LCG:
         return cls(names, src, dst, partials, input_ids, output_ids,
                    values=_per_vertex(values, names, "values", math.nan, float),
                    ops=_per_vertex(ops, names, "ops", "", str))
+
+    # ------------------------------------------------------------------ memo
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A value derived from this graph, computed by ``compute()`` on first
+        use and kept: the graph is immutable, so it never goes stale.
+
+        Modules name their keys ``"<module>.<what>"`` so they cannot collide.
+        Whatever is stored is shared by every caller, so store arrays
+        read-only (or never modify them).
+
+        >>> g = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=["y"])
+        >>> calls = []
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges)
+        2
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges), len(calls)
+        (2, 1)
+        >>> "doc.twice" in g.memos
+        True
+        """
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = compute()
+            return value
+
+    @property
+    def memos(self) -> Mapping[str, Any]:
+        """A read-only view of what :meth:`memo` holds (for inspection and tests)."""
+        return MappingProxyType(self._cache)
+
+    # ------------------------------------------------------- edge labels
+    @property
+    def labels(self) -> np.ndarray:
+        """The edge labels the recurrences of :mod:`minirad.labels` read: here
+        the partials, one float per edge."""
+        return self.partials
+
+    @property
+    def algebra(self) -> Algebra:
+        """How to multiply and add this graph's labels: :data:`~minirad.labels.FLOATS`."""
+        return FLOATS
 
     # ---------------------------------------------------------------- queries
     @property
@@ -373,8 +441,8 @@ class LCG:
         n_in, n_out = len(self.inputs), len(self.outputs)
         n_mid = self.n_vertices - n_in - n_out
         return (f"LCG({self.n_vertices} {'vertex' if self.n_vertices == 1 else 'vertices'}: "
-                f"{_plural(n_in, 'input')}, {_plural(n_mid, 'intermediate')}, "
-                f"{_plural(n_out, 'output')}; {_plural(self.n_edges, 'edge')})")
+                f"{plural(n_in, 'input')}, {plural(n_mid, 'intermediate')}, "
+                f"{plural(n_out, 'output')}; {plural(self.n_edges, 'edge')})")
 
     def wengert(self) -> str:
         """The Wengert list: one line per vertex, in topological order.
@@ -398,7 +466,7 @@ class LCG:
             if self.kind(v) == INPUT:
                 expr, derivatives, note = self.names[v], "", ""
             else:
-                expr = _fill(self.ops[v], preds)
+                expr = fill_template(self.ops[v], preds)
                 derivatives = ", ".join(
                     f"d{register[v]}/d{p} = {d!r}"
                     for p, d in zip(preds, partials[ptr[v]:ptr[v + 1]]))
@@ -577,16 +645,17 @@ def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
     n = g.n_vertices
     starts = [int(v) for v in starts]
     if g.n_edges <= _SMALL_SEARCH:
-        key = "reach.lists." + ("forward" if forward else "reverse")
-        if key not in g._cache:
+        def adjacency_lists():
             if forward:
                 order, ptr = g.out_edges_csr
                 ends = g.targets[order].tolist()
             else:
                 ptr, ends = g.in_edges_ptr, g.sources.tolist()
             bounds = ptr.tolist()
-            g._cache[key] = [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
-        adjacency = g._cache[key]
+            return [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
+
+        adjacency = g.memo("reach.lists." + ("forward" if forward else "reverse"),
+                           adjacency_lists)
         seen = [False] * n
         stack = []
         for s in starts:
@@ -610,6 +679,20 @@ def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
     mask = np.zeros(n + 1, dtype=bool)
     mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
     return mask[:n]
+
+
+def levels(g: LCG) -> np.ndarray:
+    """Topological level of every vertex: the number of edges on the longest
+    path into it from a vertex without predecessors (read-only, memoized).
+
+    The sweeps' wavefronts and the rows of a picture are these levels.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
+    ...                    inputs=["x"], outputs=["y"])
+    >>> levels(g).tolist()
+    [0, 1, 2]
+    """
+    return _engines.levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation
@@ -734,9 +817,13 @@ def _renumber(order, names, src, dst, values, ops, inputs, outputs):
             tuple(int(new[v]) for v in outputs))
 
 
-def _fill(template: str, operands: list[str]) -> str:
+def fill_template(template: str, operands: list[str]) -> str:
     """Substitute operand names for ``{0}``, ``{1}``...; a template that does
-    not fit the operands (hand-built or transformed graphs) reads ``f(...)``."""
+    not fit the operands (hand-built or transformed graphs) reads ``f(...)``.
+
+    >>> fill_template("sin({0}) * {1}", ["x", "y"]), fill_template("{0} + {1}", ["x"])
+    ('sin(x) * y', '{0} + {1}(x)')
+    """
     if template:
         needed = [int(i) for i in _PLACEHOLDER.findall(template)]
         if all(i < len(operands) for i in needed) and set(needed) >= set(range(len(operands))):

@@ -63,14 +63,13 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
+from ._arguments import number_of_estimates
 from ._random import as_generator as _rng
-from .examples import _layer_names
-from .graph import LCG
-from .sampling import _check_n
+from .layered import chain_graph, chain_sizes, check_chain, check_positions, check_projections
 
 __all__ = [
     "KINDS", "apply_projections", "chain_graph", "chain_product", "inject",
@@ -82,32 +81,9 @@ KINDS = ("sample", "rademacher")
 
 
 # ------------------------------------------------------------ arguments
-def _check_chain(chain) -> list[np.ndarray]:
-    if isinstance(chain, np.ndarray) or not isinstance(chain, Sequence) or len(chain) == 0:
-        raise TypeError("chain must be a nonempty list of 2-D arrays [J1, J2, ..., JL] whose "
-                        "product JL ... J1 is the Jacobian")
-    matrices = []
-    for l, factor in enumerate(chain, start=1):
-        m = np.asarray(factor, dtype=np.float64)
-        if m.ndim != 2 or 0 in m.shape:
-            raise ValueError(f"chain factor J{l} has shape {m.shape}; each factor must be a "
-                             f"nonempty 2-D matrix")
-        if not np.all(np.isfinite(m)):
-            raise ValueError(f"chain factor J{l} has non-finite entries; partials must be finite")
-        if matrices and m.shape[1] != matrices[-1].shape[0]:
-            raise ValueError(f"J{l} has {m.shape[1]} columns but J{l - 1} has "
-                             f"{matrices[-1].shape[0]} rows; J{l} @ J{l - 1} must be defined")
-        matrices.append(m)
-    return matrices
-
-
-def _sizes(chain: list[np.ndarray]) -> list[int]:
-    """The vector dimension at each position 0..L."""
-    return [chain[0].shape[1]] + [m.shape[0] for m in chain]
-
-
-def _draws(d: int, k) -> int:
-    """``k`` as an int >= 1, or a fraction in (0, 1] of ``d``."""
+def _per_vector(d: int, k) -> int:
+    """``k``, the components a projection keeps of a ``d``-vector (or the
+    dimension it projects onto): an int >= 1, or a fraction in (0, 1] of ``d``."""
     if isinstance(k, (bool, np.bool_)):
         raise TypeError("k must be an int >= 1 or a float fraction in (0, 1], not a bool")
     if isinstance(k, (int, np.integer)):
@@ -127,25 +103,6 @@ def _check_d(d) -> int:
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d (the dimension) must be an int >= 1, got {d!r}")
     return int(d)
-
-
-def _positions(where, n_factors: int) -> list[int]:
-    """Sorted injection positions; default: every vector strictly inside the chain."""
-    if where is None:
-        return list(range(1, n_factors))
-    if not isinstance(where, Iterable) or isinstance(where, (str, bytes)):
-        raise TypeError(f"where must be an iterable of positions 0..{n_factors}, not "
-                        f"{type(where).__name__}")
-    positions = []
-    for l in where:
-        if isinstance(l, (bool, np.bool_)) or not isinstance(l, (int, np.integer)) or not (
-                0 <= l <= n_factors):
-            raise ValueError(f"injection position {l!r} is not valid: positions are the ints "
-                             f"0 (input) .. {n_factors} (output)")
-        if l in positions:
-            raise ValueError(f"injection position {l} is listed twice")
-        positions.append(int(l))
-    return sorted(positions)
 
 
 def _check_kind(kind: str) -> str:
@@ -168,7 +125,7 @@ def sampling_projection(d: int, k=1, rng=None) -> np.ndarray:
            [0., 0., 0., 2.]])
     """
     d = _check_d(d)
-    k = _draws(d, k)
+    k = _per_vector(d, k)
     rng = _rng(rng)
     diagonal = np.bincount(rng.integers(d, size=k), minlength=d) * (d / k)
     return np.diag(diagonal)
@@ -182,7 +139,7 @@ def rademacher_projection(d: int, k=1, rng=None) -> np.ndarray:
     ((3, 3), True, 3.0)
     """
     d = _check_d(d)
-    k = _draws(d, k)
+    k = _per_vector(d, k)
     rng = _rng(rng)
     r = (2.0 * rng.integers(2, size=(d, k)) - 1.0) / math.sqrt(k)
     return r @ r.T
@@ -211,9 +168,9 @@ def apply_projections(chain, projections: Mapping) -> np.ndarray:
     >>> apply_projections(chain, {1: np.diag([2.0, 0.0])}).tolist()  # path via component 1
     [[6.0]]
     """
-    chain = _check_chain(chain)
-    sizes = _sizes(chain)
-    checked = _check_projections(projections, sizes)
+    chain = check_chain(chain)
+    sizes = chain_sizes(chain)
+    checked = check_projections(projections, sizes)
     x = checked.get(0, np.eye(sizes[0]))
     for l, factor in enumerate(chain, start=1):
         x = factor @ x
@@ -222,47 +179,32 @@ def apply_projections(chain, projections: Mapping) -> np.ndarray:
     return x
 
 
-def _check_projections(projections, sizes: list[int]) -> dict[int, np.ndarray]:
-    """Projections by position, each a square matrix of the vector size there."""
-    if not isinstance(projections, Mapping):
-        raise TypeError(f"projections must map positions to matrices, not "
-                        f"{type(projections).__name__}")
-    checked = {}
-    for l in _positions(projections.keys(), len(sizes) - 1):
-        p = np.asarray(projections[l], dtype=np.float64)
-        if p.shape != (sizes[l], sizes[l]):
-            raise ValueError(f"the matrix at position {l} has shape {p.shape}; the vector "
-                             f"there has {sizes[l]} components, so it must be "
-                             f"{sizes[l]} x {sizes[l]}")
-        checked[l] = p
-    return checked
-
-
 def _setup(chain, k, kind: str, where):
-    """The checked chain, the kind, the vector size at every position and the
-    number of draws at each injected position."""
-    chain = _check_chain(chain)
+    """The checked chain, the kind, the vector size at every position and, at
+    each injected position, the components its projection keeps (``k`` resolved)."""
+    chain = check_chain(chain)
     kind = _check_kind(kind)
-    sizes = _sizes(chain)
-    draws = {l: _draws(sizes[l], k) for l in _positions(where, len(chain))}
-    return chain, kind, sizes, draws
+    sizes = chain_sizes(chain)
+    per_vector = {l: _per_vector(sizes[l], k) for l in check_positions(where, len(chain))}
+    return chain, kind, sizes, per_vector
 
 
 def inject(chain, k=1, kind: str = "sample", rng=None, where=None) -> np.ndarray:
     """One estimate of the chain's Jacobian with a random ``P`` at each position in ``where``.
 
     ``where`` lists positions ``0..L`` (default: every vector strictly
-    inside the chain, ``1..L-1``); ``k`` is an int or a fraction of each
-    vector's dimension; ``kind`` is ``"sample"`` or ``"rademacher"``.
+    inside the chain, ``1..L-1``); ``k`` is the number of components kept
+    per injected vector (the dimension of a Rademacher projection), an int
+    or a fraction of each vector's dimension; ``kind`` is ``"sample"`` or ``"rademacher"``.
 
     >>> chain = [np.ones((3, 1)), np.ones((1, 3))]
     >>> inject(chain, k=1, rng=0).tolist()  # equal paths: sampling is exact here
     [[3.0]]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
     rng = _rng(rng)
     return apply_projections(chain, {l: _draw(kind, sizes[l], kk, rng)
-                                     for l, kk in draws.items()})
+                                     for l, kk in per_vector.items()})
 
 
 def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
@@ -273,12 +215,12 @@ def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
     >>> sorted(set(injected_products(chain, k=1, n=50, rng=0).ravel().tolist()))
     [2.0, 6.0]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
-    n = _check_n(n)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
+    n = number_of_estimates(n)
     rng = _rng(rng)
 
     def project(x, l):
-        d, kk = sizes[l], draws[l]
+        d, kk = sizes[l], per_vector[l]
         if kind == "sample":
             counts = rng.multinomial(kk, np.full(d, 1.0 / d), size=n)
             return x * (counts * (d / kk))[:, :, None]
@@ -286,11 +228,11 @@ def injected_products(chain, k=1, n: int = 1000, kind: str = "sample", rng=None,
         return r @ (r.transpose(0, 2, 1) @ x)
 
     x = np.broadcast_to(np.eye(sizes[0]), (n, sizes[0], sizes[0]))
-    if 0 in draws:
+    if 0 in per_vector:
         x = project(x, 0)
     for l, factor in enumerate(chain, start=1):
         x = factor @ x
-        if l in draws:
+        if l in per_vector:
             x = project(x, l)
     return np.ascontiguousarray(x)
 
@@ -316,10 +258,10 @@ def injection_variance(chain, k=1, kind: str = "sample", where=None) -> np.ndarr
     >>> injection_variance([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])], k=1).tolist()
     [[4.0]]
     """
-    chain, kind, sizes, draws = _setup(chain, k, kind, where)
+    chain, kind, sizes, per_vector = _setup(chain, k, kind, where)
 
     def extra(a, l):  # D(A) for a stack of symmetric matrices a (p, d, d)
-        d, kk = sizes[l], draws[l]
+        d, kk = sizes[l], per_vector[l]
         diag = np.einsum("cii->ci", a)
         if kind == "sample":
             out = -a
@@ -337,57 +279,7 @@ def injection_variance(chain, k=1, kind: str = "sample", where=None) -> np.ndarr
             factor = chain[l - 1]
             mean = factor @ mean
             cov = factor @ cov @ factor.T
-        if l in draws:
+        if l in per_vector:
             cov = cov + extra(cov + mean @ mean.transpose(0, 2, 1), l)
     variance = np.einsum("cii->ic", cov)
     return np.maximum(variance, 0.0)  # clears rounding below zero
-
-
-# ------------------------------------------------------- the scalar graph
-def chain_graph(chain, projections: Mapping | None = None) -> LCG:
-    """The scalar LCG of a chain: a vertex per component, an edge per matrix entry.
-
-    Inputs are ``theta`` (or ``x1..xp``), the vectors inside the chain are
-    lettered by position as in :func:`minirad.examples.interleaved`, and
-    outputs are ``y`` (or ``y1..ym``).  Every entry becomes an edge, zeros
-    included, so out-degrees are the vector sizes.
-
-    With ``projections`` (diagonal sampling matrices by position, as from
-    :func:`sampling_projection`), every edge into component ``i`` at
-    position ``l`` (out of input ``i`` at position 0) is multiplied by
-    ``P[i, i]`` and dropped where that is zero: the graph whose Jacobian is
-    the injected estimate, showing that injection samples vertices.
-
-    >>> from minirad import examples
-    >>> chain = [np.ones((3, 1)), np.ones((3, 3)), np.ones((3, 3)), np.ones((1, 3))]
-    >>> chain_graph(chain).same_as(examples.interleaved(3, 3))
-    True
-    >>> chain_graph([np.ones((2, 1)), np.ones((1, 2))], {1: np.diag([2.0, 0.0])}).n_edges
-    3
-    """
-    chain = _check_chain(chain)
-    sizes = _sizes(chain)
-    scale = [np.ones(d) for d in sizes]
-    for l, p in _check_projections({} if projections is None else projections, sizes).items():
-        if np.any(p != np.diag(np.diag(p))):
-            raise ValueError(f"the projection at position {l} must be a diagonal matrix (a "
-                             f"sampling projection: only those keep or drop whole vertices)")
-        scale[l] = np.diag(p).copy()
-    inner = _layer_names(len(chain) - 1, max(sizes)) if len(chain) > 1 else []
-    names = [["theta"] if sizes[0] == 1 else [f"x{i + 1}" for i in range(sizes[0])]]
-    names += [layer[:d] for layer, d in zip(inner, sizes[1:-1])]
-    names += [["y"] if sizes[-1] == 1 else [f"y{i + 1}" for i in range(sizes[-1])]]
-    first = np.cumsum([0] + sizes)
-    sources, targets, partials = [], [], []
-    for l, factor in enumerate(chain, start=1):
-        into, out_of = np.meshgrid(np.arange(sizes[l]), np.arange(sizes[l - 1]), indexing="ij")
-        column_scale = scale[0] if l == 1 else np.ones(sizes[l - 1])  # inputs: out-edges
-        weight = factor * scale[l][:, None] * column_scale[None, :]
-        kept = (scale[l][:, None] != 0) & (column_scale[None, :] != 0)
-        sources.append((first[l - 1] + out_of)[kept])
-        targets.append((first[l] + into)[kept])
-        partials.append(weight[kept])
-    flat = [name for layer in names for name in layer]
-    return LCG(flat, np.concatenate(sources), np.concatenate(targets),
-               np.concatenate(partials), inputs=range(sizes[0]),
-               outputs=range(first[-2], first[-1]))

@@ -49,10 +49,11 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
                keep_values: bool = True):
     """The Jacobian with its operation counts.
 
-    Returns an :class:`~minirad.sweeps.Accumulation` (methods ``"bauer"``,
-    ``"forward"``, ``"reverse"``) or an :class:`~minirad.elimination.Elimination`
-    (``"eliminate"``); both carry ``jacobian``, ``multiplications``,
-    ``additions`` and ``method``.  ``order`` (default ``"markowitz"``)
+    Returns an :class:`~minirad.accumulation.Accumulation`: ``jacobian``,
+    ``method``, ``order`` (the elimination order, None for the other
+    methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
+    is an :class:`~minirad.elimination.Elimination`, which also keeps the
+    final graph and the steps.  ``order`` (default ``"markowitz"``)
     applies only to elimination and ``max_paths`` (default 1,000,000) only
     to Bauer's formula; passing either with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless

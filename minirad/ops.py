@@ -137,14 +137,14 @@ def evaluate(op: Op, args: tuple, wrt=None) -> tuple[float, tuple[float, ...]]:
     return out, tuple(partials)
 
 
-def _apply(op: Op, *args):
+def apply(op: Op, *args):
     """Apply ``op`` to traced scalars, plain numbers or numpy arrays."""
     for x in args:
         record = getattr(x, "_record", None)
         if record is not None:
             return record(op, args)
     if any(isinstance(x, np.ndarray) for x in args):
-        result = np.frompyfunc(lambda *xs: _apply(op, *xs), op.arity, 1)(*args)
+        result = np.frompyfunc(lambda *xs: apply(op, *xs), op.arity, 1)(*args)
         # plain numbers in, plain float array out; traced scalars stay an object array
         if all(type(r) is float for r in np.ravel(result)):
             return np.asarray(result, dtype=float)
@@ -157,52 +157,52 @@ def _apply(op: Op, *args):
 
 
 def sin(x):
-    return _apply(OPS["sin"], x)
+    return apply(OPS["sin"], x)
 
 
 def cos(x):
-    return _apply(OPS["cos"], x)
+    return apply(OPS["cos"], x)
 
 
 def tan(x):
-    return _apply(OPS["tan"], x)
+    return apply(OPS["tan"], x)
 
 
 def exp(x):
-    return _apply(OPS["exp"], x)
+    return apply(OPS["exp"], x)
 
 
 def log(x):
-    return _apply(OPS["log"], x)
+    return apply(OPS["log"], x)
 
 
 def log1p(x):
-    return _apply(OPS["log1p"], x)
+    return apply(OPS["log1p"], x)
 
 
 def sqrt(x):
-    return _apply(OPS["sqrt"], x)
+    return apply(OPS["sqrt"], x)
 
 
 def tanh(x):
-    return _apply(OPS["tanh"], x)
+    return apply(OPS["tanh"], x)
 
 
 def sigmoid(x):
-    return _apply(OPS["sigmoid"], x)
+    return apply(OPS["sigmoid"], x)
 
 
 def relu(x):
-    return _apply(OPS["relu"], x)
+    return apply(OPS["relu"], x)
 
 
 def arctan(x):
-    return _apply(OPS["arctan"], x)
+    return apply(OPS["arctan"], x)
 
 
 def maximum(x, y):
-    return _apply(OPS["maximum"], x, y)
+    return apply(OPS["maximum"], x, y)
 
 
 def minimum(x, y):
-    return _apply(OPS["minimum"], x, y)
+    return apply(OPS["minimum"], x, y)

@@ -5,11 +5,21 @@ from input ``i`` to output ``j``, of the product of the partials along that
 path (eq. 1 of the RAD paper).  This module counts those paths exactly,
 lists them lazily, multiplies along them and sums them.
 
-Counting never enumerates: the number of paths from ``s`` to ``v`` is the
-sum of the numbers of paths from ``s`` to the predecessors of ``v``, one
-pass in topological order with Python integers, which do not overflow.  So
-a graph with 10^30 paths is counted in a blink, while summing over its
+Counting never enumerates: it is the forward sweep of
+:mod:`minirad.labels` over :data:`~minirad.labels.COUNTS`, every edge
+labelled 1, so the number of paths from ``s`` to ``v`` is the sum of the
+numbers of paths from ``s`` to the predecessors of ``v``, one pass in
+topological order with Python integers, which do not overflow::
+
+    forward(g, {s: 1}, algebra=COUNTS, labels=[1] * g.n_edges).values[v]
+
+So a graph with 10^30 paths is counted in a blink, while summing over its
 paths would outlast the universe; :func:`path_jacobian` refuses such graphs.
+Bauer's sum itself is :func:`minirad.labels.path_sum`: the chain rule
+along each path (:func:`minirad.labels.path_label`), added up.  The
+functions here run the same recurrences with the fast engines of
+:mod:`minirad._engines` (one pass for all seeds at once, prefix products
+shared between paths), tested equal to them.
 
 >>> from minirad import examples
 >>> g = examples.figure1()
@@ -25,46 +35,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from numbers import Integral
-from operator import add
 
 import numpy as np
 
+from . import _engines
+from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
-from .sweeps import Accumulation
+from .labels import COUNTS, forward, path_label, reverse
 
 DEFAULT_MAX_PATHS = 1_000_000
-
-
-# ------------------------------------------------------------------ counting
-def _path_counts(g: LCG, ends: Sequence[int], forward: bool) -> list[list[int]]:
-    """``counts[v][c]``: paths from ``ends[c]`` to ``v`` (forward) or from ``v``
-    to ``ends[c]`` (backward), one pass over the edges with Python ints."""
-    k = len(ends)
-    counts = [[0] * k for _ in range(g.n_vertices)]
-    for c, v in enumerate(ends):
-        counts[v][c] = 1
-    src, dst = g.sources.tolist(), g.targets.tolist()
-    # edges are grouped by target in topological order, so one pass in order
-    # (or in reverse order) sees every vertex's count complete before using it
-    pairs = zip(src, dst) if forward else zip(reversed(dst), reversed(src))
-    for near, far in pairs:
-        row = counts[near]
-        if any(row):
-            counts[far] = list(map(add, counts[far], row))
-    return counts
-
-
-def _total_counts(g: LCG, ends: Sequence[int], forward: bool) -> list[int]:
-    """Paths from any of ``ends`` to each vertex (forward), or from each vertex
-    to any of ``ends`` (backward): one column, so plain ints suffice."""
-    counts = [0] * g.n_vertices
-    for v in ends:
-        counts[v] = 1
-    src, dst = g.sources.tolist(), g.targets.tolist()
-    pairs = zip(src, dst) if forward else zip(reversed(dst), reversed(src))
-    for near, far in pairs:
-        counts[far] += counts[near]
-    return counts
 
 
 @takes_lcg
@@ -73,8 +52,9 @@ def count_paths(g: LCG) -> np.ndarray:
 
     Returns an object array of Python ints with shape ``(n_outputs,
     n_inputs)``, rows and columns in ``g.outputs`` / ``g.inputs`` order.
-    The dynamic programme carries one count per input (or per output,
-    whichever side is smaller) through the graph once.
+    Column ``i`` is the forward sweep over counts seeded at input ``i``
+    (:func:`count_paths_reference`); the engine carries one count per input
+    (or per output, whichever side is smaller) through the graph in one pass.
 
     >>> from minirad import examples
     >>> count_paths(examples.lecture())
@@ -90,13 +70,36 @@ def count_paths(g: LCG) -> np.ndarray:
     if m == 0 or n == 0:
         return result
     if n <= m:
-        counts = _path_counts(g, g.inputs, forward=True)
+        counts = _engines.path_counts(g, g.inputs, forward=True)
         for r, y in enumerate(g.outputs):
             result[r, :] = counts[y]
     else:
-        counts = _path_counts(g, g.outputs, forward=False)
+        counts = _engines.path_counts(g, g.outputs, forward=False)
         for c, x in enumerate(g.inputs):
             result[:, c] = counts[x]
+    return result
+
+
+def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
+    """:func:`count_paths` straight from the label recurrence: one forward
+    sweep over :data:`~minirad.labels.COUNTS` per input (or, ``backward``, one
+    reverse sweep per output), every edge labelled 1.  Slower; the oracle
+    the engine is tested against.
+
+    >>> from minirad import examples
+    >>> count_paths_reference(examples.figure1()).tolist()
+    [[2, 2]]
+    """
+    ones = [1] * g.n_edges
+    result = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
+    if not backward:
+        for c, x in enumerate(g.inputs):
+            reached = forward(g, {x: 1}, algebra=COUNTS, labels=ones).values
+            result[:, c] = [reached[y] or 0 for y in g.outputs]
+    else:
+        for r, y in enumerate(g.outputs):
+            reached = reverse(g, {y: 1}, algebra=COUNTS, labels=ones).values
+            result[r, :] = [reached[x] or 0 for x in g.inputs]
     return result
 
 
@@ -148,8 +151,8 @@ def path_costs(g: LCG) -> tuple[int, int]:
 def _path_costs(g: LCG, counts: np.ndarray) -> tuple[int, int]:
     if not g.inputs or not g.outputs:
         return 0, 0
-    into = _total_counts(g, g.inputs, forward=True)
-    out_of = _total_counts(g, g.outputs, forward=False)
+    into = _engines.total_counts(g, g.inputs, forward=True)
+    out_of = _engines.total_counts(g, g.outputs, forward=False)
     total = sum(into[y] for y in g.outputs)
     on_paths = sum(into[u] * out_of[v] for u, v in zip(g.sources.tolist(), g.targets.tolist()))
     reached = int(np.count_nonzero(counts))
@@ -157,20 +160,6 @@ def _path_costs(g: LCG, counts: np.ndarray) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------- enumeration
-def _successor_lists(g: LCG) -> tuple[list[list[int]], list[list[float]]]:
-    """Per vertex: successors in increasing order and the partials to them."""
-    if "paths.successors" not in g._cache:
-        order, ptr = g.out_edges_csr
-        tg = g.targets[order].tolist()
-        pa = g.partials[order].tolist()
-        bounds = ptr.tolist()
-        g._cache["paths.successors"] = (
-            [tg[bounds[v]:bounds[v + 1]] for v in range(g.n_vertices)],
-            [pa[bounds[v]:bounds[v + 1]] for v in range(g.n_vertices)],
-        )
-    return g._cache["paths.successors"]
-
-
 def _vertex_set(g: LCG, given, default: Sequence[int]) -> list[int]:
     if given is None:
         return list(default)
@@ -199,41 +188,8 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """
     sources = _vertex_set(g, source, g.inputs)
     targets = _vertex_set(g, target, g.outputs)
-    return (path for path, _ in _walk(g, sources, targets))
-
-
-def _walk(g: LCG, sources: list[int], targets: list[int]):
-    """Yield ``(path, product of its partials)`` for every source-to-target path,
-    depth first, never entering a vertex that cannot reach a target."""
-    succ, partial = _successor_lists(g)
-    useful = reachable(g, targets, forward=False).tolist()
-    is_target = set(targets)
-    for s in sources:
-        if not useful[s]:
-            continue
-        path, products = [s], [1.0]
-        # stack[i] is the position of the next successor of path[i] to try
-        stack = [0]
-        if s in is_target:
-            yield (s,), 1.0
-        while stack:
-            v = path[-1]
-            options = succ[v]
-            i = stack[-1]
-            while i < len(options) and not useful[options[i]]:
-                i += 1
-            if i == len(options):
-                path.pop()
-                products.pop()
-                stack.pop()
-                continue
-            stack[-1] = i + 1
-            w = options[i]
-            path.append(w)
-            products.append(products[-1] * partial[v][i])
-            stack.append(0)
-            if w in is_target:
-                yield tuple(path), products[-1]
+    useful = reachable(g, targets, forward=False)
+    return (path for path, _ in _engines.walk_products(g, sources, targets, useful))
 
 
 @takes_lcg
@@ -254,14 +210,13 @@ def path_product(g: LCG, path: Sequence) -> float:
     if len(path) == 0:
         raise ValueError("a path needs at least one vertex")
     vertices = [g.index(v) for v in path]
-    product = 1.0
     for step, (u, v) in enumerate(zip(vertices, vertices[1:]), start=1):
         try:
-            e = g.edge_index(u, v)
+            g.edge_index(u, v)
         except ValueError as error:
             raise ValueError(f"step {step} of the path is not an edge: {error}") from None
-        product *= float(g.partials[e])
-    return product
+    product = path_label(g, vertices)  # the chain rule along the path, in the graph's algebra
+    return g.algebra.one if product is None else float(product)
 
 
 # -------------------------------------------------------------- the path sum
@@ -298,8 +253,9 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
             f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
     jac = np.zeros((len(g.outputs), len(g.inputs)))
     row = {y: r for r, y in enumerate(g.outputs)}
+    useful = reachable(g, g.outputs, forward=False)
     for col, x in enumerate(g.inputs):
-        for path, product in _walk(g, [x], list(g.outputs)):
+        for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
             jac[row[path[-1]], col] += product
     multiplications, additions = _path_costs(g, counts)
     return Accumulation(jac, multiplications, additions, "bauer")

@@ -154,7 +154,7 @@ def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
                  exact_std: bool = False):
     """Exact Jacobian of ``g`` against path sampling: see :func:`jacobian_heatmaps`.
 
-    Draws ``n`` estimates with :func:`minirad.sampling.compare` (``k`` as
+    Draws ``n`` estimates with :func:`minirad.experiments.compare` (``k`` as
     there); "one sample" is the first of them and "std" is the per-entry
     standard deviation of a single estimate: estimated from the ``n``
     samples, or with ``exact_std=True`` the exact one
@@ -166,18 +166,18 @@ def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
     >>> fig.get_suptitle(), fig.axes[3].get_title()
     ('Figure 1', 'std of one sample (k=1)')
     """
-    from .sampling import compare
+    from .experiments import compare
 
     return plot_comparison(g, compare(g, k=k, n=n, rng=rng), k, title, exact_std)
 
 
 @takes_lcg
 def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool = False):
-    """:func:`plot_compare` for a :class:`~minirad.sampling.Comparison` already
+    """:func:`plot_compare` for a :class:`~minirad.experiments.Comparison` already
     computed with draws ``k`` on ``g``, so nothing is sampled twice.
 
     >>> from minirad import examples
-    >>> from minirad.sampling import compare
+    >>> from minirad.experiments import compare
     >>> g = examples.figure1()
     >>> len(plot_comparison(g, compare(g, 1, 50, rng=0), 1).axes)
     6
@@ -226,7 +226,7 @@ def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
     >>> len(fig.axes[0].get_lines())  # 2 curves, 2 expected lines, 1 legend entry
     5
     """
-    from .sampling import compare
+    from .experiments import compare
 
     ks = _check_ks(ks, "plot_convergence")
     figure = _figure(6.4, 4.4)
@@ -279,14 +279,14 @@ def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float =
     fixed ``fraction`` of out-edges at every vertex (``methods`` may add
     ``"injection"``: random matrix injection keeping that fraction of every
     layer's vertices, drawn dashed).  Computed by
-    :func:`minirad.sampling.variance_by_depth`; no sampling noise.  ``title``
+    :func:`minirad.experiments.variance_by_depth`; no sampling noise.  ``title``
     replaces the default title.
 
     >>> fig = plot_variance_vs_depth(width=3, depths=[1, 2, 3])
     >>> len(fig.axes[0].get_lines())
     2
     """
-    from .sampling import variance_by_depth
+    from .experiments import variance_by_depth
 
     depths = list(depths)
     if isinstance(methods, str):

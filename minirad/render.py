@@ -4,17 +4,23 @@
 Jupyter and :func:`save` writes it as svg, png or pdf).  The picture reads
 bottom-up like Figure 1(c): inputs at the bottom, outputs at the top, one
 row per topological level, each edge labelled with its local partial.
-Four highlights can be laid over it, alone or together:
+Results of other modules are laid over it by passing them along,
+``render(g, sample, path, step)``, each recognised by its type:
 
-* ``sample=`` a path sample: the drawn edges bold and coloured with their
-  draw count and sampled weight, the others dashed grey, skipped vertices
-  greyed out;
-* ``paths=`` one path or several, each in its own colour, like Figure 1(d);
-* ``step=`` one vertex elimination: the vertex, the fill-in edges it is
-  about to create (dashed) and the edges whose partials it changes;
-* ``kept=`` a sample of *vertices* (what random matrix injection draws):
-  each vertex's factor, the vertices it drops greyed out, and the edges
-  between kept vertices bold with their scaled weights.
+* a path sample: the drawn edges bold and coloured with their draw count
+  and sampled weight, the others dashed grey, skipped vertices greyed out;
+* a path or a list of paths (or :class:`Paths`), each in its own colour,
+  like Figure 1(d);
+* an elimination step (or :class:`Eliminating`): the vertex, the fill-in
+  edges it is about to create (dashed) and the edges whose partials it
+  changes;
+* vertex factors (a mapping or :class:`Factors`), a sample of *vertices*
+  as random matrix injection draws them: each vertex's factor, the
+  vertices it drops greyed out, and the edges between kept vertices bold
+  with their scaled weights.
+
+Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
+and a function marking up the picture.
 
 :func:`render_elimination` draws a whole vertex elimination, one picture
 per step, and :func:`elimination_strip` puts them side by side.
@@ -48,12 +54,13 @@ import graphviz
 import numpy as np
 
 from ._files import write_atomically
-from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, _fill, _plural
+from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
+from .graph import levels as topological_levels
 from .paths import path_product
 
 __all__ = [
-    "MissingDotWarning", "Drawing", "draw_matplotlib", "elimination_strip", "has_dot",
-    "render", "render_elimination", "save",
+    "HIGHLIGHTS", "Drawing", "Eliminating", "Factors", "MissingDotWarning", "Paths",
+    "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination", "save",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -169,9 +176,7 @@ def _levels(g: LCG, fixed=None) -> list[int]:
     ``fixed`` (name -> row) overrides the computed rows, so that the pictures
     of an elimination sequence keep every surviving vertex in place.
     """
-    level = [0] * g.n_vertices
-    for u, v, _ in g.edges():  # grouped by target and numbered topologically
-        level[v] = max(level[v], level[u] + 1)
+    level = topological_levels(g).tolist()  # longest path into each vertex, as in sweeps
     top = max(level, default=0)
     for y in g.outputs:
         level[y] = top
@@ -201,7 +206,7 @@ def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) 
     head, lines = name, []
     if show_ops and g.kind(v) != INPUT and g.ops[v]:
         template = _round_constants(g.ops[v], digits)  # before the names go in: names stay
-        head = f"{name} = {_fill(template, [g.names[p] for p in g.predecessors(v)])}"
+        head = f"{name} = {fill_template(template, [g.names[p] for p in g.predecessors(v)])}"
     value = float(g.values[v])
     if show_values and math.isfinite(value):
         if head == name:
@@ -229,7 +234,7 @@ def _kind_keys(g: LCG) -> list[_Key]:
 def _check_sample(g: LCG, sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     missing = [a for a in ("counts", "weights", "visited") if not hasattr(sample, a)]
     if missing:
-        raise TypeError(f"sample= must be a PathSample (from minirad.sampling.sample_paths) "
+        raise TypeError(f"a sample must be a PathSample (from minirad.sampling.sample_paths) "
                         f"with counts, weights and visited; {type(sample).__name__} lacks "
                         f"{', '.join(missing)}")
     counts = np.asarray(sample.counts).reshape(-1)
@@ -237,7 +242,7 @@ def _check_sample(g: LCG, sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     visited = np.asarray(sample.visited, dtype=bool).reshape(-1)
     if len(counts) != g.n_edges or len(weights) != g.n_edges or len(visited) != g.n_vertices \
             or not _same_structure(g, sample):
-        raise ValueError(f"sample= was drawn from a different graph ({len(counts)} edge counts, "
+        raise ValueError(f"the sample was drawn from a different graph ({len(counts)} edge counts, "
                          f"{len(visited)} vertices) than the one drawn ({g.n_edges} edges, "
                          f"{g.n_vertices} vertices); pass the graph that was sampled")
     return counts, weights, visited
@@ -281,18 +286,21 @@ def _apply_sample(scene: _Scene, sample, digits: int) -> None:
 
 
 def _as_factors(g: LCG, kept) -> dict[int, float]:
-    """``kept=`` as {vertex number: factor}, checked."""
+    """Vertex factors as {vertex number: factor}, checked."""
     if not isinstance(kept, Mapping):
-        raise TypeError(f"kept= takes a mapping {{vertex: factor}} (e.g. {{'a1': 1.5, 'a2': 0}}), "
+        raise TypeError(f"vertex factors are a mapping {{vertex: factor}} (e.g. "
+                        f"Factors({{'a1': 1.5, 'a2': 0}})), "
                         f"not {type(kept).__name__}")
     factors = {}
     for vertex, factor in kept.items():
         try:
             factor = float(factor)
         except (TypeError, ValueError):
-            raise TypeError(f"kept= maps {vertex!r} to {factor!r}; factors are numbers") from None
+            raise TypeError(f"the factors map {vertex!r} to {factor!r}; factors are "
+                            f"numbers") from None
         if not math.isfinite(factor):
-            raise ValueError(f"kept= maps {vertex!r} to {factor}; factors must be finite")
+            raise ValueError(f"the factors map {vertex!r} to {factor}; factors must be "
+                             f"finite")
         factors[g.index(vertex)] = factor
     return factors
 
@@ -335,7 +343,7 @@ def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
 def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
     """One path or many (vertex names or numbers) as tuples of vertex numbers."""
     if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
-        raise TypeError(f"paths= takes a path (a sequence of vertices) or a list of paths, "
+        raise TypeError(f"Paths takes a path (a sequence of vertices) or a list of paths, "
                         f"not {type(paths).__name__}")
     paths = list(paths)
     if paths and isinstance(paths[0], (str, int, np.integer)):
@@ -396,31 +404,40 @@ def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=Non
 
 def _as_step(g: LCG, step):
     """An elimination Step checked against ``g``, the graph *before* the step,
-    and the graph after it (whose partials are the step's new ones)."""
-    from .elimination import eliminate  # elimination never draws, so no import cycle
+    with the labels its new and updated edges carry after it."""
+    if isinstance(step, Eliminating):
+        from .elimination import eliminate  # elimination never draws, so no import cycle
 
-    if isinstance(step, (str, int, np.integer)):
-        v = g.index(step)
+        v = g.index(step.vertex)
         if g.kind(v) != INTERMEDIATE:
-            raise ValueError(f"step={g.names[v]!r} is an {g.kind(v)}; only intermediates can "
-                             f"be eliminated")
-        result = eliminate(g, [v])
-        return result.steps[0], result.graph
-    if not all(hasattr(step, a) for a in ("vertex", "fill_in", "updated")):
-        raise TypeError(f"step= takes an elimination Step (from minirad.elimination) or the "
-                        f"vertex to eliminate, not {type(step).__name__}")
-    expected, after = _as_step(g, step.vertex)
-    if set(map(tuple, step.fill_in)) != set(expected.fill_in) or \
-            set(map(tuple, step.updated)) != set(expected.updated):
-        raise ValueError(f"step= eliminates {step.vertex!r} on a different graph: its fill-in "
-                         f"and updated edges do not match this one; draw it on the graph "
-                         f"*before* the step (Elimination.graphs[i] for steps[i])")
-    return step, after
+            raise ValueError(f"Eliminating({g.names[v]!r}): {g.names[v]} is an {g.kind(v)}; "
+                             f"only intermediates can be eliminated")
+        step = eliminate(g, [v]).steps[0]
+    v = g.index(step.vertex)
+    fill_in, updated = [tuple(e) for e in step.fill_in], [tuple(e) for e in step.updated]
+    # a step eliminates its vertex on the graph before it: there its neighbours
+    # are the step's, every fill-in edge is still missing and every update present
+    if g.kind(v) != INTERMEDIATE or \
+            tuple(g.names[p] for p in g.predecessors(v)) != tuple(step.predecessors) or \
+            tuple(g.names[w] for w in g.successors(v)) != tuple(step.successors) or \
+            any(g.has_edge(p, w) for p, w in fill_in) or \
+            not all(g.has_edge(p, w) for p, w in updated):
+        raise ValueError(f"the step eliminates {step.vertex!r} on a different graph: its "
+                         f"neighbours, fill-in and updated edges do not match this one; draw "
+                         f"it on the graph *before* the step (Elimination.graphs[i] for "
+                         f"steps[i])")
+    new_fill = tuple(getattr(step, "fill_in_labels", ()))
+    new_updated = tuple(getattr(step, "updated_labels", ()))
+    if len(new_fill) != len(fill_in) or len(new_updated) != len(updated):
+        raise ValueError(f"the step eliminating {step.vertex!r} does not carry the labels of "
+                         f"its new and updated edges; pass a Step from "
+                         f"minirad.elimination.eliminate, or Eliminating({step.vertex!r})")
+    return step, dict(zip(fill_in, new_fill)), dict(zip(updated, new_updated))
 
 
 def _apply_step(scene: _Scene, step, digits: int) -> None:
     g = scene.g
-    step, after = _as_step(g, step)
+    step, new_fill, new_updated = _as_step(g, step)
     v = g.index(step.vertex)
     node = scene.nodes[v]
     node.fill, node.border, node.penwidth, node.dashed = (
@@ -430,18 +447,18 @@ def _apply_step(scene: _Scene, step, digits: int) -> None:
         if v in (edge.u, edge.v):
             edge.colors.append(STEP_EDGE_COLOR)
             edge.penwidth = max(edge.penwidth, 2.0)
-    # the new partials are read off the graph after the step: the chain rule's
-    # products and sums are minirad.elimination's to compute
+    # the new partials are the step's own: the chain rule's products and sums
+    # are minirad.elimination's to compute
     for p_name, s_name in step.updated:
         edge = scene.edges[g.edge_index(p_name, s_name)]  # scene edges follow g's edges
-        old, new = g.partial(p_name, s_name), after.partial(p_name, s_name)
+        old, new = g.partial(p_name, s_name), new_updated[p_name, s_name]
         edge.colors.append(UPDATED_COLOR)
         edge.penwidth = max(edge.penwidth, 2.4)
         edge.label = f"{_fmt(old, digits)} → {_fmt(new, digits)}"
         edge.fontcolor = UPDATED_COLOR
     for p_name, s_name in step.fill_in:
         p, s = g.index(p_name), g.index(s_name)
-        new = after.partial(p_name, s_name)
+        new = new_fill[p_name, s_name]
         scene.edges.append(_Edge(p, s, f"new {_fmt(new, digits)}", [FILL_IN_COLOR], 2.0,
                                  dashed=True, fontcolor=FILL_IN_COLOR, proposed=True))
     scene.keys += [
@@ -457,8 +474,151 @@ def _apply_step(scene: _Scene, step, digits: int) -> None:
         scene.keys.append(_Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4))
 
 
-def _scene(g, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
-           kept=None, factor_name=None, show_ops=False, show_values=False, edge_labels=True,
+# ------------------------------------------------- highlights by type
+@dataclass(frozen=True)
+class Paths:
+    """Paths to highlight, with their names in the legend and their colours.
+
+    A plain path (a sequence of vertices) or list of paths may be passed to
+    :func:`render` directly; wrap them in ``Paths`` to name or colour them:
+    one label and one colour per path (defaults ``"path 1"``, ... and
+    :data:`PATH_COLORS` in turn), so a path drawn alone can keep the number
+    and colour it has among all the paths.
+    """
+
+    paths: object
+    labels: Sequence[str] | str | None = None
+    colors: Sequence[str] | str | None = None
+
+
+@dataclass(frozen=True)
+class Factors:
+    """A sample of *vertices*, as random matrix injection draws them.
+
+    ``factors`` maps vertices to the factor that scales the edges into them
+    (0: dropped; see :func:`minirad.layered.chain_graph`); ``name`` is what
+    the pictures call a factor (e.g. ``"P_ii"`` for an injected matrix P).
+    A plain mapping passed to :func:`render` is read as ``Factors(mapping)``.
+    """
+
+    factors: Mapping
+    name: str = "factor"
+
+
+@dataclass(frozen=True)
+class Eliminating:
+    """The elimination step that removes ``vertex`` from the drawn graph."""
+
+    vertex: str | int
+
+
+def _is_sample(h) -> bool:
+    return all(hasattr(h, a) for a in ("counts", "weights", "visited"))
+
+
+def _is_step(h) -> bool:
+    return isinstance(h, Eliminating) or all(hasattr(h, a)
+                                             for a in ("vertex", "fill_in", "updated"))
+
+
+def _is_paths(h) -> bool:
+    return isinstance(h, Paths) or (isinstance(h, (Sequence, Iterator)) and not isinstance(
+        h, (str, bytes)))
+
+
+def _is_factors(h) -> bool:
+    return isinstance(h, (Factors, Mapping))
+
+
+def _draw_sample(scene: _Scene, sample, digits: int) -> None:
+    _apply_sample(scene, sample, digits)
+
+
+def _draw_factors(scene: _Scene, factors, digits: int) -> None:
+    if not isinstance(factors, Factors):
+        factors = Factors(factors)
+    _apply_kept(scene, factors.factors, str(factors.name), digits)
+
+
+def _draw_paths(scene: _Scene, paths, digits: int) -> None:
+    if not isinstance(paths, Paths):
+        paths = Paths(paths)
+    _apply_paths(scene, paths.paths, digits, paths.labels, paths.colors)
+
+
+#: The highlights render knows, in the order they are laid over the picture:
+#: (name, recognise, draw).  Adding a kind of highlight is one more entry: a
+#: test that recognises the object and a function that marks up the scene.
+HIGHLIGHTS = [
+    ("sample", _is_sample, _draw_sample),
+    ("factors", _is_factors, _draw_factors),
+    ("step", _is_step, lambda scene, step, digits: _apply_step(scene, step, digits)),
+    ("paths", _is_paths, _draw_paths),
+]
+
+
+def _kind_of(h) -> str:
+    for name, recognise, _ in HIGHLIGHTS:
+        if recognise(h):
+            return name
+    raise TypeError(f"render cannot draw a {type(h).__name__} as a highlight; pass a path "
+                    f"sample (minirad.sample_paths), an elimination Step or Eliminating(v), "
+                    f"a path or a list of paths (or Paths(...)), or vertex factors (a mapping "
+                    f"or Factors(...))")
+
+
+_OLD_KEYWORDS = ("sample", "paths", "path_labels", "colors", "step", "kept", "factor_name")
+
+
+def _from_keywords(old: dict) -> list:
+    """The highlights of the keywords render took before highlights were passed
+    by type (``sample=``, ``paths=``, ``step=``, ``kept=``...), with a warning."""
+    unknown = sorted(set(old) - set(_OLD_KEYWORDS))
+    if unknown:
+        raise TypeError(f"render got unexpected keyword argument(s) {unknown}; highlights are "
+                        f"passed by position: render(g, sample), render(g, path, step)")
+    warnings.warn("render(g, sample=..., paths=..., step=..., kept=...) is deprecated: pass "
+                  "the highlights themselves, render(g, sample, Paths(paths), step, "
+                  "Factors(kept))", DeprecationWarning, stacklevel=3)
+    highlights = []
+    if old.get("sample") is not None:
+        if not _is_sample(old["sample"]):
+            _check_sample(None, old["sample"])  # raises, saying what a sample has
+        highlights.append(old["sample"])
+    if old.get("kept") is not None:
+        highlights.append(Factors(old["kept"], "factor" if old.get("factor_name") is None
+                                  else str(old["factor_name"])))
+    elif old.get("factor_name") is not None:
+        raise ValueError("factor_name= names the factors of kept=; pass kept= too")
+    if old.get("paths") is not None:
+        highlights.append(Paths(old["paths"], old.get("path_labels"), old.get("colors")))
+    elif old.get("path_labels") is not None or old.get("colors") is not None:
+        raise ValueError("path_labels= and colors= label and colour the paths= drawn; "
+                         "pass paths= too")
+    step = old.get("step")
+    if step is not None:
+        if isinstance(step, (str, int, np.integer)) and not isinstance(step, bool):
+            step = Eliminating(step)
+        elif not _is_step(step):
+            raise TypeError(f"step= takes an elimination Step (from minirad.elimination) or "
+                            f"the vertex to eliminate, not {type(step).__name__}")
+        highlights.append(step)
+    return highlights
+
+
+def _settle(highlights) -> tuple:
+    """The highlights as a tuple (an iterator of paths is read once, here)."""
+    settled = []
+    for h in highlights:
+        if isinstance(h, Iterator):
+            h = list(h)
+        elif isinstance(h, Paths) and isinstance(h.paths, Iterator):
+            h = Paths(list(h.paths), h.labels, h.colors)
+        settled.append(h)
+    return tuple(settled)
+
+
+def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=True,
            digits=4, levels=None, title=None, legend=None,
            max_vertices=MAX_VERTICES) -> _Scene:
     if not isinstance(g, LCG):
@@ -471,23 +631,19 @@ def _scene(g, *, sample=None, paths=None, path_labels=None, colors=None, step=No
             f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
             f"anyway, or render a smaller subgraph")
     scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
-    if sample is not None and kept is not None:
-        raise ValueError("sample= (edges drawn by path sampling) and kept= (a sample of "
-                         "vertices) label the same edges; draw them in two pictures")
-    if sample is not None:
-        _apply_sample(scene, sample, digits)
-    if kept is not None:
-        _apply_kept(scene, kept, "factor" if factor_name is None else str(factor_name),
-                    digits)
-    elif factor_name is not None:
-        raise ValueError("factor_name= names the factors of kept=; pass kept= too")
-    if paths is not None:
-        _apply_paths(scene, paths, digits, path_labels, colors)
-    elif path_labels is not None or colors is not None:
-        raise ValueError("path_labels= and colors= label and colour the paths= drawn; "
-                         "pass paths= too")
-    if step is not None:
-        _apply_step(scene, step, digits)
+    by_kind = {}
+    for h in highlights:
+        kind = _kind_of(h)
+        if kind in by_kind:
+            raise ValueError(f"two {kind} highlights; draw one of each kind per picture "
+                             f"(several paths go in one list)")
+        by_kind[kind] = h
+    if "sample" in by_kind and "factors" in by_kind:
+        raise ValueError("a path sample (edges drawn by path sampling) and vertex factors (a "
+                         "sample of vertices) label the same edges; draw them in two pictures")
+    for kind, _, draw in HIGHLIGHTS:
+        if kind in by_kind:
+            draw(scene, by_kind[kind], digits)
     highlighted = bool(scene.keys)
     if legend if legend is not None else highlighted:
         scene.keys = _kind_keys(g) + scene.keys
@@ -510,6 +666,7 @@ class Drawing(graphviz.Digraph):
     """
 
     lcg: LCG | None = None
+    highlights: tuple = ()
     options: dict | None = None
 
     def save(self, path, dpi: int = 150) -> str:
@@ -518,7 +675,8 @@ class Drawing(graphviz.Digraph):
 
     def copy(self):
         twin = super().copy()
-        twin.lcg, twin.options = self.lcg, dict(self.options or {})
+        twin.lcg, twin.highlights = self.lcg, self.highlights
+        twin.options = dict(self.options or {})
         return twin
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
@@ -526,7 +684,7 @@ class Drawing(graphviz.Digraph):
             return super()._repr_mimebundle_(include, exclude, **kwargs)
         _warn_missing_dot()
         buffer = io.StringIO()
-        figure = draw_matplotlib(self.lcg, **self.options)
+        figure = draw_matplotlib(self.lcg, *self.highlights, **self.options)
         figure.savefig(buffer, format="svg")
         return {"image/svg+xml": buffer.getvalue()}
 
@@ -635,44 +793,34 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
             row.node(member)
 
 
-def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, step=None,
-           kept=None, factor_name: str | None = None,
-           show_ops: bool = False, show_values: bool = False, edge_labels: bool = True,
-           digits: int = 4, title: str | None = None, legend: bool | None = None,
-           levels=None, max_vertices: int = MAX_VERTICES) -> Drawing:
+def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = False,
+           edge_labels: bool = True, digits: int = 4, title: str | None = None,
+           legend: bool | None = None, levels=None, max_vertices: int = MAX_VERTICES,
+           **deprecated) -> Drawing:
     """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
 
     Parameters
     ----------
     g : LCG
-    sample : PathSample, optional
-        From :func:`minirad.sampling.sample_paths` on ``g``: drawn edges in
-        red with their draw count and sampled weight, the others dashed grey,
-        skipped vertices grey.
-    paths : path or list of paths, optional
-        Vertex sequences (names or numbers), each drawn in its own colour; an
-        edge on several paths gets one strand per path.
-    path_labels, colors : list of str, optional
-        One per path: its name in the legend (default ``"path 1"``,
-        ``"path 2"``, ...) and its colour (default :data:`PATH_COLORS` in
-        turn).  A path drawn alone can so keep the number and colour it has
-        among all the paths.
-    step : Step or vertex, optional
-        An elimination step (from :func:`minirad.elimination.eliminate` on
-        ``g``) or the intermediate to eliminate: the vertex, its edges, the
-        fill-in edges it will create (dashed) and the edges it will update.
-    kept : mapping vertex -> float, optional
-        A sample of *vertices*, as random matrix injection draws them (see
-        :func:`minirad.injection.chain_graph`): each listed vertex with the
-        factor that scales the edges into it, 0 for a dropped vertex.
-        Intermediates not listed are dropped; inputs and outputs not listed
-        are kept with factor 1.  Listed vertices show their factor; dropped
-        ones are grey; an edge is used (bold, in :data:`KEPT_COLOR`) when
-        both its ends are kept, and one into a listed vertex is labelled
-        ``×factor  w=factor × partial``.  Cannot be combined with ``sample``.
-    factor_name : str, optional
-        What to call the factors of ``kept`` in the pictures and legend
-        (default ``"factor"``; e.g. ``"P_ii"`` for an injected matrix P).
+    *highlights
+        Results to lay over the picture, recognised by type (at most one of
+        each kind; see :data:`HIGHLIGHTS`):
+
+        * a path sample (:func:`minirad.sampling.sample_paths` on ``g``):
+          drawn edges in red with their draw count and sampled weight, the
+          others dashed grey, skipped vertices grey;
+        * a path (a sequence of vertex names or numbers) or a list of paths,
+          each in its own colour (an edge on several paths gets one strand
+          per path); :class:`Paths` adds legend names and colours;
+        * an elimination :class:`~minirad.elimination.Step` (from
+          :func:`minirad.elimination.eliminate`, drawn on the graph before
+          it) or :class:`Eliminating` ``(vertex)``: the vertex, its edges, the
+          fill-in edges it will create (dashed) and the edges it will update;
+        * vertex factors, as random matrix injection draws them: a mapping
+          vertex -> factor or :class:`Factors`.  Listed vertices show their
+          factor and scale the edges into them; intermediates not listed are
+          dropped (grey), inputs and outputs not listed keep factor 1; an
+          edge between kept vertices is bold.  Not combined with a sample.
     show_ops, show_values : bool
         Add each vertex's operation (``v2 = exp(x1)``) and primal value.
     edge_labels : bool
@@ -685,31 +833,32 @@ def render(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None, st
     max_vertices : int
         Larger graphs are refused: they cannot be read in one picture.
 
-    The DOT text is ``.source``; :func:`save` writes svg/png/pdf.  Without
-    the ``dot`` program a warning is given once and saving falls back to
-    :func:`draw_matplotlib`.
+    The former keywords ``sample=``, ``paths=``, ``path_labels=``,
+    ``colors=``, ``step=``, ``kept=`` and ``factor_name=`` still work, with a
+    ``DeprecationWarning``.  The DOT text is ``.source``; :func:`save`
+    writes svg/png/pdf.  Without the ``dot`` program a warning is given once
+    and saving falls back to :func:`draw_matplotlib`.
 
     >>> from minirad import examples
     >>> g = examples.figure1()
-    >>> dot = render(g, paths=[("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
+    >>> dot = render(g, [("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
     >>> for line in dot.source.splitlines():  # x1 -> v2 lies on both paths
     ...     if "x1 -> v2" in line:
     ...         print(line.strip())
     x1 -> v2 [label=2.718 color="#0072B2" fontcolor="#222222" penwidth=2.2]
     x1 -> v2 [color="#D55E00" penwidth=2.2]
-    >>> render(g, paths=[("x1", "y")])  # doctest: +ELLIPSIS
+    >>> render(g, [("x1", "y")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
     """
-    options = dict(sample=sample, paths=paths, path_labels=path_labels, colors=colors,
-                   step=step, kept=kept, factor_name=factor_name, show_ops=show_ops,
-                   show_values=show_values, edge_labels=edge_labels, digits=digits,
-                   title=title, legend=legend, levels=levels, max_vertices=max_vertices)
-    if isinstance(paths, Iterator):
-        options["paths"] = paths = list(paths)  # a generator can be read only once
-    dot = _to_dot(_scene(g, **options))
-    dot.lcg, dot.options = g, options
+    highlights = _settle(highlights) + (_settle(_from_keywords(deprecated)) if deprecated
+                                        else ())
+    options = dict(show_ops=show_ops, show_values=show_values, edge_labels=edge_labels,
+                   digits=digits, title=title, legend=legend, levels=levels,
+                   max_vertices=max_vertices)
+    dot = _to_dot(_scene(g, highlights, **options))
+    dot.lcg, dot.highlights, dot.options = g, highlights, options
     if not has_dot():
         _warn_missing_dot()
     return dot
@@ -768,7 +917,8 @@ def save(drawing, path, dpi: int = 150) -> str:
         write_atomically(path, lambda f: f.write(data))
     elif getattr(drawing, "lcg", None) is not None:
         _warn_missing_dot()
-        _save_figure(draw_matplotlib(drawing.lcg, **drawing.options), path, fmt, dpi)
+        _save_figure(draw_matplotlib(drawing.lcg, *drawing.highlights, **drawing.options),
+                     path, fmt, dpi)
     else:
         raise RuntimeError(f"saving {path!r} needs the graphviz 'dot' program, which is not on "
                            f"the PATH, and this graph was not made by minirad.render (which "
@@ -867,13 +1017,8 @@ _BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad
              OUTPUT: "square,pad=0.45"}
 
 
-def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors=None,
-                    step=None, kept=None, factor_name: str | None = None,
-                    show_ops: bool = False, show_values: bool = False,
-                    edge_labels: bool = True, digits: int = 4, title: str | None = None,
-                    legend: bool | None = None, levels=None,
-                    max_vertices: int = MAX_VERTICES, ax=None):
-    """Draw ``g`` with matplotlib, with the same highlights as :func:`render`.
+def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
+    """Draw ``g`` with matplotlib, with the same highlights and options as :func:`render`.
 
     The fallback when the graphviz ``dot`` program is missing: vertices in
     rows by topological level (inputs at the bottom), spread out within
@@ -882,16 +1027,15 @@ def draw_matplotlib(g: LCG, *, sample=None, paths=None, path_labels=None, colors
     in Jupyter as a cell's value; this never calls ``plt.show``).
 
     >>> from minirad import examples
-    >>> fig = draw_matplotlib(examples.figure1(), paths=[("x2", "v4", "v5", "y")])
+    >>> fig = draw_matplotlib(examples.figure1(), [("x2", "v4", "v5", "y")])
     >>> len(fig.axes), fig.axes[0].get_legend() is not None
     (1, True)
     """
     from matplotlib.figure import Figure
 
-    scene = _scene(g, sample=sample, paths=paths, path_labels=path_labels, colors=colors,
-                   step=step, kept=kept, factor_name=factor_name, show_ops=show_ops,
-                   show_values=show_values, edge_labels=edge_labels, digits=digits,
-                   levels=levels, title=title, legend=legend, max_vertices=max_vertices)
+    old = {k: options.pop(k) for k in list(options) if k in _OLD_KEYWORDS}
+    highlights = _settle(highlights) + (_settle(_from_keywords(old)) if old else ())
+    scene = _scene(g, highlights, **options)
     layout = _layout(scene)
     spread = 1.0  # how much wider than the graph the axes are
     if ax is None:
@@ -982,8 +1126,8 @@ def _legend_handle(key: _Key):
 def _step_title(number: int, total: int, step) -> str:
     return (f"step {number}/{total}: eliminate {step.vertex}  "
             f"({len(step.predecessors)}×{len(step.successors)} = "
-            f"{_plural(step.multiplications, 'multiplication')}, "
-            f"{_plural(step.additions, 'addition')})")
+            f"{plural(step.multiplications, 'multiplication')}, "
+            f"{plural(step.additions, 'addition')})")
 
 
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
@@ -991,7 +1135,7 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     """One drawing per elimination step, then the final bipartite graph.
 
     Each step is drawn on the graph just before it, with the step
-    highlighted (see ``step=`` in :func:`render`) and titled with its cost,
+    highlighted (see :func:`render`) and titled with its cost,
     under the heading ``title`` if given; vertices keep the rows they have
     in ``g`` so the pictures line up.  ``order`` is as for
     :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
@@ -1014,11 +1158,11 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     head = f"{title}\n" if title else ""
     drawings = []
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
-        drawings.append(render(before, step=step, levels=fixed,
+        drawings.append(render(before, step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
-    done = (f"Jacobian after {_plural(total, 'step')}: "
-            f"{_plural(result.multiplications, 'multiplication')}, "
-            f"{_plural(result.additions, 'addition')}")
+    done = (f"Jacobian after {plural(total, 'step')}: "
+            f"{plural(result.multiplications, 'multiplication')}, "
+            f"{plural(result.additions, 'addition')}")
     drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
     if path_pattern is not None:
         for number, drawing in enumerate(drawings, 1):
@@ -1070,7 +1214,7 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
         figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
         axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
         for ax, drawing in zip(axes, drawings):
-            draw_matplotlib(drawing.lcg, ax=ax, **drawing.options)
+            draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
         if title:  # constrained layout makes room
             figure.suptitle(title, fontsize=16)
     for ax in axes:

@@ -36,22 +36,22 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from . import _engines
+from ._arguments import number_of_estimates
 from ._random import as_generator as _rng
-from ._random import seed_from
-from .examples import independent_paths, interleaved
+from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
-from .sweeps import Accumulation, reverse_sweep
+from .sweeps import reverse_sweep
 
 __all__ = [
-    "EXACT_VARIANCE_LIMIT", "Comparison", "DepthStudy", "PathSample", "compare",
-    "draws_per_vertex", "path_sampling_variance", "sample_paths",
-    "sampled_jacobians", "variance_by_depth",
+    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "on_paths",
+    "path_sampling_variance", "sample_paths", "sampled_jacobians",
 ]
 
 #: path_sampling_variance keeps a dense covariance over this many vertices at most
@@ -59,6 +59,23 @@ EXACT_VARIANCE_LIMIT = 3000
 
 # floats held at once by the batched sampler's state (about 64 MB)
 _CHUNK_FLOATS = 1 << 23
+
+# moved to minirad.experiments; still importable from here (with a warning)
+_MOVED = ("Comparison", "DepthStudy", "FAMILIES", "compare", "variance_by_depth")
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        # a redirect for old code, looked up by name: sampling does not depend on
+        # the experiments (they depend on it), so this is no import of it
+        experiments = importlib.import_module("minirad.experiments")
+        warnings.warn(f"minirad.sampling.{name} has moved to minirad.experiments.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(experiments, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------ arguments
@@ -127,31 +144,38 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
                     f"to ints, not {type(k).__name__}")
 
 
-def _check_n(n) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n (the number of estimates) must be an int, not {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n (the number of estimates) must be at least 1, got {n}")
-    return int(n)
+def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
+    """Mask of the vertices on some path from an input to one of ``outputs``
+    (default: all outputs): the only vertices Algorithm 1 can visit and that
+    matter to the estimate.  Raises ``ValueError`` when there is none (unless
+    not ``required``).  The mask for all outputs is memoized, read-only.
 
-
-def _on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
-    """Mask of the vertices on some input-to-output path; raises when there is
-    none (unless not ``required``).  The mask for all outputs is cached on the
-    (immutable) graph."""
-    if outputs is None and "sampling.on_paths" in g._cache:
-        return g._cache["sampling.on_paths"]
-    if "sampling.from_inputs" not in g._cache:  # the same for every output
-        g._cache["sampling.from_inputs"] = reachable(g, g.inputs)
-    backward = reachable(g, g.outputs if outputs is None else outputs, forward=False)
-    mask = g._cache["sampling.from_inputs"] & backward
-    if outputs is None and mask.any():
-        mask.flags.writeable = False
-        g._cache["sampling.on_paths"] = mask
+    >>> from minirad import examples
+    >>> g = examples.two_outputs()
+    >>> [g.names[v] for v in np.flatnonzero(~on_paths(g))]
+    []
+    """
+    from_inputs = g.memo("sampling.from_inputs", lambda: _read_only(reachable(g, g.inputs)))
+    if outputs is None:
+        mask = g.memo("sampling.on_paths", lambda: _read_only(
+            from_inputs & reachable(g, g.outputs, forward=False)))
+    else:
+        mask = from_inputs & reachable(g, outputs, forward=False)
     if required and not mask.any():
         raise ValueError(f"{g!r} has no path from any input to any output, so there is "
                          f"nothing to sample; connect an input to an output")
     return mask
+
+
+def _renamed(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"{old} is now called {new}", DeprecationWarning, stacklevel=3)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 # ----------------------------------------------------------- Algorithm 1
@@ -162,9 +186,10 @@ class PathSample:
     ``counts``, ``weights`` are aligned with ``original``'s edge arrays:
     how often each edge was drawn, and its partial in ``Q`` (0 where not
     drawn).  ``visited`` marks the vertices Algorithm 1 did not skip;
-    ``k`` is the number of draws each vertex makes when visited (0: keeps
-    all its out-edges).  ``graph`` is ``Q`` itself: the same vertices,
-    only the drawn edges, carrying the sampled weights.
+    ``draws`` is the number of draws each vertex makes when visited (0:
+    keeps all its out-edges), as :func:`draws_per_vertex` resolves the
+    argument ``k``.  ``graph`` is ``Q`` itself: the same vertices, only the
+    drawn edges, carrying the sampled weights.
     """
 
     original: LCG
@@ -172,7 +197,13 @@ class PathSample:
     counts: np.ndarray
     weights: np.ndarray
     visited: np.ndarray
-    k: np.ndarray
+    draws: np.ndarray
+
+    @property
+    def k(self) -> np.ndarray:
+        """Deprecated name of :attr:`draws`."""
+        _renamed("PathSample.k", "PathSample.draws")
+        return self.draws
 
     @property
     def edges_stored(self) -> int:
@@ -232,7 +263,7 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
     [[4.0]]
     """
     draws = draws_per_vertex(g, k)
-    _on_paths(g)
+    on_paths(g)
     rng = _rng(rng)
     order, ptr = g.out_edges_csr
     visited = np.zeros(g.n_vertices, dtype=bool)
@@ -246,115 +277,21 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
         chosen = out if draws[v] == 0 else out[rng.integers(len(out), size=draws[v])]
         np.add.at(counts, chosen, 1)
         visited[g.targets[chosen]] = True
+    # the weights: each draw of v -> w adds (d_v / k_v) * dw/dv, so the edge's
+    # label is multiplied by counts * d_v / k_v (by 1 where v keeps every edge)
     degree = np.diff(ptr)[g.sources]
     per_draw = np.where(draws[g.sources] > 0, degree / np.maximum(draws[g.sources], 1), 1.0)
-    weights = counts * per_draw * g.partials
-    kept = counts > 0  # a mask keeps the edges grouped by target, as _trusted requires
-    q = LCG._trusted(g.names, g.sources[kept], g.targets[kept], weights[kept], g.inputs,
-                     g.outputs, g.values, g.ops)
+    factor = counts * per_draw
+    drawn = np.flatnonzero(counts)  # in edge order: still grouped by target
+    multiply, labels = g.algebra.multiply, g.labels
+    weights = np.zeros(g.n_edges)
+    weights[drawn] = [multiply(f, labels[e])
+                      for e, f in zip(drawn.tolist(), factor[drawn].tolist())]
+    q = LCG.from_trusted_arrays(g.names, g.sources[drawn], g.targets[drawn], weights[drawn],
+                                g.inputs, g.outputs, g.values, g.ops)
     for array in (counts, weights, visited, draws):
         array.flags.writeable = False
     return PathSample(g, q, counts, weights, visited, draws)
-
-
-# ------------------------------------------------------- batched sampling
-class _Plan:
-    """The vertices on input-output paths, renumbered 0..R-1, each with its
-    out-edges (local targets, partials) and its draws.  Successors off
-    those paths become the extra slot R: a sink when drawing or pushing
-    tangents, a zero when pulling adjoints (they never reach an output)."""
-
-    def __init__(self, g: LCG, draws: np.ndarray):
-        on = _on_paths(g)
-        self.size = int(on.sum())
-        local = np.full(g.n_vertices, self.size, dtype=np.int64)
-        local[on] = np.arange(self.size)
-        self.inputs = local[list(g.inputs)]
-        self.outputs = local[list(g.outputs)]
-        order, ptr = g.out_edges_csr
-        self.steps = []
-        for v in np.flatnonzero(on):
-            out = order[ptr[v]:ptr[v + 1]]
-            if len(out):
-                self.steps.append((int(local[v]), local[g.targets[out]], g.partials[out],
-                                   int(draws[v])))
-        # per sample, at most this many draws are recorded (every vertex visited)
-        self.most_draws = sum(k if k else len(t) for _, t, _, k in self.steps)
-
-
-def _draw_visited(plan: _Plan, c: int, rng):
-    """Algorithm 1 for ``c`` samples at once, vertex by vertex in topological
-    order: only the samples in which a vertex is visited draw there.  Yields
-    ``(v, targets, partials, k, rows, pick)``: the samples ``rows`` that
-    visit ``v`` and their draws ``pick`` (positions among v's out-edges;
-    None when v keeps them all).  Row ``plan.size`` of ``visited`` is the
-    sink for successors off every path."""
-    visited = np.zeros((plan.size + 1, c), dtype=bool)  # vertex-major: rows are contiguous
-    live = plan.inputs[plan.inputs < plan.size]
-    visited[live] = True
-    for v, targets, partials, k in plan.steps:
-        rows = np.flatnonzero(visited[v])
-        if len(rows) == 0:
-            continue  # line 9 of Algorithm 1, for every sample at once
-        if k == 0:
-            visited[np.ix_(targets, rows)] = True
-            yield v, targets, partials, k, rows, None
-            continue
-        pick = rng.integers(len(targets), size=(len(rows), k))
-        visited[targets[pick], rows[:, None]] = True
-        yield v, targets, partials, k, rows, pick
-
-
-def _reverse_batch(plan: _Plan, n_out: int, c: int, rng) -> np.ndarray:
-    """``c`` estimates: draw forward, then reverse accumulation over the
-    draws.  A visited vertex only reads adjoints of successors it drew,
-    which are visited too, so unvisited entries are never read."""
-    draws = list(_draw_visited(plan, c, rng))
-    adjoint = np.zeros((plan.size + 1, c, n_out))
-    live = plan.outputs < plan.size
-    adjoint[plan.outputs[live], :, np.flatnonzero(live)] = 1.0
-    for v, targets, partials, k, rows, pick in reversed(draws):
-        d = len(targets)
-        if pick is None:
-            adjoint[v, rows] = np.einsum("e,emo->mo", partials, adjoint[np.ix_(targets, rows)])
-        elif k <= d:
-            weight = partials[pick] * (d / k)
-            adjoint[v, rows] = np.einsum("mj,mjo->mo", weight,
-                                         adjoint[targets[pick], rows[:, None]])
-        else:  # many draws: count them per edge instead of gathering each
-            hits = _hits(pick, d)
-            adjoint[v, rows] = np.einsum("me,emo->mo", hits * (partials * (d / k)),
-                                         adjoint[np.ix_(targets, rows)])
-    return adjoint[plan.inputs].transpose(1, 2, 0)
-
-
-def _forward_batch(plan: _Plan, n_in: int, c: int, rng) -> np.ndarray:
-    """``c`` estimates by forward accumulation while drawing."""
-    tangent = np.zeros((plan.size + 1, c, n_in))
-    live = plan.inputs < plan.size
-    tangent[plan.inputs[live], :, np.flatnonzero(live)] = 1.0
-    for v, targets, partials, k, rows, pick in _draw_visited(plan, c, rng):
-        d = len(targets)
-        x = tangent[v, rows]
-        if pick is None:
-            tangent[np.ix_(targets, rows)] += partials[:, None, None] * x[None]
-        elif k <= d:
-            weight = partials[pick] * (d / k)
-            for j in range(k):  # one column at a time: no repeated (target, row) pair
-                tangent[targets[pick[:, j]], rows] += weight[:, j, None] * x
-        else:
-            hits = _hits(pick, d)
-            tangent[np.ix_(targets, rows)] += (hits * (partials * (d / k))).T[:, :, None] * x
-    estimates = tangent[plan.outputs].transpose(1, 0, 2)
-    estimates[:, plan.outputs == plan.size] = 0.0  # outputs off every path read the sink
-    return estimates
-
-
-def _hits(pick: np.ndarray, d: int) -> np.ndarray:
-    """Draw counts per out-edge, (rows, d), from the draws (rows, k)."""
-    m = len(pick)
-    flat = (np.arange(m)[:, None] * d + pick).ravel()
-    return np.bincount(flat, minlength=m * d).reshape(m, d)
 
 
 @takes_lcg
@@ -387,18 +324,18 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     True
     """
     draws = draws_per_vertex(g, k)
-    n = _check_n(n)
+    n = number_of_estimates(n)
     rng = _rng(rng)
     n_in, n_out = len(g.inputs), len(g.outputs)
     if direction is None:
         direction = "reverse" if n_out <= n_in else "forward"
     if direction not in ("reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
-    plan = _Plan(g, draws)
+    plan = _engines.Plan(g, draws, on_paths(g))
     width = n_out if direction == "reverse" else n_in
     per_sample = (plan.size + 1) * (width + 1) + plan.most_draws
     chunk = int(np.clip(_CHUNK_FLOATS // per_sample, 1, n))
-    batch = _reverse_batch if direction == "reverse" else _forward_batch
+    batch = _engines.reverse_batch if direction == "reverse" else _engines.forward_batch
     out = np.empty((n, n_out, n_in))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
@@ -413,7 +350,7 @@ def _adjoint_covariance(g: LCG, draws: np.ndarray, output: int, limit: int):
     Returns ``(vertices, mean, cov)`` over the vertices on paths from the
     inputs to ``output`` (none when no input reaches it).  See
     :func:`path_sampling_variance` for the recursion."""
-    on = _on_paths(g, outputs=[output], required=False)
+    on = on_paths(g, outputs=[output], required=False)
     vertices = np.flatnonzero(on)
     size = len(vertices)
     if size > limit:
@@ -504,7 +441,7 @@ def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT
     [[0.0]]
     """
     draws = draws_per_vertex(g, k)
-    _on_paths(g)
+    on_paths(g)
     variance = np.zeros((len(g.outputs), len(g.inputs)))
     for row, y in enumerate(g.outputs):
         vertices, _, cov = _adjoint_covariance(g, draws, y, max_vertices)
@@ -515,177 +452,3 @@ def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT
             if where[col] < len(vertices) and vertices[where[col]] == theta:
                 variance[row, col] = max(cov[where[col], where[col]], 0.0)  # rounding
     return variance
-
-
-# ------------------------------------------------------------- comparison
-@dataclass(frozen=True, eq=False, repr=False)
-class Comparison:
-    """Exact Jacobian against ``n`` sampled estimates.
-
-    ``mean``, ``variance`` (unbiased, ddof=1) and ``stderr`` are per
-    entry; ``z`` is ``(mean - exact) / stderr``, with ``stderr`` floored at
-    ``1e-12 * max(|exact|, 1)`` so that entries the sampling cannot change
-    (exact up to rounding) get ``z`` near 0; ``running_error[m-1]`` is
-    ``||mean of the first m estimates - exact|| / ||exact||`` (Frobenius;
-    the plain norm of the error when the exact Jacobian is zero).
-    ``exact_variance`` is :func:`path_sampling_variance` when the graph is
-    small enough, else ``None``.
-    """
-
-    exact: np.ndarray
-    estimates: np.ndarray
-    mean: np.ndarray
-    variance: np.ndarray
-    stderr: np.ndarray
-    z: np.ndarray
-    running_error: np.ndarray
-    exact_variance: np.ndarray | None
-    k: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return len(self.estimates)
-
-    def __repr__(self) -> str:
-        worst = np.nanmax(np.abs(self.z)) if np.isfinite(self.z).any() else float("nan")
-        return (f"Comparison(n={self.n}, relative error of the mean "
-                f"{self.running_error[-1]:.3g}, max |z| {worst:.2f})")
-
-
-@takes_lcg
-def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
-    """Draw ``n`` estimates and set them against the exact Jacobian.
-
-    >>> from minirad import examples
-    >>> result = compare(examples.figure1(), k=1, n=4000, rng=0)
-    >>> result.running_error.shape
-    (4000,)
-    >>> bool(np.all(np.abs(result.z) < 4.5))
-    True
-    >>> bool(np.allclose(result.variance, result.exact_variance, rtol=0.2))
-    True
-    """
-    draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng)
-    exact = reverse_sweep(g).jacobian
-    mean = estimates.mean(axis=0)
-    if len(estimates) > 1:
-        variance = estimates.var(axis=0, ddof=1)
-    else:
-        variance = np.full_like(mean, np.nan)
-    stderr = np.sqrt(variance / len(estimates))
-    error = mean - exact
-    # entries whose estimate never varies differ from the exact value by
-    # rounding only; a floor keeps z from dividing rounding by rounding
-    floor = 1e-12 * np.maximum(np.abs(exact), 1.0)
-    z = error / np.sqrt(np.nan_to_num(stderr, nan=0.0) ** 2 + floor**2)
-    z[np.isnan(stderr)] = np.nan
-    running = np.cumsum(estimates, axis=0) / np.arange(1, len(estimates) + 1)[:, None, None]
-    gap = np.sqrt(((running - exact) ** 2).sum(axis=(1, 2)))
-    scale = np.linalg.norm(exact)
-    running_error = gap / scale if scale > 0 else gap
-    try:
-        exact_variance = path_sampling_variance(g, k)
-    except ValueError:
-        exact_variance = None
-    for array in (exact, estimates, mean, variance, stderr, z, running_error, draws):
-        array.flags.writeable = False
-    return Comparison(exact, estimates, mean, variance, stderr, z, running_error,
-                      exact_variance, draws)
-
-
-# ----------------------------------------------------- Section 3.3: depth
-FAMILIES = {"independent": independent_paths, "interleaved": interleaved}
-
-
-@dataclass(frozen=True, eq=False)
-class DepthStudy:
-    """Exact variance of a Figure 2 family against depth (see :func:`variance_by_depth`)."""
-
-    family: str
-    method: str
-    width: int
-    fraction: float
-    depths: np.ndarray
-    jacobian: np.ndarray
-    variance: np.ndarray
-    relative_variance: np.ndarray
-
-    @property
-    def growth(self) -> float:
-        """exp(slope) of a least-squares line through log relative variance
-        against depth: the factor by which each extra layer multiplies it."""
-        rel = self.relative_variance
-        if len(rel) < 2 or np.any(rel <= 0):
-            return float("nan")
-        return float(np.exp(np.polyfit(self.depths, np.log(rel), 1)[0]))
-
-
-def _layer_chain(g: LCG, width: int, depth: int) -> list[np.ndarray]:
-    """The vector chain of a Figure 2 graph: theta -> layer 1 -> ... -> y."""
-    rank = np.empty(g.n_vertices, dtype=np.int64)  # position within its layer
-    layer = np.empty(g.n_vertices, dtype=np.int64)
-    rank[0], layer[0] = 0, 0
-    rank[1:-1] = np.arange(width * depth) % width
-    layer[1:-1] = np.arange(width * depth) // width + 1
-    rank[-1], layer[-1] = 0, depth + 1
-    sizes = [1] + [width] * depth + [1]
-    chain = [np.zeros((sizes[l + 1], sizes[l])) for l in range(depth + 1)]
-    for l in range(depth + 1):
-        stage = layer[g.sources] == l
-        chain[l][rank[g.targets[stage]], rank[g.sources[stage]]] = g.partials[stage]
-    return chain
-
-
-def variance_by_depth(family: str, width: int, depths: Sequence[int], fraction: float = 0.5,
-                      partials="balanced", rng=0, method: str = "paths") -> DepthStudy:
-    """Section 3.3 of the paper, computed exactly: relative variance against depth.
-
-    For each depth, builds the Figure 2 graph ``family`` (``"independent"``
-    or ``"interleaved"``) with ``partials`` (see
-    :func:`minirad.examples.independent_paths`; the default, balanced
-    partials, keeps the Jacobian equal to the number of paths) and returns
-    the exact variance of the estimate divided by the squared Jacobian.
-    ``method="paths"`` is Algorithm 1 with ``k = fraction`` (each vertex
-    draws ``ceil(fraction * d_v)`` out-edges); ``method="injection"``
-    injects a sampling matrix keeping ``ceil(fraction * width)`` of the
-    vertices of every layer (:mod:`minirad.injection`).  Every depth uses
-    the same seed, so ``theta``'s out-partials agree across depths.
-
-    Path sampling on independent paths only samples at ``theta`` (every
-    other vertex has one successor), so its relative variance stays flat;
-    on interleaved layers each layer adds noise and it grows geometrically.
-
-    >>> flat = variance_by_depth("independent", 4, [1, 2, 4, 8])
-    >>> round(flat.growth, 6)
-    1.0
-    >>> variance_by_depth("interleaved", 4, [1, 2, 4, 8]).growth > 1.1
-    True
-    """
-    from .injection import injection_variance
-
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {sorted(FAMILIES)}, not {family!r}")
-    if method not in ("paths", "injection"):
-        raise ValueError(f"method must be 'paths' or 'injection', not {method!r}")
-    if isinstance(fraction, (bool, np.bool_)) or not isinstance(
-            fraction, (float, np.floating)) or not 0.0 < fraction <= 1.0:
-        raise ValueError(f"fraction must be a float in (0, 1], got {fraction!r}")
-    depths = np.asarray(depths)
-    if depths.ndim != 1 or len(depths) == 0 or not np.issubdtype(depths.dtype, np.integer):
-        raise ValueError(f"depths must be a nonempty list of ints, got {depths.tolist()!r}")
-    rng = seed_from(rng)  # one seed for every depth
-    jac, var = [], []
-    for depth in depths.tolist():
-        g = FAMILIES[family](width, depth, partials=partials, rng=rng)
-        jac.append(reverse_sweep(g).jacobian[0, 0])
-        if method == "paths":
-            var.append(path_sampling_variance(g, fraction)[0, 0])
-        else:
-            chain = _layer_chain(g, width, depth)
-            var.append(injection_variance(chain, fraction, where=range(1, depth + 1))[0, 0])
-    jac, var = np.array(jac), np.array(var)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(jac != 0, var / jac**2, np.inf)
-    return DepthStudy(family, method, int(width), float(fraction), depths, jac, var, rel)
-

@@ -20,28 +20,38 @@ tangents (adjoints) are structurally zero.  For each seed, every edge whose
 tail the seed reaches (forward) or whose head reaches the seed (reverse) is
 one multiplication, partials of ±1 included, and a vertex that combines
 ``t >= 1`` such edges costs ``t - 1`` additions.  A sweep over several
-seeds costs the sum over its seeds.  The vectorised engines below may
+seeds costs the sum over its seeds.  The vectorised engines may
 multiply some structural zeros in bulk; the counts describe the algorithm,
 not how numpy blocks the arithmetic.
 
-Engines
--------
+The recurrence
+--------------
 Edges are grouped by target and vertices numbered topologically, so one
-pass over the edge arrays in order is a forward sweep and one pass in
-reverse order is a reverse sweep.  Three engines run that recurrence:
+pass over the edges in order is a forward sweep and one pass in reverse
+order is a reverse sweep.  That is the whole algorithm; over the graph's
+labels (:mod:`minirad.labels`) it reads::
 
-* ``"loop"``: a plain Python loop over the edge lists; no call overhead,
-  so it wins on small graphs such as traced scalar programs;
-* ``"levels"``: vertices are grouped into wavefronts (topological levels)
-  and each wavefront is one sparse matrix product; it wins when the graph
-  is wide, i.e. has many edges per level;
-* ``"triangular"``: the sweep is the unit triangular solve
+    for u, v, label in edges:                 # forward: tangents
+        tangent[v] = add(tangent[v], multiply(label, tangent[u]))
+    for u, v, label in reversed(edges):       # reverse: adjoints
+        adjoint[u] = add(adjoint[u], multiply(adjoint[v], label))
+
+:func:`minirad.labels.forward` and :func:`minirad.labels.reverse` are
+exactly this (skipping vertices not reached, which is what the cost
+convention counts), and ``engine="reference"`` runs them, one seed at a
+time.  The other engines compute the same numbers faster
+(:mod:`minirad._engines`, tested equal to the reference):
+
+* ``"loop"``: the same loop over plain Python float lists, no per-edge
+  function calls; best on small graphs such as traced scalar programs;
+* ``"levels"``: vertices grouped into wavefronts (topological levels),
+  each wavefront one sparse matrix product; best on wide graphs;
+* ``"triangular"``: the sweep as the unit triangular solve
   ``(I - L) T = S`` (forward) or ``(I - L)^T A = S`` (reverse), with ``L``
-  the strictly lower triangular matrix of partials, done by SciPy's
-  compiled solver; it wins on large graphs with long dependency chains.
+  the strictly lower triangular matrix of partials, by SciPy's compiled
+  solver; best on large graphs with long dependency chains.
 
 ``engine="auto"`` picks one from the graph's size and number of levels.
-Derived schedules are cached on the graph under keys ``"sweeps.*"``.
 
 >>> from minirad import examples
 >>> g = examples.lecture()
@@ -57,57 +67,15 @@ array([[5.5  , 1.716]])
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from numbers import Integral
 
 import numpy as np
 
+from . import _engines, labels
+from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
 
-ENGINES = ("auto", "loop", "levels", "triangular")
-
-# Below this many edge-times-seed updates the Python loop (~0.1-0.2 us per
-# update) beats the solver, whose call costs a few hundred microseconds.
-_LOOP_WORK = 4_000
-# A wavefront costs one sparse product (~5-10 us of call overhead); measured
-# on layered graphs of 10^5 and 10^6 edges, wavefronts beat the solver while
-# they carry more than about this many edges each; deeper graphs go to the solver.
-_EDGES_PER_LEVEL = 700
-_MIN_LEVELS = 8
-
-
-# --------------------------------------------------------------- the result
-@dataclass(frozen=True, eq=False)
-class Accumulation:
-    """A Jacobian together with what it cost to accumulate.
-
-    ``jacobian`` has shape ``(n_outputs, n_inputs)`` (or the selected rows
-    or columns of a sweep over a subset of seeds); ``multiplications`` and
-    ``additions`` follow the method's cost convention; ``method`` names it.
-
-    Sweeps also keep their per-vertex values, one column per seed:
-    ``tangents[v, j]`` is d v / d seeds[j] (forward sweeps) and
-    ``adjoints[v, j]`` is d seeds[j] / d v (reverse sweeps).
-    """
-
-    jacobian: np.ndarray
-    multiplications: int
-    additions: int
-    method: str
-    tangents: np.ndarray | None = field(default=None, kw_only=True)
-    adjoints: np.ndarray | None = field(default=None, kw_only=True)
-    seeds: tuple[int, ...] = field(default=(), kw_only=True)
-
-    @property
-    def operations(self) -> int:
-        """Multiplications plus additions."""
-        return self.multiplications + self.additions
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(method={self.method!r}, jacobian shape "
-                f"{self.jacobian.shape}, multiplications={self.multiplications}, "
-                f"additions={self.additions})")
-
+ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 
 # ---------------------------------------------------------------- arguments
 def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
@@ -160,262 +128,41 @@ def _seed_block(name: str, given, length: int, seeds_first: bool) -> tuple[np.nd
 
 
 # ------------------------------------------------------------------ engines
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], stops[i])`` for all i, vectorised."""
-    lengths = stops - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(starts - offsets, lengths) + np.arange(total)
-
-
-def _edge_lists(g: LCG):
-    if "sweeps.lists" not in g._cache:
-        src, dst, par = g.sources.tolist(), g.targets.tolist(), g.partials.tolist()
-        g._cache["sweeps.lists"] = (src, dst, par, src[::-1], dst[::-1], par[::-1])
-    return g._cache["sweeps.lists"]
-
-
-def _run_loop(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
-    src, dst, par, rsrc, rdst, rpar = _edge_lists(g)
-    values = np.empty_like(seeds)
+def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    """The label recurrence itself, one column of seeds at a time."""
+    sweep = labels.forward if forward else labels.reverse
+    swept = np.zeros_like(seeds)
     for c in range(seeds.shape[1]):
-        x = seeds[:, c].tolist()
-        if forward:
-            for s, d, p in zip(src, dst, par):
-                x[d] += p * x[s]
-        else:
-            for s, d, p in zip(rsrc, rdst, rpar):
-                x[s] += p * x[d]
-        values[:, c] = x
-    return values
-
-
-def _levels(g: LCG, cap: int | None) -> np.ndarray | None:
-    """Topological level of every vertex (longest path from a vertex without
-    predecessors), by Kahn's algorithm one wavefront at a time; None when
-    there are more than ``cap`` levels."""
-    n = g.n_vertices
-    if cap is not None and _chain_length(g, cap) > cap:
-        return None
-    order, ptr = g.out_edges_csr
-    heads = g.targets[order]
-    remaining = np.diff(g.in_edges_ptr)
-    level = np.zeros(n, dtype=np.int64)
-    frontier = np.flatnonzero(remaining == 0)
-    depth = 0
-    while len(frontier):
-        if cap is not None and depth >= cap:
-            return None
-        level[frontier] = depth
-        ends = heads[_ranges(ptr[frontier], ptr[frontier + 1])]
-        if len(ends) == 0:
-            break
-        low = int(ends.min())
-        span = int(ends.max()) - low + 1
-        if span <= 4 * len(ends):  # a dense window: counting beats sorting
-            hits = np.bincount(ends - low, minlength=span)
-            reached = np.flatnonzero(hits)
-            hits = hits[reached]
-            reached += low
-        else:
-            reached, hits = np.unique(ends, return_counts=True)
-        remaining[reached] -= hits
-        frontier = reached[remaining[reached] == 0]
-        depth += 1
-    return level
-
-
-def _chain_length(g: LCG, limit: int) -> int:
-    """Vertices on one long path, found by walking back from the last vertex to
-    its latest predecessor; a cheap lower bound on the number of levels that
-    spares a deep graph a long, doomed level count.  Stops past ``limit``."""
-    ptr = g.in_edges_ptr
-    has_pred = np.flatnonzero(ptr[1:] > ptr[:-1])
-    if len(has_pred) == 0:
-        return 1 if g.n_vertices else 0
-    latest = np.full(g.n_vertices, -1, dtype=np.int64)
-    latest[has_pred] = np.maximum.reduceat(g.sources, ptr[has_pred])
-    step = latest.tolist()
-    v, length = int(has_pred[-1]), 1
-    while v >= 0 and length <= limit:
-        v = step[v]
-        length += 1
-    return length - (v < 0)
-
-
-@dataclass(frozen=True)
-class _Schedule:
-    """Wavefronts in a level-major renumbering of the vertices.
-
-    ``perm[i]`` is the vertex at position i (None when the numbering is
-    already level-major).  ``forward`` holds, per level from the second on,
-    the rows ``lo:hi`` of its vertices and the sparse matrix of their
-    in-edges over all positions; ``reverse`` the same for out-edges, deepest
-    level first, covering only vertices that have successors.
-    """
-
-    perm: np.ndarray | None
-    position: np.ndarray | None
-    forward: list
-    reverse: list
-
-
-def _level_schedule(g: LCG, cap: int | None) -> _Schedule | None:
-    """The wavefront schedule, or None when the graph has more than ``cap`` levels."""
-    state = g._cache.get("sweeps.levels")
-    if state is not None:
-        schedule, depth, tried = state
-        if schedule is not None:
-            return schedule if cap is None or depth <= cap else None
-        if cap is not None and cap <= tried:
-            return None
-    level = _levels(g, cap)
-    if level is None:
-        g._cache["sweeps.levels"] = (None, None, cap)
-        return None
-    depth = int(level.max()) + 1 if len(level) else 0
-    schedule = _build_schedule(g, level, depth)
-    g._cache["sweeps.levels"] = (schedule, depth, None)
-    return schedule
-
-
-def _build_schedule(g: LCG, level: np.ndarray, depth: int) -> _Schedule:
-    import scipy.sparse as sp
-
-    n = g.n_vertices
-    leaf = g.out_degrees == 0
-    # level-major; within a level, vertices with successors first so the
-    # reverse sweep's rows are a contiguous block
-    perm = np.lexsort((leaf, level))
-    position = np.empty(n, dtype=np.int64)
-    position[perm] = np.arange(n)
-    starts = np.searchsorted(level[perm], np.arange(depth + 1))
-    with_succ = (np.add.reduceat((~leaf[perm]).astype(np.int64), starts[:-1]) if depth
-                 else np.zeros(0, dtype=np.int64))
-    tail, head = position[g.sources], position[g.targets]
-    index_type = np.int32 if n < 2**31 - 1 and g.n_edges < 2**31 - 1 else np.int64
-    in_ptr = g.in_edges_ptr
-    out_order, out_ptr = g.out_edges_csr
-
-    def blocks(edges, degree, cols_of, row_spans):
-        """Per span of rows, a CSR matrix of the given edges (grouped by row)."""
-        cols, data = cols_of[edges].astype(index_type), g.partials[edges]
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(degree, out=ptr[1:])
-        out = []
-        for lo, hi in row_spans:
-            if hi > lo and ptr[hi] > ptr[lo]:
-                e0, e1 = ptr[lo], ptr[hi]
-                matrix = sp.csr_array(
-                    (data[e0:e1], cols[e0:e1], (ptr[lo:hi + 1] - e0).astype(index_type)),
-                    shape=(hi - lo, n))
-                out.append((int(lo), int(hi), matrix))
-        return out
-
-    # edges grouped by the position of their head (tail), found by reading the
-    # in-edge (out-edge) lists of the vertices in position order: no sorting
-    by_head = _ranges(in_ptr[perm], in_ptr[perm + 1])
-    by_tail = out_order[_ranges(out_ptr[perm], out_ptr[perm + 1])]
-    forward = blocks(by_head, np.diff(in_ptr)[perm], tail,
-                     [(starts[k], starts[k + 1]) for k in range(1, depth)])
-    reverse = blocks(by_tail, np.diff(out_ptr)[perm], head,
-                     [(starts[k], starts[k] + with_succ[k]) for k in range(depth - 2, -1, -1)])
-    if np.array_equal(perm, np.arange(n)):
-        return _Schedule(None, None, forward, reverse)
-    return _Schedule(perm, position, forward, reverse)
-
-
-def _run_levels(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
-    schedule = _level_schedule(g, cap=None)
-    x = seeds[schedule.perm] if schedule.perm is not None else seeds.copy()
-    if x.shape[1] == 1:  # a vector product is cheaper than a one-column matrix product
-        x = x[:, 0]
-    for lo, hi, matrix in (schedule.forward if forward else schedule.reverse):
-        x[lo:hi] += matrix @ x
-    x = x.reshape(len(x), -1)
-    return x[schedule.position] if schedule.position is not None else x
-
-
-def _unit_lower(g: LCG):
-    """``I - L`` in CSC form, L[v, u] = dv/du: the forward sweep's system.
-
-    Column u holds the diagonal 1 and then -dv/du for each successor v in
-    increasing order, which is exactly the out-edge listing, so the matrix is
-    assembled directly in canonical form with 32-bit indices (what SciPy's
-    solver wants, sparing it a conversion on every call).
-    """
-    if "sweeps.matrix" not in g._cache:
-        import scipy.sparse as sp
-
-        n, m = g.n_vertices, g.n_edges
-        order, ptr = g.out_edges_csr
-        index_type = np.int32 if n + m < 2**31 - 1 else np.int64
-        indptr = (ptr + np.arange(n + 1)).astype(index_type)
-        diagonal = indptr[:-1]
-        # the k-th out-edge overall sits after the diagonals of columns 0..its source
-        off = np.arange(m) + g.sources[order] + 1
-        indices = np.empty(n + m, dtype=index_type)
-        data = np.empty(n + m)
-        indices[diagonal] = np.arange(n)
-        data[diagonal] = 1.0
-        indices[off] = g.targets[order]
-        data[off] = -g.partials[order]
-        matrix = sp.csc_array((data, indices, indptr), shape=(n, n))
-        matrix.has_sorted_indices = True
-        g._cache["sweeps.matrix"] = matrix
-    return g._cache["sweeps.matrix"]
-
-
-def _run_triangular(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
-    from scipy.sparse.linalg import spsolve_triangular
-
-    matrix = _unit_lower(g)
-    rhs = seeds[:, 0] if seeds.shape[1] == 1 else seeds
-    if forward:
-        x = spsolve_triangular(matrix, rhs, lower=True, unit_diagonal=True)
-    else:  # the transpose is a CSR view, which scipy solves without converting
-        x = spsolve_triangular(matrix.T, rhs, lower=False, unit_diagonal=True)
-    return np.asarray(x, dtype=np.float64).reshape(g.n_vertices, -1)
-
-
-def _engine_for(g: LCG, k: int, engine: str) -> str:
-    if engine != "auto":
-        return engine
-    if g.n_edges * k <= _LOOP_WORK:
-        return "loop"
-    cap = max(_MIN_LEVELS, g.n_edges // _EDGES_PER_LEVEL)
-    return "levels" if _level_schedule(g, cap) is not None else "triangular"
+        start = {v: float(seeds[v, c]) for v in np.flatnonzero(seeds[:, c]).tolist()}
+        values = sweep(g, start).values
+        swept[:, c] = [0.0 if x is None else x for x in values]
+    return swept
 
 
 def _propagate(g: LCG, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
     """Solve the sweep recurrence for a (n_vertices, k) block of seeds."""
-    if seeds.shape[1] == 0 or g.n_edges == 0:
-        return seeds.copy()
-    chosen = _engine_for(g, seeds.shape[1], engine)
-    if chosen == "loop":
-        return _run_loop(g, seeds, forward)
-    if chosen == "levels":
-        return _run_levels(g, seeds, forward)
-    return _run_triangular(g, seeds, forward)
+    if engine == "reference":
+        return _reference(g, seeds, forward)
+    return _engines.propagate(g, seeds, forward, engine)
 
 
 # ------------------------------------------------------------------- counts
 def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
     """Multiplications and additions of a sweep over ``seeds`` (see the module
-    docstring); per-seed figures are cached, as they depend only on structure."""
-    cache = g._cache.setdefault("sweeps.cost." + ("forward" if forward else "reverse"), {})
-    missing = [seed for seed in seeds if seed not in cache]
+    docstring), from reachability alone: the reference recurrence counts the
+    same (tests/test_engines.py).  Per-seed figures are memoized, as they
+    depend only on structure."""
+    per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
+    missing = [seed for seed in seeds if seed not in per_seed]
     if missing:
         degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
         for seed in missing:
             reached = reachable(g, [seed], forward)
             edges = int(degree[reached].sum())
             # each reached vertex but the seed combines >= 1 traversed edges
-            cache[seed] = (edges, edges - (int(reached.sum()) - 1))
-    multiplications = sum(cache[seed][0] for seed in seeds)
-    additions = sum(cache[seed][1] for seed in seeds)
+            per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
+    multiplications = sum(per_seed[seed][0] for seed in seeds)
+    additions = sum(per_seed[seed][1] for seed in seeds)
     return multiplications, additions
 
 

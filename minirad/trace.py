@@ -25,7 +25,7 @@ import numpy as np
 
 from . import ops as ops_module
 from .graph import LCG
-from .ops import OPS, NonFiniteError, Op, _apply, evaluate
+from .ops import OPS, NonFiniteError, Op, apply, evaluate
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
@@ -210,7 +210,7 @@ class Var:
             op = OPS[_UFUNC_OPS[name]]
 
             def scalar(*xs):
-                return _apply(op, *xs)
+                return apply(op, *xs)
         if any(isinstance(x, np.ndarray) for x in inputs):
             # 0-d object arrays, so that numpy does not hand the loop back to us
             boxed = [x if isinstance(x, np.ndarray) else np.asarray(x, dtype=object)
@@ -484,5 +484,5 @@ def trace(f, *args) -> LCG:
             while vertex_names[v] in taken:
                 vertex_names[v] += "'"
             taken.add(vertex_names[v])
-    return LCG._trusted(vertex_names, tape.sources, tape.targets, tape.partials,
+    return LCG.from_trusted_arrays(vertex_names, tape.sources, tape.targets, tape.partials,
                         range(n_inputs), outputs, tape.values, tape.ops)

@@ -138,7 +138,7 @@ def test_awkward_names_get_safe_ids():
 def test_sample_highlight():
     g = examples.figure1()
     sample = _sample_with_a_skip(g)
-    dot = R.render(g, sample=sample)
+    dot = R.render(g, sample)
     drawn = edges(dot)
     assert len(drawn) == g.n_edges
     for e, (u, v, attrs) in enumerate(drawn):  # edges come out in g's edge order
@@ -162,14 +162,14 @@ def test_sample_highlight():
 def test_sample_from_another_graph_is_refused():
     sample = sample_paths(examples.lecture(), k=1, rng=0)
     with pytest.raises(ValueError, match="different graph"):
-        R.render(examples.figure1(), sample=sample)
-    with pytest.raises(TypeError, match="PathSample"):
-        R.render(examples.figure1(), sample=[1, 0, 1])
+        R.render(examples.figure1(), sample)
+    with pytest.raises(TypeError, match="cannot draw a float"):
+        R.render(examples.figure1(), 3.5)
 
 
 def test_four_paths_of_figure1d():
     g = examples.figure1()
-    dot = R.render(g, paths=all_paths(g))  # a generator of vertex-number tuples
+    dot = R.render(g, all_paths(g))  # a generator of vertex-number tuples
     drawn = strands(dot)
     # one strand per path through the edge, each path in its own colour
     assert len(drawn["v5", "y"]) == 3 and len(set(drawn["v5", "y"])) == 3
@@ -182,24 +182,22 @@ def test_four_paths_of_figure1d():
 
 def test_a_path_alone_keeps_its_number_and_colour():
     g = examples.figure1()
-    dot = R.render(g, paths=[FIGURE1_PATHS[2]], path_labels=["path 3"],
-                   colors=[R.PATH_COLORS[2]])
+    dot = R.render(g, R.Paths([FIGURE1_PATHS[2]], labels=["path 3"],
+                              colors=[R.PATH_COLORS[2]]))
     assert strands(dot)["x2", "v3"] == [R.PATH_COLORS[2]]
     assert "path 3: x2 → v3 → v4 → v5 → y" in nodes(dot)["legend"]["label"]
-    figure = R.draw_matplotlib(g, paths=FIGURE1_PATHS[3], path_labels="path 4",
-                               colors="#123456")  # one path: plain strings will do
+    figure = R.draw_matplotlib(g, R.Paths(FIGURE1_PATHS[3], labels="path 4",
+                                          colors="#123456"))  # one path: plain strings will do
     legend = figure.axes[0].get_legend()
     assert legend.get_texts()[-1].get_text().startswith("path 4: x2 → v4")
     assert legend.get_lines()[-1].get_color() == "#123456"
     with pytest.raises(ValueError, match="one per path"):
-        R.render(g, paths=FIGURE1_PATHS, colors=["red"])
-    with pytest.raises(ValueError, match="pass paths="):
-        R.render(g, path_labels=["path 1"])
+        R.render(g, R.Paths(FIGURE1_PATHS, colors=["red"]))
 
 
 def test_one_path_by_numbers_greys_the_rest():
     g = examples.figure1()
-    dot = R.render(g, paths=[0, 2, 6])
+    dot = R.render(g, [0, 2, 6])
     drawn = strands(dot)
     assert drawn["x1", "v2"] == drawn["v2", "y"] == [R.PATH_COLORS[0]]
     assert drawn["x2", "v3"] == [R.DIM]
@@ -209,12 +207,12 @@ def test_one_path_by_numbers_greys_the_rest():
     ([("x1", "y")], ValueError, "not an edge"),
     ([("x1",)], ValueError, "at least"),
     ([("x1", "nope")], ValueError, "unknown vertex"),
-    ("x1", TypeError, "paths="),
+    (R.Paths("x1"), TypeError, "a path"),
     ([{"x1", "v2"}], TypeError, "sequence of vertices"),
 ])
 def test_bad_paths(bad, error, message):
     with pytest.raises(error, match=message):
-        R.render(examples.figure1(), paths=bad)
+        R.render(examples.figure1(), bad)
 
 
 def test_step_highlight():
@@ -222,7 +220,7 @@ def test_step_highlight():
     result = eliminate(g, "markowitz", keep_graphs=True)
     before, step = result.graphs[1], result.steps[1]  # eliminating v2: one fill-in, one update
     assert step.vertex == "v2" and step.fill_in and step.updated
-    dot = R.render(before, step=step)
+    dot = R.render(before, step)
     drawn = {(u, v): a for u, v, a in edges(dot)}
     for p, s in step.fill_in:  # proposed edges: dashed, highlighted, not yet in the graph
         assert not before.has_edge(p, s)
@@ -241,24 +239,24 @@ def test_step_highlight():
         assert drawn[p, "v2"]["color"] == R.STEP_EDGE_COLOR
     assert nodes(dot)["v2"]["fillcolor"] == R.STEP_VERTEX_FILL
     # naming the vertex draws the same picture
-    assert R.render(before, step="v2").source == dot.source
+    assert R.render(before, R.Eliminating("v2")).source == dot.source
 
 
 def test_bad_steps():
     g = examples.two_outputs()
     with pytest.raises(ValueError, match="only intermediates"):
-        R.render(g, step="x0")
+        R.render(g, R.Eliminating("x0"))
     later = eliminate(g, "markowitz").steps[1]
     with pytest.raises(ValueError, match="different graph"):
-        R.render(g, step=later)  # drawn on the original, not the graph before the step
+        R.render(g, later)  # drawn on the original, not the graph before the step
     with pytest.raises(TypeError, match="Step"):
-        R.render(g, step=3.5)
+        R.render(g, 3.5)
 
 
 def test_highlights_combine():
     g = examples.figure1()
     sample = sample_paths(g, k=1, rng=1)
-    dot = R.render(g, sample=sample, paths=[FIGURE1_PATHS[0]], step="v4")
+    dot = R.render(g, sample, [FIGURE1_PATHS[0]], R.Eliminating("v4"))
     drawn = strands(dot)
     assert drawn["x1", "v2"] == [R.SAMPLE_COLOR, R.PATH_COLORS[0]]
     assert R.STEP_EDGE_COLOR in drawn["v4", "v5"]
@@ -273,7 +271,7 @@ def test_kept_vertices_of_an_injection():
     P = np.diag([2.0, 0.0])  # keeps the first component after the first factor, twice over
     full, injected = chain_graph(chain), chain_graph(chain, {1: P})
     a1, a2 = full.names[1], full.names[2]
-    dot = R.render(full, kept={a1: 2.0, a2: 0.0}, factor_name="P_ii")
+    dot = R.render(full, R.Factors({a1: 2.0, a2: 0.0}, name="P_ii"))
     drawn = {(u, v): attrs for u, v, attrs in edges(dot)}
     used = {edge for edge, attrs in drawn.items() if attrs["color"] == R.KEPT_COLOR}
     assert used == {("theta", a1), (a1, "y")}
@@ -290,27 +288,27 @@ def test_kept_vertices_of_an_injection():
     legend = labels["legend"]["label"]
     assert "kept vertex: its P_ii scales the edges into it" in legend
     assert "dropped vertex (P_ii = 0)" in legend and "sampled" not in legend
-    figure = R.draw_matplotlib(full, kept={a1: 2.0, a2: 0.0})  # the fallback agrees
+    figure = R.draw_matplotlib(full, {a1: 2.0, a2: 0.0})  # the fallback agrees
     assert any(t.get_text() == f"{a1}\nfactor = 2" for t in figure.axes[0].texts)
 
 
 def test_bad_kept():
     g = examples.figure1()
     with pytest.raises(TypeError, match="mapping"):
-        R.render(g, kept=["v2"])
+        R.render(g, R.Factors(["v2"]))
     with pytest.raises(TypeError, match="numbers"):
-        R.render(g, kept={"v2": "half"})
+        R.render(g, {"v2": "half"})
     with pytest.raises(ValueError, match="unknown vertex"):
-        R.render(g, kept={"nope": 1.0})
+        R.render(g, {"nope": 1.0})
     with pytest.raises(ValueError, match="two pictures"):
-        R.render(g, kept={"v2": 1.0}, sample=sample_paths(g, k=1, rng=0))
-    with pytest.raises(ValueError, match="pass kept="):
-        R.render(g, factor_name="P_ii")
+        R.render(g, {"v2": 1.0}, sample_paths(g, k=1, rng=0))
+    with pytest.raises(ValueError, match="one of each kind"):
+        R.render(g, {"v2": 1.0}, R.Factors({"v3": 1.0}))
 
 
 def test_legend_can_be_forced():
     assert "legend" in R.render(examples.lab(), legend=True).source
-    assert "legend" not in R.render(examples.lab(), paths=[("x", "v2")], legend=False).source
+    assert "legend" not in R.render(examples.lab(), [("x", "v2")], legend=False).source
 
 
 def test_too_large_graph_is_refused_with_advice():
@@ -342,7 +340,7 @@ def test_render_elimination_saves_each_step(tmp_path):
 # ------------------------------------------------------------ saving: dot
 @needs_dot
 def test_save_with_dot(tmp_path):
-    dot = R.render(examples.figure1(), paths=FIGURE1_PATHS)
+    dot = R.render(examples.figure1(), FIGURE1_PATHS)
     png = R.save(dot, tmp_path / "paths.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = tmp_path / "paths.svg"
@@ -383,7 +381,7 @@ def test_save_rejects_unknown_formats_and_objects(tmp_path):
 def test_fallback_without_dot(no_dot, tmp_path):
     g = examples.figure1()
     with pytest.warns(R.MissingDotWarning, match="matplotlib"):
-        dot = R.render(g, sample=sample_paths(g, k=1, rng=0))
+        dot = R.render(g, sample_paths(g, k=1, rng=0))
     assert "rankdir=BT" in dot.source  # the DOT text is still there
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per process: no second warning
@@ -408,8 +406,8 @@ def test_fallback_strip_without_dot(no_dot, tmp_path):
 
 def test_draw_matplotlib_draws_every_highlight():
     g = examples.figure1()
-    figure = R.draw_matplotlib(g, sample=sample_paths(g, k=1, rng=0), paths=FIGURE1_PATHS,
-                               step="v5", show_values=True, title="all at once")
+    figure = R.draw_matplotlib(g, sample_paths(g, k=1, rng=0), FIGURE1_PATHS,
+                               R.Eliminating("v5"), show_values=True, title="all at once")
     ax = figure.axes[0]
     texts = {t.get_text() for t in ax.texts}
     assert {"x1 = 1", "y = 13.44"} <= texts
@@ -437,6 +435,40 @@ def test_fallback_rows_follow_levels():
 
 def test_generated_paths_are_kept_for_saving():
     g = examples.figure1()
-    dot = R.render(g, paths=all_paths(g))
-    assert len(dot.options["paths"]) == 4  # a generator was read once and kept
+    dot = R.render(g, all_paths(g))
+    assert len(dot.highlights[0]) == 4  # a generator was read once and kept
     assert len(strands(dot)["v5", "y"]) == 3
+
+
+def test_the_former_highlight_keywords_still_draw_with_a_warning():
+    g = examples.figure1()
+    sample = sample_paths(g, k=1, rng=1)
+    new = R.render(g, sample, R.Paths([FIGURE1_PATHS[0]], labels=["first"]),
+                   R.Eliminating("v4"))
+    with pytest.warns(DeprecationWarning, match="pass the highlights themselves"):
+        old = R.render(g, sample=sample, paths=[FIGURE1_PATHS[0]], path_labels=["first"],
+                       step="v4")
+    assert old.source == new.source
+    with pytest.warns(DeprecationWarning):
+        kept = R.render(g, kept={"v2": 2.0}, factor_name="P_ii")
+    assert kept.source == R.render(g, R.Factors({"v2": 2.0}, "P_ii")).source
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="pass paths="):
+        R.render(g, path_labels=["path 1"])
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        R.render(g, smaple=sample)
+
+
+def test_a_new_kind_of_highlight_is_one_entry():
+    """HIGHLIGHTS is the whole dispatch: a recogniser and a drawing function."""
+    class Marked(str):
+        pass
+
+    def draw(scene, vertex, digits):
+        scene.nodes[scene.g.index(str(vertex))].fill = "#00ff00"
+
+    R.HIGHLIGHTS.insert(0, ("marked", lambda h: isinstance(h, Marked), draw))
+    try:
+        dot = R.render(examples.lab(), Marked("v2"))
+    finally:
+        del R.HIGHLIGHTS[0]
+    assert nodes(dot)["v2"]["fillcolor"] == "#00ff00"

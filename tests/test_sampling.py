@@ -16,14 +16,13 @@ from oracles import algorithm1_outcomes, as_law, dense_jacobian
 from scipy import stats
 
 from minirad import examples
+from minirad.experiments import compare, variance_by_depth
 from minirad.graph import LCG
 from minirad.sampling import (
-    compare,
     draws_per_vertex,
     path_sampling_variance,
     sample_paths,
     sampled_jacobians,
-    variance_by_depth,
 )
 
 # ------------------------------------------------------------------ oracles
@@ -79,7 +78,7 @@ def test_sample_is_a_consistent_run_of_algorithm_1(k, seed):
     s = sample_paths(g, k, rng=seed)
     draws = draws_per_vertex(g, k)
     degree = np.diff(g.out_edges_csr[1])
-    assert np.array_equal(s.k, draws)
+    assert np.array_equal(s.draws, draws)
     # visited: the inputs and every vertex with a drawn incoming edge, nothing else
     expected = np.zeros(g.n_vertices, dtype=bool)
     expected[list(g.inputs)] = True
@@ -115,7 +114,9 @@ def test_sampled_backward_pass_costs_less():
 def test_sample_is_frozen_and_read_only():
     s = sample_paths(examples.figure1(), rng=0)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        s.k = 3
+        s.draws = 3
+    with pytest.warns(DeprecationWarning, match="PathSample.draws"):
+        assert s.k is s.draws  # the old name still reads
     with pytest.raises(ValueError):
         s.counts[0] = 7
     assert "stored" in repr(s)
@@ -457,3 +458,18 @@ def test_exact_variance_refuses_large_graphs_naming_the_limit():
 def test_bad_direction():
     with pytest.raises(ValueError, match="direction"):
         sampled_jacobians(examples.figure1(), 1, 3, direction="sideways")
+
+
+def test_experiments_moved_but_old_imports_still_work():
+    import minirad.experiments as experiments
+    import minirad.sampling as sampling
+
+    for name in ("compare", "Comparison", "variance_by_depth", "DepthStudy", "FAMILIES"):
+        with pytest.warns(DeprecationWarning, match=f"minirad.experiments.{name}"):
+            assert getattr(sampling, name) is getattr(experiments, name)
+    with pytest.raises(AttributeError):
+        sampling.no_such_name  # noqa: B018
+    result = compare(examples.lab(), k=1, n=20, rng=0)
+    assert np.array_equal(result.draws, draws_per_vertex(examples.lab(), 1))
+    with pytest.warns(DeprecationWarning, match="Comparison.draws"):
+        assert result.k is result.draws

@@ -216,7 +216,7 @@ def test_engines_agree_on_a_wide_graph():
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(jvp(g, v, engine=engine), reference, rtol=1e-10,
                                    atol=1e-12)
-    assert g._cache["sweeps.levels"][0] is not None  # auto chose the wavefronts
+    assert "sweeps.schedule" in g.memos  # the wavefronts were built
 
 
 def test_engines_agree_on_a_deep_traced_program():
@@ -231,8 +231,7 @@ def test_engines_agree_on_a_deep_traced_program():
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(reverse_sweep(g, engine=engine).jacobian, reference,
                                    rtol=1e-10, atol=1e-13)
-    schedule, _, _ = g._cache["sweeps.levels"]
-    assert schedule is not None  # built when "levels" was forced
+    assert "sweeps.schedule" in g.memos  # built when "levels" was forced
 
 
 def test_auto_sends_deep_graphs_to_the_solver():
@@ -245,20 +244,22 @@ def test_auto_sends_deep_graphs_to_the_solver():
     g = minirad.trace(chain, np.full(2000, 0.5))
     np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), vjp(g, [1.0], engine="loop"),
                                rtol=1e-10)
-    schedule, depth, tried = g._cache["sweeps.levels"]
-    assert schedule is None and tried is not None  # gave up counting levels early
+    # gave up counting levels early: no schedule, no levels, a remembered cap
+    assert "sweeps.schedule" not in g.memos and "graph.levels" not in g.memos
+    assert [g.memos[key] for key in g.memos if key.startswith("sweeps.levels_within.")] == [None]
 
 
 def test_schedules_are_cached_under_sweeps_keys():
     g = examples.random_layered(100, 5, 5, rng=3)
-    before = set(g._cache)
+    before = set(g.memos)
     reverse_sweep(g)
     forward_sweep(g)
     jvp(g, np.ones(len(g.inputs)), engine="levels")
     jvp(g, np.ones(len(g.inputs)), engine="triangular")
-    added = set(g._cache) - before
+    added = set(g.memos) - before
     # sweeps keep their own state under "sweeps." keys, beside the graph's shared views
-    shared = ("in_ptr", "out_csr", "reach.lists.forward", "reach.lists.reverse")
+    shared = ("in_ptr", "out_csr", "reach.lists.forward", "reach.lists.reverse",
+              "graph.levels")
     assert added and all(key.startswith("sweeps.") or key in shared for key in added)
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from minirad import LCG, examples, labs
 from minirad.paths import count_paths as minirad_count_paths
 from minirad.paths import path_product, paths
-from minirad.render import PATH_COLORS, render
+from minirad.render import PATH_COLORS, Paths, render
 from minirad.sweeps import forward_sweep, reverse_sweep
 
 # %% [markdown]
@@ -95,8 +95,8 @@ for number, path in enumerate(all_paths, start=1):
     print(f"path {number}: {names}")
     print("   partials: " + " * ".join(f"{p:.4f}" for p in partials) + f" = {product:.4f}")
     # the number and colour this path has among all four (see the picture below)
-    picture = render(g, paths=[path], path_labels=[f"path {number}"],
-                     colors=[PATH_COLORS[number - 1]],
+    picture = render(g, Paths([path], labels=[f"path {number}"],
+                              colors=[PATH_COLORS[number - 1]]),
                      title=f"path {number}: {names}   (product {product:.4f})")
     labs.show(picture, f"lab3_figure1_path{number}")
 
@@ -124,7 +124,7 @@ print("reverse sweep: ", reverse_sweep(g).jacobian)
 # used by several paths is drawn with one coloured strand per path.
 
 # %%
-labs.show(render(g, paths=all_paths, title="Figure 1d: all four paths"),
+labs.show(render(g, all_paths, title="Figure 1d: all four paths"),
           "lab3_figure1_all_paths")
 
 # %% [markdown]
@@ -149,7 +149,7 @@ labs.show(render(g, paths=all_paths, title="Figure 1d: all four paths"),
 # %%
 small = examples.interleaved(3, 3)
 print(small, "paths:", minirad_count_paths(small)[0, 0])
-labs.show(render(small, paths=[("theta", "a1", "b2", "c2", "y")], edge_labels=False,
+labs.show(render(small, [("theta", "a1", "b2", "c2", "y")], edge_labels=False,
                  title="interleaved(3, 3): 27 paths, one highlighted"),
           "lab3_interleaved_3x3")
 

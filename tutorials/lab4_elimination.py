@@ -35,7 +35,7 @@ import minirad
 from minirad import examples, labs, ops
 from minirad.elimination import eliminate, elimination_cost, elimination_order
 from minirad.plots import plot_elimination_costs
-from minirad.render import elimination_strip, render, render_elimination
+from minirad.render import Eliminating, elimination_strip, render, render_elimination
 from minirad.sweeps import reverse_sweep
 
 # %% [markdown]
@@ -68,7 +68,7 @@ from minirad.sweeps import reverse_sweep
 # %%
 g = examples.figure1()
 print(g.wengert())
-labs.show(render(g, step="v2", show_ops=True,
+labs.show(render(g, Eliminating("v2"), show_ops=True,
                  title="Figure 1: eliminating v2 = exp(x1)"), "lab4_figure1_step_v2")
 
 # %% [markdown]
@@ -182,7 +182,7 @@ assert np.isclose(edges["x2", "y"], jacobian[0, 1])
 # Here are the two routes from $x_2$ up to $y$, drawn as paths.
 
 # %%
-labs.show(render(g, paths=[("x2", "v3", "v4", "v5", "y"), ("x2", "v4", "v5", "y")],
+labs.show(render(g, [("x2", "v3", "v4", "v5", "y"), ("x2", "v4", "v5", "y")],
                  title="x2 is used twice: two routes to y"), "lab4_x2_two_uses")
 
 # %% [markdown]

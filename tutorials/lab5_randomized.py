@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
+from minirad.experiments import compare, variance_by_depth
 from minirad.injection import (
     chain_graph,
     chain_product,
@@ -47,14 +48,8 @@ from minirad.injection import (
 )
 from minirad.jacobian import jacobian
 from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
-from minirad.render import render
-from minirad.sampling import (
-    compare,
-    path_sampling_variance,
-    sample_paths,
-    sampled_jacobians,
-    variance_by_depth,
-)
+from minirad.render import Factors, render
+from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
 # ## 1. Algorithm 1: sample a few edges at each vertex
@@ -80,7 +75,7 @@ from minirad.sampling import (
 g = examples.figure1()
 sample = sample_paths(g, k=1, rng=0)
 print(sample)
-labs.show(render(g, sample=sample, title="Algorithm 1 on Figure 1, k = 1"),
+labs.show(render(g, sample, title="Algorithm 1 on Figure 1, k = 1"),
           "lab5_figure1_sample")
 
 # %% [markdown]
@@ -106,7 +101,7 @@ def narrate(g, sample):
         elif len(out) == 0:
             print(f"{name:>3}: output, nothing to draw")
         else:
-            d, k = len(out), sample.k[v]
+            d, k = len(out), sample.draws[v]
             drawn = [e for e in out if sample.counts[e] > 0]
             text = "; ".join(
                 f"drew {g.names[g.targets[e]]} {sample.counts[e]} time(s), so "
@@ -196,7 +191,7 @@ def as_sample(g, Q, k):
 wide = examples.interleaved(3, 3, partials="random", rng=0)
 Q = sample_Q(wide, 2, np.random.default_rng(5))
 print("your estimate:", labs.sample_jacobian(wide, Q), " exact:", jacobian(wide))
-labs.show(render(wide, sample=as_sample(wide, Q, 2), title="Your Algorithm 1 on "
+labs.show(render(wide, as_sample(wide, Q, 2), title="Your Algorithm 1 on "
                  "interleaved(3, 3), k = 2"), "lab5_your_sample")
 
 # %% [markdown]
@@ -253,7 +248,7 @@ labs.show(render(wide, sample=as_sample(wide, Q, 2), title="Your Algorithm 1 on 
 # **standard error** $\sqrt{\mathrm{Var}/n}$, so the ratio
 # $z = (\text{mean} - \text{exact}) / \text{standard error}$ should be a
 # number of order 1 (beyond 3 or 4 would be suspicious).
-# `minirad.sampling.compare` does this with its fast batched sampler.
+# `minirad.experiments.compare` does this with its fast batched sampler.
 
 # %%
 def z_table(exact, estimates):
@@ -375,7 +370,7 @@ labs.show(fig, "lab5_memory_vs_variance")
 for name, family in (("independent", examples.independent_paths),
                      ("interleaved", examples.interleaved)):
     h = family(3, 3, partials="random", rng=0)
-    labs.show(render(h, sample=sample_paths(h, 0.5, rng=1), edge_labels=False,
+    labs.show(render(h, sample_paths(h, 0.5, rng=1), edge_labels=False,
                      title=f"{name} paths, width 3, depth 3: half of each vertex's edges"),
               f"lab5_{name}_sample")
 
@@ -537,7 +532,7 @@ sizes = [chain[0].shape[1]] + [factor.shape[0] for factor in chain]  # vector si
 first = np.cumsum([0] + sizes)  # the number of the first vertex at each position
 P_ii = {full.names[first[position] + i]: P[i, i]
         for position, P in Ps.items() for i in range(P.shape[0])}
-labs.show(render(full, kept=P_ii, factor_name="P_ii",
+labs.show(render(full, Factors(P_ii, name="P_ii"),
                  title="Matrix injection keeps vertices: k = 2 of 3 components after each "
                        "of A, B, C"), "lab5_injected_graph")
 

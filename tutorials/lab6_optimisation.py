@@ -259,7 +259,7 @@ labs.show(fig, "lab6_descent_contour")
 sample = sample_paths(lcg, k=1, rng=0)
 print("sampled:", sample.jacobian, " exact:", reverse_sweep(lcg).jacobian)
 assert np.array_equal(sample.jacobian, reverse_sweep(lcg).jacobian)
-labs.show(render(lcg, sample=sample, title="Algorithm 1 on the LCG of g: every edge kept"),
+labs.show(render(lcg, sample, title="Algorithm 1 on the LCG of g: every edge kept"),
           "lab6_descent_sample")
 
 # %% [markdown]
@@ -308,7 +308,7 @@ def make_loss(ts, ss):
 
 loss = make_loss(t_data, s_data)
 small = minirad.trace(make_loss(t_data[::5], s_data[::5]), 0.0, 0.0)
-labs.show(render(small, sample=sample_paths(small, k=1, rng=2),
+labs.show(render(small, sample_paths(small, k=1, rng=2),
                  title="Line fit on 4 points, k = 1 at a and at b"), "lab6_line_fit_sample")
 
 # %% [markdown]

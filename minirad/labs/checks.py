@@ -296,7 +296,7 @@ def passed(exercise: str, text: str) -> None:
     print(f"{exercise} passed: {text}")
 
 
-def _where(exercise: str, topic: str, name: str) -> str:
+def location(exercise: str, topic: str, name: str) -> str:
     return f"{exercise} ({topic}), on {name}"
 
 
@@ -343,7 +343,7 @@ def check_central_difference(fn: Callable) -> None:
     exercise, topic = "Exercise 1.1", "central difference"
     for name, f, fprime, third, x in _SCALAR_CASES:
         for h in _STEPS:
-            where = _where(exercise, topic, f"{name} at x={x} with h={h:g}")
+            where = location(exercise, topic, f"{name} at x={x} with h={h:g}")
             value = call_student(fn, where, f, x, h)
             try:
                 value = float(value)
@@ -408,7 +408,7 @@ def check_directional_difference(fn: Callable) -> None:
     h = 1e-3
     for name, f, grad, x in _VECTOR_CASES:
         for delta in _directions(len(x), rng):
-            where = _where(exercise, topic, f"{name} at x={x.tolist()} along "
+            where = location(exercise, topic, f"{name} at x={x.tolist()} along "
                                            f"delta={np.round(delta, 3).tolist()}")
             value = call_student(fn, where, f, x.copy(), delta.copy(), h)
             try:
@@ -509,7 +509,7 @@ _OVERWRITE_HINT = {
 def _check_jacobian_fn(fn, exercise, topic, reference, direction) -> None:
     graphs = check_graphs("sweeps")
     for name, g in graphs.items():
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         result = call_student(fn, where, g, seconds=60)
         if isinstance(result, tuple):
             raise CheckFailed(f"{where}: your function returned a tuple; return only the "
@@ -596,7 +596,7 @@ def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
     graphs = check_graphs("counts")
     largest = 0
     for name, g in graphs.items():
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         expected = count_paths(g)
         total = sum(int(c) for c in expected.flat)
         slow = (f" -- this graph has {total} input-output paths; visiting them one by one "

@@ -39,7 +39,7 @@ from ..graph import LCG
 from ..sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from ..sweeps import reverse_sweep
 from ..trace import trace
-from .checks import CheckFailed, _where, call_student, passed, time_limit
+from .checks import CheckFailed, call_student, location, passed, time_limit
 
 __all__ = [
     "check_descent_step", "check_eliminate_vertex", "check_markowitz_order", "check_sample_Q",
@@ -211,7 +211,7 @@ def check_eliminate_vertex(fn: Callable) -> None:
         done: list[str] = []
         for v in elimination_order(g, order):
             label = name if not done else f"{name} after eliminating {', '.join(done)}"
-            where = _where(exercise, topic, f"{label}, eliminating {v}")
+            where = location(exercise, topic, f"{label}, eliminating {v}")
             given = edge_dict(g)
             handed = dict(given)
             result = call_student(fn, where, handed, v, seconds=10)
@@ -331,7 +331,7 @@ def check_markowitz_order(fn: Callable) -> None:
     exercise, topic = "Exercise 4.2", "Markowitz order"
     graphs = _markowitz_graphs()
     for name, g in graphs.items():
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         result = call_student(fn, where, g, seconds=20)
         try:
             mine = list(result)
@@ -499,7 +499,7 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
     total = 0
     for name, build, k, n in _SAMPLING_CASES:
         g = build()
-        where = _where(exercise, topic, f"{name} with k={k}")
+        where = location(exercise, topic, f"{name} with k={k}")
         table = _EdgeTable(g)
         for seed in (123, 456):
             first, again = (_as_sample(call_student(fn, where, g, k, np.random.default_rng(seed),
@@ -601,7 +601,7 @@ def check_descent_step(fn: Callable) -> None:
     """
     exercise, topic = "Exercise 6.1", "one descent step"
     for name, f, point, rate in _DESCENT_CASES:
-        where = _where(exercise, topic, name)
+        where = location(exercise, topic, name)
         result = call_student(fn, where, f, rate, *point, seconds=10)
         mine = _point(result, len(point), where, "the new point, one float per argument")
         x = np.array(point)
@@ -686,7 +686,7 @@ def check_sgd(fn: Callable) -> None:
     """
     exercise, topic = "Exercise 6.2", "descent with sampled gradients"
     for name, f, start, rate, steps, k, seed in _SGD_CASES:
-        where = _where(exercise, topic, f"{name}, rate {rate}, {steps} steps, "
+        where = location(exercise, topic, f"{name}, rate {rate}, {steps} steps, "
                                         f"rng=np.random.default_rng({seed})")
         handed = np.array(start, dtype=float)
         result = call_student(fn, where, f, handed, rate, steps, k,

@@ -1,0 +1,497 @@
+"""The fast engines behind minirad's reference recurrences (private: read
+:mod:`minirad.labels`, :mod:`minirad.sweeps`, :mod:`minirad.paths` and
+:mod:`minirad.sampling` first).
+
+Everything here computes exactly what a plain recurrence over the edge
+labels computes -- :func:`minirad.labels.forward` and
+:func:`minirad.labels.reverse` on floats, the same on counts, Algorithm 1
+run once per sample -- only faster, by working on numpy arrays, sparse
+matrices or many samples at once.  ``tests/test_engines.py`` holds each
+engine equal to its reference.
+
+* sweeps over floats: ``run_loop`` (a Python loop over the edge lists, for
+  small graphs), ``run_levels`` (one sparse product per wavefront of the
+  topological levels, for wide graphs), ``run_triangular`` (SciPy's unit
+  triangular solve ``(I - L) T = S``, for large deep graphs); ``propagate``
+  picks one; ``sweep_cost`` counts a sweep's operations from reachability;
+* path counts: ``path_counts`` and ``total_counts`` carry Python-int counts
+  for several seeds in one pass; ``walk_products`` enumerates paths with
+  their prefix products, never entering a vertex that reaches no target;
+* batched Algorithm 1: ``Plan``, ``draw_visited``, ``reverse_batch``,
+  ``forward_batch``.
+
+Derived arrays are kept on the graph with :meth:`minirad.graph.LCG.memo`
+under keys ``"sweeps.*"``, ``"paths.*"`` and ``"graph.levels"``.  This
+module imports nothing from minirad, so any module may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import add
+
+import numpy as np
+
+# Below this many edge-times-seed updates the Python loop (~0.1-0.2 us per
+# update) beats the solver, whose call costs a few hundred microseconds.
+LOOP_WORK = 4_000
+# A wavefront costs one sparse product (~5-10 us of call overhead); measured
+# on layered graphs of 10^5 and 10^6 edges, wavefronts beat the solver while
+# they carry more than about this many edges each; deeper graphs go to the solver.
+EDGES_PER_LEVEL = 700
+MIN_LEVELS = 8
+
+# ------------------------------------------------------------------ engines
+def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], stops[i])`` for all i, vectorised."""
+    lengths = stops - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offsets, lengths) + np.arange(total)
+
+
+def edge_lists(g):
+    """The edge arrays as Python lists, in order and reversed (memoized)."""
+    def lists():
+        src, dst, par = g.sources.tolist(), g.targets.tolist(), g.partials.tolist()
+        return src, dst, par, src[::-1], dst[::-1], par[::-1]
+
+    return g.memo("sweeps.lists", lists)
+
+
+def run_loop(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    src, dst, par, rsrc, rdst, rpar = edge_lists(g)
+    values = np.empty_like(seeds)
+    for c in range(seeds.shape[1]):
+        x = seeds[:, c].tolist()
+        if forward:
+            for s, d, p in zip(src, dst, par):
+                x[d] += p * x[s]
+        else:
+            for s, d, p in zip(rsrc, rdst, rpar):
+                x[s] += p * x[d]
+        values[:, c] = x
+    return values
+
+
+def topological_levels(g, cap: int | None) -> np.ndarray | None:
+    """Topological level of every vertex (longest path from a vertex without
+    predecessors), by Kahn's algorithm one wavefront at a time; None when
+    there are more than ``cap`` levels."""
+    n = g.n_vertices
+    if cap is not None and chain_length(g, cap) > cap:
+        return None
+    order, ptr = g.out_edges_csr
+    heads = g.targets[order]
+    remaining = np.diff(g.in_edges_ptr)
+    level = np.zeros(n, dtype=np.int64)
+    frontier = np.flatnonzero(remaining == 0)
+    depth = 0
+    while len(frontier):
+        if cap is not None and depth >= cap:
+            return None
+        level[frontier] = depth
+        ends = heads[ranges(ptr[frontier], ptr[frontier + 1])]
+        if len(ends) == 0:
+            break
+        low = int(ends.min())
+        span = int(ends.max()) - low + 1
+        if span <= 4 * len(ends):  # a dense window: counting beats sorting
+            hits = np.bincount(ends - low, minlength=span)
+            reached = np.flatnonzero(hits)
+            hits = hits[reached]
+            reached += low
+        else:
+            reached, hits = np.unique(ends, return_counts=True)
+        remaining[reached] -= hits
+        frontier = reached[remaining[reached] == 0]
+        depth += 1
+    return level
+
+
+def chain_length(g, limit: int) -> int:
+    """Vertices on one long path, found by walking back from the last vertex to
+    its latest predecessor; a cheap lower bound on the number of levels that
+    spares a deep graph a long, doomed level count.  Stops past ``limit``."""
+    ptr = g.in_edges_ptr
+    has_pred = np.flatnonzero(ptr[1:] > ptr[:-1])
+    if len(has_pred) == 0:
+        return 1 if g.n_vertices else 0
+    latest = np.full(g.n_vertices, -1, dtype=np.int64)
+    latest[has_pred] = np.maximum.reduceat(g.sources, ptr[has_pred])
+    step = latest.tolist()
+    v, length = int(has_pred[-1]), 1
+    while v >= 0 and length <= limit:
+        v = step[v]
+        length += 1
+    return length - (v < 0)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Wavefronts in a level-major renumbering of the vertices.
+
+    ``perm[i]`` is the vertex at position i (None when the numbering is
+    already level-major).  ``forward`` holds, per level from the second on,
+    the rows ``lo:hi`` of its vertices and the sparse matrix of their
+    in-edges over all positions; ``reverse`` the same for out-edges, deepest
+    level first, covering only vertices that have successors.
+    """
+
+    perm: np.ndarray | None
+    position: np.ndarray | None
+    forward: list
+    reverse: list
+    depth: int
+
+
+def levels_within(g, cap: int | None) -> np.ndarray | None:
+    """The topological levels (memoized as ``"graph.levels"``), or None when
+    there are more than ``cap`` of them (remembered per cap, so a deep graph
+    is not counted twice)."""
+    known = g.memos.get("graph.levels")
+    if known is not None:
+        return known if cap is None or level_count(known) <= cap else None
+    if cap is None:
+        return g.memo("graph.levels", lambda: _read_only(topological_levels(g, None)))
+    level = g.memo(f"sweeps.levels_within.{cap}", lambda: topological_levels(g, cap))
+    if level is None:
+        return None
+    return g.memo("graph.levels", lambda: _read_only(level))
+
+
+def level_count(level: np.ndarray) -> int:
+    return int(level.max()) + 1 if len(level) else 0
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def level_schedule(g, cap: int | None) -> Schedule | None:
+    """The wavefront schedule (memoized), or None when the graph has more than
+    ``cap`` levels."""
+    if "sweeps.schedule" not in g.memos:
+        level = levels_within(g, cap)
+        if level is None:
+            return None
+        return g.memo("sweeps.schedule", lambda: build_schedule(g, level, level_count(level)))
+    schedule = g.memos["sweeps.schedule"]
+    return schedule if cap is None or schedule.depth <= cap else None
+
+
+def build_schedule(g, level: np.ndarray, depth: int) -> Schedule:
+    import scipy.sparse as sp
+
+    n = g.n_vertices
+    leaf = g.out_degrees == 0
+    # level-major; within a level, vertices with successors first so the
+    # reverse sweep's rows are a contiguous block
+    perm = np.lexsort((leaf, level))
+    position = np.empty(n, dtype=np.int64)
+    position[perm] = np.arange(n)
+    starts = np.searchsorted(level[perm], np.arange(depth + 1))
+    with_succ = (np.add.reduceat((~leaf[perm]).astype(np.int64), starts[:-1]) if depth
+                 else np.zeros(0, dtype=np.int64))
+    tail, head = position[g.sources], position[g.targets]
+    index_type = np.int32 if n < 2**31 - 1 and g.n_edges < 2**31 - 1 else np.int64
+    in_ptr = g.in_edges_ptr
+    out_order, out_ptr = g.out_edges_csr
+
+    def blocks(edges, degree, cols_of, row_spans):
+        """Per span of rows, a CSR matrix of the given edges (grouped by row)."""
+        cols, data = cols_of[edges].astype(index_type), g.partials[edges]
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(degree, out=ptr[1:])
+        out = []
+        for lo, hi in row_spans:
+            if hi > lo and ptr[hi] > ptr[lo]:
+                e0, e1 = ptr[lo], ptr[hi]
+                matrix = sp.csr_array(
+                    (data[e0:e1], cols[e0:e1], (ptr[lo:hi + 1] - e0).astype(index_type)),
+                    shape=(hi - lo, n))
+                out.append((int(lo), int(hi), matrix))
+        return out
+
+    # edges grouped by the position of their head (tail), found by reading the
+    # in-edge (out-edge) lists of the vertices in position order: no sorting
+    by_head = ranges(in_ptr[perm], in_ptr[perm + 1])
+    by_tail = out_order[ranges(out_ptr[perm], out_ptr[perm + 1])]
+    forward = blocks(by_head, np.diff(in_ptr)[perm], tail,
+                     [(starts[k], starts[k + 1]) for k in range(1, depth)])
+    reverse = blocks(by_tail, np.diff(out_ptr)[perm], head,
+                     [(starts[k], starts[k] + with_succ[k]) for k in range(depth - 2, -1, -1)])
+    if np.array_equal(perm, np.arange(n)):
+        return Schedule(None, None, forward, reverse, depth)
+    return Schedule(perm, position, forward, reverse, depth)
+
+
+def run_levels(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    schedule = level_schedule(g, cap=None)
+    x = seeds[schedule.perm] if schedule.perm is not None else seeds.copy()
+    if x.shape[1] == 1:  # a vector product is cheaper than a one-column matrix product
+        x = x[:, 0]
+    for lo, hi, matrix in (schedule.forward if forward else schedule.reverse):
+        x[lo:hi] += matrix @ x
+    x = x.reshape(len(x), -1)
+    return x[schedule.position] if schedule.position is not None else x
+
+
+def unit_lower(g):
+    """``I - L`` in CSC form, L[v, u] = dv/du: the forward sweep's system.
+
+    Column u holds the diagonal 1 and then -dv/du for each successor v in
+    increasing order, which is exactly the out-edge listing, so the matrix is
+    assembled directly in canonical form with 32-bit indices (what SciPy's
+    solver wants, sparing it a conversion on every call).
+    """
+    def assemble():
+        import scipy.sparse as sp
+
+        n, m = g.n_vertices, g.n_edges
+        order, ptr = g.out_edges_csr
+        index_type = np.int32 if n + m < 2**31 - 1 else np.int64
+        indptr = (ptr + np.arange(n + 1)).astype(index_type)
+        diagonal = indptr[:-1]
+        # the k-th out-edge overall sits after the diagonals of columns 0..its source
+        off = np.arange(m) + g.sources[order] + 1
+        indices = np.empty(n + m, dtype=index_type)
+        data = np.empty(n + m)
+        indices[diagonal] = np.arange(n)
+        data[diagonal] = 1.0
+        indices[off] = g.targets[order]
+        data[off] = -g.partials[order]
+        matrix = sp.csc_array((data, indices, indptr), shape=(n, n))
+        matrix.has_sorted_indices = True
+        return matrix
+
+    return g.memo("sweeps.matrix", assemble)
+
+
+def run_triangular(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    from scipy.sparse.linalg import spsolve_triangular
+
+    matrix = unit_lower(g)
+    rhs = seeds[:, 0] if seeds.shape[1] == 1 else seeds
+    if forward:
+        x = spsolve_triangular(matrix, rhs, lower=True, unit_diagonal=True)
+    else:  # the transpose is a CSR view, which scipy solves without converting
+        x = spsolve_triangular(matrix.T, rhs, lower=False, unit_diagonal=True)
+    return np.asarray(x, dtype=np.float64).reshape(g.n_vertices, -1)
+
+
+def engine_for(g, k: int, engine: str) -> str:
+    if engine != "auto":
+        return engine
+    if g.n_edges * k <= LOOP_WORK:
+        return "loop"
+    cap = max(MIN_LEVELS, g.n_edges // EDGES_PER_LEVEL)
+    return "levels" if level_schedule(g, cap) is not None else "triangular"
+
+
+def propagate(g, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
+    """Solve the sweep recurrence for a (n_vertices, k) block of seeds."""
+    if seeds.shape[1] == 0 or g.n_edges == 0:
+        return seeds.copy()
+    chosen = engine_for(g, seeds.shape[1], engine)
+    if chosen == "loop":
+        return run_loop(g, seeds, forward)
+    if chosen == "levels":
+        return run_levels(g, seeds, forward)
+    return run_triangular(g, seeds, forward)
+
+
+# ------------------------------------------------------------------ counting
+def path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]]:
+    """``counts[v][c]``: paths from ``ends[c]`` to ``v`` (forward) or from ``v``
+    to ``ends[c]`` (backward), one pass over the edges with Python ints."""
+    k = len(ends)
+    counts = [[0] * k for _ in range(g.n_vertices)]
+    for c, v in enumerate(ends):
+        counts[v][c] = 1
+    src, dst = g.sources.tolist(), g.targets.tolist()
+    # edges are grouped by target in topological order, so one pass in order
+    # (or in reverse order) sees every vertex's count complete before using it
+    pairs = zip(src, dst) if forward else zip(reversed(dst), reversed(src))
+    for near, far in pairs:
+        row = counts[near]
+        if any(row):
+            counts[far] = list(map(add, counts[far], row))
+    return counts
+
+
+def total_counts(g, ends: Sequence[int], forward: bool) -> list[int]:
+    """Paths from any of ``ends`` to each vertex (forward), or from each vertex
+    to any of ``ends`` (backward): one column, so plain ints suffice."""
+    counts = [0] * g.n_vertices
+    for v in ends:
+        counts[v] = 1
+    src, dst = g.sources.tolist(), g.targets.tolist()
+    pairs = zip(src, dst) if forward else zip(reversed(dst), reversed(src))
+    for near, far in pairs:
+        counts[far] += counts[near]
+    return counts
+
+
+
+
+# ------------------------------------------------------- batched sampling
+class Plan:
+    """The vertices on input-output paths, renumbered 0..R-1, each with its
+    out-edges (local targets, partials) and its draws.  Successors off
+    those paths become the extra slot R: a sink when drawing or pushing
+    tangents, a zero when pulling adjoints (they never reach an output)."""
+
+    def __init__(self, g, draws: np.ndarray, on: np.ndarray):
+        self.size = int(on.sum())
+        local = np.full(g.n_vertices, self.size, dtype=np.int64)
+        local[on] = np.arange(self.size)
+        self.inputs = local[list(g.inputs)]
+        self.outputs = local[list(g.outputs)]
+        order, ptr = g.out_edges_csr
+        self.steps = []
+        for v in np.flatnonzero(on):
+            out = order[ptr[v]:ptr[v + 1]]
+            if len(out):
+                self.steps.append((int(local[v]), local[g.targets[out]], g.partials[out],
+                                   int(draws[v])))
+        # per sample, at most this many draws are recorded (every vertex visited)
+        self.most_draws = sum(k if k else len(t) for _, t, _, k in self.steps)
+
+
+def draw_visited(plan: Plan, c: int, rng):
+    """Algorithm 1 for ``c`` samples at once, vertex by vertex in topological
+    order: only the samples in which a vertex is visited draw there.  Yields
+    ``(v, targets, partials, k, rows, pick)``: the samples ``rows`` that
+    visit ``v`` and their draws ``pick`` (positions among v's out-edges;
+    None when v keeps them all).  Row ``plan.size`` of ``visited`` is the
+    sink for successors off every path."""
+    visited = np.zeros((plan.size + 1, c), dtype=bool)  # vertex-major: rows are contiguous
+    live = plan.inputs[plan.inputs < plan.size]
+    visited[live] = True
+    for v, targets, partials, k in plan.steps:
+        rows = np.flatnonzero(visited[v])
+        if len(rows) == 0:
+            continue  # line 9 of Algorithm 1, for every sample at once
+        if k == 0:
+            visited[np.ix_(targets, rows)] = True
+            yield v, targets, partials, k, rows, None
+            continue
+        pick = rng.integers(len(targets), size=(len(rows), k))
+        visited[targets[pick], rows[:, None]] = True
+        yield v, targets, partials, k, rows, pick
+
+
+def reverse_batch(plan: Plan, n_out: int, c: int, rng) -> np.ndarray:
+    """``c`` estimates: draw forward, then reverse accumulation over the
+    draws.  A visited vertex only reads adjoints of successors it drew,
+    which are visited too, so unvisited entries are never read."""
+    draws = list(draw_visited(plan, c, rng))
+    adjoint = np.zeros((plan.size + 1, c, n_out))
+    live = plan.outputs < plan.size
+    adjoint[plan.outputs[live], :, np.flatnonzero(live)] = 1.0
+    for v, targets, partials, k, rows, pick in reversed(draws):
+        d = len(targets)
+        if pick is None:
+            adjoint[v, rows] = np.einsum("e,emo->mo", partials, adjoint[np.ix_(targets, rows)])
+        elif k <= d:
+            weight = partials[pick] * (d / k)
+            adjoint[v, rows] = np.einsum("mj,mjo->mo", weight,
+                                         adjoint[targets[pick], rows[:, None]])
+        else:  # many draws: count them per edge instead of gathering each
+            counts = draw_counts(pick, d)
+            adjoint[v, rows] = np.einsum("me,emo->mo", counts * (partials * (d / k)),
+                                         adjoint[np.ix_(targets, rows)])
+    return adjoint[plan.inputs].transpose(1, 2, 0)
+
+
+def forward_batch(plan: Plan, n_in: int, c: int, rng) -> np.ndarray:
+    """``c`` estimates by forward accumulation while drawing."""
+    tangent = np.zeros((plan.size + 1, c, n_in))
+    live = plan.inputs < plan.size
+    tangent[plan.inputs[live], :, np.flatnonzero(live)] = 1.0
+    for v, targets, partials, k, rows, pick in draw_visited(plan, c, rng):
+        d = len(targets)
+        x = tangent[v, rows]
+        if pick is None:
+            tangent[np.ix_(targets, rows)] += partials[:, None, None] * x[None]
+        elif k <= d:
+            weight = partials[pick] * (d / k)
+            for j in range(k):  # one column at a time: no repeated (target, row) pair
+                tangent[targets[pick[:, j]], rows] += weight[:, j, None] * x
+        else:
+            counts = draw_counts(pick, d)
+            tangent[np.ix_(targets, rows)] += (counts * (partials * (d / k))).T[:, :, None] * x
+    estimates = tangent[plan.outputs].transpose(1, 0, 2)
+    estimates[:, plan.outputs == plan.size] = 0.0  # outputs off every path read the sink
+    return estimates
+
+
+def draw_counts(pick: np.ndarray, d: int) -> np.ndarray:
+    """Draw counts per out-edge, (rows, d), from the draws (rows, k)."""
+    m = len(pick)
+    flat = (np.arange(m)[:, None] * d + pick).ravel()
+    return np.bincount(flat, minlength=m * d).reshape(m, d)
+
+
+
+# -------------------------------------------------------------- path walks
+def successor_lists(g) -> tuple[list[list[int]], list[list]]:
+    """Per vertex: successors in increasing order and the labels to them (memoized)."""
+    def lists():
+        order, ptr = g.out_edges_csr
+        heads = g.targets[order].tolist()
+        labels = g.labels
+        labels = labels[order].tolist() if isinstance(labels, np.ndarray) else [
+            labels[e] for e in order.tolist()]
+        bounds = ptr.tolist()
+        return ([heads[bounds[v]:bounds[v + 1]] for v in range(g.n_vertices)],
+                [labels[bounds[v]:bounds[v + 1]] for v in range(g.n_vertices)])
+
+    return g.memo("paths.successors", lists)
+
+
+def walk_products(g, sources: Sequence[int], targets: Sequence[int], useful: np.ndarray):
+    """Yield ``(path, path label)`` for every source-to-target path, depth first.
+
+    The reference is :func:`minirad.labels.walk` with
+    :func:`minirad.labels.path_label` per path; here each path's label
+    extends its prefix's by one multiply, and the walk never enters a vertex
+    that cannot reach a target (``useful``, a mask over the vertices).  A
+    path of one vertex has label ``g.algebra.one``.
+    """
+    multiply = g.algebra.multiply
+    succ, label = successor_lists(g)
+    useful = useful.tolist()
+    is_target = set(targets)
+    for s in sources:
+        if not useful[s]:
+            continue
+        path, products = [s], [None]  # None: the empty product, the identity
+        # stack[i] is the position of the next successor of path[i] to try
+        stack = [0]
+        if s in is_target:
+            yield (s,), g.algebra.one
+        while stack:
+            v = path[-1]
+            options = succ[v]
+            i = stack[-1]
+            while i < len(options) and not useful[options[i]]:
+                i += 1
+            if i == len(options):
+                path.pop()
+                products.pop()
+                stack.pop()
+                continue
+            stack[-1] = i + 1
+            w = options[i]
+            path.append(w)
+            prefix = products[-1]
+            products.append(label[v][i] if prefix is None else multiply(label[v][i], prefix))
+            stack.append(0)
+            if w in is_target:
+                yield tuple(path), products[-1]

@@ -1,0 +1,11 @@
+"""The examples in docs/ run (README.md's are run by pytest's doctest glob)."""
+
+import doctest
+
+from oracles import ROOT
+
+
+def test_architecture_examples_run():
+    result = doctest.testfile(str(ROOT / "docs" / "architecture.md"), module_relative=False,
+                              optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 5 and result.failed == 0
