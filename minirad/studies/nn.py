@@ -228,6 +228,14 @@ def run_study(out_dir: str = "nn_study", quick: bool = False, config: StudyConfi
                                                      else StudyConfig()), progress)
 
 
+def _config_name(config: StudyConfig) -> str:
+    """'quick', 'default', or 'custom' (what produced a set of figures)."""
+    for name, known in (("quick", StudyConfig.quick()), ("default", StudyConfig())):
+        if config == known:
+            return name
+    return "custom"
+
+
 def _comparison(rows, layer_names, reduced: int, batch: int) -> list[str]:
     """Per layer: RAD (different sample, batch 150) against the equal-memory exact batch."""
     rad = next(r for r in rows if r["kind"] == "different_sample" and r["batch"] == batch
@@ -292,7 +300,7 @@ def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict
 
     b = config.batch
     text = ["# Neural-network case study (RAD paper Sec. 4) on real MNIST", "",
-            f"Configuration: {'quick' if quick else 'default'} ({config.iterations} iterations, "
+            f"Configuration: {_config_name(config)} ({config.iterations} iterations, "
             f"seeds {list(config.seeds)}, ConvNet channels {list(ch)}); total time "
             f"{seconds:.0f} s. Everything runs on the hand-written numpy networks in "
             f"`minirad/studies/` (the traced vector-LCG version is not in this run).", ""]
