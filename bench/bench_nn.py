@@ -35,34 +35,34 @@ def _one_thread():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def _time_estimator(name: str, x, y, repeats: int) -> dict:
+    kind, batch = estimator_kind(name), estimator_batch(name)
+    fraction = 1.0 if kind == "exact" else 0.1
+    params = mlp_numpy.init_mlp(rng=0)
+    optimizer = Adam()
+    rng = np.random.default_rng(1)
+
+    def iteration():
+        pick = rng.integers(len(y), size=batch)
+        _, tape = mlp_numpy.forward(params, x[pick], y[pick], kind, fraction, rng=rng)
+        optimizer.step(params, mlp_numpy.backward(params, tape), 1e-4)
+        return tape
+
+    iteration()  # warm up
+    seconds, tape = median_time(iteration, repeats)
+    return {"benchmark": BENCHMARK, "size": "784-300-300-300-10",
+            "method": f"{name} (batch {batch})", "median_s": seconds,
+            "kept_bytes_per_example": mlp_numpy.tape_bytes(tape) / batch,
+            "baseline": name == "baseline"}
+
+
 def run(quick: bool = False) -> list[dict]:
     """One row per estimator; ``median_s`` is seconds per iteration."""
     gen = np.random.default_rng(0)
     x = gen.random((1000, 784), dtype=np.float32)
     y = gen.integers(10, size=1000)
-    repeats = 5 if quick else 30
-    rows = []
     with _one_thread():
-        for name in ESTIMATORS:
-            kind, batch = estimator_kind(name), estimator_batch(name)
-            fraction = 1.0 if kind == "exact" else 0.1
-            params = mlp_numpy.init_mlp(rng=0)
-            optimizer = Adam()
-            rng = np.random.default_rng(1)
-
-            def iteration():
-                pick = rng.integers(len(y), size=batch)
-                loss, tape = mlp_numpy.forward(params, x[pick], y[pick], kind, fraction, rng=rng)
-                optimizer.step(params, mlp_numpy.backward(params, tape), 1e-4)
-                return tape
-
-            iteration()  # warm up
-            seconds, tape = median_time(iteration, repeats)
-            rows.append({"benchmark": BENCHMARK, "size": "784-300-300-300-10",
-                         "method": f"{name} (batch {batch})", "median_s": seconds,
-                         "kept_bytes_per_example": mlp_numpy.tape_bytes(tape) / batch,
-                         "baseline": name == "baseline"})
-    return rows
+        return [_time_estimator(name, x, y, 5 if quick else 30) for name in ESTIMATORS]
 
 
 def main(argv=None) -> int:
