@@ -14,7 +14,7 @@ def tiny():
 
 def test_study_writes_figures_and_table(tmp_path):
     result = nn.run_study(str(tmp_path), config=tiny(), progress=False)
-    for key in ("training", "noise_mlp", "noise_convnet"):
+    for key in ("training", "noise_mlp", "noise_convnet", "budget"):
         with open(result["paths"][key], "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     text = open(result["paths"]["table"]).read()
@@ -23,6 +23,10 @@ def test_study_writes_figures_and_table(tmp_path):
     for name in nn.ESTIMATORS:
         assert f"| {name} |" in text
     assert set(result["runs"]) == set(nn.ESTIMATORS)
+    assert "Beyond the paper" in text
+    allocation = result["budget"]
+    assert sum(allocation["chosen"]) == sum(allocation["uniform"]) == 79 + 3 * 30
+    assert allocation["chosen_variance"].sum() <= allocation["uniform_variance"].sum()
     # every estimator's evaluations: (training loss, test accuracy) at steps 0, 3, 6
     assert all(h.iterations == [0, 3, 6] for runs in result["runs"].values() for h in runs)
 

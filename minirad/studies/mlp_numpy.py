@@ -31,8 +31,8 @@ import numpy as np
 from .._random import as_generator
 from .activations import Kept, keep_input, restore_input
 
-__all__ = ["Tape", "accuracy", "backward", "forward", "init_mlp", "loss", "loss_and_grad",
-           "tape_bytes"]
+__all__ = ["Tape", "accuracy", "backward", "forward", "init_mlp", "layer_adjoints", "loss",
+           "loss_and_grad", "tape_bytes"]
 
 PAPER_SIZES = (784, 300, 300, 300, 10)
 
@@ -88,17 +88,29 @@ def _log_softmax(z):
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
-def forward(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
+def _per_layer(fraction, n_layers: int) -> list:
+    if isinstance(fraction, (list, tuple, np.ndarray)):
+        if len(fraction) != n_layers:
+            raise ValueError(f"give one fraction per layer ({n_layers}), not {len(fraction)}")
+        return list(fraction)
+    return [fraction] * n_layers
+
+
+def forward(params, x, y, kind: str = "exact", fraction=1.0, rng=None,
             replace: bool = True) -> tuple[float, Tape]:
-    """Mean cross-entropy of the batch and the tape for :func:`backward`."""
+    """Mean cross-entropy of the batch and the tape for :func:`backward`.
+
+    ``fraction`` is one number for every layer or a sequence, one per layer.
+    """
     x, y = _check(params, x, y)
     gen = as_generator(rng)
     inputs, masks, shapes = [], [], []
     a = x
     n_layers = len(params) // 2
+    fractions = _per_layer(fraction, n_layers)
     for i in range(n_layers):
         W, b = params[2 * i], params[2 * i + 1]
-        inputs.append(keep_input(a, kind, fraction, rng=gen, replace=replace))
+        inputs.append(keep_input(a, kind, fractions[i], rng=gen, replace=replace))
         h = a @ W + b
         if i < n_layers - 1:
             if kind != "exact":
@@ -134,11 +146,28 @@ def backward(params, tape: Tape) -> list[np.ndarray]:
     return grads
 
 
-def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
+def loss_and_grad(params, x, y, kind: str = "exact", fraction=1.0, rng=None,
                   replace: bool = True):
     """Forward then backward: ``(loss, grads)``."""
     loss, tape = forward(params, x, y, kind, fraction, rng, replace)
     return loss, backward(params, tape)
+
+
+def layer_adjoints(params, x, y) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per layer, its input ``x_l`` (B, d) and the adjoint ``delta_l`` (B, out) of its
+    output: the exact weight gradient is ``x_l^T delta_l``."""
+    _, tape = forward(params, x, y)
+    batch = len(tape.labels)
+    probs = np.exp(_log_softmax(tape.logits))
+    probs[np.arange(batch), tape.labels] -= 1
+    delta = probs / probs.dtype.type(batch)
+    pairs = []
+    for i in reversed(range(len(params) // 2)):
+        kept = tape.inputs[i].values
+        pairs.append((kept, delta))
+        if i:
+            delta = (delta @ params[2 * i].T) * (kept > 0)
+    return pairs[::-1]
 
 
 def loss(params, x, y) -> float:

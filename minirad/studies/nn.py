@@ -37,15 +37,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .._files import write_atomically
-from . import convnet_numpy, memory, nn_report
+from . import budget, convnet_numpy, memory, nn_report
 from . import mlp_numpy as floor
 from .data import mnist_split
 from .noise import Setting, full_gradient, gradient_noise
 from .training import train
 
-__all__ = ["ESTIMATORS", "PAPER_HYPERPARAMETERS", "StudyConfig", "convnet_noise",
-           "estimator_batch", "estimator_kind", "measured_bytes", "mlp_noise", "run_study",
-           "train_estimator"]
+__all__ = ["ESTIMATORS", "PAPER_HYPERPARAMETERS", "StudyConfig", "budget_allocation",
+           "convnet_noise", "estimator_batch", "estimator_kind", "measured_bytes", "mlp_noise",
+           "run_budget_study", "run_study", "train_estimator"]
 
 ESTIMATORS = ("baseline", "same_sample", "different_sample", "project", "reduced_batch")
 
@@ -210,6 +210,45 @@ def convnet_noise(data, config: StudyConfig, progress=True) -> tuple[list[dict],
     return rows, {"reduced": reduced, "channels": config.conv_channels}
 
 
+def budget_allocation(data, config: StudyConfig, pilot, uniform_runs=None,
+                      progress=True) -> dict:
+    """Beyond the paper: per-layer kept counts chosen for the least total variance at
+    the memory of the uniform fraction (see :mod:`minirad.studies.budget`), and
+    training curves of both (different sample, the paper's hyperparameters)."""
+    widths = config.sizes[:-1]
+    uniform = tuple(memory.kept_entries(d, config.fraction) for d in widths)
+    gen = np.random.default_rng(7)
+    coefficients = np.mean([budget.variance_coefficients(
+        pilot, data.x_train[rows], data.y_train[rows])
+        for rows in gen.integers(len(data.y_train), size=(5, config.batch))], axis=0)
+    chosen = budget.allocate(coefficients, widths, sum(uniform))
+    fractions = [k / d for k, d in zip(chosen, widths)]
+    lr, weight_decay = config.hyperparameters["different_sample"]
+
+    def run(seed, layer_fractions, label):
+        params = floor.init_mlp(config.sizes, rng=seed)
+
+        def grad_fn(p, x, y, rng):
+            return floor.loss_and_grad(p, x, y, "different_sample", layer_fractions, rng=rng)
+
+        return train(grad_fn, params, data.x_train, data.y_train, batch=config.batch,
+                     iterations=config.iterations, lr=lr, weight_decay=weight_decay,
+                     decay_every=config.decay_every, rng=1000 + seed,
+                     eval_fn=lambda p: (floor.loss(p, data.x_train, data.y_train),
+                                        floor.accuracy(p, data.x_test, data.y_test)),
+                     eval_every=max(1, config.iterations // config.evaluations),
+                     progress=progress, label=f"{label} seed {seed}")
+
+    if uniform_runs is None:
+        uniform_runs = [run(seed, config.fraction, "uniform f") for seed in config.seeds]
+    allocated_runs = [run(seed, fractions, "allocated") for seed in config.seeds]
+    return {"widths": widths, "uniform": uniform, "chosen": chosen,
+            "coefficients": coefficients,
+            "uniform_variance": budget.sampling_variance(coefficients, uniform),
+            "chosen_variance": budget.sampling_variance(coefficients, chosen),
+            "uniform_runs": uniform_runs, "allocated_runs": allocated_runs}
+
+
 def _one_blas_thread():
     """Matrices of a few hundred rows gain little from BLAS threads, and on a shared
     two-core machine threads that wait for each other made an iteration 3x slower."""
@@ -224,8 +263,8 @@ def run_study(out_dir: str = "nn_study", quick: bool = False, config: StudyConfi
               progress=True) -> dict:
     """Run the whole study and write its pictures and table into ``out_dir``."""
     with _one_blas_thread():
-        return _run_study(out_dir, quick, config or (StudyConfig.quick() if quick
-                                                     else StudyConfig()), progress)
+        return _run_study(out_dir, config or (StudyConfig.quick() if quick else StudyConfig()),
+                          progress)
 
 
 def _config_name(config: StudyConfig) -> str:
@@ -251,7 +290,7 @@ def _comparison(rows, layer_names, reduced: int, batch: int) -> list[str]:
     return lines
 
 
-def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict:
+def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
     data = mnist_split(rng=0)
@@ -260,6 +299,7 @@ def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict
     pilot = train_estimator("baseline", data,
                             replace(config, iterations=max(1, config.pilot_iterations),
                                     evaluations=1), seed=0, progress=False).params
+    allocation = budget_allocation(data, config, pilot, runs["different_sample"], progress)
     mlp_rows = mlp_noise(pilot, data, config, progress)
     conv_rows, conv_info = convnet_noise(data, config, progress)
     net = memory.mlp(config.sizes)
@@ -280,6 +320,7 @@ def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict
     paths = {"training": os.path.join(out_dir, "nn_training.png"),
              "noise_mlp": os.path.join(out_dir, "nn_noise_mlp.png"),
              "noise_convnet": os.path.join(out_dir, "nn_noise_convnet.png"),
+             "budget": os.path.join(out_dir, "nn_budget.png"),
              "table": os.path.join(out_dir, "nn_study.md")}
     batches = {name: row["batch"] for name, row in table_rows.items()}
     nn_report.plot_training(
@@ -297,6 +338,8 @@ def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict
     nn_report.plot_noise(conv_rows, conv_layers, f"Gradient noise vs memory, MNIST ConvNet "
                          f"with channels {ch} (paper Figure 5; numbers: batch sizes)",
                          paths["noise_convnet"])
+
+    nn_report.plot_budget(allocation, _budget_title(config), paths["budget"])
 
     b = config.batch
     text = ["# Neural-network case study (RAD paper Sec. 4) on real MNIST", "",
@@ -326,6 +369,43 @@ def _run_study(out_dir: str, quick: bool, config: StudyConfig, progress) -> dict
              f"sample keeps ceil(f H W) positions per example and channel.", ""]
     text += nn_report.noise_markdown(conv_rows, conv_layers)
     text += _comparison(conv_rows, conv_layers, conv_info["reduced"], b) + [""]
+    text += _budget_intro(config) + nn_report.budget_markdown(allocation)
     write_atomically(paths["table"], lambda f: f.write("\n".join(text).encode()))
     return {"paths": paths, "runs": runs, "noise_mlp": mlp_rows, "noise_convnet": conv_rows,
-            "table_rows": table_rows, "seconds": seconds}
+            "table_rows": table_rows, "budget": allocation, "seconds": seconds}
+
+
+def _budget_title(config: StudyConfig) -> str:
+    return (f"Beyond the paper: per-layer kept counts for the least variance at the memory of "
+            f"f = {config.fraction:g} (MNIST MLP, different sample)")
+
+
+def _budget_intro(config: StudyConfig) -> list[str]:
+    return ["## Beyond the paper: where to spend the memory", "",
+            f"The paper keeps ceil({config.fraction:g} d) entries of every layer input. For "
+            f"different sample the variance of layer l's weight gradient on a fixed minibatch "
+            f"is exactly c_l / k_l with c_l = (d_l - 1) sum_b |x_b|^2 |delta_b|^2, so at the "
+            f"same number of kept floats the total variance is least with k_l roughly "
+            f"proportional to sqrt(c_l) (integer optimum by greedy marginal gains). c_l is "
+            f"averaged over 5 pilot minibatches at the Figure 5 parameters; the allocation is "
+            f"then fixed for the whole run, with the uniform runs' hyperparameters.", ""]
+
+
+def run_budget_study(out_dir: str, config: StudyConfig | None = None, progress=True) -> dict:
+    """Only the budget part: ``nn_budget.png`` and ``nn_budget.md`` in ``out_dir``."""
+    config = config or StudyConfig()
+    with _one_blas_thread():
+        os.makedirs(out_dir, exist_ok=True)
+        data = mnist_split(rng=0)
+        pilot = train_estimator("baseline", data,
+                                replace(config, iterations=max(1, config.pilot_iterations),
+                                        evaluations=1), seed=0, progress=False).params
+        allocation = budget_allocation(data, config, pilot, progress=progress)
+        paths = {"budget": os.path.join(out_dir, "nn_budget.png"),
+                 "table": os.path.join(out_dir, "nn_budget.md")}
+        nn_report.plot_budget(allocation, _budget_title(config), paths["budget"])
+        text = _budget_intro(config) + nn_report.budget_markdown(allocation) + [
+            f"Configuration: {_config_name(config)} ({config.iterations} iterations, seeds "
+            f"{list(config.seeds)})."]
+        write_atomically(paths["table"], lambda f: f.write("\n".join(text).encode()))
+    return {"paths": paths, "budget": allocation}

@@ -14,8 +14,8 @@ import numpy as np
 from .._files import write_atomically
 from . import memory
 
-__all__ = ["COLORS", "noise_markdown", "plot_noise", "plot_training", "save_figure",
-           "table1_markdown", "training_markdown"]
+__all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_noise",
+           "plot_training", "save_figure", "table1_markdown", "training_markdown"]
 
 COLORS = {"baseline": "black", "same_sample": "tab:orange", "different_sample": "tab:blue",
           "project": "tab:green", "reduced_batch": "tab:red"}
@@ -187,3 +187,61 @@ def noise_markdown(rows: list[dict], layer_names) -> list[str]:
                      f"{r['bytes'] / 1e3:.1f} | " + " | ".join(f"{v:.3g}" for v in r["mse"])
                      + " |")
     return lines + [""]
+
+
+def plot_budget(result: dict, title: str, path: str) -> None:
+    """Kept floats per layer (uniform against allocated) and the training curves of both."""
+    plt = _pyplot()
+    fig, (ax_k, ax_var, ax_loss) = plt.subplots(1, 3, figsize=(14, 4.2))
+    layers = np.arange(len(result["widths"]))
+    names = [f"layer {i + 1}\n(d={d})" for i, d in enumerate(result["widths"])]
+    for offset, key, color, label in ((-0.2, "uniform", "tab:blue", "uniform fraction"),
+                                      (0.2, "chosen", "tab:purple", "allocated")):
+        ax_k.bar(layers + offset, result[key], 0.4, color=color, label=label)
+        ax_var.bar(layers + offset, result[f"{key}_variance"], 0.4, color=color, label=label)
+    for ax, ylabel in ((ax_k, "floats kept per example"),
+                       (ax_var, "variance of the weight gradient\n(sum over entries)")):
+        ax.set_xticks(layers)
+        ax.set_xticklabels(names, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=9)
+        ax.legend(fontsize=8)
+    ax_var.set_yscale("log")
+    ax_k.set_title(f"Same budget: {sum(result['uniform'])} floats per example", fontsize=10)
+    ax_var.set_title(f"Total variance {result['uniform_variance'].sum():.3g} -> "
+                     f"{result['chosen_variance'].sum():.3g}", fontsize=10)
+    for runs, color, label in ((result["uniform_runs"], "tab:blue", "uniform fraction"),
+                               (result["allocated_runs"], "tab:purple", "allocated")):
+        for j, history in enumerate(runs):
+            ax_loss.plot(history.iterations, [e[0] for e in history.evaluations], color=color,
+                         label=label if j == 0 else None, lw=1.3, alpha=0.85)
+    ax_loss.set_yscale("log")
+    ax_loss.set_xlabel("iteration")
+    ax_loss.set_ylabel("training loss (log scale)", fontsize=9)
+    ax_loss.set_title("Training, different sample", fontsize=10)
+    ax_loss.legend(fontsize=8)
+    ax_loss.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def budget_markdown(result: dict) -> list[str]:
+    """The allocation, its variance, and the final losses against the uniform fraction."""
+    lines = ["| layer | d | kept (uniform) | kept (allocated) | variance (uniform) | "
+             "variance (allocated) |", "|---|---:|---:|---:|---:|---:|"]
+    for i, d in enumerate(result["widths"]):
+        lines.append(f"| {i + 1} | {d} | {result['uniform'][i]} | {result['chosen'][i]} | "
+                     f"{result['uniform_variance'][i]:.3g} | "
+                     f"{result['chosen_variance'][i]:.3g} |")
+    total_u, total_c = result["uniform_variance"].sum(), result["chosen_variance"].sum()
+    final_u = [h.evaluations[-1][0] for h in result["uniform_runs"]]
+    final_c = [h.evaluations[-1][0] for h in result["allocated_runs"]]
+    acc_u = [100 * h.evaluations[-1][1] for h in result["uniform_runs"]]
+    acc_c = [100 * h.evaluations[-1][1] for h in result["allocated_runs"]]
+    lines += ["", f"Total variance on the pilot minibatches: {total_u:.4g} (uniform) and "
+              f"{total_c:.4g} (allocated), {total_c / total_u:.2f}x. Final training loss "
+              f"{_mean_sd(final_u, '.4f')} (uniform) and {_mean_sd(final_c, '.4f')} "
+              f"(allocated); test accuracy {_mean_sd(acc_u, '.1f')}% and "
+              f"{_mean_sd(acc_c, '.1f')}%.", ""]
+    return lines
