@@ -15,6 +15,7 @@ array([[5.5  , 1.716]])
 """
 
 from . import (
+    display,
     elimination,
     examples,
     experiments,
@@ -55,3 +56,5 @@ __all__ = [
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
 ]
 __version__ = "0.1.0"
+
+display.register()  # inside Jupyter, an LCG shows as its drawing (nothing happens elsewhere)

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -50,6 +51,10 @@ JSON_VERSION = 1
 
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
+_FLOAT_MAX = sys.float_info.max  # a Python float: compared with an int exactly, never overflowing
+# an integer in an LCG file with more digits is refused while parsing (Python refuses to
+# convert more than 4300); a shorter one that does not fit is refused naming its field
+_MAX_DIGITS = 4000
 # up to this many edges a stable argsort groups edges by source quickly enough
 _SORT_EDGES = 50_000
 # up to this many edges a Python search over adjacency lists beats SciPy's call overhead
@@ -102,21 +107,27 @@ class LCG:
                  values=None, ops=None):
         names = [str(name) for name in names]
         n = len(names)
-        src = np.asarray(sources, dtype=np.int64).reshape(-1)
-        dst = np.asarray(targets, dtype=np.int64).reshape(-1)
-        partials = np.asarray(partials, dtype=np.float64).reshape(-1)
+        # every id and number is checked before conversion: nothing truncated (0.7 -> 0),
+        # wrapped (2**64 - 1 -> -1) or overflowed (10**400 -> inf) on the way in
+        src = _vertex_numbers(sources, n, "edge source")
+        dst = _vertex_numbers(targets, n, "edge target")
+        partials = _reals(partials, "partial")
         if not (len(src) == len(dst) == len(partials)):
             raise ValueError(
                 f"sources, targets and partials must have one entry per edge; got lengths "
                 f"{len(src)}, {len(dst)} and {len(partials)}")
-        values = (np.full(n, np.nan) if values is None
-                  else np.asarray(values, dtype=np.float64).reshape(-1))
+        values = np.full(n, np.nan) if values is None else _reals(values, "value")
         ops = [""] * n if ops is None else [str(op) for op in ops]
         if len(values) != n or len(ops) != n:
             raise ValueError(f"values and ops must have one entry per vertex ({n}); got "
                              f"{len(values)} values and {len(ops)} ops")
-        inputs = tuple(int(v) for v in inputs)
-        outputs = tuple(int(v) for v in outputs)
+        infinite = np.flatnonzero(np.isinf(values))
+        if len(infinite):
+            v = infinite[0]
+            raise ValueError(f"the value of vertex {names[v]} is {values[v]}; a primal value is "
+                             f"a finite number, or NaN where it is unknown")
+        inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
+        outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
         _validate(names, src, dst, partials, inputs, outputs)
         order = _topological_order(names, src, dst)
         if order is not None:
@@ -243,7 +254,7 @@ class LCG:
                             f"{in_edges} (to keep an isolated {role} on purpose, list every "
                             f"vertex in vertices=)")
         return cls(names, src, dst, partials, input_ids, output_ids,
-                   values=_per_vertex(values, names, "values", math.nan, float),
+                   values=_per_vertex(values, names, "values", math.nan, lambda x: x),
                    ops=_per_vertex(ops, names, "ops", "", str))
 
     # ------------------------------------------------------------------ memo
@@ -522,6 +533,8 @@ class LCG:
             raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
         nodes = list(G)
         if all("index" in data for _, data in G.nodes(data=True)):
+            _check_integer_attributes(((node, data["index"]) for node, data in G.nodes(data=True)),
+                                      "node", "index")
             nodes.sort(key=lambda node: G.nodes[node]["index"])
         position = {node: i for i, node in enumerate(nodes)}
 
@@ -544,6 +557,8 @@ class LCG:
             return resolved
 
         src, dst, partials = [], [], []
+        _check_integer_attributes((((u, v), data["operand"]) for u, v, data in G.edges(data=True)
+                                   if "operand" in data), "edge", "operand")
         edges = sorted(G.edges(data=True),
                        key=lambda e: (position[e[1]], e[2].get("operand", 0)))
         for u, v, data in edges:
@@ -556,7 +571,7 @@ class LCG:
         return cls([str(n) for n in nodes], src, dst, partials,
                    chosen(inputs, "inputs", INPUT, G.in_degree),
                    chosen(outputs, "outputs", OUTPUT, G.out_degree),
-                   values=[float(G.nodes[n].get("value", math.nan)) for n in nodes],
+                   values=[_node_value(G, n) for n in nodes],
                    ops=[str(G.nodes[n].get("op", "")) for n in nodes])
 
     # ------------------------------------------------------------------- JSON
@@ -598,11 +613,27 @@ class LCG:
         def reject(token):
             raise ValueError(f"{path}: {token} is not allowed; every number must be finite")
 
+        def finite(token):
+            number = float(token)
+            if not math.isfinite(number):
+                raise ValueError(f"{path}: the number {token:.40} is too large for a float64 (it "
+                                 f"would read as infinity); every number must be finite")
+            return number
+
+        def integer(token):
+            if len(token.lstrip("-")) > _MAX_DIGITS:
+                raise ValueError(f"{path}: an integer of {len(token.lstrip('-'))} digits is "
+                                 f"too large for any field of an LCG file")
+            return int(token)
+
         try:
-            doc = json.loads(text, parse_constant=reject)
+            doc = json.loads(text, parse_constant=reject, parse_float=finite, parse_int=integer)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path} is not an LCG file: invalid JSON ({error.msg} at line "
                              f"{error.lineno}, column {error.colno})") from None
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise ValueError(f"{path} is not an LCG file: its JSON is nested too deeply (an "
+                             f"LCG file nests three levels)") from None
         try:
             return _from_document(cls, doc)
         except ValueError as error:
@@ -696,15 +727,134 @@ def levels(g: LCG) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- validation
+def _show_int(x: int) -> str:
+    """An integer for a message; a huge one by its size (``str`` refuses beyond
+    4300 digits, and a 400-digit number helps nobody)."""
+    if abs(x) < 10**24:
+        return str(x)
+    return f"an integer of about {int(abs(x).bit_length() * math.log10(2)) + 1} digits"
+
+
+def _shown(x) -> str:
+    """A JSON value for a message, as the file spells it, cut short."""
+    if _is_integer(x):
+        return _show_int(int(x))
+    try:
+        text = json.dumps(x, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):  # not JSON (from_dict takes any object)
+        text = object.__repr__(x) if isinstance(x, (list, dict)) else repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_integer(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _items(given, fits) -> tuple[np.ndarray | None, list | None]:
+    """``given`` as a flat numpy array when its dtype ``fits`` (a fast path for
+    arrays), else as a flat list of Python objects to check one by one (a list
+    from Python may hold a float, a bool or a huge integer that numpy would
+    quietly convert)."""
+    if isinstance(given, np.ndarray) and fits(given.dtype):
+        return given.reshape(-1), None
+    items = given.reshape(-1).tolist() if isinstance(given, np.ndarray) else list(given)
+    return None, items
+
+
+def _integer_type(t: type) -> bool:
+    return issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_))
+
+
+def _real_type(t: type) -> bool:
+    return _integer_type(t) or issubclass(t, (float, np.floating))
+
+
+def _vertex_numbers(given, n: int, what: str) -> np.ndarray:
+    """``given`` as int64 vertex numbers, each checked to be an integer in
+    0..n-1 *before* conversion, so that nothing is truncated or wrapped.
+
+    >>> _vertex_numbers([0.7], 2, "input")
+    Traceback (most recent call last):
+    ...
+    TypeError: input #0 is 0.7 (float); vertex numbers are integers 0..1
+    >>> _vertex_numbers(np.array([2**64 - 1], dtype=np.uint64), 2, "edge source")
+    Traceback (most recent call last):
+    ...
+    ValueError: edge source #0 is 18446744073709551615, which names an unknown vertex; \
+valid vertex numbers are 0..1
+    """
+    valid = f"0..{n - 1}" if n else "none (the graph has no vertices)"
+    array, items = _items(given, lambda dtype: dtype.kind in "iu")
+    if items is not None:
+        if not all(_integer_type(t) for t in set(map(type, items))):
+            i, x = next((i, x) for i, x in enumerate(items) if not _integer_type(type(x)))
+            raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); vertex numbers "
+                            f"are integers {valid}")
+        inside = not items or (min(items) >= 0 and max(items) < n)
+        outside = [] if inside else [next(i for i, x in enumerate(items) if not 0 <= x < n)]
+    else:
+        outside = np.flatnonzero((array < 0) | (array >= n))
+    if len(outside):
+        i = int(outside[0])
+        x = int(array[i]) if items is None else int(items[i])
+        raise ValueError(f"{what} #{i} is {_show_int(x)}, which names an unknown vertex; valid "
+                         f"vertex numbers are {valid}")
+    return (array if items is None else np.asarray(items, dtype=np.int64)).astype(np.int64)
+
+
+def _reals(given, what: str) -> np.ndarray:
+    """``given`` as float64, refusing what is not a real number or is too large
+    for a float64 (a huge integer would otherwise raise OverflowError)."""
+    array, items = _items(given, lambda dtype: dtype.kind in "iuf")
+    if items is None:
+        return array.astype(np.float64)
+    types = set(map(type, items))
+    if not all(_real_type(t) for t in types):
+        i, x = next((i, x) for i, x in enumerate(items) if not _real_type(type(x)))
+        raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); it must be a real "
+                        f"number")
+    if any(_integer_type(t) for t in types):
+        huge = next(((i, int(x)) for i, x in enumerate(items)
+                     if _integer_type(type(x)) and abs(int(x)) > _FLOAT_MAX), None)
+        if huge is not None:
+            raise ValueError(f"{what} #{huge[0]} is {_show_int(huge[1])}, too large for a "
+                             f"float64 (at most about 1.8e308)")
+    return np.asarray(items, dtype=np.float64)
+
+
 def _as_partial(partial, u, v) -> float:
-    if isinstance(partial, (bool, np.bool_)) or not isinstance(
-            partial, (int, float, np.integer, np.floating)):
-        raise ValueError(f"the partial on edge {u} -> {v} is {partial!r}; it must be a real "
-                         f"number")
+    if not _real_type(type(partial)):
+        raise ValueError(f"the partial on edge {u} -> {v} is {_shown(partial)}; it must be a "
+                         f"real number")
+    if _integer_type(type(partial)) and abs(int(partial)) > _FLOAT_MAX:
+        raise ValueError(f"the partial on edge {u} -> {v} is {_show_int(int(partial))}, too "
+                         f"large for a float64 (at most about 1.8e308)")
     partial = float(partial)
     if not math.isfinite(partial):
         raise ValueError(f"the partial on edge {u} -> {v} is {partial}; partials must be finite")
     return partial
+
+
+def _check_integer_attributes(pairs, what: str, attribute: str) -> None:
+    """Sort keys read from networkx attributes must be integers: a string among
+    them would stop the sort with a bare TypeError."""
+    for owner, value in pairs:
+        if not _is_integer(value):
+            raise ValueError(f"{what} {owner!r:.60} has attribute {attribute!r} = "
+                             f"{_shown(value)}; it must be an integer (an order)")
+
+
+def _node_value(G, node) -> float:
+    """The ``value`` attribute of a networkx node as a float (NaN when absent)."""
+    value = G.nodes[node].get("value", math.nan)
+    if value is None:
+        return math.nan
+    if not _real_type(type(value)) or (_integer_type(type(value))
+                                       and abs(int(value)) > _FLOAT_MAX):
+        raise ValueError(f"node {node!r:.40} has attribute 'value' = {_shown(value)} "
+                         f"({type(value).__name__}); a vertex's primal value must be a real "
+                         f"number, None or absent")
+    return float(value)
 
 
 def _per_vertex(given, names, what, default, convert):
@@ -732,21 +882,12 @@ def _validate(names, src, dst, partials, inputs, outputs):
             seen.add(name)
         raise ValueError(f"vertex names must be unique; repeated: {sorted(set(repeated))}")
     for role, vertices in (("input", inputs), ("output", outputs)):
-        for v in vertices:
-            if not 0 <= v < n:
-                raise ValueError(f"{role} {v} is not a vertex; valid numbers are 0..{n - 1}")
         if len(set(vertices)) != len(vertices):
             raise ValueError(f"an {role} is listed twice: {[names[v] for v in vertices]}")
     both = set(inputs) & set(outputs)
     if both:
         raise ValueError(f"vertex {names[min(both)]} is both an input and an output; give the "
                          f"output its own vertex joined by a unit copy edge")
-    if len(src):
-        bad = np.flatnonzero((src < 0) | (src >= n) | (dst < 0) | (dst >= n))
-        if len(bad):
-            e = bad[0]
-            raise ValueError(f"edge #{e} ({src[e]} -> {dst[e]}) names an unknown vertex; valid "
-                             f"numbers are 0..{n - 1}")
     bad = np.flatnonzero(~np.isfinite(partials))
     if len(bad):
         e = bad[0]
@@ -801,12 +942,42 @@ def _topological_order(names, src, dst):
             if indegree[v] == 0:
                 heapq.heappush(ready, v)
     if len(order) < n:
-        G = nx.DiGraph()
-        G.add_edges_from(zip(src.tolist(), dst.tolist()))
-        cycle = nx.find_cycle(G)
-        path = " -> ".join([names[u] for u, _ in cycle] + [names[cycle[0][0]]])
-        raise ValueError(f"the edges contain a directed cycle: {path}; an LCG must be acyclic")
+        cycle = _cycle_text(names, src, dst, indegree)
+        raise ValueError(f"the edges contain a directed cycle: {cycle}; an LCG must be acyclic")
     return np.asarray(order, dtype=np.int64)
+
+
+# a cycle longer than this is shown by its first vertices and its length
+_CYCLE_SHOWN = 8
+
+
+def _cycle_text(names, src, dst, indegree) -> str:
+    """One directed cycle among the vertices a topological sort could not
+    place (``indegree > 0``), as ``a -> b -> a``, cut short when long.
+
+    Each such vertex has a predecessor that is also unplaced, so walking to
+    predecessors from any of them must revisit a vertex: the walk closes a
+    cycle in time linear in the graph.
+    """
+    left = [d > 0 for d in indegree]
+    pred = {}
+    for u, v in zip(src.tolist(), dst.tolist()):
+        if left[u] and left[v]:
+            pred.setdefault(v, u)
+    start = min(pred)
+    seen, walk, v = {}, [], start
+    while v not in seen:
+        seen[v] = len(walk)
+        walk.append(v)
+        v = pred[v]
+    cycle = walk[seen[v]:][::-1]  # the walk went against the edges
+    first = cycle.index(min(cycle))  # start at the lowest-numbered vertex, for a stable message
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) <= _CYCLE_SHOWN:
+        return " -> ".join(names[v] for v in cycle + cycle[:1])
+    shown = " -> ".join(names[v] for v in cycle[:_CYCLE_SHOWN - 3])
+    return (f"{shown} -> ... -> {names[cycle[-1]]} -> {names[cycle[0]]} (a cycle of "
+            f"{len(cycle)} vertices)")
 
 
 def _renumber(order, names, src, dst, values, ops, inputs, outputs):
@@ -839,9 +1010,10 @@ def _from_document(cls, doc) -> LCG:
     if doc.get("format") != JSON_FORMAT:
         raise ValueError(f"not an LCG file: \"format\" is {doc.get('format')!r}, expected "
                          f"{JSON_FORMAT!r}")
-    if doc.get("version") != JSON_VERSION:
-        raise ValueError(f"unsupported LCG schema version {doc.get('version')!r}; this minirad "
-                         f"reads version {JSON_VERSION}")
+    version = doc.get("version")
+    if not _is_integer(version) or version != JSON_VERSION:  # true == 1 and 1.0 == 1 in Python
+        raise ValueError(f"unsupported LCG schema version {_shown(version)}; this minirad reads "
+                         f"version {JSON_VERSION} (the integer {JSON_VERSION})")
     required = ("names", "ops", "values", "inputs", "outputs", "edges")
     missing = [k for k in required if k not in doc]
     if missing:
@@ -858,16 +1030,16 @@ def _from_document(cls, doc) -> LCG:
     def column(value, field, kind):
         if not isinstance(value, list):
             raise ValueError(f"field {field!r} must be a list, not {type(value).__name__}")
-        for i, x in enumerate(value):
-            ok = {
-                "str": isinstance(x, str),
-                "int": isinstance(x, int) and not isinstance(x, bool),
-                "float": isinstance(x, (int, float)) and not isinstance(x, bool),
-                "float|null": x is None or (isinstance(x, (int, float))
-                                            and not isinstance(x, bool)),
-            }[kind]
-            if not ok:
-                raise ValueError(f"field {field!r}[{i}] is {x!r}; expected {kind}")
+        fits = {
+            "str": lambda x: isinstance(x, str),
+            "int": _is_integer,
+            "float": lambda x: _real_type(type(x)),
+            "float|null": lambda x: x is None or _real_type(type(x)),
+        }[kind]
+        # one pass over the distinct types first: a million entries have only one or two
+        if not all(fits(example) for example in {type(x): x for x in value}.values()):
+            i = next(i for i, x in enumerate(value) if not fits(x))
+            raise ValueError(f"field {field!r}[{i}] is {_shown(value[i])}; expected {kind}")
         return value
 
     names = column(doc["names"], "names", "str")

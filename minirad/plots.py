@@ -2,8 +2,8 @@
 
 Every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
-displays as a cell's value; elsewhere call ``fig.savefig(...)`` (or
-:func:`minirad.render.save`).
+displays as a cell's value, in any kernel (see :mod:`minirad.figure`);
+elsewhere call ``fig.savefig(...)`` (or :func:`minirad.render.save`).
 
 >>> from minirad import examples
 >>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)
@@ -23,7 +23,7 @@ from .render import PATH_COLORS as COLORS  # one colour per curve, as render col
 
 __all__ = [
     "jacobian_heatmaps", "plot_compare", "plot_convergence", "plot_elimination_costs",
-    "plot_variance_vs_depth", "plot_variance_vs_k",
+    "plot_variance_vs_depth", "plot_variance_vs_k", "z_scores",
 ]
 
 #: above this many entries the heatmaps are not annotated with numbers
@@ -33,7 +33,7 @@ EMPIRICAL_COLOR = "#CC0077"
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from .figure import Figure  # a matplotlib Figure that shows inline in any Jupyter kernel
 
     return Figure(figsize=(width, height), layout="constrained")
 
@@ -58,8 +58,9 @@ def _matrix(name: str, a) -> np.ndarray:
     return a
 
 
-def _annotate(ax, a: np.ndarray, norm, cmap) -> None:
-    """Write each entry in its cell, in black or white, whichever shows on the colour."""
+def _annotate(ax, a: np.ndarray, norm, cmap, signed: bool = False) -> None:
+    """Write each entry in its cell, in black or white, whichever shows on the colour
+    (``signed``: z-scores, with their sign and one decimal)."""
     # rounding noise (a variance of 1e-26 for an entry that cannot vary) reads as 0
     tiny = 1e-9 * max(1.0, float(np.nanmax(np.abs(a), initial=0.0)))
     for (i, j), value in np.ndenumerate(a):
@@ -67,14 +68,43 @@ def _annotate(ax, a: np.ndarray, norm, cmap) -> None:
             continue
         r, g, b, _ = cmap(norm(value))
         ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-        text = "0" if abs(value) < tiny else f"{value:.3g}"
+        if abs(value) < tiny:
+            text = "0"
+        else:
+            text = f"{value:+.1f}" if signed else f"{value:.3g}"
         ax.text(j, i, text, ha="center", va="center", fontsize=9, color=ink)
+
+
+#: the z-score panel's colours run from -Z_LIMIT to +Z_LIMIT (clipped beyond)
+Z_LIMIT = 4.0
+
+
+def z_scores(exact, mean, std, n: int) -> np.ndarray:
+    """``(mean - exact) / (std / sqrt(n))``: how many standard errors each
+    entry of the mean of ``n`` samples lies from the exact value.
+
+    An entry whose standard deviation is 0 (rounding noise included) cannot
+    vary: its z-score is 0 when the mean equals the exact value to rounding,
+    and NaN otherwise (a zero-variance estimator that misses is a bias no
+    z-score can measure).
+
+    >>> z_scores(np.array([1.0, 2.0]), np.array([1.5, 2.0]), np.array([2.0, 0.0]), 16)
+    array([1., 0.])
+    """
+    exact, mean, std = (np.asarray(a, dtype=float) for a in (exact, mean, std))
+    tiny = 1e-12 * np.maximum(np.abs(exact), 1.0)
+    stderr = std / np.sqrt(n)
+    varies = stderr > tiny
+    z = np.divide(mean - exact, stderr, out=np.zeros_like(mean), where=varies)
+    z[~varies & (np.abs(mean - exact) > tiny)] = np.nan
+    return z
 
 
 def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
                       input_names: Sequence[str] | None = None,
                       output_names: Sequence[str] | None = None, title: str | None = None):
-    """Four heatmaps side by side: exact Jacobian, mean of n samples, one sample, std.
+    """Heatmaps side by side: exact Jacobian, mean of n samples, one sample, std,
+    and (given ``n``) whether the mean agrees with the exact Jacobian within noise.
 
     The first three share one diverging colour scale centred on 0 (blue
     negative, red positive) so they can be compared cell by cell.  The
@@ -82,17 +112,25 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     times larger, and a scale that held it would wash them out.  Its colours
     are clipped instead (its numbers are not), as its title says, and the
     colour bar's pointed ends show it.  The per-entry standard deviation of
-    one sample has its own scale.  Small Jacobians get their numbers written
-    in the cells.  The Figure has 4 heatmap axes followed by 2 colour-bar axes.
+    one sample has its own scale.  The last panel shows each entry's
+    z-score, ``(mean - exact) / (std / sqrt(n))`` (:func:`z_scores`), on a
+    diverging scale of its own centred on 0 and clipped at ±:data:`Z_LIMIT`:
+    for an unbiased estimator about 95% of entries lie within ±2, and
+    pale cells mean agreement.  Small Jacobians get their numbers written
+    in the cells.  The Figure has 5 heatmap axes (4 without ``n``) followed
+    by one colour-bar axis per scale.
 
     >>> import numpy as np
     >>> J = np.array([[1.0, -2.0]])
     >>> fig = jacobian_heatmaps(J, J, 2 * J, np.array([[0.0, 1.0]]), n=10, k=1)
     >>> len(fig.axes)
-    6
+    8
     >>> print(fig.axes[2].get_title())  # 2 * J is off the scale of J
     one sample (k=1)
     colours clipped at ±2
+    >>> print(fig.axes[4].get_title())
+    mean − exact, in standard errors
+    z = (mean − exact) / (std / √n)
     """
     from matplotlib import colormaps
     from matplotlib.colors import Normalize
@@ -107,26 +145,32 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     n_out, n_in = exact.shape
     input_names = _names(input_names, n_in, "input_names", "x")
     output_names = _names(output_names, n_out, "output_names", "y")
-    panel = max(2.2, min(5.0, 0.55 * n_in + 1.2))
-    figure = _figure(4 * panel + 1.6, max(3.0, min(6.5, 0.45 * n_out + 2.0)))
-    axes = figure.subplots(1, 4, sharey=True)
+    panels = [exact, mean, single, std]
+    if n is not None:
+        panels.append(z_scores(exact, mean, std, n))
+    panel = max(2.2, min(4.4, 0.5 * n_in + 1.1))
+    figure = _figure(len(panels) * panel + 2.4, max(3.2, min(6.5, 0.45 * n_out + 2.2)))
+    axes = figure.subplots(1, len(panels), sharey=True)
     scale = float(np.nanmax(np.abs(np.concatenate([exact, mean])))) or 1.0
     shared = Normalize(-scale, scale)  # centred on 0
     clipped = bool(np.nanmax(np.abs(single), initial=0.0) > scale)
     spread = Normalize(0.0, float(np.nanmax(std)) or 1.0)
+    standard = Normalize(-Z_LIMIT, Z_LIMIT)
     diverging, sequential = colormaps["RdBu_r"], colormaps["viridis"]
+    agreement = colormaps["PuOr_r"]  # diverging too, but unlike the Jacobian's colours
     sample = f"n={n} samples" if n is not None else "the samples"
     kind = f" ({_k_text(k)})" if k is not None else ""
     clipping = f"\ncolours clipped at ±{scale:.3g}" if clipped else ""
     titles = ("exact Jacobian", f"mean of {sample}", f"one sample{kind}{clipping}",
-              f"std of one sample{kind}")
+              f"std of one sample{kind}",
+              "mean − exact, in standard errors\nz = (mean − exact) / (std / √n)")
+    scales = [(shared, diverging)] * 3 + [(spread, sequential), (standard, agreement)]
     images = []
-    for ax, a, text in zip(axes, (exact, mean, single, std), titles):
-        norm, cmap = (spread, sequential) if a is std else (shared, diverging)
+    for index, (ax, a, text, (norm, cmap)) in enumerate(zip(axes, panels, titles, scales)):
         images.append(ax.imshow(a, cmap=cmap, norm=norm, aspect="auto",
                                 interpolation="nearest"))
         if a.size <= ANNOTATE_LIMIT:
-            _annotate(ax, a, norm, cmap)
+            _annotate(ax, a, norm, cmap, signed=index == 4)
         ax.set_title(text, fontsize=10)
         ax.set_xticks(range(n_in), input_names, rotation=90 if n_in > 6 else 0)
         ax.set_xlabel("input")
@@ -135,6 +179,11 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9, label="Jacobian entry",
                     extend="both" if clipped else "neither")
     figure.colorbar(images[3], ax=axes[3], shrink=0.9, label="standard deviation")
+    if n is not None:
+        beyond = bool(np.nanmax(np.abs(panels[4]), initial=0.0) > Z_LIMIT)
+        bar = figure.colorbar(images[4], ax=axes[4], shrink=0.9, extend="both" if beyond
+                              else "neither", label="z (|z| < 2 for ~95% if unbiased)")
+        bar.set_ticks([-4, -2, 0, 2, 4])
     if title:
         figure.suptitle(title)
     return figure
@@ -179,8 +228,8 @@ def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool
     >>> from minirad import examples
     >>> from minirad.experiments import compare
     >>> g = examples.figure1()
-    >>> len(plot_comparison(g, compare(g, 1, 50, rng=0), 1).axes)
-    6
+    >>> len(plot_comparison(g, compare(g, 1, 50, rng=0), 1).axes)  # 5 heatmaps, 3 colour bars
+    8
     """
     if exact_std:
         if result.exact_variance is None:
@@ -314,23 +363,42 @@ def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float =
     return figure
 
 
+#: a 1/k slope guide is drawn this many times above the curve it accompanies, so it never
+#: hides under it (a guide gives the slope, not a value)
+GUIDE_OFFSET = 3.0
+
+
+def _slope_guide(ax, x: np.ndarray, top: float) -> None:
+    """A dashed ``1/k`` line starting ``GUIDE_OFFSET`` times above ``top`` at the first k."""
+    ax.plot(x, GUIDE_OFFSET * top * x[0] / x, color="grey", linestyle="--", linewidth=1.2,
+            label=f"slope guide $\\propto 1/k$ (drawn ×{GUIDE_OFFSET:g} above)")
+
+
 @takes_lcg
 def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None,
                        title: str | None = None):
-    """Exact variance of path sampling against the number of draws per vertex.
+    """Exact variance of path sampling against the number of draws per vertex, log-log.
 
-    Plots the total relative variance ``sum Var(J_ij) / ||J||**2`` (bold),
-    each Jacobian entry's relative variance when there are at most 6
-    (thin), and a dashed ``1/k`` reference, on log-log axes; an entry that
-    never varies has no place on log axes, and its legend entry says so.
-    ``ks`` may also be fractions of out-edges.  With ``n``, empirical
-    variances from ``n`` samples per ``k`` are added as crosses, to check
-    the formula.  ``title`` replaces the default title.
+    Two quantities, normalised differently, so each has its own panel:
+
+    * left, the whole Jacobian: ``sum_ij Var(J_ij) / ||J||**2`` (Frobenius
+      norm), with crosses for the empirical value from ``n`` samples per
+      ``k`` when ``n`` is given, a check of the formula;
+    * right (when the Jacobian has at most 6 entries), each entry relative to
+      its own square, ``Var(J_ij) / J_ij**2``.  An entry whose variance is 0
+      has no place on a log axis: it gets no line and no legend entry, and
+      the panel says in words that its variance is exactly 0.
+
+    Each panel has a dashed ``1/k`` slope guide, drawn above its curves so
+    it never hides under them.  ``ks`` may also be fractions of out-edges.
+    ``title`` goes above both panels.
 
     >>> from minirad import examples
     >>> fig = plot_variance_vs_k(examples.figure1(), ks=[1, 2, 4])
-    >>> [line.get_label() for line in fig.axes[0].get_lines()][:3]
-    ['total: sum Var / ||J||²', 'dy/dx1 (variance 0)', 'dy/dx2']
+    >>> [line.get_label() for line in fig.axes[1].get_lines()][:1]
+    ['dy/dx2']
+    >>> print(fig.axes[1].texts[0].get_text())
+    dy/dx1: variance exactly 0 at every k (not drawn on the log axis)
     """
     from .jacobian import jacobian
     from .sampling import path_sampling_variance, sampled_jacobians
@@ -342,44 +410,83 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
         raise ValueError(f"plot_variance_vs_k: ks must be all ints (draws per vertex) or all "
                          f"floats (fractions of out-edges), not a mix: {ks!r}")
     exact = jacobian(g)
-    scale = float(np.linalg.norm(exact) ** 2) or 1.0
     variances = np.array([path_sampling_variance(g, k) for k in ks])  # (len(ks), out, in)
-    figure = _figure(6.4, 4.4)
-    ax = figure.add_subplot()
-    x = np.asarray(ks, dtype=float)
-    total = variances.sum(axis=(1, 2)) / scale
-    ax.plot(x, np.where(total > 0, total, np.nan), color="black", linewidth=2.2, marker="o",
-            label="total: sum Var / ||J||²")
     entries = [(i, j) for i in range(exact.shape[0]) for j in range(exact.shape[1])]
-    if len(entries) <= 6:
+    per_entry = len(entries) <= 6
+    figure = _figure(11.5 if per_entry else 6.4, 4.6)
+    axes = figure.subplots(1, 2 if per_entry else 1, squeeze=False)[0]
+    x = np.asarray(ks, dtype=float)
+
+    # the whole Jacobian
+    ax = axes[0]
+    norm = float(np.linalg.norm(exact) ** 2)
+    if norm > 0:
+        total = variances.sum(axis=(1, 2)) / norm
+        drawn = np.where(total > 0, total, np.nan)
+        ax.plot(x, drawn, color="black", linewidth=2.2, marker="o", label="exact")
+        if np.isfinite(drawn).any():
+            _slope_guide(ax, x, float(np.nanmax(drawn[:1])))
+        else:
+            _say(ax, "variance exactly 0 at every k: sampling reproduces J")
+        if n is not None:
+            seeds = _seeds(rng, len(ks))
+            empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / norm
+                         for k, seed in zip(ks, seeds)]
+            ax.plot(x, empirical, linestyle="none", marker="x", color=EMPIRICAL_COLOR,
+                    markersize=8, markeredgewidth=1.6, label=f"from n={n} samples per k")
+    else:
+        _say(ax, "the Jacobian is 0: a relative variance is undefined")
+    ax.set_ylabel(r"$\sum_{ij} \mathrm{Var}(\hat J_{ij}) \;/\; \|J\|^2$")
+    ax.set_title("the whole Jacobian: total variance relative to $\\|J\\|^2$", fontsize=10)
+
+    # each entry against its own square
+    if per_entry:
+        ax = axes[1]
+        notes, tops = [], []
         for (i, j), color in zip(entries, COLORS):
-            square = exact[i, j] ** 2 or scale
-            rel = variances[:, i, j] / square
-            rel = np.where(rel > 1e-12, rel, np.nan)  # 0, or rounding noise, is not drawn
             name = f"d{g.names[g.outputs[i]]}/d{g.names[g.inputs[j]]}"
-            ax.plot(x, rel, color=color, linewidth=1, marker=".",
-                    label=name if np.isfinite(rel).any() else f"{name} (variance 0)")
-    reference = next((t for t in total if t > 0), None)
-    if reference is not None:
-        ax.plot(x, reference * x[0] / x, color="grey", linestyle="--", linewidth=1,
-                label=r"$\propto 1/k$ (reference)")
-    if n is not None:
-        seeds = _seeds(rng, len(ks))
-        empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / scale
-                     for k, seed in zip(ks, seeds)]
-        ax.plot(x, empirical, linestyle="none", marker="x", color=EMPIRICAL_COLOR,
-                markersize=7, label=f"total from n={n} samples")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(x, [f"{k:g}" for k in ks])
-    ax.minorticks_off()
-    ax.set_xlabel("fraction of out-edges drawn per vertex" if fractions
-                  else "k, draws per vertex")
-    ax.set_ylabel(r"relative variance $\mathrm{Var}\,/\,J^2$")
-    ax.set_title(title or "Exact variance of path sampling against k", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+            variance = variances[:, i, j]
+            if np.all(variance == 0):
+                notes.append(f"{name}: variance exactly 0 at every k (not drawn on the log axis)")
+                continue
+            if exact[i, j] == 0:
+                notes.append(f"{name}: J = 0 but the variance is not: relative variance undefined")
+                continue
+            rel = variance / exact[i, j] ** 2
+            ax.plot(x, np.where(rel > 0, rel, np.nan), color=color, linewidth=1.4, marker=".",
+                    markersize=8, label=name)
+            tops.append(float(rel[0]))
+        if tops:
+            _slope_guide(ax, x, max(tops))
+        for row, note in enumerate(notes):
+            _say(ax, note, row)
+        ax.set_ylabel(r"$\mathrm{Var}(\hat J_{ij}) \;/\; J_{ij}^2$ for each entry")
+        ax.set_title("each entry: its variance relative to its own square", fontsize=10)
+
+    from matplotlib.ticker import FormatStrFormatter, LogLocator
+
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(x, [f"{k:g}" for k in ks])
+        ax.minorticks_off()
+        # 1, 2, 5 per decade, written out: a decade or less of data would show one label
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.set_xlabel("fraction of out-edges drawn per vertex" if fractions
+                      else "k, draws per vertex")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_lines():
+            ax.legend(fontsize=8, loc="upper right")
+    figure.suptitle(title or "Exact variance of path sampling against k")
     return figure
+
+
+def _say(ax, text: str, row: int = 0) -> None:
+    """A note in words at the bottom left of a panel, where a line cannot say it."""
+    ax.text(0.02, 0.03 + 0.07 * row, text, transform=ax.transAxes, fontsize=8.5,
+            ha="left", va="bottom", color="#333333",
+            bbox=dict(boxstyle="round,pad=0.3", facecolor="white", edgecolor="#bbbbbb"))
 
 
 # ------------------------------------------------------- elimination costs

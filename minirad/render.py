@@ -23,7 +23,8 @@ Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
 and a function marking up the picture.
 
 :func:`render_elimination` draws a whole vertex elimination, one picture
-per step, and :func:`elimination_strip` puts them side by side.
+per step (a list that shows as one strip in Jupyter), and
+:func:`elimination_strip` puts them side by side in one Figure.
 
 Every highlight is first turned into a neutral description of the picture
 (a "scene"); the graphviz source and the matplotlib fallback
@@ -59,8 +60,9 @@ from .graph import levels as topological_levels
 from .paths import path_product
 
 __all__ = [
-    "HIGHLIGHTS", "Drawing", "Eliminating", "Factors", "MissingDotWarning", "Paths",
+    "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
     "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination", "save",
+    "strip",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -1031,7 +1033,7 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
     >>> len(fig.axes), fig.axes[0].get_legend() is not None
     (1, True)
     """
-    from matplotlib.figure import Figure
+    from .figure import Figure  # shows inline in Jupyter
 
     old = {k: options.pop(k) for k in list(options) if k in _OLD_KEYWORDS}
     highlights = _settle(highlights) + (_settle(_from_keywords(old)) if old else ())
@@ -1131,7 +1133,7 @@ def _step_title(number: int, total: int, step) -> str:
 
 
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
-                       title: str | None = None, **options) -> list[Drawing]:
+                       title: str | None = None, **options) -> Drawings:
     """One drawing per elimination step, then the final bipartite graph.
 
     Each step is drawn on the graph just before it, with the step
@@ -1140,7 +1142,8 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     in ``g`` so the pictures line up.  ``order`` is as for
     :func:`minirad.elimination.eliminate`.  Given ``path_pattern`` such as
     ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
-    saved.  Other keyword arguments go to :func:`render`.
+    saved.  Other keyword arguments go to :func:`render`.  The list is a
+    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
 
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
@@ -1156,7 +1159,7 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     fixed = dict(zip(g.names, _levels(g)))  # every vertex keeps its row in g
     total = len(result.steps)
     head = f"{title}\n" if title else ""
-    drawings = []
+    drawings = Drawings()
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
@@ -1174,21 +1177,40 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
                       dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
 
-    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
-    otherwise.  Every tile is drawn at the same scale, so text has one size
-    throughout; ``title`` goes above them all.  Saved to ``path`` when
-    given; returns the Figure.
+    See :func:`strip` for the layout; ``title`` goes above all the tiles.
+    Saved to ``path`` when given; returns the Figure.
 
     >>> from minirad import examples
     >>> figure = elimination_strip(examples.lab(), "forward", ncols=2, title="lab graph")
     >>> len(figure.axes), figure.get_suptitle()
     (4, 'lab graph')
     """
-    from matplotlib.figure import Figure
+    figure = strip(render_elimination(g, order, **options), ncols=ncols, dpi=dpi, title=title)
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
+
+
+def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
+          title: str | None = None):
+    """Drawings side by side in one matplotlib Figure, ``ncols`` to a row.
+
+    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
+    otherwise.  Every tile is drawn at the same scale, so text has one size
+    throughout; ``title`` goes above them all.
+
+    >>> from minirad import examples
+    >>> figure = strip([render(examples.lab()), render(examples.figure1())], title="two")
+    >>> len(figure.axes), figure.get_suptitle()
+    (2, 'two')
+    """
+    from .figure import Figure
 
     if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
         raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
-    drawings = render_elimination(g, order, **options)
+    drawings = list(drawings)
+    if not drawings:
+        raise ValueError("strip needs at least one drawing")
     ncols = min(ncols, len(drawings))
     nrows = -(-len(drawings) // ncols)
     if has_dot():
@@ -1219,9 +1241,26 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
             figure.suptitle(title, fontsize=16)
     for ax in axes:
         ax.set_axis_off()
-    if path is not None:
-        save(figure, path, dpi=dpi)
     return figure
+
+
+class Drawings(list):
+    """A list of drawings (what :func:`render_elimination` returns) that
+    shows itself in Jupyter as one image: the drawings side by side, as
+    :func:`strip` lays them out.
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.lab(), "forward")
+    >>> drawings._repr_png_()[:4] == b"\\x89PNG"
+    True
+    """
+
+    def _repr_png_(self) -> bytes | None:
+        from .figure import png
+
+        if not self:
+            return None  # an empty list shows as []
+        return png(strip(self, ncols=3))
 
 
 def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:

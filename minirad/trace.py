@@ -19,7 +19,8 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from numbers import Real
+import sys
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -50,12 +51,18 @@ class Tape:
         return Var(self, i, value)
 
 
-def _constant(x, op: Op) -> float:
+def _constant(x, op: Op, tape: Tape) -> float:
     # plain floats and ints first: isinstance(x, Real) is an ABC check, slow on this hot path
     if type(x) is float:
         return x
     if type(x) is int or isinstance(x, Real) and not isinstance(x, bool):
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # an int beyond 1.8e308, such as 2**2000
+            digits = int(abs(int(x)).bit_length() * math.log10(2)) + 1
+            raise ValueError(f"{op.name} at vertex v{len(tape.values)}: its constant operand, "
+                             f"an integer of about {digits} digits, is too large for a float64 "
+                             f"(at most about 1.8e308)") from None
     raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
                     f"scalars combine with other traced scalars and real numbers")
 
@@ -121,38 +128,38 @@ class Var:
         x, y = args
         if type(x) is Var:
             return _binary(op, x, y)
-        return _binary_reflected(op, _constant(x, op), y)
+        return _binary_reflected(op, _constant(x, op, y.tape), y)
 
     # ----------------------------------------------------------- operators
     def __add__(self, other):
         return _binary(_ADD, self, other)
 
     def __radd__(self, other):
-        return _binary_reflected(_ADD, _constant(other, _ADD), self)
+        return _binary_reflected(_ADD, _constant(other, _ADD, self.tape), self)
 
     def __sub__(self, other):
         return _binary(_SUB, self, other)
 
     def __rsub__(self, other):
-        return _binary_reflected(_SUB, _constant(other, _SUB), self)
+        return _binary_reflected(_SUB, _constant(other, _SUB, self.tape), self)
 
     def __mul__(self, other):
         return _binary(_MUL, self, other)
 
     def __rmul__(self, other):
-        return _binary_reflected(_MUL, _constant(other, _MUL), self)
+        return _binary_reflected(_MUL, _constant(other, _MUL, self.tape), self)
 
     def __truediv__(self, other):
         return _binary(_DIV, self, other)
 
     def __rtruediv__(self, other):
-        return _binary_reflected(_DIV, _constant(other, _DIV), self)
+        return _binary_reflected(_DIV, _constant(other, _DIV, self.tape), self)
 
     def __pow__(self, other):
         return _binary(_POW, self, other)
 
     def __rpow__(self, other):
-        return _binary_reflected(_POW, _constant(other, _POW), self)
+        return _binary_reflected(_POW, _constant(other, _POW, self.tape), self)
 
     def __neg__(self):
         return _unary(_NEG, self)
@@ -305,7 +312,7 @@ def _binary(op: Op, x: Var, y) -> Var:
             tape.partials.append(da)
             tape.partials.append(db)
         return Var(tape, i, out)
-    b = _constant(y, op)
+    b = _constant(y, op, tape)
     try:
         out = op.value(a, b)
         da = op.partials[0](a, b, out)
@@ -363,6 +370,9 @@ def _make_inputs(tape: Tape, args, names):
     traced, input_names = [], []
     for position, (arg, name) in enumerate(zip(args, names)):
         if isinstance(arg, Real) and not isinstance(arg, bool):
+            if isinstance(arg, Integral) and abs(int(arg)) > sys.float_info.max:
+                raise ValueError(f"argument {position} ({name}) is an integer too large for a "
+                                 f"float64 (at most about 1.8e308); trace needs finite inputs")
             if not math.isfinite(arg):
                 raise ValueError(f"argument {position} ({name}) is {arg}; trace needs finite "
                                  f"inputs")

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 
 import networkx as nx
 import numpy as np
@@ -164,7 +165,7 @@ def good_document():
     (lambda d: d.pop("edges"), r"missing field\(s\) \['edges'\]"),
     (lambda d: d.update(format="something"), "not an LCG file"),
     (lambda d: d.update(version=99), "unsupported LCG schema version 99"),
-    (lambda d: d["edges"]["partial"].__setitem__(0, "big"), r"edges.partial'\[0\] is 'big'"),
+    (lambda d: d["edges"]["partial"].__setitem__(0, "big"), r"edges.partial'\[0\] is \"big\""),
     (lambda d: d["names"].__setitem__(0, 3), r"'names'\[0\] is 3"),
     (lambda d: d.update(inputs="x1"), "'inputs' must be a list"),
     (lambda d: d["edges"]["target"].__setitem__(0, 99), "unknown vertex"),
@@ -286,3 +287,175 @@ def test_functions_over_an_lcg_refuse_anything_else(name):
 
     with pytest.raises(TypeError, match="LCG"):
         getattr(minirad, name)("not a graph")
+
+
+# ------------------------------------------------------------ hostile input
+# Every one of these raised OverflowError or RecursionError, or was accepted, before.
+def _mutated(mutate):
+    doc = good_document()
+    mutate(doc)
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("text, message", [
+    (_mutated(lambda d: d["edges"]["source"].__setitem__(0, 10**30)),
+     "edge source #0 is an integer of about 31 digits, which names an unknown vertex"),
+    (_mutated(lambda d: d["edges"]["target"].__setitem__(1, 2**63)),
+     "edge target #1 is 9223372036854775808, which names an unknown vertex; valid vertex "
+     "numbers are 0..6"),
+    (_mutated(lambda d: d["inputs"].__setitem__(0, 2**63)), "input #0 is 9223372036854775808"),
+    (_mutated(lambda d: d["outputs"].__setitem__(0, -1)), "output #0 is -1, which names"),
+    (_mutated(lambda d: d["edges"]["partial"].__setitem__(2, 10**400)),
+     "partial #2 is an integer of about 401 digits, too large for a float64"),
+    (_mutated(lambda d: d["values"].__setitem__(0, -(10**400))),
+     "value #0 is an integer of about 401 digits, too large for a float64"),
+    (_mutated(lambda d: d["values"].__setitem__(0, "__HUGE__")).replace('"__HUGE__"', "9" * 5001),
+     "an integer of 5001 digits is too large for any field"),  # past Python's 4300-digit limit
+    (_mutated(lambda d: d["values"].__setitem__(0, "__HUGE__")).replace('"__HUGE__"', "1e400"),
+     "the number 1e400 is too large for a float64 .* every number must be finite"),
+    (_mutated(lambda d: d["edges"]["partial"].__setitem__(0, "__HUGE__")).replace(
+        '"__HUGE__"', "-2.5e308"), "the number -2.5e308 is too large"),
+    (_mutated(lambda d: d.update(version=True)), "unsupported LCG schema version true"),
+    (_mutated(lambda d: d.update(version=1.0)), "unsupported LCG schema version 1.0"),
+    ("[" * 100_000, "nested too deeply"),
+    ('{"format": "minirad.lcg", "version": 1, "names": ' + "[" * 100_000, "nested too deeply"),
+    ('{"a":' * 100_000, "nested too deeply"),
+], ids=["source 10**30", "target 2**63", "input 2**63", "output -1", "partial 10**400",
+        "value -10**400", "5001 digits", "1e400", "-2.5e308", "version true", "version 1.0",
+        "100000 [", "names 100000 [", "100000 {"])
+def test_hostile_json_is_refused_with_a_clear_value_error(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        LCG.from_json(write(tmp_path, text))
+    assert type(caught.value) is ValueError and len(str(caught.value)) < 500
+
+
+def test_float_and_out_of_range_vertex_ids_are_refused_not_converted():
+    base = dict(names=["x", "y"], sources=[0], targets=[1], partials=[1.0], inputs=[0],
+                outputs=[1])
+    with pytest.raises(TypeError, match=r"edge source #0 is 0.7 \(float\); vertex numbers are "
+                                        r"integers 0..1"):
+        LCG(**dict(base, sources=[0.7]))
+    with pytest.raises(TypeError, match=r"input #0 is 0.0 \(float\)"):
+        LCG(**dict(base, inputs=np.array([0.0])))
+    with pytest.raises(TypeError, match=r"output #0 is True \(bool\)"):
+        LCG(**dict(base, outputs=[True]))
+    with pytest.raises(ValueError, match="edge target #0 is 18446744073709551615, which names an "
+                                         "unknown vertex"):
+        LCG(**dict(base, targets=np.array([2**64 - 1], dtype=np.uint64)))
+    with pytest.raises(ValueError, match="input #0 is 18446744073709551615"):
+        LCG(**dict(base, inputs=[np.uint64(2**64 - 1)]))
+    with pytest.raises(TypeError, match=r"partial #0 is '1.5' \(str\)"):
+        LCG(**dict(base, partials=["1.5"]))
+    with pytest.raises(ValueError, match="the value of vertex y is inf"):
+        LCG(**dict(base, values=[0.0, math.inf]))
+    # integers of any integer type are fine, and a NaN value means "unknown"
+    g = LCG(**dict(base, sources=np.array([0], dtype=np.uint8), inputs=[np.int32(0)],
+                   values=[math.nan, 2]))
+    assert g.sources.dtype == np.int64 and g.inputs == (0,) and g.value("y") == 2.0
+
+
+def test_from_edges_refuses_huge_numbers_naming_the_edge_or_vertex():
+    with pytest.raises(ValueError, match="partial on edge x -> y is an integer of about 401 "
+                                         "digits, too large for a float64"):
+        LCG.from_edges([("x", "y", 10**400)], inputs=["x"], outputs=["y"])
+    with pytest.raises(ValueError, match="value #0 is an integer of about 401 digits"):
+        LCG.from_edges([("x", "y", 1.0)], inputs=["x"], outputs=["y"], values={"x": 10**400})
+
+
+def test_a_long_cycle_is_reported_briefly_in_linear_time():
+    import time
+
+    n = 200_000
+    names = [f"v{i}" for i in range(n)]
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as caught:
+        LCG(names, np.arange(n), (np.arange(n) + 1) % n, np.ones(n), [], [])
+    elapsed = time.perf_counter() - start
+    message = str(caught.value)
+    assert message == ("the edges contain a directed cycle: v0 -> v1 -> v2 -> v3 -> v4 -> ... "
+                       "-> v199999 -> v0 (a cycle of 200000 vertices); an LCG must be acyclic")
+    assert elapsed < 5.0, f"cycle detection took {elapsed:.1f} s"  # ~1 s; was 6 s and 2 MB
+
+
+def test_the_cycle_found_is_a_real_cycle():
+    # a DAG part feeding a 3-cycle and a separate 2-cycle: whichever is shown must be a cycle
+    edges = [("x", "a", 1.0), ("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0),
+             ("p", "q", 1.0), ("q", "p", 1.0), ("c", "y", 1.0)]
+    with pytest.raises(ValueError, match="directed cycle: ") as caught:
+        LCG.from_edges(edges, inputs=["x"], outputs=["y"])
+    shown = str(caught.value).split(": ")[1].split(";")[0].split(" -> ")
+    assert shown[0] == shown[-1]
+    pairs = {(u, v) for u, v, _ in edges}
+    assert all((u, v) in pairs for u, v in zip(shown, shown[1:]))
+
+
+def test_from_networkx_names_the_node_with_a_bad_value():
+    G = nx.DiGraph()
+    G.add_node("x", value="abc")
+    G.add_edge("x", "y", partial=1.0)
+    with pytest.raises(ValueError, match=r"node 'x' has attribute 'value' = \"abc\" \(str\); a "
+                                         r"vertex's primal value must be a real number"):
+        LCG.from_networkx(G)
+    G.nodes["x"]["value"] = 10**400
+    with pytest.raises(ValueError, match="node 'x' has attribute 'value' = an integer of about"):
+        LCG.from_networkx(G)
+    G.nodes["x"]["value"] = None  # as good as absent
+    assert math.isnan(LCG.from_networkx(G).value("x"))
+
+
+_HOSTILE_TOKENS = ["1e400", "-1e400", "true", "false", "null", "-1", "0", "0.5", "1.0",
+                   str(2**63), str(10**30), str(10**400), '"x"', '""', "[]", "{}", "[[0]]",
+                   '{"a": 1}', "NaN", "Infinity", "[" * 50, "]", "}", ",", ":", "\\u0000",
+                   '"\\ud800"', "\x00", "\u00e9"]
+
+
+def _mutate_text(text: str, rng) -> str:
+    """One random edit of a JSON text: replace a number or string token, or cut,
+    duplicate or insert a stretch of characters."""
+    tokens = list(re.finditer(r'-?\d+(\.\d+)?([eE][-+]?\d+)?|"[^"]*"|true|false|null', text))
+    choice = rng.integers(5)
+    if choice <= 1 and tokens:
+        token = tokens[rng.integers(len(tokens))]
+        new = _HOSTILE_TOKENS[rng.integers(len(_HOSTILE_TOKENS))]
+        return text[:token.start()] + new + text[token.end():]
+    i, j = sorted(rng.integers(0, len(text) + 1, size=2))
+    if choice == 2:
+        return text[:i] + text[j:]
+    if choice == 3:
+        return text[:j] + text[i:j] + text[j:]
+    return text[:i] + _HOSTILE_TOKENS[rng.integers(len(_HOSTILE_TOKENS))] + text[i:]
+
+
+def test_the_loader_survives_thousands_of_mutated_files(tmp_path):
+    # a seeded mutation loop (deterministic, ~2 s): only ValueError or TypeError may escape,
+    # and a file that loads must save and load again unchanged
+    rng = np.random.default_rng(2024)
+    texts = [json.dumps(g.to_dict()) for g in
+             (examples.figure1(), examples.lecture(), examples.two_outputs())]
+    path = tmp_path / "g.json"
+    loaded = 0
+    for trial in range(2000):
+        text = texts[trial % len(texts)]
+        for _ in range(1 + rng.integers(3)):
+            text = _mutate_text(text, rng)
+        path.write_bytes(text.encode("utf-8", errors="surrogatepass"))
+        try:
+            g = LCG.from_json(path)
+        except (ValueError, TypeError):
+            continue
+        loaded += 1
+        g.to_json(tmp_path / "again.json")
+        assert LCG.from_json(tmp_path / "again.json").same_as(g)
+    assert 0 < loaded < 2000  # the mutations both break files and keep some loadable
+
+
+def test_from_networkx_names_a_bad_order_attribute():
+    G = examples.figure1().to_networkx()
+    G.nodes["v3"]["index"] = "third"
+    with pytest.raises(ValueError, match=r"node 'v3' has attribute 'index' = \"third\"; it must "
+                                         r"be an integer"):
+        LCG.from_networkx(G)
+    G = examples.figure1().to_networkx()
+    G.edges["x1", "v2"]["operand"] = 0.5
+    with pytest.raises(ValueError, match=r"edge \('x1', 'v2'\) has attribute 'operand' = 0.5"):
+        LCG.from_networkx(G)

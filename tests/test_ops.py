@@ -51,3 +51,106 @@ def test_plain_numbers_are_checked_too():
 def test_float_arrays_stay_float_arrays():
     out = ops.tanh(np.array([0.0, 1.0]))
     assert out.dtype == np.float64 and out[1] == pytest.approx(math.tanh(1.0))
+
+
+# ---------------------------------------------------------- pow at a zero base
+def _central(f, x, h=1e-4):
+    return (f(x + h) - f(x - h)) / (2 * h)
+
+
+def test_pow_has_finite_partials_at_a_zero_base_where_they_exist():
+    import minirad
+
+    # x**0 is 1 for every x: its derivative at 0 is 0 (it was refused as non-finite)
+    assert minirad.jacobian(lambda x: x**0, 0.0).tolist() == [[0.0]]
+    assert _central(lambda x: x**0, 0.0) == 0.0
+    # x**y at (0, 2), both traced: x**2 is flat at 0, and 0**y is 0 for every y > 0
+    J = minirad.jacobian(lambda x, y: x**y, 0.0, 2.0)
+    assert J.tolist() == [[0.0, 0.0]]  # the values JAX gives
+    assert _central(lambda x: x**2.0, 0.0) == 0.0
+    assert _central(lambda y: 0.0**y, 2.0) == 0.0
+    # away from zero nothing changed: d(a**b)/da = b a**(b-1), d/db = a**b log a
+    _, (da, db) = evaluate(OPS["pow"], (1.5, 2.5))
+    assert da == pytest.approx(2.5 * 1.5**1.5) and db == pytest.approx(1.5**2.5 * math.log(1.5))
+
+
+@pytest.mark.parametrize("f, args, message", [
+    (lambda x, y: x**y, (0.0, 0.0), "differentiable in b only for a > 0"),  # 0**y jumps at 0
+    (lambda x: x**0.5, (0.0,), "derivative in argument 0 there is not finite"),  # sqrt at 0
+    (lambda x, y: x**y, (-2.0, 2.0), "differentiable in b only"),  # (-2)**y is not real
+])
+def test_pow_partials_that_do_not_exist_are_still_refused(f, args, message):
+    import minirad
+
+    with pytest.raises(ValueError, match=message):
+        minirad.jacobian(f, *args)
+
+
+# ------------------------------------------------------- huge integer constants
+@pytest.mark.parametrize("f, op", [
+    (lambda x: x * 2**2000, "mul"), (lambda x: 2**2000 * x, "mul"), (lambda x: x + 2**2000, "add"),
+    (lambda x: 2**2000 / x, "div"), (lambda x: x ** 2**2000, "pow"),
+    (lambda x: ops.maximum(2**2000, x), "maximum"),
+])
+def test_a_constant_too_large_for_a_float_names_the_op_and_vertex(f, op):
+    import minirad
+
+    with pytest.raises(ValueError, match=f"{op} at vertex v1: its constant operand, an integer "
+                                         f"of about 603 digits, is too large for a float64"):
+        minirad.trace(f, 1.0)
+
+
+def test_huge_integers_elsewhere_are_value_errors_too():
+    import minirad
+
+    with pytest.raises(ValueError, match=r"argument 0 \(x\) is an integer too large"):
+        minirad.trace(lambda x: x, 2**2000)
+    with pytest.raises(ValueError, match="sin: an integer argument is too large"):
+        ops.sin(2**2000)
+
+
+# ------------------------------------------------------------------ the kinks
+KINKS = {"abs": (0.0,), "relu": (0.0,), "maximum": (1.5, 1.5), "minimum": (1.5, 1.5)}
+
+
+def test_the_kink_convention_is_in_the_table_and_the_docs():
+    assert {name for name, op in OPS.items() if op.kink} == set(KINKS)
+    kinks_section = ops.__doc__.split("Kinks\n-----")[1]
+    for name in KINKS:
+        assert f"``{name}" in kinks_section
+
+
+def test_partials_at_the_kinks_follow_the_stated_convention():
+    assert evaluate(OPS["abs"], (0.0,))[1] == (0.0,)
+    assert evaluate(OPS["relu"], (0.0,))[1] == (0.0,)
+    assert evaluate(OPS["maximum"], (1.5, 1.5))[1] == (0.5, 0.5)
+    assert evaluate(OPS["minimum"], (1.5, 1.5))[1] == (0.5, 0.5)
+    # either side of a kink the ordinary derivative holds
+    assert evaluate(OPS["maximum"], (1.5, 1.0))[1] == (1.0, 0.0)
+    assert evaluate(OPS["minimum"], (1.5, 1.0))[1] == (0.0, 1.0)
+    assert evaluate(OPS["abs"], (-1e-300,))[1] == (-1.0,)
+
+
+def test_the_kink_convention_keeps_identities_exact():
+    import minirad
+
+    # maximum(x, x) = x and maximum + minimum = a + b hold for the derivatives too
+    assert minirad.jacobian(lambda x: ops.maximum(x, x), 2.0).tolist() == [[1.0]]
+    J = minirad.jacobian(lambda a, b: ops.maximum(a, b) + ops.minimum(a, b), 2.0, 2.0)
+    assert J.tolist() == [[1.0, 1.0]]
+    # abs(x) = maximum(x, -x): both give 0 at x = 0
+    assert minirad.jacobian(lambda x: ops.maximum(x, -x), 0.0).tolist() == [[0.0]]
+    assert minirad.jacobian(lambda x: abs(x), 0.0).tolist() == [[0.0]]
+
+
+def test_where_the_kink_derivatives_agree_with_central_differences():
+    # abs and the ties of maximum/minimum take the midpoint, which a central difference
+    # gives; relu takes its flat side (0) where a central difference gives 1/2
+    for name, point in KINKS.items():
+        op = OPS[name]
+        _, partials = evaluate(op, point)
+        for i, d in enumerate(partials):
+            def along(t, op=op, point=point, i=i):
+                return op.value(*[x + t if j == i else x for j, x in enumerate(point)])
+            expected = 0.5 if name == "relu" else d
+            assert _central(along, 0.0) == pytest.approx(expected)

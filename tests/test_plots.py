@@ -28,17 +28,22 @@ def test_heatmaps_share_a_scale_centred_on_zero(tmp_path):
     fig = plots.jacobian_heatmaps(exact, mean, single, std, n=50, k=2,
                                   input_names=["a", "b"], output_names=["p", "q"])
     assert isinstance(fig, Figure)
-    assert len(fig.axes) == 6  # four heatmaps, two colour bars
-    heatmaps = fig.axes[:4]
+    assert len(fig.axes) == 8  # five heatmaps, three colour bars
+    heatmaps = fig.axes[:5]
     limits = [ax.images[0].get_clim() for ax in heatmaps]
     # fitted to the exact and mean panels; the single sample's 3 is clipped
     assert limits[0] == limits[1] == limits[2] == (-2.0, 2.0)
     assert limits[3] == (0.0, 0.5)
+    assert limits[4] == (-plots.Z_LIMIT, plots.Z_LIMIT)  # z-scores, centred on 0
     assert heatmaps[0].images[0].colorbar.extend == "both"
     titles = [ax.get_title() for ax in heatmaps]
     assert "n=50" in titles[1] and "k=2" in titles[2] and "k=2" in titles[3]
     assert titles[2].endswith("colours clipped at ±2")
     assert "clipped" not in titles[0] + titles[1] + titles[3]
+    assert titles[4].startswith("mean − exact, in standard errors")
+    # mean - exact in standard errors: (1.5 - 1) / (0.5 / sqrt(50)); entries that cannot vary: 0
+    z = heatmaps[4].images[0].get_array()
+    assert z[0, 0] == pytest.approx(0.5 / (0.5 / np.sqrt(50))) and z[1, 1] == 0.0
     assert [t.get_text() for t in heatmaps[0].get_xticklabels()] == ["a", "b"]
     assert {t.get_text() for t in heatmaps[0].texts} == {"1", "-2", "0.5", "0"}
     ink = {t.get_text(): t.get_color() for t in heatmaps[2].texts}
@@ -52,6 +57,32 @@ def test_heatmaps_unclipped_when_the_sample_fits():
     fig = plots.jacobian_heatmaps(J, J, J / 2, np.ones((1, 2)), k=1)
     assert fig.axes[2].get_title() == "one sample (k=1)"
     assert fig.axes[0].images[0].colorbar.extend == "neither"
+    assert len(fig.axes) == 6  # without n there are no standard errors: no z-score panel
+
+
+def test_the_z_panel_matches_the_comparison_and_is_centred_on_zero():
+    from minirad.experiments import compare
+
+    g = examples.two_outputs()
+    result = compare(g, k=1, n=400, rng=5)
+    fig = plots.plot_comparison(g, result, k=1)
+    panel = fig.axes[4]
+    # an independent route to the same numbers: compare's own z = (mean - exact) / stderr
+    assert np.allclose(panel.images[0].get_array(), result.z)
+    assert panel.images[0].get_cmap().name == "PuOr_r"  # diverging, unlike the Jacobian's
+    low, high = panel.images[0].get_clim()
+    assert low == -high  # centred on 0
+    shown = {t.get_text() for t in panel.texts}
+    assert shown == {f"{z:+.1f}" for z in result.z.ravel()}
+
+
+def test_z_scores_of_entries_that_cannot_vary():
+    exact = np.array([1.0, 2.0, 3.0])
+    mean = np.array([1.0, 2.0 + 1e-14, 3.5])
+    std = np.zeros(3)
+    z = plots.z_scores(exact, mean, std, 100)
+    # exact to rounding: 0; a zero-variance miss is a bias no z-score measures: NaN
+    assert z[0] == 0.0 and z[1] == 0.0 and np.isnan(z[2])
 
 
 def test_heatmaps_refuse_mismatched_shapes():
@@ -66,7 +97,7 @@ def test_heatmaps_refuse_mismatched_shapes():
 def test_plot_compare_names_the_graph_vertices():
     g = examples.two_outputs()
     fig = plots.plot_compare(g, k=2, n=300, rng=0)
-    assert len(fig.axes) == 6
+    assert len(fig.axes) == 8
     assert fig.axes[1].get_title() == "mean of n=300 samples"
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["y[0]", "y[1]"]
     assert "k=2" in fig.get_suptitle()
@@ -115,9 +146,11 @@ def test_plots_take_a_title():
     g = examples.figure1()
     figures = [plots.plot_convergence(g, ks=[1], n=20, rng=0, title="my\ntitle"),
                plots.plot_variance_vs_depth(width=2, depths=[1, 2], title="my\ntitle"),
-               plots.plot_variance_vs_k(g, ks=[1, 2], title="my\ntitle"),
                plots.plot_elimination_costs({"f": g}, title="my\ntitle")]
-    assert [fig.axes[0].get_title() for fig in figures] == ["my\ntitle"] * 4
+    assert [fig.axes[0].get_title() for fig in figures] == ["my\ntitle"] * 3
+    # two panels: the title goes above both
+    assert plots.plot_variance_vs_k(g, ks=[1, 2], title="my\ntitle").get_suptitle() == \
+        "my\ntitle"
 
 
 def test_plot_convergence_same_seed_same_picture():
@@ -142,21 +175,51 @@ def test_plot_variance_vs_depth_both_families():
 
 
 def test_plot_variance_vs_k():
+    from minirad import jacobian
+    from minirad.sampling import path_sampling_variance
+
     g = examples.figure1()
-    fig = plots.plot_variance_vs_k(g, ks=[1, 2, 4], n=500, rng=0)
-    (ax,) = fig.axes
-    lines = ax.get_lines()
-    labels = [line.get_label() for line in lines]
-    # dy/dx1 never varies (its two paths have one product): no line, said in the legend
-    assert labels[:3] == ["total: sum Var / ||J||²", "dy/dx1 (variance 0)", "dy/dx2"]
-    assert labels[-1] == "total from n=500 samples"
-    assert lines[-1].get_color() not in {line.get_color() for line in lines[:-1]}
-    total = ax.get_lines()[0].get_ydata()
-    assert np.all(np.diff(total) < 0)  # more draws, less variance
-    assert ax.get_xlabel() == "k, draws per vertex"
+    ks = [1, 2, 4]
+    fig = plots.plot_variance_vs_k(g, ks=ks, n=500, rng=0)
+    whole, each = fig.axes
+    # quantities normalised differently live on different axes, each saying which
+    assert "\\|J\\|^2" in whole.get_ylabel() and "J_{ij}^2" in each.get_ylabel()
+    J = jacobian(g)
+    variances = np.array([path_sampling_variance(g, k) for k in ks])
+    exact_total, *rest = whole.get_lines()
+    assert np.allclose(exact_total.get_ydata(), variances.sum(axis=(1, 2)) / (J**2).sum())
+    assert rest[-1].get_label() == "from n=500 samples per k"
+    assert rest[-1].get_color() not in {line.get_color() for line in whole.get_lines()[:-1]}
+    assert np.all(np.diff(exact_total.get_ydata()) < 0)  # more draws, less variance
+    # dy/dx1 never varies (its two paths have one product): no line, no legend entry, a note
+    (entry, guide) = each.get_lines()
+    assert entry.get_label() == "dy/dx2"
+    assert np.allclose(entry.get_ydata(), variances[:, 0, 1] / J[0, 1] ** 2)
+    assert [t.get_text() for t in each.texts] == [
+        "dy/dx1: variance exactly 0 at every k (not drawn on the log axis)"]
+    for ax in fig.axes:
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        drawn = [line.get_label() for line in ax.get_lines()
+                 if np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any()]
+        assert legend == drawn  # every legend entry has a line
+        assert ax.get_xlabel() == "k, draws per vertex"
+    # the 1/k guides run above every curve, so none hides under them, with slope exactly -1
+    for ax in fig.axes:
+        guide = next(line for line in ax.get_lines() if "slope guide" in line.get_label())
+        x, y = np.asarray(guide.get_xdata()), np.asarray(guide.get_ydata())
+        assert np.allclose(x * y, x[0] * y[0])
+        for line in ax.get_lines():
+            if line is not guide:
+                assert np.all(y > 2 * np.asarray(line.get_ydata(), dtype=float))
     assert "fraction" in plots.plot_variance_vs_k(g, ks=[0.5, 1.0]).axes[0].get_xlabel()
     with pytest.raises(ValueError, match="not a mix"):
         plots.plot_variance_vs_k(g, ks=[1, 0.5])
+
+
+def test_plot_variance_vs_k_with_many_entries_has_one_panel():
+    g = examples.random_dag(3, 6, 3, rng=0)  # 9 entries: only the whole Jacobian
+    fig = plots.plot_variance_vs_k(g, ks=[1, 2])
+    assert len(fig.axes) == 1 and "\\|J\\|^2" in fig.axes[0].get_ylabel()
 
 
 def test_plot_elimination_costs_marks_infeasible_optimal():

@@ -304,7 +304,11 @@ labs.show(plot_compare(dag, k=1, n=5000, rng=4), "lab5_compare_heatmaps")
 # **What to look for.** The mean of 5000 samples (second panel) matches the
 # exact Jacobian (first) cell by cell, while a single sample (third) is
 # visibly wrong, with some entries exactly 0 (no sampled path) and others
-# several times too large. The last panel shows how noisy each entry is.
+# several times too large. The fourth panel shows how noisy one sample is,
+# entry by entry, and the last one whether the mean's misses are only that
+# noise: each entry's distance from the exact value in standard errors,
+# $z = (\text{mean} - \text{exact}) / (\text{std}/\sqrt{n})$. For an unbiased
+# estimator about 95% of them lie within $\pm 2$ (pale cells).
 #
 # ## 4. Variance against $k$
 #

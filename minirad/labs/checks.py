@@ -92,10 +92,13 @@ def show(obj, name: str, folder=None):
     """Show a picture: inline under Jupyter, else saved as PNG and its path printed.
 
     ``obj`` is what :func:`minirad.render.render` returns (a graphviz
-    Digraph) or a matplotlib Figure.  Outside a Jupyter kernel the picture
-    goes to ``<folder>/<name>.png``, ``folder`` defaulting to
-    :func:`output_folder`, and the path is returned.  Figures are closed once
-    shown, so that a notebook does not draw them a second time.
+    Digraph), a matplotlib Figure, or the list of drawings
+    :func:`minirad.render.render_elimination` returns (shown as one strip).
+    In a Jupyter kernel a Figure is sent as a PNG image, whatever matplotlib
+    backend is active.  Outside a kernel the picture goes to
+    ``<folder>/<name>.png``, ``folder`` defaulting to :func:`output_folder`,
+    and the path is returned.  Figures are closed once shown, so that a
+    notebook does not draw them a second time.
 
     >>> import os, tempfile
     >>> from matplotlib.figure import Figure
@@ -106,17 +109,24 @@ def show(obj, name: str, folder=None):
     """
     from matplotlib.figure import Figure
 
-    from ..render import save
+    from ..figure import png
+    from ..render import Drawings, save, strip
 
+    if isinstance(obj, Drawings):
+        obj = strip(obj)
     is_figure = isinstance(obj, Figure)
     if not is_figure and not hasattr(obj, "source"):
-        raise TypeError(f"show takes a graphviz drawing (from minirad.render.render) or a "
-                        f"matplotlib Figure, not {type(obj).__name__}")
+        raise TypeError(f"show takes a graphviz drawing (from minirad.render.render), a "
+                        f"matplotlib Figure or render_elimination's list, not "
+                        f"{type(obj).__name__}")
     try:
         if _in_kernel():
             from IPython.display import display
 
-            display(obj)
+            if is_figure:  # as an image: a bare Figure shows as text without the inline backend
+                display({"image/png": png(obj), "text/plain": repr(obj)}, raw=True)
+            else:
+                display(obj)
             return None
         folder = os.fspath(folder) if folder is not None else output_folder()
         os.makedirs(folder, exist_ok=True)
