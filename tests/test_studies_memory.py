@@ -1,9 +1,11 @@
 """Table 1 of the RAD paper from its memory rules, against the printed table and
 hand arithmetic from Appendix A."""
 
+import doctest
 import math
 
 import pytest
+from oracles import ROOT
 
 from minirad.studies import memory
 from minirad.studies.memory import (
@@ -119,3 +121,8 @@ def test_bad_layers_and_batch():
     with pytest.raises(ValueError, match="divisible"):
         convnet(size=30)
     assert memory.DISCREPANCIES.keys() == PAPER_TABLE1.keys()
+
+
+def test_the_study_docs_examples_run():
+    result = doctest.testfile(str(ROOT / "docs" / "nn_study.md"), module_relative=False)
+    assert result.attempted >= 5 and result.failed == 0
