@@ -12,34 +12,51 @@ matrix injection), and draw it.
 (7, 8)
 >>> minirad.jacobian(g).round(3)
 array([[5.5  , 1.716]])
+
+``minirad.trace``, ``minirad.jacobian`` and ``minirad.render`` are modules
+that can be called as their main function, so both ``minirad.render(g)``
+and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
 """
 
 from . import (
+    array_trace,
+    blocks,
     display,
     elimination,
     examples,
     experiments,
     injection,
+    jacobian,
     labels,
     layered,
+    operators,
     ops,
     paths,
     plots,
+    render,
     sampling,
     sweeps,
+    trace,
+    vinject,
 )
 from .accumulation import Accumulation
+from .array_trace import trace_arrays
 from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
 from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
 from .injection import inject, injected_products, injection_variance
-from .jacobian import accumulate, jacobian
+from .jacobian import accumulate
+from .operators import OPERATORS
 from .paths import bauer, count_paths, path_jacobian, path_product
-from .render import draw_matplotlib, render, render_elimination, save
+from .render import draw_matplotlib, render_elimination, save
 from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
-from .trace import Var, detach, trace
+from .trace import Var, detach
+from .vfile import load_vector, save_vector
+from .vgraph import Memory, VectorLCG, memory, scalarize
+from .vinject import inject_edge, inject_vertex, sample_activations
+from .vrender import render_vector, save_vector_picture
 
 __all__ = [
     "LCG", "Var", "trace", "detach", "ops", "examples",
@@ -54,6 +71,10 @@ __all__ = [
     "sampling", "injection", "sweeps", "experiments", "labels", "layered",
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
+    # the vector LCG (arrays and Jacobian blocks)
+    "VectorLCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
+    "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
+    "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
 ]
 __version__ = "0.1.0"
 

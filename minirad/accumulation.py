@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 
-__all__ = ["Accumulation"]
+__all__ = ["Accumulation", "format_count"]
+
+#: counts with more digits than this are shown as ``~1.2e6020``
+EXACT_DIGITS = 15
+
+
+def format_count(n) -> str:
+    """An exact count (of paths, of operations) as text a person can read.
+
+    Up to :data:`EXACT_DIGITS` digits it is written out; beyond, as
+    ``~m.me<exponent>``.  Python prints no int above 4300 digits, and a deep
+    graph's path count easily has more, so every message showing such a
+    count goes through here.
+
+    >>> format_count(12_345), format_count(2 ** 64), format_count(2 ** 20000)
+    ('12345', '~1.8e19', '~4.0e6020')
+    """
+    if not isinstance(n, Integral):
+        return str(n)
+    n = int(n)
+    if abs(n) < 10 ** EXACT_DIGITS:
+        return str(n)
+    exponent = math.floor(math.log10(abs(n)))  # math.log10 takes ints of any size
+    mantissa = 10 ** (math.log10(abs(n)) - exponent)
+    if round(mantissa, 1) >= 10:
+        mantissa, exponent = mantissa / 10, exponent + 1
+    return f"{'-' if n < 0 else ''}~{mantissa:.1f}e{exponent}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,5 +79,5 @@ class Accumulation:
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(method={self.method!r}, jacobian shape "
-                f"{self.jacobian.shape}, multiplications={self.multiplications}, "
-                f"additions={self.additions})")
+                f"{self.jacobian.shape}, multiplications={format_count(self.multiplications)}, "
+                f"additions={format_count(self.additions)})")

@@ -1,7 +1,9 @@
 """The ``minirad`` command.
 
 Every subcommand prints one clear line and exits with status 1 on bad
-input; ``--debug`` shows the full traceback instead.
+input; an exception raised by the user's own code prints one line and the
+user's frame (file and line) instead of minirad's traceback.  ``--debug``
+shows the full traceback instead.  Warnings are one line each.
 """
 
 from __future__ import annotations
@@ -11,15 +13,85 @@ import importlib
 import importlib.util
 import os
 import sys
+import sysconfig
+import time
+import traceback
+import warnings
 
+import numpy as np
+
+from . import __version__
+from .accumulation import format_count
 from .elimination import STRATEGIES
-from .graph import LCG
+from .graph import LCG, plural
 from .jacobian import METHODS
 from .trace import trace
 
 
 class UsageError(ValueError):
     """Bad command-line input (shown as one line)."""
+
+
+class UserCodeError(Exception):
+    """An exception raised in the user's own code: shown as one line and the
+    user's frame; ``original`` is the exception itself (re-raised by --debug)."""
+
+    def __init__(self, what: str, original: BaseException, frame):
+        self.original = original
+        where = ""
+        if frame is not None:
+            filename, lineno, name, line = frame
+            where = f"\n  at {_shown_path(filename)}:{lineno} in {name}" + (
+                f": {line.strip()}" if line else "")
+        message = str(original)
+        super().__init__(f"error in {what}: {type(original).__name__}"
+                         f"{': ' + message if message else ''}{where}")
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIBRARY_DIRS = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key]) for key in
+                              ("stdlib", "platstdlib", "purelib", "platlib")}))
+
+
+def _shown_path(filename: str) -> str:
+    path = os.path.abspath(filename)
+    relative = os.path.relpath(path)
+    return relative if not relative.startswith("..") else path
+
+
+def _is_user_file(filename: str) -> bool:
+    """A file of the user's, not minirad's, Python's or an installed package's."""
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    return not any(path == d or path.startswith(d + os.sep)
+                   for d in (_PACKAGE_DIR, *_LIBRARY_DIRS))
+
+
+def _user_frame(error: BaseException):
+    """(file, line, function, source) of the innermost frame in the user's code."""
+    if isinstance(error, SyntaxError) and error.filename and _is_user_file(error.filename):
+        return error.filename, error.lineno, "<module>", error.text or ""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if _is_user_file(f.filename)]
+    if not frames:
+        return None
+    last = frames[-1]
+    return last.filename, last.lineno, last.name, last.line
+
+
+def _run_user_code(what: str, call, *args):
+    """``call(*args)``; an exception raised from the user's code becomes a
+    :class:`UserCodeError`.  minirad's own refusals (no user frame below the
+    failing line) go through as they are."""
+    try:
+        return call(*args)
+    except UsageError:
+        raise
+    except Exception as error:
+        frame = _user_frame(error)
+        if frame is None:
+            raise
+        raise UserCodeError(what, error, frame) from error
 
 
 def _load_function(spec: str):
@@ -32,11 +104,12 @@ def _load_function(spec: str):
             raise UsageError(f"no such file: {module_name}")
         loader_spec = importlib.util.spec_from_file_location("_minirad_user_module", module_name)
         module = importlib.util.module_from_spec(loader_spec)
-        loader_spec.loader.exec_module(module)
+        _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
     else:
         sys.path.insert(0, os.getcwd())  # let `minirad trace mymodule:f` find ./mymodule.py
         try:
-            module = importlib.import_module(module_name)
+            module = _run_user_code(f"importing {module_name}", importlib.import_module,
+                                    module_name)
         except ImportError as error:
             raise UsageError(f"cannot import module {module_name!r}: {error}") from None
     try:
@@ -46,10 +119,11 @@ def _load_function(spec: str):
 
 
 def _parse_point(text: str):
-    """``2.5`` is a scalar argument, ``1,2,3`` a 1-D vector argument."""
+    """``2.5`` is a scalar argument, ``1,2,3`` a 1-D vector argument (an
+    ``np.ndarray``, so ``x.shape`` and ``len(x)`` work as in numpy code)."""
     try:
         if "," in text:
-            return [float(x) for x in text.strip("[]").split(",") if x.strip()]
+            return np.array([float(x) for x in text.strip("[]").split(",") if x.strip()])
         return float(text)
     except ValueError:
         raise UsageError(f"argument {text!r} is not a number or a comma-separated list of "
@@ -69,18 +143,20 @@ def cmd_wengert(args) -> None:
 
 def cmd_trace(args) -> None:
     f = _load_function(args.function)
-    g = trace(f, *[_parse_point(x) for x in args.point])
+    point = [_parse_point(x) for x in args.point]
+    g = _run_user_code(f"{args.function}", trace, f, *point)
     g.to_json(args.output)
     print(f"{g!r} written to {args.output}")
     if args.wengert:
         print(g.wengert())
 
 
-def _format_jacobian(g: LCG, matrix) -> str:
+def _format_jacobian(g: LCG, matrix, digits: int | None = None) -> str:
     """A matrix labelled by the graph's outputs (rows) and inputs (columns),
-    every entry to full double precision."""
+    every entry to full double precision or to ``digits`` significant digits."""
     rows, columns = [g.names[v] for v in g.outputs], [g.names[v] for v in g.inputs]
-    cells = [[repr(float(x)) for x in row] for row in matrix]
+    cells = [[repr(float(x)) if digits is None else f"{float(x):.{digits}g}" for x in row]
+             for row in matrix]
     width = max([len(c) for row in cells for c in row] + [len(n) for n in columns] + [1])
     label = max([len(n) for n in rows] + [1])
     lines = [" " * label + "  " + "  ".join(n.rjust(width) for n in columns)]
@@ -122,11 +198,19 @@ def _parse_order(text: str | None):
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _shown_order(order, limit: int = 12) -> str:
+    """An elimination order, the middle left out when it is long."""
+    if len(order) <= limit:
+        return " ".join(order)
+    return (f"{' '.join(order[:8])} ... {' '.join(order[-3:])} "
+            f"({len(order) - 11} more not shown; {len(order)} vertices in all)")
+
+
 def _print_accumulation(g: LCG, result) -> None:
     print(_format_jacobian(g, result.jacobian))
-    shown = f", order {' '.join(result.order)}" if result.order else ""
-    print(f"{result.method}: {result.multiplications} multiplications, "
-          f"{result.additions} additions{shown}")
+    shown = f", order {_shown_order(result.order)}" if result.order else ""
+    print(f"{result.method}: {format_count(result.multiplications)} multiplications, "
+          f"{format_count(result.additions)} additions{shown}")
 
 
 def cmd_jacobian(args) -> None:
@@ -148,52 +232,164 @@ def _path_highlight(g: LCG, ends, limit: int = 10):
     if count == 0:
         raise UsageError(f"there is no path from {source} to {target}")
     if count > limit:
-        raise UsageError(f"there are {count} paths from {source} to {target}; --paths draws at "
+        raise UsageError(f"there are {format_count(count)} paths from {source} to {target}; "
+                         f"--paths draws at "
                          f"most {limit} (pass a list of chosen paths to minirad.render instead)")
     return list(paths(g, source, target))
 
 
 def cmd_render(args) -> None:
-    from .render import render, save
+    from .render import render, sample_title, save
     from .sampling import sample_paths
 
     _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
     g = _load_graph(args.file)
-    sample = sample_paths(g, _parse_k(args.sample), rng=args.seed) if args.sample else None
+    if g.n_vertices > args.max_vertices:
+        raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
+                         f"{args.max_vertices} that can be read in one picture; pass "
+                         f"--max-vertices {g.n_vertices} to draw it anyway")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
+    title = None
+    if args.sample:
+        k = _parse_k(args.sample)
+        sample = sample_paths(g, k, rng=args.seed)
+        title = sample_title(g, sample, f"One Algorithm 1 sample, k={k}, seed {args.seed}")
+    else:
+        sample = None
     highlighted = _path_highlight(g, args.paths) if args.paths else None
     highlights = [h for h in (sample, highlighted) if h is not None]
     drawing = render(g, *highlights, show_ops=args.ops, show_values=args.values,
-                     max_vertices=args.max_vertices)
-    print(f"wrote {save(drawing, args.output)}")
+                     max_vertices=args.max_vertices, title=title)
+    if g.n_vertices > 300 and not args.output.lower().endswith((".dot", ".gv")):
+        print(f"minirad render: drawing {g.n_vertices} vertices; the graphviz 'dot' layout "
+              f"may take a while (stopped after --timeout {args.timeout:g} s)",
+              file=sys.stderr, flush=True)
+    print(f"wrote {save(drawing, args.output, timeout=args.timeout)}")
     if sample is not None:
         print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
               f"{sample.vertices_stored} of {g.n_vertices} vertices")
 
 
-def cmd_compare(args) -> None:
-    import time
+#: seconds a run takes before its progress line appears
+PROGRESS_AFTER = 1.5
 
+
+class _Progress:
+    """A progress line on stderr, shown only once a run has taken a while."""
+
+    def __init__(self, what: str, after: float = 1.5, every: float = 2.0):
+        self.what, self.after, self.every = what, after, every
+        self.start = time.perf_counter()
+        self.shown = None  # when the line was last written
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        elapsed = now - self.start
+        if elapsed < self.after or (self.shown is not None and now - self.shown < self.every
+                                    and done < total):
+            return
+        self.shown = now
+        line = f"  {self.what}: {done} of {total} ({elapsed:.0f} s)"
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n",
+              file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.shown is not None and self.tty:
+            print(file=sys.stderr, flush=True)
+
+
+def _entry_names(g: LCG) -> list[list[str]]:
+    return [[f"d{g.names[y]}/d{g.names[x]}" for x in g.inputs] for y in g.outputs]
+
+
+def _worst_entry(g: LCG, result, digits: int) -> str:
+    """The entry whose mean is relatively furthest from the exact value."""
+    exact, mean = result.exact, result.mean
+    names = _entry_names(g)
+    nonzero = exact != 0
+    if nonzero.any():
+        relative = np.where(nonzero, np.abs(mean - exact) / np.where(nonzero, np.abs(exact), 1),
+                            -1.0)
+        r, c = np.unravel_index(int(np.argmax(relative)), exact.shape)
+        off = relative[r, c]
+        off = f"{100 * off:.{min(digits, 3)}g}%" if off < 10 else f"{off:.3g} times its size"
+        return (f"worst entry {names[r][c]}: mean {mean[r, c]:.{digits}g} against exact "
+                f"{exact[r, c]:.{digits}g}, off by {off}")
+    r, c = np.unravel_index(int(np.argmax(np.abs(mean - exact))), exact.shape)
+    return (f"every exact entry is 0; worst entry {names[r][c]}: mean "
+            f"{mean[r, c]:.{digits}g}")
+
+
+def _noise_warning(g: LCG, result) -> str | None:
+    """A warning when one estimate's standard deviation dwarfs the Jacobian."""
+    variance = result.exact_variance if result.exact_variance is not None else result.variance
+    if variance is None or not np.isfinite(variance).all():
+        return None
+    std, exact = np.sqrt(variance), np.abs(result.exact)
+    scale = max(float(exact.max()), 0.0)
+    ratio = np.where(exact > 0, std / np.where(exact > 0, exact, 1), 0.0)
+    worst = float(ratio.max()) if ratio.size else 0.0
+    if worst < NOISE_RATIO or scale == 0:
+        return None
+    r, c = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    name = _entry_names(g)[r][c]
+    samples_needed = int(np.ceil((worst / 0.1) ** 2))  # standard error 10% of the entry
+    return (f"the estimator's standard deviation is {worst:.3g} times |{name}| (one estimate "
+            f"is mostly noise); the mean's standard error shrinks as 1/sqrt(samples), so "
+            f"about {samples_needed} samples bring it to 10% of that entry, or raise --k")
+
+
+#: ``compare`` warns when one estimate's standard deviation exceeds this multiple of an entry
+NOISE_RATIO = 10.0
+
+
+def cmd_compare(args) -> None:
+    from ._arguments import number_of_estimates
     from .experiments import compare
+    from .sampling import draws_per_vertex
 
     _check_picture_path(args.output)
+    if not 1 <= args.precision <= 17:
+        raise UsageError(f"--precision is a number of significant digits from 1 to 17, not "
+                         f"{args.precision}")
     g = _load_graph(args.file)
     k = _parse_k(args.k)
-    print(f"drawing {args.samples} Algorithm 1 estimates ({_describe_k(k)}; seed {args.seed}) "
-          f"...", flush=True)
-    start = time.perf_counter()
-    result = compare(g, k=k, n=args.samples, rng=args.seed)
-    print(f"done in {time.perf_counter() - start:.2f} s\n")
+    draws_per_vertex(g, k)  # refuse a bad --k or --samples before announcing any work
+    number_of_estimates(args.samples)
+    digits = args.precision
+    print(f"drawing {plural(args.samples, 'Algorithm 1 estimate')} ({_describe_k(k)}; seed "
+          f"{args.seed}) ...", flush=True)
+    progress = _Progress("estimates drawn", after=PROGRESS_AFTER)
+    try:
+        result = compare(g, k=k, n=args.samples, rng=args.seed, progress=progress)
+    finally:
+        progress.close()
+    print(f"done in {time.perf_counter() - progress.start:.2f} s\n")
     print("exact Jacobian:")
-    print(_format_jacobian(g, result.exact))
-    print(f"\nmean of {result.n} estimates:")
-    print(_format_jacobian(g, result.mean))
-    print("\nstandard error of the mean:")
-    print(_format_jacobian(g, result.stderr))
+    print(_format_jacobian(g, result.exact, digits))
+    print(f"\nmean of {result.n} estimate{'s' if result.n != 1 else ''}:")
+    print(_format_jacobian(g, result.mean, digits))
+    if result.n > 1:
+        print("\nstandard error of the mean:")
+        print(_format_jacobian(g, result.stderr, digits))
+    else:
+        print("\nstandard error of the mean: undefined with one estimate (the spread of the "
+              "estimates needs at least two to measure); use --samples 2 or more")
     if result.exact_variance is not None:
         print("\nexact variance of one estimate (path_sampling_variance):")
-        print(_format_jacobian(g, result.exact_variance))
-    print(f"\nmax |z| = {float(abs(result.z).max()):.2f} (mean minus exact, in standard errors); "
-          f"relative error of the mean = {result.running_error[-1]:.3g}")
+        print(_format_jacobian(g, result.exact_variance, digits))
+    print()
+    if result.n > 1:
+        print(f"max |z| = {float(np.nanmax(np.abs(result.z))):.2f} (mean minus exact, in "
+              f"standard errors)")
+    print(f"relative error of the mean = {result.running_error[-1]:.{digits}g} "
+          f"(||mean - exact|| / ||exact||)")
+    print(_worst_entry(g, result, digits))
+    warning = _noise_warning(g, result)
+    if warning:
+        print(f"minirad compare: warning: {warning}", file=sys.stderr)
     if args.output:
         from .plots import plot_comparison
         from .render import save
@@ -252,7 +448,8 @@ def cmd_demo(args) -> None:
     print(g.wengert())
     print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
 
-    print(f"\n2. Bauer's formula: {int(count_paths(g).sum())} paths from the inputs to y\n")
+    total = format_count(int(count_paths(g).sum()))
+    print(f"\n2. Bauer's formula: {total} paths from the inputs to y\n")
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
@@ -284,92 +481,153 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows each default once, and only when there is one: a required option
+    or a flag has none to show."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "(default" in text or action.required or action.default is None or \
+                action.default is False or action.default == argparse.SUPPRESS or \
+                not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+#: (name, one-line help, description shown by ``minirad NAME --help``)
+_COMMANDS = {
+    "demo": ("the Figure 1 program end to end (the main job)",
+             "Trace the RAD paper's Figure 1 program, print its Wengert list, its paths, its "
+             "Jacobian by every exact method with the cost of each, one Algorithm 1 sample and "
+             "the mean of many, and save the pictures."),
+    "wengert": ("print the Wengert list of a saved LCG",
+                "Print a saved LCG as a Wengert list: one line per vertex, with its operation "
+                "and the local partials on its incoming edges."),
+    "trace": ("trace a Python function at a point and save its LCG",
+              "Run a Python function at the given point with minirad's tracer and save the "
+              "linearized computational graph as JSON. Each argument is a number, or 1,2,3 "
+              "for a vector (passed to the function as a numpy array)."),
+    "jacobian": ("the exact Jacobian of a saved LCG and its cost",
+                 "Accumulate the Jacobian of a saved LCG by Bauer's path sum, a forward or "
+                 "reverse sweep, or vertex elimination, and print it with the number of "
+                 "multiplications and additions the method used."),
+    "render": ("draw a saved LCG (svg, png, pdf or dot by extension)",
+               "Draw a saved LCG bottom-up (inputs at the bottom), each edge labelled with its "
+               "partial, optionally with one Algorithm 1 sample or the paths between two "
+               "vertices highlighted."),
+    "compare": ("exact Jacobian against the mean of sampled estimates",
+                "Draw many Algorithm 1 (path sampling) estimates of the Jacobian of a saved "
+                "LCG and set their mean against the exact Jacobian: standard errors, z-scores, "
+                "the relative error and the worst entry."),
+    "figures": ("regenerate every picture in figures/",
+                "Regenerate the gallery of pictures (figures/): the Figure 1 graph, its paths, "
+                "a sample, its elimination, and the randomized-AD plots."),
+    "study": ("run a case study of the RAD paper and write its figures and tables",
+              "Run a case study of the RAD paper at laptop scale and write its pictures and a "
+              "markdown table: nn trains neural networks on real MNIST with randomized "
+              "backward passes (paper Sec. 4)."),
+    "lab": ("write the labs as Jupyter notebooks",
+            "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
+            "replaced by stubs) or with the solutions."),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="minirad", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        prog="minirad", formatter_class=_HelpFormatter,
         description="Automatic differentiation as graph computation: linearized computational "
                     "graphs, exact Jacobians and randomized AD.")
+    parser.add_argument("--version", action="version", version=f"minirad {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    formatted = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter}
 
-    p = sub.add_parser("demo", **formatted,
-                       help="the Figure 1 program end to end (the main job)")
+    def command(name: str, run):
+        text, description = _COMMANDS[name]
+        p = sub.add_parser(name, help=text, description=description,
+                           formatter_class=_HelpFormatter)
+        p.set_defaults(run=run)
+        return p
+
+    graph_file = "an LCG saved as JSON (minirad trace -o, LCG.to_json)"
+    p = command("demo", cmd_demo)
     p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
-    p.set_defaults(run=cmd_demo)
 
-    p = sub.add_parser("wengert", **formatted, help="print the Wengert list of a saved LCG")
-    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
-    p.set_defaults(run=cmd_wengert)
+    p = command("wengert", cmd_wengert)
+    p.add_argument("file", help=graph_file)
 
-    p = sub.add_parser("trace", **formatted,
-                       help="trace a Python function at a point and save its LCG")
+    p = command("trace", cmd_trace)
     p.add_argument("function", help="MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument("point", nargs="+",
                    help="one value per argument: a number, or 1,2,3 for a vector")
     p.add_argument("-o", "--output", required=True, help="where to write the LCG (JSON)")
     p.add_argument("--wengert", action="store_true", help="also print the Wengert list")
-    p.set_defaults(run=cmd_trace)
 
-    p = sub.add_parser("jacobian", **formatted,
-                       help="the exact Jacobian of a saved LCG and its cost")
-    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
+    p = command("jacobian", cmd_jacobian)
+    p.add_argument("file", help=graph_file)
     p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
-                                   f"(with --method eliminate)")
-    p.set_defaults(run=cmd_jacobian)
+                                   f"(with --method eliminate; default markowitz)")
 
-    p = sub.add_parser("render", **formatted,
-                       help="draw a saved LCG (svg, png or pdf by extension)")
-    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
-    p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf")
+    p = command("render", cmd_render)
+    p.add_argument("file", help=graph_file)
+    p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf, g.dot")
     p.add_argument("--sample", metavar="K", help="highlight one Algorithm 1 sample with K draws")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample")
     p.add_argument("--paths", nargs=2, metavar=("IN", "OUT"),
                    help="highlight every path from input IN to output OUT")
     p.add_argument("--ops", action="store_true", help="show each vertex's operation")
     p.add_argument("--values", action="store_true", help="show each vertex's value")
-    p.add_argument("--max-vertices", type=int, default=200,
-                   help="refuse larger graphs (default 200)")
-    p.set_defaults(run=cmd_render)
+    p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds the graphviz layout may take before it is stopped")
 
-    p = sub.add_parser("compare", **formatted,
-                       help="exact Jacobian against the mean of sampled estimates")
-    p.add_argument("file", help="an LCG saved as JSON (minirad trace -o, LCG.to_json)")
+    p = command("compare", cmd_compare)
+    p.add_argument("file", help=graph_file)
     p.add_argument("--k", default="1", help="draws per visited vertex (an integer), or a "
                    "fraction of each out-degree such as 0.5 (1.0 means every out-edge)")
     p.add_argument("--samples", type=int, default=1000, help="number of estimates")
     p.add_argument("--seed", type=int, default=0, help="seed of the random draws")
+    p.add_argument("--precision", type=int, default=4,
+                   help="significant digits of the printed numbers")
     p.add_argument("-o", "--output", help="also save heatmaps of exact vs sampled (png/svg)")
-    p.set_defaults(run=cmd_compare)
 
-    p = sub.add_parser("figures", **formatted, help="regenerate every picture in figures/")
-    p.add_argument("-o", "--output", default="figures", help="folder (default figures)")
-    p.set_defaults(run=cmd_figures)
+    p = command("figures", cmd_figures)
+    p.add_argument("-o", "--output", default="figures", help="folder for the pictures")
 
-    p = sub.add_parser("study", **formatted,
-                       help="run a case study of the RAD paper and write its figures and table")
+    p = command("study", cmd_study)
     p.add_argument("name", choices=sorted(STUDIES),
                    help="nn: neural networks on MNIST (paper Sec. 4)")
-    p.add_argument("--quick", action="store_true", help="a small run (under two minutes)")
+    p.add_argument("--quick", action="store_true", help="a small run (a few minutes)")
     p.add_argument("-o", "--output", help="folder for the results (default minirad-study-NAME)")
-    p.set_defaults(run=cmd_study)
 
-    p = sub.add_parser("lab", **formatted, help="write the labs as Jupyter notebooks")
+    p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions"],
                    help="handout: exercises replaced by stubs; solutions: complete")
     p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
     p.add_argument("-o", "--output", required=True, help="folder for the .ipynb files")
-    p.set_defaults(run=cmd_lab)
     return parser
+
+
+def _one_line_warnings(command: str):
+    """Warnings as one clean line each (the default also prints a line of source)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"minirad {command}: warning: {message}", file=sys.stderr if file is None else file)
+    return show
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(args.command)
+            args.run(args)
+    except UserCodeError as error:
+        if args.debug:
+            raise error.original from None  # its own traceback, from the user's code down
+        print(f"minirad {args.command}: {error}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `minirad jacobian f.json | head` closed our output early
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

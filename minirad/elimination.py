@@ -37,6 +37,8 @@ import numpy as np
 
 from .accumulation import Accumulation
 from .graph import INTERMEDIATE, LCG, takes_lcg
+from .labels import FLOATS
+from .overflow import check_finite
 
 __all__ = [
     "OPTIMAL_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
@@ -389,8 +391,14 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     if keep_graphs:
         graphs.append(final)
     complete = len(eliminated) == len(g.intermediates)
+    jacobian = work.jacobian() if complete else None
+    if jacobian is not None and g.algebra is FLOATS and not np.isfinite(jacobian).all():
+        # the first step whose new or updated partials are not finite is where it overflowed
+        where = next((step.vertex for step in steps if not np.isfinite(
+            np.asarray(step.fill_in_labels + step.updated_labels, dtype=float)).all()), None)
+        check_finite(g, jacobian, "eliminate", vertex=where and f"{where} (when eliminated)")
     return Elimination(
-        jacobian=work.jacobian() if complete else None,
+        jacobian=jacobian,
         graph=final,
         multiplications=multiplications,
         additions=additions,

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._arguments import takes_graph_or_function
 from ._random import seed_from
 from .examples import independent_paths, interleaved
-from .graph import LCG, takes_lcg
+from .graph import LCG
 from .injection import injection_variance
 from .layered import chain_from_graph
 from .sampling import draws_per_vertex, path_sampling_variance, sampled_jacobians
@@ -72,9 +73,11 @@ class Comparison:
                 f"{self.running_error[-1]:.3g}, max |z| {worst:.2f})")
 
 
-@takes_lcg
-def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
+@takes_graph_or_function
+def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
+
+    ``progress`` is passed to :func:`~minirad.sampling.sampled_jacobians`.
 
     >>> from minirad import examples
     >>> result = compare(examples.figure1(), k=1, n=4000, rng=0)
@@ -84,9 +87,14 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None) -> Comparison:
     True
     >>> bool(np.allclose(result.variance, result.exact_variance, rtol=0.2))
     True
+
+    A function and a point work too (the options then by keyword):
+
+    >>> compare(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=10, rng=0).exact.tolist()
+    [[4.0, 3.0]]
     """
     draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng)
+    estimates = sampled_jacobians(g, k, n, rng, progress=progress)
     exact = reverse_sweep(g).jacobian
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:

@@ -14,7 +14,7 @@ to look for in each):
 >>> [figure.name for figure in FIGURES]  # doctest: +NORMALIZE_WHITESPACE
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
- 'elimination_costs']
+ 'elimination_costs', 'figure3_vector_lcg']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -39,12 +39,13 @@ from . import examples, plots
 from ._random import as_generator
 from .graph import LCG
 from .layered import chain_graph
-from .render import (  # names: the package's ``render`` attribute is the function, not the module
+from .render import (
     PATH_COLORS,
     Paths,
     elimination_strip,
     render,
     render_elimination,
+    sample_title,
     save,
 )
 
@@ -58,6 +59,7 @@ SEEDS = {
     "convergence": 7,           # the sample streams of convergence.png
     "variance_vs_depth": 0,     # balanced partials of the Figure 2 families
     "variance_vs_k": 3,         # the empirical crosses of variance_vs_k.png
+    "figure3": 0,               # data, weights and activation samples of the Figure 3 MLP
 }
 
 #: the heatmap graph, as the titles describe it
@@ -158,17 +160,12 @@ def _figure1_paths(folder: str) -> list[str]:
 
 
 def _figure1_sample(folder: str) -> list[str]:
-    from .jacobian import jacobian
     from .sampling import sample_paths
 
     g = examples.figure1()
     seed = SEEDS["figure1_sample"]
     sample = sample_paths(g, k=1, rng=seed)
-    exact, estimate = jacobian(g)[0], sample.jacobian[0]
-    title = (f"One Algorithm 1 sample, k=1, seed {seed}: {sample.edges_stored} of "
-             f"{sample.full_edges} edges, {sample.vertices_stored} of {sample.full_vertices} "
-             f"vertices stored\nestimate (dy/dx1, dy/dx2) = ({estimate[0]:.4g}, "
-             f"{estimate[1]:.4g}); exact = ({exact[0]:.4g}, {exact[1]:.4g})")
+    title = sample_title(g, sample, f"One Algorithm 1 sample, k=1, seed {seed}")
     return [_save(render(g, sample, title=title), folder, "figure1_sample.png")]
 
 
@@ -247,6 +244,28 @@ class Entry:
     description: str
 
 
+def _figure3(folder: str) -> list[str]:
+    from .vrender import draw_blocks, figure3_graph, save_vector_picture
+
+    seed = SEEDS["figure3"]
+    return [
+        save_vector_picture(figure3_graph(rng=seed), os.path.join(folder, "figure3_vector_lcg.png"),
+                            title="Figure 3(a): the vector LCG of a two-layer ReLU MLP, batch of "
+                                  "3, float32\neach vertex an array, each edge an operator and "
+                                  "the bytes the backward pass keeps for it", batch=3, dpi=DPI),
+        save_vector_picture(figure3_graph(injected=True, rng=seed),
+                            os.path.join(folder, "figure3_vector_lcg_sampled.png"),
+                            title="The same graph with activation sampling (Sec. 4.2): each "
+                                  "stored activation keeps k=2 entries per example\n(dashed red: "
+                                  "injected projections); the ReLU mask now costs 1 bit per entry",
+                            batch=3, dpi=DPI),
+        _save(draw_blocks(figure3_graph(rng=seed),
+                          title="The Jacobian blocks of Figure 3(a) as matrices (red positive, "
+                                "blue negative): what each operator stores compactly"),
+              folder, "figure3_blocks.png"),
+    ]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -276,6 +295,10 @@ FIGURES: tuple[Entry, ...] = (
            "exact variance against the number of draws per vertex"),
     Entry("elimination_costs", _one("elimination_costs.png"), _elimination_costs,
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
+    Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png",
+                                     "figure3_blocks.png"),
+          _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
+                    "sampling, with the memory each edge keeps"),
 )
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._callable import make_callable
 from .elimination import eliminate
 from .graph import LCG
 from .paths import DEFAULT_MAX_PATHS, bauer
@@ -114,3 +115,7 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
                       keep_values=False).jacobian
+
+
+# `minirad.jacobian` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, jacobian)

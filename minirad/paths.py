@@ -39,9 +39,10 @@ from numbers import Integral
 import numpy as np
 
 from . import _engines
-from .accumulation import Accumulation
+from .accumulation import Accumulation, format_count
 from .graph import LCG, reachable, takes_lcg
 from .labels import COUNTS, forward, path_label, reverse
+from .overflow import check_finite
 
 DEFAULT_MAX_PATHS = 1_000_000
 
@@ -248,15 +249,18 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     total = int(counts.sum()) if counts.size else 0
     if total > limit:
         raise ValueError(
-            f"the graph has {total} input-to-output paths, more than max_paths={limit}; "
+            f"the graph has {format_count(total)} input-to-output paths, more than "
+            f"max_paths={format_count(limit)}; "
             f"summing over them is hopeless, so use a forward or reverse sweep or vertex "
             f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
     jac = np.zeros((len(g.outputs), len(g.inputs)))
     row = {y: r for r, y in enumerate(g.outputs)}
     useful = reachable(g, g.outputs, forward=False)
-    for col, x in enumerate(g.inputs):
-        for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
-            jac[row[path[-1]], col] += product
+    with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+        for col, x in enumerate(g.inputs):
+            for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
+                jac[row[path[-1]], col] += product
+    check_finite(g, jac, "bauer")
     multiplications, additions = _path_costs(g, counts)
     return Accumulation(jac, multiplications, additions, "bauer")
 

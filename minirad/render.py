@@ -47,6 +47,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ from dataclasses import dataclass, field
 import graphviz
 import numpy as np
 
+from ._callable import make_callable
 from ._files import write_atomically
 from .graph import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
 from .graph import levels as topological_levels
@@ -61,8 +63,8 @@ from .paths import path_product
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
-    "draw_matplotlib", "elimination_strip", "has_dot", "render", "render_elimination", "save",
-    "strip",
+    "draw_matplotlib", "elimination_strip", "has_dot", "layout_positions", "render",
+    "render_elimination", "sample_title", "save", "strip",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -170,6 +172,7 @@ class _Scene:
     keys: list[_Key]
     title: str | None
     dim_plain_edges: bool = False
+    positions: dict | None = None  # vertex name -> (x, y) in points: pinned, not laid out
 
 
 def _levels(g: LCG, fixed=None) -> list[int]:
@@ -269,7 +272,8 @@ def _apply_sample(scene: _Scene, sample, digits: int) -> None:
         if counts[e] > 0:
             edge.colors.append(SAMPLE_COLOR)
             edge.penwidth = max(edge.penwidth, SAMPLE_WIDTH)
-            edge.label = f"×{int(counts[e])}  w={_fmt(weights[e], digits)}"
+            # words, not "×1 w=...": "x1" next to a weight reads as a product with x1
+            edge.label = f"draws {int(counts[e])}, w = {_fmt(weights[e], digits)}"
             edge.fontcolor = SAMPLE_COLOR
         else:
             edge.dashed = True
@@ -279,7 +283,8 @@ def _apply_sample(scene: _Scene, sample, digits: int) -> None:
             node.fill, node.border, node.fontcolor, node.dashed = DIM_FILL, DIM, DIM, True
     scene.dim_plain_edges = True
     scene.keys += [
-        _Key("sampled edge: ×draws  w=sampled weight", SAMPLE_COLOR, penwidth=SAMPLE_WIDTH),
+        _Key("sampled edge: draws n, weight w = n × d_v/k × partial\n(d_v: out-degree of "
+             "the edge's tail v, k: draws at v)", SAMPLE_COLOR, penwidth=SAMPLE_WIDTH),
         _Key("edge not drawn", DIM, dashed=True),
     ]
     if not visited.all():
@@ -325,7 +330,8 @@ def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
             edge.penwidth = max(edge.penwidth, KEPT_WIDTH)
             edge.fontcolor = KEPT_COLOR
             if v in listed and edge.label:
-                edge.label = f"×{_fmt(factor[v], digits)}  w={_fmt(factor[v] * d, digits)}"
+                edge.label = (f"{factor_name} {_fmt(factor[v], digits)}, "
+                              f"w = {_fmt(factor[v] * d, digits)}")
         else:
             edge.dashed = True
             edge.fontcolor = DIM
@@ -333,7 +339,7 @@ def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
     scene.keys += [
         _Key(f"kept vertex: its {factor_name} scales the edges into it", KEPT_COLOR,
              edge=False, fill=FILL[INTERMEDIATE], shape="ellipse", penwidth=KEPT_WIDTH),
-        _Key(f"edge between kept vertices: ×{factor_name}  w={factor_name} × partial",
+        _Key(f"edge between kept vertices: {factor_name} f of its head, w = f × partial",
              KEPT_COLOR, penwidth=KEPT_WIDTH),
         _Key("edge not used (an end is dropped)", DIM, dashed=True),
     ]
@@ -350,6 +356,9 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
     paths = list(paths)
     if paths and isinstance(paths[0], (str, int, np.integer)):
         paths = [paths]  # a single path
+    if len(paths) == 1 and isinstance(paths[0], Sequence) and len(paths[0]) == 2 \
+            and not isinstance(paths[0], (str, bytes)) and not g.has_edge(*paths[0]):
+        paths = _paths_between(g, *paths[0])  # (source, target): every path between them
     result = []
     for number, path in enumerate(paths, 1):
         if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
@@ -369,6 +378,26 @@ def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
 
 
 MAX_PATH_KEYS = 10
+#: a (source, target) pair is drawn as all the paths between them, up to this many
+MAX_PATHS_BETWEEN = 20
+
+
+def _paths_between(g: LCG, source, target) -> list[tuple[int, ...]]:
+    """Every path from ``source`` to ``target``, refused beyond :data:`MAX_PATHS_BETWEEN`."""
+    from .accumulation import format_count
+    from .paths import count_paths_between, paths
+
+    count = count_paths_between(g, source, target)
+    s, t = g.names[g.index(source)], g.names[g.index(target)]
+    if count == 0:
+        raise ValueError(f"({s!r}, {t!r}) is not an edge and there is no path from {s} to "
+                         f"{t}; a pair of vertices draws every path between them")
+    if count > MAX_PATHS_BETWEEN:
+        raise ValueError(f"there are {format_count(count)} paths from {s} to {t}, too many to "
+                         f"draw ({s!r}, {t!r}) as all of them (at most {MAX_PATHS_BETWEEN}); "
+                         f"pass the chosen paths, e.g. a few from minirad.paths.paths(g, "
+                         f"{s!r}, {t!r})")
+    return list(paths(g, source, target))
 
 
 def _one_per_path(values, count: int, what: str, example: str) -> list[str] | None:
@@ -621,7 +650,7 @@ def _settle(highlights) -> tuple:
 
 
 def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=True,
-           digits=4, levels=None, title=None, legend=None,
+           digits=4, levels=None, title=None, legend=None, positions=None,
            max_vertices=MAX_VERTICES) -> _Scene:
     if not isinstance(g, LCG):
         raise TypeError(f"render draws an LCG, not {type(g).__name__}")
@@ -633,6 +662,12 @@ def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=T
             f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
             f"anyway, or render a smaller subgraph")
     scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
+    if positions is not None:
+        missing = [name for name in g.names if name not in positions]
+        if missing:
+            raise ValueError(f"positions= places {len(positions)} vertices but not "
+                             f"{', '.join(missing[:5])}; give every vertex's (x, y)")
+        scene.positions = dict(positions)  # all of them: they fix the picture's frame
     by_kind = {}
     for h in highlights:
         kind = _kind_of(h)
@@ -733,7 +768,7 @@ def _edge_attrs(edge: _Edge) -> dict[str, str]:
 def _legend_html(keys: list[_Key]) -> str:
     rows = []
     for key in keys:
-        text = html.escape(key.text)
+        text = html.escape(key.text).replace("\n", '<br align="left"/>')
         if key.edge:
             glyph = "‒ ‒ ‒" if key.dashed else ("━━━" if key.penwidth > 1.5 else "───")
             swatch = f'<td><font color="{key.color}">{glyph}</font></td>'
@@ -763,6 +798,11 @@ def _to_dot(scene: _Scene) -> Drawing:
         _same_rank(dot, [node_id(v) for v, lv in enumerate(scene.levels) if lv == level])
     for edge in scene.edges:
         attrs = _edge_attrs(edge)
+        if scene.positions is not None and "label" in attrs:
+            # pinned vertices: neato would put the label on its edge's midpoint, over
+            # whatever is there; _pin places it as a node beside the edge instead
+            attrs.pop("label")
+            attrs.pop("fontcolor", None)
         # an edge on several paths: one parallel strand per path, which dot
         # spreads apart (a "red:blue" colour list draws the strands touching);
         # the label goes on the first strand only
@@ -777,15 +817,207 @@ def _to_dot(scene: _Scene) -> Drawing:
         for a, b in zip(ends, ends[1:]):
             if scene.levels[a] == scene.levels[b]:
                 dot.edge(node_id(a), node_id(b), style="invis")
+    if scene.positions is not None:
+        _pin(dot, scene)
+        return dot
     if scene.keys:
         legend = "legend" if "legend" not in g.names else "__legend__"
-        dot.node(legend, label=_legend_html(scene.keys), shape="none", margin="0",
-                 fontsize="10")
-        # the legend sits beside the bottom row, where it hides no edge
+        # the legend sits beside the graph, its first row level with the bottom row
         bottom = [node_id(v) for v, lv in enumerate(scene.levels) if lv == min(scene.levels)]
-        _same_rank(dot, [bottom[-1], legend])
-        dot.edge(bottom[-1], legend, style="invis")
+        _legend_column(dot, scene.keys, legend, bottom[-1])
     return dot
+
+
+def _legend_column(dot: graphviz.Digraph, keys: list[_Key], legend: str, beside: str) -> None:
+    """The legend as a framed column of real vertices: each kind of vertex
+    drawn in its own shape with its meaning written inside, as the picture
+    draws them (a table cannot draw an ellipse or an octagon), and the edge
+    samples in a table at the bottom; listed bottom-up as the graph reads."""
+    with dot.subgraph(name=f"cluster_{legend}") as box:
+        box.attr(label="legend", labelloc="b", fontsize="10", color="#c8c8c8",
+                 style="rounded", fontcolor="#555555")
+        column = []
+        edge_keys = [key for key in keys if key.edge]
+        if edge_keys:
+            column.append(f"{legend}_edges")
+            box.node(column[-1], label=_legend_html(edge_keys), shape="none", margin="0",
+                     fontsize="10")
+        for i, key in enumerate(key for key in keys if not key.edge):
+            column.append(f"{legend}_{i}")
+            box.node(column[-1], **_key_vertex(key, _wrap(key.text, 22)))
+        for a, b in zip(column, column[1:]):
+            box.edge(a, b, style="invis")
+    _same_rank(dot, [beside, column[0]])
+    dot.edge(beside, column[0], style="invis")
+
+
+def _key_vertex(key: _Key, text: str) -> dict[str, str]:
+    """DOT attributes of a legend entry drawn as a vertex of the key's shape."""
+    style = ["filled"] + (["dashed"] if key.dashed else []) + (
+        ["rounded"] if key.shape == "box" else [])
+    return dict(label=_dot_text(text), shape=key.shape, style=",".join(style),
+                fillcolor=key.fill or "#ffffff", color=key.color, fontcolor=INK,
+                # dot doubles the octagon's line itself; the thick border is matplotlib's
+                penwidth="1" if key.shape == "doubleoctagon" else f"{key.penwidth:g}",
+                fontsize="10", margin="0.06,0.03")
+
+
+def _wrap(text: str, width: int) -> str:
+    """Break ``text`` into lines of about ``width`` characters, at spaces."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def sample_title(g: LCG, sample, heading: str = "One Algorithm 1 sample",
+                 digits: int = 4) -> str:
+    """A two-line title for a drawing of ``sample``: what it stores, then its
+    estimate against the exact Jacobian (entry by entry for up to four
+    entries, else the relative error and the worst entry).
+
+    >>> from minirad import examples
+    >>> from minirad.sampling import sample_paths
+    >>> print(sample_title(examples.figure1(), sample_paths(examples.figure1(), 1, rng=0)))
+    One Algorithm 1 sample: 5 of 8 edges, 6 of 7 vertices stored
+    estimate (dy/dx1, dy/dx2) = (26.88, 13.44); exact = (26.88, 0.569)
+    """
+    from .sweeps import reverse_sweep
+
+    exact, estimate = reverse_sweep(g, keep_values=False).jacobian, sample.jacobian
+    head = (f"{heading}: {sample.edges_stored} of {sample.full_edges} edges, "
+            f"{sample.vertices_stored} of {sample.full_vertices} vertices stored")
+    names = [f"d{g.names[y]}/d{g.names[x]}" for y in g.outputs for x in g.inputs]
+    if len(names) <= 4:
+        shown = ", ".join(names)
+        return (f"{head}\nestimate ({shown}) = "
+                f"({', '.join(_fmt(x, digits) for x in estimate.ravel())}); exact = "
+                f"({', '.join(_fmt(x, digits) for x in exact.ravel())})")
+    error = np.abs(estimate - exact).ravel()
+    worst = int(np.argmax(error))
+    scale = np.linalg.norm(exact)
+    relative = f"{np.linalg.norm(estimate - exact) / scale:.3g}" if scale > 0 else "undefined"
+    return (f"{head}\nrelative error of the estimate {relative}; worst entry {names[worst]}: "
+            f"{_fmt(estimate.ravel()[worst], digits)} (exact {_fmt(exact.ravel()[worst], digits)})")
+
+
+def _pin(dot: Drawing, scene: _Scene) -> None:
+    """Keep every vertex where ``scene.positions`` puts it: neato with pinned
+    positions instead of dot's layered layout (which moves vertices about as
+    edges come and go), edges routed around the vertices; the legend, if
+    any, to the right of the vertices, its bottom level with theirs."""
+    g = scene.g
+    node_id = _node_id(g)
+    dot.engine = "neato"
+    dot.graph_attr.update(splines="true", overlap="true", inputscale="72", esep="+4")
+    for v, name in enumerate(g.names):
+        x, y = scene.positions[name]
+        dot.node(node_id(v), pos=f"{x:.1f},{y:.1f}!")
+    # two invisible corners: every picture pinned to the same positions gets the same
+    # frame, so pictures of a sequence line up vertex for vertex
+    xs, ys = zip(*scene.positions.values())
+    for corner, (x, y) in enumerate(((min(xs) - 40, min(ys) - 25), (max(xs) + 40, max(ys) + 25))):
+        dot.node(f"__corner{corner}", label="", style="invis", width="0", height="0",
+                 pos=f"{x:.1f},{y:.1f}!")
+    for e, (x, y, edge) in enumerate(_edge_label_spots(scene)):
+        dot.node(f"__label{e}", label=_dot_text(edge.label), shape="plaintext",
+                 fontsize="10", fontcolor=edge.fontcolor, margin="0", width="0", height="0",
+                 pos=f"{x:.1f},{y:.1f}!")
+    if scene.keys:
+        vertices = [spot for name, spot in scene.positions.items()
+                    if not name.startswith("__frame")]
+        left = max(x for x, _ in vertices) + 70
+        y = min(y for _, y in vertices) - 12
+        legend = "legend" if "legend" not in g.names else "__legend__"
+        # bottom-up as in _legend_column: the edge samples, then a vertex of each kind
+        edge_keys = [key for key in scene.keys if key.edge]
+        if edge_keys:
+            width = max(len(k.text) for k in edge_keys) * 5.6 + 50
+            height = 19 * len(edge_keys) + 8
+            dot.node(f"{legend}_edges", label=_legend_html(edge_keys), shape="none",
+                     margin="0", fontsize="10", pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
+        for i, key in enumerate(key for key in scene.keys if not key.edge):
+            text = _wrap(key.text, 22)
+            width, height = _text_box(text.split("\n"), 10)
+            grow = 1.0 if key.shape == "box" else 1.45  # an ellipse or octagon around the text
+            width, height = max(54, (width + 16) * grow), max(36, (height + 8) * grow)
+            dot.node(f"{legend}_{i}", **_key_vertex(key, text),
+                     pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
+
+
+def _text_box(lines: list[str], size: float) -> tuple[float, float]:
+    """Rough width and height in points of text at ``size`` points (Helvetica)."""
+    return max(len(line) for line in lines) * 0.56 * size, 1.2 * size * len(lines)
+
+
+def _edge_label_spots(scene: _Scene):
+    """(x, y, edge) for each labelled edge of a pinned scene: beside the
+    straight line from tail to head, at the first of a few places along it
+    (middle first) and on either side whose box overlaps no vertex, no label
+    placed before and no other edge."""
+    g, at = scene.g, scene.positions
+    point = {v: np.array(at[name], dtype=float) for v, name in enumerate(g.names)}
+    boxes = []  # (centre, half width, half height) of what a label must not cover
+    for v, node in enumerate(scene.nodes):
+        w, h = _text_box(node.lines, 12)
+        boxes.append((point[v], max(w + 24, 54) / 2 + 10, max(h + 12, 36) / 2 + 10))
+    segments = [(point[e.u], point[e.v]) for e in scene.edges]
+
+    def clear(centre, hw, hh, own):
+        for c, bw, bh in boxes:
+            if abs(centre[0] - c[0]) < hw + bw and abs(centre[1] - c[1]) < hh + bh:
+                return False
+        for i, (a, b) in enumerate(segments):
+            if i == own:
+                continue
+            # the box, grown by a margin, must not reach the segment: sample along it
+            for t in np.linspace(0, 1, 25):
+                q = a + t * (b - a)
+                if abs(q[0] - centre[0]) < hw + 3 and abs(q[1] - centre[1]) < hh + 3:
+                    return False
+        return True
+
+    for i, edge in enumerate(scene.edges):
+        if not edge.label:
+            continue
+        hw, hh = (d / 2 for d in _text_box(edge.label.split("\n"), 10))
+        a, b = segments[i]
+        direction = (b - a) / max(np.linalg.norm(b - a), 1e-9)
+        normal = np.array([-direction[1], direction[0]])
+        # distance from the line to the box centre, so that the box just clears the line
+        gap = abs(normal[0]) * hw + abs(normal[1]) * hh + 4
+        choices = [a + t * (b - a) + side * gap * normal
+                   for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78) for side in (1, -1)]
+        spot = next((c for c in choices if clear(c, hw, hh, i)), choices[0])
+        boxes.append((spot, hw, hh))
+        yield float(spot[0]), float(spot[1]), edge
+
+
+def layout_positions(g: LCG, **options) -> dict:
+    """Where dot puts each vertex of ``render(g, **options)``: name -> (x, y)
+    in points.  Pass it as ``positions=`` to draw related graphs (the steps
+    of an elimination) with every vertex in the same place.
+
+    >>> from minirad import examples
+    >>> spots = layout_positions(examples.lecture())
+    >>> spots["x1"][1] < spots["v3"][1] < spots["y"][1]  # bottom-up
+    True
+    """
+    import json
+
+    drawing = render(g, **dict(options, legend=False))
+    # wider than dot's own spacing: edges created later (fill-in) need room between vertices
+    drawing.graph_attr.update(nodesep="1.1", ranksep="0.75")
+    laid_out = json.loads(drawing.pipe(format="json").decode("utf-8"))
+    ids = {node_id: name for node_id, name in
+           zip(map(_node_id(g), range(g.n_vertices)), g.names)}
+    spots = {}
+    for obj in laid_out.get("objects", []):
+        if obj.get("name") in ids and "pos" in obj:
+            x, y = (float(c) for c in obj["pos"].split(","))
+            spots[ids[obj["name"]]] = (x, y)
+    return spots
 
 
 def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
@@ -798,7 +1030,7 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
 def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = False,
            edge_labels: bool = True, digits: int = 4, title: str | None = None,
            legend: bool | None = None, levels=None, max_vertices: int = MAX_VERTICES,
-           **deprecated) -> Drawing:
+           positions=None, **deprecated) -> Drawing:
     """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
 
     Parameters
@@ -813,7 +1045,10 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
           others dashed grey, skipped vertices grey;
         * a path (a sequence of vertex names or numbers) or a list of paths,
           each in its own colour (an edge on several paths gets one strand
-          per path); :class:`Paths` adds legend names and colours;
+          per path); :class:`Paths` adds legend names and colours.  A pair
+          ``(source, target)`` that is not an edge stands for every path
+          from ``source`` to ``target`` (refused beyond
+          :data:`MAX_PATHS_BETWEEN` paths);
         * an elimination :class:`~minirad.elimination.Step` (from
           :func:`minirad.elimination.eliminate`, drawn on the graph before
           it) or :class:`Eliminating` ``(vertex)``: the vertex, its edges, the
@@ -831,7 +1066,14 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     legend : bool, optional
         Default: a legend whenever a highlight is on.
     levels : mapping name -> int, optional
-        Fix the row of some vertices (used to keep elimination pictures steady).
+        Fix the row of some vertices.
+    positions : mapping name -> (x, y), optional
+        Pin every vertex at a point (in points, y upwards), e.g. from
+        :func:`layout_positions` of a related graph: the pictures of an
+        elimination keep each vertex in one place this way.  Points under
+        other names (vertices of the related graph that this one lacks) only
+        widen the picture's frame, which is the same for every graph given
+        the same positions.
     max_vertices : int
         Larger graphs are refused: they cannot be read in one picture.
 
@@ -849,16 +1091,19 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     ...         print(line.strip())
     x1 -> v2 [label=2.718 color="#0072B2" fontcolor="#222222" penwidth=2.2]
     x1 -> v2 [color="#D55E00" penwidth=2.2]
-    >>> render(g, [("x1", "y")])  # doctest: +ELLIPSIS
+    >>> both = render(g, ("x1", "y"))  # not an edge: every path from x1 to y
+    >>> "path 1: x1 → v2 → v5 → y" in both.source, "path 2: x1 → v2 → y" in both.source
+    (True, True)
+    >>> render(g, [("x1", "v3", "y")])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: path 1 steps from x1 to y, which is not an edge of the graph; ...
+    ValueError: path 1 steps from x1 to v3, which is not an edge of the graph; ...
     """
     highlights = _settle(highlights) + (_settle(_from_keywords(deprecated)) if deprecated
                                         else ())
     options = dict(show_ops=show_ops, show_values=show_values, edge_labels=edge_labels,
                    digits=digits, title=title, legend=legend, levels=levels,
-                   max_vertices=max_vertices)
+                   positions=positions, max_vertices=max_vertices)
     dot = _to_dot(_scene(g, highlights, **options))
     dot.lcg, dot.highlights, dot.options = g, highlights, options
     if not has_dot():
@@ -875,7 +1120,7 @@ def _format_of(path: str) -> str:
     return ext
 
 
-def save(drawing, path, dpi: int = 150) -> str:
+def save(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
     ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
@@ -883,7 +1128,9 @@ def save(drawing, path, dpi: int = 150) -> str:
     ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
     :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
     by matplotlib carry no timestamp or version, so saving the same picture
-    twice gives the same bytes.  Returns the path.
+    twice gives the same bytes.  Returns the path.  ``timeout`` (seconds)
+    bounds the ``dot`` program, which can take minutes on a large graph: past
+    it, :class:`TimeoutError` and nothing written.
 
     >>> import os, tempfile
     >>> from minirad import examples
@@ -915,7 +1162,7 @@ def save(drawing, path, dpi: int = 150) -> str:
         sized = drawing.copy()
         if fmt == "png" and hasattr(sized, "graph_attr"):
             sized.graph_attr["dpi"] = str(dpi)  # dot's default 96 dpi looks blurry
-        data = sized.pipe(format=fmt)
+        data = _run_dot(sized, fmt, timeout)
         write_atomically(path, lambda f: f.write(data))
     elif getattr(drawing, "lcg", None) is not None:
         _warn_missing_dot()
@@ -926,6 +1173,25 @@ def save(drawing, path, dpi: int = 150) -> str:
                            f"the PATH, and this graph was not made by minirad.render (which "
                            f"could fall back to matplotlib); install graphviz or save as .dot")
     return path
+
+
+def _run_dot(drawing, fmt: str, timeout: float | None) -> bytes:
+    """The ``dot`` program's output, stopped after ``timeout`` seconds."""
+    if timeout is None:
+        return drawing.pipe(format=fmt)
+    try:
+        done = subprocess.run(["dot", f"-T{fmt}"], input=drawing.source.encode("utf-8"),
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        size = f"{drawing.lcg.n_vertices} vertices" if getattr(drawing, "lcg", None) else \
+            "the graph"
+        raise TimeoutError(f"the graphviz 'dot' program did not finish drawing {size} in "
+                           f"{timeout:g} s, so nothing was written; draw a smaller subgraph, "
+                           f"save the DOT text (.dot) instead, or allow more time") from None
+    if done.returncode != 0:
+        raise OSError(f"the graphviz 'dot' program failed: "
+                      f"{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
 
 
 def _save_figure(figure, path: str, fmt: str, dpi: int) -> str:
@@ -1120,8 +1386,15 @@ def _legend_handle(key: _Key):
     if key.edge:
         return Line2D([], [], color=key.color, linewidth=key.penwidth * 0.8,
                       linestyle="--" if key.dashed else "-", label=key.text)
-    return Patch(facecolor=key.fill, edgecolor=key.color, linewidth=key.penwidth,
-                 linestyle="--" if key.dashed else "-", label=key.text)
+    # the vertex's own shape: square for the (rounded) box, circle for the ellipse,
+    # octagon for the double octagon
+    marker = {"box": "s", "ellipse": "o", "doubleoctagon": "8"}.get(key.shape)
+    if marker is None:
+        return Patch(facecolor=key.fill, edgecolor=key.color, linewidth=key.penwidth,
+                     linestyle="--" if key.dashed else "-", label=key.text)
+    return Line2D([], [], linestyle="none", marker=marker, markersize=15,
+                  markerfacecolor=key.fill, markeredgecolor=key.color,
+                  markeredgewidth=key.penwidth, label=key.text)
 
 
 # ------------------------------------------------------------- elimination
@@ -1157,9 +1430,24 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
 
     result = eliminate(g, order, keep_graphs=True)
     fixed = dict(zip(g.names, _levels(g)))  # every vertex keeps its row in g
+    if has_dot() and "positions" not in options:
+        # and its place: dot lays out g once, every step is drawn with those positions
+        sizing = {k: options[k] for k in ("show_ops", "show_values", "edge_labels", "digits",
+                                          "max_vertices") if k in options}
+        options = dict(options, positions=layout_positions(g, **sizing))
     total = len(result.steps)
     head = f"{title}\n" if title else ""
+    if "positions" in options:
+        # the widest title sets one frame for all the pictures (points that are not
+        # vertices only widen the frame), so that they line up vertex for vertex
+        titles = [head + _step_title(i, total, step) for i, step in enumerate(result.steps, 1)]
+        wide = max(_text_box(t.split("\n"), 14)[0] for t in titles) * 1.15 / 2 + 10
+        xs, ys = zip(*options["positions"].values())
+        middle, low = (min(xs) + max(xs)) / 2, min(ys)
+        options["positions"] = dict(options["positions"], __frame_left__=(middle - wide, low),
+                                    __frame_right__=(middle + wide, low))
     drawings = Drawings()
+    drawings.keys = _strip_keys(g)  # a strip of them shows this one legend
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
@@ -1208,9 +1496,14 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
 
     if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
         raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
+    keys = getattr(drawings, "keys", None)  # Drawings of an elimination: one shared legend
     drawings = list(drawings)
     if not drawings:
         raise ValueError("strip needs at least one drawing")
+    if keys:
+        # the tiles without their own legends (each would repeat the shared one, small)
+        drawings = [render(d.lcg, *d.highlights, **dict(d.options, legend=False))
+                    if isinstance(d, Drawing) and d.lcg is not None else d for d in drawings]
     ncols = min(ncols, len(drawings))
     nrows = -(-len(drawings) // ncols)
     if has_dot():
@@ -1218,11 +1511,13 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
         height = max(image.shape[0] for image in images)
         width = max(image.shape[1] for image in images)
         band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
-        inches = nrows * height / dpi + band
+        foot = 1.0 if keys else 0.0  # inches for the legend
+        inches = nrows * height / dpi + band + foot
         figure = Figure(figsize=(ncols * width / dpi, inches), dpi=dpi)
         axes = figure.subplots(nrows, ncols, squeeze=False,
                                gridspec_kw=dict(wspace=0, hspace=0, left=0, right=1,
-                                                bottom=0, top=1 - band / inches)).ravel()
+                                                bottom=foot / inches,
+                                                top=1 - band / inches)).ravel()
         for ax, image in zip(axes, images):
             # centre each picture in a tile of the largest picture's size: one scale for all
             top, left = (height - image.shape[0]) / 2, (width - image.shape[1]) / 2
@@ -1231,6 +1526,10 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
             ax.set_ylim(height, 0)
         if title:  # in the band left free above the tiles
             figure.suptitle(title, fontsize=16, y=1 - 0.5 * band / inches, va="center")
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys], loc="center",
+                          bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=-(-len(keys) // 2),
+                          fontsize=13, frameon=False, handlelength=2.4)
     else:
         _warn_missing_dot()
         figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
@@ -1239,21 +1538,39 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
             draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
         if title:  # constrained layout makes room
             figure.suptitle(title, fontsize=16)
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys],
+                          loc="outside lower center", ncols=-(-len(keys) // 2), fontsize=13,
+                          frameon=False)
     for ax in axes:
         ax.set_axis_off()
     return figure
 
 
+def _strip_keys(g: LCG) -> list[_Key]:
+    """The legend of a whole elimination strip: what every step's highlight means."""
+    return _kind_keys(g) + [
+        _Key("vertex eliminated in the step", STEP_VERTEX_BORDER, edge=False,
+             fill=STEP_VERTEX_FILL, shape="ellipse", penwidth=3.0),
+        _Key("its edges (removed with it)", STEP_EDGE_COLOR, penwidth=2.0),
+        _Key("fill-in edge (created): new partial", FILL_IN_COLOR, dashed=True, penwidth=2.0),
+        _Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4),
+    ]
+
+
 class Drawings(list):
     """A list of drawings (what :func:`render_elimination` returns) that
     shows itself in Jupyter as one image: the drawings side by side, as
-    :func:`strip` lays them out.
+    :func:`strip` lays them out.  ``keys``, if set, is the one legend the
+    strip shows below the tiles (their own legends are left out).
 
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.lab(), "forward")
     >>> drawings._repr_png_()[:4] == b"\\x89PNG"
     True
     """
+
+    keys: list | None = None
 
     def _repr_png_(self) -> bytes | None:
         from .figure import png
@@ -1269,3 +1586,7 @@ def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
     sized = drawing.copy()
     sized.graph_attr["dpi"] = str(dpi)
     return mpimg.imread(io.BytesIO(sized.pipe(format="png")), format="png")
+
+
+# `minirad.render` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, render)

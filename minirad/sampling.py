@@ -43,10 +43,11 @@ from functools import cached_property
 import numpy as np
 
 from . import _engines
-from ._arguments import number_of_estimates
+from ._arguments import number_of_estimates, takes_graph_or_function
 from ._random import as_generator as _rng
 from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
+from .overflow import AccumulationOverflow, check_finite
 from .sweeps import reverse_sweep
 
 __all__ = [
@@ -233,7 +234,11 @@ class PathSample:
     def jacobian(self) -> np.ndarray:
         """The estimate: reverse accumulation on ``Q`` for every output and
         input at once, shape (n_outputs, n_inputs)."""
-        return self.accumulation.jacobian
+        try:
+            return self.accumulation.jacobian
+        except AccumulationOverflow as error:  # say that it is the sample's estimate
+            raise AccumulationOverflow(f"sampling (Algorithm 1, the estimate on the sampled "
+                                       f"graph Q): {error}") from None
 
     def __repr__(self) -> str:
         return (f"PathSample({self.edges_stored} of {self.full_edges} edges and "
@@ -294,9 +299,9 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
     return PathSample(g, q, counts, weights, visited, draws)
 
 
-@takes_lcg
+@takes_graph_or_function
 def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
-                      direction: str | None = None) -> np.ndarray:
+                      direction: str | None = None, progress=None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
 
     The same algorithm as :func:`sample_paths`, vectorised over the
@@ -313,7 +318,8 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     ``n=1`` on a graph whose every vertex lies on an input-output path the
     two even return the same estimate for the same seed.  Samples are
     processed in chunks of bounded memory; the same seed gives the same
-    array.
+    array.  ``progress``, if given, is called as ``progress(done, n)``
+    after each chunk (the command line shows it on long runs).
 
     >>> from minirad import examples
     >>> g = examples.lecture()
@@ -322,6 +328,12 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     (5, 1, 2)
     >>> bool((J == sampled_jacobians(g, k=1, n=5, rng=0)).all())
     True
+
+    Like :func:`minirad.jacobian.jacobian`, it also takes a function and the
+    point to trace it at (the options then by keyword):
+
+    >>> sampled_jacobians(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=2, rng=0).tolist()
+    [[[4.0, 3.0]], [[4.0, 3.0]]]
     """
     draws = draws_per_vertex(g, k)
     n = number_of_estimates(n)
@@ -339,7 +351,14 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     out = np.empty((n, n_out, n_in))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        out[start:stop] = batch(plan, width, stop - start, rng)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            out[start:stop] = batch(plan, width, stop - start, rng)
+        bad = np.flatnonzero(~np.isfinite(out[start:stop]).all(axis=(1, 2)))
+        if len(bad):
+            check_finite(g, out[start + bad[0]], "sampling (Algorithm 1)",
+                         what=f" in estimate {start + bad[0] + 1} of {n}")
+        if progress is not None:
+            progress(stop, n)
     return out
 
 

@@ -74,6 +74,7 @@ import numpy as np
 from . import _engines, labels
 from .accumulation import Accumulation
 from .graph import LCG, reachable, takes_lcg
+from .overflow import check_finite
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 
@@ -186,7 +187,8 @@ def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
         hi = min(k, lo + block)
         seeds = np.zeros((n, hi - lo))
         seeds[list(chosen[lo:hi]), np.arange(hi - lo)] = 1.0
-        swept = _propagate(g, seeds, forward, engine)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
+            swept = _propagate(g, seeds, forward, engine)
         ends[:, lo:hi] = swept[far, :]
         if keep_values:
             values = swept
@@ -214,6 +216,7 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
     engine = _check_engine(engine)
     chosen = _select(g, inputs, g.inputs, "input")
     tangents, jac = _sweep(g, chosen, True, engine, keep_values)
+    check_finite(g, jac, "forward", columns=chosen)
     multiplications, additions = _sweep_cost(g, chosen, True)
     return Accumulation(jac, multiplications, additions, "forward", tangents=tangents,
                         seeds=chosen)
@@ -236,6 +239,7 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
     engine = _check_engine(engine)
     chosen = _select(g, outputs, g.outputs, "output")
     adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values)
+    check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
     multiplications, additions = _sweep_cost(g, chosen, False)
     return Accumulation(jac_t.T, multiplications, additions, "reverse", adjoints=adjoints,
                         seeds=chosen)

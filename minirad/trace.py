@@ -25,6 +25,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from . import ops as ops_module
+from ._callable import make_callable
 from .graph import LCG
 from .ops import OPS, NonFiniteError, Op, apply, evaluate
 
@@ -496,3 +497,7 @@ def trace(f, *args) -> LCG:
             taken.add(vertex_names[v])
     return LCG.from_trusted_arrays(vertex_names, tape.sources, tape.targets, tape.partials,
                         range(n_inputs), outputs, tape.values, tape.ops)
+
+
+# `minirad.trace` is this module, callable as the function (see minirad/_callable.py)
+make_callable(__name__, trace)

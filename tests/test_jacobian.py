@@ -146,7 +146,7 @@ def test_too_many_paths_through_the_entry_point():
     n = width * (depth + 1)
     g = LCG([f"v{i}" for i in range(n)], src, dst, np.full(len(src), 0.1),
             inputs=range(width), outputs=range(n - width, n))
-    with pytest.raises(ValueError, match=r"10{33} input-to-output paths.*method='reverse'"):
+    with pytest.raises(ValueError, match=r"~1\.0e33 input-to-output paths.*method='reverse'"):
         jacobian(g, method="bauer")
     with pytest.raises(ValueError, match="has 4 input-to-output paths, more than max_paths=3"):
         jacobian(examples.figure1(), method="bauer", max_paths=3)

@@ -16,7 +16,7 @@ from minirad.elimination import eliminate
 from minirad.paths import paths as all_paths
 from minirad.sampling import sample_paths
 
-R = importlib.import_module("minirad.render")  # the module; minirad.render is the function
+R = importlib.import_module("minirad.render")  # the module (also callable as the function)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
@@ -54,6 +54,12 @@ def nodes(dot):
         if match and "->" not in line and match.group(1) not in ("graph", "node", "edge"):
             found[match.group(1).strip('"')] = _attrs(match.group(2))
     return found
+
+
+def legend_text(dot):
+    """The text of every legend entry (the legend is a column of vertices and a table)."""
+    return "\n".join(attrs["label"].replace("\\n", " ") for name, attrs in nodes(dot).items()
+                     if name.startswith("legend"))
 
 
 def rows(dot):
@@ -146,7 +152,7 @@ def test_sample_highlight():
         if sample.counts[e]:
             assert attrs["color"] == R.SAMPLE_COLOR
             assert float(attrs["penwidth"]) == R.SAMPLE_WIDTH
-            assert attrs["label"] == f"×{sample.counts[e]}  w={sample.weights[e]:.4g}"
+            assert attrs["label"] == f"draws {sample.counts[e]}, w = {sample.weights[e]:.4g}"
             assert "style" not in attrs
         else:
             assert attrs["style"] == "dashed" and attrs["color"] == R.DIM
@@ -155,8 +161,8 @@ def test_sample_highlight():
         grey = drawn_nodes[name]["fillcolor"] == R.DIM_FILL
         assert grey == (not sample.visited[v])
         assert ("dashed" in drawn_nodes[name]["style"]) == (not sample.visited[v])
-    assert "sampled edge" in drawn_nodes["legend"]["label"]
-    assert "skipped vertex" in drawn_nodes["legend"]["label"]
+    assert "sampled edge" in legend_text(dot)
+    assert "skipped vertex" in legend_text(dot)
 
 
 def test_sample_from_another_graph_is_refused():
@@ -176,7 +182,7 @@ def test_four_paths_of_figure1d():
     assert drawn["x1", "v2"] == [R.PATH_COLORS[0], R.PATH_COLORS[1]]
     assert len(drawn["x2", "v3"]) == 1
     assert len({c for colours in drawn.values() for c in colours}) == 4
-    legend = nodes(dot)["legend"]["label"]
+    legend = legend_text(dot)
     assert "path 4: x2 → v4 → v5 → y" in legend and "product 6.719" in legend
 
 
@@ -185,7 +191,7 @@ def test_a_path_alone_keeps_its_number_and_colour():
     dot = R.render(g, R.Paths([FIGURE1_PATHS[2]], labels=["path 3"],
                               colors=[R.PATH_COLORS[2]]))
     assert strands(dot)["x2", "v3"] == [R.PATH_COLORS[2]]
-    assert "path 3: x2 → v3 → v4 → v5 → y" in nodes(dot)["legend"]["label"]
+    assert "path 3: x2 → v3 → v4 → v5 → y" in legend_text(dot)
     figure = R.draw_matplotlib(g, R.Paths(FIGURE1_PATHS[3], labels="path 4",
                                           colors="#123456"))  # one path: plain strings will do
     legend = figure.axes[0].get_legend()
@@ -204,7 +210,7 @@ def test_one_path_by_numbers_greys_the_rest():
 
 
 @pytest.mark.parametrize("bad, error, message", [
-    ([("x1", "y")], ValueError, "not an edge"),
+    ([("x1", "v3", "y")], ValueError, "not an edge"),
     ([("x1",)], ValueError, "at least"),
     ([("x1", "nope")], ValueError, "unknown vertex"),
     (R.Paths("x1"), TypeError, "a path"),
@@ -260,7 +266,7 @@ def test_highlights_combine():
     drawn = strands(dot)
     assert drawn["x1", "v2"] == [R.SAMPLE_COLOR, R.PATH_COLORS[0]]
     assert R.STEP_EDGE_COLOR in drawn["v4", "v5"]
-    legend = nodes(dot)["legend"]["label"]
+    legend = legend_text(dot)
     assert all(text in legend for text in ("sampled edge", "path 1", "vertex eliminated: v4"))
 
 
@@ -279,13 +285,13 @@ def test_kept_vertices_of_an_injection():
         if (u, v) not in used:
             assert attrs["style"] == "dashed" and attrs["color"] == R.DIM
     # the edge into the kept vertex carries P_ii and the weight of the injected graph
-    assert drawn["theta", a1]["label"] == f"×2  w={injected.partial('theta', a1):.4g}"
+    assert drawn["theta", a1]["label"] == f"P_ii 2, w = {injected.partial('theta', a1):.4g}"
     assert drawn[a1, "y"]["label"] == "0.5"  # y is not listed: its plain partial
     labels = nodes(dot)
     assert labels[a1]["label"] == f"{a1}\\nP_ii = 2" and labels[a1]["color"] == R.KEPT_COLOR
     assert labels[a2]["fillcolor"] == R.DIM_FILL and "dashed" in labels[a2]["style"]
     assert labels["theta"]["fillcolor"] == R.FILL["input"]  # ends not listed stay kept
-    legend = labels["legend"]["label"]
+    legend = legend_text(dot)
     assert "kept vertex: its P_ii scales the edges into it" in legend
     assert "dropped vertex (P_ii = 0)" in legend and "sampled" not in legend
     figure = R.draw_matplotlib(full, {a1: 2.0, a2: 0.0})  # the fallback agrees
@@ -472,3 +478,79 @@ def test_a_new_kind_of_highlight_is_one_entry():
     finally:
         del R.HIGHLIGHTS[0]
     assert nodes(dot)["v2"]["fillcolor"] == "#00ff00"
+
+
+def test_a_source_target_pair_draws_every_path_between_them():
+    """Issue 10: R.render(g, (source, target)) means all paths, with a cap."""
+    from minirad.render import MAX_PATHS_BETWEEN
+
+    g = examples.figure1()
+    pair = R.render(g, ("x2", "y"))
+    listed = R.render(g, list(all_paths(g, "x2", "y")))  # the oracle: the paths listed by hand
+    assert pair.source == listed.source
+    with pytest.warns(DeprecationWarning):  # the former keyword means the same
+        assert R.render(g, paths=("x2", "y")).source == listed.source
+    wide = examples.interleaved(3, 4)  # 3**4 = 81 paths from theta to y
+    with pytest.raises(ValueError, match=rf"there are 81 paths from theta to y, too many to "
+                                         rf"draw .* \(at most {MAX_PATHS_BETWEEN}\)"):
+        R.render(wide, ("theta", "y"))
+    with pytest.raises(ValueError, match="there is no path from y to x1"):
+        R.render(g, ("y", "x1"))
+
+
+# ------------------------------------------------------- issue 10: pictures
+def test_dot_legend_draws_each_kind_of_vertex_in_its_own_shape():
+    g = examples.figure1()
+    dot = R.render(g, sample_paths(g, 1, rng=0))
+    drawn = nodes(dot)
+    shape_of_vertex = {drawn[g.names[v]]["shape"] for v in g.inputs}
+    legend = {attrs["label"]: attrs for name, attrs in drawn.items() if name.startswith("legend_")}
+    assert legend["input"]["shape"] == drawn["x1"]["shape"] == "box" == shape_of_vertex.pop()
+    assert "rounded" in legend["input"]["style"] and "rounded" in drawn["x1"]["style"]
+    assert legend["intermediate"]["shape"] == drawn["v2"]["shape"] == "ellipse"
+    assert legend["output"]["shape"] == drawn["y"]["shape"] == "doubleoctagon"
+    skipped = next(attrs for label, attrs in legend.items() if label.startswith("skipped"))
+    assert skipped["shape"] == drawn["v3"]["shape"] and "dashed" in skipped["style"]
+
+
+def test_sampled_edges_state_the_weight_rule_in_words():
+    g = examples.figure1()
+    sample = sample_paths(g, 1, rng=0)
+    dot = R.render(g, sample)
+    labels = [attrs.get("label", "") for _, _, attrs in edges(dot)]
+    assert "draws 1, w = 9.887" in labels  # v2 -> y: 1 draw x d_v2/k = 2/1 x 4.943
+    assert not any(re.search(r"×\d", label) for label in labels)  # no "×1" beside a name
+    assert "w = n × d_v/k × partial" in legend_text(dot)
+
+
+def test_elimination_pictures_keep_every_vertex_in_place():
+    """Pinned positions: each vertex has the same point in every step's picture
+    (x1 and x2 used to swap in step 3 and v3 to jump across v4)."""
+    import json
+
+    if not R.has_dot():
+        pytest.skip("needs the graphviz dot program")
+    g = examples.figure1()
+    where = {}
+    for legend in (True, False):
+        for drawing in R.render_elimination(g, "markowitz", legend=legend):
+            laid = json.loads(drawing.pipe(format="json"))
+            for obj in laid["objects"]:
+                if obj.get("name") in g.names:
+                    where.setdefault(obj["name"], set()).add(obj["pos"])
+            if not legend:  # the invisible corners fix the frame: one size for every step
+                where.setdefault("frame", set()).add(laid["bb"])
+    assert all(len(spots) == 1 for spots in where.values()), where
+    x = {name: float(next(iter(where[name])).split(",")[0]) for name in g.names}
+    assert x["x1"] < x["x2"]
+
+
+def test_elimination_strip_has_one_legend():
+    figure = R.elimination_strip(examples.figure1(), "markowitz")
+    assert len(figure.legends) == 1
+    texts = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert texts[:3] == ["input", "intermediate", "output"]
+    assert "fill-in edge (created): new partial" in texts
+    assert all(ax.get_legend() is None for ax in figure.axes)
+    # legend text at 13 pt: at the saved 110 dpi about 20 pixels high, not ~6
+    assert figure.legends[0].get_texts()[0].get_fontsize() >= 12

@@ -473,3 +473,20 @@ def test_experiments_moved_but_old_imports_still_work():
     assert np.array_equal(result.draws, draws_per_vertex(examples.lab(), 1))
     with pytest.warns(DeprecationWarning, match="Comparison.draws"):
         assert result.k is result.draws
+
+
+def test_sampled_jacobians_and_compare_take_a_function_and_a_point():
+    """Issue 10: like jacobian(f, *point). The oracle: the same call on the traced graph."""
+    from minirad import ops
+    from minirad.trace import trace
+
+    def f(x1, x2):
+        return ops.log(x1) + x1 * x2 - ops.sin(x2)
+
+    g = trace(f, 2.0, 5.0)
+    assert np.array_equal(sampled_jacobians(f, 2.0, 5.0, k=1, n=50, rng=3),
+                          sampled_jacobians(g, 1, 50, rng=3))
+    assert np.array_equal(compare(f, 2.0, 5.0, k=1, n=30, rng=1).estimates,
+                          compare(g, k=1, n=30, rng=1).estimates)
+    with pytest.raises(TypeError, match="needs the point"):
+        sampled_jacobians(f, k=1)

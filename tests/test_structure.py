@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "minirad"
 ALGORITHMS = {"sweeps", "paths", "elimination", "sampling", "injection", "jacobian", "labels",
               "gradcheck", "layered", "accumulation", "graph", "trace", "ops", "_engines",
-              "operators", "checkpointing"}
+              "operators", "checkpointing", "overflow", "_callable", "_arguments"}
 APPLICATIONS = ("minirad.examples", "minirad.studies", "minirad.experiments", "minirad.gallery")
 
 
@@ -115,3 +115,23 @@ def test_only_the_graph_writes_its_memo():
                  for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                  if pattern.search(line)]
     assert offenders == []
+
+
+def test_function_and_module_are_both_reachable():
+    """Issue 10: ``minirad.render`` the function shadowed ``minirad.render`` the
+    module (``minirad.render.has_dot`` failed); now each is both."""
+    import inspect
+
+    import minirad
+    from minirad import examples
+
+    g = examples.lecture()
+    assert minirad.render.has_dot() in (True, False)
+    assert minirad.render(g).source == minirad.render.render(g).source
+    assert minirad.trace.Var is not None
+    assert float(minirad.jacobian(g)[0, 0]) == float(minirad.jacobian.jacobian(g)[0, 0]) == 5.5
+    assert minirad.jacobian.accumulate(g).method == "reverse"
+    assert "max_vertices" in inspect.signature(minirad.render).parameters
+    from minirad.render import render
+    from minirad.trace import trace
+    assert inspect.isfunction(render) and inspect.isfunction(trace)

@@ -546,8 +546,8 @@ labs.show(render(full, Factors(P_ii, name="P_ii"),
 # are grey and dashed: $P$ dropped them, and nothing that passes through them
 # counts. Between kept components **every** edge is used (blue), and each
 # edge into a kept component is scaled by its $P_{ii}$ ($\frac{3}{2}$ if
-# drawn once, $3$ if drawn twice): `×1.5  w=...` is that factor and the
-# scaled partial. Compare with Algorithm 1 on the same graph in section 2:
+# drawn once, $3$ if drawn twice): `P_ii 1.5, w = ...` is that factor and
+# the scaled partial. Compare with Algorithm 1 on the same graph in section 2:
 # it samples **edges**, independently at each vertex, while injection
 # samples **vertices**, a whole layer at once. Same mean, different variance.
 #

@@ -1,0 +1,239 @@
+"""Random matrix injection on the vector LCG (RAD paper Sec. 3.2, eqs. 2-6).
+
+Insert a random ``P = R R^T`` with ``E[P] = I`` where the graph's paths
+pass, so the Jacobian becomes an unbiased estimate that needs less memory:
+
+* :func:`inject_vertex`: P at a vertex (every path through it passes P
+  once): with ``method="sample"`` this samples the vertex's scalar copies,
+  the paper's remark below eq. 3;
+* :func:`inject_edge`: P on one edge; on an ``x @ W`` edge it samples (or
+  projects) the stored activation along the contracted axis, keeping only
+  ``k`` numbers per row: ``S_P[dh/dW]`` of Sec. 4.2;
+* :func:`sample_activations`: the paper's scheme for neural networks, every
+  stored activation sampled, different rows drawing different samples.
+
+``k`` is a count (an int >= 1) or a fraction of d (a float in (0, 1],
+rounded up).  The graph records every injection in ``g.injections``.
+
+>>> import numpy as np
+>>> from minirad.array_trace import trace_arrays, relu
+>>> from minirad.vgraph import memory
+>>> X = np.ones((4, 10), np.float32)
+>>> g = trace_arrays(lambda W: relu(X @ W).sum(), np.ones((10, 3), np.float32))
+>>> memory(g).total                    # X (40 floats) and the ReLU mask (12 bits)
+161.5
+>>> h = sample_activations(g, 0.2, rng=0)
+>>> memory(h).total                    # 2 of 10 entries per row: 8 floats, and the mask
+33.5
+>>> h.injections[0]["k"], h.labels[0].label()
+(2, 'outer, sampled k=2')
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._random import as_generator
+from .operators import (
+    InjectedMatMul,
+    MatMul,
+    Projection,
+    Retained,
+    compose,
+    fresh_key,
+)
+from .vgraph import VectorLCG
+
+METHODS = ("sample", "rademacher")
+
+
+def draws(d: int, k) -> int:
+    """The number of columns of R: ``k`` itself, or ``ceil(k * d)`` for a fraction.
+
+    >>> draws(784, 0.1), draws(300, 0.1), draws(5, 3)
+    (79, 30, 3)
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)):
+        raise TypeError(f"k must be a count (int >= 1) or a fraction (float in (0, 1]), not "
+                        f"{type(k).__name__}")
+    if isinstance(k, (int, np.integer)):
+        if k < 1:
+            raise ValueError(f"k = {k}: a count of draws must be at least 1")
+        return int(k)
+    if not 0 < k <= 1:
+        raise ValueError(f"k = {k}: a fraction must lie in (0, 1]; give an int for a count")
+    return max(1, math.ceil(round(k * d, 9)))
+
+
+def _check_method(method: str) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    return method
+
+
+def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
+                 dtype=np.float64) -> np.ndarray:
+    """R of shape (d, k), or (rows, d, k) with one independent draw per row, such that
+    ``E[R R^T] = I``: sampled scaled basis vectors sqrt(d/k) e_i (i uniform, with
+    replacement) or Rademacher entries ±1/sqrt(k).
+
+    >>> R = random_basis(4, 2, rng=0)
+    >>> (R ** 2).sum(axis=1)            # the diagonal of P = R R^T: (d/k) x counts
+    array([0., 0., 2., 2.])
+    """
+    _check_method(method)
+    rng = as_generator(rng)
+    shape = (d, k) if rows is None else (rows, d, k)
+    if method == "rademacher":
+        return (rng.choice(np.array([-1.0, 1.0]), size=shape) / math.sqrt(k)).astype(dtype)
+    R = np.zeros(shape, dtype=dtype)
+    picks = rng.integers(0, d, size=shape[:-2] + (k,))
+    scale = math.sqrt(d / k)
+    if rows is None:
+        R[picks, np.arange(k)] = scale
+    else:
+        R[np.arange(rows)[:, None], picks, np.arange(k)[None, :]] = scale
+    return R
+
+
+def _record(g: VectorLCG, **record) -> tuple:
+    return g.injections + (record,)
+
+
+def _rebuilt(g: VectorLCG, labels, record) -> VectorLCG:
+    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
+                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
+                     injections=_record(g, **record))
+
+
+def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
+                  batch_axis=None, per_row: bool = True, rng=None) -> VectorLCG:
+    """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
+    every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
+    but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
+    one P per row ("different sample") or one for all rows ("same sample").
+
+    The projection stays a separate factor of each edge (``J ∘ P``), so what
+    the edges retain is unchanged: vertex injection changes which paths are
+    followed, not memory.  To keep less, inject on the edges that keep
+    activations (:func:`inject_edge`, :func:`sample_activations`).
+
+    >>> from minirad.vgraph import from_chain
+    >>> g = from_chain([np.ones((4, 1)), np.ones((1, 4))])    # theta -> v1 (4) -> y
+    >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1
+    >>> h.labels[1].label(), h.injections[0]["k"]
+    ('dense∘P k=2', 2)
+    """
+    v = g.index(vertex)
+    shape = g.shapes[v]
+    nd = len(shape)
+    for given, what in ((axis, "axis"), (batch_axis, "batch_axis")):
+        if given is not None and not -nd <= int(given) < nd:
+            raise ValueError(f"{what} {given} is out of range for {g.names[v]} of shape {shape}")
+    rest = [i for i in range(nd) if (batch_axis is None or i != int(batch_axis) % nd)
+            and (axis is None or i == int(axis) % nd)]
+    d = math.prod(shape[i] for i in rest)
+    kk = draws(d, k)
+    rows = shape[int(batch_axis)] if batch_axis is not None and per_row else None
+    R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtypes[v], np.float32))
+    P = Projection(shape, R, axis, batch_axis, method)
+    labels = list(g.labels)
+    out = [e for e in range(g.n_edges) if g.sources[e] == v]
+    touched = out if out else [e for e in range(g.n_edges) if g.targets[e] == v]
+    for e in touched:
+        labels[e] = compose(labels[e], P) if out else compose(P, labels[e])
+    return _rebuilt(g, labels, dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
+                                    axis=axis, batch_axis=batch_axis,
+                                    per_row=bool(per_row and batch_axis is not None),
+                                    edges=[int(e) for e in touched]))
+
+
+def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, rng):
+    """S with its ``axis`` replaced by ``S P`` (P = R R^T), one draw per row or shared."""
+    moved = np.moveaxis(S, axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    n, d = rows.shape
+    rng = as_generator(rng)
+    if method == "sample":
+        picks = rng.integers(0, d, size=(n, k) if per_row else (1, k))
+        weights = np.zeros((picks.shape[0], d))
+        np.add.at(weights, (np.arange(picks.shape[0])[:, None], picks), d / k)
+        projected = rows * weights.astype(S.dtype)
+    else:
+        R = random_basis(d, k, "rademacher", n if per_row else None, rng, S.dtype)
+        if per_row:
+            projected = np.einsum("nk,ndk->nd", np.einsum("nd,ndk->nk", rows, R), R)
+        else:
+            projected = (rows @ R) @ R.T
+    return np.moveaxis(projected.reshape(moved.shape), -1, axis), n
+
+
+def inject_edge(g: VectorLCG, edge, k, method: str = "sample", per_row: bool = True,
+                rng=None) -> VectorLCG:
+    """P on one edge.  On a multiplication edge (``x @ W`` seen from W, kinds
+    ``outer``/``matmul``) the stored operand S is replaced by its projection along
+    the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
+    draw, else one draw for all); any other edge becomes ``J ∘ P`` with P over
+    the source array.  ``edge`` is an edge number or a (source, target) pair.
+
+    >>> from minirad.array_trace import trace_arrays
+    >>> X = np.arange(12.0).reshape(3, 4)
+    >>> g = trace_arrays(lambda W: (X @ W).sum(), np.ones((4, 2)))
+    >>> h = inject_edge(g, ("W", "v1"), 2, rng=0)     # each row of X keeps 2 of its 4
+    >>> h.labels[0].retained_bytes, g.labels[0].retained_bytes
+    (48.0, 96.0)
+    """
+    _check_method(method)
+    e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
+    if not 0 <= e < g.n_edges:
+        raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
+    label = g.labels[e]
+    labels = list(g.labels)
+    if isinstance(label, MatMul) and label.gathered is not None:
+        # the stored operand is gathered from a smaller source (im2col patches of an image):
+        # sample the source, one draw per example (its first axis), and gather again
+        source, positions = label.gathered
+        batch = source.shape[0] if per_row and source.ndim > 1 else 1
+        rows = source.reshape(batch, -1)
+        d = rows.shape[1]
+        kk = draws(d, k)
+        sampled, _ = _project_rows(rows, 1, kk, method, per_row, rng)
+        flat = np.concatenate([sampled.reshape(-1), np.zeros(1, source.dtype)])
+        stored = flat[np.where(positions < 0, flat.size - 1, positions)]
+        kept = (Retained(fresh_key("sampled"), batch * kk * source.dtype.itemsize * 8,
+                         what=f"{method} of the gathered source, k={kk} per row"),)
+        labels[e] = InjectedMatMul(stored.astype(label.stored.dtype), label.side,
+                                   label.in_shape, kk, method, kept)
+    elif isinstance(label, MatMul):
+        S = label.stored
+        axis = -1 if label.side == "left" else (0 if S.ndim == 1 else -2)
+        d = S.shape[axis]
+        kk = draws(d, k)
+        projected, rows = _project_rows(S, axis, kk, method, per_row, rng)
+        kept = (Retained(fresh_key("sampled"), rows * kk * S.dtype.itemsize * 8,
+                         what=f"{method} of the stored operand, k={kk} per row"),)
+        labels[e] = InjectedMatMul(projected, label.side, label.in_shape, kk, method, kept)
+    else:
+        shape = label.in_shape
+        d = math.prod(shape)
+        kk = draws(d, k)
+        R = random_basis(d, kk, method, None, rng, np.result_type(label.dtype, np.float32))
+        labels[e] = compose(label, Projection(shape, R, None, None, method))
+    u, v = int(g.sources[e]), int(g.targets[e])
+    return _rebuilt(g, labels, dict(kind="edge", edge=[g.names[u], g.names[v]], method=method,
+                                    k=kk, d=d, per_row=bool(per_row)))
+
+
+def sample_activations(g: VectorLCG, k, method: str = "sample", per_row: bool = True,
+                       rng=None) -> VectorLCG:
+    """The paper's activation sampling (Sec. 4.2): every edge that keeps an activation
+    for a weight gradient (kind ``outer``) gets its activation sampled or projected
+    to ``k`` entries per row.  Other Jacobians (ReLU masks, the loss) are exact, so
+    along any path from a weight to the loss exactly one P is met."""
+    rng = as_generator(rng)
+    for e, label in enumerate(g.labels):
+        if label.kind == "outer":
+            g = inject_edge(g, e, k, method, per_row, rng)
+    return g
