@@ -1,9 +1,12 @@
-"""Case studies of the RAD paper, built on the core of minirad.
+"""Case studies of the RAD paper, built on the core of minirad; the core never
+imports this package.
 
-* :mod:`minirad.studies.pde`: reaction-diffusion control (paper Sec. 5, Appendix B),
-  with :mod:`minirad.studies.pde_graph` (the simulation as a vector LCG, the
-  reference), :mod:`minirad.studies.pde_engine` (the batched fast path) and
-  :mod:`minirad.studies.pde_figures` (``minirad study pde``).
-
-The core never imports this package.
+* :mod:`minirad.studies.nn`: training neural networks on real MNIST with
+  randomized backward passes (paper Sec. 4, Table 1), with
+  :mod:`minirad.studies.nn_graph` (the networks as vector LCGs) and
+  ``minirad study nn``;
+* :mod:`minirad.studies.pde`: reaction-diffusion control (paper Sec. 5,
+  Appendix B), with :mod:`minirad.studies.pde_graph` (the simulation as a
+  vector LCG, the reference), :mod:`minirad.studies.pde_engine` (the batched
+  fast path) and :mod:`minirad.studies.pde_figures` (``minirad study pde``).
 """

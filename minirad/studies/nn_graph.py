@@ -1,0 +1,135 @@
+"""The study's networks as traced programs on the vector LCG, the estimators as
+injections on the graph, and the memory as the graph's own accounting.
+
+Each network is a plain numpy program of its parameters (the data are constants
+of the trace): :func:`mlp_program`, :func:`convnet_program`, :func:`irnn_program`.
+Tracing it gives a vector LCG whose ``outer`` edges keep the input of a linear
+or convolutional layer for that layer's weight gradient; the RAD estimators
+replace exactly those stored inputs (:func:`minirad.vinject.sample_activations`),
+so the reverse sweep passes ``W^T`` and the ReLU masks exactly.
+
+>>> from minirad.studies import mlp_numpy
+>>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
+>>> x = np.ones((4, 6), np.float32); y = np.array([0, 1, 2, 0])
+>>> loss, grads = loss_and_grad(params, x, y)
+>>> bool(np.allclose(grads[0], mlp_numpy.loss_and_grad(params, x, y)[1][0]))
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
+from ..blocks import gradient
+from ..vgraph import memory
+from ..vinject import sample_activations
+
+__all__ = ["INJECTIONS", "convnet_program", "inject", "irnn_program", "loss_and_grad",
+           "mlp_program", "retained_bytes", "table1_from_graph", "traced"]
+
+# estimator kind -> (method, per_row) of sample_activations; "exact" injects nothing
+INJECTIONS = {
+    "different_sample": ("sample", True),
+    "same_sample": ("sample", False),
+    "project": ("rademacher", False),
+}
+
+
+def mlp_program(x, y):
+    """``f(W1, b1, ..., WL, bL)``: ReLU layers, then the mean softmax cross-entropy."""
+    def f(*params):
+        a = x
+        last = len(params) // 2 - 1
+        for i in range(last + 1):
+            h = name(a @ params[2 * i] + params[2 * i + 1], f"h{i + 1}")
+            a = name(relu(h), f"a{i + 1}") if i < last else h
+        return softmax_cross_entropy(a, y)
+    return f
+
+
+def convnet_program(x, y):
+    """The paper's ConvNet on images ``x`` (B, C, H, W): parameters as
+    :func:`minirad.studies.convnet_numpy.init_convnet` makes them."""
+    def f(k1, b1, k2, b2, k3, b3, k4, b4, w, b):
+        a = x
+        for i, (kernel, bias) in enumerate(((k1, b1), (k2, b2), (k3, b3), (k4, b4))):
+            h = conv2d(a, kernel, padding=2) + bias.reshape(1, -1, 1, 1)
+            a = name(relu(h), f"a{i + 1}")
+            if i in (1, 3):
+                a = avg_pool2d(a, 2)
+        flat = a.reshape(a.shape[0], -1)
+        return softmax_cross_entropy(flat @ w + b, y)
+    return f
+
+
+def irnn_program(x, y):
+    """Le et al.'s IRNN on sequences ``x`` (B, T, D): ``h_t = relu(x_t W_ih + b_ih +
+    h_{t-1} W_hh + b_hh)`` from ``h_0 = 0``, then a linear layer on ``h_T``."""
+    def f(w_ih, b_ih, w_hh, b_hh, w, b):
+        h = np.zeros((x.shape[0], w_hh.shape[0]), x.dtype)
+        for t in range(x.shape[1]):
+            h = name(relu(x[:, t, :] @ w_ih + b_ih + h @ w_hh + b_hh), f"h{t + 1}")
+        return softmax_cross_entropy(h @ w + b, y)
+    return f
+
+
+def traced(program, params, x, y):
+    """The vector LCG of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
+    return trace_arrays(program(x, y), *params)
+
+
+def inject(g, kind: str, fraction: float, rng=None):
+    """The graph of an estimator: ``exact`` as is, otherwise every stored layer
+    input sampled or projected to ``ceil(f d)`` entries."""
+    if kind == "exact":
+        return g
+    if kind not in INJECTIONS:
+        raise ValueError(f"kind must be exact or one of {', '.join(INJECTIONS)}, not {kind!r}")
+    method, per_row = INJECTIONS[kind]
+    return sample_activations(g, fraction, method=method, per_row=per_row, rng=rng)
+
+
+def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
+                  program=mlp_program):
+    """Trace, inject, reverse sweep: ``(loss, [dW1, db1, ...])`` like the numpy floor."""
+    g = inject(traced(program, params, x, y), kind, fraction, rng)
+    return float(g.values[g.outputs[0]]), gradient(g)
+
+
+def retained_bytes(g) -> float:
+    """Bytes the graph's reverse sweep keeps (:func:`minirad.vgraph.memory`)."""
+    return memory(g).total
+
+
+def _paper_networks():
+    """(name, program, float32 parameters, two examples, labels) at the paper's sizes."""
+    from . import convnet_numpy, mlp_numpy
+    zeros = np.zeros
+    rnn = [zeros((1, 100), np.float32), zeros(100, np.float32), np.eye(100, dtype=np.float32),
+           zeros(100, np.float32), zeros((100, 10), np.float32), zeros(10, np.float32)]
+    label = zeros(2, np.int64)
+    return [
+        ("convnet", convnet_program, convnet_numpy.init_convnet(in_channels=3, size=32, rng=0),
+         zeros((2, 3, 32, 32), np.float32), label),
+        ("mlp", mlp_program, mlp_numpy.init_mlp(rng=0), zeros((2, 784), np.float32), label),
+        ("irnn", irnn_program, rnn, zeros((2, 784, 1), np.float32), label),
+    ]
+
+
+def table1_from_graph(fraction: float = 0.1) -> dict:
+    """Per-example bytes by the traced graphs' own accounting, for the paper's three
+    networks (CIFAR-sized ConvNet, 784-step IRNN): ``name -> (baseline, RAD at f)``.
+
+    Beside :func:`minirad.studies.memory.per_example_bytes` (the paper's rules) this
+    shows what an implementation must keep: equal for the MLP and the IRNN; for the
+    ConvNet the baseline also keeps the ReLU masks before each pool, which cannot be
+    rebuilt from the pooled arrays.
+    """
+    out = {}
+    for name_, program, params, x, y in _paper_networks():
+        g = traced(program, params, x, y)
+        batch = len(y)  # two examples: a batch of one lets the tracer fold some shapes
+        out[name_] = (memory(g).per_example(batch),
+                      memory(inject(g, "different_sample", fraction, rng=0)).per_example(batch))
+    return out

@@ -1,0 +1,45 @@
+"""The neural-network study end to end at toy size, and its command."""
+
+import pytest
+
+from minirad import cli
+from minirad.studies import nn
+
+
+def tiny():
+    return nn.StudyConfig(iterations=6, decay_every=3, seeds=(0,), evaluations=2,
+                          noise_draws=1, pilot_iterations=2, conv_channels=(2, 2, 2, 2),
+                          conv_draws=1, conv_pilot_iterations=1)
+
+
+def test_study_writes_figures_and_table(tmp_path):
+    result = nn.run_study(str(tmp_path), config=tiny(), progress=False)
+    for key in ("training", "noise_mlp", "noise_convnet", "budget"):
+        with open(result["paths"][key], "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    text = open(result["paths"]["table"]).read()
+    assert "| mlp | 419,110 | rules | 2.69 | 2.51 | 2.20 | 2.00 | 1.80 | 1.75 | 18 |" in text
+    assert "| | | paper | 2.69 | 2.51 | 2.21 | 2.00 | 1.80 | 1.75 | 22 |" in text
+    for name in nn.ESTIMATORS:
+        assert f"| {name} |" in text
+    assert set(result["runs"]) == set(nn.ESTIMATORS)
+    assert "Beyond the paper" in text
+    allocation = result["budget"]
+    assert sum(allocation["chosen"]) == sum(allocation["uniform"]) == 79 + 3 * 30
+    assert allocation["chosen_variance"].sum() <= allocation["uniform_variance"].sum()
+    # every estimator's evaluations: (training loss, test accuracy) at steps 0, 3, 6
+    assert all(h.iterations == [0, 3, 6] for runs in result["runs"].values() for h in runs)
+
+
+def test_quick_config_and_estimators():
+    assert nn.StudyConfig.quick().iterations < nn.StudyConfig().iterations
+    assert set(nn.PAPER_HYPERPARAMETERS) == set(nn.ESTIMATORS)
+    with pytest.raises(ValueError, match="estimator must be one of"):
+        nn.estimator_kind("sampled")
+
+
+def test_cli_study(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(nn.StudyConfig, "quick", classmethod(lambda cls: tiny()))
+    assert cli.main(["study", "nn", "--quick", "-o", str(tmp_path)]) == 0
+    assert "nn_study.md" in capsys.readouterr().out
+    assert (tmp_path / "nn_training.png").is_file()
