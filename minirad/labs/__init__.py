@@ -41,12 +41,14 @@ from .checks_more import (
     line_fit_loss,
     sample_jacobian,
 )
+from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
     "CheckFailed", "call_student", "check_central_difference", "check_count_paths",
     "check_descent_step", "check_directional_difference", "check_eliminate_vertex",
-    "check_forward_sweep", "check_graphs", "check_markowitz_order", "check_reverse_sweep",
+    "check_forward_sweep", "check_graphs", "check_rademacher_P", "check_sampling_P",
+    "check_variance_k1", "check_markowitz_order", "check_reverse_sweep",
     "check_sample_Q", "check_sgd", "compare_jacobian", "edge_dict", "exercises",
     "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
     "time_limit", "to_notebook", "write_notebooks",
