@@ -31,6 +31,7 @@ from .checks import (
     show,
     time_limit,
 )
+from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_more import (
     check_descent_step,
     check_eliminate_vertex,
@@ -41,7 +42,6 @@ from .checks_more import (
     line_fit_loss,
     sample_jacobian,
 )
-from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
