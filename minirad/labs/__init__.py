@@ -31,6 +31,7 @@ from .checks import (
     show,
     time_limit,
 )
+from .checks_arrays import ARRAY_RULES, check_pullbacks, check_scalar_tracer
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_more import (
     check_descent_step,
@@ -45,6 +46,7 @@ from .checks_more import (
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
+    "ARRAY_RULES", "check_pullbacks", "check_scalar_tracer",
     "CheckFailed", "call_student", "check_central_difference", "check_count_paths",
     "check_descent_step", "check_directional_difference", "check_eliminate_vertex",
     "check_forward_sweep", "check_graphs", "check_rademacher_P", "check_sampling_P",
