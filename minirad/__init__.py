@@ -21,10 +21,12 @@ and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
 from . import (
     array_trace,
     blocks,
+    compressed,
     display,
     elimination,
     examples,
     experiments,
+    implicit,
     injection,
     jacobian,
     labels,
@@ -35,6 +37,7 @@ from . import (
     plots,
     render,
     sampling,
+    sparsity,
     sweeps,
     trace,
     vinject,
@@ -45,6 +48,7 @@ from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimina
 from .experiments import Comparison, compare
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import LCG
+from .implicit import solve_root
 from .injection import inject, injected_products, injection_variance
 from .jacobian import accumulate
 from .operators import OPERATORS
@@ -75,6 +79,8 @@ __all__ = [
     "VectorLCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
     "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
     "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
+    # sparsity and colouring; implicit operators (solves, roots)
+    "sparsity", "compressed", "implicit", "solve_root",
 ]
 __version__ = "0.1.0"
 

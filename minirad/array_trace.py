@@ -818,6 +818,18 @@ _FUNCTIONS = {
 }
 
 
+def register(function: str, handler) -> None:
+    """Let ``numpy.<function>`` called on traced arrays run ``handler`` instead.
+
+    For modules that add operations without editing this one
+    (:mod:`minirad.implicit` registers ``np.linalg.solve``).  The handler
+    takes numpy's arguments and must record its own vertex.
+    """
+    if not isinstance(function, str) or not callable(handler):
+        raise TypeError("register takes a numpy function's name and a callable")
+    _FUNCTIONS[function] = handler
+
+
 # ---------------------------------------------------------------- trace
 def _parameter_names(f, count: int) -> list[str]:
     try:

@@ -263,3 +263,97 @@ def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
     # target without duplicates: the invariants LCG would check, by construction
     return LCG.from_trusted_arrays(names, sources, targets, partials, range(width),
                                    range(n - width, n))
+
+
+# ------------------------------------------- sparse Jacobians (colouring)
+def _size(n, least: int = 1) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, not {type(n).__name__}")
+    if n < least:
+        raise ValueError(f"n must be at least {least}, got {n}")
+    return int(n)
+
+
+def _points(n: int) -> list[float]:
+    return np.linspace(0.5, 1.5, n).tolist()
+
+
+def banded(n: int = 8, width: int = 1) -> LCG:
+    """``y[i] = x[i] * sin(x[i-width] + ... + x[i+width])``: a Jacobian whose
+    nonzeros lie within ``width`` of the diagonal (tridiagonal for width 1).
+
+    >>> from minirad.sparsity import pattern
+    >>> pattern(banded(4)).astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    n, width = _size(n), _size(width, least=0)
+
+    def program(x):
+        out = []
+        for i in range(n):
+            band = [x[j] for j in range(max(0, i - width), min(n, i + width + 1))]
+            total = band[0]
+            for term in band[1:]:
+                total = total + term
+            out.append(x[i] * ops.sin(total))
+        return out
+
+    return trace(program, _points(n))
+
+
+def arrow(n: int = 8, row: bool = True, column: bool = True) -> LCG:
+    """An arrow-shaped Jacobian: the diagonal, plus a dense first row
+    (``y[0]`` uses every input) and/or a dense first column (every output
+    uses ``x[0]``).  With the row only, forward sweeps need n seeds and
+    reverse sweeps 2; with the column only, the other way round.
+
+    >>> from minirad.sparsity import pattern
+    >>> pattern(arrow(4)).astype(int)
+    array([[1, 1, 1, 1],
+           [1, 1, 0, 0],
+           [1, 0, 1, 0],
+           [1, 0, 0, 1]])
+    """
+    n = _size(n, least=2)
+
+    def program(x):
+        head = x[0] * x[0]
+        if row:
+            for j in range(1, n):
+                head = head + x[j] * x[j]
+        out = [ops.sin(head)]
+        for i in range(1, n):
+            out.append(ops.sin(x[i]) * x[0] if column else ops.sin(x[i]))
+        return out
+
+    return trace(program, _points(n))
+
+
+def block_diagonal(blocks: int = 3, size: int = 3) -> LCG:
+    """``blocks`` independent dense blocks of ``size`` x ``size``: output k of a
+    block is ``x[k] * exp(sum of the block's inputs)``.
+
+    >>> from minirad.sparsity import pattern
+    >>> pattern(block_diagonal(2, 2)).astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 0, 0],
+           [0, 0, 1, 1],
+           [0, 0, 1, 1]])
+    """
+    blocks, size = _size(blocks), _size(size)
+
+    def program(x):
+        out = []
+        for b in range(blocks):
+            members = x[b * size:(b + 1) * size]
+            total = members[0]
+            for term in members[1:]:
+                total = total + term
+            shared = ops.exp(total)
+            out.extend(m * shared for m in members)
+        return out
+
+    return trace(program, _points(blocks * size))

@@ -14,7 +14,7 @@ to look for in each):
 >>> [figure.name for figure in FIGURES]  # doctest: +NORMALIZE_WHITESPACE
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
- 'elimination_costs', 'figure3_vector_lcg']
+ 'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -266,6 +266,22 @@ def _figure3(folder: str) -> list[str]:
     ]
 
 
+def _sparsity(folder: str) -> list[str]:
+    from .pattern_plots import plot_pattern, plot_strategies
+
+    return [_save(plot_pattern(examples.banded(10)), folder, "sparsity_pattern.png"),
+            _save(plot_strategies(examples.arrow(8), by="passes"), folder,
+                  "sparsity_strategies.png")]
+
+
+def _adjoint_reintegration(folder: str) -> list[str]:
+    from . import ode_adjoint
+    from .adjoint_plots import plot_reintegration
+
+    problems = [ode_adjoint.oscillator(), ode_adjoint.lotka_volterra(), ode_adjoint.diffusion()]
+    return [_save(plot_reintegration(problems), folder, "adjoint_reintegration.png")]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -299,6 +315,11 @@ FIGURES: tuple[Entry, ...] = (
                                      "figure3_blocks.png"),
           _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
                     "sampling, with the memory each edge keeps"),
+    Entry("sparsity", _one("sparsity_pattern.png", "sparsity_strategies.png"), _sparsity,
+          "a tridiagonal pattern with its seed groups; sweeps and multiplications per "
+          "strategy on an arrow"),
+    Entry("adjoint_reintegration", _one("adjoint_reintegration.png"), _adjoint_reintegration,
+          "the continuous adjoint with stored, checkpointed and re-integrated states"),
 )
 
 

@@ -11,7 +11,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "minirad"
 ALGORITHMS = {"sweeps", "paths", "elimination", "sampling", "injection", "jacobian", "labels",
               "gradcheck", "layered", "accumulation", "graph", "trace", "ops", "_engines",
-              "operators", "checkpointing", "overflow", "_callable", "_arguments"}
+              "operators", "checkpointing", "overflow", "_callable", "_arguments",
+              "sparsity", "compressed", "implicit", "ode_adjoint"}
 APPLICATIONS = ("minirad.examples", "minirad.studies", "minirad.experiments", "minirad.gallery")
 
 

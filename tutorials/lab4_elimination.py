@@ -26,7 +26,8 @@
 # hard combinatorial problem.
 #
 # **You need:** Labs 2 and 3 (the LCG, sweeps, paths).
-# **Exercises:** 4.1 (eliminate one vertex) and 4.2 (the Markowitz order).
+# **Exercises:** 4.1 (eliminate one vertex), 4.2 (the Markowitz order) and
+# 4.3 (colouring a sparsity pattern).
 
 # %%
 import numpy as np
@@ -397,6 +398,83 @@ for name, order in (("forward", "forward"), ("reverse", "reverse"), ("your Marko
     print(f"{name:<16} {m:>5} multiplications, {a:>5} additions")
 
 # %% [markdown]
+# ## 7. Exercise 4.3: fewer sweeps by colouring
+#
+# Every order above computes the whole Jacobian. When the Jacobian is
+# **sparse**, sweeps can share the work. Its sparsity pattern needs no
+# numbers: entry $(i, j)$ can be nonzero only if some path leads from input
+# $j$ to output $i$, which is the same sweep run on Booleans
+# (`minirad.sparsity.pattern`). Here is a program whose output $i$ uses
+# only inputs $i-1, i, i+1$: a tridiagonal Jacobian.
+
+# %%
+from minirad.compressed import plan, recover
+from minirad.pattern_plots import plot_pattern, plot_strategies
+from minirad.sparsity import pattern
+
+band = examples.banded(8)
+P = pattern(band)
+print(P.astype(int))
+
+# %% [markdown]
+# A forward sweep seeded with $e_0 + e_3$ returns column 0 **plus** column 3.
+# No row holds both (their nonzeros are rows 0-1 and rows 2-4), so each entry
+# of the sum is one entry of the Jacobian, and the pattern says which: one
+# sweep, two columns. Grouping columns so that no row holds two of a group
+# is colouring a graph whose vertices are the columns, joined when they
+# share a row.
+#
+# **Exercise 4.3.** Complete `colour_columns(P)`: given a Boolean pattern
+# `P` (rows: outputs, columns: inputs), return a list with one colour
+# (0, 1, 2, ...) per column such that no row holds two columns of the same
+# colour. Use the greedy rule: take the columns in order and give each the
+# smallest colour that no earlier column sharing a row with it has.
+
+# %%
+def colour_columns(P):
+    """One colour per column of P; columns of one colour share no row."""
+    # BEGIN SOLUTION Exercise 4.3: colour the columns of a pattern
+    colours = []
+    for j in range(P.shape[1]):
+        taken = {colours[k] for k in range(j) if np.any(P[:, j] & P[:, k])}
+        colour = 0
+        while colour in taken:
+            colour += 1
+        colours.append(colour)
+    return colours
+    # END SOLUTION
+
+
+# %%
+labs.check_column_colouring(colour_columns)
+
+# %% [markdown]
+# Three colours, so three forward sweeps instead of eight give the whole
+# tridiagonal Jacobian; rows can be coloured the same way for reverse
+# sweeps. `minirad.compressed.plan` prices every strategy by the sweeps'
+# cost convention and picks one, and the pictures show the groups and the
+# bill.
+
+# %%
+colours = colour_columns(P)
+print("your colours:", colours)
+chosen = plan(band)
+print(chosen.explanation())
+J = recover(band, chosen.best).jacobian
+assert np.allclose(J, minirad.jacobian(band))
+labs.show(plot_pattern(band), "lab4_colouring")
+labs.show(plot_strategies(chosen), "lab4_strategies")
+
+# %% [markdown]
+# **What to look for.** The multiplications of the coloured sweeps equal
+# those of the dense ones here: minirad's sweeps already skip what a seed
+# cannot reach, so colouring saves **passes** over the graph (what an AD
+# tool that runs the whole program once per seed pays), not arithmetic.
+# Try `examples.arrow(8)`: a dense row *and* a dense column defeat both
+# colourings, and only the **mixed** strategy (the dense row by a reverse
+# sweep, the rest by coloured forward sweeps) needs few sweeps.
+
+# %% [markdown]
 # ## What you learned
 #
 # * Eliminating an intermediate vertex joins each predecessor to each
@@ -412,6 +490,9 @@ for name, order in (("forward", "forward"), ("reverse", "reverse"), ("your Marko
 #   adjoints. A reverse sweep accumulates them in place (`+=`); elimination
 #   accumulates them into existing edges; the tracer accumulates the operands
 #   of `y * y` into one edge.
+# * A sparse Jacobian needs fewer sweeps: columns that share no row can be
+#   seeded together (a colouring of the pattern, which the graph gives
+#   without any numbers), and likewise rows for reverse sweeps.
 #
 # ## Going further
 #

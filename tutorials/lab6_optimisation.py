@@ -26,7 +26,8 @@
 # size and by the number of draws.
 #
 # **You need:** Labs 2, 4 and 5.
-# **Exercises:** 6.1 (one descent step) and 6.2 (descent with sampled gradients).
+# **Exercises:** 6.1 (one descent step), 6.2 (descent with sampled gradients)
+# and 6.3 (the gradient through a solve: the implicit function theorem).
 
 # %%
 import math
@@ -486,7 +487,75 @@ assert tail[0.3] > tail[0.1] > tail[0.03]
 # schedules shrink the learning rate over time: with rates that decrease
 # suitably (e.g. like $1/t$) the iterates converge to the minimum itself,
 # noise and all.
+
+# %% [markdown]
+# ## 7. Exercise 6.3: the gradient through a solve
 #
+# Fitting often puts a **solver** inside the loss: $x(p)$ is defined by
+# $f(x, p) = 0$ (a steady state, an equilibrium) and the cost is $g(x)$.
+# Differentiating through the solver's iterations works but keeps every
+# iterate. There is a shortcut. Differentiate $f(x(p), p) = 0$:
+# $f_x \, x_p + f_p = 0$, so $x_p = -f_x^{-1} f_p$ and
+#
+# $$\frac{dg}{dp} = g_x \, x_p = -\left(g_x f_x^{-1}\right) f_p = -\lambda^T f_p,
+# \qquad f_x^T \lambda = g_x^T .$$
+#
+# One solve with $f_x^T$, whatever the solver did and however many steps it
+# took: the reverse sweep's version of the implicit function theorem.
+#
+# **Exercise 6.3.** Complete `implicit_gradient(f_x, f_p, g_x)`: the
+# Jacobians at the solution ($f_x$: $n \times n$, $f_p$: $n \times m$,
+# $g_x$: length $n$) in, $dg/dp$ (length $m$) out. Use `np.linalg.solve`;
+# do not form $f_x^{-1}$ or $x_p$.
+
+# %%
+def implicit_gradient(f_x, f_p, g_x):
+    """dg/dp at a root of f(x, p) = 0, by one transposed solve."""
+    # BEGIN SOLUTION Exercise 6.3: the implicit gradient
+    lam = np.linalg.solve(f_x.T, g_x)
+    return -lam @ f_p
+    # END SOLUTION
+
+
+# %%
+labs.check_implicit_gradient(implicit_gradient)
+
+# %% [markdown]
+# The vector LCG does the same on its own: `minirad.implicit.solve_root`
+# runs Newton's method and records **one** edge from $p$ to $x$ whose
+# operator is $-f_x^{-1} f_p$, applied by solves. Compare with tracing a
+# fixed-point iteration step by step: the same gradient from a far smaller
+# graph.
+
+# %%
+from minirad import blocks
+from minirad.array_trace import trace_arrays
+from minirad.implicit import solve_root
+from minirad.vgraph import memory
+
+A = np.array([[3.0, 1.0], [0.5, 4.0]])
+
+
+def residual(x, p):
+    return A @ x + 0.1 * x ** 3 - p
+
+
+def through_iterations(p, steps=60):
+    x = np.zeros(2)
+    for _ in range(steps):   # Richardson's iteration: x <- x - f(x, p) / 5
+        x = x - residual(x, p) / 5.0
+    return (x * x).sum()
+
+
+p0 = np.array([1.0, -2.0])
+implicit = trace_arrays(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
+unrolled = trace_arrays(through_iterations, p0)
+for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
+    print(f"{label:<24} {g.n_vertices:>4} vertices, {memory(g).total:>7,.0f} bytes kept, "
+          f"gradient {blocks.gradient(g)[0].round(10)}")
+assert np.allclose(blocks.gradient(implicit)[0], blocks.gradient(unrolled)[0], rtol=1e-9)
+
+# %% [markdown]
 # ## What you learned
 #
 # * One step of gradient descent is `p - rate * gradient`, with the gradient
@@ -500,6 +569,9 @@ assert tail[0.3] > tail[0.1] > tail[0.03]
 # * With unbiased gradient estimates, descent converges **in expectation**
 #   (exactly so for a quadratic), but the iterates hover around the minimum
 #   at a noise floor that more draws or smaller steps push down.
+# * Through a solver, the gradient needs one transposed solve,
+#   $f_x^T \lambda = g_x^T$, then $dg/dp = -\lambda^T f_p$: no iterates kept,
+#   however many the solver took (the implicit function theorem).
 #
 # ## Going further
 #

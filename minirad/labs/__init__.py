@@ -43,11 +43,13 @@ from .checks_more import (
     line_fit_loss,
     sample_jacobian,
 )
+from .checks_sparse import check_column_colouring, check_implicit_gradient
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
     "ARRAY_RULES", "check_pullbacks", "check_scalar_tracer",
-    "CheckFailed", "call_student", "check_central_difference", "check_count_paths",
+    "CheckFailed", "call_student", "check_central_difference", "check_column_colouring",
+    "check_count_paths", "check_implicit_gradient",
     "check_descent_step", "check_directional_difference", "check_eliminate_vertex",
     "check_forward_sweep", "check_graphs", "check_rademacher_P", "check_sampling_P",
     "check_variance_k1", "check_markowitz_order", "check_reverse_sweep",
