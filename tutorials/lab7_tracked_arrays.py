@@ -65,7 +65,10 @@ from minirad.sweeps import reverse_sweep
 # `sin`, and `gradient(f, x, y)`, which creates a fresh tape, wraps `x` and
 # `y` as `Var`s on it, runs `f(X, Y, sin)`, walks the tape backwards from the
 # result and returns `[df/dx, df/dy]`. Only `Var` op `Var` is needed. The
-# check runs nine programs (among them the seed's $f = xy + \sin x$ and
+# cells after the check use your type, so keep this interface: `Var(value,
+# tape)` has attributes `value` and `adjoint` (starting at 0), and the tape
+# is a list of `(result, operands)` entries where `operands` is a tuple of
+# `(operand, partial)` pairs. The check runs nine programs (among them the seed's $f = xy + \sin x$ and
 # $g = y^2 + \sin x$) and compares with minirad's `trace` followed by a
 # reverse sweep, and with central differences.
 
