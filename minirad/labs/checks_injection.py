@@ -57,13 +57,22 @@ def _matrix(result, d: int, where: str) -> np.ndarray:
 
 
 def _reproducible(fn, d, k, where, what):
+    """Ten calls on a generator seeded 123 (and 456) twice give the same ten matrices.
+
+    Ten calls, not one: with d = 3 and k = 1 a single sampling matrix has only
+    three possible values, so one call could agree by chance; ten independent
+    calls of a sampler that ignores ``rng`` agree with probability 3**-10.
+    """
     for seed in (123, 456):
-        first, again = (_matrix(call_student(fn, where, d, k, np.random.default_rng(seed)),
-                                d, where) for _ in range(2))
-        if not np.array_equal(first, again):
-            raise CheckFailed(f"{where}: two calls with np.random.default_rng({seed}) returned "
-                              f"different {what}; take every random number from the rng "
-                              f"argument, never from np.random or the random module")
+        runs = []
+        for _ in range(2):
+            rng = np.random.default_rng(seed)
+            runs.append([_matrix(call_student(fn, where, d, k, rng), d, where)
+                         for _ in range(10)])
+        if not all(np.array_equal(a, b) for a, b in zip(*runs)):
+            raise CheckFailed(f"{where}: two runs of ten calls on np.random.default_rng({seed}) "
+                              f"returned different {what}; take every random number from the "
+                              f"rng argument, never from np.random or the random module")
 
 
 def _unbiased(samples: np.ndarray, where: str, hint: str) -> None:
@@ -88,7 +97,7 @@ def check_sampling_P(fn: Callable) -> None:
     is diagonal and ``P[i, i]`` is (times ``i`` was drawn) x ``d/k``.  The
     check, for five ``(d, k)``: shape ``(d, d)``; diagonal; every diagonal
     entry a whole multiple of ``d/k`` adding up to ``k`` draws (so the trace
-    is ``d``); reproducibility with a seeded ``rng``; over 2000 matrices
+    is ``d``); reproducibility (ten calls on a seeded ``rng``, twice); over 2000 matrices
     drawn with ``np.random.default_rng(2021)`` the mean is within 5 standard
     errors of ``I`` (a correct answer fails with probability below one in
     a million per entry); and for ``k >= 2`` the same component is drawn
