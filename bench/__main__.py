@@ -1,12 +1,18 @@
-"""Run every benchmark and write the results table: ``python -m bench``.
+"""Run every benchmark and print the results tables: ``python -m bench``.
 
-    python -m bench                      # full sizes, writes bench/RESULTS.md
+    python -m bench                      # full sizes; prints, writes no file
+    python -m bench --check              # ... and PASS/FAIL per performance goal
     python -m bench --quick              # tiny sizes, a smoke test (< ~20 s)
     python -m bench --only trace         # one group (repeatable)
-    python -m bench --quick --output /tmp/results.md
+    python -m bench --output /tmp/results.md        # also write the report there
+    python -m bench --check --output bench/RESULTS.md   # regenerate the committed one
 
 Each group is a module ``bench/bench_<group>.py`` with ``run(quick) -> rows``.
 A module that is missing or raises becomes an error row; the run goes on.
+A group may also define ``goals(rows)``, its performance goals read off its
+rows, which ``--check`` prints (and the report includes).  Nothing is written
+unless ``--output`` says where: running the benchmark never overwrites the
+committed bench/RESULTS.md by accident.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import time
 import traceback
 from pathlib import Path
 
-from bench.common import BENCH_DIR, add_ratios, format_seconds, machine, markdown_tables
+from bench.common import (BENCH_DIR, add_ratios, format_seconds, goals_table, machine,
+                          markdown_tables)
 from minirad._files import write_atomically
 
 # the groups in the order the report shows them; any other bench_*.py found
@@ -65,8 +72,19 @@ def load_average() -> str:
         return "unknown"
 
 
+def group_goals(groups: list[str], results: dict[str, list]) -> list[dict]:
+    """The goals every group reads off its own rows (groups without goals add none)."""
+    goals = []
+    for group in groups:
+        module = sys.modules.get(f"bench.bench_{group}")
+        read = getattr(module, "goals", None)
+        if read is not None:
+            goals += read(results[group])
+    return goals
+
+
 def report(rows: list[dict], quick: bool, seconds: float, argv: list[str],
-           loads: tuple[str, str]) -> str:
+           loads: tuple[str, str], goals: list[dict] | None = None) -> str:
     """The whole RESULTS.md text."""
     command = " ".join(["python -m bench", *argv])
     when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
@@ -82,12 +100,17 @@ def report(rows: list[dict], quick: bool, seconds: float, argv: list[str],
     # other work on the machine skews wall times: say how busy it was
     lines += [f"| load average 1/5/15 min, at start | {loads[0]} |",
               f"| load average 1/5/15 min, at end | {loads[1]} |"]
+    if goals:
+        lines += ["", "## Goals (issue 16)", "",
+                  "Read off the tables below, all from this one run.", "", goals_table(goals)]
     lines += ["", "## Results", "", markdown_tables(rows)]
     return "\n".join(lines)
 
 
-def run(groups: list[str], quick: bool, output: Path, argv: list[str]) -> dict[str, list]:
-    """Run the groups, print the tables, write the report; the rows of each group."""
+def run(groups: list[str], quick: bool, output: Path | None, argv: list[str],
+        check: bool = False) -> dict[str, list]:
+    """Run the groups, print the tables (and goals), write the report if
+    ``output`` is given; the rows of each group."""
     start, load_at_start = time.perf_counter(), load_average()
     results = {}
     for group in groups:
@@ -100,11 +123,17 @@ def run(groups: list[str], quick: bool, output: Path, argv: list[str]) -> dict[s
     rows = [row for group in groups for row in results[group]]
     add_ratios(rows)
     print(markdown_tables(rows))
-    text = report(rows, quick, time.perf_counter() - start, argv,
-                  (load_at_start, load_average()))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(output, lambda f: f.write(text.encode("utf-8")))
-    print(f"[bench] wrote {output}", file=sys.stderr)
+    goals = group_goals(groups, results) if check else None
+    if goals is not None:
+        print("## Goals (issue 16)\n\n" + goals_table(goals))
+    if output is not None:
+        text = report(rows, quick, time.perf_counter() - start, argv,
+                      (load_at_start, load_average()), goals)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(output, lambda f: f.write(text.encode("utf-8")))
+        print(f"[bench] wrote {output}", file=sys.stderr)
+    if goals is not None:
+        results["goals"] = goals
     return results
 
 
@@ -114,8 +143,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help=f"run only this group (repeatable): {', '.join(discover())}")
-    parser.add_argument("--output", type=Path, default=BENCH_DIR / "RESULTS.md",
-                        help="where to write the table (default: bench/RESULTS.md)")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="write the report (machine, goals, tables) to this file; "
+                             "default: write nothing")
+    parser.add_argument("--check", action="store_true",
+                        help="print PASS/FAIL for each performance goal; exit 1 if one fails")
     args = parser.parse_args(argv)
 
     groups = discover()
@@ -125,8 +157,9 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"unknown group(s) {unknown}; the groups are {groups}")
         groups = [g for g in groups if g in chosen]
-    run(groups, args.quick, args.output, argv)
-    return 0
+    results = run(groups, args.quick, args.output, argv, check=args.check)
+    failed = [g for g in results.get("goals", []) if g["verdict"] == "FAIL"]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -31,16 +31,17 @@ import sys
 
 import numpy as np
 
-from bench.common import median_time, print_results
+from bench.common import find_row, goal, median_time, print_results
 from minirad import LCG, examples
 from minirad._random import as_generator
 from minirad.elimination import OPTIMAL_LIMIT, eliminate, elimination_cost
 
-SIZES = (1_000, 10_000)
+SIZES = (1_000, 10_000, 30_000)
 QUICK_SIZES = (300, 3_000)
 OPTIMAL_SIZES = (8, 12, OPTIMAL_LIMIT)  # intermediates; the search visits 2**k sets
 QUICK_OPTIMAL_SIZES = (8, 12)
 RESCAN_LIMIT = 2_000  # the quadratic peer takes minutes at 10^4
+ONE_REPEAT = 20_000  # above this size, one run (minutes each with the current engine)
 
 
 def local_dag(n_intermediates: int, n_inputs: int = 20, n_outputs: int = 20,
@@ -101,7 +102,8 @@ def run(quick: bool = False) -> list[dict]:
         previous = None
         for n in sizes:
             g = graph(family, n)
-            seconds, result = median_time(lambda g=g: eliminate(g, "markowitz"), repeats)
+            seconds, result = median_time(lambda g=g: eliminate(g, "markowitz"),
+                                          1 if n > ONE_REPEAT else repeats)
             forward = elimination_cost(g, "forward")
             reverse = elimination_cost(g, "reverse")
             exponent = (math.log(seconds / previous[1]) / math.log(n / previous[0])
@@ -140,6 +142,24 @@ def run(quick: bool = False) -> list[dict]:
             "markowitz_mults": markowitz[0],
         })
     return rows
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 16's goals for Markowitz elimination."""
+    out = []
+    for family in ("random_dag", "local"):
+        mine = [r for r in rows if r.get("benchmark") == f"markowitz/{family}"
+                and r.get("method") == "markowitz" and r.get("median_s")]
+        spread = None
+        if len(mine) >= 2 and mine[-1]["size"] >= 2 * 10**4:
+            spread = mine[-1]["ns_per_op"] / mine[0]["ns_per_op"]
+        out.append(goal(f"markowitz/{family}: time per counted operation, largest over "
+                        f"smallest size (10^3 to 3x10^4 vertices)", spread, 1.3))
+    local = next((r for r in rows if r.get("benchmark") == "markowitz/local"
+                  and r.get("method") == "markowitz" and 9_000 <= r["size"] <= 11_000), None)
+    out.append(goal("markowitz/local (width-50 window), 10^4 vertices: seconds",
+                    None if local is None else local["median_s"], 2.0, " s"))
+    return out
 
 
 if __name__ == "__main__":

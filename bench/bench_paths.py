@@ -28,7 +28,7 @@ import argparse
 
 import networkx as nx
 
-from bench.common import median_time, print_results
+from bench.common import goal, median_time, print_results, time_ratio
 from minirad import examples
 from minirad.paths import count_paths
 
@@ -109,6 +109,14 @@ def run(quick: bool = False) -> list[dict]:
         group, _ = _compare(width, depth, 3 if quick else 5, enumerate_rate=rate)
         rows += group
     return rows
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 16's goal: count_paths at least as fast as the networkx DP on every graph."""
+    sizes = dict.fromkeys(r["size"] for r in rows if r.get("benchmark") == BENCHMARK)
+    return [goal(f"count_paths, {size}: time vs the networkx DP",
+                 time_ratio(rows, BENCHMARK, size, "minirad count_paths",
+                            "networkx DP over topological_sort"), 1.0) for size in sizes]
 
 
 def main(argv=None):

@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from bench.common import median_time, print_results
+from bench.common import goal, median_time, print_results
 from minirad import examples
 from minirad.sampling import sample_paths, sampled_jacobians
 
@@ -133,6 +133,26 @@ def run(quick: bool = False) -> list[dict]:
             rows += _rows(label, g, k, batched_n=1_000 if quick else 10_000,
                           single_n=10 if quick else 100, repeats=1 if quick else 3)
     return rows
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 16's goals for batched Algorithm 1, per graph and k."""
+    out = []
+    sizes = dict.fromkeys(r["size"] for r in rows if r.get("benchmark") == BENCHMARK)
+    for size in sizes:
+        by_method = {r["method"]: r for r in rows if r.get("size") == size}
+        batched = by_method.get("minirad sampled_jacobians")
+        literal = by_method.get("literal Algorithm 1 (pure Python)")
+        if batched is None or not batched.get("median_s"):
+            continue
+        if batched.get("batch", 0) >= 10_000:
+            out.append(goal(f"{size}: 10^4 batched estimates, seconds",
+                            10_000 * batched["median_s"], 0.2, " s"))
+        speedup = (None if literal is None or not literal.get("median_s")
+                   else literal["median_s"] / batched["median_s"])
+        out.append(goal(f"{size}: batched speed-up over the literal loop", speedup, 50.0,
+                        at_most=False))
+    return out
 
 
 def main(argv=None) -> int:

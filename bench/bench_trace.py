@@ -34,11 +34,13 @@ import argparse
 import gc
 import json
 import math
+import resource
 import statistics
 import sys
 import time
 
-from bench.common import print_results, run_worker, skipped_row, version
+from bench.common import (find_row, goal, print_results, run_worker, skipped_row, time_ratio,
+                          version)
 
 BENCHMARK = "trace + gradient"
 BENCHMARK_NO_GC = "trace + gradient, gc disabled"
@@ -186,12 +188,59 @@ def work_autograd(steps, repeats):
     return _timed_runs(lambda: make_vjp(f)(anp.array(INPUTS)), backward, repeats)
 
 
+def work_jax(steps, repeats):
+    """JAX: ``jit(value_and_grad(f))`` of the unrolled program.  The first call
+    traces the Python loop and compiles it with XLA (``first_s``); later calls
+    at new points run the compiled code (``median_s``, the steady state)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # float64, as every other method here
+    import jax.numpy as jnp
+
+    def f(v):
+        return program(v[0], v[1], v[2], steps, lambda t: jnp.maximum(t, 0.0))
+
+    gradient = jax.jit(jax.value_and_grad(f))
+    start = time.perf_counter()
+    value, grad = gradient(jnp.array(INPUTS))
+    grad.block_until_ready()
+    first = time.perf_counter() - start
+    times = []
+    for i in range(max(3, repeats)):
+        point = jnp.array(INPUTS) * (1.0 + 1e-3 * (i + 1))  # a new point: no cached result
+        start = time.perf_counter()
+        gradient(point)[1].block_until_ready()
+        times.append(time.perf_counter() - start)
+    return {"first_s": first, "median_s": statistics.median(times), "build_s": None,
+            "backward_s": None, "cpu_s": None,
+            "result": (float(value), [float(d) for d in grad])}
+
+
+def work_minirad_repeated(steps, repeats):
+    """minirad's first and steady-state gradient: it compiles nothing, so every
+    gradient at a new point is a new trace and sweep."""
+    out = work_minirad(steps, repeats)
+    out["first_s"] = out["median_s"]
+    return out
+
+
 WORKERS = {"floats": work_floats, "minirad": work_minirad, "micrograd": work_micrograd,
-           "autograd": work_autograd}
+           "autograd": work_autograd, "jax": work_jax, "minirad_jax": work_minirad_repeated}
 METHODS = {"floats": "plain floats (floor)", "minirad": "minirad trace + reverse_sweep",
-           "micrograd": "micrograd build + backward", "autograd": "autograd make_vjp + vjp"}
-PACKAGES = {"micrograd": "micrograd", "autograd": "autograd"}
+           "micrograd": "micrograd build + backward", "autograd": "autograd make_vjp + vjp",
+           "jax": "jax jit(value_and_grad)", "minirad_jax": "minirad trace + reverse_sweep"}
+PACKAGES = {"micrograd": "micrograd", "autograd": "autograd", "jax": "jax"}
+# the main table: (worker, gc on?); micrograd's headline row is its best
+# configuration, with the collector off (its graph is reference cycles that the
+# collector walks again and again while it grows); the default is shown too
+MAIN = (("floats", True), ("minirad", True), ("micrograd", False), ("micrograd", True),
+        ("autograd", True))
 NO_GC_WORKERS = ("minirad", "micrograd")
+BENCHMARK_HUGE = "trace + gradient, 10^7 operations"
+HUGE = 10_000_000
+BENCHMARK_JAX = "unrolled scalar program: first gradient and steady state"
+JAX_SIZES = (300, 1_000)
+QUICK_JAX_SIZES = (100,)
 
 
 # ------------------------------------------------------------------ harness
@@ -205,22 +254,33 @@ def _repeats(size, quick):
     return 1 if size >= 1_000_000 else (3 if size >= 100_000 else 5)
 
 
-def _measure(name, size, quick, gc_enabled=True):
+def method_name(name, gc_enabled, benchmark=BENCHMARK):
+    if name == "micrograd" and benchmark == BENCHMARK:
+        return METHODS[name] + (", gc on (default)" if gc_enabled else ", gc off (best)")
+    return METHODS[name]
+
+
+def _measure(name, size, quick, gc_enabled=True, benchmark=None, timeout=None):
     """One table row for one method at one size."""
     steps, repeats = steps_for(size), _repeats(size, quick)
-    benchmark = BENCHMARK if gc_enabled else BENCHMARK_NO_GC
-    row = {"benchmark": benchmark, "size": size, "method": METHODS[name], "median_s": None,
+    benchmark = benchmark or (BENCHMARK if gc_enabled else BENCHMARK_NO_GC)
+    method = method_name(name, gc_enabled, benchmark)
+    row = {"benchmark": benchmark, "size": size, "method": method, "median_s": None,
            "repeats": repeats, "ops": operation_count(steps)}
     package = PACKAGES.get(name)
     if package and version(package) is None:
-        return {**skipped_row(benchmark, size, METHODS[name], package), "ops": row["ops"]}
+        return {**skipped_row(benchmark, size, method, package), "ops": row["ops"]}
     args = ["--worker", name, "--steps", str(steps), "--repeats", str(repeats)]
     out = run_worker("bench.bench_trace", args + ([] if gc_enabled else ["--no-gc"]),
-                     _timeout(size, repeats))
+                     timeout or _timeout(size, repeats))
     if "status" in out:
         return {**row, "status": out["status"]}
     row.update(median_s=out["median_s"], build_s=out["build_s"], backward_s=out["backward_s"],
                cpu_s=out["cpu_s"], status="ok", result=out["result"])
+    if "first_s" in out:
+        row["first_gradient_s"] = out["first_s"]
+    if "peak_rss_mb" in out:
+        row["peak_rss_mb"] = out["peak_rss_mb"]
     if out.get("note"):
         row["note"] = out["note"]
     if out.get("ops", row["ops"]) != row["ops"]:  # minirad counts the vertices it traced
@@ -234,6 +294,8 @@ def _check_agreement(rows):
     by_method = {row["method"]: result for row, result in zip(rows, results) if result}
     floor = by_method.get(METHODS["floats"])
     mine = by_method.get(METHODS["minirad"])
+    if floor is None and mine is not None:  # no floor row: values are checked against minirad's
+        floor = mine
     for row, result in zip(rows, results):
         if result is None:
             continue
@@ -258,7 +320,8 @@ def run(quick: bool = False) -> list[dict]:
     sizes = QUICK_SIZES if quick else SIZES
     rows = []
     for size in sizes:
-        group = [_measure(name, size, quick) for name in WORKERS]
+        group = [_measure(name, size, quick, gc_enabled, benchmark=BENCHMARK)
+                 for name, gc_enabled in MAIN]
         _check_agreement(group)
         rows += group
     # the same with Python's cyclic garbage collector off: how much of each
@@ -267,7 +330,42 @@ def run(quick: bool = False) -> list[dict]:
         group = [_measure(name, size, quick, gc_enabled=False) for name in NO_GC_WORKERS]
         _check_agreement(group)
         rows += group
+    # JAX compiles the unrolled program once, then runs it at any point;
+    # minirad compiles nothing and traces again at every new point
+    for size in QUICK_JAX_SIZES if quick else JAX_SIZES:
+        group = [_measure(name, size, quick, benchmark=BENCHMARK_JAX,
+                          timeout=None if name == "minirad_jax" else 600)
+                 for name in ("minirad_jax", "jax")]
+        _check_agreement(group)
+        rows += group
+    if not quick:  # the scale goal: 10^7 operations in under a minute and 4 GB
+        group = [_measure("minirad", HUGE, quick, benchmark=BENCHMARK_HUGE, timeout=600)]
+        rows += group
+        group[0].pop("result", None)
     return rows
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 16's goals for tracing, read off this group's rows."""
+    size = 100_000
+    mine = find_row(rows, BENCHMARK, size, METHODS["minirad"])
+    floor = find_row(rows, BENCHMARK, size, METHODS["floats"])
+    best = method_name("micrograd", False)
+    huge = find_row(rows, BENCHMARK_HUGE, HUGE, METHODS["minirad"])
+    return [
+        goal("trace + gradient, 10^5 ops, vs micrograd gc off (best)",
+             time_ratio(rows, BENCHMARK, size, METHODS["minirad"], best), 0.3),
+        goal("trace + gradient, 10^5 ops, vs micrograd gc on (default)",
+             time_ratio(rows, BENCHMARK, size, METHODS["minirad"],
+                        method_name("micrograd", True)), 0.3),
+        goal("tracing alone (build_s), 10^5 ops, vs the plain-float floor",
+             None if mine is None or floor is None else mine["build_s"] / floor["median_s"],
+             15.0),
+        goal("trace + gradient, 10^7 ops: seconds",
+             None if huge is None else huge["median_s"], 60.0, " s"),
+        goal("trace + gradient, 10^7 ops: peak memory",
+             None if huge is None else huge.get("peak_rss_mb", 0) / 1024, 4.0, " GB"),
+    ]
 
 
 def main(argv=None):
@@ -281,7 +379,9 @@ def main(argv=None):
     if args.worker:  # inside a worker process: one JSON line on stdout
         if args.no_gc:
             gc.disable()
-        print(json.dumps(WORKERS[args.worker](args.steps, args.repeats)))
+        out = WORKERS[args.worker](args.steps, args.repeats)
+        out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(out))
         return
     print_results(run(quick=args.quick))
 

@@ -129,7 +129,7 @@ def machine() -> list[tuple[str, str]]:
             ("memory", memory_gib()),
             ("OS", platform.platform()),
             ("Python", f"{platform.python_version()} ({platform.python_implementation()})")]
-    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd"):
+    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd", "jax"):
         rows.append((package, version(package) or "not installed"))
     return rows
 
@@ -222,3 +222,44 @@ def print_results(rows: list[dict]) -> None:
     prints them."""
     add_ratios(rows)
     print(markdown_tables(rows))
+
+
+# ------------------------------------------------------------------- goals
+# A group may define ``goals(rows) -> list[dict]``: the targets of issue 16,
+# read off its own rows after a run (``python -m bench --check`` prints them).
+def find_row(rows: list[dict], benchmark: str, size, method: str) -> dict | None:
+    """The timed row of one (benchmark, size, method), or None."""
+    for row in rows:
+        if (row.get("benchmark") == benchmark and str(row.get("size")) == str(size)
+                and row.get("method") == method and _timed(row)):
+            return row
+    return None
+
+
+def goal(name: str, value, limit: float, unit: str = "x", *, at_most: bool = True,
+         missing: str = "not measured") -> dict:
+    """One goal: ``value`` (None when not measured) against ``limit``."""
+    if value is None:
+        return {"goal": name, "value": None, "limit": limit, "unit": unit, "at_most": at_most,
+                "verdict": missing}
+    passed = value <= limit if at_most else value >= limit
+    return {"goal": name, "value": value, "limit": limit, "unit": unit, "at_most": at_most,
+            "verdict": "PASS" if passed else "FAIL"}
+
+
+def time_ratio(rows, benchmark, size, numerator: str, denominator: str) -> float | None:
+    """median_s of one method over another's, at one size; None unless both ran."""
+    a, b = (find_row(rows, benchmark, size, m) for m in (numerator, denominator))
+    if a is None or b is None or not b["median_s"]:
+        return None
+    return a["median_s"] / b["median_s"]
+
+
+def goals_table(goals: list[dict]) -> str:
+    lines = ["| goal | measured | target | verdict |", "|---|---|---|---|"]
+    for g in goals:
+        value = g["value"]
+        shown = "-" if value is None else (f"{value:.3g}{g['unit']}")
+        target = f"{'<=' if g.get('at_most', True) else '>='} {g['limit']:g}{g['unit']}"
+        lines.append(f"| {g['goal']} | {shown} | {target} | {g['verdict']} |")
+    return "\n".join(lines) + "\n"

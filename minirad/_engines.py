@@ -242,7 +242,8 @@ def run_levels(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
 
 
 def unit_lower(g):
-    """``I - L`` in CSC form, L[v, u] = dv/du: the forward sweep's system.
+    """``I - L`` in CSC form, L[v, u] = dv/du: the forward sweep's system, for
+    SciPy's public solver (the fallback of :func:`run_triangular`).
 
     Column u holds the diagonal 1 and then -dv/du for each successor v in
     increasing order, which is exactly the out-edge listing, so the matrix is
@@ -272,7 +273,52 @@ def unit_lower(g):
     return g.memo("sweeps.matrix", assemble)
 
 
+def _substitution():
+    """SciPy's compiled sparse substitution (what ``spsolve_triangular`` calls
+    once it has checked and copied its input), or None where this SciPy does
+    not have it under that name.  Private to SciPy, so its use is guarded:
+    :func:`run_triangular` falls back to the public solver."""
+    try:
+        from scipy.sparse.linalg._dsolve._superlu import gstrs
+    except ImportError:  # pragma: no cover - depends on the SciPy version
+        return None
+    return gstrs
+
+
+def strict_upper(g):
+    """``L^T`` negated, in CSC form, read straight off the edge arrays: column v
+    lists v's in-edges, which is how the edges are already grouped, so
+    nothing is sorted or copied beyond a negation and a narrowing to 32-bit
+    indices.  With an identity ``L`` factor (diagonal stored, as SuperLU's
+    solve expects) the pair is the unit triangular system ``(I - L)^T``."""
+    def assemble():
+        n = g.n_vertices
+        identity = (np.ones(n), np.arange(n, dtype=np.intc), np.arange(n + 1, dtype=np.intc))
+        return identity, (np.negative(g.partials), g.sources.astype(np.intc),
+                          g.in_edges_ptr.astype(np.intc))
+
+    return g.memo("sweeps.strict_upper", assemble)
+
+
 def run_triangular(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    """The sweep as a unit triangular solve: reverse ``(I - L)^T A = S``,
+    forward ``(I - L) T = S``, both on the one matrix of :func:`strict_upper`
+    (the forward sweep solves with its transpose)."""
+    n = g.n_vertices
+    gstrs = _substitution()
+    if gstrs is None or max(n, g.n_edges) >= np.iinfo(np.intc).max:
+        return run_triangular_public(g, seeds, forward)
+    (l_data, l_rows, l_ptr), (u_data, u_rows, u_ptr) = strict_upper(g)
+    rhs = np.array(seeds[:, 0] if seeds.shape[1] == 1 else seeds, dtype=np.float64, order="F")
+    x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
+                    n, len(u_data), u_data, u_rows, u_ptr, rhs)
+    if info:  # pragma: no cover - a unit triangular system is never singular
+        raise RuntimeError(f"the triangular solve failed (SuperLU info {info})")
+    return np.asarray(x, dtype=np.float64).reshape(n, -1)
+
+
+def run_triangular_public(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
+    """:func:`run_triangular` through SciPy's public ``spsolve_triangular``."""
     from scipy.sparse.linalg import spsolve_triangular
 
     matrix = unit_lower(g)
@@ -289,6 +335,13 @@ def engine_for(g, k: int, engine: str) -> str:
         return engine
     if g.n_edges * k <= LOOP_WORK:
         return "loop"
+    # The first sweep of a graph goes to the solver, which reads the edge
+    # arrays as they are; only a graph swept again pays for the wavefront
+    # schedule (levels, an out-edge sort), which then makes wide graphs faster.
+    sweeps = g.memo("sweeps.count", lambda: [0])
+    sweeps[0] += 1
+    if sweeps[0] == 1 and "sweeps.schedule" not in g.memos:
+        return "triangular"
     cap = max(MIN_LEVELS, g.n_edges // EDGES_PER_LEVEL)
     return "levels" if level_schedule(g, cap) is not None else "triangular"
 
@@ -306,10 +359,51 @@ def propagate(g, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ counting
+# Sums of non-negative integers below this are exact in float64, however
+# they are ordered, as every partial sum is below the final one too.
+EXACT_FLOATS = 2**53
+
+
 def path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]]:
     """``counts[v][c]``: paths from ``ends[c]`` to ``v`` (forward) or from ``v``
-    to ``ends[c]`` (backward), one pass over the edges with Python ints."""
+    to ``ends[c]`` (backward), as Python ints.
+
+    First as floats, by the compiled triangular solve with every label 1;
+    the counts are exact when none reaches 2**53 (checked).  Otherwise, one
+    pass over the edges with Python ints (:func:`exact_path_counts`), which
+    is also the quicker way on small graphs."""
+    if g.n_edges * len(ends) <= LOOP_WORK:
+        return exact_path_counts(g, ends, forward)
+    counts = float_path_counts(g, ends, forward)
+    if counts is not None:
+        return counts
+    return exact_path_counts(g, ends, forward)
+
+
+def float_path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]] | None:
+    """:func:`path_counts` in float64, or None when a count reaches 2**53 (or
+    the compiled solver is not available)."""
+    gstrs = _substitution()
+    n, k = g.n_vertices, len(ends)
+    if gstrs is None or g.n_edges == 0 or max(n, g.n_edges) >= np.iinfo(np.intc).max:
+        return None
+    (l_data, l_rows, l_ptr), (_, u_rows, u_ptr) = strict_upper(g)
+    unit = g.memo("paths.minus_ones", lambda: np.full(g.n_edges, -1.0))
+    rhs = np.zeros((n, k), order="F")
+    rhs[list(ends), np.arange(k)] = 1.0
+    x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
+                    n, len(unit), unit, u_rows, u_ptr, rhs[:, 0] if k == 1 else rhs)
+    x = np.asarray(x).reshape(n, k)
+    if info or not x.max(initial=0.0) < EXACT_FLOATS:  # also catches inf and nan
+        return None
+    return x.astype(np.int64).tolist()
+
+
+def exact_path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]]:
+    """:func:`path_counts` with Python ints, one pass over the edges."""
     k = len(ends)
+    if k == 1:
+        return [[c] for c in total_counts(g, ends, forward)]
     counts = [[0] * k for _ in range(g.n_vertices)]
     for c, v in enumerate(ends):
         counts[v][c] = 1

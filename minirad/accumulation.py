@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -51,6 +52,11 @@ class Accumulation:
     d v / d seeds[j] (forward sweeps) and ``adjoints[v, j]`` is
     d seeds[j] / d v (reverse sweeps); ``seeds`` lists the seed vertices.
 
+    ``multiplications`` and ``additions`` may be left None and given as
+    ``counts``, a function returning both: they are then computed the first
+    time either is read (a sweep's counts need a reachability search that
+    a caller who only wants the Jacobian should not pay for).
+
     Every exact method returns one: :func:`minirad.sweeps.forward_sweep`,
     :func:`~minirad.sweeps.reverse_sweep`, :func:`minirad.paths.bauer`, and
     :func:`minirad.elimination.eliminate`, whose
@@ -71,6 +77,23 @@ class Accumulation:
     tangents: np.ndarray | None = field(default=None, kw_only=True)
     adjoints: np.ndarray | None = field(default=None, kw_only=True)
     seeds: tuple[int, ...] = field(default=(), kw_only=True)
+    counts: Callable[[], tuple[int, int]] | None = field(default=None, kw_only=True,
+                                                         repr=False)
+
+    def __post_init__(self):
+        if self.counts is not None and self.multiplications is None:
+            # no instance attribute: the first read falls through to __getattr__
+            object.__delattr__(self, "multiplications")
+            object.__delattr__(self, "additions")
+
+    def __getattr__(self, name: str):
+        counts = self.__dict__.get("counts")
+        if name in ("multiplications", "additions") and counts is not None:
+            multiplications, additions = counts()
+            object.__setattr__(self, "multiplications", multiplications)
+            object.__setattr__(self, "additions", additions)
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def operations(self) -> int:

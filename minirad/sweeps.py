@@ -11,7 +11,7 @@ are Bauer's path sum with the common prefixes (forward) or suffixes
 (reverse) of the paths factored out.
 
 Every exact method returns an :class:`Accumulation`: the Jacobian plus the
-multiplications and additions it took.
+multiplications and additions it took (for sweeps, counted when first read).
 
 Cost convention
 ---------------
@@ -217,9 +217,8 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
     chosen = _select(g, inputs, g.inputs, "input")
     tangents, jac = _sweep(g, chosen, True, engine, keep_values)
     check_finite(g, jac, "forward", columns=chosen)
-    multiplications, additions = _sweep_cost(g, chosen, True)
-    return Accumulation(jac, multiplications, additions, "forward", tangents=tangents,
-                        seeds=chosen)
+    return Accumulation(jac, None, None, "forward", tangents=tangents, seeds=chosen,
+                        counts=lambda: _sweep_cost(g, chosen, True))
 
 
 @takes_lcg
@@ -240,9 +239,8 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
     chosen = _select(g, outputs, g.outputs, "output")
     adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values)
     check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
-    multiplications, additions = _sweep_cost(g, chosen, False)
-    return Accumulation(jac_t.T, multiplications, additions, "reverse", adjoints=adjoints,
-                        seeds=chosen)
+    return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
+                        counts=lambda: _sweep_cost(g, chosen, False))
 
 
 @takes_lcg

@@ -32,24 +32,75 @@ from .ops import OPS, NonFiniteError, Op, apply, evaluate
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
 
+# What made each vertex.  Sums, differences, products, negations and copies
+# (the bulk of most programs) are recorded as a code and their operands only:
+# their partials are 1, -1, a constant or the other operand's value, which
+# `_edges` fills in for the whole tape at once.  Every other operation takes
+# its partials from its entry in minirad.ops.OPS at the time: UNARY when it
+# has one traced operand (its partial is kept in `args`), else GENERAL.
+(INPUT, GENERAL, UNARY, ADD, SUB, MUL, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, SUB_LEFT, MUL_RIGHT,
+ MUL_LEFT, NEG, COPY) = range(14)
+# var-var codes store the second operand's index in `args`; *_RIGHT (x op c)
+# and *_LEFT (c op x) store the constant c
+_PAIRS = (ADD, SUB, MUL)
+_WITH_CONSTANT = {ADD_RIGHT: (_ADD, False), ADD_LEFT: (_ADD, True), SUB_RIGHT: (_SUB, False),
+                  SUB_LEFT: (_SUB, True), MUL_RIGHT: (_MUL, False), MUL_LEFT: (_MUL, True)}
+_CODE_OP = {ADD: _ADD, SUB: _SUB, MUL: _MUL, NEG: _NEG, COPY: _COPY,
+            **{code: op for code, (op, _) in _WITH_CONSTANT.items()}}
+
 
 class Tape:
-    """The growing record of one trace, as flat columns."""
+    """The growing record of one trace, as flat columns (lists: appending to
+    a list is about three times faster than to an ``array.array``).
 
-    __slots__ = ("ops", "values", "sources", "targets", "partials")
+    Per vertex: ``codes`` (what made it), ``lefts`` (its first traced operand,
+    or -1), ``args`` (the second operand's index, a constant, a partial or 0)
+    and ``values``.  UNARY and GENERAL vertices also append their template
+    (``general_ops``), and GENERAL ones their in-edges (``general_sources``,
+    ``general_partials``, ``general_targets``).
+    The ``push_*`` attributes are the columns' bound ``append`` methods,
+    looked up once rather than on every operation.
+    """
+
+    __slots__ = ("codes", "lefts", "args", "values", "general_sources", "general_targets",
+                 "general_partials", "general_ops", "push_code", "push_left", "push_arg",
+                 "push_value")
 
     def __init__(self):
-        self.ops: list[str] = []
+        self.codes: list[int] = []
+        self.lefts: list[int] = []
+        self.args: list[float] = []
         self.values: list[float] = []
-        self.sources: list[int] = []
-        self.targets: list[int] = []
-        self.partials: list[float] = []
+        self.general_sources: list[int] = []
+        self.general_targets: list[int] = []
+        self.general_partials: list[float] = []
+        self.general_ops: list[str] = []
+        self.push_code = self.codes.append
+        self.push_left = self.lefts.append
+        self.push_arg = self.args.append
+        self.push_value = self.values.append
 
     def new_input(self, value: float) -> Var:
         i = len(self.values)
-        self.ops.append("input")
-        self.values.append(value)
+        self._vertex(INPUT, -1, 0.0, value)
         return Var(self, i, value)
+
+    def _vertex(self, code: int, left: int, arg: float, value: float) -> None:
+        self.push_code(code)
+        self.push_left(left)
+        self.push_arg(arg)
+        self.push_value(value)
+
+    def general(self, template: str, value: float, operands=(), partials=()) -> int:
+        """Append a GENERAL vertex with in-edges from ``operands``; its number."""
+        i = len(self.values)
+        self._vertex(GENERAL, -1, 0.0, value)
+        for u, d in zip(operands, partials):
+            self.general_sources.append(u)
+            self.general_targets.append(i)
+            self.general_partials.append(d)
+        self.general_ops.append(template)
+        return i
 
 
 def _constant(x, op: Op, tape: Tape) -> float:
@@ -132,23 +183,114 @@ class Var:
         return _binary_reflected(op, _constant(x, op, y.tape), y)
 
     # ----------------------------------------------------------- operators
+    # +, - and * are spelled out in full (no helper call): they are most of
+    # what programs do, and each call saved is a tenth of the cost of recording.
+    # Float + - * never raise; z - z is 0.0 for a finite z and nan for inf or
+    # nan: a cheap finiteness test.
     def __add__(self, other):
-        return _binary(_ADD, self, other)
+        tape = self.tape
+        if type(other) is Var:
+            if other.tape is not tape:
+                _mixed(_ADD)
+            out = self.value + other.value
+            if out - out:
+                _fail(_ADD, (self, other), tape)
+            tape.push_code(ADD)
+            tape.push_arg(other.index)
+        else:
+            c = other if type(other) is float else _constant(other, _ADD, tape)
+            out = self.value + c
+            if out - out:
+                _fail(_ADD, (self, c), tape)
+            tape.push_code(ADD_RIGHT)
+            tape.push_arg(c)
+        i = len(tape.values)
+        tape.push_left(self.index)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __radd__(self, other):
-        return _binary_reflected(_ADD, _constant(other, _ADD, self.tape), self)
+        tape = self.tape
+        c = other if type(other) is float else _constant(other, _ADD, tape)
+        out = c + self.value
+        if out - out:
+            _fail(_ADD, (c, self), tape)
+        i = len(tape.values)
+        tape.push_code(ADD_LEFT)
+        tape.push_left(self.index)
+        tape.push_arg(c)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __sub__(self, other):
-        return _binary(_SUB, self, other)
+        tape = self.tape
+        if type(other) is Var:
+            if other.tape is not tape:
+                _mixed(_SUB)
+            out = self.value - other.value
+            if out - out:
+                _fail(_SUB, (self, other), tape)
+            tape.push_code(SUB)
+            tape.push_arg(other.index)
+        else:
+            c = other if type(other) is float else _constant(other, _SUB, tape)
+            out = self.value - c
+            if out - out:
+                _fail(_SUB, (self, c), tape)
+            tape.push_code(SUB_RIGHT)
+            tape.push_arg(c)
+        i = len(tape.values)
+        tape.push_left(self.index)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __rsub__(self, other):
-        return _binary_reflected(_SUB, _constant(other, _SUB, self.tape), self)
+        tape = self.tape
+        c = other if type(other) is float else _constant(other, _SUB, tape)
+        out = c - self.value
+        if out - out:
+            _fail(_SUB, (c, self), tape)
+        i = len(tape.values)
+        tape.push_code(SUB_LEFT)
+        tape.push_left(self.index)
+        tape.push_arg(c)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __mul__(self, other):
-        return _binary(_MUL, self, other)
+        tape = self.tape
+        if type(other) is Var:
+            if other.tape is not tape:
+                _mixed(_MUL)
+            out = self.value * other.value
+            if out - out:
+                _fail(_MUL, (self, other), tape)
+            tape.push_code(MUL)
+            tape.push_arg(other.index)
+        else:
+            c = other if type(other) is float else _constant(other, _MUL, tape)
+            out = self.value * c
+            if out - out:
+                _fail(_MUL, (self, c), tape)
+            tape.push_code(MUL_RIGHT)
+            tape.push_arg(c)
+        i = len(tape.values)
+        tape.push_left(self.index)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __rmul__(self, other):
-        return _binary_reflected(_MUL, _constant(other, _MUL, self.tape), self)
+        tape = self.tape
+        c = other if type(other) is float else _constant(other, _MUL, tape)
+        out = c * self.value
+        if out - out:
+            _fail(_MUL, (c, self), tape)
+        i = len(tape.values)
+        tape.push_code(MUL_LEFT)
+        tape.push_left(self.index)
+        tape.push_arg(c)
+        tape.push_value(out)
+        return Var(tape, i, out)
 
     def __truediv__(self, other):
         return _binary(_DIV, self, other)
@@ -163,7 +305,10 @@ class Var:
         return _binary_reflected(_POW, _constant(other, _POW, self.tape), self)
 
     def __neg__(self):
-        return _unary(_NEG, self)
+        tape = self.tape
+        i = len(tape.values)
+        tape._vertex(NEG, self.index, 0.0, -self.value)
+        return Var(tape, i, -self.value)
 
     def __pos__(self):
         return self
@@ -260,6 +405,10 @@ _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": opera
                 "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
 
+def _mixed(op: Op):
+    raise ValueError(f"{op.name} mixes scalars from two different traces")
+
+
 def _unary(op: Op, x: Var) -> Var:
     a = x.value
     try:  # evaluate() inlined for one argument: it is several calls slower
@@ -271,21 +420,21 @@ def _unary(op: Op, x: Var) -> Var:
         _fail(op, (x,), x.tape)
     tape = x.tape
     i = len(tape.values)
-    tape.ops.append(op.template)
-    tape.values.append(out)
-    tape.sources.append(x.index)
-    tape.targets.append(i)
-    tape.partials.append(da)
+    tape.push_code(UNARY)
+    tape.push_left(x.index)
+    tape.push_arg(da)
+    tape.push_value(out)
+    tape.general_ops.append(op.template)
     return Var(tape, i, out)
 
 
 def _binary(op: Op, x: Var, y) -> Var:
-    """``op(x, y)`` for a traced ``x``; the hot path of every trace."""
+    """``op(x, y)`` for a traced ``x``, any operation of the table."""
     tape = x.tape
     a = x.value
     if type(y) is Var:
         if y.tape is not tape:
-            raise ValueError(f"{op.name} mixes scalars from two different traces")
+            _mixed(op)
         b = y.value
         d0, d1 = op.partials
         try:
@@ -294,24 +443,12 @@ def _binary(op: Op, x: Var, y) -> Var:
             db = d1(a, b, out)
         except (ArithmeticError, ValueError):
             _fail(op, (x, y), tape)
-        # z - z is 0.0 for a finite z and nan for inf or nan: a cheap finiteness test
         if (out - out) or (da - da) or (db - db):
             _fail(op, (x, y), tape)
-        i = len(tape.values)
-        tape.values.append(out)
         if y is x:  # x*x is one edge with partial 2x, not two parallel edges
-            tape.ops.append(op.template.replace("{1}", "{0}"))
-            tape.sources.append(x.index)
-            tape.targets.append(i)
-            tape.partials.append(da + db)
+            return _record_unary(tape, op.template.replace("{1}", "{0}"), x.index, da + db, out)
         else:
-            tape.ops.append(op.template)
-            tape.sources.append(x.index)
-            tape.sources.append(y.index)
-            tape.targets.append(i)
-            tape.targets.append(i)
-            tape.partials.append(da)
-            tape.partials.append(db)
+            i = tape.general(op.template, out, (x.index, y.index), (da, db))
         return Var(tape, i, out)
     b = _constant(y, op, tape)
     try:
@@ -321,13 +458,7 @@ def _binary(op: Op, x: Var, y) -> Var:
         _fail(op, (x, b), tape)
     if (out - out) or (da - da):
         _fail(op, (x, b), tape)
-    i = len(tape.values)
-    tape.ops.append(_template_with_constant(op, b, left=False))
-    tape.values.append(out)
-    tape.sources.append(x.index)
-    tape.targets.append(i)
-    tape.partials.append(da)
-    return Var(tape, i, out)
+    return _record_unary(tape, _template_with_constant(op, b, left=False), x.index, da, out)
 
 
 def _binary_reflected(op: Op, a: float, y: Var) -> Var:
@@ -341,13 +472,121 @@ def _binary_reflected(op: Op, a: float, y: Var) -> Var:
         _fail(op, (a, y), tape)
     if (out - out) or (db - db):
         _fail(op, (a, y), tape)
+    return _record_unary(tape, _template_with_constant(op, a, left=True), y.index, db, out)
+
+
+def _record_unary(tape: Tape, template: str, u: int, partial: float, out: float) -> Var:
     i = len(tape.values)
-    tape.ops.append(_template_with_constant(op, a, left=True))
-    tape.values.append(out)
-    tape.sources.append(y.index)
-    tape.targets.append(i)
-    tape.partials.append(db)
+    tape.push_code(UNARY)
+    tape.push_left(u)
+    tape.push_arg(partial)
+    tape.push_value(out)
+    tape.general_ops.append(template)
     return Var(tape, i, out)
+
+
+def _copy(x: Var) -> Var:
+    tape = x.tape
+    i = len(tape.values)
+    tape._vertex(COPY, x.index, 0.0, x.value)
+    return Var(tape, i, x.value)
+
+
+# ----------------------------------------------------------- the tape, read
+def _columns(tape: Tape):
+    """The per-vertex columns as numpy arrays (copies: the tape may grow on)."""
+    return (np.array(tape.codes, dtype=np.uint8), np.array(tape.lefts, dtype=np.int64),
+            np.array(tape.args, dtype=np.float64))
+
+
+def _operands_used(tape: Tape) -> np.ndarray:
+    """Mask of the vertices that are an operand of some later vertex."""
+    codes, lefts, args = _columns(tape)
+    used = np.zeros(len(codes), dtype=bool)
+    used[lefts[lefts >= 0]] = True
+    pairs = (codes >= ADD) & (codes <= MUL)
+    used[args[pairs].astype(np.int64)] = True
+    used[np.array(tape.general_sources, dtype=np.int64)] = True
+    return used
+
+
+# partials of the first and second in-edge of each code (NaN: read elsewhere)
+_FIRST = np.full(COPY + 1, np.nan)
+_FIRST[[ADD, SUB, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, COPY]] = 1.0
+_FIRST[[SUB_LEFT, NEG]] = -1.0
+_SECOND = np.full(COPY + 1, np.nan)
+_SECOND[ADD], _SECOND[SUB] = 1.0, -1.0
+
+
+def _edges(tape: Tape):
+    """The values, the edge columns (sources, targets, partials; grouped by target in
+    operand order) and the template of every vertex, for the whole tape at
+    once.  The partials are what minirad.ops.OPS gives for these operations:
+    1 and 1 for a + b, 1 and -1 for a - b, b and a for a * b, the constant c
+    for c * x; a repeated operand (x + x, x * x) is one edge with the two
+    partials summed, as the general path records it."""
+    codes, lefts, args = _columns(tape)
+    values = np.array(tape.values, dtype=np.float64)
+    n = len(codes)
+    pair = (codes >= ADD) & (codes <= MUL)
+    rights = np.where(pair, args, 0.0).astype(np.int64)
+    same = pair & (lefts == rights)
+    two = pair & ~same
+    general = codes == GENERAL
+    count = (codes >= UNARY).astype(np.int64) + two
+    count[general] = np.bincount(np.array(tape.general_targets, dtype=np.int64),
+                                 minlength=n)[general]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    m = int(ptr[-1])
+    sources = np.empty(m, dtype=np.int64)
+    partials = np.empty(m)
+    targets = np.repeat(np.arange(n, dtype=np.int64), count)
+
+    fast = np.flatnonzero(codes >= UNARY)
+    first = ptr[fast]
+    sources[first] = lefts[fast]
+    fast_codes = codes[fast]
+    partials[first] = _FIRST[fast_codes]
+    by_constant = (fast_codes == MUL_RIGHT) | (fast_codes == MUL_LEFT) | (fast_codes == UNARY)
+    partials[first[by_constant]] = args[fast[by_constant]]
+    products = fast[fast_codes == MUL]
+    partials[ptr[products]] = values[rights[products]]  # d(a*b)/da = b
+    second = np.flatnonzero(two)
+    sources[ptr[second] + 1] = rights[second]
+    partials[ptr[second] + 1] = _SECOND[codes[second]]
+    twice = second[codes[second] == MUL]
+    partials[ptr[twice] + 1] = values[lefts[twice]]  # d(a*b)/db = a
+    # one operand twice: the two partials summed (x + x: 2, x - x: 0, x * x: 2x)
+    repeated = np.flatnonzero(same)
+    summed = np.where(codes[repeated] == ADD, 2.0, 0.0)
+    squares = codes[repeated] == MUL
+    summed[squares] = values[lefts[repeated[squares]]] + values[lefts[repeated[squares]]]
+    partials[ptr[repeated]] = summed
+    in_general = np.repeat(general, count)
+    sources[in_general] = np.array(tape.general_sources, dtype=np.int64)
+    partials[in_general] = np.array(tape.general_partials, dtype=np.float64)
+    return values, sources, targets, partials, _templates(tape, codes, args, same)
+
+
+def _templates(tape: Tape, codes, args, same) -> list[str]:
+    """Each vertex's operation template, by code; constants written in."""
+    table = np.array(["input", "", ""] + [_CODE_OP[code].template
+                                          for code in range(ADD, COPY + 1)], dtype=object)
+    templates = table[codes]
+    for code in _PAIRS:
+        templates[same & (codes == code)] = _CODE_OP[code].template.replace("{1}", "{0}")
+    for code, (op, left) in _WITH_CONSTANT.items():
+        at = np.flatnonzero(codes == code)
+        if len(at):
+            # distinct constants by bit pattern, so 0.0 and -0.0 keep their own reprs
+            bits, which = np.unique(args[at].view(np.int64), return_inverse=True)
+            filled = [_template_with_constant(op, c, left) for c in bits.view(np.float64).tolist()]
+            templates[at] = np.array(filled, dtype=object)[which]
+    if tape.general_ops:
+        templates[(codes == GENERAL) | (codes == UNARY)] = np.array(tape.general_ops,
+                                                                    dtype=object)
+    return templates.tolist()
 
 
 # -------------------------------------------------------------------- trace
@@ -452,8 +691,7 @@ def trace(f, *args) -> LCG:
         raise _root_cause(error) from None
     results, several = _flatten_result(result)
 
-    used = np.zeros(len(tape.values), dtype=bool)
-    used[tape.sources] = True
+    used = None
     returned = np.bincount([r.index for r in results if type(r) is Var],
                            minlength=len(tape.values))
     outputs = []
@@ -462,14 +700,18 @@ def trace(f, *args) -> LCG:
             if r.tape is not tape:
                 raise ValueError(f"output {position} was not computed from this trace's inputs")
             v = r.index
-            if v < n_inputs or used[v] or returned[v] > 1:
-                v = _unary(_COPY, r).index
+            if v < n_inputs or returned[v] > 1:
+                v = _copy(r).index
+            elif v < len(tape.values) - 1:  # the last vertex is nobody's operand
+                if used is None:
+                    used = _operands_used(tape)
+                if used[v]:
+                    v = _copy(r).index
         elif isinstance(r, Real) and not isinstance(r, bool):
-            v = len(tape.values)  # a constant output: a vertex with no predecessors
-            tape.values.append(float(r))
-            tape.ops.append(repr(float(r)))
             if not math.isfinite(float(r)):
                 raise ValueError(f"output {position} is the constant {r}; outputs must be finite")
+            # a constant output: a vertex with no predecessors
+            v = tape.general(repr(float(r)), float(r))
         else:
             raise TypeError(f"output {position} is a {type(r).__name__}; outputs must be traced "
                             f"scalars or numbers")
@@ -495,8 +737,9 @@ def trace(f, *args) -> LCG:
             while vertex_names[v] in taken:
                 vertex_names[v] += "'"
             taken.add(vertex_names[v])
-    return LCG.from_trusted_arrays(vertex_names, tape.sources, tape.targets, tape.partials,
-                        range(n_inputs), outputs, tape.values, tape.ops)
+    values, sources, targets, partials, templates = _edges(tape)
+    return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
+                                   outputs, values, templates)
 
 
 # `minirad.trace` is this module, callable as the function (see minirad/_callable.py)

@@ -93,3 +93,28 @@ def test_a_peer_that_is_not_installed_is_a_skipped_row(monkeypatch):
 def test_a_failing_worker_becomes_a_status():
     out = common.run_worker("bench.no_such_module", [], timeout=60)
     assert out["status"].startswith("error: worker exited with code 1")
+
+
+def test_without_output_nothing_is_written_and_check_gives_verdicts(capsys):
+    committed = ROOT / "bench" / "RESULTS.md"
+    before = committed.stat().st_mtime_ns if committed.exists() else None
+    status = bench_main.main(["--quick", "--only", "paths", "--check"])
+    printed = capsys.readouterr().out
+    assert (committed.stat().st_mtime_ns if committed.exists() else None) == before
+    assert "## Goals (issue 16)" in printed
+    verdicts = [line.rsplit("|", 2)[-2].strip() for line in printed.splitlines()
+                if line.startswith("| count_paths")]
+    assert verdicts and set(verdicts) <= {"PASS", "FAIL"}
+    assert status == (1 if "FAIL" in verdicts else 0)
+
+
+def test_goals_compare_the_measured_ratio_with_the_target():
+    rows = [{"benchmark": "b", "size": 1, "method": "mine", "median_s": 0.2},
+            {"benchmark": "b", "size": 1, "method": "peer", "median_s": 1.0}]
+    ratio = common.time_ratio(rows, "b", 1, "mine", "peer")
+    assert ratio == pytest.approx(0.2)
+    assert common.goal("g", ratio, 0.3)["verdict"] == "PASS"
+    assert common.goal("g", ratio, 0.1)["verdict"] == "FAIL"
+    assert common.goal("g", 60.0, 50.0, at_most=False)["verdict"] == "PASS"
+    assert common.goal("g", None, 1.0)["verdict"] == "not measured"
+    assert common.time_ratio(rows, "b", 2, "mine", "peer") is None

@@ -119,3 +119,77 @@ def test_one_batched_sample_is_algorithm_1_run_once(k):
             batched = sampled_jacobians(g, k, 1, rng=seed, direction=direction)[0]
             np.testing.assert_allclose(batched, reference, rtol=1e-10, atol=1e-12)
     assert draws_per_vertex(g, k).shape == (g.n_vertices,)
+
+
+@pytest.mark.parametrize("name", ["wide", "deep", "random_dag"])
+def test_the_direct_substitution_equals_scipys_public_solver(name):
+    # run_triangular calls SciPy's compiled substitution on the edge arrays as
+    # they are; run_triangular_public is the fallback through spsolve_triangular
+    g = GRAPHS[name]
+    rng = np.random.default_rng(5)
+    for forward in (True, False):
+        for k in (1, 3):
+            seeds = rng.normal(size=(g.n_vertices, k))
+            np.testing.assert_allclose(_engines.run_triangular(g, seeds, forward),
+                                       _engines.run_triangular_public(g, seeds, forward),
+                                       rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------- the tracer
+def _program(x, y, z, arithmetic):
+    """Every fast-path form: var op var, var op constant, constant op var, a
+    repeated operand, negation, signed zero and integer constants, mixed with
+    operations that always take the general path."""
+    add, sub, mul = arithmetic
+    a = add(mul(x, y), z)
+    b = sub(mul(a, 0.5), 3)
+    c = sub(-0.0, add(2, mul(-1.5, b)))
+    d = add(mul(c, c), add(a, a))
+    e = sub(d, d)
+    f = add(ops.sin(mul(e, x)), -mul(d, 0.0))
+    g = sub(mul(f, y), sub(z, 2.5))
+    h = mul(g, 3) ** 2 / add(x, 1e-3)
+    return add(h, mul(-0.0, y)), a, x
+
+
+def test_traced_arithmetic_equals_the_operation_table_path():
+    # x + y etc. are recorded as codes and their partials filled in for the
+    # whole tape afterwards; ops.apply sends the same operations through the
+    # general path, which reads each partial off minirad.ops.OPS as it goes
+    def through_table(name):
+        return lambda u, v: ops.apply(ops.OPS[name], u, v)
+
+    table = (through_table("add"), through_table("sub"), through_table("mul"))
+    native = (lambda u, v: u + v, lambda u, v: u - v, lambda u, v: u * v)
+    for point in ((0.3, -1.2, 2.0), (1.5, 0.25, -0.75)):
+        fast = minirad.trace(lambda x, y, z: _program(x, y, z, native), *point)
+        general = minirad.trace(lambda x, y, z: _program(x, y, z, table), *point)
+        assert fast.same_as(general)
+        # by hand: the product x*y inside a (output 1, a copy) has partials y and x
+        product = fast.predecessors(fast.predecessors(fast.outputs[1])[0])[0]
+        assert (fast.partial("x", product), fast.partial("y", product)) == point[1::-1]
+
+
+@pytest.mark.parametrize("name", ["figure1", "two_outputs", "random_dag", "wide", "deep"])
+def test_float_and_exact_path_counts_agree_below_two_to_the_53(name):
+    g = GRAPHS[name]
+    for forward, ends in ((True, g.inputs), (False, g.outputs)):
+        for chosen in (list(ends), list(ends[:1])):
+            floats = _engines.float_path_counts(g, chosen, forward)
+            exact = _engines.exact_path_counts(g, chosen, forward)
+            if max(max(row) for row in exact) < 2**53:
+                assert floats == exact
+            else:  # "deep" doubles its paths at every step: 2**119 of them
+                assert floats is None
+
+
+def test_path_counts_beyond_two_to_the_53_fall_back_to_exact_ints():
+    # interleaved(2, depth): 2**depth paths; 2**60 is beyond exact float64
+    big = examples.interleaved(2, 60)
+    assert _engines.float_path_counts(big, list(big.inputs[:1]), True) is None
+    assert count_paths(big).tolist() == count_paths_reference(big).tolist()
+    assert count_paths(big)[0, 0] == 2**60
+    # just below the limit the float path answers, and exactly
+    small = examples.interleaved(2, 52)
+    floats = _engines.float_path_counts(small, list(small.inputs[:1]), True)
+    assert floats is not None and floats[small.outputs[0]][0] == 2**52

@@ -242,11 +242,27 @@ def test_auto_sends_deep_graphs_to_the_solver():
         return s
 
     g = minirad.trace(chain, np.full(2000, 0.5))
-    np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), vjp(g, [1.0], engine="loop"),
-                               rtol=1e-10)
-    # gave up counting levels early: no schedule, no levels, a remembered cap
+    expected = vjp(g, [1.0], engine="loop")
+    # the first sweep goes straight to the solver: nothing about levels is computed
+    np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), expected, rtol=1e-10)
+    assert not [key for key in g.memos if "levels" in key or "schedule" in key]
+    # a second sweep looks at the levels, gives up counting them early and
+    # remembers that: no schedule, no levels, a remembered cap
+    np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), expected, rtol=1e-10)
     assert "sweeps.schedule" not in g.memos and "graph.levels" not in g.memos
     assert [g.memos[key] for key in g.memos if key.startswith("sweeps.levels_within.")] == [None]
+
+
+def test_the_first_sweep_builds_nothing_and_counts_only_when_read():
+    g = examples.random_layered(500, 10, 5, rng=4)  # wide: later sweeps use wavefronts
+    result = reverse_sweep(g)
+    assert "sweeps.schedule" not in g.memos and "out_csr" not in g.memos
+    assert not [key for key in g.memos if key.startswith("sweeps.cost")]
+    reference = reverse_sweep(g, engine="reference")
+    assert (result.multiplications, result.additions) == (reference.multiplications,
+                                                          reference.additions)
+    np.testing.assert_allclose(reverse_sweep(g).jacobian, reference.jacobian, rtol=1e-10)
+    assert "sweeps.schedule" in g.memos  # the second sweep invested in wavefronts
 
 
 def test_schedules_are_cached_under_sweeps_keys():
