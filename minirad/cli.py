@@ -466,6 +466,34 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
+def cmd_study(args) -> None:
+    if args.name == "pde":
+        from .studies.pde_figures import StudyConfig, run_study
+
+        if args.quick and (args.steps is not None or args.iterations is not None):
+            raise UsageError("--quick sets its own --steps and --iterations; give one or "
+                             "the other")
+        cfg = StudyConfig.quick() if args.quick else StudyConfig()
+        overrides = {key: value for key, value in (("n_steps", args.steps),
+                                                   ("iterations", args.iterations))
+                     if value is not None}
+        for key, value in overrides.items():
+            if value < 1:
+                raise UsageError(f"--{'steps' if key == 'n_steps' else key} must be a "
+                                 f"positive integer, not {value}")
+        if overrides:
+            from dataclasses import replace
+
+            cfg = replace(cfg, **overrides)
+        if os.path.exists(args.output) and not os.path.isdir(args.output):
+            raise UsageError(f"cannot write the study into {args.output}: it is a file")
+        command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
+        for path in run_study(args.output, cfg, command=command):
+            print(path)
+        return
+    raise UsageError(f"unknown study {args.name!r}")
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Shows each default once, and only when there is one: a required option
     or a flag has none to show."""
@@ -507,6 +535,11 @@ _COMMANDS = {
     "figures": ("regenerate every picture in figures/",
                 "Regenerate the gallery of pictures (figures/): the Figure 1 graph, its paths, "
                 "a sample, its elimination, and the randomized-AD plots."),
+    "study": ("run a case study of the RAD paper and write its figures",
+              "Run a case study of the RAD paper and write its pictures and a markdown table "
+              "of its numbers. pde: reaction-diffusion control (Sec. 5) with the exact "
+              "gradient, the eq. 8 estimator at several fractions, the authors' released "
+              "sampler and gradient checkpointing."),
     "lab": ("write the labs as Jupyter notebooks",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
             "replaced by stubs) or with the solutions."),
@@ -575,6 +608,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("figures", cmd_figures)
     p.add_argument("-o", "--output", default="figures", help="folder for the pictures")
+
+    p = command("study", cmd_study)
+    p.add_argument("name", choices=["pde"], help="pde: reaction-diffusion control (Sec. 5)")
+    p.add_argument("--quick", action="store_true", help="small sizes (under two minutes)")
+    p.add_argument("-o", "--output", default="minirad-study", help="folder for the results")
+    p.add_argument("--steps", type=int, help="pde: time steps; the paper's 40961 if not given")
+    p.add_argument("--iterations", type=int,
+                   help="pde: Adam iterations; the paper's 800 if not given")
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions"],

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import blocks
 from ._callable import make_callable
 from .elimination import eliminate
 from .graph import LCG
 from .paths import DEFAULT_MAX_PATHS, bauer
 from .sweeps import forward_sweep, reverse_sweep
 from .trace import trace
+from .vgraph import VectorLCG
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
 
@@ -111,10 +113,36 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     eliminate [[5.5   1.716]]
     >>> jacobian(lambda x: x[0] * x[1], [3.0, 4.0], method="forward")
     array([[4., 3.]])
+
+    A vector LCG (:func:`minirad.trace_arrays`) gives the same matrix, its
+    rows and columns the array entries in C order (:mod:`minirad.blocks`):
+
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
+    array([[4., 3.]])
     """
+    if isinstance(g_or_f, VectorLCG):
+        return _vector_jacobian(g_or_f, args, method, order, max_paths)
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
                       keep_values=False).jacobian
+
+
+def _vector_jacobian(g, args, method, order, max_paths) -> np.ndarray:
+    if args:
+        raise TypeError(f"got a VectorLCG and {len(args)} extra argument(s); arguments are "
+                        f"only for a function to trace")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid methods are "
+                         f"{', '.join(map(repr, METHODS))}")
+    if method == "bauer":
+        found = blocks.vector_bauer(g, **({} if max_paths is None else {"max_paths": max_paths}))
+    elif method == "eliminate":
+        found = blocks.vector_eliminate(g, "markowitz" if order is None else order)
+    else:
+        return blocks.jacobian(g, method)
+    return found.dense()
 
 
 # `minirad.jacobian` is this module, callable as the function (see minirad/_callable.py)

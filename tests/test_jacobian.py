@@ -169,3 +169,18 @@ def test_bad_elimination_orders():
         jacobian(g, method="eliminate", order=["v3"])
     with pytest.raises(ValueError, match="unknown vertex 'zz'"):
         jacobian(g, method="eliminate", order=["zz"])
+
+
+def test_the_entry_point_takes_a_vector_lcg_for_every_method():
+    """jacobian(vector LCG, method=...) equals the scalar Jacobian of its scalarized graph."""
+    from minirad import scalarize, trace_arrays
+    from minirad.array_trace import sigmoid
+
+    rng = np.random.default_rng(3)
+    W, x = rng.normal(size=(3, 4)), rng.normal(size=4)
+    g = trace_arrays(lambda W, x: sigmoid(W @ x) * x[:3], W, x)
+    oracle = jacobian(scalarize(g), method="reverse")
+    for method in ("bauer", "forward", "reverse", "eliminate"):
+        np.testing.assert_allclose(jacobian(g, method=method), oracle, rtol=1e-10, atol=1e-14)
+    with pytest.raises(ValueError, match="valid methods"):
+        jacobian(g, method="sideways")

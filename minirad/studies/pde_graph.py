@@ -1,0 +1,183 @@
+"""The reaction-diffusion simulation as a vector LCG (for a short horizon): the graph the
+adjoint engine of :mod:`minirad.studies.pde` is a fast path of.
+
+Vertices: ``theta`` (input), then per step ``C_n`` (the source field) and
+``phi_{n+1}``, and the loss ``L``.  Edges and what they keep for the reverse
+sweep:
+
+* ``theta -> C_n``: dC_n/dtheta, recomputed from t: keeps nothing;
+* ``phi_n -> phi_{n+1}``: A_n = I + r L + dt diag(C_n), a stencil whose
+  diagonal is recomputed from theta and t: keeps nothing;
+* ``C_n -> phi_{n+1}``: dt diag(phi_n): keeps phi_n;
+* ``phi_n -> L``: the row 2 (phi_n - target_n)^T / (N d): keeps phi_n (the
+  same copy: one key per state).
+
+``samples`` (from :func:`minirad.studies.pde.sampler`) puts eq. 8's sampling
+matrix P_n (d/k times k draws of e_i e_i^T) on the two edges that keep phi_n,
+which then keep only its k sampled entries.
+
+>>> from minirad.blocks import gradient
+>>> from minirad.studies.pde import Reactor, initial_theta, exact_gradient
+>>> p = Reactor.quick(n_steps=6)
+>>> g = pde_graph(p, initial_theta(rng=0))
+>>> g
+VectorLCG(14 vertices: 1 input, 12 intermediates, 1 output; 23 edges)
+>>> exact = exact_gradient(p, initial_theta(rng=0))[1]
+>>> bool(np.allclose(gradient(g)[0], exact, rtol=1e-12, atol=0))
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..operators import Diagonal, Operator, Retained, fresh_key
+from ..vgraph import VectorLCG, value_key
+from .pde import Reactor, check_theta, coefficient_matrix, initial_state, stencil, target
+
+__all__ = ["LossRow", "SourceBasis", "Stencil", "pde_graph"]
+
+
+class SourceBasis(Operator):
+    """dC_n/dtheta: theta (7,) -> the field C_n (side, side); a known function of t,
+    so nothing is kept."""
+
+    kind = "source basis"
+
+    def __init__(self, p: Reactor, t: float):
+        super().__init__((p.side, p.side), (7,))
+        self.side, self.basis = p.side, p.basis
+        self.f = np.array([1.0, math.sin(math.pi * t), math.cos(math.pi * t)])
+
+    @property
+    def flops(self):
+        return 3 * self.side * self.side
+
+    def _apply(self, xs):
+        coefs = coefficient_matrix(xs) @ self.f           # (n, 3): the x-profiles' weights
+        profile = coefs @ self.basis                       # (n, side)
+        return np.repeat(profile[:, :, None], self.side, axis=2)
+
+    def _transpose(self, ys):
+        s = ys.sum(axis=2) @ self.basis.T                  # (n, 3)
+        f = self.f
+        return np.stack([s[:, 0], s[:, 0] * f[1], s[:, 0] * f[2], s[:, 1] * f[1],
+                         s[:, 1] * f[2], s[:, 2] * f[1], s[:, 2] * f[2]], axis=1)
+
+
+class Stencil(Operator):
+    """A_n = I + r L + dt diag(C_n) on the interior; symmetric, and C_n is recomputed
+    from theta and t, so nothing is kept."""
+
+    kind = "stencil"
+
+    def __init__(self, p: Reactor, profile: np.ndarray):
+        super().__init__((p.side, p.side), (p.side, p.side))
+        self.p, self.profile = p, profile
+
+    @property
+    def flops(self):
+        return 7 * self.in_size
+
+    def _apply(self, xs):
+        return stencil(self.p, xs, self.profile)
+
+    _transpose = _apply
+
+
+class LossRow(Operator):
+    """phi_n -> L: the row 2 (phi_n - target_n)^T / (N d), weighted by a sample when
+    given; keeps what the row is built from (phi_n, or its sampled entries)."""
+
+    kind = "loss row"
+
+    def __init__(self, row: np.ndarray, retained):
+        super().__init__((), row.shape, retained=retained)
+        self.row = row
+
+    @property
+    def flops(self):
+        return self.in_size
+
+    def _apply(self, xs):
+        return np.tensordot(xs, self.row, axes=self.row.ndim)
+
+    def _transpose(self, ys):
+        return ys.reshape(-1, *([1] * self.row.ndim)) * self.row
+
+
+def _sampling(p: Reactor, samples, n: int):
+    """The diagonal of P_n (weights on the interior points) and what it keeps."""
+    indices, weight = samples
+    diag = np.bincount(indices[n], minlength=p.size + 1)[:p.size] * weight
+    return diag.reshape(p.side, p.side), indices.shape[1]
+
+
+def pde_graph(p: Reactor, theta, samples=None) -> VectorLCG:
+    """The vector LCG of :func:`minirad.studies.pde.simulate` at ``theta`` (exact edge
+    labels, or eq. 8's sampled ones); its input is theta, its output the loss."""
+    theta = check_theta(theta)
+    if p.n_steps * p.size > 2_000_000:
+        raise ValueError(f"pde_graph keeps every state: {p.n_steps} steps is too long a "
+                         f"horizon for it (use the adjoint engine)")
+    profile_of_time = coefficient_matrix(theta).T @ p.basis
+    scale = 2.0 / (p.n_steps * p.size)
+    names, values, ops = ["theta"], [theta], ["input"]
+    sources, targets, labels = [], [], []
+    phi, phi_vertex, phi0_key = initial_state(p), None, fresh_key("phi_0")
+    state_bits = p.size * 64
+    for n in range(p.n_steps):
+        t = n * p.dt
+        f = np.array([1.0, math.sin(math.pi * t), math.cos(math.pi * t)])
+        profile = f @ profile_of_time
+        c_vertex = len(names)
+        names.append(f"C{n}")
+        values.append(np.repeat(profile[:, None], p.side, axis=1))
+        ops.append("C({0}, t)")
+        sources.append(0)
+        targets.append(c_vertex)
+        labels.append(SourceBasis(p, t))
+        key = phi0_key if phi_vertex is None else value_key(phi_vertex)
+        if samples is None:
+            diag_edge = Diagonal(p.dt * phi, retained=(Retained(key, state_bits),))
+        else:
+            weights, k = _sampling(p, samples, n)
+            diag_edge = Diagonal(p.dt * weights * phi,
+                                 retained=(Retained(f"{key}:sampled", k * (64 + 16)),))
+        new = stencil(p, phi, profile)
+        v = len(names)
+        names.append(f"phi{n + 1}")
+        values.append(new)
+        if phi_vertex is None:
+            ops.append("{0} * phi_0 + A0 phi_0")
+            sources.append(c_vertex)
+            targets.append(v)
+            labels.append(diag_edge)
+        else:
+            ops.append("A{n} {0} + dt {1} * {0}".replace("{n}", str(n)))
+            sources += [phi_vertex, c_vertex]
+            targets += [v, v]
+            labels += [Stencil(p, profile), diag_edge]
+        phi, phi_vertex = new, v
+    # the loss, one row per state (edges grouped by their common target)
+    loss_vertex, total = len(names), 0.0
+    for n in range(1, p.n_steps + 1):
+        v = 2 * n  # phi_n's vertex number: theta, then (C, phi) per step
+        residual = values[v] - target(p, n * p.dt)
+        total += float(np.sum(residual ** 2))
+        if samples is None:
+            row, kept = scale * residual, (Retained(value_key(v), state_bits),)
+        else:
+            weights, k = _sampling(p, samples, n)
+            row = scale * weights * residual
+            kept = (Retained(f"{value_key(v)}:sampled", k * (64 + 16)),)
+        sources.append(v)
+        targets.append(loss_vertex)
+        labels.append(LossRow(row, kept))
+    names.append("L")
+    values.append(np.array(total / (p.n_steps * p.size)))
+    ops.append("mean squared error")
+    return VectorLCG(names, sources, targets, labels, [0], [loss_vertex], values=values,
+                     ops=ops)

@@ -1,0 +1,72 @@
+"""The PDE as a vector LCG: its reverse sweep is the adjoint engine's gradient, sampled
+edge labels give the eq. 8 estimate, and its memory is the engine's count."""
+
+import numpy as np
+import pytest
+
+from minirad.blocks import gradient
+from minirad.studies import pde_engine
+from minirad.studies.pde import (
+    Reactor,
+    exact_gradient,
+    exact_retained_bytes,
+    initial_theta,
+    rad_gradient,
+    sampler,
+    simulate,
+)
+from minirad.studies.pde_graph import pde_graph
+from minirad.vgraph import memory, scalarize
+
+P = Reactor.quick(n_steps=24)
+THETA = initial_theta(rng=4)
+
+
+def relative(a, b):
+    return float(np.linalg.norm(np.asarray(a) - b) / np.linalg.norm(b))
+
+
+def test_reverse_sweep_on_the_graph_is_the_adjoint_engine():
+    g = pde_graph(P, THETA)
+    assert float(g.value(g.outputs[0])) == pytest.approx(simulate(P, THETA), rel=1e-13)
+    reference = gradient(g)[0]  # the vector LCG's reverse sweep
+    assert relative(exact_gradient(P, THETA)[1], reference) < 1e-12
+    fast = pde_engine.run(P, [THETA], ["exact"]).gradients[0]
+    assert relative(fast, reference) < 1e-10
+
+
+def test_sampled_edge_labels_give_the_eq8_estimate():
+    """P_n on the two edges that keep phi_n (the loss row and dt diag(phi_n)): the
+    graph's reverse sweep is the eq. 8 estimate with the same draws."""
+    for fraction in (0.1, 0.01):
+        samples = sampler(P, fraction, rng=3)
+        on_graph = gradient(pde_graph(P, THETA, samples))[0]
+        estimate = rad_gradient(P, THETA, fraction, rng=3).gradient
+        assert relative(estimate, on_graph) < 1e-12
+
+
+def test_graph_memory_is_the_counted_bytes_plus_the_last_state():
+    """memory(g) keeps phi_0 .. phi_N; the adjoint engine seeds phi_N as soon as it is
+    computed, so it keeps one state fewer."""
+    state = P.size * 8
+    assert memory(pde_graph(P, THETA)).total == exact_retained_bytes(P) + state
+    samples = sampler(P, 0.01, rng=0)
+    k = samples[0].shape[1]
+    assert memory(pde_graph(P, THETA, samples)).total == (P.n_steps + 1) * k * 10
+    est = rad_gradient(P, THETA, 0.01, rng=0)
+    assert est.retained_bytes == P.n_steps * k * 10
+
+
+def test_small_graph_scalarizes_to_the_same_gradient():
+    """On a tiny grid every scalar method applies: the scalar LCG's Jacobian."""
+    from minirad.jacobian import accumulate
+
+    p = Reactor(cells=4, n_steps=3, dt=1 / 256)
+    g = pde_graph(p, THETA)
+    scalar = accumulate(scalarize(g), method="reverse").jacobian
+    assert relative(scalar.ravel(), exact_gradient(p, THETA)[1]) < 1e-12
+
+
+def test_long_horizons_are_refused():
+    with pytest.raises(ValueError, match="too long a horizon"):
+        pde_graph(Reactor(), THETA)

@@ -1,0 +1,63 @@
+"""`minirad study pde`: a tiny run writes every picture and the table; bad input is one line."""
+
+import io
+
+import numpy as np
+import pytest
+
+from minirad.cli import main
+from minirad.studies import pde_figures
+from minirad.studies.pde_figures import StudyConfig, curve_gaps, run_study
+
+TINY = StudyConfig(n_steps=32, iterations=3, noise_estimates=6, noise_horizon=32,
+                   noise_steps=(16, 32), snapshots=(2,))
+
+
+def test_a_tiny_study_writes_every_picture_and_the_table(tmp_path):
+    progress = pde_figures.Progress(io.StringIO())
+    written = run_study(str(tmp_path), TINY, progress=progress)
+    names = sorted(p.rsplit("/", 1)[-1] for p in written)
+    assert names == ["pde_loss_curves.png", "pde_memory.png", "pde_noise.png",
+                     "pde_released.png", "pde_results.md", "pde_tradeoff.png"]
+    text = (tmp_path / "pde_results.md").read_text()
+    assert "not the paper's configuration" in text
+    for heading in ("## Optimisation", "## Memory per gradient", "## Noise of one estimate",
+                    "## Memory, recomputation and noise", "## The released sampler"):
+        assert heading in text
+    assert "optimising 3/3" in progress.stream.getvalue()
+
+
+def test_optimisation_members_share_a_start_and_gaps_are_measured_from_exact():
+    result = pde_figures.optimise(TINY)
+    losses = result["losses"]
+    assert losses.shape == (TINY.iterations, 1 + len(TINY.fractions) + len(TINY.released))
+    assert np.all(losses[0] == losses[0, 0])  # one initial theta for every member
+    rows = curve_gaps(result)
+    assert rows[0]["label"] == "exact gradient" and rows[0]["max_gap"] == 0.0
+
+
+def test_tradeoff_counts_follow_the_schedules():
+    rows = {r["method"]: r for r in pde_figures.tradeoff(TINY)}
+    full = rows["reverse mode (store all)"]
+    assert full["forward_steps"] == 32 and full["held_bytes"] == 32 * 961 * 8
+    assert rows["binomial, 2 snapshots"]["held_bytes"] == 3 * 961 * 8  # 2 + the one in use
+    assert all(r["noise"] == 0 for m, r in rows.items() if not m.startswith("RAD"))
+    assert all(r["noise"] > 0 for m, r in rows.items() if m.startswith("RAD"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["study", "pde", "--quick", "--steps", "10"], "--quick sets its own"),
+    (["study", "pde", "--steps", "0"], "--steps must be a positive integer"),
+    (["study", "pde", "--iterations", "-2"], "--iterations must be a positive integer"),
+])
+def test_cli_refuses_bad_options_in_one_line(argv, message, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_cli_refuses_a_file_as_the_output_folder(tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("x")
+    assert main(["study", "pde", "--quick", "-o", str(target)]) == 1
+    assert "it is a file" in capsys.readouterr().err
