@@ -4,8 +4,9 @@ Every lab's solutions notebook is executed by nbclient in its own kernel; any
 cell error fails, and so does a picture that reaches the notebook only as a
 text repr (``<Figure size 640x480 with 1 Axes>``, ``[<minirad.render.Drawing
 at 0x...>]``), which is what a student would see.  Each value minirad returns
-as a picture is also checked on its own in one kernel.  The six labs take
-about 45 s together on one core.
+as a picture is also checked on its own in one kernel.  Each lab's handout is
+executed too, up to its first stub. The seven labs take about a minute and a half
+together on one core.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 from minirad.labs import notebook
 
@@ -71,6 +73,29 @@ def test_lab_solutions_execute_in_a_kernel_with_inline_pictures(lab, tmp_path):
                       for output in cell.get("outputs", []) if output["output_type"] == "stream")
     # labs.show displays inline in a kernel; saving to a file instead would be a bug
     assert "picture saved:" not in streams
+    assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
+def test_handout_executes_in_a_kernel_up_to_its_first_stub(lab, tmp_path):
+    """What a student meets: every cell before the first exercise runs, its pictures show
+    inline, and the first stub stops the notebook with that exercise's name."""
+    label = notebook.exercises(lab)[0]
+    nb = nbformat.reads(json.dumps(notebook.to_notebook(lab, solutions=False)), as_version=4)
+    client = NotebookClient(nb, timeout=180, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    with pytest.raises(CellExecutionError) as caught:
+        client.execute(env=_kernel_env())
+    assert caught.value.ename == "NotImplementedError", caught.value
+    assert caught.value.evalue == label
+    stopped = [number for number, cell in enumerate(nb.cells)
+               if any(o["output_type"] == "error" for o in cell.get("outputs", []))]
+    assert len(stopped) == 1, stopped
+    stub = next(number for number, cell in enumerate(nb.cells)
+                if f'raise NotImplementedError("{label}")' in cell.source)
+    assert stub <= stopped[0]  # the stub's own cell, or the check cell that calls it
+    assert not any(cell.get("outputs") for cell in nb.cells[stopped[0] + 1:])
+    assert not _text_only_pictures(nb), _text_only_pictures(nb)
     assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
 
 

@@ -28,7 +28,8 @@
 # random matrix injection.
 #
 # **You need:** Labs 2-4, expectation and variance of a random variable.
-# **Exercise:** 5.1 (Algorithm 1).
+# **Exercises:** 5.1 (Algorithm 1), 5.2 (its exact variance for $k = 1$),
+# 5.3 and 5.4 (the two random matrices of matrix injection).
 
 # %%
 import types
@@ -43,7 +44,6 @@ from minirad.injection import (
     chain_product,
     injected_products,
     injection_variance,
-    rademacher_projection,
     sampling_projection,
 )
 from minirad.jacobian import jacobian
@@ -310,7 +310,68 @@ labs.show(plot_compare(dag, k=1, n=5000, rng=4), "lab5_compare_heatmaps")
 # $z = (\text{mean} - \text{exact}) / (\text{std}/\sqrt{n})$. For an unbiased
 # estimator about 95% of them lie within $\pm 2$ (pale cells).
 #
-# ## 4. Variance against $k$
+# ## 4. Exercise 5.2: the exact variance for $k = 1$
+#
+# The proof above tracks the **mean** of each adjoint estimate backwards
+# through the graph. The same induction tracks its **second moment**
+# $M(z) = \mathbb E[\hat z^2]$ when $k = 1$. A visited vertex $z$ with $d_z$
+# successors draws exactly one of them, $s$, each with probability $1/d_z$,
+# and then $\hat z = d_z \frac{\partial s}{\partial z} \hat s$. Squaring,
+# averaging over the draw, and using again that $\hat s$ is independent of
+# $z$'s draw:
+#
+# $$M(y) = 1, \qquad M(z) = \sum_{z \to s} \frac{1}{d_z}
+#   \Big(d_z \frac{\partial s}{\partial z}\Big)^2 M(s)
+#   = d_z \sum_{z \to s} \Big(\frac{\partial s}{\partial z}\Big)^2 M(s),$$
+#
+# and the variance of the estimate of $\partial y/\partial x$ is
+# $M(x) - (\partial y / \partial x)^2$. A vertex without successors other
+# than $y$ has $M = 0$; $d_z$ counts **all** out-edges of $z$, also those
+# that lead to other outputs.
+#
+# **Exercise 5.2.** Complete `variance_k1(g)`: return a numpy array of shape
+# `(n_outputs, n_inputs)` holding the exact variance of every entry of the
+# Algorithm 1 estimate with $k = 1$. Use `g.successors(z)`,
+# `g.partial(z, s)`, `g.inputs`, `g.outputs`, and the exact Jacobian from
+# `jacobian(g)`. The check compares your answer with minirad's
+# `path_sampling_variance(g, 1)` on seven graphs (two with two outputs), and
+# names the slip if your recursion forgets to square the partials, leaves out
+# $d_z$, or returns $M$ without subtracting the squared mean.
+
+# %%
+def variance_k1(g):
+    """Exact variance of Algorithm 1 (k = 1), shape (n_outputs, n_inputs)."""
+    # BEGIN SOLUTION Exercise 5.2: exact variance for k = 1
+    J = jacobian(g)
+    variance = np.zeros((len(g.outputs), len(g.inputs)))
+    for row, y in enumerate(g.outputs):
+        M = np.zeros(g.n_vertices)  # second moments; 0 for vertices y cannot be reached from
+        M[y] = 1.0
+        for z in range(y - 1, -1, -1):  # reverse topological order
+            successors = g.successors(z)
+            d = len(successors)
+            M[z] = d * sum(g.partial(z, s) ** 2 * M[s] for s in successors)
+        for col, x in enumerate(g.inputs):
+            variance[row, col] = M[x] - J[row, col] ** 2
+    return variance
+    # END SOLUTION
+
+
+# %%
+labs.check_variance_k1(variance_k1)
+
+# %% [markdown]
+# With your formula, Figure 1 at once: the first entry has variance zero
+# (whichever path `v2` keeps, doubled, gives the same product, as we saw in
+# section 1), and the second does not.
+
+# %%
+print("exact variance (k = 1) on Figure 1:", variance_k1(g).round(4))
+print("measured from 20000 samples:       ",
+      sampled_jacobians(g, 1, 20000, rng=10).var(axis=0, ddof=1).round(4))
+
+# %% [markdown]
+# ## 5. Variance against $k$
 #
 # Unbiased is not enough: an estimate with a huge variance is useless for
 # optimisation. minirad computes the **exact** variance of Algorithm 1
@@ -358,7 +419,7 @@ labs.show(fig, "lab5_memory_vs_variance")
 # because draws with replacement still repeat some edges and miss others.
 # The measured and exact columns of the table agree to a few percent.
 #
-# ## 5. Where sampling works and where it cannot: the paper's Figure 2
+# ## 6. Where sampling works and where it cannot: the paper's Figure 2
 #
 # Section 3.3 of the paper contrasts two extreme graphs of the same width and
 # depth:
@@ -387,7 +448,7 @@ for name, family in (("independent", examples.independent_paths),
 #
 # The exact relative variance against depth, sampling a fixed fraction (here a
 # quarter: one of four edges) at every vertex, shows what that does. The
-# dashed curves use random matrix injection (section 6) instead, keeping a
+# dashed curves use random matrix injection (section 7) instead, keeping a
 # quarter of the vertices of every layer.
 
 # %%
@@ -433,7 +494,7 @@ for depth in (4, 8):
 # of the paper design their sampling around the structure of neural networks
 # and of a PDE solver rather than applying it blindly.
 #
-# ## 6. Random matrix injection
+# ## 7. Random matrix injection
 #
 # With vector operations the graph is better seen as a chain of Jacobian
 # *matrices*, as in the paper's Figure 2c:
@@ -447,13 +508,63 @@ for depth in (4, 8):
 # The **sampling** matrix keeps $k$ of the $d$ components of a vector, drawn
 # with replacement, scaled by $d/k$:
 # $P = \frac{d}{k} \sum_{s=1}^{k} e_{i_s} e_{i_s}^{\mathsf T}$. Only the kept
-# components need storing. First, $\mathbb E[P] = I$ by simulation:
+# components need storing.
+#
+# **Exercise 5.3.** Complete `sampling_P(d, k, rng)`: draw $k$ indices
+# from $0, \dots, d-1$ uniformly **with replacement** (`rng.integers(d,
+# size=k)`), and return the $d \times d$ numpy array $P$ above. A component
+# drawn twice gets $2 \cdot d/k$. Every random number must come from `rng`.
+# The check: $P$ is diagonal, its entries are whole multiples of $d/k$
+# adding up to $k$ draws (its trace is $d$), the same seed gives the same
+# $P$, the mean of 2000 of your matrices is within 5 standard errors of $I$,
+# and repeated draws happen as often as drawing with replacement makes them.
+#
+# The **Rademacher** matrix projects onto $k$ random directions instead:
+# $P = R R^{\mathsf T}$ where $R$ is $d \times k$ with independent entries
+# $\pm 1/\sqrt k$ (each sign with probability $1/2$). Then
+# $\mathbb E[(RR^{\mathsf T})_{ij}] = \sum_s \mathbb E[R_{is} R_{js}]$ is
+# $k \cdot \frac1k = 1$ on the diagonal and $0$ off it. Storing $R^{\mathsf T}v$
+# costs $k$ numbers instead of $d$.
+#
+# **Exercise 5.4.** Complete `rademacher_P(d, k, rng)`, returning the
+# $d \times d$ array $R R^{\mathsf T}$. The check: $P$ is symmetric with
+# diagonal exactly 1, entries whole multiples of $1/k$ in $[-1, 1]$, rank at
+# most $k$, reproducible with a seed, mean within 5 standard errors of $I$
+# over 2000 matrices, and an off-diagonal variance of $1/k$ (within 25%).
+
+# %%
+def sampling_P(d, k, rng):
+    """(d/k) * sum over k draws with replacement of e_i e_i^T, as a d x d array."""
+    # BEGIN SOLUTION Exercise 5.3: sampling matrix P
+    counts = np.bincount(rng.integers(d, size=k), minlength=d)
+    return np.diag(counts * (d / k))
+    # END SOLUTION
+
+
+# %%
+labs.check_sampling_P(sampling_P)
+
+# %%
+def rademacher_P(d, k, rng):
+    """R @ R.T with R (d x k) of independent +-1/sqrt(k) entries."""
+    # BEGIN SOLUTION Exercise 5.4: Rademacher matrix P
+    R = rng.choice([-1.0, 1.0], size=(d, k)) / np.sqrt(k)
+    return R @ R.T
+    # END SOLUTION
+
+
+# %%
+labs.check_rademacher_P(rademacher_P)
+
+# %% [markdown]
+# Your matrices, and $\mathbb E[P] = I$ by simulation:
 
 # %%
 rng = np.random.default_rng(6)
-mean_sampling = np.mean([sampling_projection(3, 1, rng) for _ in range(20000)], axis=0)
-mean_rademacher = np.mean([rademacher_projection(3, 1, rng) for _ in range(20000)], axis=0)
-print("one sampling matrix (d=3, k=1):\n", sampling_projection(3, 1, rng=0))
+mean_sampling = np.mean([sampling_P(3, 1, rng) for _ in range(20000)], axis=0)
+mean_rademacher = np.mean([rademacher_P(3, 1, rng) for _ in range(20000)], axis=0)
+print("one sampling matrix (d=3, k=1):\n", sampling_P(3, 1, np.random.default_rng(0)))
+print("one Rademacher matrix (d=3, k=1):\n", rademacher_P(3, 1, np.random.default_rng(0)))
 print("mean of 20000 sampling matrices:\n", mean_sampling.round(2))
 print("mean of 20000 Rademacher matrices R R^T:\n", mean_rademacher.round(2))
 
@@ -564,8 +675,12 @@ labs.show(render(full, Factors(P_ii, name="P_ii"),
 #   $1/k$.
 # * The graph's shape decides everything: on independent paths the variance
 #   is flat in depth, on interleaved layers it grows exponentially.
+# * For $k = 1$ the second moment of each adjoint estimate obeys its own
+#   backward recursion, $M(z) = d_z \sum_s (\partial s/\partial z)^2 M(s)$,
+#   which gives the exact variance without sampling.
 # * Random matrix injection is the vector form: $\mathbb E[P] = I$ keeps the
-#   chain unbiased, and each injection adds variance.
+#   chain unbiased (sampling: scale by $d/k$; Rademacher: entries
+#   $\pm 1/\sqrt k$), and each injection adds variance.
 #
 # ## Going further
 #

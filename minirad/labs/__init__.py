@@ -31,6 +31,8 @@ from .checks import (
     show,
     time_limit,
 )
+from .checks_arrays import ARRAY_RULES, check_pullbacks, check_scalar_tracer
+from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_more import (
     check_descent_step,
     check_eliminate_vertex,
@@ -45,10 +47,12 @@ from .checks_sparse import check_column_colouring, check_implicit_gradient
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
+    "ARRAY_RULES", "check_pullbacks", "check_scalar_tracer",
     "CheckFailed", "call_student", "check_central_difference", "check_column_colouring",
     "check_count_paths", "check_implicit_gradient",
     "check_descent_step", "check_directional_difference", "check_eliminate_vertex",
-    "check_forward_sweep", "check_graphs", "check_markowitz_order", "check_reverse_sweep",
+    "check_forward_sweep", "check_graphs", "check_rademacher_P", "check_sampling_P",
+    "check_variance_k1", "check_markowitz_order", "check_reverse_sweep",
     "check_sample_Q", "check_sgd", "compare_jacobian", "edge_dict", "exercises",
     "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
     "time_limit", "to_notebook", "write_notebooks",

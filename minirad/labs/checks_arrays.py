@@ -1,0 +1,261 @@
+"""Exercise checks for lab 7: a scalar tracer of your own, and pullbacks on tracked arrays.
+
+Same contract as :mod:`minirad.labs.checks`.  Two oracles stand behind
+every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
+scalars, :func:`~minirad.array_trace.trace_arrays` with
+:func:`minirad.blocks.vjp` for arrays) and central finite differences,
+which know nothing of either.
+
+The array checks do not look inside the student's tracked-array type: they
+call a ``vjp(op, *arrays, wobble=...)`` helper (written in the lab on top of
+that type) that tracks the arrays, runs ``op`` on them, seeds the result with
+``wobble`` and returns the gradient of every input.
+
+>>> import numpy as np
+>>> from minirad.array_trace import trace_arrays
+>>> from minirad.blocks import vjp as block_vjp
+>>> def vjp(op, *arrays, wobble):   # minirad standing in for a student's type
+...     return block_vjp(trace_arrays(lambda *xs: op(*xs), *arrays), [wobble])
+>>> check_pullbacks({"matmul": lambda X, Y: X @ Y}, vjp)
+Exercise 7.2 passed: the pullback of matmul agrees with minirad and with finite differences \
+on 3 cases
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from .. import ops
+from ..array_trace import sigmoid, trace_arrays
+from ..blocks import vjp as block_vjp
+from ..sweeps import reverse_sweep
+from ..trace import trace
+from .checks import CheckFailed, call_student, location, passed
+
+__all__ = ["ARRAY_RULES", "check_pullbacks", "check_scalar_tracer"]
+
+
+def _num(x) -> str:
+    return f"{float(x):.6g}"
+
+
+# ------------------------------------------------------- the scalar tracer
+# (name, program f(x, y, sin), point, hint when the answer equals a slip's answer)
+def _scalar_cases():
+    return [
+        ("x * y at (2, 5)", lambda x, y, sin: x * y, (2.0, 5.0)),
+        ("x + y at (2, 5)", lambda x, y, sin: x + y, (2.0, 5.0)),
+        ("x - y at (2, 5)", lambda x, y, sin: x - y, (2.0, 5.0)),
+        ("sin(x) at (0.5, 1)", lambda x, y, sin: sin(x), (0.5, 1.0)),
+        ("x * x at (3, 1)", lambda x, y, sin: x * x, (3.0, 1.0)),
+        ("x*y + sin(x) at (2, 5) (the lab seed's f)", lambda x, y, sin: x * y + sin(x),
+         (2.0, 5.0)),
+        ("y*y + sin(x) at (1, -2) (the lab seed's g)", lambda x, y, sin: y * y + sin(x),
+         (1.0, -2.0)),
+        ("(x + y) * (x - y) * sin(x * y) at (0.7, -1.3)",
+         lambda x, y, sin: (x + y) * (x - y) * sin(x * y), (0.7, -1.3)),
+        ("a = x*y; a*a - a*x + sin(a) at (1.1, 0.4)",
+         lambda x, y, sin: (lambda a: a * a - a * x + sin(a))(x * y), (1.1, 0.4)),
+    ]
+
+
+def _scalar_hint(name: str, point, mine) -> str:
+    x, y = point
+    if name.startswith("x * y") and np.allclose(mine, [x, y]):
+        return (" -- you swapped the partials of a product: d(a*b)/da is b, and d(a*b)/db "
+                "is a")
+    if name.startswith("x - y") and np.allclose(mine, [1.0, 1.0]):
+        return " -- the partial of a - b with respect to b is -1"
+    if name.startswith("sin") and np.allclose(mine, [math.sin(x), 0.0]):
+        return " -- the partial of sin(a) is cos(a)"
+    if name.startswith("x * x") and np.allclose(mine, [x, 0.0]):
+        return (" -- x is used twice; each use adds its contribution to x's adjoint (+=), "
+                "the second must not overwrite the first")
+    return ""
+
+
+def check_scalar_tracer(gradient: Callable) -> None:
+    """Exercise 7.1: ``gradient(f, x, y)`` differentiates ``f(x, y, sin)`` with your tracer.
+
+    ``gradient`` wraps ``x`` and ``y`` as your tracked scalars, runs
+    ``f(X, Y, sin)`` with your own ``sin`` (``f`` uses ``+``, ``-``, ``*``
+    and ``sin`` only), walks your tape backwards from the result, and
+    returns the two partials ``[df/dx, df/dy]``.  Compared on nine programs
+    with minirad's :func:`~minirad.trace` and a reverse sweep, and with
+    central differences; hints name a swapped product rule, a lost minus, a
+    missing cosine and an overwritten adjoint.
+
+    >>> from minirad import ops
+    >>> from minirad.sweeps import reverse_sweep
+    >>> from minirad.trace import trace
+    >>> def gradient(f, x, y):
+    ...     g = trace(lambda a, b: f(a, b, ops.sin), x, y)
+    ...     return reverse_sweep(g).jacobian[0]
+    >>> check_scalar_tracer(gradient)
+    Exercise 7.1 passed: your tracer agrees with minirad.trace and with finite differences on \
+9 programs
+    """
+    exercise, topic = "Exercise 7.1", "scalar tracer"
+    cases = _scalar_cases()
+    for name, f, point in cases:
+        where = location(exercise, topic, name)
+        result = call_student(gradient, where, f, *point)
+        try:
+            mine = np.asarray(result, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return "
+                              f"the list [df/dx, df/dy] of two numbers") from None
+        if mine.shape != (2,):
+            raise CheckFailed(f"{where}: your function returned {mine.size} numbers; return the "
+                              f"two partials [df/dx, df/dy]")
+        expected = reverse_sweep(trace(lambda a, b, f=f: f(a, b, ops.sin), *point)).jacobian[0]
+        h = 1e-6
+        fd = [(f(point[0] + h, point[1], math.sin) - f(point[0] - h, point[1], math.sin)) / (2 * h),
+              (f(point[0], point[1] + h, math.sin) - f(point[0], point[1] - h, math.sin)) / (2 * h)]
+        assert np.allclose(fd, expected, rtol=1e-6, atol=1e-6), name  # the two oracles agree
+        if not np.allclose(mine, expected, rtol=1e-9, atol=1e-12):
+            i = int(np.argmax(np.abs(mine - expected)))
+            raise CheckFailed(f"{where}: your df/d{'xy'[i]} is {_num(mine[i])}, expected "
+                              f"{_num(expected[i])} (finite differences: {_num(fd[i])})"
+                              + _scalar_hint(name, point, mine))
+    passed(exercise, f"your tracer agrees with minirad.trace and with finite differences on "
+                     f"{len(cases)} programs")
+
+
+# ---------------------------------------------------------- array pullbacks
+def _concat(*xs):
+    return np.concatenate(xs, axis=1)
+
+
+#: the array rules of lab 7, as numpy programs minirad can trace
+ARRAY_RULES: dict[str, Callable] = {
+    "matmul": lambda X, Y: X @ Y,
+    "sum": lambda x: x.sum(),
+    "add": lambda X, Y: X + Y,
+    "sub": lambda X, Y: X - Y,
+    "abs2": lambda x: x * x,
+    "sigmoid": sigmoid,
+    "hcat": lambda A, B, C: _concat(A, B, C),
+}
+
+# input shapes per rule: several cases, non-square so that a transposed rule shows
+_SHAPES = {
+    "matmul": [((2, 3), (3, 4)), ((1, 5), (5, 1)), ((4, 2), (2, 3))],
+    "sum": [((2, 3),), ((5,),), ((3, 1),)],
+    "add": [((2, 3), (2, 3)), ((4,), (4,))],
+    "sub": [((2, 3), (2, 3)), ((4,), (4,))],
+    "abs2": [((2, 3),), ((5,),)],
+    "sigmoid": [((2, 3),), ((5,),)],
+    "hcat": [((2, 1), (2, 3), (2, 2)), ((3, 2), (3, 1), (3, 1))],
+}
+
+
+def _fd_vjp(f, arrays, wobble, h=1e-6):
+    """<wobble, f(arrays)> differentiated by central differences, entry by entry."""
+    grads = []
+    for i, a in enumerate(arrays):
+        grad = np.zeros_like(a)
+        for index in np.ndindex(a.shape):
+            plus = [b.copy() for b in arrays]
+            minus = [b.copy() for b in arrays]
+            plus[i][index] += h
+            minus[i][index] -= h
+            grad[index] = (np.sum(wobble * f(*plus)) - np.sum(wobble * f(*minus))) / (2 * h)
+        grads.append(grad)
+    return grads
+
+
+def _pullback_hint(rule: str, index: int, mine: np.ndarray, arrays, wobble) -> str:
+    close = lambda a, b: a.shape == b.shape and np.allclose(a, b)  # noqa: E731
+    if rule == "sub" and index == 1 and close(mine, wobble):
+        return " -- the pullback of X - Y into Y is -wobble"
+    if rule == "abs2" and close(mine, wobble * arrays[0]):
+        return " -- d(x^2)/dx is 2x: the pullback is wobble * 2x"
+    if rule == "sigmoid":
+        s = 1 / (1 + np.exp(-arrays[0]))
+        if close(mine, wobble * arrays[0] * (1 - arrays[0])):
+            return (" -- sigma'(x) = sigma(x) (1 - sigma(x)): use the output sigma(x), not "
+                    "the input x")
+        if close(mine, wobble * s):
+            return " -- that is wobble * sigma(x); the derivative is sigma(x) (1 - sigma(x))"
+    if rule == "matmul":
+        if mine.shape == arrays[index].shape[::-1] and mine.shape != arrays[index].shape:
+            return (" -- your gradient is transposed: into X it is wobble @ Y^T, into Y it is "
+                    "X^T @ wobble")
+        if mine.shape != arrays[index].shape:
+            return (" -- a pullback returns an array of its input's shape: into X it is "
+                    "wobble @ Y^T, into Y it is X^T @ wobble")
+    if rule == "sum" and mine.shape != arrays[0].shape:
+        return (" -- the pullback of sum spreads the scalar wobble over an array of x's shape "
+                "(wobble * ones)")
+    if rule == "hcat" and mine.shape != arrays[index].shape:
+        return (" -- each input gets back the columns of the wobble where it was placed, an "
+                "array of its own shape")
+    return ""
+
+
+def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
+    """Exercises 7.2 and 7.3: pullbacks of tracked-array operations.
+
+    ``rules`` maps names from :data:`ARRAY_RULES` (``matmul``, ``sum``,
+    ``add``, ``sub``, ``abs2``, ``sigmoid``, ``hcat``) to the student's
+    operations; ``vjp(op, *arrays, wobble=w)`` tracks the numpy arrays, runs
+    ``op`` on them, seeds the result's gradient with ``w`` and returns the
+    list of the inputs' gradients.  Each rule is run on two or three shape
+    cases with seeded random inputs and wobbles; each gradient is compared
+    with minirad's VJP (:func:`minirad.blocks.vjp` on
+    :func:`~minirad.array_trace.trace_arrays`) and with central
+    differences, and the message names the rule, the input and the shapes,
+    with a hint for a transposed matmul rule, a missing minus, a missing 2,
+    a sigmoid derivative taken at the input, a sum that does not spread.
+    The exercise number is 7.2 when ``rules`` holds only ``matmul``, 7.3
+    otherwise.
+    """
+    if not isinstance(rules, Mapping) or not rules:
+        raise TypeError("rules must be a dict {name: your operation}, e.g. {'matmul': matmul}")
+    unknown = set(rules) - set(ARRAY_RULES)
+    if unknown:
+        raise ValueError(f"unknown rule(s) {sorted(unknown)}; the rules are "
+                         f"{list(ARRAY_RULES)}")
+    exercise = "Exercise 7.2" if set(rules) == {"matmul"} else "Exercise 7.3"
+    rng = np.random.default_rng(7)
+    cases = 0
+    for rule, op in rules.items():
+        reference = ARRAY_RULES[rule]
+        for shapes in _SHAPES[rule]:
+            arrays = [rng.standard_normal(shape) for shape in shapes]
+            value = reference(*arrays)
+            wobble = rng.standard_normal(np.shape(value))
+            where = location(exercise, f"pullback of {rule}",
+                             " and ".join(f"an array of shape {s}" for s in shapes))
+            result = call_student(vjp, where, op, *[a.copy() for a in arrays], wobble=wobble)
+            if not isinstance(result, (list, tuple)) or len(result) != len(arrays):
+                raise CheckFailed(f"{where}: vjp returned {type(result).__name__}; it returns a "
+                                  f"list with one gradient per input ({len(arrays)})")
+            g = trace_arrays(lambda *xs, f=reference: f(*xs), *arrays)
+            expected = block_vjp(g, [np.asarray(wobble)])
+            fd = _fd_vjp(reference, arrays, wobble)
+            for i, (got, want, check) in enumerate(zip(result, expected, fd)):
+                assert np.allclose(want, check, rtol=1e-5, atol=1e-6), (rule, shapes)
+                try:
+                    mine = np.asarray(got, dtype=float)
+                except (TypeError, ValueError):
+                    raise CheckFailed(f"{where}: the gradient of input {i + 1} is "
+                                      f"{type(got).__name__}, not an array of numbers") from None
+                if mine.shape != np.shape(want) or not np.allclose(mine, want, rtol=1e-9,
+                                                                    atol=1e-12):
+                    what = (f"has shape {mine.shape}, expected {np.shape(want)}"
+                            if mine.shape != np.shape(want) else
+                            f"differs from minirad's by up to "
+                            f"{_num(np.max(np.abs(mine - want)))} (largest entry "
+                            f"{_num(np.max(np.abs(want)))})")
+                    raise CheckFailed(f"{where}: the gradient of input {i + 1} {what}"
+                                      + _pullback_hint(rule, i, mine, arrays, wobble))
+            cases += 1
+    names = ", ".join(rules)
+    passed(exercise, f"the pullback{'s' if len(rules) > 1 else ''} of {names} "
+                     f"agree{'' if len(rules) > 1 else 's'} with minirad and with finite "
+                     f"differences on {cases} cases")

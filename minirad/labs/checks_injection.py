@@ -1,0 +1,287 @@
+"""Exercise checks for random matrix injection and the exact variance of Algorithm 1 (lab 5).
+
+Same contract as :mod:`minirad.labs.checks`: each check runs the
+student's function on several inputs, prints one line when everything
+agrees and raises :class:`~minirad.labs.checks.CheckFailed` otherwise,
+with a targeted hint for the common slips (a sampling matrix without its
+``d/k`` scale, a Rademacher matrix without its ``1/k``, a variance
+recursion that forgets to square the partials).
+
+>>> from minirad.injection import sampling_projection
+>>> check_sampling_P(sampling_projection)
+Exercise 5.3 passed: sampling P well formed, reproducible, E[P] = I and uniform draws on 5 \
+(d, k) cases
+>>> check_sampling_P(lambda d, k, rng: sampling_projection(d, k, rng) * k / d)
+Traceback (most recent call last):
+...
+minirad.labs.checks.CheckFailed: Exercise 5.3 (sampling P), on d=3, k=1: your diagonal is \
+[0.0, 0.0, 1.0]; each entry must be (times drawn) x d/k = (times drawn) x 3 -- your diagonal \
+holds the draw counts themselves; scale them by d/k so that E[P] = I
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import examples
+from ..graph import LCG
+from ..sampling import path_sampling_variance
+from .checks import CheckFailed, call_student, compare_jacobian, location, passed
+
+__all__ = ["check_rademacher_P", "check_sampling_P", "check_variance_k1"]
+
+#: the mean of the student's matrices may miss I by this many standard errors
+Z_LIMIT = 5.0
+
+# (d, k) cases; d = 1 first: the smallest case already shows a missing scale
+_PROJECTION_CASES = [(1, 1), (3, 1), (3, 2), (5, 3), (4, 8)]
+_SAMPLES = 2000
+
+
+def _matrix(result, d: int, where: str) -> np.ndarray:
+    try:
+        P = np.asarray(result, dtype=float)
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{where}: your function returned {type(result).__name__}, which is "
+                          f"not a matrix of numbers") from None
+    if P.shape != (d, d):
+        hint = (" -- return the d x d matrix R @ R.T, not R.T @ R" if P.ndim == 2
+                and P.shape[0] == P.shape[1] else "")
+        raise CheckFailed(f"{where}: your function returned shape {P.shape}; P is a d x d "
+                          f"matrix, here ({d}, {d}){hint}")
+    if not np.all(np.isfinite(P)):
+        raise CheckFailed(f"{where}: your matrix has entries that are not finite")
+    return P
+
+
+def _reproducible(fn, d, k, where, what):
+    """Ten calls on a generator seeded 123 (and 456) twice give the same ten matrices.
+
+    Ten calls, not one: with d = 3 and k = 1 a single sampling matrix has only
+    three possible values, so one call could agree by chance; ten independent
+    calls of a sampler that ignores ``rng`` agree with probability 3**-10.
+    """
+    for seed in (123, 456):
+        runs = []
+        for _ in range(2):
+            rng = np.random.default_rng(seed)
+            runs.append([_matrix(call_student(fn, where, d, k, rng), d, where)
+                         for _ in range(10)])
+        if not all(np.array_equal(a, b) for a, b in zip(*runs)):
+            raise CheckFailed(f"{where}: two runs of ten calls on np.random.default_rng({seed}) "
+                              f"returned different {what}; take every random number from the "
+                              f"rng argument, never from np.random or the random module")
+
+
+def _unbiased(samples: np.ndarray, where: str, hint: str) -> None:
+    """Every entry of the mean of ``samples`` within Z_LIMIT standard errors of I."""
+    n, d = samples.shape[0], samples.shape[1]
+    mean = samples.mean(axis=0)
+    stderr = samples.std(axis=0, ddof=1) / np.sqrt(n)
+    miss = np.abs(mean - np.eye(d))
+    bad = miss > Z_LIMIT * stderr + 1e-9
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise CheckFailed(f"{where}: over {n} of your matrices the mean of P[{i}, {j}] is "
+                          f"{mean[i, j]:.4g}, but E[P] = I needs {float(i == j):g} "
+                          f"({miss[i, j] / max(stderr[i, j], 1e-300):.1f} standard errors "
+                          f"away){hint}")
+
+
+def check_sampling_P(fn: Callable) -> None:
+    """Exercise 5.3: ``fn(d, k, rng)`` returns one sampling matrix ``P = (d/k) sum_s e_i e_i^T``.
+
+    ``k`` components are drawn uniformly with replacement from ``d``; ``P``
+    is diagonal and ``P[i, i]`` is (times ``i`` was drawn) x ``d/k``.  The
+    check, for five ``(d, k)``: shape ``(d, d)``; diagonal; every diagonal
+    entry a whole multiple of ``d/k`` adding up to ``k`` draws (so the trace
+    is ``d``); reproducibility (ten calls on a seeded ``rng``, twice); over 2000 matrices
+    drawn with ``np.random.default_rng(2021)`` the mean is within 5 standard
+    errors of ``I`` (a correct answer fails with probability below one in
+    a million per entry); and for ``k >= 2`` the same component is drawn
+    twice about as often as draws with replacement make it happen.
+    """
+    exercise, topic = "Exercise 5.3", "sampling P"
+    for d, k in _PROJECTION_CASES:
+        where = location(exercise, topic, f"d={d}, k={k}")
+        _reproducible(fn, d, k, where, "matrices")
+        rng = np.random.default_rng(2021)
+        samples = np.empty((_SAMPLES, d, d))
+        repeats = 0
+        for n in range(_SAMPLES):
+            P = _matrix(call_student(fn, where, d, k, rng), d, where)
+            if np.any(P - np.diag(np.diag(P))):
+                raise CheckFailed(f"{where}: your P has a nonzero entry off the diagonal; a "
+                                  f"sampling matrix is diagonal (sum of e_i e_i^T)")
+            counts = np.diag(P) / (d / k)
+            if np.any(np.abs(counts - np.rint(counts)) > 1e-9) or np.any(counts < -1e-9):
+                hint = ""
+                if np.allclose(np.diag(P), np.rint(np.diag(P))) and abs(np.trace(P) - k) < 1e-9:
+                    hint = (" -- your diagonal holds the draw counts themselves; scale them by "
+                            "d/k so that E[P] = I")
+                raise CheckFailed(f"{where}: your diagonal is {np.diag(P).round(6).tolist()}; "
+                                  f"each entry must be (times drawn) x d/k = (times drawn) x "
+                                  f"{d / k:.6g}{hint}")
+            counts = np.rint(counts).astype(int)
+            if counts.sum() != k:
+                hint = ""
+                if counts.sum() == d and d != k:
+                    hint = (" -- that is d draws scaled by d/k; draw k components, not d")
+                elif counts.sum() < k:
+                    hint = (" -- a component drawn twice must count twice (add, do not "
+                            "overwrite)")
+                raise CheckFailed(f"{where}: your diagonal is {np.diag(P).round(6).tolist()}, "
+                                  f"{counts.sum()} draw(s) of d/k = {d / k:.6g}; P holds "
+                                  f"exactly k = {k} draws, so its trace is d = {d}{hint}")
+            repeats += int((counts * (counts - 1)).sum())
+            samples[n] = P
+        _unbiased(samples, where, " -- draw each component with probability 1/d")
+        expected = _SAMPLES * k * (k - 1) / d
+        if k >= 2 and d >= 2 and not 0.7 <= repeats / expected <= 1.3:
+            raise CheckFailed(f"{where}: over {_SAMPLES} matrices a component was drawn twice "
+                              f"{repeats} times (counting pairs of draws), but uniform draws "
+                              f"with replacement repeat about {expected:.0f} times; draw the k "
+                              f"components independently, with replacement")
+    passed(exercise, f"sampling P well formed, reproducible, E[P] = I and uniform draws on "
+                     f"{len(_PROJECTION_CASES)} (d, k) cases")
+
+
+def check_rademacher_P(fn: Callable) -> None:
+    """Exercise 5.4: ``fn(d, k, rng)`` returns one Rademacher matrix ``P = R R^T``.
+
+    ``R`` is ``d x k`` with independent entries ``+1/sqrt(k)`` or
+    ``-1/sqrt(k)``, each with probability 1/2, so ``E[P] = I``.  The check,
+    for five ``(d, k)``: shape ``(d, d)``; symmetric; diagonal exactly 1
+    (each row of ``R`` has ``k`` entries of square ``1/k``); off-diagonal
+    entries whole multiples of ``1/k`` in ``[-1, 1]``; rank at most ``k``;
+    reproducibility with a seeded ``rng``; the mean of 2000 matrices drawn
+    with ``np.random.default_rng(2021)`` within 5 standard errors of ``I``;
+    and the variance of an off-diagonal entry within 25% of ``1/k``.
+
+    >>> from minirad.injection import rademacher_projection
+    >>> check_rademacher_P(rademacher_projection)
+    Exercise 5.4 passed: Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off \
+the diagonal on 5 (d, k) cases
+    """
+    exercise, topic = "Exercise 5.4", "Rademacher P"
+    for d, k in _PROJECTION_CASES:
+        where = location(exercise, topic, f"d={d}, k={k}")
+        _reproducible(fn, d, k, where, "matrices")
+        rng = np.random.default_rng(2021)
+        samples = np.empty((_SAMPLES, d, d))
+        for n in range(_SAMPLES):
+            P = _matrix(call_student(fn, where, d, k, rng), d, where)
+            if not np.allclose(P, P.T, rtol=0, atol=1e-12):
+                raise CheckFailed(f"{where}: your P is not symmetric; P = R @ R.T is")
+            diagonal = np.diag(P)
+            if not np.allclose(diagonal, 1.0, rtol=0, atol=1e-9):
+                hint = ""
+                if np.allclose(diagonal, k):
+                    hint = (" -- that is k: the entries of R are +-1/sqrt(k), not +-1, so that "
+                            "P = R R^T carries the factor 1/k")
+                elif np.allclose(diagonal, 1 / k):
+                    hint = " -- that is 1/k: divide R by sqrt(k), not by k"
+                else:
+                    hint = (" -- draw the entries of R from {-1, +1} (then divide by sqrt(k)), "
+                            "not from a normal distribution")
+                raise CheckFailed(f"{where}: your diagonal is {diagonal.round(6).tolist()}; "
+                                  f"every diagonal entry of R R^T is a sum of k squares "
+                                  f"(+-1/sqrt(k))^2 = 1/k, so exactly 1{hint}")
+            scaled = P * k
+            off = np.abs(scaled - np.rint(scaled))
+            if off.max() > 1e-9 or np.abs(P).max() > 1 + 1e-9:
+                worst = np.unravel_index(np.argmax(off + (np.abs(P) > 1 + 1e-9)), P.shape)
+                raise CheckFailed(f"{where}: your P has the entry {P[worst]:.6g}; every entry "
+                                  f"of R R^T is a sum of k products +-1/k, a whole multiple of "
+                                  f"1/k = {1 / k:.6g} between -1 and 1 (draw the entries of R "
+                                  f"from {{-1, +1}} / sqrt(k), not from a normal)")
+            if d > k and np.linalg.matrix_rank(P) > k:
+                raise CheckFailed(f"{where}: your P has rank {np.linalg.matrix_rank(P)}, but "
+                                  f"R R^T with R of shape (d, k) has rank at most k = {k}: that "
+                                  f"is what makes it cheap to store")
+            samples[n] = P
+        _unbiased(samples, where, " -- each entry of R is + or - with probability 1/2")
+        if d >= 2:
+            var = samples[:, 0, 1].var(ddof=1)
+            if not 0.75 <= var * k <= 1.25:
+                raise CheckFailed(f"{where}: over {_SAMPLES} matrices P[0, 1] has variance "
+                                  f"{var:.4g}, but independent +-1/sqrt(k) entries give 1/k = "
+                                  f"{1 / k:.4g}; draw every entry of R independently")
+    passed(exercise, f"Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off the "
+                     f"diagonal on {len(_PROJECTION_CASES)} (d, k) cases")
+
+
+# ------------------------------------------------------- exact variance, k = 1
+def _variance_graphs() -> dict[str, LCG]:
+    return {
+        "figure1()": examples.figure1(),
+        "lecture()": examples.lecture(),
+        "two_outputs()": examples.two_outputs(),
+        "independent_paths(3, 3, partials='random', rng=0)":
+            examples.independent_paths(3, 3, partials="random", rng=0),
+        "interleaved(3, 3, partials='random', rng=0)":
+            examples.interleaved(3, 3, partials="random", rng=0),
+        "random_dag(3, 10, 2, rng=0)": examples.random_dag(3, 10, 2, rng=0),
+        "random_dag(2, 8, 2, density=0.4, rng=3)":
+            examples.random_dag(2, 8, 2, density=0.4, rng=3),
+    }
+
+
+def _planted_variances(g: LCG) -> dict[str, np.ndarray]:
+    """The variance that three common slips in the k = 1 recursion would compute."""
+    def recursion(step, subtract=True):
+        out = np.zeros((len(g.outputs), len(g.inputs)))
+        for row, y in enumerate(g.outputs):
+            adjoint, second = np.zeros(g.n_vertices), np.zeros(g.n_vertices)
+            adjoint[y] = second[y] = 1.0
+            for z in range(y - 1, -1, -1):
+                succ = list(g.successors(z))
+                d = len(succ)
+                p = np.array([g.partial(z, s) for s in succ])
+                adjoint[z] = float(p @ adjoint[succ]) if d else 0.0
+                second[z] = step(d, p, second[succ]) if d else 0.0
+            out[row] = [second[x] - (adjoint[x] ** 2 if subtract else 0.0) for x in g.inputs]
+        return out
+
+    return {
+        "forgets to square the partials (d * sum p * M)":
+            recursion(lambda d, p, m: d * float(p @ m)),
+        "leaves out the factor d (sum p^2 * M)":
+            recursion(lambda d, p, m: float((p * p) @ m)),
+        "returns the second moment E[J^2], without subtracting J^2":
+            recursion(lambda d, p, m: d * float((p * p) @ m), subtract=False),
+    }
+
+
+def check_variance_k1(fn: Callable) -> None:
+    """Exercise 5.2: ``fn(g)`` is the exact variance of Algorithm 1 with ``k = 1``.
+
+    Returns an array of shape (n_outputs, n_inputs): the variance of each
+    entry of the estimate.  Compared with
+    :func:`minirad.sampling.path_sampling_variance` (``k = 1``) on seven
+    graphs, with hints for a recursion that forgets to square the partials,
+    leaves out the out-degree, or forgets to subtract the squared mean.
+
+    >>> from minirad.sampling import path_sampling_variance
+    >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))
+    Exercise 5.2 passed: exact k = 1 variance agrees with minirad on 7 graphs
+    """
+    exercise, topic = "Exercise 5.2", "variance of Algorithm 1, k = 1"
+    graphs = _variance_graphs()
+    for name, g in graphs.items():
+        where = location(exercise, topic, name)
+        result = call_student(fn, where, g)
+        expected = path_sampling_variance(g, 1)
+        try:
+            compare_jacobian(result, expected, where, what="variance", rtol=1e-8)
+        except CheckFailed as failure:
+            mine = np.asarray(result, dtype=float)
+            for slip, wrong in _planted_variances(g).items():
+                if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
+                    raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
+                                      f"is M(z) = d_z * sum over successors s of "
+                                      f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
+            raise
+    passed(exercise, f"exact k = 1 variance agrees with minirad on {len(graphs)} graphs")
