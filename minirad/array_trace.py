@@ -28,7 +28,6 @@ serves both.  float32 inputs stay float32 throughout.
 
 from __future__ import annotations
 
-import inspect
 import math
 from numbers import Real
 
@@ -56,6 +55,7 @@ from .operators import (
     fresh_key,
     matmul_shape,
 )
+from .trace import parameter_names
 from .vgraph import VectorLCG, value_key
 
 SUPPORTED = ("@/matmul (also by a constant scipy.sparse matrix), + - * / (broadcasting), "
@@ -831,21 +831,6 @@ def register(function: str, handler) -> None:
 
 
 # ---------------------------------------------------------------- trace
-def _parameter_names(f, count: int) -> list[str]:
-    try:
-        parameters = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        parameters = []
-    names = []
-    for p in parameters:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind is p.VAR_POSITIONAL:
-            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
-    names.extend(f"x{j}" for j in range(len(names), count))
-    return names[:count]
-
-
 def trace_arrays(f, *args, wrt=None) -> VectorLCG:
     """Run ``f(*args)`` on traced arrays and return its vector LCG.
 
@@ -862,7 +847,7 @@ def trace_arrays(f, *args, wrt=None) -> VectorLCG:
     >>> g.names, g.shape("W"), g.labels[0].kind
     (('W', 'v1', 'y'), (3, 2), 'outer')
     """
-    names = _parameter_names(f, len(args))
+    names = parameter_names(f, len(args))
     wrt = range(len(args)) if wrt is None else list(wrt)
     for position in wrt:
         if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not (

@@ -590,7 +590,14 @@ def _templates(tape: Tape, codes, args, same) -> list[str]:
 
 
 # -------------------------------------------------------------------- trace
-def _parameter_names(f, count: int) -> list[str]:
+def parameter_names(f, count: int) -> list[str]:
+    """Names for ``count`` arguments of ``f``: its parameter names where it has
+    them (``*args`` numbered), ``x0, x1, ...`` beyond.  Both tracers name their
+    inputs this way.
+
+    >>> parameter_names(lambda a, *rest: None, 3)
+    ['a', 'rest0', 'rest1']
+    """
     try:
         parameters = list(inspect.signature(f).parameters.values())
     except (TypeError, ValueError):
@@ -681,7 +688,7 @@ def trace(f, *args) -> LCG:
     v2 = v0        = 3.0   dv2/dv0 = 1.0   (output y[1])
     """
     tape = Tape()
-    names = _parameter_names(f, len(args))
+    names = parameter_names(f, len(args))
     traced, input_names = _make_inputs(tape, args, names)
     n_inputs = len(tape.values)
     try:
