@@ -24,7 +24,7 @@ VectorLCG(4 vertices: 1 input, 2 intermediates, 1 output; 3 edges)
 v0 = W          W ∈ R^(2×3)
 v1 = v0 @ c     v1 ∈ R^(2)    dv1/dv0: outer
 v2 = tanh(v1)   v2 ∈ R^(2)    dv2/dv1: diag
-v3 = sum(v2)    y ∈ R^()      dv3/dv2: sum     (output y)
+v3 = sum(v2)    y ∈ R         dv3/dv2: sum     (output y)
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ def value_key(v: int) -> str:
 
 
 def shape_text(shape: tuple) -> str:
-    """``R^(150×300)`` for a shape."""
+    """``R^(150×300)`` for a shape, ``R`` for a scalar.
+
+    >>> shape_text((150, 300)), shape_text(())
+    ('R^(150×300)', 'R')
+    """
+    if not shape:
+        return "R"
     return "R^(" + "×".join(str(s) for s in shape) + ")"
 
 

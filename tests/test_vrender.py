@@ -14,7 +14,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def test_labels_name_shapes_kinds_bytes_and_total():
     g = figure3_graph()
     source = render_vector(g, title="t", batch=3).source
-    for text in ("h1 ∈ R^(3×5)", "W2 ∈ R^(5×2)", "y ∈ R^()", "relu(h1)", "X @ W1",
+    for text in ("h1 ∈ R^(3×5)", "W2 ∈ R^(5×2)", "y ∈ R\\n", "relu(h1)", "X @ W1",
                  "outer\\n48 B", "outer\\n60 B", "mask\\n0 B (rebuilt from a1)",
                  "matmul\\n0 B (W2 kept anyway)", "132 B (44 B per example of 3)"):
         assert text in source, text
