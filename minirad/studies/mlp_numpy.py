@@ -170,26 +170,26 @@ def layer_adjoints(params, x, y) -> list[tuple[np.ndarray, np.ndarray]]:
     return pairs[::-1]
 
 
-def loss(params, x, y) -> float:
-    """Mean cross-entropy without keeping anything."""
-    x, y = _check(params, x, y)
+def _logits(params, x) -> np.ndarray:
+    """The network's output, keeping nothing for a backward pass."""
     a = x
     for i in range(0, len(params), 2):
         a = a @ params[i] + params[i + 1]
         if i < len(params) - 2:
             a = np.maximum(a, 0)
-    return -float(np.mean(_log_softmax(a)[np.arange(len(y)), y]))
+    return a
+
+
+def loss(params, x, y) -> float:
+    """Mean cross-entropy without keeping anything."""
+    x, y = _check(params, x, y)
+    return -float(np.mean(_log_softmax(_logits(params, x))[np.arange(len(y)), y]))
 
 
 def accuracy(params, x, y) -> float:
     """Fraction of examples whose largest logit is the label."""
     x, y = _check(params, x, y)
-    a = x
-    for i in range(0, len(params), 2):
-        a = a @ params[i] + params[i + 1]
-        if i < len(params) - 2:
-            a = np.maximum(a, 0)
-    return float(np.mean(a.argmax(axis=1) == y))
+    return float(np.mean(_logits(params, x).argmax(axis=1) == y))
 
 
 def tape_bytes(tape: Tape) -> int:
