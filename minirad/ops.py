@@ -225,48 +225,36 @@ def apply(op: Op, *args):
     return evaluate(op, floats)[0]
 
 
-def sin(x):
-    return apply(OPS["sin"], x)
+def _function(name: str):
+    """The operation ``name`` of the table as a function of one argument: a
+    traced scalar (which records it), a number, or a numpy array (elementwise).
+    Tracing calls these once per operation, so a traced scalar is served
+    first and in one call; everything else goes through :func:`apply`."""
+    op = OPS[name]
+
+    def function(x):
+        record = getattr(x, "_record", None)
+        if record is not None:
+            return record(op, (x,))
+        return apply(op, x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"``{op.template.format('x')}`` of a traced scalar, a number, or "
+                        f"elementwise of a numpy array.")
+    return function
 
 
-def cos(x):
-    return apply(OPS["cos"], x)
-
-
-def tan(x):
-    return apply(OPS["tan"], x)
-
-
-def exp(x):
-    return apply(OPS["exp"], x)
-
-
-def log(x):
-    return apply(OPS["log"], x)
-
-
-def log1p(x):
-    return apply(OPS["log1p"], x)
-
-
-def sqrt(x):
-    return apply(OPS["sqrt"], x)
-
-
-def tanh(x):
-    return apply(OPS["tanh"], x)
-
-
-def sigmoid(x):
-    return apply(OPS["sigmoid"], x)
-
-
-def relu(x):
-    return apply(OPS["relu"], x)
-
-
-def arctan(x):
-    return apply(OPS["arctan"], x)
+sin = _function("sin")
+cos = _function("cos")
+tan = _function("tan")
+exp = _function("exp")
+log = _function("log")
+log1p = _function("log1p")
+sqrt = _function("sqrt")
+tanh = _function("tanh")
+sigmoid = _function("sigmoid")
+relu = _function("relu")
+arctan = _function("arctan")
 
 
 def maximum(x, y):

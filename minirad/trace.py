@@ -33,53 +33,68 @@ from .ops import OPS, NonFiniteError, Op, apply, evaluate
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
 
-# What made each vertex.  Sums, differences, products, negations and copies
-# (the bulk of most programs) are recorded as a code and their operands only:
-# their partials are 1, -1, a constant or the other operand's value, which
-# `_edges` fills in for the whole tape at once.  Every other operation takes
-# its partials from its entry in minirad.ops.OPS at the time: UNARY when it
-# has one traced operand (its partial is kept in `args`), else GENERAL.
-(INPUT, GENERAL, UNARY, ADD, SUB, MUL, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, SUB_LEFT, MUL_RIGHT,
- MUL_LEFT, NEG, COPY) = range(14)
-# var-var codes store the second operand's index in `args`; *_RIGHT (x op c)
-# and *_LEFT (c op x) store the constant c
-_PAIRS = (ADD, SUB, MUL)
+# What made each vertex: its code.  Per vertex the tape keeps the code and
+# the value; per code a fixed count of operand numbers (`operands`) and of
+# floats (`numbers`: a constant written into the operation, or partials
+# taken from minirad.ops.OPS at the time), and for three codes a template.
+# Sums, differences, products, negations, copies, squares and the
+# one-operand functions in _VECTORISED keep no partial at all: theirs are
+# 1, -1, a constant or a function of the operand's and the result's values,
+# which `_edges` works out for the whole tape at once, one numpy expression
+# per code.  Every other operation is UNARY (one traced operand; its
+# partial kept) or GENERAL (two; both kept).
+(INPUT, CONSTANT, GENERAL, UNARY, ADD, SUB, MUL, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, SUB_LEFT,
+ MUL_RIGHT, MUL_LEFT, NEG, COPY, SQUARE, RELU, ABS, EXP, TANH, SIGMOID, ARCTAN) = range(22)
+_N_CODES = ARCTAN + 1
+_PAIRS = (ADD, SUB, MUL)  # two traced operands, partials not kept
+# x op c (*_RIGHT) and c op x (*_LEFT): one operand, and the constant c in `numbers`
 _WITH_CONSTANT = {ADD_RIGHT: (_ADD, False), ADD_LEFT: (_ADD, True), SUB_RIGHT: (_SUB, False),
                   SUB_LEFT: (_SUB, True), MUL_RIGHT: (_MUL, False), MUL_LEFT: (_MUL, True)}
-_CODE_OP = {ADD: _ADD, SUB: _SUB, MUL: _MUL, NEG: _NEG, COPY: _COPY,
-            **{code: op for code, (op, _) in _WITH_CONSTANT.items()}}
+# one-operand functions of the table whose partial is finite wherever the
+# value is, computed afterwards from x (the operand's value) and y (the
+# result's) with the very float operations of their rules in minirad.ops, so
+# the partials are the same to the last bit
+_VECTORISED = {RELU: ("relu", lambda x, y: np.where(x > 0.0, 1.0, 0.0)),
+               ABS: ("abs", lambda x, y: np.where(x > 0.0, 1.0, np.where(x < 0.0, -1.0, 0.0))),
+               EXP: ("exp", lambda x, y: y),
+               TANH: ("tanh", lambda x, y: 1.0 - y * y),
+               SIGMOID: ("sigmoid", lambda x, y: y * (1.0 - y)),
+               ARCTAN: ("arctan", lambda x, y: 1.0 / (1.0 + x * x)),
+               SQUARE: ("pow", lambda x, y: 2.0 * x)}  # d(x ** 2)/dx = 2.0 * x ** 1.0 = 2.0 * x
+# the table's own entries (by identity: a replaced entry takes the general path)
+_VECTORISED_CODE = {id(OPS[name]): code for code, (name, _) in _VECTORISED.items()
+                    if code != SQUARE}
+
+_N_OPERANDS = np.ones(_N_CODES, dtype=np.int64)
+_N_OPERANDS[[INPUT, CONSTANT]] = 0
+_N_OPERANDS[[GENERAL, *_PAIRS]] = 2
+_N_NUMBERS = np.zeros(_N_CODES, dtype=np.int64)
+_N_NUMBERS[[UNARY, *_WITH_CONSTANT]] = 1
+_N_NUMBERS[GENERAL] = 2
+_HAS_TEMPLATE = np.zeros(_N_CODES, dtype=bool)  # the template is listed in `templates`
+_HAS_TEMPLATE[[CONSTANT, GENERAL, UNARY]] = True
 
 
 class Tape:
-    """The growing record of one trace, as flat columns (lists: appending to
-    a list is about three times faster than to an ``array.array``).
+    """The growing record of one trace, as flat Python lists (appending to a
+    list is several times faster than to an ``array.array``, and converting
+    a list of floats or of ints to numpy once costs less than either).
 
-    Per vertex: ``codes`` (what made it), ``lefts`` (its first traced operand,
-    or -1), ``args`` (the second operand's index, a constant, a partial or 0)
-    and ``values``.  UNARY and GENERAL vertices also append their template
-    (``general_ops``), and GENERAL ones their in-edges (``general_sources``,
-    ``general_partials``, ``general_targets``).
-    The ``push_*`` attributes are the columns' bound ``append`` methods,
-    looked up once rather than on every operation.
+    ``codes`` and ``values`` have one entry per vertex; ``operands``,
+    ``numbers`` and ``templates`` as many as each vertex's code says
+    (``_N_OPERANDS``, ``_N_NUMBERS``, ``_HAS_TEMPLATE``), in vertex order.
+    The scalars' class (``scalar_type``) appends to these lists itself; the
+    methods below are for everything else.
     """
 
-    __slots__ = ("codes", "lefts", "args", "values", "general_sources", "general_targets",
-                 "general_partials", "general_ops", "push_code", "push_left", "push_arg",
-                 "push_value", "scalar_type")
+    __slots__ = ("codes", "operands", "numbers", "values", "templates", "scalar_type")
 
     def __init__(self):
         self.codes: list[int] = []
-        self.lefts: list[int] = []
-        self.args: list[float] = []
+        self.operands: list[int] = []
+        self.numbers: list[float] = []
         self.values: list[float] = []
-        self.general_sources: list[int] = []
-        self.general_targets: list[int] = []
-        self.general_partials: list[float] = []
-        self.general_ops: list[str] = []
-        self.push_code = self.codes.append
-        self.push_left = self.lefts.append
-        self.push_arg = self.args.append
-        self.push_value = self.values.append
+        self.templates: list[str] = []
         self.scalar_type = _scalar_type(self)
 
     def scalar(self, index: int, value: float) -> Var:
@@ -90,31 +105,50 @@ class Tape:
         return x
 
     def release(self) -> None:
-        """Empty every column (the tape is not read again)."""
-        for column in (self.codes, self.lefts, self.args, self.values, self.general_sources,
-                       self.general_targets, self.general_partials, self.general_ops):
+        """Empty every list (the tape is not read again)."""
+        for column in (self.codes, self.operands, self.numbers, self.values, self.templates):
             column.clear()
 
     def new_input(self, value: float) -> Var:
         i = len(self.values)
-        self._vertex(INPUT, -1, 0.0, value)
+        self.codes.append(INPUT)
+        self.values.append(value)
         return self.scalar(i, value)
 
-    def _vertex(self, code: int, left: int, arg: float, value: float) -> None:
-        self.push_code(code)
-        self.push_left(left)
-        self.push_arg(arg)
-        self.push_value(value)
-
-    def general(self, template: str, value: float, operands=(), partials=()) -> int:
-        """Append a GENERAL vertex with in-edges from ``operands``; its number."""
+    def constant(self, value: float) -> int:
+        """Append a vertex with no predecessors (a constant output); its number."""
         i = len(self.values)
-        self._vertex(GENERAL, -1, 0.0, value)
-        for u, d in zip(operands, partials):
-            self.general_sources.append(u)
-            self.general_targets.append(i)
-            self.general_partials.append(d)
-        self.general_ops.append(template)
+        self.codes.append(CONSTANT)
+        self.templates.append(repr(value))
+        self.values.append(value)
+        return i
+
+    def unary(self, template: str, u: int, partial: float, value: float) -> int:
+        """Append a vertex with one in-edge, from ``u``; its number."""
+        i = len(self.values)
+        self.codes.append(UNARY)
+        self.operands.append(u)
+        self.numbers.append(partial)
+        self.templates.append(template)
+        self.values.append(value)
+        return i
+
+    def general(self, template: str, u: int, w: int, du: float, dw: float, value: float) -> int:
+        """Append a vertex with in-edges from ``u`` and ``w`` (two vertices); its number."""
+        i = len(self.values)
+        self.codes.append(GENERAL)
+        self.operands.extend((u, w))
+        self.numbers.extend((du, dw))
+        self.templates.append(template)
+        self.values.append(value)
+        return i
+
+    def copy(self, u: int, value: float) -> int:
+        """Append a unit copy of vertex ``u``; its number."""
+        i = len(self.values)
+        self.codes.append(COPY)
+        self.operands.append(u)
+        self.values.append(value)
         return i
 
 
@@ -277,21 +311,23 @@ class Var:
 
 def _scalar_type(tape: Tape) -> type:
     """The class of one trace's scalars: a subclass of :class:`Var` whose
-    ``+``, ``-``, ``*`` and negation record straight into ``tape``.
+    ``+``, ``-``, ``*``, negation, squares and one-operand functions of the
+    table record straight into ``tape``.
 
-    These four are most of what programs do, and recording them is most of
-    the cost of tracing, so each is written out in full: the tape's columns
-    are appended to through closure variables (the cheapest name lookup
-    Python has), the result is made without an ``__init__`` call, and
-    nothing else is called.  A scalar of another trace has another class, so
-    ``type(other) is Scalar`` also tells two traces apart.  Float ``+ - *``
-    never raise; ``z - z`` is 0.0 for a finite z and nan for inf or nan: a
-    cheap finiteness test.
+    These are most of what programs do, and recording them is most of the
+    cost of tracing, so each is written out in full: the tape's lists are
+    closure variables (the cheapest name lookup Python has) appended to as
+    ``list.append(x)``, which CPython 3.11+ runs without a call (a bound
+    ``append`` kept in a variable is a full call, several times slower);
+    the result is made without an ``__init__`` call, and nothing else is
+    called.  A scalar of another trace has another class, so ``type(other)
+    is Scalar`` also tells two traces apart.  Float ``+ - *`` never raise;
+    ``z - z`` is 0.0 for a finite z and nan for inf or nan: a cheap
+    finiteness test.
     """
-    push_code, push_left, push_arg, push_value = (tape.push_code, tape.push_left,
-                                                  tape.push_arg, tape.push_value)
-    values, push_template = tape.values, tape.general_ops.append
-    square = _template_with_constant(_POW, 2.0, left=False)
+    codes, operands, numbers, values, templates = (tape.codes, tape.operands, tape.numbers,
+                                                   tape.values, tape.templates)
+    vectorised_code = _VECTORISED_CODE.get
 
     class Scalar(Var):
         __slots__ = ()
@@ -302,18 +338,20 @@ def _scalar_type(tape: Tape) -> type:
                 new.value = out = self.value + other.value
                 if out - out:
                     _fail(_ADD, (self, other), tape)
-                push_code(ADD)
-                push_arg(other.index)
+                new.index = len(values)
+                codes.append(ADD)
+                operands.append(self.index)
+                operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _ADD, tape)
                 new.value = out = self.value + c
                 if out - out:
                     _fail(_ADD, (self, c), tape)
-                push_code(ADD_RIGHT)
-                push_arg(c)
-            new.index = len(values)
-            push_left(self.index)
-            push_value(out)
+                new.index = len(values)
+                codes.append(ADD_RIGHT)
+                operands.append(self.index)
+                numbers.append(c)
+            values.append(out)
             return new
 
         def __radd__(self, other):
@@ -323,10 +361,10 @@ def _scalar_type(tape: Tape) -> type:
             if out - out:
                 _fail(_ADD, (c, self), tape)
             new.index = len(values)
-            push_code(ADD_LEFT)
-            push_left(self.index)
-            push_arg(c)
-            push_value(out)
+            codes.append(ADD_LEFT)
+            operands.append(self.index)
+            numbers.append(c)
+            values.append(out)
             return new
 
         def __sub__(self, other):
@@ -335,18 +373,20 @@ def _scalar_type(tape: Tape) -> type:
                 new.value = out = self.value - other.value
                 if out - out:
                     _fail(_SUB, (self, other), tape)
-                push_code(SUB)
-                push_arg(other.index)
+                new.index = len(values)
+                codes.append(SUB)
+                operands.append(self.index)
+                operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _SUB, tape)
                 new.value = out = self.value - c
                 if out - out:
                     _fail(_SUB, (self, c), tape)
-                push_code(SUB_RIGHT)
-                push_arg(c)
-            new.index = len(values)
-            push_left(self.index)
-            push_value(out)
+                new.index = len(values)
+                codes.append(SUB_RIGHT)
+                operands.append(self.index)
+                numbers.append(c)
+            values.append(out)
             return new
 
         def __rsub__(self, other):
@@ -356,10 +396,10 @@ def _scalar_type(tape: Tape) -> type:
             if out - out:
                 _fail(_SUB, (c, self), tape)
             new.index = len(values)
-            push_code(SUB_LEFT)
-            push_left(self.index)
-            push_arg(c)
-            push_value(out)
+            codes.append(SUB_LEFT)
+            operands.append(self.index)
+            numbers.append(c)
+            values.append(out)
             return new
 
         def __mul__(self, other):
@@ -368,18 +408,20 @@ def _scalar_type(tape: Tape) -> type:
                 new.value = out = self.value * other.value
                 if out - out:
                     _fail(_MUL, (self, other), tape)
-                push_code(MUL)
-                push_arg(other.index)
+                new.index = len(values)
+                codes.append(MUL)
+                operands.append(self.index)
+                operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _MUL, tape)
                 new.value = out = self.value * c
                 if out - out:
                     _fail(_MUL, (self, c), tape)
-                push_code(MUL_RIGHT)
-                push_arg(c)
-            new.index = len(values)
-            push_left(self.index)
-            push_value(out)
+                new.index = len(values)
+                codes.append(MUL_RIGHT)
+                operands.append(self.index)
+                numbers.append(c)
+            values.append(out)
             return new
 
         def __rmul__(self, other):
@@ -389,66 +431,77 @@ def _scalar_type(tape: Tape) -> type:
             if out - out:
                 _fail(_MUL, (c, self), tape)
             new.index = len(values)
-            push_code(MUL_LEFT)
-            push_left(self.index)
-            push_arg(c)
-            push_value(out)
+            codes.append(MUL_LEFT)
+            operands.append(self.index)
+            numbers.append(c)
+            values.append(out)
             return new
 
         def __neg__(self):
             new = Scalar()
             new.value = out = -self.value
             new.index = len(values)
-            push_code(NEG)
-            push_left(self.index)
-            push_arg(0.0)
-            push_value(out)
+            codes.append(NEG)
+            operands.append(self.index)
+            values.append(out)
             return new
 
-        # one traced operand of a function of the table (ops.relu(x), ops.sin(x))
-        # and a power with a constant exponent (x ** 2): the same partials as
-        # _unary and _binary take from the table, with fewer calls on the way
+        # one traced operand of a function of the table (ops.relu(x), ops.sin(x),
+        # abs(x)): the same value and partial as _unary takes from the table, with
+        # fewer calls on the way, and for the functions in _VECTORISED no partial
+        # computed here at all
         def _record(self, op, args):
             if len(args) != 1:
                 return Var._record(self, op, args)
             a = self.value
-            try:
-                out = float(op.value(a))
-                da = float(op.partials[0](a, out))
-            except (ArithmeticError, ValueError):
-                out = da = math.nan
-            if (out - out) or (da - da):  # not finite
-                _fail(op, (self,), tape)
+            code = vectorised_code(id(op))
             new = Scalar()
-            new.value = out
-            new.index = len(values)
-            push_code(UNARY)
-            push_left(self.index)
-            push_arg(da)
-            push_value(out)
-            push_template(op.template)
+            if code is None:
+                try:
+                    new.value = out = float(op.value(a))
+                    da = float(op.partials[0](a, out))
+                except (ArithmeticError, ValueError):
+                    out = da = math.nan
+                if (out - out) or (da - da):  # not finite
+                    _fail(op, (self,), tape)
+                new.index = len(values)
+                codes.append(UNARY)
+                numbers.append(da)
+                templates.append(op.template)
+            else:
+                # the table's own function, which gives a float for a float
+                try:
+                    new.value = out = op.value(a)
+                except (ArithmeticError, ValueError):
+                    out = math.nan
+                if out - out:
+                    _fail(op, (self,), tape)
+                new.index = len(values)
+                codes.append(code)
+            operands.append(self.index)
+            values.append(out)
             return new
+
+        def __abs__(self):
+            return self._record(_ABS, (self,))
 
         def __pow__(self, other):
             a = self.value
             if (type(other) is int or type(other) is float) and other == 2:
-                # squares: a ** 2.0 as the table computes it, and its partial
-                # 2.0 * a ** 1.0, which is 2.0 * a (a ** 1.0 is exact, so any pow returns a)
-                b = 2.0
+                # squares: a ** 2.0 as the table computes it; its partial
+                # 2.0 * a ** 1.0 is 2.0 * a (a ** 1.0 is exact), worked out later
                 try:
-                    out = a ** b
+                    out = a ** 2.0
                 except OverflowError:
                     out = math.inf
                 if out - out:
-                    _fail(_POW, (self, b), tape)
+                    _fail(_POW, (self, 2.0), tape)
                 new = Scalar()
                 new.value = out
                 new.index = len(values)
-                push_code(UNARY)
-                push_left(self.index)
-                push_arg(2.0 * a)
-                push_value(out)
-                push_template(square)
+                codes.append(SQUARE)
+                operands.append(self.index)
+                values.append(out)
                 return new
             if type(other) is not float and isinstance(other, Var):
                 return _binary(_POW, self, other)
@@ -462,17 +515,17 @@ def _scalar_type(tape: Tape) -> type:
                 _fail(_POW, (self, b), tape)
             new = Scalar()
             new.value = out
-            new.index = len(values)
-            push_code(UNARY)
-            push_left(self.index)
-            push_arg(da)
-            push_value(out)
-            push_template(_template_with_constant(_POW, b, left=False))
+            new.index = tape.unary(_template_with_constant(_POW, b, left=False), self.index,
+                                   da, out)
             return new
 
+    # numpy calls x.tanh(), x.exp(), ... on the elements of object arrays
+    for name in _SHARED_NAMES:
+        setattr(Scalar, name, lambda self, _op=OPS[name]: self._record(_op, (self,)))
     Scalar.tape = tape
     Scalar.__name__ = Scalar.__qualname__ = "Var"  # what error messages and type() show
     return Scalar
+
 
 def _value(x):
     return x.value if isinstance(x, Var) else x
@@ -520,14 +573,7 @@ def _unary(op: Op, x: Var) -> Var:
         out = da = math.nan
     if (out - out) or (da - da):  # not finite
         _fail(op, (x,), x.tape)
-    tape = x.tape
-    i = len(tape.values)
-    tape.push_code(UNARY)
-    tape.push_left(x.index)
-    tape.push_arg(da)
-    tape.push_value(out)
-    tape.general_ops.append(op.template)
-    return tape.scalar(i, out)
+    return _record_unary(x.tape, op.template, x.index, da, out)
 
 
 def _binary(op: Op, x: Var, y) -> Var:
@@ -549,9 +595,7 @@ def _binary(op: Op, x: Var, y) -> Var:
             _fail(op, (x, y), tape)
         if y is x:  # x*x is one edge with partial 2x, not two parallel edges
             return _record_unary(tape, op.template.replace("{1}", "{0}"), x.index, da + db, out)
-        else:
-            i = tape.general(op.template, out, (x.index, y.index), (da, db))
-        return tape.scalar(i, out)
+        return tape.scalar(tape.general(op.template, x.index, y.index, da, db, out), out)
     b = _constant(y, op, tape)
     try:
         out = op.value(a, b)
@@ -578,120 +622,103 @@ def _binary_reflected(op: Op, a: float, y: Var) -> Var:
 
 
 def _record_unary(tape: Tape, template: str, u: int, partial: float, out: float) -> Var:
-    i = len(tape.values)
-    tape.push_code(UNARY)
-    tape.push_left(u)
-    tape.push_arg(partial)
-    tape.push_value(out)
-    tape.general_ops.append(template)
-    return tape.scalar(i, out)
+    return tape.scalar(tape.unary(template, u, partial, out), out)
 
 
 def _copy(x: Var) -> Var:
-    tape = x.tape
-    i = len(tape.values)
-    tape._vertex(COPY, x.index, 0.0, x.value)
-    return tape.scalar(i, x.value)
+    return x.tape.scalar(x.tape.copy(x.index, x.value), x.value)
 
 
 # ----------------------------------------------------------- the tape, read
-def _columns(tape: Tape, start: int = 0):
-    """The per-vertex columns from vertex ``start`` on, as numpy arrays: codes,
-    lefts, args and values (copies: the tape may grow on)."""
-    return (np.frombuffer(bytes(tape.codes[start:] if start else tape.codes), dtype=np.uint8),
-            np.array(tape.lefts[start:], dtype=np.int64),
-            np.array(tape.args[start:], dtype=np.float64),
-            np.array(tape.values[start:], dtype=np.float64))
+# per code: the partial of its first and second in-edge where it is fixed
+# (NaN: read from `numbers` or worked out from values), whether its first
+# partial is its entry in `numbers`, and the template of codes that have one
+_FIRST = np.full(_N_CODES, np.nan)
+_FIRST[[ADD, SUB, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, COPY]] = 1.0
+_FIRST[[SUB_LEFT, NEG]] = -1.0
+_SECOND = np.full(_N_CODES, np.nan)
+_SECOND[ADD], _SECOND[SUB] = 1.0, -1.0
+_PARTIAL_IN_NUMBERS = np.zeros(_N_CODES, dtype=bool)
+_PARTIAL_IN_NUMBERS[[MUL_RIGHT, MUL_LEFT, UNARY]] = True
+_CODE_TEMPLATE = {INPUT: "input", ADD: _ADD.template, SUB: _SUB.template, MUL: _MUL.template,
+                  NEG: _NEG.template, COPY: _COPY.template,
+                  SQUARE: _template_with_constant(_POW, 2.0, left=False),
+                  **{code: OPS[name].template for code, (name, _) in _VECTORISED.items()
+                     if code != SQUARE}}
 
 
-def _operands_used(tape: Tape, columns) -> np.ndarray:
+def _operands_used(tape: Tape, operands: np.ndarray) -> np.ndarray:
     """Mask of the vertices that are an operand of some later vertex."""
-    codes, lefts, args, _ = columns
-    used = np.zeros(len(codes), dtype=bool)
-    used[lefts[lefts >= 0]] = True
-    pairs = (codes >= ADD) & (codes <= MUL)
-    used[args[pairs].astype(np.int64)] = True
-    used[np.array(tape.general_sources, dtype=np.int64)] = True
+    used = np.zeros(len(tape.values), dtype=bool)
+    used[operands] = True
     return used
 
 
-# per code: the partial of the first and of the second in-edge (NaN: read
-# elsewhere), whether the first partial is the constant or partial in `args`,
-# and how many in-edges the code gives (GENERAL: listed apart)
-_FIRST = np.full(COPY + 1, np.nan)
-_FIRST[[ADD, SUB, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, COPY]] = 1.0
-_FIRST[[SUB_LEFT, NEG]] = -1.0
-_SECOND = np.full(COPY + 1, np.nan)
-_SECOND[ADD], _SECOND[SUB] = 1.0, -1.0
-_FIRST_IN_ARGS = np.zeros(COPY + 1, dtype=bool)
-_FIRST_IN_ARGS[[MUL_RIGHT, MUL_LEFT, UNARY]] = True
-_IN_DEGREE = np.ones(COPY + 1, dtype=np.int64)
-_IN_DEGREE[[INPUT, GENERAL]] = 0
-_IN_DEGREE[[ADD, SUB, MUL]] = 2
-
-
-def _edges(tape: Tape, columns):
+def _edges(tape: Tape, operands: np.ndarray):
     """The edge columns (sources, targets, partials; grouped by target in
-    operand order) and the template of every vertex, for the whole tape at
-    once.  The partials are what minirad.ops.OPS gives for these operations:
-    1 and 1 for a + b, 1 and -1 for a - b, b and a for a * b, the constant c
-    for c * x; a repeated operand (x + x, x * x) is one edge with the two
-    partials summed, as the general path records it.
+    operand order), the values and the template of every vertex, for the
+    whole tape at once (``operands`` is ``tape.operands`` as an array).
 
-    Each vertex has at most two in-edges of its own (GENERAL ones are listed
-    apart): its first and second in-edge are worked out for every vertex at
-    once, side by side, and the edges that exist are read off in order."""
-    codes, lefts, args, values = columns
-    n = len(codes)
-    pair = (codes >= ADD) & (codes <= MUL)
-    rights = np.where(pair, args, 0.0).astype(np.int64)
-    same = pair & (lefts == rights)
-    count = _IN_DEGREE[codes] - same
-    products = codes == MUL
-    first = np.where(_FIRST_IN_ARGS[codes], args, _FIRST[codes])
-    first[products] = values[rights[products]]  # d(a*b)/da = b
-    second = np.where(products, values[lefts], _SECOND[codes])  # d(a*b)/db = a
-    # one operand twice: the two partials summed (x + x: 2, x - x: 0, x * x: 2x)
-    first[same] += second[same]
-    has = np.empty((n, 2), dtype=bool)
-    has[:, 0] = count >= 1
-    has[:, 1] = count == 2
-    has = has.ravel()
-    sources = np.column_stack((lefts, rights)).ravel()[has]
-    partials = np.column_stack((first, second)).ravel()[has]
-    if tape.general_targets:  # splice in the edges of the GENERAL vertices
-        general = codes == GENERAL
-        count[general] = np.bincount(np.array(tape.general_targets, dtype=np.int64),
-                                     minlength=n)[general]
-        in_general = np.repeat(general, count)
-        spliced_sources = np.empty(len(in_general), dtype=np.int64)
-        spliced_partials = np.empty(len(in_general))
-        spliced_sources[in_general] = np.array(tape.general_sources, dtype=np.int64)
-        spliced_partials[in_general] = np.array(tape.general_partials, dtype=np.float64)
-        spliced_sources[~in_general] = sources
-        spliced_partials[~in_general] = partials
-        sources, partials = spliced_sources, spliced_partials
-    targets = np.repeat(np.arange(n, dtype=np.int64), count)
-    return sources, targets, partials, _templates(tape, codes, args, same)
+    The partials are what minirad.ops.OPS gives for these operations: 1 and
+    1 for a + b, 1 and -1 for a - b, b and a for a * b, the constant c for
+    c * x, the rules of _VECTORISED, and the partials kept on the tape for
+    the rest.  A repeated operand (x + x, x * x) is one edge with the two
+    partials summed, as the general path records it.  The operands, in
+    order, are already the sources of the edges, grouped by target."""
+    codes = np.frombuffer(bytes(tape.codes), dtype=np.uint8)
+    numbers = np.array(tape.numbers, dtype=np.float64)
+    values = np.array(tape.values, dtype=np.float64)
+    n, m = len(codes), len(operands)
+    degree = _N_OPERANDS[codes]
+    first = np.cumsum(degree) - degree  # where each vertex's operands start
+    number = np.cumsum(_N_NUMBERS[codes]) - _N_NUMBERS[codes]  # and its numbers
+    edge_codes = np.repeat(codes, degree)
+    partials = _FIRST[edge_codes]
+    two = np.flatnonzero(degree == 2)
+    partials[first[two] + 1] = _SECOND[codes[two]]
+    at = np.flatnonzero(_PARTIAL_IN_NUMBERS[codes])
+    partials[first[at]] = numbers[number[at]]
+    for code in np.unique(codes).tolist():
+        if code == MUL:  # d(a*b)/da = b, d(a*b)/db = a
+            at = first[codes == MUL]
+            partials[at] = values[operands[at + 1]]
+            partials[at + 1] = values[operands[at]]
+        elif code == GENERAL:
+            at = codes == GENERAL
+            partials[first[at]] = numbers[number[at]]
+            partials[first[at] + 1] = numbers[number[at] + 1]
+        elif code in _VECTORISED:
+            at = codes == code
+            partials[first[at]] = _VECTORISED[code][1](values[operands[first[at]]], values[at])
+    # one operand twice: one edge, the two partials summed (x + x: 2, x - x: 0, x * x: 2x)
+    pairs = first[(codes >= ADD) & (codes <= MUL)]
+    same = pairs[operands[pairs] == operands[pairs + 1]]
+    targets = np.repeat(np.arange(n, dtype=np.int64), degree)
+    sources, repeated = operands, targets[same]
+    if len(same):
+        partials[same] += partials[same + 1]
+        keep = np.ones(m, dtype=bool)
+        keep[same + 1] = False
+        sources, targets, partials = sources[keep], targets[keep], partials[keep]
+    return sources, targets, partials, values, _templates(tape, codes, numbers, number, repeated)
 
 
-def _templates(tape: Tape, codes, args, same) -> list[str]:
-    """Each vertex's operation template, by code; constants written in."""
-    table = np.array(["input", "", ""] + [_CODE_OP[code].template
-                                          for code in range(ADD, COPY + 1)], dtype=object)
+def _templates(tape: Tape, codes, numbers, number, repeated) -> list[str]:
+    """Each vertex's operation template, by code; constants written in;
+    ``repeated``: the vertices whose two operands are one vertex."""
+    table = np.array([_CODE_TEMPLATE.get(code, "") for code in range(_N_CODES)], dtype=object)
     templates = table[codes]
     for code in _PAIRS:
-        templates[same & (codes == code)] = _CODE_OP[code].template.replace("{1}", "{0}")
+        templates[repeated[codes[repeated] == code]] = table[code].replace("{1}", "{0}")
     for code, (op, left) in _WITH_CONSTANT.items():
         at = np.flatnonzero(codes == code)
         if len(at):
             # distinct constants by bit pattern, so 0.0 and -0.0 keep their own reprs
-            bits, which = np.unique(args[at].view(np.int64), return_inverse=True)
+            bits, which = np.unique(numbers[number[at]].view(np.int64), return_inverse=True)
             filled = [_template_with_constant(op, c, left) for c in bits.view(np.float64).tolist()]
             templates[at] = np.array(filled, dtype=object)[which]
-    if tape.general_ops:
-        templates[(codes == GENERAL) | (codes == UNARY)] = np.array(tape.general_ops,
-                                                                    dtype=object)
+    if tape.templates:
+        templates[_HAS_TEMPLATE[codes]] = np.array(tape.templates, dtype=object)
     return templates.tolist()
 
 
@@ -814,7 +841,7 @@ def _trace_on(tape: Tape, f, args) -> LCG:
         raise _root_cause(error) from None
     results, several = _flatten_result(result)
 
-    used = columns = None
+    used = operands = None
     returned = np.bincount([r.index for r in results if isinstance(r, Var)],
                            minlength=len(tape.values))
     outputs = []
@@ -827,15 +854,15 @@ def _trace_on(tape: Tape, f, args) -> LCG:
                 v = _copy(r).index
             elif v < len(tape.values) - 1:  # the last vertex is nobody's operand
                 if used is None:
-                    columns = _columns(tape)
-                    used = _operands_used(tape, columns)
+                    operands = np.array(tape.operands, dtype=np.int64)
+                    used = _operands_used(tape, operands)
                 if used[v]:
                     v = _copy(r).index
         elif isinstance(r, Real) and not isinstance(r, bool):
             if not math.isfinite(float(r)):
                 raise ValueError(f"output {position} is the constant {r}; outputs must be finite")
             # a constant output: a vertex with no predecessors
-            v = tape.general(repr(float(r)), float(r))
+            v = tape.constant(float(r))
         else:
             raise TypeError(f"output {position} is a {type(r).__name__}; outputs must be traced "
                             f"scalars or numbers")
@@ -861,16 +888,16 @@ def _trace_on(tape: Tape, f, args) -> LCG:
         named[v] = name
         taken.add(name)
     vertex_names = VertexNames(n, named)
-    if columns is None:
-        columns = _columns(tape)
-    elif len(columns[0]) < n:  # the copies and constants made for the outputs
-        added = _columns(tape, len(columns[0]))
-        columns = tuple(np.concatenate(pair) for pair in zip(columns, added))
-    sources, targets, partials, templates = _edges(tape, columns)
-    values = columns[3]
+    if operands is None:
+        operands = np.array(tape.operands, dtype=np.int64)
+    elif len(operands) < len(tape.operands):  # the copies made for the outputs
+        added = np.array(tape.operands[len(operands):], dtype=np.int64)
+        operands = np.concatenate((operands, added))
+    sources, targets, partials, values, templates = _edges(tape, operands)
     return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
                                    outputs, values, templates)
 
 
 # `minirad.trace` is this module, callable as the function (see minirad/_callable.py)
 make_callable(__name__, trace)
+
