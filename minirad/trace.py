@@ -669,16 +669,17 @@ def _edges(tape: Tape, operands: np.ndarray):
     numbers = np.array(tape.numbers, dtype=np.float64)
     values = np.array(tape.values, dtype=np.float64)
     n, m = len(codes), len(operands)
+    present = np.flatnonzero(np.bincount(codes, minlength=_N_CODES)).tolist()
     degree = _N_OPERANDS[codes]
     first = np.cumsum(degree) - degree  # where each vertex's operands start
-    number = np.cumsum(_N_NUMBERS[codes]) - _N_NUMBERS[codes]  # and its numbers
-    edge_codes = np.repeat(codes, degree)
-    partials = _FIRST[edge_codes]
+    count = _N_NUMBERS[codes]
+    number = np.cumsum(count) - count  # and its numbers
+    partials = _FIRST[np.repeat(codes, degree)]
     two = np.flatnonzero(degree == 2)
     partials[first[two] + 1] = _SECOND[codes[two]]
     at = np.flatnonzero(_PARTIAL_IN_NUMBERS[codes])
     partials[first[at]] = numbers[number[at]]
-    for code in np.unique(codes).tolist():
+    for code in present:
         if code == MUL:  # d(a*b)/da = b, d(a*b)/db = a
             at = first[codes == MUL]
             partials[at] = values[operands[at + 1]]
