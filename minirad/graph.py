@@ -42,7 +42,7 @@ import numpy as np
 from . import _engines
 from ._files import write_atomically
 from .labels import FLOATS, Algebra
-from .names import VertexNames, vertex_number
+from .names import VertexNames, VertexOps, vertex_number
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -100,7 +100,8 @@ class LCG:
 
     ``g.names`` is a tuple, or, for traced graphs, a
     :class:`minirad.names.VertexNames`, which behaves as the tuple of the
-    same names but writes the ``v<i>`` ones out only when they are read.
+    same names but writes the ``v<i>`` ones out only when they are read;
+    ``g.ops`` likewise a tuple or a :class:`minirad.names.VertexOps`.
     """
 
     __slots__ = (
@@ -176,7 +177,7 @@ class LCG:
         for array in (values, src, dst, partials):
             array.flags.writeable = False
         self.names = names if isinstance(names, VertexNames) else tuple(names)
-        self.ops = tuple(ops)
+        self.ops = ops if isinstance(ops, VertexOps) else tuple(ops)
         self.values = values
         self.sources = src
         self.targets = dst

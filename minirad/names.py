@@ -125,3 +125,59 @@ class VertexNames(Sequence):
 
     def __repr__(self) -> str:
         return repr(tuple(self))
+
+
+class VertexOps(Sequence):
+    """The operation templates of ``len(ids)`` vertices: vertex i's is
+    ``table[ids[i]]``.  A traced program repeats a handful of templates
+    (``{0} * {1}``, ``0.5 * {0}``) a million times; keeping one small
+    number per vertex and writing the strings out only when they are read
+    spares building that million-entry tuple for every trace.  It behaves as
+    the tuple of its templates does (indexing, slicing, iteration, equality
+    with tuples and lists).
+
+    >>> ops = VertexOps(("input", "{0} + {1}", "2.0 * {0}"), [0, 0, 1, 2, 2])
+    >>> ops[2], ops[-1], ops[1:3], len(ops)
+    ('{0} + {1}', '2.0 * {0}', ('input', '{0} + {1}'), 5)
+    >>> ops == ("input", "input", "{0} + {1}", "2.0 * {0}", "2.0 * {0}")
+    True
+    """
+
+    __slots__ = ("_table", "_ids")
+
+    def __init__(self, table: Sequence[str], ids):
+        self._table = tuple(table)
+        self._ids = np.asarray(ids)
+        if self._ids.ndim != 1 or not np.issubdtype(self._ids.dtype, np.integer):
+            raise TypeError(f"VertexOps needs a 1-D integer array of template numbers; got "
+                            f"shape {self._ids.shape}, dtype {self._ids.dtype}")
+        if len(self._ids) and not (0 <= self._ids.min() and self._ids.max() < len(self._table)):
+            raise ValueError(f"VertexOps: template numbers must lie in 0..{len(self._table) - 1}")
+        self._ids.flags.writeable = False
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._table[k] for k in self._ids[i].tolist())
+        i = int(i)
+        if not -len(self._ids) <= i < len(self._ids):
+            raise IndexError(f"template index {i} out of range for {len(self._ids)} vertices")
+        return self._table[self._ids[i]]
+
+    def __iter__(self):
+        return iter(np.array(self._table, dtype=object)[self._ids].tolist())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, VertexOps):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))

@@ -27,7 +27,7 @@ import numpy as np
 from . import ops as ops_module
 from ._callable import make_callable
 from .graph import LCG
-from .names import VertexNames
+from .names import VertexNames, VertexOps
 from .ops import OPS, NonFiniteError, Op, apply, evaluate
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
@@ -40,7 +40,7 @@ _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
 # Sums, differences, products, negations, copies, squares and the
 # one-operand functions in _VECTORISED keep no partial at all: theirs are
 # 1, -1, a constant or a function of the operand's and the result's values,
-# which `_edges` works out for the whole tape at once, one numpy expression
+# which `read_tape` works out for the whole tape at once, one numpy expression
 # per code.  Every other operation is UNARY (one traced operand; its
 # partial kept) or GENERAL (two; both kept).
 (INPUT, CONSTANT, GENERAL, UNARY, ADD, SUB, MUL, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, SUB_LEFT,
@@ -654,7 +654,7 @@ def _operands_used(tape: Tape, operands: np.ndarray) -> np.ndarray:
     return used
 
 
-def _edges(tape: Tape, operands: np.ndarray):
+def read_tape(tape: Tape, operands: np.ndarray):
     """The edge columns (sources, targets, partials; grouped by target in
     operand order), the values and the template of every vertex, for the
     whole tape at once (``operands`` is ``tape.operands`` as an array).
@@ -704,23 +704,27 @@ def _edges(tape: Tape, operands: np.ndarray):
     return sources, targets, partials, values, _templates(tape, codes, numbers, number, repeated)
 
 
-def _templates(tape: Tape, codes, numbers, number, repeated) -> list[str]:
-    """Each vertex's operation template, by code; constants written in;
-    ``repeated``: the vertices whose two operands are one vertex."""
-    table = np.array([_CODE_TEMPLATE.get(code, "") for code in range(_N_CODES)], dtype=object)
-    templates = table[codes]
-    for code in _PAIRS:
-        templates[repeated[codes[repeated] == code]] = table[code].replace("{1}", "{0}")
+def _templates(tape: Tape, codes, numbers, number, repeated) -> VertexOps:
+    """Each vertex's operation template, as a table of templates and one
+    number per vertex (:class:`minirad.names.VertexOps`): by code, with the
+    constants written in and the templates listed on the tape; ``repeated``
+    are the vertices whose two operands are one vertex."""
+    table = [_CODE_TEMPLATE.get(code, "") for code in range(_N_CODES)]
+    ids = codes.astype(np.int64)
+    for code in _PAIRS:  # x + x reads {0} + {0}
+        ids[repeated[codes[repeated] == code]] = len(table)
+        table.append(table[code].replace("{1}", "{0}"))
     for code, (op, left) in _WITH_CONSTANT.items():
         at = np.flatnonzero(codes == code)
         if len(at):
             # distinct constants by bit pattern, so 0.0 and -0.0 keep their own reprs
             bits, which = np.unique(numbers[number[at]].view(np.int64), return_inverse=True)
-            filled = [_template_with_constant(op, c, left) for c in bits.view(np.float64).tolist()]
-            templates[at] = np.array(filled, dtype=object)[which]
+            ids[at] = len(table) + which
+            table += [_template_with_constant(op, c, left) for c in bits.view(np.float64).tolist()]
     if tape.templates:
-        templates[_HAS_TEMPLATE[codes]] = np.array(tape.templates, dtype=object)
-    return templates.tolist()
+        ids[_HAS_TEMPLATE[codes]] = np.arange(len(table), len(table) + len(tape.templates))
+        table += tape.templates
+    return VertexOps(table, ids)
 
 
 # -------------------------------------------------------------------- trace
@@ -894,7 +898,7 @@ def _trace_on(tape: Tape, f, args) -> LCG:
     elif len(operands) < len(tape.operands):  # the copies made for the outputs
         added = np.array(tape.operands[len(operands):], dtype=np.int64)
         operands = np.concatenate((operands, added))
-    sources, targets, partials, values, templates = _edges(tape, operands)
+    sources, targets, partials, values, templates = read_tape(tape, operands)
     return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
                                    outputs, values, templates)
 
