@@ -1,11 +1,12 @@
-"""VertexNames: the lazily written vertex names of traced graphs behave as
-the tuple of the same names does."""
+"""VertexNames and VertexOps: the lazily written vertex names and templates of
+traced graphs behave as the tuples of the same strings do."""
 
 import numpy as np
 import pytest
 
 from minirad import LCG, trace
-from minirad.names import VertexNames
+from minirad import ops as ops_module
+from minirad.names import VertexNames, VertexOps
 
 
 def test_vertex_names_behave_as_the_tuple_of_their_names():
@@ -46,3 +47,37 @@ def test_a_traced_graph_keeps_its_names_lazy_and_looks_them_up_by_name(tmp_path)
     g.to_json(path)
     h = LCG.from_json(path)
     assert h.same_as(g) and g.same_as(h) and tuple(h.names) == tuple(g.names)
+
+
+def test_vertex_ops_behave_as_the_tuple_of_their_templates():
+    table = ("input", "{0} + {1}", "0.5 * {0}", "sin({0})")
+    ops = VertexOps(table, np.array([0, 0, 1, 2, 3, 2]))
+    spelled = ("input", "input", "{0} + {1}", "0.5 * {0}", "sin({0})", "0.5 * {0}")
+    assert tuple(ops) == spelled and list(ops) == list(spelled) and len(ops) == 6
+    assert ops == spelled and spelled == ops and ops == list(spelled)
+    assert ops == VertexOps(("input", "{0} + {1}", "0.5 * {0}", "sin({0})", "unused"),
+                            [0, 0, 1, 2, 3, 2])
+    assert ops != spelled[:-1] and ops != ("input",) * 6
+    assert hash(ops) == hash(spelled) and repr(ops) == repr(spelled)
+    for i in range(-6, 6):
+        assert ops[i] == spelled[i]
+    assert ops[np.int64(3)] == "0.5 * {0}"
+    assert ops[1:5] == spelled[1:5] and ops[::-2] == spelled[::-2]
+    assert ops.index("sin({0})") == 4 and ops.count("0.5 * {0}") == 2
+    with pytest.raises(IndexError, match="out of range"):
+        ops[6]
+    with pytest.raises(ValueError, match="must lie in 0..3"):
+        VertexOps(table, [0, 4])
+    with pytest.raises(TypeError, match="1-D integer array"):
+        VertexOps(table, [0.0, 1.0])
+
+
+def test_a_traced_graph_keeps_its_templates_lazy(tmp_path):
+    g = trace(lambda x, y: (0.5 * x * y + ops_module.sin(x), x * x), 2.0, 3.0)
+    assert isinstance(g.ops, VertexOps)
+    assert g.ops == ("input", "input", "0.5 * {0}", "{0} * {1}", "sin({0})", "{0} + {1}",
+                     "{0} * {0}")
+    path = tmp_path / "g.json"
+    g.to_json(path)
+    h = LCG.from_json(path)
+    assert isinstance(h.ops, tuple) and h.ops == g.ops and g.same_as(h) and h.same_as(g)
