@@ -118,3 +118,13 @@ def test_goals_compare_the_measured_ratio_with_the_target():
     assert common.goal("g", 60.0, 50.0, at_most=False)["verdict"] == "PASS"
     assert common.goal("g", None, 1.0)["verdict"] == "not measured"
     assert common.time_ratio(rows, "b", 2, "mine", "peer") is None
+
+
+def test_the_trace_breakdown_runs_and_its_layers_add_up():
+    import bench.trace_breakdown as breakdown
+
+    medians = breakdown.measure(size=2_000, repeats=1)
+    assert set(medians) == {name for name, _ in breakdown.LAYERS}
+    assert all(t > 0 for t in medians.values())
+    table = breakdown.report(medians, 2_000)
+    assert "| floats |" in table and "end to end" in table
