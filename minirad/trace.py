@@ -64,9 +64,12 @@ _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
 # per code.  Every other operation is UNARY (one traced operand; its
 # partial kept) or GENERAL (two; both kept).
 (INPUT, CONSTANT, GENERAL, UNARY, ADD, SUB, MUL, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, SUB_LEFT,
- MUL_RIGHT, MUL_LEFT, NEG, COPY, SQUARE, RELU, ABS, EXP, TANH, SIGMOID, ARCTAN) = range(22)
-_N_CODES = ARCTAN + 1
+ MUL_RIGHT, MUL_LEFT, NEG, COPY, SQUARE, RELU, ABS, EXP, TANH, SIGMOID, ARCTAN, ADD_TWICE,
+ SUB_TWICE, MUL_TWICE) = range(25)
+_N_CODES = MUL_TWICE + 1
 _PAIRS = (ADD, SUB, MUL)  # two traced operands, partials not kept
+# x + x, x - x, x * x: one operand and one edge, the two partials summed (2, 0, 2x)
+_TWICE = {ADD: ADD_TWICE, SUB: SUB_TWICE, MUL: MUL_TWICE}
 # x op c (*_RIGHT) and c op x (*_LEFT): one operand, and the constant c in `numbers`
 _WITH_CONSTANT = {ADD_RIGHT: (_ADD, False), ADD_LEFT: (_ADD, True), SUB_RIGHT: (_SUB, False),
                   SUB_LEFT: (_SUB, True), MUL_RIGHT: (_MUL, False), MUL_LEFT: (_MUL, True)}
@@ -80,7 +83,8 @@ _VECTORISED = {RELU: lambda x, y: np.where(x > 0.0, 1.0, 0.0),
                TANH: lambda x, y: 1.0 - y * y,
                SIGMOID: lambda x, y: y * (1.0 - y),
                ARCTAN: lambda x, y: 1.0 / (1.0 + x * x),
-               SQUARE: lambda x, y: 2.0 * x}  # d(x ** 2)/dx = 2.0 * x ** 1.0 = 2.0 * x
+               SQUARE: lambda x, y: 2.0 * x,  # d(x ** 2)/dx = 2.0 * x ** 1.0 = 2.0 * x
+               MUL_TWICE: lambda x, y: x + x}  # d(x * x)/dx: the partials x and x, summed
 _FUNCTION_CODES = {"relu": RELU, "abs": ABS, "exp": EXP, "tanh": TANH, "sigmoid": SIGMOID,
                    "arctan": ARCTAN}
 # the table's own entries (by identity: a replaced entry takes the general path)
@@ -360,9 +364,13 @@ def _scalar_type(tape: Tape) -> type:
                 if out - out:
                     _fail(_ADD, (self, other), tape)
                 new.index = len(values)
-                codes.append(ADD)
-                operands.append(self.index)
-                operands.append(other.index)
+                if other is self:
+                    codes.append(ADD_TWICE)
+                    operands.append(self.index)
+                else:
+                    codes.append(ADD)
+                    operands.append(self.index)
+                    operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _ADD, tape)
                 new.value = out = self.value + c
@@ -395,9 +403,13 @@ def _scalar_type(tape: Tape) -> type:
                 if out - out:
                     _fail(_SUB, (self, other), tape)
                 new.index = len(values)
-                codes.append(SUB)
-                operands.append(self.index)
-                operands.append(other.index)
+                if other is self:
+                    codes.append(SUB_TWICE)
+                    operands.append(self.index)
+                else:
+                    codes.append(SUB)
+                    operands.append(self.index)
+                    operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _SUB, tape)
                 new.value = out = self.value - c
@@ -430,9 +442,13 @@ def _scalar_type(tape: Tape) -> type:
                 if out - out:
                     _fail(_MUL, (self, other), tape)
                 new.index = len(values)
-                codes.append(MUL)
-                operands.append(self.index)
-                operands.append(other.index)
+                if other is self:
+                    codes.append(MUL_TWICE)
+                    operands.append(self.index)
+                else:
+                    codes.append(MUL)
+                    operands.append(self.index)
+                    operands.append(other.index)
             else:
                 c = other if type(other) is float else _constant(other, _MUL, tape)
                 new.value = out = self.value * c
@@ -656,6 +672,7 @@ def _copy(x: Var) -> Var:
 # partial is its entry in `numbers`, and the template of codes that have one
 _FIRST = np.full(_N_CODES, np.nan)
 _FIRST[[ADD, SUB, ADD_RIGHT, ADD_LEFT, SUB_RIGHT, COPY]] = 1.0
+_FIRST[ADD_TWICE], _FIRST[SUB_TWICE] = 1.0 + 1.0, 1.0 + -1.0  # the two partials summed
 _FIRST[[SUB_LEFT, NEG]] = -1.0
 _SECOND = np.full(_N_CODES, np.nan)
 _SECOND[ADD], _SECOND[SUB] = 1.0, -1.0
@@ -665,6 +682,8 @@ _CODE_TEMPLATE = {INPUT: "input", ADD: _ADD.template, SUB: _SUB.template, MUL: _
                   NEG: _NEG.template, COPY: _COPY.template,
                   SQUARE: _template_with_constant(_POW, 2.0, left=False),
                   **{code: OPS[name].template for name, code in _FUNCTION_CODES.items()}}
+_CODE_TEMPLATE.update({twice: _CODE_TEMPLATE[code].replace("{1}", "{0}")  # {0} + {0}
+                       for code, twice in _TWICE.items()})
 
 
 def _operands_used(tape: Tape, operands: np.ndarray) -> np.ndarray:
@@ -691,9 +710,11 @@ def read_tape(tape: Tape, operands: np.ndarray):
     n, m = len(codes), len(operands)
     present = np.flatnonzero(np.bincount(codes, minlength=_N_CODES)).tolist()
     degree = _N_OPERANDS[codes]
-    first = np.cumsum(degree) - degree  # where each vertex's operands start
+    first = np.cumsum(degree)
+    first -= degree  # where each vertex's operands start
     count = _N_NUMBERS[codes]
-    number = np.cumsum(count) - count  # and its numbers
+    number = np.cumsum(count)
+    number -= count  # and its numbers
     partials = _FIRST[np.repeat(codes, degree)]
     two = np.flatnonzero(degree == 2)
     partials[first[two] + 1] = _SECOND[codes[two]]
@@ -711,7 +732,8 @@ def read_tape(tape: Tape, operands: np.ndarray):
         elif code in _VECTORISED:
             at = codes == code
             partials[first[at]] = _VECTORISED[code](values[operands[first[at]]], values[at])
-    # one operand twice: one edge, the two partials summed (x + x: 2, x - x: 0, x * x: 2x)
+    # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x is MUL_TWICE):
+    # one edge, the two partials summed, as for x * x
     pairs = first[(codes >= ADD) & (codes <= MUL)]
     same = pairs[operands[pairs] == operands[pairs + 1]]
     targets = np.repeat(np.arange(n, dtype=np.int64), degree)

@@ -272,3 +272,18 @@ def test_vectorised_partials_equal_the_table_to_the_last_bit():
             g = trace(lambda t: t ** 2, x)
             expected = evaluate(OPS["pow"], (x, 2.0), (0,))
             assert g.partials[0].tobytes() == np.float64(expected[1][0]).tobytes()
+
+
+def test_one_vertex_as_two_scalar_objects_is_still_one_edge():
+    # x * x is recorded as such at once; a copy of a traced scalar is another
+    # object for the same vertex, merged into one edge after the run
+    import copy
+
+    def program(a, b, x):
+        c = copy.copy(a)
+        return (a * c + copy.copy(b) - b, a * a - c + c, x[0] - copy.copy(x[0]), a + a)
+
+    args = (1.5, -0.5, [0.25, 2.0])
+    g = trace(program, *args)
+    assert_same(g, reference_trace(program, args, ["a", "b", "x"]))
+    assert list(g.ops).count("{0} * {0}") == 2 and "{0} - {0}" in g.ops
