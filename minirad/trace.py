@@ -17,21 +17,22 @@ What is recorded, and when.  The graph is the one you would get by calling
 :func:`minirad.ops.evaluate` on every operation and appending its vertex and
 in-edges at once (``tests/test_trace_reference.py`` checks this, bit for
 bit, against a tracer written that plain way).  For speed the tape holds
-less: per operation a code, its operand numbers, its value and, only where
-the partial cannot be worked out later, the partial or constant.  Partials
-of sums, products, constants, squares and functions such as relu and tanh
-are computed after the run, for the whole tape at once, one numpy
-expression per code (:func:`read_tape`).
+less: per operation a code, its operand numbers and its value, plus the
+constant it was given (``0.5 * x``) or a partial that cannot be worked out
+later (``sin``: its ``cos``).  Partials of sums, products, constants,
+squares and functions such as relu and tanh are computed after the run, for
+the whole tape at once, one numpy expression per code (:func:`read_tape`).
 
 What it costs.  Tracing the bench program (``bench/bench_trace.py``) takes
-about 26x the time of running it on plain floats.  ``python -m
+26-29x the CPU time of running it on plain floats; keeping each partial on
+the tape, as before, took about 1.2x as long again.  ``python -m
 bench.trace_breakdown`` takes that apart: calling the operator methods and
 making one small object per operation is already about 10x, numbering the
-vertex and checking that the result is finite about 15x, appending the code
-and operands about 19x; converting the lists to numpy, working out the
-partials and freeing the lists add about 8x more.  A Python tracer built on
-operator overloading cannot get near the 15x of issue 16: its first four
-layers alone take that.
+vertex and checking that the result is finite 15x, appending the code and
+operands 20x; converting the lists to numpy, working out the partials and
+templates and freeing the lists add about 8x more.  A Python tracer built on
+operator overloading cannot reach the 15x of issue 16: the layers every such
+tracer needs take that before anything is recorded.
 """
 
 from __future__ import annotations
