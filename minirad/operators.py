@@ -877,6 +877,118 @@ class InjectedMatMul(MatMul):
         return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
 
 
+class ProjectedMatMul(Operator):
+    """A :class:`MatMul` by ``S R R^T`` (times ``scale``) that keeps only ``S R``.
+
+    Random matrix injection with one shared projection ``P = R R^T scale``
+    (``R`` of shape (d, k), d the contracted length of ``S``) replaces a stored
+    operand ``S`` by ``S P``.  That product is d wide again, but it has rank k:
+    this operator keeps ``kept = S R`` (``side="left"``, x -> S P @ x) or
+    ``kept = R^T S`` (``side="right"``, x -> x @ P S) and multiplies by ``R``
+    only when applied, so the VJP of ``x -> S P x`` is ``R (kept^T y) scale``:
+    two thin products instead of a d-wide one.  It equals ``MatMul(S P, ...)``
+    (see :meth:`stored_estimate`).  Only ``kept`` is retained: ``R`` is held
+    for speed but, as in the paper, counts nothing, since it is regenerated
+    from a seed.
+
+    >>> S = np.array([[1.0, 2.0, 3.0]])                 # one row, d = 3
+    >>> R = np.array([[1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
+    >>> op = ProjectedMatMul.project(S, R, "left", (3,), scale=0.5)
+    >>> op.kept, op.stored_estimate()                   # S R, and S R R^T / 2
+    (array([[0., 4.]]), array([[-2.,  2.,  2.]]))
+    >>> op.apply_transpose(np.array([1.0]))             # R (kept^T y) / 2
+    array([-2.,  2.,  2.])
+    >>> op.retained_bytes                               # the two floats of S R
+    16.0
+    """
+
+    kind = "projected"
+
+    def __init__(self, kept, R, side: str, variable_shape, scale: float = 1.0,
+                 method: str = "rademacher", retained=None):
+        kept, R = np.asarray(kept), np.asarray(R)
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' (x -> S P @ x) or 'right' (x -> x @ P S), "
+                             f"not {side!r}")
+        if R.ndim != 2 or not np.issubdtype(R.dtype, np.floating):
+            raise ValueError(f"R must be a (d, k) float matrix, not {R.dtype} of shape {R.shape}")
+        if not math.isfinite(scale):
+            raise ValueError(f"scale must be finite, not {scale}")
+        variable_shape = _shape(variable_shape, "variable_shape")
+        d, k = R.shape
+        # the contracted axis: the last of a left operand, the first of a matrix's rows
+        # on the right (numpy's @ rules: a 1-d operand contracts its only axis)
+        kept_axis = -1 if side == "left" or kept.ndim == 1 else -2
+        var_axis = (-1 if len(variable_shape) == 1 else -2) if side == "left" else -1
+        if kept.ndim == 0 or kept.shape[kept_axis] != k:
+            raise ValueError(f"kept (the stored operand times R) must have length k = {k} on "
+                             f"its contracted axis, not shape {kept.shape}")
+        if not variable_shape or variable_shape[var_axis] != d:
+            raise ValueError(f"the variable must have length d = {d} (R's rows) on its "
+                             f"contracted axis, not shape {variable_shape}")
+        dtype = np.result_type(kept.dtype, R.dtype)
+        R = R.astype(dtype, copy=False)
+        scaled = R * dtype.type(scale)
+        # x -> R^T x scale (left) or x R scale (right), then the thin product with kept
+        if retained is None:
+            retained = (Retained(fresh_key(self.kind), _array_bits(kept)),)
+        to_k = (MatMul(scaled.T, "left", variable_shape, ()) if side == "left"
+                else MatMul(scaled, "right", variable_shape, ()))
+        thin = MatMul(kept, side, to_k.out_shape, retained)
+        super().__init__(thin.out_shape, variable_shape, dtype, retained)
+        self.kept, self.R, self.side, self.scale = kept, R, side, float(scale)
+        self.k, self.method = k, str(method)
+        self._to_k, self._thin = to_k, thin
+
+    @classmethod
+    def project(cls, stored, R, side: str, variable_shape, scale: float = 1.0,
+                method: str = "rademacher", retained=None):
+        """The operator for ``MatMul(stored, side, variable_shape)`` with ``stored`` projected
+        along its contracted axis: computes ``kept`` (``stored @ R`` or ``R^T @ stored``),
+        with ``R`` in ``stored``'s float type."""
+        stored, R = np.asarray(stored), np.asarray(R)
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' (x -> S P @ x) or 'right' (x -> x @ P S), "
+                             f"not {side!r}")
+        if R.ndim != 2:
+            raise ValueError(f"R must be a (d, k) matrix, not of shape {R.shape}")
+        axis = -1 if side == "left" or stored.ndim == 1 else -2
+        if stored.ndim == 0 or stored.shape[axis] != R.shape[0]:
+            raise ValueError(f"R has {R.shape[0]} rows; the stored operand of shape "
+                             f"{stored.shape} must have that length on its contracted axis")
+        # R in the stored operand's precision (Rademacher signs are exact in any float)
+        R = R.astype(stored.dtype if np.issubdtype(stored.dtype, np.floating) else np.float64)
+        kept = np.moveaxis(np.moveaxis(stored, axis, -1) @ R, -1, axis)
+        return cls(kept, R, side, variable_shape, scale, method, retained)
+
+    def stored_estimate(self) -> np.ndarray:
+        """``S P``: the d-wide stored operand this operator stands for (built on request)."""
+        axis = -1 if self.side == "left" or self.kept.ndim == 1 else -2
+        back = np.moveaxis(self.kept, axis, -1) @ self.R.T
+        return np.moveaxis(back * back.dtype.type(self.scale), -1, axis)
+
+    @property
+    def flops(self):
+        return self._to_k.flops + self._thin.flops
+
+    def _apply(self, xs):
+        small = np.reshape(self._to_k._apply(xs), (len(xs),) + self._to_k.out_shape)
+        return self._thin._apply(small)
+
+    def _transpose(self, ys):
+        # the thin product first (k wide), then R: the cheap order
+        small = np.reshape(self._thin._transpose(ys), (len(ys),) + self._thin.in_shape)
+        return self._to_k._transpose(small)
+
+    def spec(self):
+        return ({"side": self.side, "variable_shape": list(self.in_shape), "scale": self.scale,
+                 "method": self.method, "retained": _retained_spec(self)},
+                {"kept": self.kept, "R": self.R})
+
+    def label(self):
+        return f"outer, projected k={self.k}"
+
+
 class Composed(Operator):
     """``parts[0] ∘ parts[1] ∘ ...``, applied right to left without forming the product."""
 

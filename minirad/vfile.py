@@ -245,6 +245,10 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.InjectedMatMul(floats("stored"), p("side", str),
                                 r.shape(p("variable_shape", list), where), p("k", int),
                                 p("method", str), retained())
+    if kind == "projected":
+        return O.ProjectedMatMul(floats("kept"), floats("R"), p("side", str),
+                                 r.shape(p("variable_shape", list), where),
+                                 p("scale", (int, float)), p("method", str), retained())
     if kind == "projection":
         def optional_axis(key):
             value = params.get(key)
