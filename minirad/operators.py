@@ -426,13 +426,9 @@ class MatMul(Operator):
         super().__init__(out, variable_shape, stored.dtype, retained)
         self.stored, self.side = stored, side
         if gathered is not None:
-            source, positions = np.asarray(gathered[0]), np.asarray(gathered[1])
-            if positions.shape != stored.shape or not np.issubdtype(positions.dtype, np.integer):
-                raise ValueError(f"gathered positions must be integers of the stored shape "
-                                 f"{stored.shape}, not {positions.dtype} {positions.shape}")
-            gathered = (source, positions)
-        # (source, positions): stored.flat[i] = source.flat[positions.flat[i]] (-1: zero), as
-        # for im2col patches; injection then samples the smaller source (the image)
+            gathered = _gathering(stored, *gathered)
+        # (source, gather): stored = gather.apply(source), a rearrangement of a smaller
+        # array, as im2col patches are of an image; injection then samples the source
         self.gathered = gathered
         # the stored operand as a matrix (or stack of matrices), promoted like numpy does
         self._s2 = stored.reshape(self._a2 if side == "left" else self._b2)
@@ -469,14 +465,31 @@ class MatMul(Operator):
         return _sum_to(g, self._variable(ys))
 
     def spec(self):
+        # the gathering operator of ``gathered`` is written by minirad.vfile beside this
         arrays = {"stored": self.stored}
         if self.gathered is not None:
-            arrays.update(source=self.gathered[0], positions=self.gathered[1])
+            arrays.update(source=self.gathered[0])
         return ({"side": self.side, "variable_shape": list(self.in_shape),
                  "retained": _retained_spec(self)}, arrays)
 
     def label(self):
         return "matmul"
+
+
+def _gathering(stored: np.ndarray, source, gather):
+    """``(source, gather)`` checked: ``gather`` an operator from the source's shape to the
+    stored shape (:class:`Im2Col`, :class:`Gather`), or integer positions for a Gather."""
+    source = np.asarray(source)
+    if not isinstance(gather, Operator):
+        positions = np.asarray(gather)
+        if positions.shape != stored.shape or not np.issubdtype(positions.dtype, np.integer):
+            raise ValueError(f"gathered positions must be integers of the stored shape "
+                             f"{stored.shape}, not {positions.dtype} {positions.shape}")
+        gather = Gather(source.shape, positions, source.dtype)
+    if gather.in_shape != source.shape or gather.out_shape != stored.shape:
+        raise ValueError(f"the gathering {gather!r} must map the source's shape {source.shape} "
+                         f"to the stored shape {stored.shape}")
+    return source, gather
 
 
 class SparseMatMul(Operator):
@@ -742,6 +755,104 @@ class Gather(Operator):
     def spec(self):
         return ({"in_shape": list(self.in_shape), "dtype": self.dtype.name},
                 {"positions": self.positions})
+
+
+class Im2Col(Operator):
+    """The patches a convolution multiplies: images ``x`` (B, C, H, W) to the matrix
+    (B, Ho*Wo, C*kh*kw) whose row ``r`` holds the ``kh`` x ``kw`` window (zero
+    outside the image, ``padding`` wide) at output pixel ``r``, channel-major.
+
+    The same linear map as a :class:`Gather` with one position per patch entry,
+    without the positions: ``apply`` reads strided windows of the padded images,
+    and ``apply_transpose`` adds the patches back one kernel offset at a time
+    (``kh * kw`` shifted slices, where overlapping windows add up).  It keeps
+    nothing, only shapes.
+
+    >>> op = Im2Col((1, 1, 3, 3), (2, 2))
+    >>> op.out_shape                    # 2x2 output pixels, 4 entries per patch
+    (1, 4, 4)
+    >>> op.apply(np.arange(9.0).reshape(1, 1, 3, 3))[0]
+    array([[0., 1., 3., 4.],
+           [1., 2., 4., 5.],
+           [3., 4., 6., 7.],
+           [4., 5., 7., 8.]])
+    >>> op.apply_transpose(np.ones(op.out_shape))[0, 0]   # how many windows cover a pixel
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]])
+    """
+
+    kind = "im2col"
+    flops = 0
+
+    def __init__(self, in_shape, kernel, stride: int = 1, padding: int = 0, dtype=np.float64):
+        in_shape = _shape(in_shape, "in_shape")
+        kernel = _shape(kernel, "kernel")
+        if len(in_shape) != 4 or len(kernel) != 2 or min(kernel, default=0) < 1:
+            raise ValueError(f"im2col takes images (B, C, H, W) and a kernel (kh, kw) of "
+                             f"positive sizes, not {in_shape} and {kernel}")
+        for what, value, least in (("stride", stride, 1), ("padding", padding, 0)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < least:
+                raise ValueError(f"{what} must be an int >= {least}, not {value!r}")
+        b, c, h, w = in_shape
+        (kh, kw), stride, padding = kernel, int(stride), int(padding)
+        ho = (h + 2 * padding - kh) // stride + 1
+        wo = (w + 2 * padding - kw) // stride + 1
+        if ho <= 0 or wo <= 0:
+            raise ValueError(f"a {kh}x{kw} kernel does not fit an image of {h}x{w} with "
+                             f"padding {padding}")
+        super().__init__((b, ho * wo, c * kh * kw), in_shape, dtype)
+        self.kernel, self.stride, self.padding = kernel, stride, padding
+        self.pixels = (ho, wo)   # the output image's height and width
+
+    def _padded(self, n: int, dtype) -> np.ndarray:
+        b, c, h, w = self.in_shape
+        p = self.padding
+        return np.zeros((n, b, c, h + 2 * p, w + 2 * p), dtype)
+
+    def _window(self, i: int, j: int):
+        """The slices of the padded image that kernel offset (i, j) reads."""
+        (ho, wo), s = self.pixels, self.stride
+        return (Ellipsis, slice(i, i + s * (ho - 1) + 1, s), slice(j, j + s * (wo - 1) + 1, s))
+
+    def _apply(self, xs):
+        n = len(xs)
+        b, c, h, w = self.in_shape
+        p = self.padding
+        padded = self._padded(n, xs.dtype)
+        padded[..., p:p + h, p:p + w] = xs.reshape((n,) + self.in_shape)
+        kh, kw = self.kernel
+        ho, wo = self.pixels
+        # each offset's (ho, wo) block copied in one piece, then one transposing copy
+        # into patch rows (writing the patch rows directly is strided and 5x slower)
+        blocks = np.empty((n, b, c, kh, kw, ho, wo), xs.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                blocks[:, :, :, i, j] = padded[self._window(i, j)]
+        return blocks.transpose(0, 1, 5, 6, 2, 3, 4).reshape((n,) + self.out_shape)
+
+    def _transpose(self, ys):
+        n = len(ys)
+        b, c, h, w = self.in_shape
+        kh, kw = self.kernel
+        ho, wo = self.pixels
+        # one copy puts each offset's (ho, wo) block in one piece, then kh*kw slice-adds
+        blocks = np.ascontiguousarray(
+            ys.reshape(n, b, ho, wo, c, kh, kw).transpose(0, 1, 4, 5, 6, 2, 3))
+        padded = self._padded(n, ys.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                padded[self._window(i, j)] += blocks[:, :, :, i, j]
+        p = self.padding
+        return padded[..., p:p + h, p:p + w]
+
+    def spec(self):
+        return ({"in_shape": list(self.in_shape), "kernel": list(self.kernel),
+                 "stride": self.stride, "padding": self.padding, "dtype": self.dtype.name}, {})
+
+    def label(self):
+        return f"im2col {self.kernel[0]}x{self.kernel[1]}"
 
 
 class Embed(Operator):

@@ -153,11 +153,10 @@ def _kept_input(label, kind: str, fraction: float, seed: int):
         # row of spatial positions, then gather the patches from the reduced image. The
         # projection stays dense here: the patches are gathered from the whole image, so
         # keeping only rows @ R would mean rebuilding the image in every reverse sweep
-        source, positions = label.gathered
+        source, gather = label.gathered
         rows = source.reshape(-1, int(np.prod(source.shape[2:])))
         reduced, k = _reduce_rows(rows, kind, fraction, seed)
-        flat = np.concatenate([reduced.reshape(-1), np.zeros(1, reduced.dtype)])
-        stored = flat[np.where(positions < 0, flat.size - 1, positions)]
+        stored = gather.apply(reduced.reshape(source.shape))
         n, d = rows.shape
     else:
         stored = label.stored
