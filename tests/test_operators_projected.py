@@ -118,3 +118,24 @@ def test_bad_input_names_the_problem():
         ProjectedMatMul(np.ones((4, 2)), R, "left", (5, 3))
     with pytest.raises(ValueError, match="scale must be finite"):
         ProjectedMatMul(np.ones((4, 2)), R, "left", (6, 3), scale=float("nan"))
+
+
+def test_the_vjp_is_the_derivative_of_the_projected_program():
+    """For a fixed R, W -> sum(tanh((S P) W) * C) is an ordinary function; its central
+    differences are the VJP through the low-rank operator."""
+    n, d, k, m = 4, 9, 3, 2
+    S, R, C = RNG.standard_normal((n, d)), _signs(d, k), RNG.standard_normal((n, m))
+    op = ProjectedMatMul.project(S, R, "left", (d, m), scale=1 / k)
+    SP = S @ R @ R.T / k
+    W = RNG.standard_normal((d, m)) * 0.3
+
+    def f(W):
+        return float(np.sum(np.tanh(SP @ W) * C))
+    adjoint = (1 - np.tanh(op.apply(W)) ** 2) * C
+    vjp = op.apply_transpose(adjoint)
+    h = 1e-6
+    for index in np.ndindex(W.shape):
+        step = np.zeros_like(W)
+        step[index] = h
+        assert vjp[index] == pytest.approx((f(W + step) - f(W - step)) / (2 * h), rel=1e-6,
+                                           abs=1e-9)
