@@ -706,9 +706,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
             tape.note_moved(tape.key(cols), x if isinstance(x, np.ndarray) else xv)
             tape.gathers[tape.key(cols)] = (xv, im2col)
     kernels = reshape(w, (f, c * kh * kw)) if isinstance(w, Tracked) else wv.reshape(f, -1)
-    kernels_t = transpose(kernels) if isinstance(kernels, Tracked) else kernels.T
-    out = matmul(cols, kernels_t)                                  # (B, Ho*Wo, F)
-    out = transpose(out, (0, 2, 1)) if isinstance(out, Tracked) else out.transpose(0, 2, 1)
+    out = matmul(kernels, cols)                                    # (B, F, Ho*Wo)
     return reshape(out, (xv.shape[0], f, ho, wo))
 
 

@@ -758,20 +758,21 @@ class Gather(Operator):
 
 
 class Im2Col(Operator):
-    """The patches a convolution multiplies: images ``x`` (B, C, H, W) to the matrix
-    (B, Ho*Wo, C*kh*kw) whose row ``r`` holds the ``kh`` x ``kw`` window (zero
-    outside the image, ``padding`` wide) at output pixel ``r``, channel-major.
+    """The patches a convolution multiplies: images ``x`` (B, C, H, W) to matrices
+    (B, C*kh*kw, Ho*Wo) whose column ``r`` holds the ``kh`` x ``kw`` window at
+    output pixel ``r`` (zero outside the image, ``padding`` wide), channel-major,
+    so that a convolution is ``kernels.reshape(F, C*kh*kw) @ patches``.
 
     The same linear map as a :class:`Gather` with one position per patch entry,
-    without the positions: ``apply`` reads strided windows of the padded images,
-    and ``apply_transpose`` adds the patches back one kernel offset at a time
-    (``kh * kw`` shifted slices, where overlapping windows add up).  It keeps
-    nothing, only shapes.
+    without the positions: ``apply`` copies one shifted slice of the padded
+    images per kernel offset, and ``apply_transpose`` adds the patches back the
+    same way (``kh * kw`` slice-adds, where overlapping windows add up).  It
+    keeps nothing, only shapes.
 
     >>> op = Im2Col((1, 1, 3, 3), (2, 2))
-    >>> op.out_shape                    # 2x2 output pixels, 4 entries per patch
+    >>> op.out_shape                    # 4 entries per patch, 2x2 output pixels
     (1, 4, 4)
-    >>> op.apply(np.arange(9.0).reshape(1, 1, 3, 3))[0]
+    >>> op.apply(np.arange(9.0).reshape(1, 1, 3, 3))[0]   # column r: the window at pixel r
     array([[0., 1., 3., 4.],
            [1., 2., 4., 5.],
            [3., 4., 6., 7.],
@@ -802,9 +803,11 @@ class Im2Col(Operator):
         if ho <= 0 or wo <= 0:
             raise ValueError(f"a {kh}x{kw} kernel does not fit an image of {h}x{w} with "
                              f"padding {padding}")
-        super().__init__((b, ho * wo, c * kh * kw), in_shape, dtype)
+        super().__init__((b, c * kh * kw, ho * wo), in_shape, dtype)
         self.kernel, self.stride, self.padding = kernel, stride, padding
         self.pixels = (ho, wo)   # the output image's height and width
+        # a stack of patches as (n, B, C, kh, kw, Ho, Wo): offset (i, j) is one block
+        self._blocks = (b, c) + kernel + self.pixels
 
     def _padded(self, n: int, dtype) -> np.ndarray:
         b, c, h, w = self.in_shape
@@ -812,37 +815,29 @@ class Im2Col(Operator):
         return np.zeros((n, b, c, h + 2 * p, w + 2 * p), dtype)
 
     def _window(self, i: int, j: int):
-        """The slices of the padded image that kernel offset (i, j) reads."""
+        """The slices of the padded images that kernel offset (i, j) reads."""
         (ho, wo), s = self.pixels, self.stride
         return (Ellipsis, slice(i, i + s * (ho - 1) + 1, s), slice(j, j + s * (wo - 1) + 1, s))
 
     def _apply(self, xs):
         n = len(xs)
-        b, c, h, w = self.in_shape
+        h, w = self.in_shape[2:]
         p = self.padding
         padded = self._padded(n, xs.dtype)
         padded[..., p:p + h, p:p + w] = xs.reshape((n,) + self.in_shape)
-        kh, kw = self.kernel
-        ho, wo = self.pixels
-        # each offset's (ho, wo) block copied in one piece, then one transposing copy
-        # into patch rows (writing the patch rows directly is strided and 5x slower)
-        blocks = np.empty((n, b, c, kh, kw, ho, wo), xs.dtype)
-        for i in range(kh):
-            for j in range(kw):
+        blocks = np.empty((n,) + self._blocks, xs.dtype)
+        for i in range(self.kernel[0]):
+            for j in range(self.kernel[1]):
                 blocks[:, :, :, i, j] = padded[self._window(i, j)]
-        return blocks.transpose(0, 1, 5, 6, 2, 3, 4).reshape((n,) + self.out_shape)
+        return blocks.reshape((n,) + self.out_shape)
 
     def _transpose(self, ys):
         n = len(ys)
-        b, c, h, w = self.in_shape
-        kh, kw = self.kernel
-        ho, wo = self.pixels
-        # one copy puts each offset's (ho, wo) block in one piece, then kh*kw slice-adds
-        blocks = np.ascontiguousarray(
-            ys.reshape(n, b, ho, wo, c, kh, kw).transpose(0, 1, 4, 5, 6, 2, 3))
+        h, w = self.in_shape[2:]
+        blocks = ys.reshape((n,) + self._blocks)
         padded = self._padded(n, ys.dtype)
-        for i in range(kh):
-            for j in range(kw):
+        for i in range(self.kernel[0]):
+            for j in range(self.kernel[1]):
                 padded[self._window(i, j)] += blocks[:, :, :, i, j]
         p = self.padding
         return padded[..., p:p + h, p:p + w]

@@ -20,10 +20,10 @@ RNG = np.random.default_rng(41)
 
 def hand_positions(shape, kh, kw, stride, padding):
     """Flat index into the images of every patch entry, -1 on padding: the loops a
-    textbook writes, (B, Ho*Wo, C*kh*kw), channel-major within a patch."""
+    textbook writes, (B, C*kh*kw, Ho*Wo), channel-major down a patch's column."""
     b, c, h, w = shape
     ho, wo = (h + 2 * padding - kh) // stride + 1, (w + 2 * padding - kw) // stride + 1
-    out = np.full((b, ho * wo, c * kh * kw), -1)
+    out = np.full((b, c * kh * kw, ho * wo), -1)
     for n in range(b):
         for r in range(ho):
             for s in range(wo):
@@ -32,7 +32,7 @@ def hand_positions(shape, kh, kw, stride, padding):
                         for j in range(kw):
                             row, col = r * stride + i - padding, s * stride + j - padding
                             if 0 <= row < h and 0 <= col < w:
-                                out[n, r * wo + s, (ch * kh + i) * kw + j] = (
+                                out[n, (ch * kh + i) * kw + j, r * wo + s] = (
                                     ((n * c + ch) * h + row) * w + col)
     return out
 
