@@ -705,7 +705,8 @@ class Transpose(Operator):
 
 class Gather(Operator):
     """``y.flat[i] = x.flat[positions.flat[i]]``, with ``-1`` meaning zero (padding):
-    indexing, slicing and im2col.  ``positions`` can be rebuilt from the index
+    indexing and slicing (a convolution's patches are an :class:`Im2Col`, which
+    needs no positions).  ``positions`` can be rebuilt from the index
     expression, so it is not counted as retained.
 
     >>> Gather((3,), np.array([2, -1, 0])).apply(np.array([10.0, 20.0, 30.0]))
@@ -745,7 +746,7 @@ class Gather(Operator):
         if self._unique:
             out = np.zeros((n, size + 1), dtype=ys.dtype)
             out[:, self._flat] = flat
-        else:  # repeated positions (im2col) add up: a sparse product does that in C
+        else:  # repeated positions add up: a sparse product does that in C
             scatter = sparse.csr_matrix(
                 (np.ones(len(self._flat), dtype=ys.dtype), (self._flat, np.arange(len(
                     self._flat)))), shape=(size + 1, len(self._flat)))
