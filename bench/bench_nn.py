@@ -11,7 +11,9 @@ is what the tape holds (6,776 at baseline and 828.5 at f = 0.1, so RAD keeps
 The second group times the same iteration on the traced vector LCG (trace the
 forward pass, inject the estimator on the graph, reverse sweep: what
 ``minirad study nn`` runs for the MLP by default) and gives ``graph_vs_floor``,
-its time over the floor's for the same estimator and batch.
+its time over the floor's for the same estimator and batch. The third group does
+the same for the ConvNet as the study trains it (channels 4, 8, 8, 8 on 28x28
+images), baseline and different sample, three repeats.
 
     python -m bench.bench_nn            # full run
     python -m bench.bench_nn --quick    # fewer repeats
@@ -31,6 +33,7 @@ from minirad.studies.training import Adam
 
 BENCHMARK = "MLP training iteration (numpy floor)"
 GRAPH_BENCHMARK = "MLP training iteration on the graph (vs the floor)"
+CONV_BENCHMARK = "ConvNet training iteration on the graph (vs the floor)"
 
 
 def _one_thread():
@@ -62,11 +65,12 @@ def _time_estimator(name: str, x, y, repeats: int) -> dict:
             "baseline": name == "baseline"}
 
 
-def _engine_iteration(name: str, engine: str, x, y):
+def _engine_iteration(name: str, engine: str, x, y, net=None):
     """One iteration (gradient and Adam step) through ``networks.gradient_function``."""
-    kind, batch = estimator_kind(name), estimator_batch(name)
-    grad_fn = networks.gradient_function(networks.mlp(), kind, 0.1, engine)
-    params = mlp_numpy.init_mlp(rng=0)
+    net = networks.mlp() if net is None else net
+    kind, batch = estimator_kind(name), estimator_batch(name, rules=net.rules)
+    grad_fn = networks.gradient_function(net, kind, 0.1, engine)
+    params = net.init(0)
     optimizer = Adam()
     rng = np.random.default_rng(1)
 
@@ -78,17 +82,18 @@ def _engine_iteration(name: str, engine: str, x, y):
     return iteration
 
 
-def _graph_row(name: str, x, y, repeats: int) -> dict:
+def _graph_row(name: str, x, y, repeats: int, net=None, size="784-300-300-300-10") -> dict:
     # the two engines in turn, repeat after repeat, so load from other work falls on both
-    graph_step = _engine_iteration(name, "graph", x, y)
-    floor_step = _engine_iteration(name, "floor", x, y)
+    graph_step = _engine_iteration(name, "graph", x, y, net)
+    floor_step = _engine_iteration(name, "floor", x, y, net)
     graph_times, floor_times = [], []
     for _ in range(repeats):
         graph_times.append(median_time(graph_step, 1)[0])
         floor_times.append(median_time(floor_step, 1)[0])
     graph, floor = float(np.median(graph_times)), float(np.median(floor_times))
-    return {"benchmark": GRAPH_BENCHMARK, "size": "784-300-300-300-10",
-            "method": f"graph {name} (batch {estimator_batch(name)})", "median_s": graph,
+    batch = estimator_batch(name, rules=(net or networks.mlp()).rules)
+    return {"benchmark": GRAPH_BENCHMARK if net is None else CONV_BENCHMARK, "size": size,
+            "method": f"graph {name} (batch {batch})", "median_s": graph,
             "floor_s": floor, "graph_vs_floor": round(graph / floor, 2),
             "baseline": name == "baseline"}
 
@@ -99,9 +104,16 @@ def run(quick: bool = False) -> list[dict]:
     x = gen.random((1000, 784), dtype=np.float32)
     y = gen.integers(10, size=1000)
     repeats = 5 if quick else 30
+    # the ConvNet as the study trains it (channels 4, 8, 8, 8 on 28x28 images)
+    channels = (2, 2, 2, 2) if quick else (4, 8, 8, 8)
+    conv = networks.convnet(channels)
+    images = gen.random((300, 1, 28, 28), dtype=np.float32)
     with _one_thread():
         rows = [_time_estimator(name, x, y, repeats) for name in ESTIMATORS]
-        return rows + [_graph_row(name, x, y, repeats) for name in ESTIMATORS]
+        rows += [_graph_row(name, x, y, repeats) for name in ESTIMATORS]
+        size = f"channels {', '.join(map(str, channels))}, 1x28x28"
+        return rows + [_graph_row(name, images, y[:300], 1 if quick else 3, conv, size)
+                       for name in ("baseline", "different_sample")]
 
 
 def main(argv=None) -> int:

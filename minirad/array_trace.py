@@ -42,6 +42,7 @@ from .operators import (
     Embed,
     Gather,
     Identity,
+    Im2Col,
     Mask,
     MatMul,
     Outer,
@@ -79,7 +80,7 @@ class Tape:
         self.constants: dict[int, tuple[str, np.ndarray]] = {}   # id -> (key, array)
         self.derived: dict[str, tuple[str, int]] = {}   # key -> (rebuilt from key, its bits)
         self.constant_names: dict[int, tuple[str, object]] = {}  # id -> (parameter name, arg)
-        self.gathers: dict[str, tuple] = {}   # key -> (source array, positions) of a gather
+        self.gathers: dict[str, tuple] = {}   # key -> (source array, gathering operator)
 
     def new_vertex(self, value: np.ndarray, op: str, parents, name=None) -> Tracked:
         """Append a vertex; ``parents`` is a list of (Tracked, operator), duplicates added."""
@@ -561,8 +562,9 @@ def getitem(x, key):
         raise ValueError(f"index {key!r} is invalid for shape {x.shape}: {error}") from None
     positions = np.asarray(positions)
     out = np.asarray(x.value.reshape(-1)[positions])
-    x.tape.gathers[value_key(x.tape.next_index)] = (x.value, positions)
-    return _moved(x, out, "{0}[" + _key_text(key) + "]", Gather(x.shape, positions, x.dtype))
+    op = Gather(x.shape, positions, x.dtype)
+    x.tape.gathers[value_key(x.tape.next_index)] = (x.value, op)
+    return _moved(x, out, "{0}[" + _key_text(key) + "]", op)
 
 
 def _key_text(key) -> str:
@@ -675,30 +677,6 @@ def softmax_cross_entropy(logits, labels):
 
 
 # ---------------------------------------------------------- convolution
-def _im2col_positions(shape, kh, kw, stride, padding):
-    """For an image batch of ``shape`` (B, C, H, W): positions (B, Ho*Wo, C*kh*kw) of each
-    patch entry in the flat input, -1 where the patch reads zero padding."""
-    b, c, h, w = shape
-    ho = (h + 2 * padding - kh) // stride + 1
-    wo = (w + 2 * padding - kw) // stride + 1
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"conv2d: a {kh}x{kw} kernel does not fit an image of {h}x{w} with "
-                         f"padding {padding}")
-    rows = (np.arange(ho) * stride)[:, None, None, None] + np.arange(kh)[None, None, :, None] \
-        - padding
-    cols = (np.arange(wo) * stride)[None, :, None, None] + np.arange(kw)[None, None, None, :] \
-        - padding
-    rows = np.broadcast_to(rows, (ho, wo, kh, kw))
-    cols = np.broadcast_to(cols, (ho, wo, kh, kw))
-    inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
-    within = np.where(inside, rows * w + cols, -1)                     # (ho, wo, kh, kw)
-    channel = (np.arange(c) * h * w)[:, None, None, None, None]        # (c, 1, 1, 1, 1)
-    pos = np.where(within[None] >= 0, within[None] + channel, -1)      # (c, ho, wo, kh, kw)
-    pos = pos.transpose(1, 2, 0, 3, 4).reshape(ho * wo, c * kh * kw)
-    image = (np.arange(b) * c * h * w)[:, None, None]
-    return np.where(pos[None] >= 0, pos[None] + image, -1), ho, wo
-
-
 def conv2d(x, w, stride: int = 1, padding: int = 0):
     """2-D cross-correlation (deep learning's convolution) of images ``x`` (B, C, H, W)
     with kernels ``w`` (F, C, kh, kw), by im2col: patches gathered into a matrix and
@@ -712,22 +690,23 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
         raise ValueError(f"conv2d: stride must be >= 1 and padding >= 0, not {stride}, "
                          f"{padding}")
     f, c, kh, kw = wv.shape
-    positions, ho, wo = _im2col_positions(xv.shape, kh, kw, int(stride), int(padding))
+    try:
+        im2col = Im2Col(xv.shape, (kh, kw), int(stride), int(padding), xv.dtype)
+    except ValueError as error:
+        raise ValueError(f"conv2d: {error}") from None
+    ho, wo = im2col.pixels
     tape = _tape_of(x, w)
-    patches = np.concatenate([xv.reshape(-1), np.zeros(1, xv.dtype)])[
-        np.where(positions < 0, xv.size, positions)]
+    patches = im2col.apply(xv)
     if isinstance(x, Tracked):
-        tape.gathers[value_key(tape.next_index)] = (xv, positions)
-        cols = _moved(x, patches, "im2col({0})", Gather(xv.shape, positions, xv.dtype))
+        tape.gathers[value_key(tape.next_index)] = (xv, im2col)
+        cols = _moved(x, patches, "im2col({0})", im2col)
     else:
         cols = patches
         if tape is not None:
             tape.note_moved(tape.key(cols), x if isinstance(x, np.ndarray) else xv)
-            tape.gathers[tape.key(cols)] = (xv, positions)
+            tape.gathers[tape.key(cols)] = (xv, im2col)
     kernels = reshape(w, (f, c * kh * kw)) if isinstance(w, Tracked) else wv.reshape(f, -1)
-    kernels_t = transpose(kernels) if isinstance(kernels, Tracked) else kernels.T
-    out = matmul(cols, kernels_t)                                  # (B, Ho*Wo, F)
-    out = transpose(out, (0, 2, 1)) if isinstance(out, Tracked) else out.transpose(0, 2, 1)
+    out = matmul(kernels, cols)                                    # (B, F, Ho*Wo)
     return reshape(out, (xv.shape[0], f, ho, wo))
 
 

@@ -426,13 +426,9 @@ class MatMul(Operator):
         super().__init__(out, variable_shape, stored.dtype, retained)
         self.stored, self.side = stored, side
         if gathered is not None:
-            source, positions = np.asarray(gathered[0]), np.asarray(gathered[1])
-            if positions.shape != stored.shape or not np.issubdtype(positions.dtype, np.integer):
-                raise ValueError(f"gathered positions must be integers of the stored shape "
-                                 f"{stored.shape}, not {positions.dtype} {positions.shape}")
-            gathered = (source, positions)
-        # (source, positions): stored.flat[i] = source.flat[positions.flat[i]] (-1: zero), as
-        # for im2col patches; injection then samples the smaller source (the image)
+            gathered = _gathering(stored, *gathered)
+        # (source, gather): stored = gather.apply(source), a rearrangement of a smaller
+        # array, as im2col patches are of an image; injection then samples the source
         self.gathered = gathered
         # the stored operand as a matrix (or stack of matrices), promoted like numpy does
         self._s2 = stored.reshape(self._a2 if side == "left" else self._b2)
@@ -469,14 +465,31 @@ class MatMul(Operator):
         return _sum_to(g, self._variable(ys))
 
     def spec(self):
+        # the gathering operator of ``gathered`` is written by minirad.vfile beside this
         arrays = {"stored": self.stored}
         if self.gathered is not None:
-            arrays.update(source=self.gathered[0], positions=self.gathered[1])
+            arrays.update(source=self.gathered[0])
         return ({"side": self.side, "variable_shape": list(self.in_shape),
                  "retained": _retained_spec(self)}, arrays)
 
     def label(self):
         return "matmul"
+
+
+def _gathering(stored: np.ndarray, source, gather):
+    """``(source, gather)`` checked: ``gather`` an operator from the source's shape to the
+    stored shape (:class:`Im2Col`, :class:`Gather`), or integer positions for a Gather."""
+    source = np.asarray(source)
+    if not isinstance(gather, Operator):
+        positions = np.asarray(gather)
+        if positions.shape != stored.shape or not np.issubdtype(positions.dtype, np.integer):
+            raise ValueError(f"gathered positions must be integers of the stored shape "
+                             f"{stored.shape}, not {positions.dtype} {positions.shape}")
+        gather = Gather(source.shape, positions, source.dtype)
+    if gather.in_shape != source.shape or gather.out_shape != stored.shape:
+        raise ValueError(f"the gathering {gather!r} must map the source's shape {source.shape} "
+                         f"to the stored shape {stored.shape}")
+    return source, gather
 
 
 class SparseMatMul(Operator):
@@ -692,7 +705,8 @@ class Transpose(Operator):
 
 class Gather(Operator):
     """``y.flat[i] = x.flat[positions.flat[i]]``, with ``-1`` meaning zero (padding):
-    indexing, slicing and im2col.  ``positions`` can be rebuilt from the index
+    indexing and slicing (a convolution's patches are an :class:`Im2Col`, which
+    needs no positions).  ``positions`` can be rebuilt from the index
     expression, so it is not counted as retained.
 
     >>> Gather((3,), np.array([2, -1, 0])).apply(np.array([10.0, 20.0, 30.0]))
@@ -732,7 +746,7 @@ class Gather(Operator):
         if self._unique:
             out = np.zeros((n, size + 1), dtype=ys.dtype)
             out[:, self._flat] = flat
-        else:  # repeated positions (im2col) add up: a sparse product does that in C
+        else:  # repeated positions add up: a sparse product does that in C
             scatter = sparse.csr_matrix(
                 (np.ones(len(self._flat), dtype=ys.dtype), (self._flat, np.arange(len(
                     self._flat)))), shape=(size + 1, len(self._flat)))
@@ -742,6 +756,99 @@ class Gather(Operator):
     def spec(self):
         return ({"in_shape": list(self.in_shape), "dtype": self.dtype.name},
                 {"positions": self.positions})
+
+
+class Im2Col(Operator):
+    """The patches a convolution multiplies: images ``x`` (B, C, H, W) to matrices
+    (B, C*kh*kw, Ho*Wo) whose column ``r`` holds the ``kh`` x ``kw`` window at
+    output pixel ``r`` (zero outside the image, ``padding`` wide), channel-major,
+    so that a convolution is ``kernels.reshape(F, C*kh*kw) @ patches``.
+
+    The same linear map as a :class:`Gather` with one position per patch entry,
+    without the positions: ``apply`` copies one shifted slice of the padded
+    images per kernel offset, and ``apply_transpose`` adds the patches back the
+    same way (``kh * kw`` slice-adds, where overlapping windows add up).  It
+    keeps nothing, only shapes.
+
+    >>> op = Im2Col((1, 1, 3, 3), (2, 2))
+    >>> op.out_shape                    # 4 entries per patch, 2x2 output pixels
+    (1, 4, 4)
+    >>> op.apply(np.arange(9.0).reshape(1, 1, 3, 3))[0]   # column r: the window at pixel r
+    array([[0., 1., 3., 4.],
+           [1., 2., 4., 5.],
+           [3., 4., 6., 7.],
+           [4., 5., 7., 8.]])
+    >>> op.apply_transpose(np.ones(op.out_shape))[0, 0]   # how many windows cover a pixel
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]])
+    """
+
+    kind = "im2col"
+    flops = 0
+
+    def __init__(self, in_shape, kernel, stride: int = 1, padding: int = 0, dtype=np.float64):
+        in_shape = _shape(in_shape, "in_shape")
+        kernel = _shape(kernel, "kernel")
+        if len(in_shape) != 4 or len(kernel) != 2 or min(kernel, default=0) < 1:
+            raise ValueError(f"im2col takes images (B, C, H, W) and a kernel (kh, kw) of "
+                             f"positive sizes, not {in_shape} and {kernel}")
+        for what, value, least in (("stride", stride, 1), ("padding", padding, 0)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
+                    or value < least:
+                raise ValueError(f"{what} must be an int >= {least}, not {value!r}")
+        b, c, h, w = in_shape
+        (kh, kw), stride, padding = kernel, int(stride), int(padding)
+        ho = (h + 2 * padding - kh) // stride + 1
+        wo = (w + 2 * padding - kw) // stride + 1
+        if ho <= 0 or wo <= 0:
+            raise ValueError(f"a {kh}x{kw} kernel does not fit an image of {h}x{w} with "
+                             f"padding {padding}")
+        super().__init__((b, c * kh * kw, ho * wo), in_shape, dtype)
+        self.kernel, self.stride, self.padding = kernel, stride, padding
+        self.pixels = (ho, wo)   # the output image's height and width
+        # a stack of patches as (n, B, C, kh, kw, Ho, Wo): offset (i, j) is one block
+        self._blocks = (b, c) + kernel + self.pixels
+
+    def _padded(self, n: int, dtype) -> np.ndarray:
+        b, c, h, w = self.in_shape
+        p = self.padding
+        return np.zeros((n, b, c, h + 2 * p, w + 2 * p), dtype)
+
+    def _window(self, i: int, j: int):
+        """The slices of the padded images that kernel offset (i, j) reads."""
+        (ho, wo), s = self.pixels, self.stride
+        return (Ellipsis, slice(i, i + s * (ho - 1) + 1, s), slice(j, j + s * (wo - 1) + 1, s))
+
+    def _apply(self, xs):
+        n = len(xs)
+        h, w = self.in_shape[2:]
+        p = self.padding
+        padded = self._padded(n, xs.dtype)
+        padded[..., p:p + h, p:p + w] = xs.reshape((n,) + self.in_shape)
+        blocks = np.empty((n,) + self._blocks, xs.dtype)
+        for i in range(self.kernel[0]):
+            for j in range(self.kernel[1]):
+                blocks[:, :, :, i, j] = padded[self._window(i, j)]
+        return blocks.reshape((n,) + self.out_shape)
+
+    def _transpose(self, ys):
+        n = len(ys)
+        h, w = self.in_shape[2:]
+        blocks = ys.reshape((n,) + self._blocks)
+        padded = self._padded(n, ys.dtype)
+        for i in range(self.kernel[0]):
+            for j in range(self.kernel[1]):
+                padded[self._window(i, j)] += blocks[:, :, :, i, j]
+        p = self.padding
+        return padded[..., p:p + h, p:p + w]
+
+    def spec(self):
+        return ({"in_shape": list(self.in_shape), "kernel": list(self.kernel),
+                 "stride": self.stride, "padding": self.padding, "dtype": self.dtype.name}, {})
+
+    def label(self):
+        return f"im2col {self.kernel[0]}x{self.kernel[1]}"
 
 
 class Embed(Operator):
@@ -875,6 +982,118 @@ class InjectedMatMul(MatMul):
 
     def label(self):
         return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
+
+
+class ProjectedMatMul(Operator):
+    """A :class:`MatMul` by ``S R R^T`` (times ``scale``) that keeps only ``S R``.
+
+    Random matrix injection with one shared projection ``P = R R^T scale``
+    (``R`` of shape (d, k), d the contracted length of ``S``) replaces a stored
+    operand ``S`` by ``S P``.  That product is d wide again, but it has rank k:
+    this operator keeps ``kept = S R`` (``side="left"``, x -> S P @ x) or
+    ``kept = R^T S`` (``side="right"``, x -> x @ P S) and multiplies by ``R``
+    only when applied, so the VJP of ``x -> S P x`` is ``R (kept^T y) scale``:
+    two thin products instead of a d-wide one.  It equals ``MatMul(S P, ...)``
+    (see :meth:`stored_estimate`).  Only ``kept`` is retained: ``R`` is held
+    for speed but, as in the paper, counts nothing, since it is regenerated
+    from a seed.
+
+    >>> S = np.array([[1.0, 2.0, 3.0]])                 # one row, d = 3
+    >>> R = np.array([[1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])
+    >>> op = ProjectedMatMul.project(S, R, "left", (3,), scale=0.5)
+    >>> op.kept, op.stored_estimate()                   # S R, and S R R^T / 2
+    (array([[0., 4.]]), array([[-2.,  2.,  2.]]))
+    >>> op.apply_transpose(np.array([1.0]))             # R (kept^T y) / 2
+    array([-2.,  2.,  2.])
+    >>> op.retained_bytes                               # the two floats of S R
+    16.0
+    """
+
+    kind = "projected"
+
+    def __init__(self, kept, R, side: str, variable_shape, scale: float = 1.0,
+                 method: str = "rademacher", retained=None):
+        kept, R = np.asarray(kept), np.asarray(R)
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' (x -> S P @ x) or 'right' (x -> x @ P S), "
+                             f"not {side!r}")
+        if R.ndim != 2 or not np.issubdtype(R.dtype, np.floating):
+            raise ValueError(f"R must be a (d, k) float matrix, not {R.dtype} of shape {R.shape}")
+        if not math.isfinite(scale):
+            raise ValueError(f"scale must be finite, not {scale}")
+        variable_shape = _shape(variable_shape, "variable_shape")
+        d, k = R.shape
+        # the contracted axis: the last of a left operand, the first of a matrix's rows
+        # on the right (numpy's @ rules: a 1-d operand contracts its only axis)
+        kept_axis = -1 if side == "left" or kept.ndim == 1 else -2
+        var_axis = (-1 if len(variable_shape) == 1 else -2) if side == "left" else -1
+        if kept.ndim == 0 or kept.shape[kept_axis] != k:
+            raise ValueError(f"kept (the stored operand times R) must have length k = {k} on "
+                             f"its contracted axis, not shape {kept.shape}")
+        if not variable_shape or variable_shape[var_axis] != d:
+            raise ValueError(f"the variable must have length d = {d} (R's rows) on its "
+                             f"contracted axis, not shape {variable_shape}")
+        dtype = np.result_type(kept.dtype, R.dtype)
+        R = R.astype(dtype, copy=False)
+        scaled = R * dtype.type(scale)
+        # x -> R^T x scale (left) or x R scale (right), then the thin product with kept
+        if retained is None:
+            retained = (Retained(fresh_key(self.kind), _array_bits(kept)),)
+        to_k = (MatMul(scaled.T, "left", variable_shape, ()) if side == "left"
+                else MatMul(scaled, "right", variable_shape, ()))
+        thin = MatMul(kept, side, to_k.out_shape, retained)
+        super().__init__(thin.out_shape, variable_shape, dtype, retained)
+        self.kept, self.R, self.side, self.scale = kept, R, side, float(scale)
+        self.k, self.method = k, str(method)
+        self._to_k, self._thin = to_k, thin
+
+    @classmethod
+    def project(cls, stored, R, side: str, variable_shape, scale: float = 1.0,
+                method: str = "rademacher", retained=None):
+        """The operator for ``MatMul(stored, side, variable_shape)`` with ``stored`` projected
+        along its contracted axis: computes ``kept`` (``stored @ R`` or ``R^T @ stored``),
+        with ``R`` in ``stored``'s float type."""
+        stored, R = np.asarray(stored), np.asarray(R)
+        if side not in ("left", "right"):
+            raise ValueError(f"side must be 'left' (x -> S P @ x) or 'right' (x -> x @ P S), "
+                             f"not {side!r}")
+        if R.ndim != 2:
+            raise ValueError(f"R must be a (d, k) matrix, not of shape {R.shape}")
+        axis = -1 if side == "left" or stored.ndim == 1 else -2
+        if stored.ndim == 0 or stored.shape[axis] != R.shape[0]:
+            raise ValueError(f"R has {R.shape[0]} rows; the stored operand of shape "
+                             f"{stored.shape} must have that length on its contracted axis")
+        # R in the stored operand's precision (Rademacher signs are exact in any float)
+        R = R.astype(stored.dtype if np.issubdtype(stored.dtype, np.floating) else np.float64)
+        kept = np.moveaxis(np.moveaxis(stored, axis, -1) @ R, -1, axis)
+        return cls(kept, R, side, variable_shape, scale, method, retained)
+
+    def stored_estimate(self) -> np.ndarray:
+        """``S P``: the d-wide stored operand this operator stands for (built on request)."""
+        axis = -1 if self.side == "left" or self.kept.ndim == 1 else -2
+        back = np.moveaxis(self.kept, axis, -1) @ self.R.T
+        return np.moveaxis(back * back.dtype.type(self.scale), -1, axis)
+
+    @property
+    def flops(self):
+        return self._to_k.flops + self._thin.flops
+
+    def _apply(self, xs):
+        small = np.reshape(self._to_k._apply(xs), (len(xs),) + self._to_k.out_shape)
+        return self._thin._apply(small)
+
+    def _transpose(self, ys):
+        # the thin product first (k wide), then R: the cheap order
+        small = np.reshape(self._thin._transpose(ys), (len(ys),) + self._thin.in_shape)
+        return self._to_k._transpose(small)
+
+    def spec(self):
+        return ({"side": self.side, "variable_shape": list(self.in_shape), "scale": self.scale,
+                 "method": self.method, "retained": _retained_spec(self)},
+                {"kept": self.kept, "R": self.R})
+
+    def label(self):
+        return f"outer, projected k={self.k}"
 
 
 class Composed(Operator):

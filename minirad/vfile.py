@@ -70,13 +70,17 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
         return {"kind": "added", "terms": [_operator_spec(t, f"{prefix}.{i}", arrays, written)
                                            for i, t in enumerate(op.terms)]}
     params, data = op.spec()
+    extra = {}
+    if isinstance(op, O.MatMul) and op.gathered is not None:
+        # the rearrangement that rebuilds the stored operand from its source
+        extra["gathered"] = _operator_spec(op.gathered[1], f"{prefix}.gather", arrays, written)
     names = {}
     for key, array in data.items():
         if id(array) not in written:
             written[id(array)] = (array, f"{prefix}/{key}")
             arrays[f"{prefix}/{key}"] = np.asarray(array)
         names[key] = written[id(array)][1]
-    return {"kind": op.kind, "params": params, "arrays": names}
+    return {"kind": op.kind, "params": params, "arrays": names, **extra}
 
 
 def save_vector(g: VectorLCG, path) -> None:
@@ -225,7 +229,13 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.Softmax(floats("p"), p("axis", int), retained())
     if kind in ("matmul", "outer"):
         cls = O.MatMul if kind == "matmul" else O.Outer
-        gathered = (floats("source"), ints("positions")) if "source" in data else None
+        gathered = None
+        if "gathered" in doc:        # the source and the operator that gathers from it
+            gathered = (floats("source"),
+                        _operator(r, r.field(doc, "gathered", dict, where), f"{where}.gathered",
+                                  depth + 1))
+        elif "source" in data:       # files written before: the source and int positions
+            gathered = (floats("source"), ints("positions"))
         return cls(floats("stored"), p("side", str), r.shape(p("variable_shape", list), where),
                    retained(), gathered)
     if kind == "sparse":
@@ -245,6 +255,10 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.InjectedMatMul(floats("stored"), p("side", str),
                                 r.shape(p("variable_shape", list), where), p("k", int),
                                 p("method", str), retained())
+    if kind == "projected":
+        return O.ProjectedMatMul(floats("kept"), floats("R"), p("side", str),
+                                 r.shape(p("variable_shape", list), where),
+                                 p("scale", (int, float)), p("method", str), retained())
     if kind == "projection":
         def optional_axis(key):
             value = params.get(key)
@@ -273,6 +287,9 @@ def _operator(r: _Reader, doc, where, depth=0):
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in axes):
             r.fail(f"{where}.params.axes must be ints")
         return O.Transpose(r.shape(p("in_shape", list), where), axes, dt())
+    if kind == "im2col":
+        return O.Im2Col(r.shape(p("in_shape", list), where), r.shape(p("kernel", list), where),
+                        p("stride", int), p("padding", int), dt())
     if kind == "index":
         return O.Gather(r.shape(p("in_shape", list), where), ints("positions"), dt())
     if kind == "concatenate":

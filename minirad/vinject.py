@@ -307,14 +307,13 @@ def _injected(label, k, method: str, per_row: bool, rng, picks):
     if isinstance(label, MatMul) and label.gathered is not None:
         # the stored operand is gathered from a smaller source (im2col patches of an image):
         # sample the source, one draw per example (its first axis), and gather again
-        source, positions = label.gathered
+        source, gather = label.gathered
         batch = source.shape[0] if per_row and source.ndim > 1 else 1
         rows = source.reshape(batch, -1)
         d = rows.shape[1]
         kk = draws(d, k) if picks is None else _given_picks(picks, d, batch).shape[1]
         sampled, _ = _project_rows(rows, 1, kk, method, per_row, rng, picks)
-        flat = np.concatenate([sampled.reshape(-1), np.zeros(1, source.dtype)])
-        stored = flat[np.where(positions < 0, flat.size - 1, positions)]
+        stored = gather.apply(sampled.reshape(source.shape).astype(source.dtype, copy=False))
         kept = (Retained(fresh_key("sampled"), batch * kk * source.dtype.itemsize * 8,
                          what=f"{method} of the gathered source, k={kk} per row"),)
         return (InjectedMatMul(stored.astype(label.stored.dtype), label.side, label.in_shape,

@@ -11,7 +11,7 @@ from minirad.studies.training import train
 
 
 @pytest.mark.parametrize("network, kind", [("mlp", "different_sample"), ("mlp", "project"),
-                                           ("convnet", "same_sample")])
+                                           ("convnet", "same_sample"), ("convnet", "project")])
 def test_training_on_the_graph_equals_training_on_the_floor(network, kind):
     """Same seeds, same batches, same samples: the parameters after a few Adam steps
     agree to float32 rounding (the study may train on either)."""

@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 
 from minirad.blocks import gradient
+from minirad.operators import InjectedMatMul, ProjectedMatMul
 from minirad.studies import convnet_numpy, memory, mlp_numpy
 from minirad.studies import nn_graph as graph
+from minirad.studies.activations import signs
+from minirad.vgraph import VectorLCG
 from minirad.vgraph import memory as graph_memory
 
 
@@ -167,3 +170,70 @@ def test_table1_from_the_graph_beside_the_rules():
         assert rad == memory.per_example_bytes(rules[name], 0.1) + extra
     assert rows["mlp"][0] == 6776 and rows["irnn"][0] == 317176
     assert rows["convnet"][0] == 151592 + (32768 + 8192) / 8
+
+
+def _dense_projection_graph(g, h, fraction, seed):
+    """``h = inject(g, "project", ...)`` written the direct way: each stored layer input
+    S replaced by the d-wide ``(S R) R^T / k`` in an InjectedMatMul, R drawn as inject
+    draws it (one seed per ``outer`` edge, in edge order); convolutions as ``h`` has them."""
+    gen = np.random.default_rng(seed)
+    labels = list(g.labels)
+    for e, label in enumerate(g.labels):
+        if label.kind != "outer":
+            continue
+        layer_seed = int(gen.integers(2**63))
+        if label.gathered is not None:
+            labels[e] = h.labels[e]   # a convolution: inject keeps its dense form
+            continue
+        S = label.stored
+        axis = -1 if label.side == "left" else (0 if S.ndim == 1 else -2)
+        moved = np.moveaxis(S, axis, -1)
+        rows = moved.reshape(-1, moved.shape[-1])
+        d = rows.shape[1]
+        k = memory.kept_entries(d, fraction)
+        R = signs(d, k, layer_seed, S.dtype)
+        dense = np.moveaxis(((rows @ R) @ R.T / k).reshape(moved.shape), -1, axis)
+        labels[e] = InjectedMatMul(dense, label.side, label.in_shape, k, "rademacher")
+    return labels
+
+
+def _networks():
+    gen = np.random.default_rng(5)
+    params, x, y = small_mlp()
+    cparams = [p.astype(np.float64) for p in convnet_numpy.init_convnet((2, 3, 2, 2), size=8,
+                                                                        rng=1)]
+    rnn = [gen.standard_normal(s) * 0.3 for s in ((4, 5), (5,), (5, 5), (5,), (5, 3), (3,))]
+    return [(graph.mlp_program, params, x, y),
+            (graph.convnet_program, cparams, gen.standard_normal((3, 1, 8, 8)),
+             np.array([0, 4, 9])),
+            (graph.irnn_program, rnn, gen.standard_normal((2, 3, 4)), np.array([0, 2]))]
+
+
+@pytest.mark.parametrize("network", range(3), ids=["mlp", "convnet", "irnn"])
+def test_low_rank_projection_equals_the_dense_projected_input(network):
+    """``project`` keeps ``x R`` and applies ``R^T / k`` in the reverse sweep (a
+    ProjectedMatMul); on the same seed that is the estimate of the d-wide ``x R R^T / k``
+    to rounding, edge by edge and for the whole gradient, and what each edge holds is
+    what the memory accounting charges."""
+    program, params, x, y = _networks()[network]
+    g = graph.traced(program, params, x, y)
+    h = graph.inject(g, "project", 0.3, rng=7)
+    reference = _dense_projection_graph(g, h, 0.3, 7)
+    gen = np.random.default_rng(0)
+    projected = [e for e, label in enumerate(h.labels) if isinstance(label, ProjectedMatMul)]
+    outer = [e for e, label in enumerate(g.labels) if label.kind == "outer"]
+    assert projected == [e for e in outer if g.labels[e].gathered is None] and projected
+    for e in projected:
+        op, dense = h.labels[e], reference[e]
+        np.testing.assert_allclose(op.stored_estimate(), dense.stored, rtol=1e-12, atol=1e-14)
+        ys = gen.standard_normal((2,) + op.out_shape)
+        np.testing.assert_allclose(op.apply_transpose(ys), dense.apply_transpose(ys),
+                                   rtol=1e-11, atol=1e-13)
+        # what the edge physically keeps is what memory() charges for it
+        assert op.retained_bytes == op.kept.nbytes
+    ref_graph = VectorLCG(g.names, g.sources, g.targets, reference, g.inputs, g.outputs,
+                          values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)
+    for a, b in zip(gradient(h), gradient(ref_graph)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    # an estimate, not the exact gradient
+    assert not np.allclose(gradient(h)[0], gradient(g)[0])

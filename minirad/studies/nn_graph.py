@@ -24,7 +24,7 @@ import numpy as np
 from .._random import as_generator
 from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from ..blocks import gradient
-from ..operators import InjectedMatMul, Retained, fresh_key
+from ..operators import InjectedMatMul, ProjectedMatMul, Retained, fresh_key
 from ..vgraph import VectorLCG, memory
 from .activations import sample_pattern, signs
 from .memory import kept_entries
@@ -147,27 +147,37 @@ def _reduce_rows(rows, kind: str, fraction: float, seed: int):
 
 def _kept_input(label, kind: str, fraction: float, seed: int):
     """The ``outer`` edge with its stored activation reduced, k and d."""
+    method = INJECTIONS[kind][0]
     if label.gathered is not None:
         # a convolution: sample or project the image (B, C, H, W) per (example, channel)
-        # row of spatial positions, then gather the patches from the reduced image
-        source, positions = label.gathered
+        # row of spatial positions, then gather the patches from the reduced image. The
+        # projection stays dense here: the patches are gathered from the whole image, so
+        # keeping only rows @ R would mean rebuilding the image in every reverse sweep
+        source, gather = label.gathered
         rows = source.reshape(-1, int(np.prod(source.shape[2:])))
         reduced, k = _reduce_rows(rows, kind, fraction, seed)
-        flat = np.concatenate([reduced.reshape(-1), np.zeros(1, reduced.dtype)])
-        stored = flat[np.where(positions < 0, flat.size - 1, positions)]
+        stored = gather.apply(reduced.reshape(source.shape))
+        n, d = rows.shape
     else:
         stored = label.stored
         axis = -1 if label.side == "left" else (0 if stored.ndim == 1 else -2)
-        moved = np.moveaxis(stored, axis, -1)
-        rows = moved.reshape(-1, moved.shape[-1])
-        reduced, k = _reduce_rows(rows, kind, fraction, seed)
-        stored = np.moveaxis(reduced.reshape(moved.shape), -1, axis)
-    method = INJECTIONS[kind][0]
-    kept = (Retained(fresh_key("sampled"), len(rows) * k * rows.dtype.itemsize * 8,
+        d = stored.shape[axis]
+        n, k = stored.size // d, kept_entries(d, fraction)
+    kept = (Retained(fresh_key("sampled"), n * k * stored.dtype.itemsize * 8,
                      what=f"{kind} of the stored layer input, k={k} per row"),)
+    if label.gathered is None and kind == "project":
+        # x P = (x R) R^T / k has rank k: keep x R, apply R^T / k in the reverse sweep
+        # (the same numbers as the dense x P below, in a cheaper order)
+        op = ProjectedMatMul.project(stored, signs(d, k, seed, stored.dtype), label.side,
+                                     label.in_shape, 1 / k, method, kept)
+        return op, k, d
+    if label.gathered is None:
+        moved = np.moveaxis(stored, axis, -1)
+        reduced, _ = _reduce_rows(moved.reshape(-1, d), kind, fraction, seed)
+        stored = np.moveaxis(reduced.reshape(moved.shape), -1, axis)
     op = InjectedMatMul(stored.astype(label.stored.dtype, copy=False), label.side,
                         label.in_shape, k, method, kept)
-    return op, k, rows.shape[1]
+    return op, k, d
 
 
 def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
