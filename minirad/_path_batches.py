@@ -85,9 +85,15 @@ class Plan:
             k, d = self.draws[lo:hi], self.degree[lo:hi]
             self.level_draws.append(int(k[0]) if (k == k[0]).all() and (d > 0).all() else 0)
             self.level_degree.append(int(d[0]) if (d == d[0]).all() else 0)
+        # every vertex with successors draws once: each sample is a set of walks
+        self.single = bool((self.draws[self.degree > 0] == 1).all())
         # Lemire's rejection threshold (2^32 - d) mod d per vertex, for uniform_below
         self.bound = np.maximum(self.degree, 1).astype(np.uint64)
         self.threshold = (np.uint64(2**32) - self.bound) % self.bound
+        self.most_threshold = int(self.threshold.max(initial=0))
+        for array in vars(self).values():  # a plan is shared (memoized on the graph)
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,27 @@ def uniform_below(rng, bound: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     if len(again):
         out[again] = uniform_below(rng, bound[again], threshold[again])
     return out.view(np.int64)
+
+
+def choices(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
+    """``k`` independent uniform out-edges of each local vertex in ``vertex``,
+    as CSR positions, shape (len(vertex), k): :func:`uniform_below` without
+    reading a threshold per draw.  A low half that could be rejected lies
+    below the largest threshold, which is rare (thresholds are below the
+    degrees, out of 2**32): only those draws look up their own threshold,
+    and the ones rejected are drawn again."""
+    product = rng.integers(2**32, size=(len(vertex), k), dtype=np.uint64)
+    product *= plan.bound[vertex][:, None]
+    pick = product >> np.uint64(32)
+    product &= np.uint64(0xFFFFFFFF)
+    suspect = np.flatnonzero(product < plan.most_threshold)
+    if len(suspect):
+        of = vertex[suspect // k]
+        rejected = product.ravel()[suspect] < plan.threshold[of]
+        again, of = suspect[rejected], of[rejected]
+        if len(again):
+            pick.ravel()[again] = uniform_below(rng, plan.bound[of], plan.threshold[of])
+    return plan.start[vertex][:, None] + pick.view(np.int64)
 
 
 def draw(plan: Plan, c: int, rng) -> Draws:
@@ -283,3 +310,69 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
             out[there, i] = value[pair[there]]
     # (c, read, seeded) -> (c, n_out, n_in)
     return out if forward else out.transpose(0, 2, 1)
+
+
+def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, int]:
+    """Algorithm 1 for ``c`` samples when every vertex draws one edge
+    (``plan.single``), as walks; returns the estimates, (c, n_out, n_in),
+    and the number of draws made.
+
+    With one draw per visited vertex, ``Q`` leaves each vertex by at most
+    one edge, so from each input there is exactly one path in ``Q``, and
+    the estimate of ``dy/dx`` is the product of the weights along it if it
+    reaches ``y`` (0 otherwise).  So every (sample, input) pair is a walker
+    that starts at its input and, one step per round, draws an out-edge
+    where it stands and multiplies its product by the edge's weight; it
+    stops at an output (recording its product there: outputs have no
+    successors) or on leaving the input-output paths.  All walkers of all
+    samples move in one round of numpy calls.  Walkers of one sample that
+    stand on one vertex must follow the same draw (Algorithm 1 lets a
+    vertex draw once), so with several inputs a table keeps each
+    (sample, vertex) pair's draw, made by the first walker to arrive; the
+    draws made are then exactly those of Algorithm 1 at the vertices it
+    visits, with its law.  The products are formed along the walk instead
+    of back from the output: the same numbers up to rounding."""
+    size, row = plan.size, plan.size + 1
+    out = np.zeros((c, n_out, n_in))
+    output = np.full(row, -1, dtype=np.int64)  # the output number of each local vertex
+    on = plan.outputs < size
+    output[plan.outputs[on]] = np.flatnonzero(on)
+    start = [(i, v) for i, v in enumerate(plan.inputs.tolist()) if v < size]
+    if not start:
+        return out, 0
+    column = np.repeat([i for i, _ in start], c)
+    vertex = np.repeat([v for _, v in start], c)
+    sample = np.tile(np.arange(c), len(start))
+    product = np.ones(len(vertex))
+    # table[s * row + v]: 0 where sample s has not drawn at v, else 1 + the CSR position
+    table = np.zeros(row * c, dtype=np.int32) if len(start) > 1 else None
+    made = 0
+    while len(vertex):
+        if table is None:
+            where = choices(rng, plan, vertex, 1)[:, 0]
+            made += len(where)
+        else:
+            key = sample * row + vertex
+            where = table[key].astype(np.int64)
+            fresh = np.flatnonzero(where == 0)
+            if len(fresh):
+                # one draw per (sample, vertex) not drawn at yet: walkers meeting
+                # there this round write different marks, exactly one reads its own
+                mark = -np.arange(1, len(fresh) + 1, dtype=np.int32)
+                table[key[fresh]] = mark
+                first = fresh[table[key[fresh]] == mark]
+                table[key[first]] = choices(rng, plan, vertex[first], 1)[:, 0] + 1
+                where[fresh] = table[key[fresh]]
+                made += len(first)
+            where -= 1
+        product *= plan.weight[where]
+        vertex = plan.head[where]
+        j = output[vertex]
+        done = np.flatnonzero(j >= 0)
+        if len(done):
+            out[sample[done], j[done], column[done]] = product[done]
+        going = np.flatnonzero((j < 0) & (vertex < size))
+        if len(going) < len(vertex):
+            vertex, sample, column, product = (vertex[going], sample[going], column[going],
+                                               product[going])
+    return out, made
