@@ -166,13 +166,13 @@ def uniform_below(rng, bound: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     return out.view(np.int64)
 
 
-def choices(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
+def picks(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
     """``k`` independent uniform out-edges of each local vertex in ``vertex``,
-    as CSR positions, shape (len(vertex), k): :func:`uniform_below` without
-    reading a threshold per draw.  A low half that could be rejected lies
-    below the largest threshold, which is rare (thresholds are below the
-    degrees, out of 2**32): only those draws look up their own threshold,
-    and the ones rejected are drawn again."""
+    as indices among its out-edges, shape (len(vertex), k):
+    :func:`uniform_below` without reading a threshold per draw.  A low half
+    that could be rejected lies below the largest threshold, which is rare
+    (thresholds are below the degrees, out of 2**32): only those draws look
+    up their own threshold, and the ones rejected are drawn again."""
     product = rng.integers(2**32, size=(len(vertex), k), dtype=np.uint64)
     product *= plan.bound[vertex][:, None]
     pick = product >> np.uint64(32)
@@ -184,7 +184,7 @@ def choices(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
         again, of = suspect[rejected], of[rejected]
         if len(again):
             pick.ravel()[again] = uniform_below(rng, plan.bound[of], plan.threshold[of])
-    return plan.start[vertex][:, None] + pick.view(np.int64)
+    return pick.view(np.int64)
 
 
 def draw(plan: Plan, c: int, rng) -> Draws:
@@ -315,7 +315,7 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
 def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, int]:
     """Algorithm 1 for ``c`` samples when every vertex draws one edge
     (``plan.single``), as walks; returns the estimates, (c, n_out, n_in),
-    and the number of draws made.
+    and the number of draws made (a few, lost in ties, more than kept).
 
     With one draw per visited vertex, ``Q`` leaves each vertex by at most
     one edge, so from each input there is exactly one path in ``Q``, and
@@ -334,45 +334,56 @@ def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, i
     of back from the output: the same numbers up to rounding."""
     size, row = plan.size, plan.size + 1
     out = np.zeros((c, n_out, n_in))
-    output = np.full(row, -1, dtype=np.int64)  # the output number of each local vertex
+    # what a walker does on each local vertex: -1 walk on, -2 stop (the trash:
+    # off every path), else record its product at the output, n_in * number
+    output = np.full(row, -1, dtype=np.int64)
+    output[size] = -2
     on = plan.outputs < size
-    output[plan.outputs[on]] = np.flatnonzero(on)
+    output[plan.outputs[on]] = np.flatnonzero(on) * n_in
     start = [(i, v) for i, v in enumerate(plan.inputs.tolist()) if v < size]
     if not start:
         return out, 0
-    column = np.repeat([i for i, _ in start], c)
-    vertex = np.repeat([v for _, v in start], c)
-    sample = np.tile(np.arange(c), len(start))
+    # walkers by sample, then input: the walkers of a sample share a row of the table
+    vertex = np.tile([v for _, v in start], c)
+    # a walker's entry of `out` is cell + n_in * (its output's number)
+    cell = ((np.arange(c) * (n_out * n_in))[:, None] + np.array([i for i, _ in start])).ravel()
     product = np.ones(len(vertex))
-    # table[s * row + v]: 0 where sample s has not drawn at v, else 1 + the CSR position
-    table = np.zeros(row * c, dtype=np.int32) if len(start) > 1 else None
+    shared = len(start) > 1
+    if shared:  # table[s * row + v]: 0 where sample s has not drawn at v, else 1 + the draw
+        # (the smallest integer that holds a degree: a smaller table stays in cache)
+        most = int(plan.degree.max(initial=0))
+        kind = np.uint8 if most < 2**8 else np.uint16 if most < 2**16 else np.int64
+        table = np.zeros(row * c, dtype=kind)
+        base = np.repeat(np.arange(c) * row, len(start))  # s * row
     made = 0
     while len(vertex):
-        if table is None:
-            where = choices(rng, plan, vertex, 1)[:, 0]
-            made += len(where)
+        if not shared:
+            pick = picks(rng, plan, vertex, 1)[:, 0]
+            made += len(pick)
         else:
-            key = sample * row + vertex
-            where = table[key].astype(np.int64)
-            fresh = np.flatnonzero(where == 0)
+            key = base + vertex
+            pick = table[key]
+            fresh = np.flatnonzero(pick == 0)
             if len(fresh):
-                # one draw per (sample, vertex) not drawn at yet: walkers meeting
-                # there this round write different marks, exactly one reads its own
-                mark = -np.arange(1, len(fresh) + 1, dtype=np.int32)
-                table[key[fresh]] = mark
-                first = fresh[table[key[fresh]] == mark]
-                table[key[first]] = choices(rng, plan, vertex[first], 1)[:, 0] + 1
-                where[fresh] = table[key[fresh]]
-                made += len(first)
-            where -= 1
+                # every walker on a (sample, vertex) not drawn at yet draws, and
+                # one of those standing on the same pair wins the write; which
+                # one depends on positions only, never on the values drawn, so
+                # the draw kept is uniform, and all of them follow it
+                at = key[fresh]
+                table[at] = picks(rng, plan, vertex[fresh], 1)[:, 0] + 1
+                pick[fresh] = table[at]
+                made += len(fresh)
+            pick = pick - 1
+        where = plan.start[vertex] + pick
         product *= plan.weight[where]
         vertex = plan.head[where]
         j = output[vertex]
         done = np.flatnonzero(j >= 0)
         if len(done):
-            out[sample[done], j[done], column[done]] = product[done]
-        going = np.flatnonzero((j < 0) & (vertex < size))
+            out.ravel()[cell[done] + j[done]] = product[done]
+        going = np.flatnonzero(j == -1)
         if len(going) < len(vertex):
-            vertex, sample, column, product = (vertex[going], sample[going], column[going],
-                                               product[going])
+            vertex, cell, product = vertex[going], cell[going], product[going]
+            if shared:
+                base = base[going]
     return out, made
