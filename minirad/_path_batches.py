@@ -209,13 +209,7 @@ def draw(plan: Plan, c: int, rng) -> Draws:
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (pairs, k) block
             d = plan.level_degree[i]
-            if d:
-                pick = rng.integers(d, size=(len(v), k))
-            elif k == 1:
-                pick = uniform_below(rng, plan.bound[v], plan.threshold[v])[:, None]
-            else:
-                pick = uniform_below(rng, np.repeat(plan.bound[v][:, None], k, axis=1),
-                                     np.repeat(plan.threshold[v][:, None], k, axis=1))
+            pick = rng.integers(d, size=(len(v), k)) if d else picks(rng, plan, v, k)
             where = plan.start[v][:, None] + pick
             key = head[where] + s[:, None]
             made = None
