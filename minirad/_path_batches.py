@@ -31,6 +31,11 @@ Draws whose head lies off every input-output path can never reach an
 output; they all point to one extra pair, the *trash*, whose adjoint is
 zero.  The number of numpy calls is proportional to the number of levels,
 not to the number of vertices or samples.
+
+Where every vertex draws a single edge (``k = 1``), :func:`walks` does
+without levels and without the table of visits: each sample's ``Q`` is
+then one path per input, and its estimate a product along each.  Its
+rounds of numpy calls number the steps of the longest walk.
 """
 
 from __future__ import annotations

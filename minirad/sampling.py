@@ -312,7 +312,10 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     from one sweep over the recorded draws of all samples together:
     ``direction="reverse"`` runs reverse accumulation, ``"forward"``
     forward accumulation; by default the one with fewer seeds (outputs vs
-    inputs); both give the same numbers.  Each sample is a run of
+    inputs); both give the same numbers.  Where every vertex draws once
+    (``k=1``), each sample's estimate is a product along one path per
+    input, and the samples run as walks instead, whatever the direction
+    (:func:`minirad._path_batches.walks`).  Each sample is a run of
     Algorithm 1 with its law; only the order in which the generator's
     numbers are used differs from calling :func:`sample_paths` ``n`` times,
     so the same seed gives different (equally distributed) estimates.
