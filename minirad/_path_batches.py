@@ -104,8 +104,9 @@ class Plan:
 @dataclass(frozen=True)
 class Level:
     """The draws of the pairs ``lo:hi``, which all belong to one level.
-    ``where`` holds CSR positions of the plan, shape (pairs, k) when every
-    pair drew ``k`` times (``made`` is then None), else flat and grouped
+    ``where`` holds CSR positions of the plan, shape (k, pairs) when every
+    pair drew ``k`` times (``made`` is then None; row ``t`` holds every
+    pair's ``t``-th draw), else flat and grouped
     by pair, ``made[i]`` draws for pair ``lo + i``.  ``key`` is the table
     key of each draw's head; ``to`` (filled in at the end) its pair."""
 
@@ -143,9 +144,11 @@ class Draws:
         the reference, one sample at a time."""
         samples, edges = [], []
         for level in self.levels:
-            sample = (level.key % self.c).ravel()
-            samples.append(sample)
-            edges.append(plan.edge[level.where.ravel()])
+            # (k, pairs) blocks by pair, so that a pair's draws come together
+            key, where = ((level.key.T, level.where.T) if level.made is None
+                          else (level.key, level.where))
+            samples.append((key % self.c).ravel())
+            edges.append(plan.edge[where.ravel()])
         if not samples:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(samples), np.concatenate(edges)
@@ -173,18 +176,19 @@ def uniform_below(rng, bound: np.ndarray, threshold: np.ndarray) -> np.ndarray:
 
 def picks(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
     """``k`` independent uniform out-edges of each local vertex in ``vertex``,
-    as indices among its out-edges, shape (len(vertex), k):
+    as indices among its out-edges, shape (k, len(vertex)), row ``t`` the
+    ``t``-th draw of every vertex:
     :func:`uniform_below` without reading a threshold per draw.  A low half
     that could be rejected lies below the largest threshold, which is rare
     (thresholds are below the degrees, out of 2**32): only those draws look
     up their own threshold, and the ones rejected are drawn again."""
-    product = rng.integers(2**32, size=(len(vertex), k), dtype=np.uint64)
-    product *= plan.bound[vertex][:, None]
+    product = rng.integers(2**32, size=(k, len(vertex)), dtype=np.uint64)
+    product *= plan.bound[vertex]
     pick = product >> np.uint64(32)
     product &= np.uint64(0xFFFFFFFF)
     suspect = np.flatnonzero(product < plan.most_threshold)
     if len(suspect):
-        of = vertex[suspect // k]
+        of = vertex[suspect % len(vertex)]
         rejected = product.ravel()[suspect] < plan.threshold[of]
         again, of = suspect[rejected], of[rejected]
         if len(again):
@@ -212,11 +216,11 @@ def draw(plan: Plan, c: int, rng) -> Draws:
         s = found - v * c
         v += lo
         k = plan.level_draws[i]
-        if k:  # every pair of the level draws k times: a (pairs, k) block
+        if k:  # every pair of the level draws k times: a (k, pairs) block
             d = plan.level_degree[i]
-            pick = rng.integers(d, size=(len(v), k)) if d else picks(rng, plan, v, k)
-            where = plan.start[v][:, None] + pick
-            key = head[where] + s[:, None]
+            pick = rng.integers(d, size=(k, len(v))) if d else picks(rng, plan, v, k)
+            where = plan.start[v] + pick
+            key = head[where] + s
             made = None
         else:
             k = plan.draws[v]
@@ -278,26 +282,29 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
     c, size = drawn.c, plan.size
     seeded, read, width = ((plan.inputs, plan.outputs, n_in) if forward
                            else (plan.outputs, plan.inputs, n_out))
-    value = np.zeros((drawn.n_pairs + 1, width))
+    # one row per seed, and 1-d gathers: numpy's 2-d fancy indexing is much slower
+    value = np.zeros((width, drawn.n_pairs + 1))
     for j, v in enumerate(seeded):
         if v < size:
             pair = drawn.pair(v)
-            value[pair[pair >= 0], j] = 1.0
+            value[j, pair[pair >= 0]] = 1.0
     steps = list(zip(drawn.levels, drawn.to))
     for level, to in (steps if forward else reversed(steps)):
         lo, hi = level.lo, level.hi
         weight = plan.weight[level.where]
         by = (None if level.made is None
               else np.repeat(np.arange(hi - lo), level.made))
-        for j in range(width):
-            column = value[:, j]
-            if forward:  # push each pair's tangent along its draws
-                pushed = weight * (column[lo:hi, None] if by is None else column[lo:hi][by])
-                np.add.at(column, to.ravel(), pushed.ravel())
+        for column in value:
+            if by is None and forward:  # push each pair's tangent along its draws
+                for t in range(len(to)):
+                    np.add.at(column, to[t], weight[t] * column[lo:hi])
             elif by is None:  # pull: a pair's adjoint sums its draws' contributions
-                pulled = weight * column[to]
-                for t in range(pulled.shape[1]):  # (numpy's sum over a short axis is slow)
-                    column[lo:hi] += pulled[:, t]
+                pulled = weight[0] * column[to[0]]
+                for t in range(1, len(to)):
+                    pulled += weight[t] * column[to[t]]
+                column[lo:hi] += pulled
+            elif forward:
+                np.add.at(column, to, weight * column[lo:hi][by])
             else:
                 column[lo:hi] += np.bincount(by, weights=weight * column[to],
                                              minlength=hi - lo)
@@ -306,7 +313,7 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
         if v < size:
             pair = drawn.pair(v)
             there = pair >= 0
-            out[there, i] = value[pair[there]]
+            out[there, i] = value[:, pair[there]].T
     # (c, read, seeded) -> (c, n_out, n_in)
     return out if forward else out.transpose(0, 2, 1)
 
@@ -357,7 +364,7 @@ def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, i
     made = 0
     while len(vertex):
         if not shared:
-            pick = picks(rng, plan, vertex, 1)[:, 0]
+            pick = picks(rng, plan, vertex, 1)[0]
             made += len(pick)
         else:
             key = base + vertex
@@ -369,7 +376,7 @@ def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, i
                 # one depends on positions only, never on the values drawn, so
                 # the draw kept is uniform, and all of them follow it
                 at = key[fresh]
-                table[at] = picks(rng, plan, vertex[fresh], 1)[:, 0] + 1
+                table[at] = picks(rng, plan, vertex[fresh], 1)[0] + 1
                 pick[fresh] = table[at]
                 made += len(fresh)
             pick = pick - 1

@@ -219,6 +219,6 @@ def test_picks_draw_again_exactly_the_rejected_words():
     a = int(np.flatnonzero(plan.degree == 3)[0])
     x = int(plan.inputs[0])  # one out-edge: threshold 0, never rejected
     rng = Scripted([0, 2**32 - 1, 5, 0], [2**31])
-    got = _path_batches.picks(rng, plan, np.array([a, a, a, x]), 1)[:, 0]
+    got = _path_batches.picks(rng, plan, np.array([a, a, a, x]), 1)[0]
     assert got.tolist() == [1, 2, 0, 0]  # the first drawn again from 2**31: (3 * 2**31) >> 32
     assert rng.words == []
