@@ -218,9 +218,12 @@ def draw(plan: Plan, c: int, rng) -> Draws:
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
             d = plan.level_degree[i]
-            pick = rng.integers(d, size=(k, len(v))) if d else picks(rng, plan, v, k)
-            where = plan.start[v] + pick
-            key = head[where] + s
+            where = rng.integers(d, size=(k, len(v))) if d else picks(rng, plan, v, k)
+            # (in place: a new array from a (k, pairs) and a (pairs,) operand is
+            # filled with the short axis innermost, several times slower)
+            where += plan.start[v]
+            key = np.take(head, where)
+            key += s
             made = None
         else:
             k = plan.draws[v]
@@ -236,11 +239,11 @@ def draw(plan: Plan, c: int, rng) -> Draws:
             keep = k == 0
             where[~drawing] = ranges(start[keep], start[keep] + degree[keep])
             key = head[where] + s[who]
-        table[key] = -1  # heads lie at later levels: never numbered yet
+        table[key.ravel()] = -1  # heads lie at later levels: never numbered yet
         levels.append(Level(count, count + len(found), where, key, made))
         count += len(found)
     table[size * c:] = count + 1  # the trash is pair number `count`
-    return Draws(c, count, table, levels, [table[level.key] - 1 for level in levels])
+    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
 
 
 def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
@@ -271,7 +274,7 @@ def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
                             made))
         count += len(v)
     table[size * c:] = count + 1
-    return Draws(c, count, table, levels, [table[level.key] - 1 for level in levels])
+    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
 
 
 def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> np.ndarray:
@@ -291,7 +294,7 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
     steps = list(zip(drawn.levels, drawn.to))
     for level, to in (steps if forward else reversed(steps)):
         lo, hi = level.lo, level.hi
-        weight = plan.weight[level.where]
+        weight = np.take(plan.weight, level.where)
         by = (None if level.made is None
               else np.repeat(np.arange(hi - lo), level.made))
         for column in value:
