@@ -227,10 +227,12 @@ def draw(plan: Plan, c: int, rng) -> Draws:
         found = np.flatnonzero(seen[lo * c:hi * c].view(bool))
         if not len(found):
             continue
-        table[lo * c + found] = np.arange(count + 1, count + len(found) + 1, dtype=np.int32)
-        v = found // c
-        s = found - v * c
-        v += lo
+        table[lo * c:hi * c][found] = np.arange(count + 1, count + len(found) + 1,
+                                               dtype=np.int32)
+        # found is sorted: the row of each entry without dividing (slow on ints)
+        per_row = np.diff(np.searchsorted(found, np.arange(hi - lo + 1) * c))
+        v = np.repeat(np.arange(lo, hi), per_row)
+        s = found - (v - lo) * c
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
             d = plan.level_degree[i]
