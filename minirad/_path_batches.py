@@ -6,15 +6,16 @@ visited vertex draw.  Run for ``c`` samples at once that costs a round of
 numpy calls per vertex, most of them for vertices that few samples visit.
 Here the unit of work is a *level* of the graph (the vertices whose longest
 path from a source has the same length: no edge joins two of them), and
-the state is a table with one entry per (vertex, sample) pair, vertex-major:
+the state is a table of marks, one byte per (vertex, sample) pair,
+vertex-major (and one of pair numbers beside it):
 
 * the inputs of every sample are marked visited;
 * at each level, in order, the marked pairs of the level's vertices are
-  found by one scan of their rows of the table, numbered, and make their
+  found by one scan of their rows of the marks, numbered, and make their
   draws -- all of them with one call on the generator (``k_v`` uniform
   choices among ``v``'s out-edges, with replacement; every out-edge where
   ``v`` keeps them all);
-* the drawn edges' heads (all at later levels) are marked in the table.
+* the drawn edges' heads (all at later levels) are marked.
 
 Every visited pair draws exactly once, with the law Algorithm 1 gives it:
 whether a vertex draws never depends on which of its in-edges were drawn,
@@ -31,6 +32,11 @@ Draws whose head lies off every input-output path can never reach an
 output; they all point to one extra pair, the *trash*, whose adjoint is
 zero.  The number of numpy calls is proportional to the number of levels,
 not to the number of vertices or samples.
+
+Where every vertex draws a single edge (``k = 1``), :func:`walks` does
+without levels and without the table of visits: each sample's ``Q`` is
+then one path per input, and its estimate a product along each.  Its
+rounds of numpy calls number the steps of the longest walk.
 """
 
 from __future__ import annotations
@@ -85,16 +91,23 @@ class Plan:
             k, d = self.draws[lo:hi], self.degree[lo:hi]
             self.level_draws.append(int(k[0]) if (k == k[0]).all() and (d > 0).all() else 0)
             self.level_degree.append(int(d[0]) if (d == d[0]).all() else 0)
+        # every vertex with successors draws once: each sample is a set of walks
+        self.single = bool((self.draws[self.degree > 0] == 1).all())
         # Lemire's rejection threshold (2^32 - d) mod d per vertex, for uniform_below
         self.bound = np.maximum(self.degree, 1).astype(np.uint64)
         self.threshold = (np.uint64(2**32) - self.bound) % self.bound
+        self.most_threshold = int(self.threshold.max(initial=0))
+        for array in vars(self).values():  # a plan is shared (memoized on the graph)
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
 
 
 @dataclass(frozen=True)
 class Level:
     """The draws of the pairs ``lo:hi``, which all belong to one level.
-    ``where`` holds CSR positions of the plan, shape (pairs, k) when every
-    pair drew ``k`` times (``made`` is then None), else flat and grouped
+    ``where`` holds CSR positions of the plan, shape (k, pairs) when every
+    pair drew ``k`` times (``made`` is then None; row ``t`` holds every
+    pair's ``t``-th draw), else flat and grouped
     by pair, ``made[i]`` draws for pair ``lo + i``.  ``key`` is the table
     key of each draw's head; ``to`` (filled in at the end) its pair."""
 
@@ -132,9 +145,11 @@ class Draws:
         the reference, one sample at a time."""
         samples, edges = [], []
         for level in self.levels:
-            sample = (level.key % self.c).ravel()
-            samples.append(sample)
-            edges.append(plan.edge[level.where.ravel()])
+            # (k, pairs) blocks by pair, so that a pair's draws come together
+            key, where = ((level.key.T, level.where.T) if level.made is None
+                          else (level.key, level.where))
+            samples.append((key % self.c).ravel())
+            edges.append(plan.edge[where.ravel()])
         if not samples:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(samples), np.concatenate(edges)
@@ -160,37 +175,73 @@ def uniform_below(rng, bound: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     return out.view(np.int64)
 
 
+#: bit generators whose raw output is 64 uniform bits (MT19937's is 32)
+_SIXTY_FOUR = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
+
+
+def words(rng, n: int) -> np.ndarray:
+    """``n`` independent uniform 32-bit words (uint32).  From a 64-bit bit
+    generator, the two halves of each raw output (independent and uniform
+    when the output is), about twice as fast as ``rng.integers``."""
+    bits = getattr(rng, "bit_generator", None)
+    if isinstance(bits, _SIXTY_FOUR):
+        return bits.random_raw((n + 1) // 2).view(np.uint32)[:n]
+    return rng.integers(2**32, size=n, dtype=np.uint32)
+
+
+def picks(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
+    """``k`` independent uniform out-edges of each local vertex in ``vertex``,
+    as indices among its out-edges, shape (k, len(vertex)), row ``t`` the
+    ``t``-th draw of every vertex:
+    :func:`uniform_below` without reading a threshold per draw.  A low half
+    that could be rejected lies below the largest threshold, which is rare
+    (thresholds are below the degrees, out of 2**32): only those draws look
+    up their own threshold, and the ones rejected are drawn again."""
+    product = words(rng, k * len(vertex)).reshape(k, -1).astype(np.uint64)
+    product *= plan.bound[vertex]
+    pick = product >> np.uint64(32)
+    product &= np.uint64(0xFFFFFFFF)
+    suspect = np.flatnonzero(product < plan.most_threshold)
+    if len(suspect):
+        of = vertex[suspect % len(vertex)]
+        rejected = product.ravel()[suspect] < plan.threshold[of]
+        again, of = suspect[rejected], of[rejected]
+        if len(again):
+            pick.ravel()[again] = uniform_below(rng, plan.bound[of], plan.threshold[of])
+    return pick.view(np.int64)
+
+
 def draw(plan: Plan, c: int, rng) -> Draws:
     """Algorithm 1 for ``c`` samples, level by level (module docstring)."""
     size = plan.size
-    # table[v * c + s]: 0 unvisited, -1 visited (not numbered yet), 1 + pair number
+    # seen[v * c + s]: 1 where sample s visits v (a byte each: the scans read
+    # a quarter of what they would in the table); table: 1 + pair number
+    seen = np.zeros((size + 1) * c, dtype=np.uint8)  # (and one row for the trash)
     table = np.zeros((size + 1) * c, dtype=np.int32)  # row `size`: the trash
     for v in plan.inputs[plan.inputs < size]:
-        table[v * c:(v + 1) * c] = -1
+        seen[v * c:(v + 1) * c] = 1
     head = plan.head * c  # the table row of each out-edge's head
     count = 0
     levels = []
     for i, (lo, hi) in enumerate(zip(plan.levels[:-1], plan.levels[1:])):
-        rows = table[lo * c:hi * c]
-        found = np.flatnonzero(rows != 0)  # (flatnonzero on int32 itself is ~10x slower)
+        found = np.flatnonzero(seen[lo * c:hi * c].view(bool))
         if not len(found):
             continue
-        rows[found] = np.arange(count + 1, count + len(found) + 1, dtype=np.int32)
-        v = found // c
-        s = found - v * c
-        v += lo
+        table[lo * c:hi * c][found] = np.arange(count + 1, count + len(found) + 1,
+                                               dtype=np.int32)
+        # found is sorted: the row of each entry without dividing (slow on ints)
+        per_row = np.diff(np.searchsorted(found, np.arange(hi - lo + 1) * c))
+        v = np.repeat(np.arange(lo, hi), per_row)
+        s = found - (v - lo) * c
         k = plan.level_draws[i]
-        if k:  # every pair of the level draws k times: a (pairs, k) block
+        if k:  # every pair of the level draws k times: a (k, pairs) block
             d = plan.level_degree[i]
-            if d:
-                pick = rng.integers(d, size=(len(v), k))
-            elif k == 1:
-                pick = uniform_below(rng, plan.bound[v], plan.threshold[v])[:, None]
-            else:
-                pick = uniform_below(rng, np.repeat(plan.bound[v][:, None], k, axis=1),
-                                     np.repeat(plan.threshold[v][:, None], k, axis=1))
-            where = plan.start[v][:, None] + pick
-            key = head[where] + s[:, None]
+            where = rng.integers(d, size=(k, len(v))) if d else picks(rng, plan, v, k)
+            # (in place: a new array from a (k, pairs) and a (pairs,) operand is
+            # filled with the short axis innermost, several times slower)
+            where += plan.start[v]
+            key = np.take(head, where)
+            key += s
             made = None
         else:
             k = plan.draws[v]
@@ -206,11 +257,11 @@ def draw(plan: Plan, c: int, rng) -> Draws:
             keep = k == 0
             where[~drawing] = ranges(start[keep], start[keep] + degree[keep])
             key = head[where] + s[who]
-        table[key] = -1  # heads lie at later levels: never numbered yet
+        seen[key.ravel()] = 1  # heads lie at later levels: not yet numbered
         levels.append(Level(count, count + len(found), where, key, made))
         count += len(found)
     table[size * c:] = count + 1  # the trash is pair number `count`
-    return Draws(c, count, table, levels, [table[level.key] - 1 for level in levels])
+    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
 
 
 def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
@@ -241,7 +292,7 @@ def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
                             made))
         count += len(v)
     table[size * c:] = count + 1
-    return Draws(c, count, table, levels, [table[level.key] - 1 for level in levels])
+    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
 
 
 def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> np.ndarray:
@@ -252,26 +303,29 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
     c, size = drawn.c, plan.size
     seeded, read, width = ((plan.inputs, plan.outputs, n_in) if forward
                            else (plan.outputs, plan.inputs, n_out))
-    value = np.zeros((drawn.n_pairs + 1, width))
+    # one row per seed, and 1-d gathers: numpy's 2-d fancy indexing is much slower
+    value = np.zeros((width, drawn.n_pairs + 1))
     for j, v in enumerate(seeded):
         if v < size:
             pair = drawn.pair(v)
-            value[pair[pair >= 0], j] = 1.0
+            value[j, pair[pair >= 0]] = 1.0
     steps = list(zip(drawn.levels, drawn.to))
     for level, to in (steps if forward else reversed(steps)):
         lo, hi = level.lo, level.hi
-        weight = plan.weight[level.where]
+        weight = np.take(plan.weight, level.where)
         by = (None if level.made is None
               else np.repeat(np.arange(hi - lo), level.made))
-        for j in range(width):
-            column = value[:, j]
-            if forward:  # push each pair's tangent along its draws
-                pushed = weight * (column[lo:hi, None] if by is None else column[lo:hi][by])
-                np.add.at(column, to.ravel(), pushed.ravel())
+        for column in value:
+            if by is None and forward:  # push each pair's tangent along its draws
+                for t in range(len(to)):
+                    np.add.at(column, to[t], weight[t] * column[lo:hi])
             elif by is None:  # pull: a pair's adjoint sums its draws' contributions
-                pulled = weight * column[to]
-                for t in range(pulled.shape[1]):  # (numpy's sum over a short axis is slow)
-                    column[lo:hi] += pulled[:, t]
+                pulled = weight[0] * column[to[0]]
+                for t in range(1, len(to)):
+                    pulled += weight[t] * column[to[t]]
+                column[lo:hi] += pulled
+            elif forward:
+                np.add.at(column, to, weight * column[lo:hi][by])
             else:
                 column[lo:hi] += np.bincount(by, weights=weight * column[to],
                                              minlength=hi - lo)
@@ -280,6 +334,83 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> 
         if v < size:
             pair = drawn.pair(v)
             there = pair >= 0
-            out[there, i] = value[pair[there]]
+            out[there, i] = value[:, pair[there]].T
     # (c, read, seeded) -> (c, n_out, n_in)
     return out if forward else out.transpose(0, 2, 1)
+
+
+def walks(plan: Plan, c: int, rng, n_in: int, n_out: int) -> tuple[np.ndarray, int]:
+    """Algorithm 1 for ``c`` samples when every vertex draws one edge
+    (``plan.single``), as walks; returns the estimates, (c, n_out, n_in),
+    and the number of draws made (a few, lost in ties, more than kept).
+
+    With one draw per visited vertex, ``Q`` leaves each vertex by at most
+    one edge, so from each input there is exactly one path in ``Q``, and
+    the estimate of ``dy/dx`` is the product of the weights along it if it
+    reaches ``y`` (0 otherwise).  So every (sample, input) pair is a walker
+    that starts at its input and, one step per round, draws an out-edge
+    where it stands and multiplies its product by the edge's weight; it
+    stops at an output (recording its product there: outputs have no
+    successors) or on leaving the input-output paths.  All walkers of all
+    samples move in one round of numpy calls.  Walkers of one sample that
+    stand on one vertex must follow the same draw (Algorithm 1 lets a
+    vertex draw once), so with several inputs a table keeps each
+    (sample, vertex) pair's draw, made by the first walker to arrive; the
+    draws made are then exactly those of Algorithm 1 at the vertices it
+    visits, with its law.  The products are formed along the walk instead
+    of back from the output: the same numbers up to rounding."""
+    size, row = plan.size, plan.size + 1
+    out = np.zeros((c, n_out, n_in))
+    # what a walker does on each local vertex: -1 walk on, -2 stop (the trash:
+    # off every path), else record its product at the output, n_in * number
+    output = np.full(row, -1, dtype=np.int64)
+    output[size] = -2
+    on = plan.outputs < size
+    output[plan.outputs[on]] = np.flatnonzero(on) * n_in
+    start = [(i, v) for i, v in enumerate(plan.inputs.tolist()) if v < size]
+    if not start:
+        return out, 0
+    # walkers by sample, then input: the walkers of a sample share a row of the table
+    vertex = np.tile([v for _, v in start], c)
+    # a walker's entry of `out` is cell + n_in * (its output's number)
+    cell = ((np.arange(c) * (n_out * n_in))[:, None] + np.array([i for i, _ in start])).ravel()
+    product = np.ones(len(vertex))
+    shared = len(start) > 1
+    if shared:  # table[s * row + v]: 0 where sample s has not drawn at v, else 1 + the draw
+        # (the smallest integer that holds a degree: a smaller table stays in cache)
+        most = int(plan.degree.max(initial=0))
+        kind = np.uint8 if most < 2**8 else np.uint16 if most < 2**16 else np.int64
+        table = np.zeros(row * c, dtype=kind)
+        base = np.repeat(np.arange(c) * row, len(start))  # s * row
+    made = 0
+    while len(vertex):
+        if not shared:
+            pick = picks(rng, plan, vertex, 1)[0]
+            made += len(pick)
+        else:
+            key = base + vertex
+            pick = table[key]
+            fresh = np.flatnonzero(pick == 0)
+            if len(fresh):
+                # every walker on a (sample, vertex) not drawn at yet draws, and
+                # one of those standing on the same pair wins the write; which
+                # one depends on positions only, never on the values drawn, so
+                # the draw kept is uniform, and all of them follow it
+                at = key[fresh]
+                table[at] = picks(rng, plan, vertex[fresh], 1)[0] + 1
+                pick[fresh] = table[at]
+                made += len(fresh)
+            pick = pick - 1
+        where = plan.start[vertex] + pick
+        product *= plan.weight[where]
+        vertex = plan.head[where]
+        j = output[vertex]
+        done = np.flatnonzero(j >= 0)
+        if len(done):
+            out.ravel()[cell[done] + j[done]] = product[done]
+        going = np.flatnonzero(j == -1)
+        if len(going) < len(vertex):
+            vertex, cell, product = vertex[going], cell[going], product[going]
+            if shared:
+                base = base[going]
+    return out, made

@@ -312,7 +312,10 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     from one sweep over the recorded draws of all samples together:
     ``direction="reverse"`` runs reverse accumulation, ``"forward"``
     forward accumulation; by default the one with fewer seeds (outputs vs
-    inputs); both give the same numbers.  Each sample is a run of
+    inputs); both give the same numbers.  Where every vertex draws once
+    (``k=1``), each sample's estimate is a product along one path per
+    input, and the samples run as walks instead, whatever the direction
+    (:func:`minirad._path_batches.walks`).  Each sample is a run of
     Algorithm 1 with its law; only the order in which the generator's
     numbers are used differs from calling :func:`sample_paths` ``n`` times,
     so the same seed gives different (equally distributed) estimates.
@@ -343,7 +346,7 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
         direction = "reverse" if n_out <= n_in else "forward"
     if direction not in ("reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
-    plan = _path_batches.Plan(g, draws, on_paths(g), levels(g))
+    plan = _batch_plan(g, k, draws)
     # the visited table takes one int32 per (vertex, sample); the draws are
     # budgeted by the most a sample can make at first, then by twice the
     # mean the samples so far made (their sum over a chunk concentrates)
@@ -353,11 +356,15 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     start = 0
     while start < n:
         stop = min(n, start + min(most, max(1, _CHUNK_DRAWS // per_sample)))
-        drawn = _path_batches.draw(plan, stop - start, rng)
         with np.errstate(over="ignore", invalid="ignore"):  # checked just below
-            out[start:stop] = _path_batches.estimate(plan, drawn, n_in, n_out,
-                                                     forward=direction == "forward")
-        per_sample = max(1, 2 * drawn.n_draws // (stop - start))
+            if plan.single:  # one draw per vertex: walks, whatever the direction
+                out[start:stop], made = _path_batches.walks(plan, stop - start, rng, n_in, n_out)
+            else:
+                drawn = _path_batches.draw(plan, stop - start, rng)
+                out[start:stop] = _path_batches.estimate(plan, drawn, n_in, n_out,
+                                                         forward=direction == "forward")
+                made = drawn.n_draws
+        per_sample = max(1, 2 * made // (stop - start))
         bad = np.flatnonzero(~np.isfinite(out[start:stop]).all(axis=(1, 2)))
         if len(bad):
             check_finite(g, out[start + bad[0]], "sampling (Algorithm 1)",
@@ -366,6 +373,20 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
             progress(stop, n)
         start = stop
     return out
+
+
+def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
+    """The batched sampler's tables for ``g`` and these draws per vertex,
+    memoized for an int or float ``k`` (which, the graph being immutable,
+    fix the draws); a mapping gets a fresh plan, so that studies trying
+    many do not pile them up on the graph."""
+    def build():
+        return _path_batches.Plan(g, draws, on_paths(g), levels(g))
+
+    if isinstance(k, Mapping):
+        return build()
+    key = f"int.{int(k)}" if isinstance(k, (int, np.integer)) else f"float.{float(k)!r}"
+    return g.memo(f"sampling.batch_plan.{key}", build)
 
 
 # ------------------------------------------------------------ exact variance

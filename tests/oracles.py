@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import strategies as st
+from scipy import stats
 
 from minirad import examples, labs
 from minirad.labs import notebook
@@ -103,6 +104,23 @@ def as_law(estimates, probabilities=None, decimals=9) -> dict:
         key = tuple(np.round(np.ravel(x), decimals) + 0.0)  # + 0.0 folds -0.0 into 0.0
         law[key] = law.get(key, 0.0) + p
     return law
+
+
+def chi_square_p(draws, law, decimals=9):
+    """p-value of the chi-square goodness of fit of the sampled estimates to
+    the exact law (cells with expected count < 5 pooled)."""
+    keys = list(law)
+    index = {key: i for i, key in enumerate(keys)}
+    observed = np.zeros(len(keys))
+    for J in draws:
+        observed[index[tuple(np.round(J.ravel(), decimals))]] += 1  # KeyError: impossible value
+    expected = np.array([law[key] for key in keys]) * len(draws)
+    small = expected < 5
+    if small.any():
+        observed = np.append(observed[~small], observed[small].sum())
+        expected = np.append(expected[~small], expected[small].sum())
+    statistic = ((observed - expected) ** 2 / expected).sum()
+    return stats.chi2.sf(statistic, len(expected) - 1)
 
 
 def random_dags(inputs, intermediates, outputs, density):

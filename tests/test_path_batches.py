@@ -14,12 +14,12 @@ enumeration is in tests/test_sampling.py.
 
 import numpy as np
 import pytest
-from oracles import dense_jacobian
+from oracles import algorithm1_outcomes, as_law, chi_square_p, dense_jacobian
 from scipy import stats
 
 from minirad import _path_batches, examples
 from minirad.graph import LCG, levels
-from minirad.sampling import draws_per_vertex, on_paths
+from minirad.sampling import draws_per_vertex, on_paths, path_sampling_variance, sampled_jacobians
 
 
 def plan_for(g, k):
@@ -131,3 +131,108 @@ def test_same_generator_state_gives_the_same_draws():
     for x, y in zip(a.flat(plan), b.flat(plan)):
         assert np.array_equal(x, y)
     assert a.n_draws == len(a.flat(plan)[0]) > 0
+
+
+# ------------------------------------------------- one draw per vertex: walks
+def meeting_graph():
+    # x1 and x2 reach a in the first round, x3 a round later (through m); a
+    # sends every walk to y1 or to y2, so all three must follow a's one draw
+    return LCG.from_edges([("x1", "a", 2.0), ("x2", "a", 3.0), ("x3", "m", 5.0),
+                           ("m", "a", 7.0), ("a", "b", 0.5), ("a", "c", -1.5),
+                           ("b", "y1", 1.25), ("c", "y2", 4.0)],
+                          inputs=["x1", "x2", "x3"], outputs=["y1", "y2"])
+
+
+def test_walkers_of_one_sample_follow_its_one_draw():
+    g = meeting_graph()
+    plan = plan_for(g, 1)
+    assert plan.single
+    n = 4000
+    J, made = _path_batches.walks(plan, n, np.random.default_rng(5), 3, 2)
+    to_y1 = J[:, 0, 0] != 0
+    # every input's walk ends where a's single draw sends it: the product of
+    # its partials up to a, times (d_a / k) = 2 and the partials after a
+    before = np.array([2.0, 3.0, 35.0])
+    assert np.array_equal(J[to_y1, 0], np.tile(before * 2 * 0.5 * 1.25, (to_y1.sum(), 1)))
+    assert np.array_equal(J[~to_y1, 1], np.tile(before * 2 * -1.5 * 4.0, ((~to_y1).sum(), 1)))
+    assert not J[to_y1, 1].any() and not J[~to_y1, 0].any()
+    # draws made: one each at x1, x2, x3 and m; the walkers of x1 and x2 stand
+    # on a together, then on b or c, and both draw each time (one draw is
+    # kept); x3's arrives later and follows
+    assert made == 8 * n
+    # a's draw is fair: binomial, |z| < 5 has false-failure rate 5.7e-7
+    assert abs(to_y1.mean() - 0.5) <= 5 * np.sqrt(0.25 / n)
+
+
+@pytest.mark.parametrize("name,g,k", [
+    ("figure1", examples.figure1(), 1),
+    ("meeting", meeting_graph(), 1),
+    ("random_dag", examples.random_dag(3, 5, 2, 0.5, rng=4), 1),
+    ("fraction", examples.random_dag(2, 6, 2, 0.4, rng=6), 0.1),
+], ids=["figure1", "meeting", "random_dag", "fraction"])
+def test_walks_have_the_law_of_algorithm_1(name, g, k):
+    # the whole estimate (every output and input at once, so the walkers'
+    # sharing of draws counts) against the exhaustive law: p > 1e-6 per
+    # graph, a false-failure rate of 1e-6 each (k = 0.1 also draws once)
+    assert plan_for(g, k).single
+    probabilities, estimates = zip(*algorithm1_outcomes(g, k))
+    J = sampled_jacobians(g, k, 20000, rng=8)
+    assert chi_square_p(J, as_law(estimates, probabilities)) > 1e-6
+    # unbiased: |z| < 5 per entry with the exact variance (false-failure 5.7e-7
+    # each), beside rounding where the variance is 0
+    exact, sd = dense_jacobian(g), np.sqrt(path_sampling_variance(g, k) / len(J))
+    assert np.all(np.abs(J.mean(axis=0) - exact) <= 5 * sd + 1e-12 * (1 + np.abs(exact)))
+
+
+def test_walks_through_a_vertex_of_high_degree():
+    # 300 successors: the table of draws needs more than a byte per entry
+    edges = [("x1", "h", 2.0), ("x2", "h", -1.0)]
+    edges += [("h", f"v{i}", 1.0 + i / 100) for i in range(300)]
+    edges += [(f"v{i}", "y", (-1.0) ** i) for i in range(300)]
+    g = LCG.from_edges(edges, inputs=["x1", "x2"], outputs=["y"])
+    plan = plan_for(g, 1)
+    assert plan.single and plan.degree.max() == 300
+    J, _ = _path_batches.walks(plan, 20000, np.random.default_rng(2), 2, 1)
+    # both walks of a sample leave h by the same draw: the same factor after h
+    assert np.array_equal(J[:, 0, 0] / 2.0, J[:, 0, 1] / -1.0)
+    sd = np.sqrt(path_sampling_variance(g, 1) / len(J))
+    assert np.all(np.abs(J.mean(axis=0) - dense_jacobian(g)) <= 5 * sd)  # 5.7e-7 each
+
+
+class Scripted:
+    """A stand-in generator that hands out the given 32-bit words, in turn."""
+
+    def __init__(self, *words):
+        self.words = list(words)
+
+    def integers(self, high, size, dtype):
+        assert high == 2**32
+        return np.array(self.words.pop(0), dtype=dtype).reshape(size)
+
+
+def test_picks_draw_again_exactly_the_rejected_words():
+    # a has 3 out-edges: Lemire rejects the u whose low half of 3u is below
+    # (2**32 - 3) mod 3 = 1, i.e. u = 0 alone; u maps to (3u) >> 32
+    g = LCG.from_edges([("x", "a", 1.0), ("a", "b", 1.0), ("a", "c", 1.0), ("a", "y", 1.0),
+                        ("b", "y", 1.0), ("c", "y", 1.0)], inputs=["x"], outputs=["y"])
+    plan = plan_for(g, 1)
+    a = int(np.flatnonzero(plan.degree == 3)[0])
+    x = int(plan.inputs[0])  # one out-edge: threshold 0, never rejected
+    rng = Scripted([0, 2**32 - 1, 5, 0], [2**31])
+    got = _path_batches.picks(rng, plan, np.array([a, a, a, x]), 1)[0]
+    assert got.tolist() == [1, 2, 0, 0]  # the first drawn again from 2**31: (3 * 2**31) >> 32
+    assert rng.words == []
+
+
+@pytest.mark.parametrize("bits", [np.random.PCG64, np.random.SFC64, np.random.MT19937])
+def test_words_are_uniform_and_independent(bits):
+    # 64-bit generators give two words per raw output, MT19937 goes through
+    # rng.integers.  Chi-square p > 1e-6 on the top byte, the low byte, and the
+    # top nibbles of consecutive words (the halves of one output): false-failure
+    # rate below 3e-6 per generator
+    w = _path_batches.words(np.random.Generator(bits(11)), 400_001)
+    assert w.dtype == np.uint32 and len(w) == 400_001
+    assert stats.chisquare(np.bincount(w >> 24, minlength=256)).pvalue > 1e-6
+    assert stats.chisquare(np.bincount(w & 255, minlength=256)).pvalue > 1e-6
+    pairs = (w[:-1:2] >> 28) * 16 + (w[1::2] >> 28)
+    assert stats.chisquare(np.bincount(pairs, minlength=256)).pvalue > 1e-6

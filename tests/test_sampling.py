@@ -12,8 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from oracles import algorithm1_outcomes, as_law, dense_jacobian
-from scipy import stats
+from oracles import algorithm1_outcomes, as_law, chi_square_p, dense_jacobian
 
 from minirad import examples
 from minirad.experiments import compare, variance_by_depth
@@ -161,23 +160,6 @@ def test_unbiased_and_exact_variance_by_enumeration(name, g, k):
 def test_variance_of_k1_is_zero_on_equal_paths_and_positive_otherwise():
     assert path_sampling_variance(examples.interleaved(3, 3), 1)[0, 0] == 0.0
     assert path_sampling_variance(examples.interleaved(3, 3, "random", rng=0), 1)[0, 0] > 0
-
-
-def chi_square_p(draws, law, decimals=9):
-    """p-value of the chi-square goodness of fit of the sampled estimates to
-    the exact law (cells with expected count < 5 pooled)."""
-    keys = list(law)
-    index = {key: i for i, key in enumerate(keys)}
-    observed = np.zeros(len(keys))
-    for J in draws:
-        observed[index[tuple(np.round(J.ravel(), decimals))]] += 1  # KeyError: impossible value
-    expected = np.array([law[key] for key in keys]) * len(draws)
-    small = expected < 5
-    if small.any():
-        observed = np.append(observed[~small], observed[small].sum())
-        expected = np.append(expected[~small], expected[small].sum())
-    statistic = ((observed - expected) ** 2 / expected).sum()
-    return stats.chi2.sf(statistic, len(expected) - 1)
 
 
 @pytest.mark.parametrize("name,g,k", [TINY[1], TINY[4], TINY[7], TINY[8]],
