@@ -41,7 +41,7 @@ QUICK_SIZES = (300, 3_000)
 OPTIMAL_SIZES = (8, 12, OPTIMAL_LIMIT)  # intermediates; the search visits 2**k sets
 QUICK_OPTIMAL_SIZES = (8, 12)
 RESCAN_LIMIT = 2_000  # the quadratic peer takes minutes at 10^4
-ONE_REPEAT = 20_000  # above this size, one run (minutes each with the current engine)
+LARGE = 20_000  # above this size, 3 runs (a few seconds each), not 5
 
 
 def local_dag(n_intermediates: int, n_inputs: int = 20, n_outputs: int = 20,
@@ -103,7 +103,7 @@ def run(quick: bool = False) -> list[dict]:
         for n in sizes:
             g = graph(family, n)
             seconds, result = median_time(lambda g=g: eliminate(g, "markowitz"),
-                                          1 if n > ONE_REPEAT else repeats)
+                                          min(3, repeats) if n > LARGE else repeats)
             forward = elimination_cost(g, "forward")
             reverse = elimination_cost(g, "reverse")
             exponent = (math.log(seconds / previous[1]) / math.log(n / previous[0])

@@ -284,30 +284,41 @@ def _substitution():
 
 
 def strict_upper(g):
-    """``L^T`` negated, in CSC form, read straight off the edge arrays: column v
-    lists v's in-edges, which is how the edges are already grouped, so
-    nothing is sorted or copied beyond a negation and a narrowing to 32-bit
-    indices.  With an identity ``L`` factor (diagonal stored, as SuperLU's
-    solve expects) the pair is the unit triangular system ``(I - L)^T``."""
+    """The reverse sweep's system ``(I - L^T) A = S``, negated, as SuperLU's
+    pair of factors: ``L^T - I``.
+
+    SuperLU keeps the diagonal of its U factor with the (otherwise unit)
+    L factor, so the pair is an "identity" L whose stored diagonal is -1 and
+    a U holding ``L^T`` itself: column v lists v's in-edges, which is how the
+    edges are already grouped, so the partials are used as they are (no
+    negated copy) and only the indices are narrowed to 32 bits.  Solving
+    with the right-hand side negated gives the adjoints, or, transposed,
+    the tangents: the same operations as for ``I - L^T`` up to the sign of
+    every term, so the same numbers bit for bit.
+    """
     def assemble():
         n = g.n_vertices
-        identity = (np.ones(n), np.arange(n, dtype=np.intc), np.arange(n + 1, dtype=np.intc))
-        return identity, (np.negative(g.partials), g.sources.astype(np.intc),
-                          g.in_edges_ptr.astype(np.intc))
+        minus_identity = (np.full(n, -1.0), np.arange(n, dtype=np.intc),
+                          np.arange(n + 1, dtype=np.intc))
+        return minus_identity, (g.partials, g.sources.astype(np.intc),
+                                g.in_edges_ptr.astype(np.intc))
 
     return g.memo("sweeps.strict_upper", assemble)
 
 
 def run_triangular(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
     """The sweep as a unit triangular solve: reverse ``(I - L)^T A = S``,
-    forward ``(I - L) T = S``, both on the one matrix of :func:`strict_upper`
-    (the forward sweep solves with its transpose)."""
+    forward ``(I - L) T = S``, both on the one (negated) matrix of
+    :func:`strict_upper`, so with ``-S`` on the right (the forward sweep
+    solves with its transpose)."""
     n = g.n_vertices
     gstrs = _substitution()
     if gstrs is None or max(n, g.n_edges) >= np.iinfo(np.intc).max:
         return run_triangular_public(g, seeds, forward)
     (l_data, l_rows, l_ptr), (u_data, u_rows, u_ptr) = strict_upper(g)
-    rhs = np.array(seeds[:, 0] if seeds.shape[1] == 1 else seeds, dtype=np.float64, order="F")
+    # a fresh, negated, Fortran-ordered copy: SuperLU solves in place
+    rhs = np.negative(seeds[:, 0] if seeds.shape[1] == 1 else seeds, dtype=np.float64,
+                      order="F")
     x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
                     n, len(u_data), u_data, u_rows, u_ptr, rhs)
     if info:  # pragma: no cover - a unit triangular system is never singular
@@ -386,9 +397,10 @@ def float_path_counts(g, ends: Sequence[int], forward: bool) -> list[list[int]] 
     if gstrs is None or g.n_edges == 0 or max(n, g.n_edges) >= np.iinfo(np.intc).max:
         return None
     (l_data, l_rows, l_ptr), (_, u_rows, u_ptr) = strict_upper(g)
-    unit = g.memo("paths.minus_ones", lambda: np.full(g.n_edges, -1.0))
+    # every label 1 in the negated system of strict_upper, so -1 on the right
+    unit = g.memo("paths.ones", lambda: np.ones(g.n_edges))
     rhs = np.zeros((n, k), order="F")
-    rhs[list(ends), np.arange(k)] = 1.0
+    rhs[list(ends), np.arange(k)] = -1.0
     x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
                     n, len(unit), unit, u_rows, u_ptr, rhs[:, 0] if k == 1 else rhs)
     x = np.asarray(x).reshape(n, k)

@@ -37,6 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ._markowitz import markowitz_in_place
 from .accumulation import Accumulation
 from .graph import INTERMEDIATE, LCG, takes_lcg
 from .labels import FLOATS
@@ -133,7 +134,11 @@ class _Working:
         self.g = g
         self.pred: list[dict | None] = [{} for _ in range(n)]
         self.succ: list[dict | None] = [{} for _ in range(n)]
+        # one int object per vertex for every key that names it: a dict lookup
+        # then matches by identity, without reading a second int from memory
+        number = list(range(n))
         for u, v, d in zip(g.sources.tolist(), g.targets.tolist(), _as_list(g.labels)):
+            u, v = number[u], number[v]
             self.pred[v][u] = d
             self.succ[u][v] = None
         # vertices whose operands changed, so their op template no longer fits
@@ -391,11 +396,17 @@ def _plan(g: LCG, order) -> list[int] | None:
 def _run(g: LCG, order, record: bool, keep_graphs: bool):
     plan = _plan(g, order)
     work = _Working(g)
+    fast = (not record and g.algebra.multiply is operator.mul
+            and g.algebra.add is operator.add)
+    if fast and plan is None and not keep_graphs:
+        # the same order, products and counts as the loop below (tested equal),
+        # with cheaper bookkeeping: see minirad._markowitz
+        eliminated, multiplications, additions = markowitz_in_place(
+            work.pred, work.succ, g.intermediates, work.touched)
+        return work, eliminated, multiplications, additions, [], []
     chosen = _markowitz(work, g.intermediates) if plan is None else iter(plan)
     multiplications = additions = 0
     eliminated, steps, graphs = [], [], []
-    fast = (not record and g.algebra.multiply is operator.mul
-            and g.algebra.add is operator.add)
     for v in chosen:
         if keep_graphs:
             graphs.append(work.to_lcg() if eliminated else g)

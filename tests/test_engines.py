@@ -137,6 +137,28 @@ def test_the_direct_substitution_equals_scipys_public_solver(name):
                                        rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["wide", "deep", "random_dag"])
+def test_the_negated_system_gives_the_unit_systems_numbers_bit_for_bit(name):
+    # strict_upper hands SuperLU L^T - I (diagonal -1, partials as they are)
+    # and run_triangular negates the seeds; solving I - L^T (diagonal 1,
+    # negated partials) with the seeds as they are must give the same floats
+    gstrs = _engines._substitution()
+    if gstrs is None:
+        pytest.skip("this SciPy has no compiled substitution under that name")
+    g = GRAPHS[name]
+    n = g.n_vertices
+    rows, ptr = g.sources.astype(np.intc), g.in_edges_ptr.astype(np.intc)
+    identity = (np.ones(n), np.arange(n, dtype=np.intc), np.arange(n + 1, dtype=np.intc))
+    rng = np.random.default_rng(6)
+    for forward in (True, False):
+        seeds = rng.normal(size=(n, 1))
+        expected, info = gstrs("T" if forward else "N", n, n, *identity, n, g.n_edges,
+                               -g.partials, rows, ptr, seeds[:, 0].copy())
+        assert info == 0
+        np.testing.assert_array_equal(_engines.run_triangular(g, seeds, forward)[:, 0],
+                                      expected)
+
+
 # ------------------------------------------------------------- the tracer
 def _program(x, y, z, arithmetic):
     """Every fast-path form: var op var, var op constant, constant op var, a
