@@ -20,6 +20,13 @@ def small_mlp():
     return params, gen.standard_normal((6, 10)), gen.integers(3, size=6)
 
 
+def small_convnet():
+    gen = np.random.default_rng(5)
+    params = [p.astype(np.float64) for p in convnet_numpy.init_convnet((2, 3, 2, 2), size=8,
+                                                                       rng=1)]
+    return params, gen.standard_normal((3, 1, 8, 8)), np.array([0, 4, 9])
+
+
 def test_traced_mlp_and_convnet_equal_the_numpy_floor():
     params, x, y = small_mlp()
     loss, grads = graph.loss_and_grad(params, x, y)
@@ -27,10 +34,7 @@ def test_traced_mlp_and_convnet_equal_the_numpy_floor():
     assert loss == pytest.approx(floor_loss, rel=1e-12)
     for a, b in zip(grads, floor_grads):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
-    gen = np.random.default_rng(5)
-    cparams = [p.astype(np.float64) for p in convnet_numpy.init_convnet((2, 3, 2, 2), size=8,
-                                                                        rng=1)]
-    cx, cy = gen.standard_normal((3, 1, 8, 8)), np.array([0, 4, 9])
+    cparams, cx, cy = small_convnet()
     _, grads = graph.loss_and_grad(cparams, cx, cy, program=graph.convnet_program)
     for a, b in zip(grads, convnet_numpy.loss_and_grad(cparams, cx, cy)[1]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
@@ -48,10 +52,7 @@ def test_graph_estimators_equal_the_floors_on_the_same_samples(kind):
     assert loss == pytest.approx(floor_loss, rel=1e-12)
     for a, b in zip(grads, floor_grads):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
-    gen = np.random.default_rng(5)
-    cparams = [p.astype(np.float64) for p in convnet_numpy.init_convnet((2, 3, 2, 2), size=8,
-                                                                        rng=1)]
-    cx, cy = gen.standard_normal((3, 1, 8, 8)), np.array([0, 4, 9])
+    cparams, cx, cy = small_convnet()
     _, grads = graph.loss_and_grad(cparams, cx, cy, kind, 0.3, rng=7,
                                    program=graph.convnet_program)
     floor_grads = convnet_numpy.loss_and_grad(cparams, cx, cy, kind, 0.3, rng=7)[1]
@@ -200,8 +201,7 @@ def _dense_projection_graph(g, h, fraction, seed):
 def _networks():
     gen = np.random.default_rng(5)
     params, x, y = small_mlp()
-    cparams = [p.astype(np.float64) for p in convnet_numpy.init_convnet((2, 3, 2, 2), size=8,
-                                                                        rng=1)]
+    cparams = small_convnet()[0]
     rnn = [gen.standard_normal(s) * 0.3 for s in ((4, 5), (5,), (5, 5), (5,), (5, 3), (3,))]
     return [(graph.mlp_program, params, x, y),
             (graph.convnet_program, cparams, gen.standard_normal((3, 1, 8, 8)),
