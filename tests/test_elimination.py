@@ -426,3 +426,52 @@ def test_markowitz_matches_a_full_rescan_on_a_larger_graph():
     result = eliminate(g, "markowitz", keep_graphs=True)
     for step, before in zip(result.steps, result.graphs):
         assert before.index(step.vertex) == rescan_markowitz_choice(before)
+
+
+def assert_dense_phase_is_the_reference(g, dense_from, dense_limit):
+    """minirad._markowitz's dense phase (numpy matrices from the first step
+    whose least degree reaches ``dense_from``, once at most ``dense_limit``
+    vertices are left) against the reference: same vertices in the same
+    order, same counts, the same graph left with its operands in the same
+    order, and the same floats bit for bit (the sign of a zero included)."""
+    import minirad.elimination as elimination
+    from minirad._markowitz import markowitz_in_place
+
+    reference = elimination._run(g, "markowitz", record=True, keep_graphs=False)
+    work = elimination._Working(g)
+    order, multiplications, additions = markowitz_in_place(
+        work.pred, work.succ, g.intermediates, work.touched,
+        dense_from=dense_from, dense_limit=dense_limit)
+    assert order == reference[1]
+    assert (multiplications, additions) == tuple(reference[2:4])
+    assert work.touched == reference[0].touched
+    dense, expected = work.to_lcg(), reference[0].to_lcg()
+    assert dense.same_as(expected)
+    np.testing.assert_array_equal(dense.partials.view(np.int64), expected.partials.view(np.int64))
+    np.testing.assert_array_equal(work.jacobian().view(np.int64),
+                                  reference[0].jacobian().view(np.int64))
+    for v in range(g.n_vertices):  # the successor sets mirror the operands
+        if work.pred[v] is not None:
+            assert set(work.succ[v]) == {s for s in range(g.n_vertices)
+                                         if work.pred[s] is not None and v in work.pred[s]}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=graphs(max_intermediates=40), dense_from=st.integers(0, 12),
+       dense_limit=st.integers(0, 60))
+def test_the_dense_phase_is_the_reference_on_random_graphs(g, dense_from, dense_limit):
+    assert_dense_phase_is_the_reference(g, dense_from, dense_limit)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_dense_phase_is_the_reference_where_zeros_and_ties_abound(seed):
+    # partials in {-1, -0.0, 0, 1}: products and sums of signed zeros, exact
+    # cancellations, and many tied degrees; the dense phase from the start,
+    # from half way and never (the sparse loop alone)
+    rng = np.random.default_rng(seed)
+    g = examples.random_dag(4, 200, 4, density=float(rng.uniform(0.01, 0.05)), rng=seed)
+    partials = rng.choice([-1.0, -0.0, 0.0, 1.0], size=g.n_edges)
+    signed = LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs)
+    for graph in (g, signed, examples.random_layered(6, 8, 3, rng=seed)):
+        for dense_from, dense_limit in ((0, 10_000), (4, 120), (None, 0)):
+            assert_dense_phase_is_the_reference(graph, dense_from, dense_limit)
