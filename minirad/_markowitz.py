@@ -23,15 +23,7 @@ on large sparse graphs (issue 16):
   neighbour's new degree reads no other dict (on a graph of 10^4 vertices
   and more those dicts are rarely in cache);
 * the step's arithmetic is inline, and additions are counted from how much
-  each successor's operand dict grew;
-* with ``dense_from`` (float labels only), once even the cheapest remaining
-  vertex costs ``dense_from`` multiplications and at most ``dense_limit``
-  vertices are left, the rest runs on numpy matrices (``_dense_phase``):
-  one vectorised outer-product update per step instead of one dict lookup,
-  product and sum per entry.  Each entry still receives one rounded product
-  and one rounded sum per step, in the same order, so the floats are the
-  same bit for bit; labels that are not floats (exact integer counts, which
-  may pass 2**53) never take it.
+  each successor's operand dict grew.
 
 The graph's labels must multiply with Python's ``*`` and add with ``+``
 (floats, integer counts), as for ``_Working.eliminate_fast``.
@@ -42,12 +34,6 @@ The graph's labels must multiply with Python's ``*`` and add with ``+``
 ([1], 1, 0)
 >>> pred[2]
 {0: 6.0}
->>> pred = [{}, {0: 2.0}, {1: 3.0}]
->>> succ = [{1: None}, {2: None}, {}]
->>> markowitz_in_place(pred, succ, (1,), set(), dense_from=0)  # all of it dense
-([1], 1, 0)
->>> pred[2], succ[0]
-({0: 6.0}, {2: None})
 """
 
 from __future__ import annotations
@@ -59,12 +45,11 @@ import numpy as np
 
 __all__ = ["DENSE_FROM", "DENSE_LIMIT", "markowitz_in_place"]
 
-#: where elimination (float labels) hands over to the dense phase: once even
-#: the cheapest remaining vertex costs this many multiplications, about where
-#: a vectorised step (tens of microseconds) beats a step on the dicts ...
+#: the sparse loop hands the rest to the dense phase once even the cheapest
+#: remaining vertex costs this many multiplications (float labels only) ...
 DENSE_FROM = 96
-#: ... and the vertices left fit square matrices of this many rows (14 bytes
-#: an entry: 126 MB at 3,000)
+#: ... and the vertices left fit square matrices of this many rows (13 bytes
+#: an entry: 117 MB at 3,000)
 DENSE_LIMIT = 3_000
 
 
@@ -78,9 +63,7 @@ def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touche
     :mod:`minirad.elimination`); both are updated in place, eliminated
     vertices get ``None``, and the successors whose operands changed are
     added to ``touched``.  Returns the vertices in the order eliminated, the
-    multiplications and the additions.  ``dense_from`` (None: never) and
-    ``dense_limit`` say when the dense phase takes over (module docstring);
-    give ``dense_from`` only for float labels.
+    multiplications and the additions.
     """
     n_in = [len(p) for p in pred]
     n_out = [len(s) for s in succ]
@@ -122,8 +105,6 @@ def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touche
         if v < 0:
             continue
         if dense_from is not None and d >= dense_from and len(pred) - len(order) <= dense_limit:
-            # v is the least degree, so the dense phase, which takes the same
-            # minimum with the same ties, starts with v
             m, a = _dense_phase(pred, succ, [u for u, du in enumerate(degree) if du >= 0],
                                 order, touched)
             return order, multiplications + m, additions + a
@@ -174,29 +155,17 @@ def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touche
 
 def _dense_phase(pred: list, succ: list, candidates: list[int], order: list[int],
                  touched: set) -> tuple[int, int]:
-    """Eliminate the remaining ``candidates`` on square numpy matrices.
-
-    Each step is the sparse loop's, vectorised: ``labels[S, P] +=
-    outer(labels[S, v], labels[v, P])`` for the successors ``S`` and the
-    predecessors ``P`` of ``v``, so every entry receives the same rounded
-    product and the same rounded sum as in the dicts, in the same order of
-    steps.  ``v`` is the least ``n_in * n_out``, ties to the first row, i.e.
-    the lowest vertex number: the order of the sparse loop and of the
-    reference.  The dicts are written back at the end, each vertex's
-    operands in the order the dicts would have them.
-    """
-    alive = [u for u, p in enumerate(pred) if p is not None]  # row i is vertex alive[i]
+    alive = [u for u, p in enumerate(pred) if p is not None]
     M = len(alive)
     position = dict(zip(alive, range(M)))
-    # rows are targets, columns sources.  ``edge`` is the pattern and ``into``
-    # its transpose (a vertex's successors are a row of it, not a strided
-    # column); ``stamp`` orders each row's operands as the dicts do: original
-    # operands 1, 2, ..., then fill-ins appended step by step.  A missing
-    # edge's label is -0.0, the float z with z + x == x bit for bit for every
-    # x (+0.0 would turn a product -0.0 into +0.0), so that a fill-in can be
-    # added like an update and each step is one scatter
+    # the working graph as M x M matrices, row = target, column = source:
+    # labels, and a stamp > 0 where an edge exists that orders each row's
+    # operands as the dicts would (fill-ins appended); ``into`` is the pattern
+    # transposed, so that a vertex's successors are a row too.  Where there is
+    # no edge the label is -0.0, the one float x with -0.0 + x == x for every
+    # x (bit for bit), so a fill-in can be added like an update
     labels = np.full((M, M), -0.0)
-    stamp = np.zeros((M, M), dtype=np.int32 if (M + 1) ** 2 < 2**31 else np.int64)
+    stamp = np.zeros((M, M), dtype=np.int32)
     edge = np.zeros((M, M), dtype=bool)
     into = np.zeros((M, M), dtype=bool)
     rows, columns, values, ranks = [], [], [], []
@@ -210,10 +179,10 @@ def _dense_phase(pred: list, succ: list, candidates: list[int], order: list[int]
     columns = np.asarray([position[p] for p in columns], dtype=np.intp)
     labels[rows, columns] = values
     stamp[rows, columns] = ranks
-    edge[rows, columns] = into[columns, rows] = True
-    # the two factors of each Markowitz degree, as floats (exact below 2**53);
-    # a vertex that is no candidate, or no longer one, gets factors so large
-    # that it is never the least
+    edge[rows, columns] = True
+    into[columns, rows] = True
+    # n_in * n_out is the Markowitz degree; a vertex that is no candidate
+    # (any more) gets factors so large that it is never the least
     never = 1e30
     n_in = np.bincount(rows, minlength=M).astype(float)
     n_out = np.bincount(columns, minlength=M).astype(float)
@@ -227,37 +196,37 @@ def _dense_phase(pred: list, succ: list, candidates: list[int], order: list[int]
     multiplications = additions = 0
     for step in range(1, len(candidates) + 1):
         np.multiply(n_in, n_out, out=degree)
-        i = int(degree.argmin())
+        i = int(degree.argmin())  # ties: the first, i.e. the lowest vertex number
         order.append(alive[i])
         n_in[i] = n_out[i] = never
         P = edge[i].nonzero()[0]
         S = into[i].nonzero()[0]
         k, n_s = len(P), len(S)
-        above = S * M + i  # the edges i -> s
-        flat_into[P * M + i] = False  # i leaves its predecessors' results ...
+        below, above = P * M + i, S * M + i
+        flat_into[below] = False  # i leaves its predecessors' results ...
         flat_edge[above] = False  # ... and its successors' operands
         was_touched[S] = True
         if not (k and n_s):
             n_in[S] -= 1
             n_out[P] -= 1
             continue
-        P = P[flat_stamp[i * M + P].argsort()]  # i's operands in their order
+        P = P[flat_stamp[i * M + P].argsort()]  # i's operands in order
         multiplications += k * n_s
         block = S[:, None] * M + P
         flat_labels[block] += flat_labels[above][:, None] * flat_labels[i * M + P]
-        r, c = (~flat_edge[block]).nonzero()  # the fill-ins; every other product is an addition
+        r, c = (~flat_edge[block]).nonzero()  # fill-ins; each other product costs an addition
         additions += k * n_s - len(r)
         if len(r):
             fill = block[r, c]
             flat_edge[fill] = True
             flat_into[P[c] * M + S[r]] = True
-            flat_stamp[fill] = c + (step * M + 1)  # after every older operand, in i's order
+            flat_stamp[fill] = c + (step * M + 1)  # appended in i's operand order
             n_in[S] += np.bincount(r, minlength=n_s) - 1
             n_out[P] += np.bincount(c, minlength=k) - 1
         else:
             n_in[S] -= 1
             n_out[P] -= 1
-    # back into the dicts
+    # back into the dicts, each row in its operands' order
     for u in candidates:
         pred[u] = succ[u] = None
     kept = [i for i in range(M) if pred[alive[i]] is not None]
@@ -266,9 +235,9 @@ def _dense_phase(pred: list, succ: list, candidates: list[int], order: list[int]
     for i in kept:
         s = alive[i]
         P = edge[i].nonzero()[0]
-        P = P[stamp[i, P].argsort()].tolist()
-        pred[s] = dict(zip([alive[j] for j in P], labels[i, P].tolist()))
-        for j in P:
+        P = P[stamp[i, P].argsort()]
+        pred[s] = dict(zip([alive[j] for j in P.tolist()], labels[i, P].tolist()))
+        for j in P.tolist():
             succ[alive[j]][s] = None
     touched.update(alive[i] for i in np.flatnonzero(was_touched).tolist())
     return multiplications, additions

@@ -401,8 +401,6 @@ def _run(g: LCG, order, record: bool, keep_graphs: bool):
     if fast and plan is None and not keep_graphs:
         # the same order, products and counts as the loop below (tested equal),
         # with cheaper bookkeeping: see minirad._markowitz
-        # the dense phase computes in float64: right for floats only (numpy
-        # would round integer counts past 2**53)
         floats = g.algebra is FLOATS and g.labels.dtype == np.float64
         eliminated, multiplications, additions = markowitz_in_place(
             work.pred, work.succ, g.intermediates, work.touched,
