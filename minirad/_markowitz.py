@@ -41,21 +41,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from heapq import heapify, heappop, heappush
 
-import numpy as np
-
-__all__ = ["DENSE_FROM", "DENSE_LIMIT", "markowitz_in_place"]
-
-#: the sparse loop hands the rest to the dense phase once even the cheapest
-#: remaining vertex costs this many multiplications (float labels only) ...
-DENSE_FROM = 96
-#: ... and the vertices left fit square matrices of this many rows (13 bytes
-#: an entry: 117 MB at 3,000)
-DENSE_LIMIT = 3_000
+__all__ = ["markowitz_in_place"]
 
 
-def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touched: set,
-                       dense_from: int | None = None,
-                       dense_limit: int = DENSE_LIMIT) -> tuple[list[int], int, int]:
+def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int],
+                       touched: set) -> tuple[list[int], int, int]:
     """Eliminate every vertex of ``candidates`` (ascending) in Markowitz order.
 
     ``pred[v]`` maps each predecessor of ``v`` to its label and ``succ[u]``
@@ -104,10 +94,6 @@ def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touche
             heappop(degrees)
         if v < 0:
             continue
-        if dense_from is not None and d >= dense_from and len(pred) - len(order) <= dense_limit:
-            m, a = _dense_phase(pred, succ, [u for u, du in enumerate(degree) if du >= 0],
-                                order, touched)
-            return order, multiplications + m, additions + a
         degree[v] = -1
         order.append(v)
 
@@ -151,93 +137,3 @@ def markowitz_in_place(pred: list, succ: list, candidates: Sequence[int], touche
                         else:
                             heappush(bucket, u)
     return order, multiplications, additions
-
-
-def _dense_phase(pred: list, succ: list, candidates: list[int], order: list[int],
-                 touched: set) -> tuple[int, int]:
-    alive = [u for u, p in enumerate(pred) if p is not None]
-    M = len(alive)
-    position = dict(zip(alive, range(M)))
-    # the working graph as M x M matrices, row = target, column = source:
-    # labels, and a stamp > 0 where an edge exists that orders each row's
-    # operands as the dicts would (fill-ins appended); ``into`` is the pattern
-    # transposed, so that a vertex's successors are a row too.  Where there is
-    # no edge the label is -0.0, the one float x with -0.0 + x == x for every
-    # x (bit for bit), so a fill-in can be added like an update
-    labels = np.full((M, M), -0.0)
-    stamp = np.zeros((M, M), dtype=np.int32)
-    edge = np.zeros((M, M), dtype=bool)
-    into = np.zeros((M, M), dtype=bool)
-    rows, columns, values, ranks = [], [], [], []
-    for i, s in enumerate(alive):
-        operands = pred[s]
-        rows.extend([i] * len(operands))
-        ranks.extend(range(1, len(operands) + 1))
-        columns.extend(operands)
-        values.extend(operands.values())
-    rows = np.asarray(rows, dtype=np.intp)
-    columns = np.asarray([position[p] for p in columns], dtype=np.intp)
-    labels[rows, columns] = values
-    stamp[rows, columns] = ranks
-    edge[rows, columns] = True
-    into[columns, rows] = True
-    # n_in * n_out is the Markowitz degree; a vertex that is no candidate
-    # (any more) gets factors so large that it is never the least
-    never = 1e30
-    n_in = np.bincount(rows, minlength=M).astype(float)
-    n_out = np.bincount(columns, minlength=M).astype(float)
-    is_candidate = np.zeros(M, dtype=bool)
-    is_candidate[[position[u] for u in candidates]] = True
-    n_in[~is_candidate] = n_out[~is_candidate] = never
-    degree = np.empty(M)
-    was_touched = np.zeros(M, dtype=bool)
-    flat_labels, flat_stamp = labels.reshape(-1), stamp.reshape(-1)
-    flat_edge, flat_into = edge.reshape(-1), into.reshape(-1)
-    multiplications = additions = 0
-    for step in range(1, len(candidates) + 1):
-        np.multiply(n_in, n_out, out=degree)
-        i = int(degree.argmin())  # ties: the first, i.e. the lowest vertex number
-        order.append(alive[i])
-        n_in[i] = n_out[i] = never
-        P = edge[i].nonzero()[0]
-        S = into[i].nonzero()[0]
-        k, n_s = len(P), len(S)
-        below, above = P * M + i, S * M + i
-        flat_into[below] = False  # i leaves its predecessors' results ...
-        flat_edge[above] = False  # ... and its successors' operands
-        was_touched[S] = True
-        if not (k and n_s):
-            n_in[S] -= 1
-            n_out[P] -= 1
-            continue
-        P = P[flat_stamp[i * M + P].argsort()]  # i's operands in order
-        multiplications += k * n_s
-        block = S[:, None] * M + P
-        flat_labels[block] += flat_labels[above][:, None] * flat_labels[i * M + P]
-        r, c = (~flat_edge[block]).nonzero()  # fill-ins; each other product costs an addition
-        additions += k * n_s - len(r)
-        if len(r):
-            fill = block[r, c]
-            flat_edge[fill] = True
-            flat_into[P[c] * M + S[r]] = True
-            flat_stamp[fill] = c + (step * M + 1)  # appended in i's operand order
-            n_in[S] += np.bincount(r, minlength=n_s) - 1
-            n_out[P] += np.bincount(c, minlength=k) - 1
-        else:
-            n_in[S] -= 1
-            n_out[P] -= 1
-    # back into the dicts, each row in its operands' order
-    for u in candidates:
-        pred[u] = succ[u] = None
-    kept = [i for i in range(M) if pred[alive[i]] is not None]
-    for i in kept:
-        succ[alive[i]] = {}
-    for i in kept:
-        s = alive[i]
-        P = edge[i].nonzero()[0]
-        P = P[stamp[i, P].argsort()]
-        pred[s] = dict(zip([alive[j] for j in P.tolist()], labels[i, P].tolist()))
-        for j in P.tolist():
-            succ[alive[j]][s] = None
-    touched.update(alive[i] for i in np.flatnonzero(was_touched).tolist())
-    return multiplications, additions

@@ -37,7 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._markowitz import DENSE_FROM, markowitz_in_place
+from ._markowitz import markowitz_in_place
 from .accumulation import Accumulation
 from .graph import INTERMEDIATE, LCG, takes_lcg
 from .labels import FLOATS
@@ -401,10 +401,8 @@ def _run(g: LCG, order, record: bool, keep_graphs: bool):
     if fast and plan is None and not keep_graphs:
         # the same order, products and counts as the loop below (tested equal),
         # with cheaper bookkeeping: see minirad._markowitz
-        floats = g.algebra is FLOATS and g.labels.dtype == np.float64
         eliminated, multiplications, additions = markowitz_in_place(
-            work.pred, work.succ, g.intermediates, work.touched,
-            dense_from=DENSE_FROM if floats else None)
+            work.pred, work.succ, g.intermediates, work.touched)
         return work, eliminated, multiplications, additions, [], []
     chosen = _markowitz(work, g.intermediates) if plan is None else iter(plan)
     multiplications = additions = 0
