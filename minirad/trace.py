@@ -92,10 +92,11 @@ _FUNCTION_CODES = {"relu": RELU, "abs": ABS, "exp": EXP, "tanh": TANH, "sigmoid"
 # the table's own entries (by identity: a replaced entry takes the general path)
 _VECTORISED_CODE = {id(OPS[name]): code for name, code in _FUNCTION_CODES.items()}
 
-_N_OPERANDS = np.ones(_N_CODES, dtype=np.int64)
+# bytes, as the codes: the per-vertex arrays read from them stay small
+_N_OPERANDS = np.ones(_N_CODES, dtype=np.uint8)
 _N_OPERANDS[[INPUT, CONSTANT]] = 0
 _N_OPERANDS[[GENERAL, *_PAIRS]] = 2
-_N_NUMBERS = np.zeros(_N_CODES, dtype=np.int64)
+_N_NUMBERS = np.zeros(_N_CODES, dtype=np.uint8)
 _N_NUMBERS[[UNARY, *_WITH_CONSTANT]] = 1
 _N_NUMBERS[GENERAL] = 2
 _HAS_TEMPLATE = np.zeros(_N_CODES, dtype=bool)  # the template is listed in `templates`
@@ -721,20 +722,20 @@ def read_tape(tape: Tape, operands: np.ndarray):
     templates are worked out when first read (:meth:`VertexOps.deferred`)."""
     codes = np.frombuffer(bytes(tape.codes), dtype=np.uint8)
     numbers = np.array(tape.numbers, dtype=np.float64)
-    values = np.array(tape.values, dtype=np.float64)
+    values = np.fromiter(tape.values, dtype=np.float64, count=len(tape.values))
     n, m = len(codes), len(operands)
     groups = _by_code(codes)
     degree = _N_OPERANDS[codes]
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(degree, out=ptr[1:])
+    np.cumsum(degree, dtype=np.int64, out=ptr[1:])
     first = ptr[:-1]  # where each vertex's operands start
     number = None
     if len(numbers):  # where each vertex's numbers start
-        count = _N_NUMBERS[codes]
-        number = np.cumsum(count)
-        number -= count
+        number = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(_N_NUMBERS[codes], dtype=np.int64, out=number[1:])
     # each edge's partial written once, one group of vertices (one code) at a time
     partials = np.empty(m)
+    pairs = []
     for code, at in groups.items():
         if not _N_OPERANDS[code]:
             continue
@@ -755,9 +756,10 @@ def read_tape(tape: Tape, operands: np.ndarray):
             partials[edge] = _FIRST[code]
             if _N_OPERANDS[code] == 2:
                 partials[edge + 1] = _SECOND[code]
+        if code in _PAIRS:
+            pairs.append(edge)
     # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x is MUL_TWICE):
     # one edge, the two partials summed, as for x * x
-    pairs = [first[groups[code]] for code in _PAIRS if code in groups]
     pairs = np.concatenate(pairs) if pairs else np.zeros(0, dtype=np.int64)
     same = pairs[operands[pairs] == operands[pairs + 1]]
     targets = np.repeat(np.arange(n, dtype=np.int64), degree)
@@ -873,6 +875,11 @@ def _flatten_result(result):
                     f"tuple/list or a 1-D array of scalars")
 
 
+def _int_array(numbers: list[int]) -> np.ndarray:
+    # np.fromiter with a count reads a list of ints faster than np.array does
+    return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
+
+
 def _root_cause(error: BaseException) -> BaseException:
     cause = error
     while cause is not None and not isinstance(cause, (ValueError, TypeError)):
@@ -930,7 +937,7 @@ def _trace_on(tape: Tape, f, args) -> LCG:
                 v = _copy(r).index
             elif v < len(tape.values) - 1:  # the last vertex is nobody's operand
                 if used is None:
-                    operands = np.array(tape.operands, dtype=np.int64)
+                    operands = _int_array(tape.operands)
                     used = _operands_used(len(tape.values), operands)
                 if used[v]:
                     v = _copy(r).index
@@ -965,10 +972,9 @@ def _trace_on(tape: Tape, f, args) -> LCG:
         taken.add(name)
     vertex_names = VertexNames(n, named)
     if operands is None:
-        operands = np.array(tape.operands, dtype=np.int64)
+        operands = _int_array(tape.operands)
     elif len(operands) < len(tape.operands):  # the copies made for the outputs
-        added = np.array(tape.operands[len(operands):], dtype=np.int64)
-        operands = np.concatenate((operands, added))
+        operands = np.concatenate((operands, _int_array(tape.operands[len(operands):])))
     sources, targets, in_edges_ptr, partials, values, templates = read_tape(tape, operands)
     return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
                                    outputs, values, templates, in_edges_ptr=in_edges_ptr)
