@@ -772,13 +772,15 @@ def read_tape(tape: Tape, operands: np.ndarray):
         removed = np.zeros(n + 1, dtype=np.int64)
         removed[repeated + 1] = 1
         ptr -= np.cumsum(removed)
+    # the templates are worked out from the codes, the numbers and the tape's
+    # own templates when first read; only those (a byte and a few floats per
+    # vertex) are kept for it, not the larger arrays above
     templates = list(tape.templates)  # the tape is emptied after this
-    ops = VertexOps.deferred(n, lambda: _templates(templates, codes, groups, numbers, number,
-                                                   repeated))
+    ops = VertexOps.deferred(n, lambda: _templates(templates, codes, numbers, repeated))
     return sources, targets, ptr, partials, values, ops
 
 
-def _templates(listed, codes, groups, numbers, number, repeated):
+def _templates(listed, codes, numbers, repeated):
     """Each vertex's operation template, as a table of templates and one
     number per vertex (what :class:`minirad.names.VertexOps` takes): by
     code, with the constants written in and the templates ``listed`` on the
@@ -788,6 +790,9 @@ def _templates(listed, codes, groups, numbers, number, repeated):
     for code in _PAIRS:  # x + x reads {0} + {0}
         ids[repeated[codes[repeated] == code]] = len(table)
         table.append(table[code].replace("{1}", "{0}"))
+    groups = _by_code(codes)
+    number = np.zeros(len(codes) + 1, dtype=np.int64)  # where each vertex's numbers start
+    np.cumsum(_N_NUMBERS[codes], dtype=np.int64, out=number[1:])
     for code, (op, left) in _WITH_CONSTANT.items():
         at = groups.get(code)
         if at is not None:
