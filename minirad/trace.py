@@ -21,7 +21,8 @@ less: per operation a code, its operand numbers and its value, plus the
 constant it was given (``0.5 * x``) or a partial that cannot be worked out
 later (``sin``: its ``cos``).  Partials of sums, products, constants,
 squares and functions such as relu and tanh are computed after the run, for
-the whole tape at once, one numpy expression per code (:func:`read_tape`).
+the whole tape at once, one numpy expression per code (:func:`read_tape`);
+the templates (``g.ops``) only when they are first read.
 
 What it costs.  Tracing the bench program (``bench/bench_trace.py``) takes
 26-29x the CPU time of running it on plain floats; keeping each partial on
@@ -30,7 +31,7 @@ bench.trace_breakdown`` takes that apart: calling the operator methods and
 making one small object per operation is already about 10x, numbering the
 vertex and checking that the result is finite 15x, appending the code and
 operands 20x; converting the lists to numpy, working out the partials and
-templates and freeing the lists add about 8x more.  A Python tracer built on
+freeing the lists add several x more.  A Python tracer built on
 operator overloading cannot reach the 15x of issue 16: the layers every such
 tracer needs take that before anything is recorded.
 """
