@@ -347,12 +347,13 @@ def negated_unit_seeds(g, vertices: Sequence[int]) -> np.ndarray:
     if k == 1:
         v = int(vertices[0])
         kept = g.memo("sweeps.negated_seed", lambda: [None])  # [(vertex, its column)]
-        if kept[0] is None or kept[0][0] != v:
+        entry = kept[0]  # read once: another thread may replace it (whole) meanwhile
+        if entry is None or entry[0] != v:
             column = np.zeros(n)
             column[v] = -1.0
             column.flags.writeable = False
-            kept[0] = (v, column)  # one tuple, replaced whole
-        return kept[0][1]
+            entry = kept[0] = (v, column)
+        return entry[1]
     seeds = np.zeros((n, k), order="F")
     seeds[list(vertices), np.arange(k)] = -1.0
     return seeds

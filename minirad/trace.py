@@ -736,15 +736,16 @@ def read_tape(tape: Tape, operands: np.ndarray):
         np.cumsum(_N_NUMBERS[codes], dtype=np.int64, out=number[1:])
     # each edge's partial written once, one group of vertices (one code) at a time
     partials = np.empty(m)
-    pairs = []
+    same = []  # first edges of a pair whose two operands are one vertex
     for code, at in groups.items():
         if not _N_OPERANDS[code]:
             continue
         edge = first[at]
         if code == MUL:  # d(a*b)/da = b, d(a*b)/db = a
             second = edge + 1
-            partials[edge] = values[operands[second]]
-            partials[second] = values[operands[edge]]
+            a, b = operands[edge], operands[second]
+            partials[edge] = values[b]
+            partials[second] = values[a]
         elif code == GENERAL:
             kept = number[at]
             partials[edge] = numbers[kept]
@@ -758,11 +759,14 @@ def read_tape(tape: Tape, operands: np.ndarray):
             if _N_OPERANDS[code] == 2:
                 partials[edge + 1] = _SECOND[code]
         if code in _PAIRS:
-            pairs.append(edge)
-    # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x is MUL_TWICE):
-    # one edge, the two partials summed, as for x * x
-    pairs = np.concatenate(pairs) if pairs else np.zeros(0, dtype=np.int64)
-    same = pairs[operands[pairs] == operands[pairs + 1]]
+            # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x
+            # is MUL_TWICE): one edge, the two partials summed, as for x * x
+            if code != MUL:
+                a, b = operands[edge], operands[edge + 1]
+            twice = a == b
+            if twice.any():
+                same.append(edge[twice])
+    same = np.concatenate(same) if same else np.zeros(0, dtype=np.int64)
     targets = np.repeat(np.arange(n, dtype=np.int64), degree)
     sources, repeated = operands, targets[same]
     if len(same):
