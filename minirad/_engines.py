@@ -12,7 +12,8 @@ engine equal to its reference.
   small graphs), ``run_levels`` (one sparse product per wavefront of the
   topological levels, for wide graphs), ``run_triangular`` (SciPy's unit
   triangular solve ``(I - L) T = S``, for large deep graphs); ``propagate``
-  picks one; ``sweep_cost`` counts a sweep's operations from reachability;
+  picks one (``propagate_units`` for unit seeds, which the solve takes ready
+  negated); ``sweep_cost`` counts a sweep's operations from reachability;
 * path counts: ``path_counts`` and ``total_counts`` carry Python-int counts
   for several seeds in one pass; ``walk_products`` enumerates paths with
   their prefix products, never entering a vertex that reaches no target;
@@ -311,19 +312,58 @@ def run_triangular(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
     forward ``(I - L) T = S``, both on the one (negated) matrix of
     :func:`strict_upper`, so with ``-S`` on the right (the forward sweep
     solves with its transpose)."""
-    n = g.n_vertices
-    gstrs = _substitution()
-    if gstrs is None or max(n, g.n_edges) >= np.iinfo(np.intc).max:
+    if not can_solve_negated(g):
         return run_triangular_public(g, seeds, forward)
+    return solve_negated(g, np.negative(seeds, dtype=np.float64), forward)
+
+
+def can_solve_negated(g) -> bool:
+    """Whether :func:`solve_negated` can run: SciPy's compiled substitution
+    is there and the graph's numbers fit its 32-bit indices."""
+    return _substitution() is not None and max(g.n_vertices, g.n_edges) < np.iinfo(np.intc).max
+
+
+def solve_negated(g, negated_seeds: np.ndarray, forward: bool) -> np.ndarray:
+    """:func:`run_triangular` for seeds given already negated (an (n, k)
+    block, or one seed as a vector), left untouched: SciPy copies its
+    right-hand side before solving in place."""
+    n = g.n_vertices
     (l_data, l_rows, l_ptr), (u_data, u_rows, u_ptr) = strict_upper(g)
-    # a fresh, negated, Fortran-ordered copy: SuperLU solves in place
-    rhs = np.negative(seeds[:, 0] if seeds.shape[1] == 1 else seeds, dtype=np.float64,
-                      order="F")
-    x, info = gstrs("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
-                    n, len(u_data), u_data, u_rows, u_ptr, rhs)
+    rhs = negated_seeds[:, 0] if negated_seeds.ndim == 2 and negated_seeds.shape[1] == 1 \
+        else negated_seeds
+    x, info = _substitution()("T" if forward else "N", n, n, l_data, l_rows, l_ptr,
+                              n, len(u_data), u_data, u_rows, u_ptr, rhs)
     if info:  # pragma: no cover - a unit triangular system is never singular
         raise RuntimeError(f"the triangular solve failed (SuperLU info {info})")
     return np.asarray(x, dtype=np.float64).reshape(n, -1)
+
+
+def negated_unit_seeds(g, vertices: Sequence[int]) -> np.ndarray:
+    """-1 at ``vertices[c]`` in column c, 0 elsewhere: unit seeds, negated for
+    :func:`solve_negated`.  A single seed's vector is kept (read-only, under
+    ``"sweeps.negated_seed"``, one vertex at a time), so sweeping a graph
+    again from the same vertex builds nothing."""
+    n, k = g.n_vertices, len(vertices)
+    if k == 1:
+        v = int(vertices[0])
+        kept = g.memo("sweeps.negated_seed", lambda: [None])  # [(vertex, its column)]
+        entry = kept[0]  # read once: another thread may replace it (whole) meanwhile
+        if entry is None or entry[0] != v:
+            column = np.zeros(n)
+            column[v] = -1.0
+            column.flags.writeable = False
+            entry = kept[0] = (v, column)
+        return entry[1]
+    seeds = np.zeros((n, k), order="F")
+    seeds[list(vertices), np.arange(k)] = -1.0
+    return seeds
+
+
+def unit_seeds(n: int, vertices: Sequence[int]) -> np.ndarray:
+    """1 at ``vertices[c]`` in column c of an (n, len(vertices)) block, 0 elsewhere."""
+    seeds = np.zeros((n, len(vertices)))
+    seeds[list(vertices), np.arange(len(vertices))] = 1.0
+    return seeds
 
 
 def run_triangular_public(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
@@ -359,12 +399,21 @@ def propagate(g, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
     """Solve the sweep recurrence for a (n_vertices, k) block of seeds."""
     if seeds.shape[1] == 0 or g.n_edges == 0:
         return seeds.copy()
-    chosen = engine_for(g, seeds.shape[1], engine)
-    if chosen == "loop":
-        return run_loop(g, seeds, forward)
-    if chosen == "levels":
-        return run_levels(g, seeds, forward)
-    return run_triangular(g, seeds, forward)
+    return RUNS[engine_for(g, seeds.shape[1], engine)](g, seeds, forward)
+
+
+def propagate_units(g, vertices: Sequence[int], forward: bool, engine: str) -> np.ndarray:
+    """:func:`propagate` of unit seeds, one column per vertex of ``vertices``:
+    the triangular solve takes them ready negated (:func:`negated_unit_seeds`)."""
+    if not vertices or g.n_edges == 0:
+        return unit_seeds(g.n_vertices, vertices)
+    chosen = engine_for(g, len(vertices), engine)
+    if chosen == "triangular" and can_solve_negated(g):
+        return solve_negated(g, negated_unit_seeds(g, vertices), forward)
+    return RUNS[chosen](g, unit_seeds(g.n_vertices, vertices), forward)
+
+
+RUNS = {"loop": run_loop, "levels": run_levels, "triangular": run_triangular}
 
 
 # ------------------------------------------------------------------ counting

@@ -145,7 +145,7 @@ class LCG:
 
     @classmethod
     def from_trusted_arrays(cls, names, sources, targets, partials, inputs, outputs,
-                            values=None, ops=None) -> LCG:
+                            values=None, ops=None, in_edges_ptr=None) -> LCG:
         """Build without validation, for producers that guarantee the invariants.
 
         The caller promises what the constructor would otherwise check or
@@ -154,7 +154,10 @@ class LCG:
         order, no duplicate edges, finite partials, inputs without
         predecessors and outputs without successors.  Tracers, elimination
         and samplers know this by construction and skip an O(edges log
-        edges) check; anything else should call :class:`LCG` itself.
+        edges) check; anything else should call :class:`LCG` itself.  A
+        producer that already has :attr:`in_edges_ptr` (an int64 array of
+        ``n_vertices + 1`` offsets) may hand it over, sparing the graph from
+        working it out again.
 
         >>> g = LCG.from_trusted_arrays(["x", "y"], [0], [1], [2.0], [0], [1])
         >>> g.partial("x", "y"), g.value("x")
@@ -169,6 +172,13 @@ class LCG:
         g._set(names, ops, np.asarray(values, dtype=np.float64),
                np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64),
                np.asarray(partials, dtype=np.float64), tuple(inputs), tuple(outputs))
+        if in_edges_ptr is not None:
+            ptr = np.asarray(in_edges_ptr, dtype=np.int64)
+            if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != g.n_edges:
+                raise ValueError(f"in_edges_ptr must hold {n + 1} offsets from 0 to "
+                                 f"{g.n_edges}; got shape {ptr.shape}")
+            ptr.flags.writeable = False
+            g._cache["in_ptr"] = ptr
         return g
 
     _trusted = from_trusted_arrays  # the former private name

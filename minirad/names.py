@@ -19,7 +19,8 @@ with tuples and lists).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +135,8 @@ class VertexOps(Sequence):
     number per vertex and writing the strings out only when they are read
     spares building that million-entry tuple for every trace.  It behaves as
     the tuple of its templates does (indexing, slicing, iteration, equality
-    with tuples and lists).
+    with tuples and lists).  :meth:`deferred` puts off even the numbers
+    until a template is first read.
 
     >>> ops = VertexOps(("input", "{0} + {1}", "2.0 * {0}"), [0, 0, 1, 2, 2])
     >>> ops[2], ops[-1], ops[1:3], len(ops)
@@ -143,7 +145,7 @@ class VertexOps(Sequence):
     True
     """
 
-    __slots__ = ("_table", "_ids")
+    __slots__ = ("_table", "_ids", "_n", "_make")
 
     def __init__(self, table: Sequence[str], ids):
         self._table = tuple(table)
@@ -154,20 +156,51 @@ class VertexOps(Sequence):
         if len(self._ids) and not (0 <= self._ids.min() and self._ids.max() < len(self._table)):
             raise ValueError(f"VertexOps: template numbers must lie in 0..{len(self._table) - 1}")
         self._ids.flags.writeable = False
+        self._n = len(self._ids)
+        self._make = None
+
+    @classmethod
+    def deferred(cls, n: int, make: Callable[[], tuple[Sequence[str], Any]]) -> VertexOps:
+        """The templates of ``n`` vertices, as ``VertexOps(*make())``, with
+        ``make`` called only when a template is first read (a tracer's graph
+        whose templates nobody reads never works them out).
+
+        >>> ops = VertexOps.deferred(3, lambda: (("input", "-{0}"), [0, 1, 1]))
+        >>> len(ops), ops[2], ops == ("input", "-{0}", "-{0}")
+        (3, '-{0}', True)
+        """
+        ops = cls.__new__(cls)
+        ops._n, ops._make = n, make
+        return ops
+
+    def _resolved(self) -> tuple[tuple[str, ...], np.ndarray]:
+        if self._make is not None:
+            made = VertexOps(*self._make())
+            if len(made) != self._n:
+                raise ValueError(f"VertexOps.deferred: made {len(made)} templates for "
+                                 f"{self._n} vertices")
+            self._table, self._ids = made._table, made._ids
+            self._make = None  # what it held (the tracer's arrays) is freed
+        return self._table, self._ids
+
+    def __reduce__(self):
+        return VertexOps, self._resolved()
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._n
 
     def __getitem__(self, i):
+        table, ids = self._resolved()
         if isinstance(i, slice):
-            return tuple(self._table[k] for k in self._ids[i].tolist())
+            return tuple(table[k] for k in ids[i].tolist())
         i = int(i)
-        if not -len(self._ids) <= i < len(self._ids):
-            raise IndexError(f"template index {i} out of range for {len(self._ids)} vertices")
-        return self._table[self._ids[i]]
+        if not -len(ids) <= i < len(ids):
+            raise IndexError(f"template index {i} out of range for {len(ids)} vertices")
+        return table[ids[i]]
 
     def __iter__(self):
-        return iter(np.array(self._table, dtype=object)[self._ids].tolist())
+        table, ids = self._resolved()
+        return iter(np.array(table, dtype=object)[ids].tolist())
 
     def __eq__(self, other) -> bool:
         if isinstance(other, VertexOps):

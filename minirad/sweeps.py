@@ -147,6 +147,13 @@ def _propagate(g: LCG, seeds: np.ndarray, forward: bool, engine: str) -> np.ndar
     return _engines.propagate(g, seeds, forward, engine)
 
 
+def _propagate_units(g: LCG, vertices: Sequence[int], forward: bool, engine: str) -> np.ndarray:
+    """:func:`_propagate` of unit seeds, one column per vertex of ``vertices``."""
+    if engine == "reference":
+        return _reference(g, _engines.unit_seeds(g.n_vertices, vertices), forward)
+    return _engines.propagate_units(g, vertices, forward, engine)
+
+
 # ------------------------------------------------------------------- counts
 def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
     """Multiplications and additions of a sweep over ``seeds`` (see the module
@@ -185,10 +192,8 @@ def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
     ends = np.empty((len(far), k))
     for lo in range(0, k, block) if k else []:
         hi = min(k, lo + block)
-        seeds = np.zeros((n, hi - lo))
-        seeds[list(chosen[lo:hi]), np.arange(hi - lo)] = 1.0
         with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
-            swept = _propagate(g, seeds, forward, engine)
+            swept = _propagate_units(g, chosen[lo:hi], forward, engine)
         ends[:, lo:hi] = swept[far, :]
         if keep_values:
             values = swept

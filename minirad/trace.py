@@ -21,7 +21,8 @@ less: per operation a code, its operand numbers and its value, plus the
 constant it was given (``0.5 * x``) or a partial that cannot be worked out
 later (``sin``: its ``cos``).  Partials of sums, products, constants,
 squares and functions such as relu and tanh are computed after the run, for
-the whole tape at once, one numpy expression per code (:func:`read_tape`).
+the whole tape at once, one numpy expression per code (:func:`read_tape`);
+the templates (``g.ops``) only when they are first read.
 
 What it costs.  Tracing the bench program (``bench/bench_trace.py``) takes
 26-29x the CPU time of running it on plain floats; keeping each partial on
@@ -30,7 +31,7 @@ bench.trace_breakdown`` takes that apart: calling the operator methods and
 making one small object per operation is already about 10x, numbering the
 vertex and checking that the result is finite 15x, appending the code and
 operands 20x; converting the lists to numpy, working out the partials and
-templates and freeing the lists add about 8x more.  A Python tracer built on
+freeing the lists add several x more.  A Python tracer built on
 operator overloading cannot reach the 15x of issue 16: the layers every such
 tracer needs take that before anything is recorded.
 """
@@ -41,6 +42,7 @@ import inspect
 import math
 import operator
 import sys
+from collections import Counter
 from numbers import Integral, Real
 
 import numpy as np
@@ -91,10 +93,11 @@ _FUNCTION_CODES = {"relu": RELU, "abs": ABS, "exp": EXP, "tanh": TANH, "sigmoid"
 # the table's own entries (by identity: a replaced entry takes the general path)
 _VECTORISED_CODE = {id(OPS[name]): code for name, code in _FUNCTION_CODES.items()}
 
-_N_OPERANDS = np.ones(_N_CODES, dtype=np.int64)
+# bytes, as the codes: the per-vertex arrays read from them stay small
+_N_OPERANDS = np.ones(_N_CODES, dtype=np.uint8)
 _N_OPERANDS[[INPUT, CONSTANT]] = 0
 _N_OPERANDS[[GENERAL, *_PAIRS]] = 2
-_N_NUMBERS = np.zeros(_N_CODES, dtype=np.int64)
+_N_NUMBERS = np.zeros(_N_CODES, dtype=np.uint8)
 _N_NUMBERS[[UNARY, *_WITH_CONSTANT]] = 1
 _N_NUMBERS[GENERAL] = 2
 _HAS_TEMPLATE = np.zeros(_N_CODES, dtype=bool)  # the template is listed in `templates`
@@ -687,56 +690,83 @@ _CODE_TEMPLATE.update({twice: _CODE_TEMPLATE[code].replace("{1}", "{0}")  # {0} 
                        for code, twice in _TWICE.items()})
 
 
-def _operands_used(tape: Tape, operands: np.ndarray) -> np.ndarray:
-    """Mask of the vertices that are an operand of some later vertex."""
-    used = np.zeros(len(tape.values), dtype=bool)
+def _operands_used(n: int, operands: np.ndarray) -> np.ndarray:
+    """Mask of the ``n`` vertices that are an operand of some later vertex."""
+    used = np.zeros(n, dtype=bool)
     used[operands] = True
     return used
 
 
+def _by_code(codes: np.ndarray) -> dict[int, np.ndarray]:
+    """The vertices of each code present, in increasing order: one stable
+    sort of the codes (a radix sort for bytes), instead of one pass over
+    all of them per code."""
+    order = np.argsort(codes, kind="stable")
+    ends = np.cumsum(np.bincount(codes, minlength=_N_CODES)).tolist()
+    starts = [0, *ends[:-1]]
+    return {code: order[starts[code]:ends[code]] for code in range(_N_CODES)
+            if ends[code] > starts[code]}
+
+
 def read_tape(tape: Tape, operands: np.ndarray):
     """The edge columns (sources, targets, partials; grouped by target in
-    operand order), the values and the template of every vertex, for the
-    whole tape at once (``operands`` is ``tape.operands`` as an array).
+    operand order), their offsets per target (``in_edges_ptr``), the values
+    and the template of every vertex, for the whole tape at once
+    (``operands`` is ``tape.operands`` as an array).
 
     The partials are what minirad.ops.OPS gives for these operations: 1 and
     1 for a + b, 1 and -1 for a - b, b and a for a * b, the constant c for
     c * x, the rules of _VECTORISED, and the partials kept on the tape for
     the rest.  A repeated operand (x + x, x * x) is one edge with the two
     partials summed, as the general path records it.  The operands, in
-    order, are already the sources of the edges, grouped by target."""
+    order, are already the sources of the edges, grouped by target.  The
+    templates are worked out when first read (:meth:`VertexOps.deferred`)."""
     codes = np.frombuffer(bytes(tape.codes), dtype=np.uint8)
     numbers = np.array(tape.numbers, dtype=np.float64)
-    values = np.array(tape.values, dtype=np.float64)
+    values = np.fromiter(tape.values, dtype=np.float64, count=len(tape.values))
     n, m = len(codes), len(operands)
-    present = np.flatnonzero(np.bincount(codes, minlength=_N_CODES)).tolist()
+    groups = _by_code(codes)
     degree = _N_OPERANDS[codes]
-    first = np.cumsum(degree)
-    first -= degree  # where each vertex's operands start
-    count = _N_NUMBERS[codes]
-    number = np.cumsum(count)
-    number -= count  # and its numbers
-    partials = _FIRST[np.repeat(codes, degree)]
-    two = np.flatnonzero(degree == 2)
-    partials[first[two] + 1] = _SECOND[codes[two]]
-    at = np.flatnonzero(_PARTIAL_IN_NUMBERS[codes])
-    partials[first[at]] = numbers[number[at]]
-    for code in present:
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(degree, dtype=np.int64, out=ptr[1:])
+    first = ptr[:-1]  # where each vertex's operands start
+    number = None
+    if len(numbers):  # where each vertex's numbers start
+        number = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(_N_NUMBERS[codes], dtype=np.int64, out=number[1:])
+    # each edge's partial written once, one group of vertices (one code) at a time
+    partials = np.empty(m)
+    same = []  # first edges of a pair whose two operands are one vertex
+    for code, at in groups.items():
+        if not _N_OPERANDS[code]:
+            continue
+        edge = first[at]
         if code == MUL:  # d(a*b)/da = b, d(a*b)/db = a
-            at = first[codes == MUL]
-            partials[at] = values[operands[at + 1]]
-            partials[at + 1] = values[operands[at]]
+            second = edge + 1
+            a, b = operands[edge], operands[second]
+            partials[edge] = values[b]
+            partials[second] = values[a]
         elif code == GENERAL:
-            at = codes == GENERAL
-            partials[first[at]] = numbers[number[at]]
-            partials[first[at] + 1] = numbers[number[at] + 1]
+            kept = number[at]
+            partials[edge] = numbers[kept]
+            partials[edge + 1] = numbers[kept + 1]
         elif code in _VECTORISED:
-            at = codes == code
-            partials[first[at]] = _VECTORISED[code](values[operands[first[at]]], values[at])
-    # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x is MUL_TWICE):
-    # one edge, the two partials summed, as for x * x
-    pairs = first[(codes >= ADD) & (codes <= MUL)]
-    same = pairs[operands[pairs] == operands[pairs + 1]]
+            partials[edge] = _VECTORISED[code](values[operands[edge]], values[at])
+        elif _PARTIAL_IN_NUMBERS[code]:
+            partials[edge] = numbers[number[at]]
+        else:  # 1, -1, ... fixed by the code
+            partials[edge] = _FIRST[code]
+            if _N_OPERANDS[code] == 2:
+                partials[edge + 1] = _SECOND[code]
+        if code in _PAIRS:
+            # one vertex twice, as two scalar objects (copy.copy(x) * x; x * x
+            # is MUL_TWICE): one edge, the two partials summed, as for x * x
+            if code != MUL:
+                a, b = operands[edge], operands[edge + 1]
+            twice = a == b
+            if twice.any():
+                same.append(edge[twice])
+    same = np.concatenate(same) if same else np.zeros(0, dtype=np.int64)
     targets = np.repeat(np.arange(n, dtype=np.int64), degree)
     sources, repeated = operands, targets[same]
     if len(same):
@@ -744,30 +774,41 @@ def read_tape(tape: Tape, operands: np.ndarray):
         keep = np.ones(m, dtype=bool)
         keep[same + 1] = False
         sources, targets, partials = sources[keep], targets[keep], partials[keep]
-    return sources, targets, partials, values, _templates(tape, codes, numbers, number, repeated)
+        removed = np.zeros(n + 1, dtype=np.int64)
+        removed[repeated + 1] = 1
+        ptr -= np.cumsum(removed)
+    # the templates are worked out from the codes, the numbers and the tape's
+    # own templates when first read; only those (a byte and a few floats per
+    # vertex) are kept for it, not the larger arrays above
+    templates = list(tape.templates)  # the tape is emptied after this
+    ops = VertexOps.deferred(n, lambda: _templates(templates, codes, numbers, repeated))
+    return sources, targets, ptr, partials, values, ops
 
 
-def _templates(tape: Tape, codes, numbers, number, repeated) -> VertexOps:
+def _templates(listed, codes, numbers, repeated):
     """Each vertex's operation template, as a table of templates and one
-    number per vertex (:class:`minirad.names.VertexOps`): by code, with the
-    constants written in and the templates listed on the tape; ``repeated``
-    are the vertices whose two operands are one vertex."""
+    number per vertex (what :class:`minirad.names.VertexOps` takes): by
+    code, with the constants written in and the templates ``listed`` on the
+    tape; ``repeated`` are the vertices whose two operands are one vertex."""
     table = [_CODE_TEMPLATE.get(code, "") for code in range(_N_CODES)]
     ids = codes.astype(np.int64)
     for code in _PAIRS:  # x + x reads {0} + {0}
         ids[repeated[codes[repeated] == code]] = len(table)
         table.append(table[code].replace("{1}", "{0}"))
+    groups = _by_code(codes)
+    number = np.zeros(len(codes) + 1, dtype=np.int64)  # where each vertex's numbers start
+    np.cumsum(_N_NUMBERS[codes], dtype=np.int64, out=number[1:])
     for code, (op, left) in _WITH_CONSTANT.items():
-        at = np.flatnonzero(codes == code)
-        if len(at):
+        at = groups.get(code)
+        if at is not None:
             # distinct constants by bit pattern, so 0.0 and -0.0 keep their own reprs
             bits, which = np.unique(numbers[number[at]].view(np.int64), return_inverse=True)
             ids[at] = len(table) + which
             table += [_template_with_constant(op, c, left) for c in bits.view(np.float64).tolist()]
-    if tape.templates:
-        ids[_HAS_TEMPLATE[codes]] = np.arange(len(table), len(table) + len(tape.templates))
-        table += tape.templates
-    return VertexOps(table, ids)
+    if listed:
+        ids[_HAS_TEMPLATE[codes]] = np.arange(len(table), len(table) + len(listed))
+        table += listed
+    return table, ids
 
 
 # -------------------------------------------------------------------- trace
@@ -844,6 +885,11 @@ def _flatten_result(result):
                     f"tuple/list or a 1-D array of scalars")
 
 
+def _int_array(numbers: list[int]) -> np.ndarray:
+    # np.fromiter with a count reads a list of ints faster than np.array does
+    return np.fromiter(numbers, dtype=np.int64, count=len(numbers))
+
+
 def _root_cause(error: BaseException) -> BaseException:
     cause = error
     while cause is not None and not isinstance(cause, (ValueError, TypeError)):
@@ -890,8 +936,7 @@ def _trace_on(tape: Tape, f, args) -> LCG:
     results, several = _flatten_result(result)
 
     used = operands = None
-    returned = np.bincount([r.index for r in results if isinstance(r, Var)],
-                           minlength=len(tape.values))
+    returned = Counter(r.index for r in results if isinstance(r, Var))
     outputs = []
     for position, r in enumerate(results):
         if isinstance(r, Var):
@@ -902,8 +947,8 @@ def _trace_on(tape: Tape, f, args) -> LCG:
                 v = _copy(r).index
             elif v < len(tape.values) - 1:  # the last vertex is nobody's operand
                 if used is None:
-                    operands = np.array(tape.operands, dtype=np.int64)
-                    used = _operands_used(tape, operands)
+                    operands = _int_array(tape.operands)
+                    used = _operands_used(len(tape.values), operands)
                 if used[v]:
                     v = _copy(r).index
         elif isinstance(r, Real) and not isinstance(r, bool):
@@ -937,13 +982,12 @@ def _trace_on(tape: Tape, f, args) -> LCG:
         taken.add(name)
     vertex_names = VertexNames(n, named)
     if operands is None:
-        operands = np.array(tape.operands, dtype=np.int64)
+        operands = _int_array(tape.operands)
     elif len(operands) < len(tape.operands):  # the copies made for the outputs
-        added = np.array(tape.operands[len(operands):], dtype=np.int64)
-        operands = np.concatenate((operands, added))
-    sources, targets, partials, values, templates = read_tape(tape, operands)
+        operands = np.concatenate((operands, _int_array(tape.operands[len(operands):])))
+    sources, targets, in_edges_ptr, partials, values, templates = read_tape(tape, operands)
     return LCG.from_trusted_arrays(vertex_names, sources, targets, partials, range(n_inputs),
-                                   outputs, values, templates)
+                                   outputs, values, templates, in_edges_ptr=in_edges_ptr)
 
 
 # `minirad.trace` is this module, callable as the function (see minirad/_callable.py)

@@ -1,6 +1,8 @@
 """VertexNames and VertexOps: the lazily written vertex names and templates of
 traced graphs behave as the tuples of the same strings do."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,8 @@ def test_a_traced_graph_keeps_its_templates_lazy(tmp_path):
     g.to_json(path)
     h = LCG.from_json(path)
     assert isinstance(h.ops, tuple) and h.ops == g.ops and g.same_as(h) and h.same_as(g)
+    # worked out only when read, and pickled as the templates themselves
+    program = lambda x, y: (0.5 * x * y + ops_module.sin(x), x * x)  # noqa: E731
+    unread = trace(program, 2.0, 3.0).ops
+    assert len(unread) == len(g.ops)
+    assert pickle.loads(pickle.dumps(unread)) == g.ops and unread == g.ops
