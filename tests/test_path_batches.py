@@ -53,10 +53,10 @@ def test_every_batched_sample_is_a_run_of_algorithm_1(name, g, k):
     c = 60
     drawn = _path_batches.draw(plan, c, np.random.default_rng(11))
     sample, edge = drawn.flat(plan)
-    # pair(v) >= 0 where sample s visited on-path vertex v
+    # the marks of the on-path vertices: which samples visited each
     visited = np.zeros((c, g.n_vertices), dtype=bool)
     for local, v in enumerate(plan.vertices):
-        visited[:, v] = drawn.pair(local) >= 0
+        visited[:, v] = drawn.visits(local)
     scale = np.where(draws > 0, degree / np.maximum(draws, 1), 1.0)[g.sources]
     for forward in (False, True):
         estimates = _path_batches.estimate(plan, drawn, len(g.inputs), len(g.outputs), forward)
