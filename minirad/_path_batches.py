@@ -100,6 +100,10 @@ class Plan:
         self.bound = np.maximum(self.degree, 1).astype(np.uint64)
         self.threshold = (np.uint64(2**32) - self.bound) % self.bound
         self.most_threshold = int(self.threshold.max(initial=0))
+        # the same for 16-bit words (short_picks), when every degree is below 2**16
+        self.short = int(self.degree.max(initial=0)) < 2**16
+        self.short_bound = self.bound.astype(np.uint32) if self.short else None
+        self.short_threshold = 2**16 % self.short_bound if self.short else None
         for array in vars(self).values():  # a plan is shared (memoized on the graph)
             if isinstance(array, np.ndarray):
                 array.flags.writeable = False
@@ -249,6 +253,42 @@ def picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.nd
     return pick.view(np.int64)
 
 
+def short_words(rng, n: int) -> np.ndarray:
+    """``n`` independent uniform 16-bit words (uint16): the four quarters of
+    each raw output of a 64-bit bit generator (see :func:`words`)."""
+    bits = getattr(rng, "bit_generator", None)
+    if isinstance(bits, _SIXTY_FOUR):
+        return bits.random_raw((n + 3) // 4).view(np.uint16)[:n]
+    return rng.integers(2**16, size=n, dtype=np.uint16)
+
+
+def short_picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.ndarray:
+    """:func:`picks` from 16-bit words, for a plan whose degrees are all
+    below 2**16 (``plan.short``): a word ``u`` maps to ``(u * d) >> 16``
+    and is drawn again while the low half falls below ``2**16 mod d`` --
+    Lemire's method as in :func:`uniform_below` with 16 for 32, so the
+    picks stay exactly uniform.  Four picks per raw output of the
+    generator, and arithmetic on half the bytes, against two for
+    :func:`picks`; the price is more words drawn again (fewer than ``d``
+    in 2**16), each round a few numpy calls on a handful of them."""
+    n = len(vertex)
+    bound = np.uint32(degree) if degree else plan.short_bound[vertex]
+    threshold = np.uint32(2**16 % degree) if degree else plan.short_threshold[vertex]
+    product = np.multiply(short_words(rng, k * n).reshape(k, n), bound)
+    pick = (product >> np.uint32(16)).astype(np.int64)
+    product &= np.uint32(0xFFFF)
+    again = np.flatnonzero(product < threshold)
+    while len(again):
+        of = vertex[again % n]  # (again indexes the (k, n) block)
+        b = bound if degree else plan.short_bound[of]
+        t = threshold if degree else plan.short_threshold[of]
+        product = np.multiply(short_words(rng, len(again)), b)
+        kept = (product & np.uint32(0xFFFF)) >= t
+        pick.ravel()[again[kept]] = product[kept] >> np.uint32(16)
+        again = again[~kept]
+    return pick
+
+
 def rows(c: int) -> int:
     """Entries per vertex in the tables for ``c`` samples: whole 64-bit words."""
     return -(-c // 8) * 8
@@ -273,7 +313,7 @@ def draw(plan: Plan, c: int, rng, scratch: Scratch | None = None) -> Draws:
         found += lo * row
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
-            where = picks(rng, plan, v, k, plan.level_degree[i])
+            where = (short_picks if plan.short else picks)(rng, plan, v, k, plan.level_degree[i])
             # (in place: a new array from a (k, pairs) and a (pairs,) operand is
             # filled with the short axis innermost, several times slower)
             where += plan.start[v]
@@ -339,23 +379,24 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
     seeded, read, width = ((plan.inputs, plan.outputs, n_in) if forward
                            else (plan.outputs, plan.inputs, n_out))
     entries = (size + 1) * row
-    # one row per seed, and 1-d gathers: numpy's 2-d fancy indexing is much slower
+    # the seeds of an entry side by side (a draw's gathers share a cache line),
+    # but gathered one column at a time: numpy's 2-d fancy indexing is much slower
     value = (scratch or Scratch()).fit(0, width * entries).values[:width * entries]
-    value = value.reshape(width, entries)
+    value = value.reshape(entries, width)
     if forward:  # tangents are pushed into the heads: start from zero, seeds set
         value[:] = 0.0
         for j, v in enumerate(seeded):
             if v < size:
-                value[j, v * row:v * row + c] = 1.0
+                value[v * row:v * row + c, j] = 1.0
     else:  # adjoints are written level by level, seeds added after: only the trash is set
-        value[:, size * row:] = 0.0
+        value[size * row:] = 0.0
     steps = drawn.levels if forward else reversed(drawn.levels)
     for level in steps:
         found, key = level.found, level.key
         weight = np.take(plan.weight, level.where)
         by = (None if level.made is None
               else np.repeat(np.arange(len(found)), level.made))
-        for column in value:
+        for column in value.T:
             if by is None and forward:  # push each pair's tangent along its draws
                 for t in range(len(key)):
                     np.add.at(column, key[t], weight[t] * column[found])
@@ -372,11 +413,11 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
         if not forward:  # a seed's own adjoint (before any predecessor reads it)
             for j, v in enumerate(seeded):
                 if level.lo <= v < level.hi:
-                    value[j, v * row:v * row + c] += 1.0
+                    value[v * row:v * row + c, j] += 1.0
     out = np.zeros((c, len(read), width))
     for i, v in enumerate(read):
         if v < size:
-            out[:, i] = value[:, v * row:v * row + c].T
+            out[:, i] = value[v * row:v * row + c]
     # (c, read, seeded) -> (c, n_out, n_in)
     return out if forward else out.transpose(0, 2, 1)
 
