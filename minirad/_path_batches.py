@@ -51,7 +51,7 @@ import numpy as np
 from ._engines import ranges
 
 #: the tables hold at most this many entries per seed (8 bytes each) in a chunk
-TABLE_ENTRIES = 1 << 22
+TABLE_ENTRIES = 1 << 23
 
 
 class Plan:
@@ -403,10 +403,9 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
             elif forward:
                 np.add.at(column, key, weight * column[found][by])
             elif by is None:  # pull: a pair's adjoint sums its draws' contributions
-                pulled = weight[0] * column[key[0]]
-                for t in range(1, len(key)):
-                    pulled += weight[t] * column[key[t]]
-                column[found] = pulled
+                pulled = column[key]  # (np.take would copy a strided column first)
+                pulled *= weight
+                column[found] = pulled.sum(axis=0)
             else:
                 column[found] = np.bincount(by, weights=weight * column[key],
                                             minlength=len(found))

@@ -58,8 +58,9 @@ __all__ = [
 #: path_sampling_variance keeps a dense covariance over this many vertices at most
 EXACT_VARIANCE_LIMIT = 3000
 
-# draws the batched sampler records per chunk of samples (about 40 bytes each)
-_CHUNK_DRAWS = 1 << 22
+# draws the batched sampler records per chunk of samples (about 24 bytes each)
+_CHUNK_DRAWS = 1 << 23
+_SAMPLES_PER_LEVEL = 160
 
 # moved to minirad.experiments; still importable from here (with a warning)
 _MOVED = ("Comparison", "DepthStudy", "FAMILIES", "compare", "variance_by_depth")
@@ -352,6 +353,10 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     # are budgeted by the most a sample can make at first, then by twice the
     # mean the samples so far made (their sum over a chunk concentrates)
     most = max(1, _path_batches.TABLE_ENTRIES // ((plan.size + 1) * max(1, width)))
+    # each level costs a round of numpy calls, whatever the number of samples,
+    # while the tables outgrow the caches: about this many samples per level
+    # balance the two (measured on the bench graphs)
+    most = min(most, _SAMPLES_PER_LEVEL * (len(plan.levels) - 1))
     per_sample = max(1, plan.most_draws)
     scratch = _path_batches.borrow()
     out = np.empty((n, n_out, n_in))
