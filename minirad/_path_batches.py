@@ -100,10 +100,6 @@ class Plan:
         self.bound = np.maximum(self.degree, 1).astype(np.uint64)
         self.threshold = (np.uint64(2**32) - self.bound) % self.bound
         self.most_threshold = int(self.threshold.max(initial=0))
-        # the same for 16-bit words (short_picks), when every degree is below 2**16
-        self.short = int(self.degree.max(initial=0)) < 2**16
-        self.short_bound = self.bound.astype(np.uint32) if self.short else None
-        self.short_threshold = 2**16 % self.short_bound if self.short else None
         for array in vars(self).values():  # a plan is shared (memoized on the graph)
             if isinstance(array, np.ndarray):
                 array.flags.writeable = False
@@ -253,42 +249,6 @@ def picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.nd
     return pick.view(np.int64)
 
 
-def short_words(rng, n: int) -> np.ndarray:
-    """``n`` independent uniform 16-bit words (uint16): the four quarters of
-    each raw output of a 64-bit bit generator (see :func:`words`)."""
-    bits = getattr(rng, "bit_generator", None)
-    if isinstance(bits, _SIXTY_FOUR):
-        return bits.random_raw((n + 3) // 4).view(np.uint16)[:n]
-    return rng.integers(2**16, size=n, dtype=np.uint16)
-
-
-def short_picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.ndarray:
-    """:func:`picks` from 16-bit words, for a plan whose degrees are all
-    below 2**16 (``plan.short``): a word ``u`` maps to ``(u * d) >> 16``
-    and is drawn again while the low half falls below ``2**16 mod d`` --
-    Lemire's method as in :func:`uniform_below` with 16 for 32, so the
-    picks stay exactly uniform.  Four picks per raw output of the
-    generator, and arithmetic on half the bytes, against two for
-    :func:`picks`; the price is more words drawn again (fewer than ``d``
-    in 2**16), each round a few numpy calls on a handful of them."""
-    n = len(vertex)
-    bound = np.uint32(degree) if degree else plan.short_bound[vertex]
-    threshold = np.uint32(2**16 % degree) if degree else plan.short_threshold[vertex]
-    product = np.multiply(short_words(rng, k * n).reshape(k, n), bound)
-    pick = (product >> np.uint32(16)).astype(np.int64)
-    product &= np.uint32(0xFFFF)
-    again = np.flatnonzero(product < threshold)
-    while len(again):
-        of = vertex[again % n]  # (again indexes the (k, n) block)
-        b = bound if degree else plan.short_bound[of]
-        t = threshold if degree else plan.short_threshold[of]
-        product = np.multiply(short_words(rng, len(again)), b)
-        kept = (product & np.uint32(0xFFFF)) >= t
-        pick.ravel()[again[kept]] = product[kept] >> np.uint32(16)
-        again = again[~kept]
-    return pick
-
-
 def rows(c: int) -> int:
     """Entries per vertex in the tables for ``c`` samples: whole 64-bit words."""
     return -(-c // 8) * 8
@@ -305,7 +265,7 @@ def draw(plan: Plan, c: int, rng, scratch: Scratch | None = None) -> Draws:
     head = plan.head * row  # the entry of each out-edge's head, less the sample
     levels = []
     for i, (lo, hi) in enumerate(zip(plan.levels[:-1], plan.levels[1:])):
-        found = np.flatnonzero(marks[lo * row:hi * row].view(bool))
+        found = marks[lo * row:hi * row].view(bool).nonzero()[0]
         if not len(found):
             continue
         v, s = np.divmod(found, row)
@@ -313,11 +273,11 @@ def draw(plan: Plan, c: int, rng, scratch: Scratch | None = None) -> Draws:
         found += lo * row
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
-            where = (short_picks if plan.short else picks)(rng, plan, v, k, plan.level_degree[i])
+            where = picks(rng, plan, v, k, plan.level_degree[i])
             # (in place: a new array from a (k, pairs) and a (pairs,) operand is
             # filled with the short axis innermost, several times slower)
             where += plan.start[v]
-            key = np.take(head, where)
+            key = head.take(where)
             key += s
             made = None
         else:
@@ -368,6 +328,16 @@ def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
     return Draws(c, row, marks, levels)
 
 
+def group_sums(group: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """The sum of ``x`` over each of the ``n`` groups numbered in ``group``:
+    ``np.bincount``, which takes no complex weights, part by part."""
+    if not np.iscomplexobj(x):
+        return np.bincount(group, weights=x, minlength=n)
+    out = np.empty(n, dtype=x.dtype)
+    out.real, out.imag = group_sums(group, x.real, n), group_sums(group, x.imag, n)
+    return out
+
+
 def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
              scratch: Scratch | None = None) -> np.ndarray:
     """The ``c`` estimates, (c, n_out, n_in), by reverse accumulation on
@@ -379,8 +349,8 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
     seeded, read, width = ((plan.inputs, plan.outputs, n_in) if forward
                            else (plan.outputs, plan.inputs, n_out))
     entries = (size + 1) * row
-    # the seeds of an entry side by side (a draw's gathers share a cache line),
-    # but gathered one column at a time: numpy's 2-d fancy indexing is much slower
+    # the seeds of an entry side by side, gathered a column at a time (numpy's
+    # 2-d fancy indexing is much slower)
     value = (scratch or Scratch()).fit(0, width * entries).values[:width * entries]
     value = value.reshape(entries, width)
     if forward:  # tangents are pushed into the heads: start from zero, seeds set
@@ -390,13 +360,17 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
                 value[v * row:v * row + c, j] = 1.0
     else:  # adjoints are written level by level, seeds added after: only the trash is set
         value[size * row:] = 0.0
+    # two seeds ride as the real and imaginary parts of one complex number, so
+    # that a draw costs one gather instead of two; a real weight times it
+    # multiplies each part alone (the cross terms are products with 0.0)
+    columns = value.view(np.complex128).T if width == 2 else value.T
     steps = drawn.levels if forward else reversed(drawn.levels)
     for level in steps:
         found, key = level.found, level.key
-        weight = np.take(plan.weight, level.where)
+        weight = plan.weight.take(level.where)
         by = (None if level.made is None
               else np.repeat(np.arange(len(found)), level.made))
-        for column in value.T:
+        for column in columns:
             if by is None and forward:  # push each pair's tangent along its draws
                 for t in range(len(key)):
                     np.add.at(column, key[t], weight[t] * column[found])
@@ -405,10 +379,9 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
             elif by is None:  # pull: a pair's adjoint sums its draws' contributions
                 pulled = column[key]  # (np.take would copy a strided column first)
                 pulled *= weight
-                column[found] = pulled.sum(axis=0)
+                column[found] = np.add.reduce(pulled, axis=0)
             else:
-                column[found] = np.bincount(by, weights=weight * column[key],
-                                            minlength=len(found))
+                column[found] = group_sums(by, weight * column[key], len(found))
         if not forward:  # a seed's own adjoint (before any predecessor reads it)
             for j, v in enumerate(seeded):
                 if level.lo <= v < level.hi:
