@@ -50,8 +50,10 @@ import numpy as np
 
 from ._engines import ranges
 
-#: the tables hold at most this many entries per seed (8 bytes each) in a chunk
+#: the table of values holds at most this many floats in a chunk (64 MB)
 TABLE_ENTRIES = 1 << 23
+#: the table of :func:`walks` holds at most this many entries (of 1, 2 or 8 bytes)
+WALK_ENTRIES = 1 << 24
 
 
 class Plan:
@@ -382,7 +384,7 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
                 column[found] = np.add.reduce(pulled, axis=0)
             else:
                 column[found] = group_sums(by, weight * column[key], len(found))
-        if not forward:  # a seed's own adjoint (before any predecessor reads it)
+        if not forward:  # the seeds: outputs draw nothing (their pull left 0)
             for j, v in enumerate(seeded):
                 if level.lo <= v < level.hi:
                     value[v * row:v * row + c, j] += 1.0

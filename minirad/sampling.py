@@ -352,11 +352,14 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     # the table of values takes one float per (vertex, sample, seed); the draws
     # are budgeted by the most a sample can make at first, then by twice the
     # mean the samples so far made (their sum over a chunk concentrates)
-    most = max(1, _path_batches.TABLE_ENTRIES // ((plan.size + 1) * max(1, width)))
-    # each level costs a round of numpy calls, whatever the number of samples,
-    # while the tables outgrow the caches: about this many samples per level
-    # balance the two (measured on the bench graphs)
-    most = min(most, _SAMPLES_PER_LEVEL * (len(plan.levels) - 1))
+    if plan.single:  # walks keep one small int per (vertex, sample)
+        most = max(1, _path_batches.WALK_ENTRIES // (plan.size + 1))
+    else:
+        most = max(1, _path_batches.TABLE_ENTRIES // ((plan.size + 1) * max(1, width)))
+        # each level costs a round of numpy calls, whatever the number of samples,
+        # while the tables outgrow the caches: about this many samples per level
+        # balance the two (measured on the bench graphs)
+        most = min(most, _SAMPLES_PER_LEVEL * (len(plan.levels) - 1))
     per_sample = max(1, plan.most_draws)
     scratch = _path_batches.borrow()
     out = np.empty((n, n_out, n_in))
