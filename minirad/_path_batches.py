@@ -270,9 +270,8 @@ def draw(plan: Plan, c: int, rng, scratch: Scratch | None = None) -> Draws:
         found = marks[lo * row:hi * row].view(bool).nonzero()[0]
         if not len(found):
             continue
-        v, s = np.divmod(found, row)
-        v += lo
         found += lo * row
+        v, s = np.divmod(found, row)
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
             where = picks(rng, plan, v, k, plan.level_degree[i])
