@@ -33,7 +33,8 @@ clearing.  Draws whose head lies off every input-output path can never
 reach an output; they all point to one extra row, the *trash*, whose
 adjoint is zero.  The number of numpy calls is proportional to the number
 of levels, not to the number of vertices or samples.  The tables are kept
-from call to call (:class:`Scratch`): fresh ones of tens of megabytes
+from call to call (:class:`Scratch`; at most ``TABLE_ENTRIES`` floats,
+64 MB, and a byte per entry of marks): fresh ones of tens of megabytes
 would cost a page fault per 4 KB touched, in every call.
 
 Where every vertex draws a single edge (``k = 1``), :func:`walks` does
