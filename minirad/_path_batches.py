@@ -242,7 +242,7 @@ def picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.nd
     pick = product >> np.uint64(32)
     product &= np.uint64(0xFFFFFFFF)
     most = 2**32 % degree if degree else plan.most_threshold
-    suspect = np.flatnonzero(product < most) if most else ()
+    suspect = (product < most).ravel().nonzero()[0] if most else ()
     if len(suspect):
         of = vertex[suspect % len(vertex)]
         rejected = product.ravel()[suspect] < plan.threshold[of]
@@ -381,7 +381,9 @@ def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
             elif by is None:  # pull: a pair's adjoint sums its draws' contributions
                 pulled = column[key]  # (np.take would copy a strided column first)
                 pulled *= weight
-                column[found] = np.add.reduce(pulled, axis=0)
+                for t in range(1, len(pulled)):
+                    pulled[0] += pulled[t]
+                column[found] = pulled[0]
             else:
                 column[found] = group_sums(by, weight * column[key], len(found))
         if not forward:  # the seeds: outputs draw nothing (their pull left 0)
