@@ -7,14 +7,15 @@ numpy calls per vertex, most of them for vertices that few samples visit.
 Here the unit of work is a *level* of the graph (the vertices whose longest
 path from a source has the same length: no edge joins two of them), and
 the state is a table of marks, one byte per (vertex, sample) pair,
-vertex-major (and one of pair numbers beside it):
+vertex-major (``v * row + s``, a row of ``c`` samples rounded up to whole
+64-bit words):
 
 * the inputs of every sample are marked visited;
 * at each level, in order, the marked pairs of the level's vertices are
-  found by one scan of their rows of the marks, numbered, and make their
-  draws -- all of them with one call on the generator (``k_v`` uniform
-  choices among ``v``'s out-edges, with replacement; every out-edge where
-  ``v`` keeps them all);
+  found by one scan of their rows of the marks and make their draws -- all
+  of them with one call on the generator (``k_v`` uniform choices among
+  ``v``'s out-edges, with replacement; every out-edge where ``v`` keeps
+  them all);
 * the drawn edges' heads (all at later levels) are marked.
 
 Every visited pair draws exactly once, with the law Algorithm 1 gives it:
@@ -24,14 +25,17 @@ are used differs from the reference, so for one seed the two give
 different estimates with the same law (``tests/test_sampling.py`` checks
 that law, and feeds the reference's own draws through :func:`estimate`).
 
-Pairs are numbered level by level, so the numbering is a topological
-order of every sample's sampled graph ``Q`` and the draws come out grouped
-by the pair that made them.  :func:`estimate` then runs reverse (or
-forward) accumulation over all samples at once, one level at a time.
-Draws whose head lies off every input-output path can never reach an
-output; they all point to one extra pair, the *trash*, whose adjoint is
-zero.  The number of numpy calls is proportional to the number of levels,
-not to the number of vertices or samples.
+:func:`estimate` then runs reverse (or forward) accumulation over all
+samples at once, one level at a time, in a table of values laid out like
+the marks (one per pair and seed): a pair's adjoint is written when its
+level is reached, before any draw into it is read, so the table needs no
+clearing.  Draws whose head lies off every input-output path can never
+reach an output; they all point to one extra row, the *trash*, whose
+adjoint is zero.  The number of numpy calls is proportional to the number
+of levels, not to the number of vertices or samples.  The tables are kept
+from call to call (:class:`Scratch`; at most ``TABLE_ENTRIES`` floats,
+64 MB, and a byte per entry of marks): fresh ones of tens of megabytes
+would cost a page fault per 4 KB touched, in every call.
 
 Where every vertex draws a single edge (``k = 1``), :func:`walks` does
 without levels and without the table of visits: each sample's ``Q`` is
@@ -47,8 +51,10 @@ import numpy as np
 
 from ._engines import ranges
 
-#: the table holds one int32 per (on-path vertex, sample) of a chunk (64 MB)
-TABLE_ENTRIES = 1 << 24
+#: the table of values holds at most this many floats in a chunk (64 MB)
+TABLE_ENTRIES = 1 << 23
+#: the table of :func:`walks` holds at most this many entries (of 1, 2 or 8 bytes)
+WALK_ENTRIES = 1 << 24
 
 
 class Plan:
@@ -104,15 +110,17 @@ class Plan:
 
 @dataclass(frozen=True)
 class Level:
-    """The draws of the pairs ``lo:hi``, which all belong to one level.
-    ``where`` holds CSR positions of the plan, shape (k, pairs) when every
-    pair drew ``k`` times (``made`` is then None; row ``t`` holds every
-    pair's ``t``-th draw), else flat and grouped
-    by pair, ``made[i]`` draws for pair ``lo + i``.  ``key`` is the table
-    key of each draw's head; ``to`` (filled in at the end) its pair."""
+    """The draws of the visited pairs of the level of local vertices
+    ``lo:hi``, ``found`` (their entries ``v * row + s`` in the tables,
+    sorted).  ``where`` holds CSR
+    positions of the plan, shape (k, pairs) when every pair drew ``k``
+    times (``made`` is then None; row ``t`` holds every pair's ``t``-th
+    draw), else flat and grouped by pair, ``made[i]`` draws for pair ``i``.
+    ``key`` is the entry of each draw's head."""
 
     lo: int
     hi: int
+    found: np.ndarray
     where: np.ndarray
     key: np.ndarray
     made: np.ndarray | None
@@ -120,25 +128,22 @@ class Level:
 
 @dataclass(frozen=True)
 class Draws:
-    """The draws of ``c`` samples, level by level.  Pairs are numbered in
-    the order the levels found them; the trash is pair ``n_pairs``.
-    ``table[v * c + s]`` is 1 + the number of the pair (v, s), or 0 where
-    sample ``s`` never visited local vertex ``v``; ``to[i]`` holds the
-    pairs reached by the draws of ``levels[i]``, shaped like its ``where``."""
+    """The draws of ``c`` samples, level by level; ``marks[v * row + s]``
+    is 1 where sample ``s`` visited local vertex ``v`` (row ``plan.size``:
+    the trash)."""
 
     c: int
-    n_pairs: int
-    table: np.ndarray
+    row: int
+    marks: np.ndarray
     levels: list
-    to: list
 
     @property
     def n_draws(self) -> int:
         return sum(level.key.size for level in self.levels)
 
-    def pair(self, v: int) -> np.ndarray:
-        """The number of the pair (v, s) for every sample s; -1 where s never visited v."""
-        return self.table[v * self.c:(v + 1) * self.c].astype(np.int64) - 1
+    def visits(self, v: int) -> np.ndarray:
+        """Which samples visited local vertex ``v``."""
+        return self.marks[v * self.row:v * self.row + self.c] > 0
 
     def flat(self, plan: Plan) -> tuple[np.ndarray, np.ndarray]:
         """Every draw as (sample, edge of ``g``): what the tests compare with
@@ -148,11 +153,45 @@ class Draws:
             # (k, pairs) blocks by pair, so that a pair's draws come together
             key, where = ((level.key.T, level.where.T) if level.made is None
                           else (level.key, level.where))
-            samples.append((key % self.c).ravel())
+            samples.append((key % self.row).ravel())
             edges.append(plan.edge[where.ravel()])
         if not samples:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(samples), np.concatenate(edges)
+
+
+class Scratch:
+    """The tables of :func:`draw` and :func:`estimate`, kept between chunks
+    and calls (:func:`borrow`): ``marks`` (bytes) and ``values`` (floats)."""
+
+    def __init__(self, marks: int = 0, values: int = 0):
+        self.marks = np.empty(marks, dtype=np.uint8)
+        self.values = np.empty(values)
+
+    def fit(self, marks: int, values: int) -> Scratch:
+        """Grow the tables to at least these sizes (their contents are lost)."""
+        if len(self.marks) < marks:
+            self.marks = np.empty(marks, dtype=np.uint8)
+        if len(self.values) < values:
+            self.values = np.empty(values)
+        return self
+
+
+_kept: list[Scratch] = []
+
+
+def borrow() -> Scratch:
+    """The :class:`Scratch` kept by :func:`give_back`, or a new one (it is
+    taken out while in use, so that threads never share one)."""
+    try:
+        return _kept.pop()
+    except IndexError:
+        return Scratch()
+
+
+def give_back(scratch: Scratch) -> None:
+    """Keep ``scratch`` for the next :func:`borrow` (only one is kept)."""
+    _kept[:] = [scratch]
 
 
 def uniform_below(rng, bound: np.ndarray, threshold: np.ndarray) -> np.ndarray:
@@ -189,19 +228,21 @@ def words(rng, n: int) -> np.ndarray:
     return rng.integers(2**32, size=n, dtype=np.uint32)
 
 
-def picks(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
+def picks(rng, plan: Plan, vertex: np.ndarray, k: int, degree: int = 0) -> np.ndarray:
     """``k`` independent uniform out-edges of each local vertex in ``vertex``,
     as indices among its out-edges, shape (k, len(vertex)), row ``t`` the
     ``t``-th draw of every vertex:
     :func:`uniform_below` without reading a threshold per draw.  A low half
     that could be rejected lies below the largest threshold, which is rare
     (thresholds are below the degrees, out of 2**32): only those draws look
-    up their own threshold, and the ones rejected are drawn again."""
-    product = words(rng, k * len(vertex)).reshape(k, -1).astype(np.uint64)
-    product *= plan.bound[vertex]
+    up their own threshold, and the ones rejected are drawn again.
+    ``degree``: the out-degree all of ``vertex`` share (0: not the same)."""
+    word = words(rng, k * len(vertex)).reshape(k, -1)
+    product = np.multiply(word, np.uint64(degree) if degree else plan.bound[vertex])
     pick = product >> np.uint64(32)
     product &= np.uint64(0xFFFFFFFF)
-    suspect = np.flatnonzero(product < plan.most_threshold)
+    most = 2**32 % degree if degree else plan.most_threshold
+    suspect = (product < most).ravel().nonzero()[0] if most else ()
     if len(suspect):
         of = vertex[suspect % len(vertex)]
         rejected = product.ravel()[suspect] < plan.threshold[of]
@@ -211,36 +252,34 @@ def picks(rng, plan: Plan, vertex: np.ndarray, k: int) -> np.ndarray:
     return pick.view(np.int64)
 
 
-def draw(plan: Plan, c: int, rng) -> Draws:
-    """Algorithm 1 for ``c`` samples, level by level (module docstring)."""
-    size = plan.size
-    # seen[v * c + s]: 1 where sample s visits v (a byte each: the scans read
-    # a quarter of what they would in the table); table: 1 + pair number
-    seen = np.zeros((size + 1) * c, dtype=np.uint8)  # (and one row for the trash)
-    table = np.zeros((size + 1) * c, dtype=np.int32)  # row `size`: the trash
+def rows(c: int) -> int:
+    """Entries per vertex in the tables for ``c`` samples: whole 64-bit words."""
+    return -(-c // 8) * 8
+
+
+def draw(plan: Plan, c: int, rng, scratch: Scratch | None = None) -> Draws:
+    """Algorithm 1 for ``c`` samples, level by level (module docstring), with
+    its marks in ``scratch`` (new ones when not given)."""
+    size, row = plan.size, rows(c)
+    marks = (scratch or Scratch()).fit((size + 1) * row, 0).marks[:(size + 1) * row]
+    marks[:] = 0
     for v in plan.inputs[plan.inputs < size]:
-        seen[v * c:(v + 1) * c] = 1
-    head = plan.head * c  # the table row of each out-edge's head
-    count = 0
+        marks[v * row:v * row + c] = 1
+    head = plan.head * row  # the entry of each out-edge's head, less the sample
     levels = []
     for i, (lo, hi) in enumerate(zip(plan.levels[:-1], plan.levels[1:])):
-        found = np.flatnonzero(seen[lo * c:hi * c].view(bool))
+        found = marks[lo * row:hi * row].view(bool).nonzero()[0]
         if not len(found):
             continue
-        table[lo * c:hi * c][found] = np.arange(count + 1, count + len(found) + 1,
-                                               dtype=np.int32)
-        # found is sorted: the row of each entry without dividing (slow on ints)
-        per_row = np.diff(np.searchsorted(found, np.arange(hi - lo + 1) * c))
-        v = np.repeat(np.arange(lo, hi), per_row)
-        s = found - (v - lo) * c
+        found += lo * row
+        v, s = np.divmod(found, row)
         k = plan.level_draws[i]
         if k:  # every pair of the level draws k times: a (k, pairs) block
-            d = plan.level_degree[i]
-            where = rng.integers(d, size=(k, len(v))) if d else picks(rng, plan, v, k)
+            where = picks(rng, plan, v, k, plan.level_degree[i])
             # (in place: a new array from a (k, pairs) and a (pairs,) operand is
             # filled with the short axis innermost, several times slower)
             where += plan.start[v]
-            key = np.take(head, where)
+            key = head.take(where)
             key += s
             made = None
         else:
@@ -257,11 +296,9 @@ def draw(plan: Plan, c: int, rng) -> Draws:
             keep = k == 0
             where[~drawing] = ranges(start[keep], start[keep] + degree[keep])
             key = head[where] + s[who]
-        seen[key.ravel()] = 1  # heads lie at later levels: not yet numbered
-        levels.append(Level(count, count + len(found), where, key, made))
-        count += len(found)
-    table[size * c:] = count + 1  # the trash is pair number `count`
-    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
+        marks[key.ravel()] = 1  # heads lie at later levels: not yet scanned
+        levels.append(Level(lo, hi, found, where, key, made))
+    return Draws(c, row, marks, levels)
 
 
 def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
@@ -272,69 +309,91 @@ def replay(plan: Plan, visited: np.ndarray, counts: np.ndarray) -> Draws:
     Vertices off every input-output path and their draws are left out,
     as :func:`draw` leaves them out."""
     c, size = len(visited), plan.size
-    table = np.zeros((size + 1) * c, dtype=np.int32)
-    on_visited = np.ascontiguousarray(visited[:, plan.vertices].T)  # (local vertex, sample)
-    count, levels = 0, []
-    head = plan.head * c
+    row = rows(c)
+    marks = np.zeros((size + 1) * row, dtype=np.uint8)
+    marks[:size * row].reshape(size, row)[:, :c] = visited[:, plan.vertices].T
+    levels = []
+    head = plan.head * row
     for lo, hi in zip(plan.levels[:-1], plan.levels[1:]):
-        found = np.flatnonzero(on_visited[lo:hi])
+        found = np.flatnonzero(marks[lo * row:hi * row]) + lo * row
         if not len(found):
             continue
-        table[lo * c + found] = np.arange(count + 1, count + len(found) + 1)
-        v, s = found // c + lo, found % c
+        v, s = np.divmod(found, row)
         # each drawn out-edge, as often as it was drawn, in CSR order
         position = ranges(plan.start[v], plan.start[v] + plan.degree[v])
         owner = np.repeat(np.arange(len(v)), plan.degree[v])
         times = counts[s[owner], plan.edge[position]]
         where = np.repeat(position, times)
         made = np.bincount(np.repeat(owner, times), minlength=len(v))
-        levels.append(Level(count, count + len(v), where, head[where] + s[np.repeat(owner, times)],
+        levels.append(Level(lo, hi, found, where, head[where] + s[np.repeat(owner, times)],
                             made))
-        count += len(v)
-    table[size * c:] = count + 1
-    return Draws(c, count, table, levels, [np.take(table, level.key) - 1 for level in levels])
+    return Draws(c, row, marks, levels)
 
 
-def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool) -> np.ndarray:
+def group_sums(group: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """The sum of ``x`` over each of the ``n`` groups numbered in ``group``:
+    ``np.bincount``, which takes no complex weights, part by part."""
+    if not np.iscomplexobj(x):
+        return np.bincount(group, weights=x, minlength=n)
+    out = np.empty(n, dtype=x.dtype)
+    out.real, out.imag = group_sums(group, x.real, n), group_sums(group, x.imag, n)
+    return out
+
+
+def estimate(plan: Plan, drawn: Draws, n_in: int, n_out: int, forward: bool,
+             scratch: Scratch | None = None) -> np.ndarray:
     """The ``c`` estimates, (c, n_out, n_in), by reverse accumulation on
     every sampled graph at once (``forward``: forward accumulation, the
-    same numbers up to rounding), level by level.  Row ``n_pairs`` is the
-    trash: zero adjoint, and tangents pushed there are never read."""
-    c, size = drawn.c, plan.size
+    same numbers up to rounding), level by level, in a table of values
+    laid out like the marks, one per seed (in ``scratch``, or new).  The
+    trash row holds zeros; tangents pushed there are never read."""
+    c, row, size = drawn.c, drawn.row, plan.size
     seeded, read, width = ((plan.inputs, plan.outputs, n_in) if forward
                            else (plan.outputs, plan.inputs, n_out))
-    # one row per seed, and 1-d gathers: numpy's 2-d fancy indexing is much slower
-    value = np.zeros((width, drawn.n_pairs + 1))
-    for j, v in enumerate(seeded):
-        if v < size:
-            pair = drawn.pair(v)
-            value[j, pair[pair >= 0]] = 1.0
-    steps = list(zip(drawn.levels, drawn.to))
-    for level, to in (steps if forward else reversed(steps)):
-        lo, hi = level.lo, level.hi
-        weight = np.take(plan.weight, level.where)
+    entries = (size + 1) * row
+    # the seeds of an entry side by side, gathered a column at a time (numpy's
+    # 2-d fancy indexing is much slower)
+    value = (scratch or Scratch()).fit(0, width * entries).values[:width * entries]
+    value = value.reshape(entries, width)
+    if forward:  # tangents are pushed into the heads: start from zero, seeds set
+        value[:] = 0.0
+        for j, v in enumerate(seeded):
+            if v < size:
+                value[v * row:v * row + c, j] = 1.0
+    else:  # adjoints are written level by level, seeds added after: only the trash is set
+        value[size * row:] = 0.0
+    # two seeds ride as the real and imaginary parts of one complex number, so
+    # that a draw costs one gather instead of two; a real weight times it
+    # multiplies each part alone (the cross terms are products with 0.0)
+    columns = value.view(np.complex128).T if width == 2 else value.T
+    steps = drawn.levels if forward else reversed(drawn.levels)
+    for level in steps:
+        found, key = level.found, level.key
+        weight = plan.weight.take(level.where)
         by = (None if level.made is None
-              else np.repeat(np.arange(hi - lo), level.made))
-        for column in value:
+              else np.repeat(np.arange(len(found)), level.made))
+        for column in columns:
             if by is None and forward:  # push each pair's tangent along its draws
-                for t in range(len(to)):
-                    np.add.at(column, to[t], weight[t] * column[lo:hi])
-            elif by is None:  # pull: a pair's adjoint sums its draws' contributions
-                pulled = weight[0] * column[to[0]]
-                for t in range(1, len(to)):
-                    pulled += weight[t] * column[to[t]]
-                column[lo:hi] += pulled
+                for t in range(len(key)):
+                    np.add.at(column, key[t], weight[t] * column[found])
             elif forward:
-                np.add.at(column, to, weight * column[lo:hi][by])
+                np.add.at(column, key, weight * column[found][by])
+            elif by is None:  # pull: a pair's adjoint sums its draws' contributions
+                pulled = column[key]  # (np.take would copy a strided column first)
+                pulled *= weight
+                for t in range(1, len(pulled)):
+                    pulled[0] += pulled[t]
+                column[found] = pulled[0]
             else:
-                column[lo:hi] += np.bincount(by, weights=weight * column[to],
-                                             minlength=hi - lo)
+                column[found] = group_sums(by, weight * column[key], len(found))
+        if not forward:  # the seeds: outputs draw nothing (their pull left 0)
+            for j, v in enumerate(seeded):
+                if level.lo <= v < level.hi:
+                    value[v * row:v * row + c, j] += 1.0
     out = np.zeros((c, len(read), width))
     for i, v in enumerate(read):
         if v < size:
-            pair = drawn.pair(v)
-            there = pair >= 0
-            out[there, i] = value[:, pair[there]].T
+            out[:, i] = value[v * row:v * row + c]
     # (c, read, seeded) -> (c, n_out, n_in)
     return out if forward else out.transpose(0, 2, 1)
 

@@ -58,8 +58,9 @@ __all__ = [
 #: path_sampling_variance keeps a dense covariance over this many vertices at most
 EXACT_VARIANCE_LIMIT = 3000
 
-# draws the batched sampler records per chunk of samples (about 40 bytes each)
-_CHUNK_DRAWS = 1 << 22
+# draws the batched sampler records per chunk of samples (about 24 bytes each)
+_CHUNK_DRAWS = 1 << 23
+_SAMPLES_PER_LEVEL = 160
 
 # moved to minirad.experiments; still importable from here (with a warning)
 _MOVED = ("Comparison", "DepthStudy", "FAMILIES", "compare", "variance_by_depth")
@@ -347,22 +348,33 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     if direction not in ("reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
     plan = _batch_plan(g, k, draws)
-    # the visited table takes one int32 per (vertex, sample); the draws are
-    # budgeted by the most a sample can make at first, then by twice the
+    width = n_out if direction == "reverse" else n_in
+    # the table of values takes one float per (vertex, sample, seed); the draws
+    # are budgeted by the most a sample can make at first, then by twice the
     # mean the samples so far made (their sum over a chunk concentrates)
-    most = max(1, _path_batches.TABLE_ENTRIES // (plan.size + 1))
+    if plan.single:  # walks keep one small int per (vertex, sample)
+        most = max(1, _path_batches.WALK_ENTRIES // (plan.size + 1))
+    else:
+        most = max(1, _path_batches.TABLE_ENTRIES // ((plan.size + 1) * max(1, width)))
+        # each level costs a round of numpy calls, whatever the number of samples,
+        # while the tables outgrow the caches: about this many samples per level
+        # balance the two (measured on the bench graphs)
+        most = min(most, _SAMPLES_PER_LEVEL * (len(plan.levels) - 1))
     per_sample = max(1, plan.most_draws)
+    scratch = _path_batches.borrow()
     out = np.empty((n, n_out, n_in))
     start = 0
     while start < n:
-        stop = min(n, start + min(most, max(1, _CHUNK_DRAWS // per_sample)))
+        size = min(most, max(1, _CHUNK_DRAWS // per_sample))
+        size = -(-(n - start) // -(-(n - start) // size))  # chunks of equal size
+        stop = start + size
         with np.errstate(over="ignore", invalid="ignore"):  # checked just below
             if plan.single:  # one draw per vertex: walks, whatever the direction
                 out[start:stop], made = _path_batches.walks(plan, stop - start, rng, n_in, n_out)
             else:
-                drawn = _path_batches.draw(plan, stop - start, rng)
+                drawn = _path_batches.draw(plan, stop - start, rng, scratch)
                 out[start:stop] = _path_batches.estimate(plan, drawn, n_in, n_out,
-                                                         forward=direction == "forward")
+                                                         direction == "forward", scratch)
                 made = drawn.n_draws
         per_sample = max(1, 2 * made // (stop - start))
         bad = np.flatnonzero(~np.isfinite(out[start:stop]).all(axis=(1, 2)))
@@ -372,6 +384,7 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
         if progress is not None:
             progress(stop, n)
         start = stop
+    _path_batches.give_back(scratch)
     return out
 
 

@@ -34,6 +34,8 @@ def with_dead_end():
                           inputs=["x"], outputs=["y", "z"])
 
 
+# the estimates run reverse with two outputs (two seeds as one complex column)
+# and forward with one or three inputs (real columns)
 CASES = [
     ("figure1", examples.figure1(), 1),
     ("random_dag-k2", examples.random_dag(3, 15, 2, 0.3, rng=1), 2),
@@ -53,10 +55,10 @@ def test_every_batched_sample_is_a_run_of_algorithm_1(name, g, k):
     c = 60
     drawn = _path_batches.draw(plan, c, np.random.default_rng(11))
     sample, edge = drawn.flat(plan)
-    # pair(v) >= 0 where sample s visited on-path vertex v
+    # the marks of the on-path vertices: which samples visited each
     visited = np.zeros((c, g.n_vertices), dtype=bool)
     for local, v in enumerate(plan.vertices):
-        visited[:, v] = drawn.pair(local) >= 0
+        visited[:, v] = drawn.visits(local)
     scale = np.where(draws > 0, degree / np.maximum(draws, 1), 1.0)[g.sources]
     for forward in (False, True):
         estimates = _path_batches.estimate(plan, drawn, len(g.inputs), len(g.outputs), forward)
@@ -222,6 +224,33 @@ def test_picks_draw_again_exactly_the_rejected_words():
     got = _path_batches.picks(rng, plan, np.array([a, a, a, x]), 1)[0]
     assert got.tolist() == [1, 2, 0, 0]  # the first drawn again from 2**31: (3 * 2**31) >> 32
     assert rng.words == []
+
+
+def test_picks_with_a_common_degree_draw_as_per_vertex():
+    # a level whose vertices share their degree passes it: the same words give
+    # the same picks, rejected words drawn again (graph as in the test above)
+    g = LCG.from_edges([("x", "a", 1.0), ("a", "b", 1.0), ("a", "c", 1.0), ("a", "y", 1.0),
+                        ("b", "y", 1.0), ("c", "y", 1.0)], inputs=["x"], outputs=["y"])
+    plan = plan_for(g, 1)
+    a = int(np.flatnonzero(plan.degree == 3)[0])
+    rng = Scripted([0, 2**32 - 1, 5], [2**31])
+    got = _path_batches.picks(rng, plan, np.array([a, a, a]), 1, degree=3)[0]
+    assert got.tolist() == [1, 2, 0] and rng.words == []
+
+
+@pytest.mark.parametrize("direction", ["reverse", "forward"])
+def test_tables_kept_between_calls_change_no_estimate(direction):
+    # sampled_jacobians keeps its tables from call to call and clears only the
+    # marks: after a call on a larger graph has filled them, the same seed
+    # gives the same estimates as with new tables
+    small = examples.random_dag(3, 15, 2, 0.3, rng=1)
+    big = examples.random_dag(2, 60, 3, 0.3, rng=2)
+    first = sampled_jacobians(small, 2, 500, rng=3, direction=direction)
+    sampled_jacobians(big, 2, 2000, rng=4, direction=direction)
+    assert np.array_equal(first, sampled_jacobians(small, 2, 500, rng=3, direction=direction))
+    plan = plan_for(small, 2)
+    fresh = _path_batches.draw(plan, 500, np.random.default_rng(3))
+    assert np.array_equal(first, _path_batches.estimate(plan, fresh, 3, 2, direction == "forward"))
 
 
 @pytest.mark.parametrize("bits", [np.random.PCG64, np.random.SFC64, np.random.MT19937])
