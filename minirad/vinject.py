@@ -49,7 +49,7 @@ from .operators import (
     compose,
     fresh_key,
 )
-from .vgraph import VectorLCG
+from .vgraph import VectorLCG, relabelled
 
 METHODS = ("sample", "rademacher")
 
@@ -103,16 +103,6 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     return R
 
 
-def _record(g: VectorLCG, **record) -> tuple:
-    return g.injections + (record,)
-
-
-def _rebuilt(g: VectorLCG, labels, record) -> VectorLCG:
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=_record(g, **record))
-
-
 def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
                   batch_axis=None, per_row: bool = True, rng=None) -> VectorLCG:
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
@@ -144,15 +134,13 @@ def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
     rows = shape[int(batch_axis)] if batch_axis is not None and per_row else None
     R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtypes[v], np.float32))
     P = Projection(shape, R, axis, batch_axis, method)
-    labels = list(g.labels)
     out = [e for e in range(g.n_edges) if g.sources[e] == v]
     touched = out if out else [e for e in range(g.n_edges) if g.targets[e] == v]
-    for e in touched:
-        labels[e] = compose(labels[e], P) if out else compose(P, labels[e])
-    return _rebuilt(g, labels, dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
+    labels = {e: compose(g.labels[e], P) if out else compose(P, g.labels[e]) for e in touched}
+    return relabelled(g, labels, [dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
                                     axis=axis, batch_axis=batch_axis,
                                     per_row=bool(per_row and batch_axis is not None),
-                                    edges=[int(e) for e in touched]))
+                                    edges=[int(e) for e in touched])])
 
 
 def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, rng,
@@ -239,7 +227,7 @@ def inject_edges(g: VectorLCG, edges, k=None, method: str = "sample", per_row: b
         raise ValueError("give k (a count of draws or a fraction of d) or the picks themselves")
     else:
         rng = as_generator(rng)   # one stream for all the edges
-    labels, records = list(g.labels), []
+    labels, records = {}, []
     for i, edge in enumerate(edges):
         e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
         if not 0 <= e < g.n_edges:
@@ -249,9 +237,7 @@ def inject_edges(g: VectorLCG, edges, k=None, method: str = "sample", per_row: b
         u, v = int(g.sources[e]), int(g.targets[e])
         records.append(dict(kind="edge", edge=[g.names[u], g.names[v]], method=method, k=kk,
                             d=d, per_row=bool(per_row), given_picks=given is not None))
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=g.injections + tuple(records))
+    return relabelled(g, labels, records)
 
 
 def _given_picks(picks, d: int, rows: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from .._random import as_generator
 from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from ..blocks import gradient
 from ..operators import InjectedMatMul, ProjectedMatMul, Retained, fresh_key
-from ..vgraph import VectorLCG, memory
+from ..vgraph import memory, relabelled
 from .activations import sample_pattern, signs
 from .memory import kept_entries
 
@@ -119,16 +119,14 @@ def inject(g, kind: str, fraction: float, rng=None):
     if kind not in INJECTIONS:
         raise ValueError(f"kind must be exact or one of {', '.join(INJECTIONS)}, not {kind!r}")
     gen = as_generator(rng)
-    labels, records = list(g.labels), []
+    labels, records = {}, []
     for e, label in enumerate(g.labels):
         if label.kind != "outer":
             continue
         labels[e], k, d = _kept_input(label, kind, fraction, int(gen.integers(2**63)))
         records.append(dict(kind="edge", edge=[g.names[g.sources[e]], g.names[g.targets[e]]],
                             method=INJECTIONS[kind][0], k=k, d=d, per_row=kind != "same_sample"))
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=g.injections + tuple(records))
+    return relabelled(g, labels, records)
 
 
 def _reduce_rows(rows, kind: str, fraction: float, seed: int):
