@@ -1,22 +1,25 @@
-"""The kernel edge of a convolution whose stored image was sampled (RAD on conv layers).
+"""The kernel edge of a convolution whose stored image was sampled or projected (RAD on
+conv layers).
 
 A traced convolution is ``kernels @ im2col(image)`` (:func:`minirad.array_trace.conv2d`),
 and the edge from the kernels keeps the image for the kernel gradient
-``adjoint @ patches^T``.  RAD (paper Sec. 4.2, Fig. 4) keeps only ``k`` sampled
-entries of each row of the image (a row: one example, or one example and
-channel), scaled by ``d/k``.  :class:`SampledPatches` is that edge label.
+``adjoint @ patches^T``.  RAD (paper Sec. 4.2, Fig. 4) keeps only ``k`` numbers
+per row of the image (a row: one example, or one example and channel):
+:class:`SampledPatches` keeps ``k`` sampled entries, scaled by ``d/k``;
+:class:`ProjectedPatches` keeps ``k`` Rademacher projections.
 
-* The reference: :meth:`SampledPatches.image` is the dense estimate of the image
-  (zero where nothing was drawn, repeats adding up), :meth:`SampledPatches.patches`
-  its im2col patches, and the edge is multiplication by those patches, the
-  :class:`~minirad.operators.InjectedMatMul` that storing them would give.
-* The fast path, ``apply_transpose`` (the reverse sweep's step): a kept entry at
-  pixel (h, w) of channel c meets, for kernel offset (i, j), the adjoint at output
-  pixel (h + padding - i, w + padding - j).  So the kernel gradient is, summed over
-  the samples, each value times the ``kh x kw`` window of the adjoint around its
-  pixel: ``k`` windows gathered per row instead of the image rebuilt and its whole
-  patch matrix gathered again.  The windows are gathered about a megabyte at a
-  time, so they are still in cache when they are summed.
+* The reference, for both: :meth:`~SampledPatches.image` is the dense estimate of
+  the image, :meth:`~SampledPatches.patches` its im2col patches, and the edge is
+  multiplication by those patches, the :class:`~minirad.operators.InjectedMatMul`
+  that storing them would give.
+* The fast paths, ``apply_transpose`` (the reverse sweep's step), never gather
+  those patches.  Sampled: a kept entry at pixel (h, w) of channel c meets, for
+  kernel offset (i, j), the adjoint at output pixel (h + padding - i, w + padding - j),
+  so the kernel gradient is, summed over the samples, each value times the
+  ``kh x kw`` window of the adjoint around its pixel: ``k`` windows gathered per
+  row instead of the image rebuilt and its whole patch matrix gathered again.
+  Projected: see :class:`ProjectedPatches`.  Both work on half a megabyte at a
+  time, so what they gather is still in cache when it is summed.
 
 Only the kept values (and, unless the caller says otherwise, their indices) are
 retained; the image and patches exist only when the reference is asked for.
@@ -48,10 +51,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from .operators import Im2Col, MatMul, Operator, Retained, fresh_key
 
-__all__ = ["BLOCK_BYTES", "SampledPatches"]
+__all__ = ["BLOCK_BYTES", "ProjectedPatches", "SampledPatches"]
 
-#: about how many bytes of adjoint windows are gathered at a time (to stay in cache)
-BLOCK_BYTES = 1 << 20
+#: about how many bytes the fast paths work on at a time, to stay in cache (the 2-core
+#: test machine, 2 MB of L2 per core: the ConvNet's kernel gradients took least time
+#: between 256 kB and 1 MB, and twice as long at 2 MB)
+BLOCK_BYTES = 1 << 19
 
 
 def _index_bits(d: int) -> int:
@@ -59,10 +64,66 @@ def _index_bits(d: int) -> int:
     return next(b for b in (8, 16, 32, 64) if d <= 2 ** b)
 
 
-class SampledPatches(Operator):
-    """``kernels -> kernels @ patches``: a convolution's kernel edge (in_shape
-    ``(F, C*kh*kw)``, out_shape ``(B, F, Ho*Wo)``) with the patches gathered by
-    ``im2col`` (stride 1) from a *sampled* image.
+class _ReducedPatches(Operator):
+    """What the two edge labels share: the kernel edge ``kernels -> kernels @ patches``
+    of a stride-1 convolution (in_shape ``(F, C*kh*kw)``, out_shape ``(B, F, Ho*Wo)``),
+    the image seen as ``rows`` rows of ``d`` entries, the reference (:meth:`image`,
+    :meth:`patches`, and ``apply`` by them)."""
+
+    def __init__(self, im2col, rows: int, variable_shape, dtype, retained):
+        if not isinstance(im2col, Im2Col):
+            raise TypeError(f"im2col must be a minirad.operators.Im2Col, not "
+                            f"{type(im2col).__name__}")
+        if im2col.stride != 1:
+            raise ValueError(f"{type(self).__name__} reads windows of stride 1, not stride "
+                             f"{im2col.stride}")
+        size = im2col.in_size
+        if size % rows:
+            raise ValueError(f"{rows} rows do not divide the image {im2col.in_shape} "
+                             f"({size} entries) into equal rows")
+        b, c = im2col.in_shape[:2]
+        kernel_entries = c * im2col.kernel[0] * im2col.kernel[1]
+        variable_shape = tuple(int(s) for s in variable_shape)
+        if len(variable_shape) != 2 or variable_shape[1] != kernel_entries:
+            raise ValueError(f"the variable (the kernels) must have shape (F, {kernel_entries}) "
+                             f"for patches of {im2col.out_shape}, not {variable_shape}")
+        super().__init__((b, variable_shape[0], im2col.out_shape[2]), variable_shape, dtype,
+                         retained)
+        self.im2col, self.d = im2col, size // rows
+
+    def image(self) -> np.ndarray:
+        """The dense estimate of the image (B, C, H, W) that the edge stands for."""
+        raise NotImplementedError
+
+    def patches(self) -> np.ndarray:
+        """The im2col patches of :meth:`image`: the operand the edge multiplies by."""
+        return self.im2col.apply(self.image())
+
+    def _apply(self, xs):
+        # the reference: multiplication by the patches (the forward direction is not the
+        # reverse sweep's, so it is not worth a fast path)
+        return MatMul(self.patches(), "right", self.in_shape, ())._apply(xs)
+
+    def _common_spec(self) -> dict:
+        return {"image_shape": list(self.im2col.in_shape), "kernel": list(self.im2col.kernel),
+                "padding": self.im2col.padding, "variable_shape": list(self.in_shape),
+                "scale": self.scale, "method": self.method,
+                "retained": [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what]
+                             for r in self.retained]}
+
+    def label(self):
+        return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
+
+
+def _checked_scale(scale) -> float:
+    scale = float(scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite, not {scale}")
+    return scale
+
+
+class SampledPatches(_ReducedPatches):
+    """The kernel edge of a stride-1 convolution (``im2col``) whose image was *sampled*.
 
     The image (B, C, H, W) is seen as ``rows`` rows of ``d`` entries (``rows = B*C``
     samples per example and channel, ``rows = B`` per example); ``picks`` (rows, k),
@@ -76,45 +137,26 @@ class SampledPatches(Operator):
 
     def __init__(self, im2col, picks, values, scale, variable_shape, method: str = "sample",
                  retained=None):
-        if not isinstance(im2col, Im2Col):
-            raise TypeError(f"im2col must be a minirad.operators.Im2Col, not "
-                            f"{type(im2col).__name__}")
-        if im2col.stride != 1:
-            raise ValueError(f"SampledPatches reads windows of stride 1, not stride "
-                             f"{im2col.stride}")
         values, picks = np.asarray(values), np.asarray(picks)
         if values.ndim != 2 or not values.size or not np.issubdtype(values.dtype, np.floating):
             raise ValueError(f"values must be a non-empty (rows, k) float array, not "
                              f"{values.dtype} of shape {values.shape}")
         rows, k = values.shape
-        size = im2col.in_size
-        if size % rows:
-            raise ValueError(f"{rows} rows of values do not divide the image "
-                             f"{im2col.in_shape} ({size} entries) into equal rows")
-        d = size // rows
+        super().__init__(im2col, rows, variable_shape, values.dtype, ())
+        d = self.d
         if not np.issubdtype(picks.dtype, np.integer) or picks.shape not in ((rows, k), (1, k)):
             raise ValueError(f"picks must be integer indices of shape ({rows}, {k}) or (1, {k}), "
                              f"not {picks.dtype} of shape {picks.shape}")
         if picks.min() < 0 or picks.max() >= d:
             raise ValueError(f"picks must be indices 0..{d - 1} into a row of the image; got "
                              f"values from {picks.min()} to {picks.max()}")
-        scale = float(scale)
-        if not math.isfinite(scale):
-            raise ValueError(f"scale must be finite, not {scale}")
-        b, c = im2col.in_shape[:2]
-        kernel_entries = c * im2col.kernel[0] * im2col.kernel[1]
-        variable_shape = tuple(int(s) for s in variable_shape)
-        if len(variable_shape) != 2 or variable_shape[1] != kernel_entries:
-            raise ValueError(f"the variable (the kernels) must have shape (F, {kernel_entries}) "
-                             f"for patches of {im2col.out_shape}, not {variable_shape}")
         if retained is None:
             bits = values.size * values.dtype.itemsize * 8 + picks.size * _index_bits(d)
             retained = (Retained(fresh_key("sampled"), bits,
                                  what=f"{k} sampled image entries per row and their indices"),)
-        out_shape = (b, variable_shape[0], im2col.out_shape[2])
-        super().__init__(out_shape, variable_shape, values.dtype, retained)
-        self.im2col, self.picks, self.values, self.scale = im2col, picks, values, scale
-        self.method, self.k, self.d = str(method), k, d
+        self.retained = tuple(retained)
+        self.picks, self.values, self.scale = picks, values, _checked_scale(scale)
+        self.method, self.k = str(method), k
 
     @property
     def flops(self):
@@ -135,16 +177,6 @@ class SampledPatches(Operator):
         image[flat] = self.values.ravel()
         counts = np.bincount(flat, minlength=size)
         return (image * (counts * self.scale).astype(self.dtype)).reshape(self.im2col.in_shape)
-
-    def patches(self) -> np.ndarray:
-        """The im2col patches of :meth:`image`: the operand the edge multiplies by."""
-        return self.im2col.apply(self.image())
-
-    def _reference(self) -> MatMul:
-        return MatMul(self.patches(), "right", self.in_shape, ())
-
-    def _apply(self, xs):
-        return self._reference()._apply(xs)
 
     # ----------------------------------------------------------- the fast path
     def _transpose(self, ys):
@@ -169,7 +201,8 @@ class SampledPatches(Operator):
         batch, rest = np.divmod(flat, c * h * w)
         channel, pixel = np.divmod(rest, h * w)
         y, x = np.divmod(pixel, w)
-        order = np.argsort(channel, kind="stable")          # the samples channel by channel
+        # the samples channel by channel (C passes: cheaper than a sort for a few channels)
+        order = np.concatenate([np.flatnonzero(channel == ch) for ch in range(c)])
         first = ((batch * hb + y + pad + kh - 1) * wb + x + pad)[order]
         starts = first[:, None] - np.arange(kh) * wb           # (samples, kh): one run per i
         weights = (self.values.ravel() * self.values.dtype.type(self.scale))[order]
@@ -187,12 +220,113 @@ class SampledPatches(Operator):
 
     # ---------------------------------------------------------------- saving
     def spec(self):
-        params = {"image_shape": list(self.im2col.in_shape), "kernel": list(self.im2col.kernel),
-                  "padding": self.im2col.padding, "variable_shape": list(self.in_shape),
-                  "scale": self.scale, "method": self.method,
-                  "retained": [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what]
-                               for r in self.retained]}
-        return params, {"picks": self.picks, "values": self.values}
+        return self._common_spec(), {"picks": self.picks, "values": self.values}
 
-    def label(self):
-        return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
+
+class ProjectedPatches(_ReducedPatches):
+    """The kernel edge of a stride-1 convolution (``im2col``) whose image was *projected*:
+    each of its ``rows`` rows of ``d`` entries replaced by ``x R R^T scale`` with one
+    (d, k) matrix ``R`` (Rademacher signs, ``scale = 1/k``), keeping only ``kept = x R``
+    (rows, k).  ``R`` is held for speed but, as in the paper, counts nothing: it is
+    regenerated from a seed.  ``retained`` defaults to ``kept``.
+
+    A projected row is dense, so the reverse step rebuilds the image (``kept R^T scale``,
+    1/25 of a 5x5 kernel's patches) but not its patches: with the image's rows padded and
+    laid end to end, the patch entry at kernel offset (i, j) of output pixel t is the
+    image entry at t + i * (padded width) + j, so the kernel gradient at offset (i, j) is
+    one matrix product of the adjoint with a shifted slice of the flat image, a view; the
+    products run over half a megabyte of images at a time.
+
+    >>> from minirad.operators import MatMul
+    >>> gather = Im2Col((1, 1, 3, 3), (2, 2), padding=1)
+    >>> image = np.arange(9.0).reshape(1, 1, 3, 3)
+    >>> R = np.array([[1.0, -1.0]] * 4 + [[1.0, 1.0]] * 5)   # (9, 2): one row of 9, k = 2
+    >>> op = ProjectedPatches.project(gather, image, R, 1 / 2, (1, 4))
+    >>> op.kept, op.retained_bytes                          # image R: two floats kept
+    (array([[36., 24.]]), 16.0)
+    >>> y = np.arange(16.0).reshape(1, 1, 16)
+    >>> op.apply_transpose(y), MatMul(op.patches(), "right", (1, 4)).apply_transpose(y)
+    (array([[2052., 1878., 1356., 1182.]]), array([[2052., 1878., 1356., 1182.]]))
+    """
+
+    kind = "projected_patches"
+
+    def __init__(self, im2col, kept, R, scale, variable_shape, method: str = "rademacher",
+                 retained=None):
+        kept, R = np.asarray(kept), np.asarray(R)
+        if kept.ndim != 2 or not kept.size or not np.issubdtype(kept.dtype, np.floating):
+            raise ValueError(f"kept must be a non-empty (rows, k) float array, not "
+                             f"{kept.dtype} of shape {kept.shape}")
+        rows, k = kept.shape
+        if retained is None:
+            retained = (Retained(fresh_key("projected"), kept.size * kept.dtype.itemsize * 8,
+                                 what=f"{k} projections of each image row"),)
+        super().__init__(im2col, rows, variable_shape, kept.dtype, retained)
+        if R.shape != (self.d, k) or not np.issubdtype(R.dtype, np.floating):
+            raise ValueError(f"R must be a ({self.d}, {k}) float matrix (a row's length by "
+                             f"kept's width), not {R.dtype} of shape {R.shape}")
+        self.kept, self.R = kept, R.astype(kept.dtype, copy=False)
+        self.scale, self.method, self.k = _checked_scale(scale), str(method), k
+
+    @classmethod
+    def project(cls, im2col, image, R, scale, variable_shape, method: str = "rademacher",
+                retained=None):
+        """The operator for ``image`` (B, C, H, W) projected row by row: its rows are
+        ``R.shape[0]`` entries long; computes ``kept = rows @ R`` in the image's type."""
+        image, R = np.asarray(image), np.asarray(R)
+        if R.ndim != 2 or image.size % max(R.shape[0], 1):
+            raise ValueError(f"R must be (d, k) with d dividing the image's {image.size} "
+                             f"entries into rows, not of shape {R.shape}")
+        R = R.astype(image.dtype)
+        return cls(im2col, image.reshape(-1, R.shape[0]) @ R, R, scale, variable_shape, method,
+                   retained)
+
+    @property
+    def flops(self):
+        # the image rebuilt (rows x d x k), then F x C x kh x kw per padded output pixel
+        b, c, h, w = self.im2col.in_shape
+        kh, kw = self.im2col.kernel
+        p = self.im2col.padding
+        return (self.kept.size * self.d
+                + self.in_shape[0] * c * kh * kw * b * (h + 2 * p) * (w + 2 * p))
+
+    def image(self) -> np.ndarray:
+        """The dense estimate ``kept R^T scale``, row by row, as an image."""
+        rows = self.kept @ self.R.T
+        return (rows * rows.dtype.type(self.scale)).reshape(self.im2col.in_shape)
+
+    def _transpose(self, ys):
+        n = len(ys)
+        b, c, h, w = self.im2col.in_shape
+        (kh, kw), pad = self.im2col.kernel, self.im2col.padding
+        ho, wo = self.im2col.pixels
+        f = self.in_shape[0]
+        dtype = np.result_type(ys.dtype, self.dtype)
+        hp, wp = h + 2 * pad, w + 2 * pad
+        pixels = hp * wp                     # per padded image; ho <= hp and wo <= wp
+        # the padded images, channel by channel, laid end to end (C, B * hp * wp), with
+        # room after the last image for the largest shift
+        reach = (kh - 1) * wp + kw - 1
+        flat = np.zeros((c, b * pixels + reach), dtype)
+        flat[:, :b * pixels].reshape(c, b, hp, wp)[:, :, pad:pad + h, pad:pad + w] = (
+            self.image().transpose(1, 0, 2, 3))
+        # the adjoint on the same grid, zero outside the ho x wo outputs of each image, so
+        # that shifted products never mix two images
+        adjoint = np.zeros((n * f, b, hp, wp), dtype)
+        adjoint[:, :, :ho, :wo] = ys.reshape(n, b, f, ho, wo).transpose(0, 2, 1, 3, 4).reshape(
+            n * f, b, ho, wo)
+        adjoint = adjoint.reshape(n * f, -1)
+        out = np.zeros((kh, kw, n * f, c), dtype)
+        step = max(1, BLOCK_BYTES // ((n * f + c) * pixels * flat.itemsize)) * pixels
+        for lo in range(0, b * pixels, step):
+            hi = min(lo + step, b * pixels)
+            block = adjoint[:, lo:hi]
+            for i in range(kh):
+                for j in range(kw):
+                    shift = lo + i * wp + j
+                    out[i, j] += block @ flat[:, shift:shift + hi - lo].T
+        # (kh, kw, n*F, C) -> (n, F, C*kh*kw)
+        return out.reshape(kh, kw, n, f, c).transpose(2, 3, 4, 0, 1).reshape(n, f, -1)
+
+    def spec(self):
+        return self._common_spec(), {"kept": self.kept, "R": self.R}

@@ -1,7 +1,9 @@
-"""SampledPatches, a convolution's kernel edge over a sampled image: the dense image
-against a hand loop over the samples, the fast reverse step (windows of the adjoint)
-against the reference (MatMul by the patches of that image), the matrix, stacks and
-float32, what it retains, how the ConvNet's injection uses it, the file, bad input."""
+"""SampledPatches and ProjectedPatches, a convolution's kernel edge over a sampled or
+projected image: the dense image against a hand loop over the samples (or the d-wide
+x R R^T / k), the fast reverse steps (windows of the adjoint; shifted products with the
+flat image) against the reference (MatMul by the patches of that image), the matrix,
+stacks and float32, what they retain, how the ConvNet's injection uses them, the file,
+bad input."""
 
 import numpy as np
 import pytest
@@ -9,10 +11,10 @@ import pytest
 from minirad import sampled_patches
 from minirad.blocks import gradient
 from minirad.operators import Im2Col, MatMul
-from minirad.sampled_patches import SampledPatches
+from minirad.sampled_patches import ProjectedPatches, SampledPatches
 from minirad.studies import convnet_numpy
 from minirad.studies import nn_graph as graph
-from minirad.studies.activations import sample_pattern
+from minirad.studies.activations import sample_pattern, signs
 from minirad.vfile import load_vector, save_vector
 from minirad.vgraph import memory, relabelled
 
@@ -71,11 +73,48 @@ def test_fast_reverse_step_equals_the_reference(shape, kernel, padding, per, sha
     assert np.isclose(np.sum(op.apply(xs[0]) * ys[0]), np.sum(xs[0] * op.apply_transpose(ys[0])))
 
 
+def projected(shape, kernel, padding, per="channel", k=None, filters=3, dtype=np.float64):
+    b, c, h, w = shape
+    d = h * w if per == "channel" else c * h * w
+    k = k or max(1, d // 3)
+    image = RNG.standard_normal(shape).astype(dtype)
+    R = RNG.choice([-1.0, 1.0], size=(d, k))
+    op = ProjectedPatches.project(Im2Col(shape, kernel, 1, padding, dtype), image, R, 1 / k,
+                                  (filters, c * kernel[0] * kernel[1]))
+    return op, image, R
+
+
+@pytest.mark.parametrize("shape, kernel, padding, per, shared", CASES)
+def test_projected_fast_reverse_step_equals_the_reference(shape, kernel, padding, per, shared):
+    op, image, R = projected(shape, kernel, padding, per)
+    k = R.shape[1]
+    rows = image.reshape(-1, R.shape[0])
+    np.testing.assert_allclose(op.kept, rows @ R, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(op.image(), (rows @ R @ R.T / k).reshape(shape), rtol=1e-12,
+                               atol=1e-12)
+    reference = MatMul(op.patches(), "right", op.in_shape)
+    ys = RNG.standard_normal((3,) + op.out_shape)
+    np.testing.assert_allclose(op.apply_transpose(ys), reference.apply_transpose(ys),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(op.to_dense(), reference.to_dense())
+    xs = RNG.standard_normal(op.in_shape)
+    assert np.isclose(np.sum(op.apply(xs) * ys[0]), np.sum(xs * op.apply_transpose(ys[0])))
+    # only kept counts: R is regenerated from a seed
+    assert op.retained_bytes == op.kept.nbytes
+
+
 def test_float32_and_blocks_smaller_than_one_channel(monkeypatch):
     # tiny blocks: every channel's samples are summed over many blocks
     monkeypatch.setattr(sampled_patches, "BLOCK_BYTES", 256)
     op, _, _ = sampled((4, 3, 9, 9), (5, 5), 2, k=20, dtype=np.float32)
     ys = RNG.standard_normal(op.out_shape).astype(np.float32)
+    fast = op.apply_transpose(ys)
+    assert fast.dtype == np.float32
+    reference = MatMul(op.patches().astype(np.float64), "right", op.in_shape)
+    np.testing.assert_allclose(fast, reference.apply_transpose(ys.astype(np.float64)),
+                               rtol=1e-4, atol=1e-4)
+    # blocks of one image each for the projection
+    op, _, _ = projected((4, 3, 9, 9), (5, 5), 2, k=20, dtype=np.float32)
     fast = op.apply_transpose(ys)
     assert fast.dtype == np.float32
     reference = MatMul(op.patches().astype(np.float64), "right", op.in_shape)
@@ -129,13 +168,34 @@ def test_the_convnet_injection_keeps_the_sampled_entries_only():
             reference[e] = MatMul(op.patches(), "right", op.in_shape)
         for a, b in zip(gradient(h), gradient(relabelled(h, reference))):
             np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
+    # project: rows @ R kept, R the signs of the layer's seed; the image x R R^T / k
+    h = graph.inject(g, "project", 0.3, rng=7)
+    convs = [e for e, op in enumerate(h.labels) if isinstance(op, ProjectedPatches)]
+    outer = [f for f, label in enumerate(g.labels) if label.kind == "outer"]
+    assert convs == [e for e in outer if g.labels[e].gathered is not None]
+    seeds = np.random.default_rng(7).integers(2**63, size=len(outer))
+    reference = {}
+    for e in convs:
+        op, source = h.labels[e], g.labels[e].gathered[0]
+        rows = source.reshape(-1, source.shape[2] * source.shape[3])
+        n, d = rows.shape
+        k = int(np.ceil(round(0.3 * d, 9)))
+        R = signs(d, k, int(seeds[outer.index(e)]), rows.dtype)
+        np.testing.assert_array_equal(op.R, R)
+        np.testing.assert_allclose(op.image(), (rows @ R @ R.T / k).reshape(source.shape),
+                                   rtol=1e-12, atol=1e-13)
+        assert memory(h).per_edge[e] == n * k * 8 == op.kept.nbytes
+        reference[e] = MatMul(op.patches(), "right", op.in_shape)
+    for a, b in zip(gradient(h), gradient(relabelled(h, reference))):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
 
 
-def test_the_file_keeps_it(tmp_path):
+@pytest.mark.parametrize("kind", ["different_sample", "project"])
+def test_the_file_keeps_it(tmp_path, kind):
     params = convnet_numpy.init_convnet((2, 3, 2, 2), size=8, rng=1)
     x = RNG.standard_normal((2, 1, 8, 8)).astype(np.float32)
     h = graph.inject(graph.traced(graph.convnet_program, params, x, np.array([1, 2])),
-                     "different_sample", 0.3, rng=0)
+                     kind, 0.3, rng=0)
     save_vector(h, tmp_path / "h.npz")
     back = load_vector(tmp_path / "h.npz")
     assert [type(op) for op in back.labels] == [type(op) for op in h.labels]
@@ -168,3 +228,25 @@ def test_bad_input():
     op = SampledPatches(gather, **good)
     with pytest.raises(ValueError, match="takes arrays of shape"):
         op.apply_transpose(np.ones((1, 3, 15)))
+
+
+def test_projected_bad_input():
+    gather = Im2Col((1, 2, 4, 4), (3, 3), 1, 1)
+    good = dict(kept=np.ones((2, 3)), R=np.ones((16, 3)), scale=1 / 3, variable_shape=(3, 18))
+    ProjectedPatches(gather, **good)
+    with pytest.raises(TypeError, match="must be a minirad.operators.Im2Col"):
+        ProjectedPatches(None, **good)
+    with pytest.raises(ValueError, match="stride 1, not stride 2"):
+        ProjectedPatches(Im2Col((1, 2, 4, 4), (3, 3), 2, 1), **good)
+    for change, message in [
+        (dict(kept=np.ones(3)), "kept must be a non-empty"),
+        (dict(kept=np.ones((3, 3))), "do not divide the image"),
+        (dict(R=np.ones((16, 2))), r"R must be a \(16, 3\) float matrix"),
+        (dict(R=np.ones((16, 3), int)), r"R must be a \(16, 3\) float matrix"),
+        (dict(scale=float("nan")), "scale must be finite"),
+        (dict(variable_shape=(3, 18, 1)), r"shape \(F, 18\)"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            ProjectedPatches(gather, **{**good, **change})
+    with pytest.raises(ValueError, match="d dividing the image"):
+        ProjectedPatches.project(gather, np.ones((1, 2, 4, 4)), np.ones((5, 3)), 1 / 3, (3, 18))

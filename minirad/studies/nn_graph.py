@@ -25,7 +25,7 @@ from .._random import as_generator
 from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from ..blocks import gradient
 from ..operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
-from ..sampled_patches import SampledPatches
+from ..sampled_patches import ProjectedPatches, SampledPatches
 from ..vgraph import memory, relabelled
 from .activations import sample_pattern, signs
 from .memory import kept_entries
@@ -152,7 +152,8 @@ def _kept_record(kind: str, n: int, k: int, dtype) -> tuple:
 
 
 def _windowed(label) -> bool:
-    """Whether the edge is a convolution's kernel edge SampledPatches can stand for."""
+    """Whether the edge is a convolution's kernel edge that SampledPatches and
+    ProjectedPatches can stand for."""
     gather = label.gathered[1]
     return isinstance(gather, Im2Col) and gather.stride == 1 and label.side == "right"
 
@@ -175,9 +176,11 @@ def _kept_input(label, kind: str, fraction: float, seed: int):
             values = np.take_along_axis(rows, np.broadcast_to(picks, (n, k)), axis=1)
             return SampledPatches(gather, picks, values, d / k, label.in_shape, method,
                                   kept), k, d
-        # otherwise gather the patches from the reduced image. The projection stays dense
-        # here: the patches are gathered from the whole image, so keeping only rows @ R
-        # would mean rebuilding the image in every reverse sweep
+        if _windowed(label):
+            # keep rows @ R; the reverse step rebuilds the image, not its patches
+            return ProjectedPatches.project(gather, source, signs(d, k, seed, source.dtype),
+                                            1 / k, label.in_shape, method, kept), k, d
+        # otherwise (another gathering) gather the patches from the reduced image
         reduced, _ = _reduce_rows(rows, kind, fraction, seed)
         stored = gather.apply(reduced.reshape(source.shape))
     else:
