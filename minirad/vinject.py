@@ -155,9 +155,12 @@ def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, 
             picks = as_generator(rng).integers(0, d, size=(n, k) if per_row else (1, k))
         else:
             picks = _given_picks(picks, d, n if per_row else 1)
-        weights = np.zeros((picks.shape[0], d))
-        np.add.at(weights, (np.arange(picks.shape[0])[:, None], picks), d / k)
-        projected = rows * weights.astype(S.dtype)
+        # (d/k) x how often each entry was drawn, one row per draw (np.bincount: np.add.at
+        # is slow before numpy 1.25)
+        n_draws = len(picks)
+        counts = np.bincount((np.arange(n_draws)[:, None] * d + picks).ravel(),
+                             minlength=n_draws * d).reshape(n_draws, d)
+        projected = rows * (counts * (d / k)).astype(S.dtype)
     else:
         R = random_basis(d, k, "rademacher", n if per_row else None, as_generator(rng),
                          S.dtype)
