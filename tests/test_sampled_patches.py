@@ -53,8 +53,13 @@ CASES = [((2, 3, 6, 5), (3, 3), 1, "channel", False),
          ((2, 2, 5, 6), (2, 4), 3, "example", True)]     # padding wider than the kernel
 
 
+@pytest.mark.parametrize("path", ["windows", "products"])
 @pytest.mark.parametrize("shape, kernel, padding, per, shared", CASES)
-def test_fast_reverse_step_equals_the_reference(shape, kernel, padding, per, shared):
+def test_fast_reverse_step_equals_the_reference(shape, kernel, padding, per, shared, path,
+                                                monkeypatch):
+    # each fast path on every case: windows always (any count of samples is below twice
+    # the padded image) or never
+    monkeypatch.setattr(sampled_patches, "WINDOWS_BELOW", 2.0 if path == "windows" else 0.0)
     op, image, picks = sampled(shape, kernel, padding, per, shared)
     rows = len(op.values)
     np.testing.assert_allclose(op.image(), hand_image(image, picks, rows, op.scale),
@@ -103,10 +108,12 @@ def test_projected_fast_reverse_step_equals_the_reference(shape, kernel, padding
     assert op.retained_bytes == op.kept.nbytes
 
 
-def test_float32_and_blocks_smaller_than_one_channel(monkeypatch):
-    # tiny blocks: every channel's samples are summed over many blocks
+@pytest.mark.parametrize("k", [1, 20])
+def test_float32_and_blocks_smaller_than_one_channel(monkeypatch, k):
+    # tiny blocks: every channel's samples are summed over many blocks; at the default
+    # threshold one sample per row of 81 is read by windows, 20 by shifted products
     monkeypatch.setattr(sampled_patches, "BLOCK_BYTES", 256)
-    op, _, _ = sampled((4, 3, 9, 9), (5, 5), 2, k=20, dtype=np.float32)
+    op, _, _ = sampled((4, 3, 9, 9), (5, 5), 2, k=k, dtype=np.float32)
     ys = RNG.standard_normal(op.out_shape).astype(np.float32)
     fast = op.apply_transpose(ys)
     assert fast.dtype == np.float32
