@@ -124,8 +124,8 @@ class _ReducedPatches(Operator):
             raise TypeError(f"im2col must be a minirad.operators.Im2Col, not "
                             f"{type(im2col).__name__}")
         if im2col.stride != 1:
-            raise ValueError(f"{type(self).__name__} reads windows of stride 1, not stride "
-                             f"{im2col.stride}")
+            raise ValueError(f"{type(self).__name__} stands for stride-1 convolutions, not "
+                             f"stride {im2col.stride}")
         size = im2col.in_size
         if size % rows:
             raise ValueError(f"{rows} rows do not divide the image {im2col.in_shape} "
@@ -192,7 +192,7 @@ class SampledPatches(_ReducedPatches):
                              f"{values.dtype} of shape {values.shape}")
         rows, k = values.shape
         super().__init__(im2col, rows, variable_shape, values.dtype, ())
-        d = self.d
+        d = self.d     # the retained record (below) needs d for the width of an index
         if not np.issubdtype(picks.dtype, np.integer) or picks.shape not in ((rows, k), (1, k)):
             raise ValueError(f"picks must be integer indices of shape ({rows}, {k}) or (1, {k}), "
                              f"not {picks.dtype} of shape {picks.shape}")

@@ -217,7 +217,7 @@ def test_bad_input():
     SampledPatches(gather, **good)
     with pytest.raises(TypeError, match="must be a minirad.operators.Im2Col"):
         SampledPatches("im2col", **good)
-    with pytest.raises(ValueError, match="stride 1, not stride 2"):
+    with pytest.raises(ValueError, match="stride-1 convolutions, not stride 2"):
         SampledPatches(Im2Col((1, 2, 4, 4), (3, 3), 2, 1), **good)
     for change, message in [
         (dict(values=np.ones(4)), "values must be a non-empty"),
@@ -243,7 +243,7 @@ def test_projected_bad_input():
     ProjectedPatches(gather, **good)
     with pytest.raises(TypeError, match="must be a minirad.operators.Im2Col"):
         ProjectedPatches(None, **good)
-    with pytest.raises(ValueError, match="stride 1, not stride 2"):
+    with pytest.raises(ValueError, match="stride-1 convolutions, not stride 2"):
         ProjectedPatches(Im2Col((1, 2, 4, 4), (3, 3), 2, 1), **good)
     for change, message in [
         (dict(kept=np.ones(3)), "kept must be a non-empty"),
