@@ -152,7 +152,7 @@ def run(quick: bool = False, convnet_only: bool = False) -> list[dict]:
             rows += _graph_rows(GRAPH_BENCHMARK, MLP_SIZE, networks.mlp(), ESTIMATORS, x, y,
                                 repeats)
         rows += _graph_rows(CONV_BENCHMARK, conv_size, networks.convnet(channels),
-                            ("baseline",) + RAD, images, y[:300], 1 if quick else 7)
+                            ("baseline",) + RAD, images, y[:300], 1 if quick else 11)
     return rows
 
 
