@@ -108,7 +108,10 @@ def inject(g, kind: str, fraction: float, rng=None):
     image is sampled over *spatial positions*, ``ceil(f H W)`` per example and
     channel (``different_sample``), one set shared by the batch and the channels
     (``same_sample``), or projected per channel row by one shared Rademacher
-    matrix (``project``); the patches are then gathered from the sampled image.
+    matrix (``project``). A stride-1 convolution's edge then keeps only those
+    numbers (:class:`~minirad.sampled_patches.SampledPatches`,
+    :class:`~minirad.sampled_patches.ProjectedPatches`, whose reverse step forms
+    no patches); another gathering gets the patches of the reduced image.
 
     Every layer draws an integer seed from ``rng``, in the order of the layers,
     and its pattern from :func:`minirad.studies.activations.sample_pattern` or
