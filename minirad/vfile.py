@@ -50,6 +50,7 @@ import numpy as np
 from . import implicit
 from . import operators as O
 from ._files import write_atomically
+from .sampled_patches import ProjectedPatches, SampledPatches
 from .vgraph import VectorLCG
 
 FORMAT = "minirad.vector_lcg"
@@ -259,6 +260,20 @@ def _operator(r: _Reader, doc, where, depth=0):
         return O.ProjectedMatMul(floats("kept"), floats("R"), p("side", str),
                                  r.shape(p("variable_shape", list), where),
                                  p("scale", (int, float)), p("method", str), retained())
+    if kind == "sampled_patches":
+        values = floats("values")
+        gather = O.Im2Col(r.shape(p("image_shape", list), where),
+                          r.shape(p("kernel", list), where), 1, p("padding", int), values.dtype)
+        return SampledPatches(gather, ints("picks"), values, p("scale", (int, float)),
+                              r.shape(p("variable_shape", list), where), p("method", str),
+                              retained())
+    if kind == "projected_patches":
+        kept = floats("kept")
+        gather = O.Im2Col(r.shape(p("image_shape", list), where),
+                          r.shape(p("kernel", list), where), 1, p("padding", int), kept.dtype)
+        return ProjectedPatches(gather, kept, floats("R"), p("scale", (int, float)),
+                                r.shape(p("variable_shape", list), where), p("method", str),
+                                retained())
     if kind == "projection":
         def optional_axis(key):
             value = params.get(key)

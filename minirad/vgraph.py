@@ -261,6 +261,47 @@ class VectorLCG:
                                     + [r[3]] if p.strip()).rstrip() for r in rows)
 
 
+def relabelled(g: VectorLCG, labels, injections=()) -> VectorLCG:
+    """A new graph: ``g`` with the edges of ``labels`` (edge number -> operator)
+    carrying new operators, and ``injections`` (records, see :mod:`minirad.vinject`)
+    added to ``g.injections``; names, edges, values and ``g`` itself unchanged.
+
+    Only the new operators are checked (each must map its edge's source shape to its
+    target shape): the rest of the graph was validated when ``g`` was built, so a
+    graph is relabelled without rescanning its values (the patch arrays of a
+    ConvNet are tens of megabytes).
+
+    >>> from minirad.array_trace import trace_arrays
+    >>> from minirad.operators import Diagonal
+    >>> g = trace_arrays(lambda x: np.exp(x).sum(), np.zeros(2))
+    >>> h = relabelled(g, {0: Diagonal(np.array([2.0, 3.0]))}, [{"kind": "by hand"}])
+    >>> h.labels[0].d, g.labels[0].d, h.injections
+    (array([2., 3.]), array([1., 1.]), ({'kind': 'by hand'},))
+    """
+    if not isinstance(g, VectorLCG):
+        raise TypeError(f"relabelled takes a VectorLCG, not {type(g).__name__}")
+    new = list(g.labels)
+    for e, op in dict(labels).items():
+        if isinstance(e, bool) or not isinstance(e, (int, np.integer)) \
+                or not 0 <= e < g.n_edges:
+            raise ValueError(f"edge {e!r} does not exist; the graph has {g.n_edges} edges "
+                             f"(numbered 0..{g.n_edges - 1})")
+        u, v = int(g.sources[e]), int(g.targets[e])
+        if not isinstance(op, Operator):
+            raise TypeError(f"edge {g.names[u]} -> {g.names[v]} would carry a "
+                            f"{type(op).__name__}, not a minirad.operators.Operator")
+        if op.in_shape != g.shapes[u] or op.out_shape != g.shapes[v]:
+            raise ValueError(f"edge {g.names[u]} -> {g.names[v]}: operator {op!r} maps "
+                             f"{op.in_shape} -> {op.out_shape} but the vertices have shapes "
+                             f"{g.shapes[u]} and {g.shapes[v]}")
+        new[int(e)] = op
+    h = object.__new__(VectorLCG)
+    for slot in VectorLCG.__slots__:     # every field is immutable: share it with g
+        setattr(h, slot, getattr(g, slot))
+    h.labels, h.injections = tuple(new), g.injections + tuple(injections)
+    return h
+
+
 def _read_only(x) -> np.ndarray:
     """A view of ``x`` that cannot be written through: the graph's values stay as traced."""
     view = np.asarray(x).view()

@@ -49,7 +49,7 @@ from .operators import (
     compose,
     fresh_key,
 )
-from .vgraph import VectorLCG
+from .vgraph import VectorLCG, relabelled
 
 METHODS = ("sample", "rademacher")
 
@@ -103,16 +103,6 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     return R
 
 
-def _record(g: VectorLCG, **record) -> tuple:
-    return g.injections + (record,)
-
-
-def _rebuilt(g: VectorLCG, labels, record) -> VectorLCG:
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=_record(g, **record))
-
-
 def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
                   batch_axis=None, per_row: bool = True, rng=None) -> VectorLCG:
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
@@ -144,15 +134,13 @@ def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
     rows = shape[int(batch_axis)] if batch_axis is not None and per_row else None
     R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtypes[v], np.float32))
     P = Projection(shape, R, axis, batch_axis, method)
-    labels = list(g.labels)
     out = [e for e in range(g.n_edges) if g.sources[e] == v]
     touched = out if out else [e for e in range(g.n_edges) if g.targets[e] == v]
-    for e in touched:
-        labels[e] = compose(labels[e], P) if out else compose(P, labels[e])
-    return _rebuilt(g, labels, dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
+    labels = {e: compose(g.labels[e], P) if out else compose(P, g.labels[e]) for e in touched}
+    return relabelled(g, labels, [dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
                                     axis=axis, batch_axis=batch_axis,
                                     per_row=bool(per_row and batch_axis is not None),
-                                    edges=[int(e) for e in touched]))
+                                    edges=[int(e) for e in touched])])
 
 
 def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, rng,
@@ -167,9 +155,12 @@ def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, 
             picks = as_generator(rng).integers(0, d, size=(n, k) if per_row else (1, k))
         else:
             picks = _given_picks(picks, d, n if per_row else 1)
-        weights = np.zeros((picks.shape[0], d))
-        np.add.at(weights, (np.arange(picks.shape[0])[:, None], picks), d / k)
-        projected = rows * weights.astype(S.dtype)
+        # (d/k) x how often each entry was drawn, one row per draw (np.bincount: np.add.at
+        # is slow before numpy 1.25)
+        n_draws = len(picks)
+        counts = np.bincount((np.arange(n_draws)[:, None] * d + picks).ravel(),
+                             minlength=n_draws * d).reshape(n_draws, d)
+        projected = rows * (counts * (d / k)).astype(S.dtype)
     else:
         R = random_basis(d, k, "rademacher", n if per_row else None, as_generator(rng),
                          S.dtype)
@@ -239,7 +230,7 @@ def inject_edges(g: VectorLCG, edges, k=None, method: str = "sample", per_row: b
         raise ValueError("give k (a count of draws or a fraction of d) or the picks themselves")
     else:
         rng = as_generator(rng)   # one stream for all the edges
-    labels, records = list(g.labels), []
+    labels, records = {}, []
     for i, edge in enumerate(edges):
         e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
         if not 0 <= e < g.n_edges:
@@ -249,9 +240,7 @@ def inject_edges(g: VectorLCG, edges, k=None, method: str = "sample", per_row: b
         u, v = int(g.sources[e]), int(g.targets[e])
         records.append(dict(kind="edge", edge=[g.names[u], g.names[v]], method=method, k=kk,
                             d=d, per_row=bool(per_row), given_picks=given is not None))
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=g.injections + tuple(records))
+    return relabelled(g, labels, records)
 
 
 def _given_picks(picks, d: int, rows: int) -> np.ndarray:

@@ -27,6 +27,7 @@ import numpy as np
 from ._files import write_atomically
 from .operators import Composed, InjectedMatMul, ProjectedMatMul, Projection
 from .render import has_dot
+from .sampled_patches import ProjectedPatches, SampledPatches
 from .vgraph import INPUT, OUTPUT, VectorLCG, memory, shape_text
 
 FONT = "Helvetica"
@@ -43,7 +44,8 @@ def _bytes(x: float) -> str:
 
 def _injected(op) -> str | None:
     """``"P k=2"`` when the operator carries an injected projection."""
-    if isinstance(op, (InjectedMatMul, ProjectedMatMul)):
+    if isinstance(op, (InjectedMatMul, ProjectedMatMul, SampledPatches,
+                       ProjectedPatches)):
         return f"{'sampled' if op.method == 'sample' else 'projected'} k={op.k}"
     parts = op.parts if isinstance(op, Composed) else (op,)
     ks = [p.k for p in parts if isinstance(p, Projection)]
@@ -53,7 +55,8 @@ def _injected(op) -> str | None:
 def _edge_text(g: VectorLCG, e: int, charged: float, note: str) -> str:
     op = g.labels[e]
     kind = op.kind if not isinstance(op, Composed) else "∘".join(p.kind for p in op.parts)
-    if isinstance(op, (InjectedMatMul, ProjectedMatMul)):
+    if isinstance(op, (InjectedMatMul, ProjectedMatMul, SampledPatches,
+                       ProjectedPatches)):
         kind = "outer"
     lines = [kind, _bytes(charged)]
     if note and not charged:

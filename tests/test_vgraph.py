@@ -21,7 +21,7 @@ from minirad.array_trace import (
 from minirad.blocks import jacobian
 from minirad.operators import OPERATORS, Diagonal, Identity, Mask
 from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import VectorLCG, memory, scalarize, vertex_copies
+from minirad.vgraph import VectorLCG, memory, relabelled, scalarize, vertex_copies
 
 
 def small_graph():
@@ -65,6 +65,38 @@ def test_constructor_validates_shapes_topology_and_kinds():
         VectorLCG(["x", "y"], [0], [1], [2.0], [0], [1], values=values)
     with pytest.raises(ValueError, match="output x has successors"):
         VectorLCG(["x", "y"], [0], [1], [d], [], [0, 1], values=values)
+
+
+def test_relabelled_is_the_constructor_with_new_labels():
+    g = small_graph()
+    e = next(e for e, op in enumerate(g.labels) if op.kind == "mask")
+    new = Diagonal(np.full(g.labels[e].in_shape, 0.5))
+    h = relabelled(g, {e: new}, [{"kind": "by hand"}])
+    labels = list(g.labels)
+    labels[e] = new
+    built = VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs, values=g.values,
+                      ops=g.ops, injections=({"kind": "by hand"},))
+    assert h.labels == built.labels and h.injections == built.injections
+    for field in ("names", "ops", "shapes", "dtypes", "inputs", "outputs"):
+        assert getattr(h, field) == getattr(built, field)
+    np.testing.assert_array_equal(h.sources, built.sources)
+    np.testing.assert_array_equal(h.in_edges_ptr, built.in_edges_ptr)
+    for a, b in zip(jacobian(h), jacobian(built)):
+        np.testing.assert_array_equal(a, b)
+    assert g.labels[e].kind == "mask" and g.injections == ()      # g itself is unchanged
+
+
+def test_relabelled_checks_the_new_labels():
+    g = small_graph()
+    e = next(e for e, op in enumerate(g.labels) if op.kind == "mask")
+    with pytest.raises(ValueError, match=r"maps \(3,\) -> \(3,\) but the vertices have shapes"):
+        relabelled(g, {e: Diagonal(np.ones(3))})
+    with pytest.raises(TypeError, match="not a minirad.operators.Operator"):
+        relabelled(g, {e: 2.0})
+    with pytest.raises(ValueError, match="does not exist"):
+        relabelled(g, {g.n_edges: Diagonal(np.ones(2))})
+    with pytest.raises(TypeError, match="takes a VectorLCG"):
+        relabelled("graph", {})
 
 
 def test_memory_rules():

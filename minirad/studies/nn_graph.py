@@ -24,8 +24,9 @@ import numpy as np
 from .._random import as_generator
 from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from ..blocks import gradient
-from ..operators import InjectedMatMul, ProjectedMatMul, Retained, fresh_key
-from ..vgraph import VectorLCG, memory
+from ..operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
+from ..sampled_patches import ProjectedPatches, SampledPatches
+from ..vgraph import memory, relabelled
 from .activations import sample_pattern, signs
 from .memory import kept_entries
 
@@ -107,7 +108,10 @@ def inject(g, kind: str, fraction: float, rng=None):
     image is sampled over *spatial positions*, ``ceil(f H W)`` per example and
     channel (``different_sample``), one set shared by the batch and the channels
     (``same_sample``), or projected per channel row by one shared Rademacher
-    matrix (``project``); the patches are then gathered from the sampled image.
+    matrix (``project``). A stride-1 convolution's edge then keeps only those
+    numbers (:class:`~minirad.sampled_patches.SampledPatches`,
+    :class:`~minirad.sampled_patches.ProjectedPatches`, whose reverse step forms
+    no patches); another gathering gets the patches of the reduced image.
 
     Every layer draws an integer seed from ``rng``, in the order of the layers,
     and its pattern from :func:`minirad.studies.activations.sample_pattern` or
@@ -119,16 +123,14 @@ def inject(g, kind: str, fraction: float, rng=None):
     if kind not in INJECTIONS:
         raise ValueError(f"kind must be exact or one of {', '.join(INJECTIONS)}, not {kind!r}")
     gen = as_generator(rng)
-    labels, records = list(g.labels), []
+    labels, records = {}, []
     for e, label in enumerate(g.labels):
         if label.kind != "outer":
             continue
         labels[e], k, d = _kept_input(label, kind, fraction, int(gen.integers(2**63)))
         records.append(dict(kind="edge", edge=[g.names[g.sources[e]], g.names[g.targets[e]]],
                             method=INJECTIONS[kind][0], k=k, d=d, per_row=kind != "same_sample"))
-    return VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs,
-                     values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes,
-                     injections=g.injections + tuple(records))
+    return relabelled(g, labels, records)
 
 
 def _reduce_rows(rows, kind: str, fraction: float, seed: int):
@@ -145,26 +147,51 @@ def _reduce_rows(rows, kind: str, fraction: float, seed: int):
     return rows * (counts * (d / k)).astype(rows.dtype), k
 
 
+def _kept_record(kind: str, n: int, k: int, dtype) -> tuple:
+    """What a reduced layer input retains: ``k`` floats for each of its ``n`` rows (the
+    indices or signs are regenerated from the seed, as the paper's Table 1 counts)."""
+    return (Retained(fresh_key("sampled"), n * k * np.dtype(dtype).itemsize * 8,
+                     what=f"{kind} of the stored layer input, k={k} per row"),)
+
+
+def _windowed(label) -> bool:
+    """Whether the edge is a convolution's kernel edge that SampledPatches and
+    ProjectedPatches can stand for."""
+    gather = label.gathered[1]
+    return isinstance(gather, Im2Col) and gather.stride == 1 and label.side == "right"
+
+
 def _kept_input(label, kind: str, fraction: float, seed: int):
     """The ``outer`` edge with its stored activation reduced, k and d."""
     method = INJECTIONS[kind][0]
     if label.gathered is not None:
         # a convolution: sample or project the image (B, C, H, W) per (example, channel)
-        # row of spatial positions, then gather the patches from the reduced image. The
-        # projection stays dense here: the patches are gathered from the whole image, so
-        # keeping only rows @ R would mean rebuilding the image in every reverse sweep
+        # row of spatial positions
         source, gather = label.gathered
         rows = source.reshape(-1, int(np.prod(source.shape[2:])))
-        reduced, k = _reduce_rows(rows, kind, fraction, seed)
-        stored = gather.apply(reduced.reshape(source.shape))
         n, d = rows.shape
+        k = kept_entries(d, fraction)
+        kept = _kept_record(kind, n, k, source.dtype)
+        if method == "sample" and _windowed(label):
+            # keep the k sampled entries of each row; the kernel gradient reads the adjoint's
+            # windows at those pixels (SampledPatches) instead of re-gathering the patches
+            picks = sample_pattern(kind, n, d, k, seed)
+            values = np.take_along_axis(rows, np.broadcast_to(picks, (n, k)), axis=1)
+            return SampledPatches(gather, picks, values, d / k, label.in_shape, method,
+                                  kept), k, d
+        if _windowed(label):
+            # keep rows @ R; the reverse step rebuilds the image, not its patches
+            return ProjectedPatches.project(gather, source, signs(d, k, seed, source.dtype),
+                                            1 / k, label.in_shape, method, kept), k, d
+        # otherwise (another gathering) gather the patches from the reduced image
+        reduced, _ = _reduce_rows(rows, kind, fraction, seed)
+        stored = gather.apply(reduced.reshape(source.shape))
     else:
         stored = label.stored
         axis = -1 if label.side == "left" else (0 if stored.ndim == 1 else -2)
         d = stored.shape[axis]
         n, k = stored.size // d, kept_entries(d, fraction)
-    kept = (Retained(fresh_key("sampled"), n * k * stored.dtype.itemsize * 8,
-                     what=f"{kind} of the stored layer input, k={k} per row"),)
+        kept = _kept_record(kind, n, k, stored.dtype)
     if label.gathered is None and kind == "project":
         # x P = (x R) R^T / k has rank k: keep x R, apply R^T / k in the reverse sweep
         # (the same numbers as the dense x P below, in a cheaper order)
