@@ -194,8 +194,19 @@ class Operator:
         return f"{type(self).__name__}({self.out_shape} <- {self.in_shape})"
 
 
-def _retained_spec(op: Operator) -> list:
+def retained_spec(op: Operator) -> list:
+    """``op.retained`` as the lists a saved file holds (see :mod:`minirad.vfile`)."""
     return [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what] for r in op.retained]
+
+
+def index_bits(d: int) -> int:
+    """Bits of the smallest unsigned integer that numbers ``d`` entries (what a kept
+    sample index costs).
+
+    >>> index_bits(256), index_bits(257)
+    (8, 16)
+    """
+    return next(b for b in (8, 16, 32, 64) if d <= 2 ** b)
 
 
 class Identity(Operator):
@@ -255,7 +266,7 @@ class Diagonal(Operator):
     _transpose = _apply
 
     def spec(self):
-        return ({"shape": list(self.in_shape), "retained": _retained_spec(self)},
+        return ({"shape": list(self.in_shape), "retained": retained_spec(self)},
                 {"d": self.d})
 
     def label(self):
@@ -291,7 +302,7 @@ class Mask(Operator):
     _transpose = _apply
 
     def spec(self):
-        return ({"dtype": self.dtype.name, "retained": _retained_spec(self)},
+        return ({"dtype": self.dtype.name, "retained": retained_spec(self)},
                 {"mask": self.mask})
 
 
@@ -329,7 +340,7 @@ class Dense(Operator):
 
     def spec(self):
         return ({"out_shape": list(self.out_shape), "in_shape": list(self.in_shape),
-                 "retained": _retained_spec(self)}, {"matrix": self.matrix})
+                 "retained": retained_spec(self)}, {"matrix": self.matrix})
 
 
 class Softmax(Operator):
@@ -361,7 +372,7 @@ class Softmax(Operator):
     _transpose = _apply
 
     def spec(self):
-        return {"axis": self.axis, "retained": _retained_spec(self)}, {"p": self.p}
+        return {"axis": self.axis, "retained": retained_spec(self)}, {"p": self.p}
 
 
 def matmul_shape(a: tuple, b: tuple) -> tuple[int, ...]:
@@ -470,7 +481,7 @@ class MatMul(Operator):
         if self.gathered is not None:
             arrays.update(source=self.gathered[0])
         return ({"side": self.side, "variable_shape": list(self.in_shape),
-                 "retained": _retained_spec(self)}, arrays)
+                 "retained": retained_spec(self)}, arrays)
 
     def label(self):
         return "matmul"
@@ -562,7 +573,7 @@ class SparseMatMul(Operator):
 
     def spec(self):
         return ({"side": self.side, "variable_shape": list(self.in_shape),
-                 "shape": list(self.A.shape), "retained": _retained_spec(self)},
+                 "shape": list(self.A.shape), "retained": retained_spec(self)},
                 {"data": self.A.data, "indices": self.A.indices, "indptr": self.A.indptr})
 
 
@@ -1089,7 +1100,7 @@ class ProjectedMatMul(Operator):
 
     def spec(self):
         return ({"side": self.side, "variable_shape": list(self.in_shape), "scale": self.scale,
-                 "method": self.method, "retained": _retained_spec(self)},
+                 "method": self.method, "retained": retained_spec(self)},
                 {"kept": self.kept, "R": self.R})
 
     def label(self):

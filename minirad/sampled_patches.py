@@ -53,7 +53,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .operators import Im2Col, MatMul, Operator, Retained, fresh_key
+from .operators import Im2Col, MatMul, Operator, Retained, fresh_key, index_bits, retained_spec
 
 __all__ = ["BLOCK_BYTES", "ProjectedPatches", "SampledPatches", "WINDOWS_BELOW"]
 
@@ -67,11 +67,6 @@ WINDOWS_BELOW = 0.05
 #: test machine, 2 MB of L2 per core: the ConvNet's kernel gradients took least time
 #: between 256 kB and 1 MB, and twice as long at 2 MB)
 BLOCK_BYTES = 1 << 19
-
-
-def _index_bits(d: int) -> int:
-    """Bits of the smallest unsigned integer that numbers d entries."""
-    return next(b for b in (8, 16, 32, 64) if d <= 2 ** b)
 
 
 def _shifted_products(im2col: Im2Col, image: np.ndarray, ys: np.ndarray) -> np.ndarray:
@@ -156,12 +151,19 @@ class _ReducedPatches(Operator):
     def _common_spec(self) -> dict:
         return {"image_shape": list(self.im2col.in_shape), "kernel": list(self.im2col.kernel),
                 "padding": self.im2col.padding, "variable_shape": list(self.in_shape),
-                "scale": self.scale, "method": self.method,
-                "retained": [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what]
-                             for r in self.retained]}
+                "scale": self.scale, "method": self.method, "retained": retained_spec(self)}
 
     def label(self):
         return f"outer, {'sampled' if self.method == 'sample' else 'projected'} k={self.k}"
+
+
+def _rows_by_k(array, name: str) -> np.ndarray:
+    """``array`` as the non-empty (rows, k) float array an edge keeps, or ValueError."""
+    array = np.asarray(array)
+    if array.ndim != 2 or not array.size or not np.issubdtype(array.dtype, np.floating):
+        raise ValueError(f"{name} must be a non-empty (rows, k) float array, not "
+                         f"{array.dtype} of shape {array.shape}")
+    return array
 
 
 def _checked_scale(scale) -> float:
@@ -186,10 +188,7 @@ class SampledPatches(_ReducedPatches):
 
     def __init__(self, im2col, picks, values, scale, variable_shape, method: str = "sample",
                  retained=None):
-        values, picks = np.asarray(values), np.asarray(picks)
-        if values.ndim != 2 or not values.size or not np.issubdtype(values.dtype, np.floating):
-            raise ValueError(f"values must be a non-empty (rows, k) float array, not "
-                             f"{values.dtype} of shape {values.shape}")
+        values, picks = _rows_by_k(values, "values"), np.asarray(picks)
         rows, k = values.shape
         super().__init__(im2col, rows, variable_shape, values.dtype, ())
         d = self.d     # the retained record (below) needs d for the width of an index
@@ -200,7 +199,7 @@ class SampledPatches(_ReducedPatches):
             raise ValueError(f"picks must be indices 0..{d - 1} into a row of the image; got "
                              f"values from {picks.min()} to {picks.max()}")
         if retained is None:
-            bits = values.size * values.dtype.itemsize * 8 + picks.size * _index_bits(d)
+            bits = values.size * values.dtype.itemsize * 8 + picks.size * index_bits(d)
             retained = (Retained(fresh_key("sampled"), bits,
                                  what=f"{k} sampled image entries per row and their indices"),)
         self.retained = tuple(retained)
@@ -306,10 +305,7 @@ class ProjectedPatches(_ReducedPatches):
 
     def __init__(self, im2col, kept, R, scale, variable_shape, method: str = "rademacher",
                  retained=None):
-        kept, R = np.asarray(kept), np.asarray(R)
-        if kept.ndim != 2 or not kept.size or not np.issubdtype(kept.dtype, np.floating):
-            raise ValueError(f"kept must be a non-empty (rows, k) float array, not "
-                             f"{kept.dtype} of shape {kept.shape}")
+        kept, R = _rows_by_k(kept, "kept"), np.asarray(R)
         rows, k = kept.shape
         if retained is None:
             retained = (Retained(fresh_key("projected"), kept.size * kept.dtype.itemsize * 8,

@@ -48,6 +48,7 @@ from .operators import (
     Retained,
     compose,
     fresh_key,
+    index_bits,
 )
 from .vgraph import VectorLCG, relabelled
 
@@ -261,11 +262,6 @@ def _given_picks(picks, d: int, rows: int) -> np.ndarray:
     return picks.astype(np.int64)
 
 
-def _index_bits(d: int) -> int:
-    """Bits of the smallest unsigned integer that numbers d entries."""
-    return next(b for b in (8, 16, 32, 64) if d <= 2 ** b)
-
-
 def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
     """diag(D.d) P = diag(D.d * p) for a sampling P: the diagonal keeps k entries."""
     d = D.in_size
@@ -280,7 +276,7 @@ def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
     sampled = (full * weights.astype(D.dtype)).reshape(D.in_shape)
     digest = hashlib.blake2b(picks.tobytes() + str(d).encode(), digest_size=8).hexdigest()
     base = D.retained[0].key if D.retained else fresh_key("diag")
-    kept = (Retained(f"{base}:sample:{digest}", kk * (D.dtype.itemsize * 8 + _index_bits(d)),
+    kept = (Retained(f"{base}:sample:{digest}", kk * (D.dtype.itemsize * 8 + index_bits(d)),
                      what=f"{kk} sampled entries of the diagonal and their indices"),)
     return Diagonal(sampled, D.in_shape, kept), kk, d
 
