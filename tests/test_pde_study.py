@@ -37,6 +37,21 @@ def test_optimisation_members_share_a_start_and_gaps_are_measured_from_exact():
     assert rows[0]["label"] == "exact gradient" and rows[0]["max_gap"] == 0.0
 
 
+def test_adam_on_a_sampled_gradient_tracks_the_exact_curve():
+    """The issue's optimisation acceptance at t up to 1/8 (512 steps), Adam lr 0.01, 150
+    iterations (the committed figures are the 4,096-step run): at fraction 0.01 the curve
+    stays within 3% of the exact one and falls at least 3x, and the curves stray further as
+    the fraction shrinks. Seeds 0-11 all pass (largest gap at 0.01: 1.9%, falls 15.6-21x,
+    mean gaps ordered on every seed), so a false failure at seed 0 is not expected. The
+    final losses themselves are not ordered by fraction (noise moves them both ways)."""
+    cfg = StudyConfig(n_steps=512, iterations=150, fractions=(0.1, 0.01, 0.001), released=())
+    rows = {row["kind"]: row for row in curve_gaps(pde_figures.optimise(cfg))}
+    assert rows[0.01]["max_gap"] < 0.03 and rows[0.01]["fall"] >= 3
+    assert rows["exact"]["fall"] >= 3
+    mean_gaps = [rows[kind]["mean_gap"] for kind in ("exact", 0.1, 0.01, 0.001)]
+    assert mean_gaps == sorted(mean_gaps) and len(set(mean_gaps)) == 4
+
+
 def test_tradeoff_counts_follow_the_schedules():
     rows = {r["method"]: r for r in pde_figures.tradeoff(TINY)}
     full = rows["reverse mode (store all)"]
