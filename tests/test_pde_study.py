@@ -102,6 +102,10 @@ def test_an_interrupted_optimisation_resumes_to_the_uninterrupted_numbers(tmp_pa
     # RAD members draw random samples: equal numbers need the generator restored too
     assert np.array_equal(resumed["losses"], whole["losses"])
     assert np.array_equal(resumed["thetas"], whole["thetas"])
+    assert whole["resumed_at"] == 0 and resumed["resumed_at"] == 3
+    text = pde_figures.report(cfg, {"optimise": resumed}, 1.0, "minirad study pde --resume")
+    assert "went on from a state saved after 3 iterations" in text
+    assert "went on" not in pde_figures.report(cfg, {"optimise": whole}, 1.0, "minirad")
 
 
 def test_a_saved_run_is_never_overwritten_or_mixed_with_other_settings(tmp_path, capsys):

@@ -48,8 +48,8 @@ from .pde import (
 )
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
 
-__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "memory", "noise", "optimise",
-           "released_bias", "run_study", "saved_progress", "tradeoff"]
+__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
+           "released_bias", "report", "run_study", "saved_progress", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
@@ -186,7 +186,7 @@ def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
     progress("optimising", cfg.iterations, cfg.iterations)
     return {"kinds": kinds, "variants": variants,
             "labels": [_label(k, v) for k, v in zip(kinds, variants)],
-            "losses": losses, "thetas": thetas,
+            "losses": losses, "thetas": thetas, "resumed_at": saved["done"] if saved else 0,
             "seconds_per_iteration": (earlier + time.perf_counter() - start) / cfg.iterations}
 
 
@@ -557,9 +557,12 @@ def report(cfg: StudyConfig, parts: dict, seconds: float, command: str) -> str:
                   "iterations); see the command above."]
     if "optimise" in parts:
         res = parts["optimise"]
+        resumed = (f" It went on from a state saved after {res['resumed_at']} iterations "
+                   f"(the time above is this last process's; the time per iteration "
+                   f"counts every process)." if res.get("resumed_at") else "")
         lines += ["", "## Optimisation (Figure 7b)", "",
                   f"{res['seconds_per_iteration']:.2f} s per iteration for all "
-                  f"{len(res['kinds'])} members together.", ""]
+                  f"{len(res['kinds'])} members together.{resumed}", ""]
         lines += _table(["estimator", "first loss", "final loss", "fell by",
                          "largest gap to exact", "mean gap to exact"],
                         [[r["label"], f"{r['first']:.4g}", f"{r['final']:.4g}",
