@@ -49,7 +49,7 @@ from .pde import (
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "released_bias", "report", "run_study", "saved_progress", "tradeoff"]
+           "relative_noise", "released_bias", "report", "run_study", "saved_progress", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
