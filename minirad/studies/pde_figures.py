@@ -559,7 +559,7 @@ def report(cfg: StudyConfig, parts: dict, seconds: float, command: str) -> str:
         res = parts["optimise"]
         resumed = (f" It went on from a state saved after {res['resumed_at']} iterations "
                    f"(the time above is this last process's; the time per iteration "
-                   f"counts every process)." if res.get("resumed_at") else "")
+                   f"counts every process)." if res["resumed_at"] else "")
         lines += ["", "## Optimisation (Figure 7b)", "",
                   f"{res['seconds_per_iteration']:.2f} s per iteration for all "
                   f"{len(res['kinds'])} members together.{resumed}", ""]
