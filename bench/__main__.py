@@ -34,7 +34,7 @@ from bench.common import (
     machine,
     markdown_tables,
 )
-from minirad._files import write_atomically
+from minirad.graph.files import write_atomically
 
 # the groups in the order the report shows them; any other bench_*.py found
 # beside them runs too, after these

@@ -33,8 +33,8 @@ import numpy as np
 
 from bench.common import goal, median_time, print_results
 from minirad import LCG, examples
-from minirad._random import as_generator
-from minirad.elimination import OPTIMAL_LIMIT, eliminate, elimination_cost
+from minirad.exact.elimination import OPTIMAL_LIMIT, eliminate, elimination_cost
+from minirad.rng import as_generator
 
 SIZES = (1_000, 10_000, 30_000)
 QUICK_SIZES = (300, 3_000)

@@ -4,14 +4,14 @@ The problem: ``x(p)`` solves ``A x + x^3 / 10 = p`` (A tridiagonal, 4 on the
 diagonal, 1 beside it: a contraction for the fixed-point map below), and the
 loss is ``|x|^2``.  Two traced programs give its gradient:
 
-* ``implicit``: :func:`minirad.implicit.solve_root` finds x by Newton's
+* ``implicit``: :func:`minirad.implicit.solves.solve_root` finds x by Newton's
   method and records one edge ``p -> x`` whose operator ``-f_x^{-1} f_p`` is
   applied by a solve (the implicit function theorem);
 * ``unrolled``: Richardson's iteration ``x <- x - (A x + x^3 / 10 - p) / 6``
   (it contracts by about 2/3 a step: A's eigenvalues lie in (2, 6)) traced
   step by step, and the reverse sweep through every step.
 
-Columns: ``retained bytes`` (:func:`minirad.vgraph.memory`: what the reverse
+Columns: ``retained bytes`` (:func:`minirad.graph.vgraph.memory`: what the reverse
 sweep keeps), ``vertices``, and ``grad diff`` (largest relative difference of
 the gradient from the implicit one).  Time is trace plus reverse sweep.
 
@@ -27,10 +27,10 @@ import time
 import numpy as np
 
 from bench.common import print_results
-from minirad import blocks
-from minirad.array_trace import trace_arrays
-from minirad.implicit import solve_root
-from minirad.vgraph import memory
+from minirad.exact import blocks
+from minirad.graph.vgraph import memory
+from minirad.implicit.solves import solve_root
+from minirad.tracing.arrays import trace_arrays
 
 
 def problem(n: int):

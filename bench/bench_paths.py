@@ -7,7 +7,7 @@ it has ``width ** depth`` input-output paths: 10^31 at width 10, depth 31.
 Methods:
 
 * ``minirad count_paths``: one dynamic-programming pass over the LCG's edge
-  arrays with Python integers (``minirad.paths.count_paths``);
+  arrays with Python integers (``minirad.exact.paths.count_paths``);
 * ``networkx DP``: the same recurrence written the networkx way, over
   ``nx.topological_sort`` and ``G.predecessors`` of ``g.to_networkx()``
   (building the DiGraph is not timed);
@@ -30,7 +30,7 @@ import networkx as nx
 
 from bench.common import goal, median_time, print_results, time_ratio
 from minirad import examples
-from minirad.paths import count_paths
+from minirad.exact.paths import count_paths
 
 BENCHMARK = "path counting"
 # (width, depth): small graphs where enumeration still finishes, then big ones

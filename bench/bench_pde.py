@@ -13,7 +13,7 @@ taken on the same machine load:
 * the retained bytes of RAD at fraction 0.01 against reverse mode's, counted
   and measured (tracemalloc peak less the forward simulation's peak);
   target: at most 2%;
-* sqrt(N) checkpointing (``minirad.checkpointing``, reference chain) against
+* sqrt(N) checkpointing (``minirad.checkpoint.schedules``, reference chain) against
   the same chain with every state stored: peak states held (target at most
   2 sqrt(N)) and time (target at most 2.2x).
 
@@ -32,7 +32,7 @@ import tracemalloc
 import numpy as np
 
 from bench.common import median_time, print_results
-from minirad.checkpointing import StoreAll, Uniform, sqrt_every
+from minirad.checkpoint.schedules import StoreAll, Uniform, sqrt_every
 from minirad.studies import pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, initial_theta
 

@@ -5,7 +5,7 @@ the table times three ways of drawing Algorithm 1 estimates of the full
 Jacobian:
 
 * ``minirad sampled_jacobians``: the batched sampler, 10^4 estimates per run;
-* ``minirad sample_paths loop``: :func:`minirad.sampling.sample_paths` (numpy
+* ``minirad sample_paths loop``: :func:`minirad.randomized.sampling.sample_paths` (numpy
   per vertex) plus its reverse sweep, called once per estimate;
 * ``literal Algorithm 1 (pure Python)``: the paper's pseudocode as written,
   in plain Python lists and dicts with ``random.Random``, then a reverse
@@ -32,7 +32,7 @@ import numpy as np
 
 from bench.common import goal, median_time, print_results
 from minirad import examples
-from minirad.sampling import sample_paths, sampled_jacobians
+from minirad.randomized.sampling import sample_paths, sampled_jacobians
 
 BENCHMARK = "path sampling (per estimate)"
 

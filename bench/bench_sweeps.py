@@ -36,9 +36,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
 from bench.common import goal, print_results, time_ratio
+from minirad.exact.sweeps import reverse_sweep
 from minirad.examples import random_layered
-from minirad.graph import LCG
-from minirad.sweeps import reverse_sweep
+from minirad.graph.lcg import LCG
 
 FAMILIES = {
     # name: (depth, degree); width follows from the edge count

@@ -11,7 +11,7 @@ Methods, each in a fresh worker process (so a peer that crashes or hangs
 becomes a status in the table, not the end of the run):
 
 * ``plain floats``: the program on Python floats, the floor any tracer pays on top of;
-* ``minirad``: ``minirad.trace`` then ``minirad.sweeps.reverse_sweep``;
+* ``minirad``: ``minirad.trace`` then ``minirad.exact.sweeps.reverse_sweep``;
 * ``micrograd``: build ``Value`` objects, then ``.backward()``;
 * ``autograd``: HIPS autograd's ``make_vjp`` on the same function, then the vjp.
 
@@ -120,7 +120,7 @@ def work_floats(steps, repeats):
 
 def work_minirad(steps, repeats):
     from minirad import ops, trace
-    from minirad.sweeps import reverse_sweep
+    from minirad.exact.sweeps import reverse_sweep
 
     def build():
         return trace(lambda x, y, z: program(x, y, z, steps, ops.relu), *INPUTS)

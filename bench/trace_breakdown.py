@@ -38,8 +38,8 @@ import numpy as np
 
 from bench.bench_trace import INPUTS, program, steps_for
 from minirad import ops
-from minirad import trace as trace_module
-from minirad.ops import OPS
+from minirad.tracing import tape as trace_module
+from minirad.tracing.ops import OPS
 
 RELU = OPS["relu"]
 

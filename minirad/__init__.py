@@ -13,54 +13,43 @@ matrix injection), and draw it.
 >>> minirad.jacobian(g).round(3)
 array([[5.5  , 1.716]])
 
-``minirad.trace``, ``minirad.jacobian`` and ``minirad.render`` are modules
-that can be called as their main function, so both ``minirad.render(g)``
-and ``minirad.render.has_dot()`` work (see ``minirad/_callable.py``).
+The library is laid out as the course is: :mod:`minirad.graph` (the LCG and
+its labels), :mod:`minirad.tracing`, :mod:`minirad.exact`,
+:mod:`minirad.randomized`, :mod:`minirad.checkpoint`, :mod:`minirad.implicit`
+and :mod:`minirad.draw`; the case studies and the labs live apart in
+:mod:`minirad.studies` and :mod:`minirad.labs`.
 """
 
-from . import (
-    array_trace,
-    blocks,
-    compressed,
-    display,
-    elimination,
-    examples,
-    experiments,
-    implicit,
-    injection,
-    jacobian,
-    labels,
-    layered,
-    operators,
-    ops,
-    paths,
-    plots,
-    render,
-    sampling,
-    sparsity,
-    sweeps,
-    trace,
-    vinject,
-)
-from .accumulation import Accumulation
-from .array_trace import trace_arrays
-from .elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
-from .experiments import Comparison, compare
+from . import examples
+from .draw import notebook as display
+from .draw import plots
+from .draw.render import draw_matplotlib, render, render_elimination, save
+from .draw.vrender import render_vector, save_vector_picture
+from .exact import blocks, compressed, elimination, paths, sparsity, sweeps
+from .exact.elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .exact.jacobians import accumulate, jacobian
+from .exact.paths import bauer, count_paths, path_jacobian, path_product
+from .exact.result import Accumulation
+from .exact.sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
-from .graph import LCG
-from .implicit import solve_root
-from .injection import inject, injected_products, injection_variance
-from .jacobian import accumulate
-from .operators import OPERATORS
-from .paths import bauer, count_paths, path_jacobian, path_product
-from .render import draw_matplotlib, render_elimination, save
-from .sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
-from .sweeps import forward_sweep, jvp, reverse_sweep, vjp
-from .trace import Var, detach
-from .vfile import load_vector, save_vector
-from .vgraph import Memory, VectorLCG, memory, scalarize
-from .vinject import inject_edge, inject_vertex, sample_activations
-from .vrender import render_vector, save_vector_picture
+from .graph import labels, operators
+from .graph.lcg import LCG
+from .graph.operators import OPERATORS
+from .graph.vfile import load_vector, save_vector
+from .graph.vgraph import Memory, VectorLCG, memory, scalarize
+from .implicit import solves as implicit
+from .implicit.solves import solve_root
+from .randomized import chains as injection
+from .randomized import experiments, layered, sampling
+from .randomized import injection as vinject
+from .randomized.chains import inject, injected_products, injection_variance
+from .randomized.experiments import Comparison, compare
+from .randomized.injection import inject_edge, inject_vertex, sample_activations
+from .randomized.sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
+from .tracing import arrays as array_trace
+from .tracing import ops
+from .tracing.arrays import trace_arrays
+from .tracing.tape import Var, detach, trace
 
 __all__ = [
     "LCG", "Var", "trace", "detach", "ops", "examples",

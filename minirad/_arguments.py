@@ -4,8 +4,8 @@ import functools
 
 import numpy as np
 
-from .graph import LCG
-from .trace import trace
+from .graph.lcg import LCG
+from .tracing.tape import trace
 
 
 def number_of_estimates(n) -> int:
@@ -31,7 +31,7 @@ def takes_graph_or_function(function):
     Given an LCG, the call goes through unchanged (its positional arguments
     are the function's own: ``sampled_jacobians(g, 2, 300)``).  Given a
     Python function instead, the positional arguments are the point to trace
-    it at, as in :func:`minirad.jacobian.jacobian`, and the options must be
+    it at, as in :func:`minirad.exact.jacobians.jacobian`, and the options must be
     passed by keyword: ``sampled_jacobians(f, 2.0, 5.0, k=1, n=300)``.
 
     >>> @takes_graph_or_function
@@ -50,7 +50,7 @@ def takes_graph_or_function(function):
                                 f"needs the point to trace the function at, e.g. "
                                 f"{function.__name__}(f, 2.0, 5.0, k=1)")
             return function(trace(g_or_f, *args), **kwargs)
-        raise TypeError(f"{function.__name__} works on an LCG (from minirad.trace or "
+        raise TypeError(f"{function.__name__} works on an LCG (from minirad.tracing.tape or "
                         f"LCG.from_edges) or a function and a point to trace it at, not a "
                         f"{type(g_or_f).__name__}")
 

@@ -21,11 +21,11 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .accumulation import format_count
-from .elimination import STRATEGIES
-from .graph import LCG, plural
-from .jacobian import METHODS
-from .trace import trace
+from .exact.elimination import STRATEGIES
+from .exact.jacobians import METHODS
+from .exact.result import format_count
+from .graph.lcg import LCG, plural
+from .tracing.tape import trace
 
 
 class UsageError(ValueError):
@@ -214,7 +214,7 @@ def _print_accumulation(g: LCG, result) -> None:
 
 
 def cmd_jacobian(args) -> None:
-    from .jacobian import accumulate
+    from .exact.jacobians import accumulate
 
     g = _load_graph(args.file)
     order = _parse_order(args.order)
@@ -225,7 +225,7 @@ def cmd_jacobian(args) -> None:
 
 
 def _path_highlight(g: LCG, ends, limit: int = 10):
-    from .paths import count_paths_between, paths
+    from .exact.paths import count_paths_between, paths
 
     source, target = ends
     count = count_paths_between(g, source, target)
@@ -239,8 +239,8 @@ def _path_highlight(g: LCG, ends, limit: int = 10):
 
 
 def cmd_render(args) -> None:
-    from .render import render, sample_title, save
-    from .sampling import sample_paths
+    from .draw.render import render, sample_title, save
+    from .randomized.sampling import sample_paths
 
     _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
     g = _load_graph(args.file)
@@ -347,8 +347,8 @@ NOISE_RATIO = 10.0
 
 def cmd_compare(args) -> None:
     from ._arguments import number_of_estimates
-    from .experiments import compare
-    from .sampling import draws_per_vertex
+    from .randomized.experiments import compare
+    from .randomized.sampling import draws_per_vertex
 
     _check_picture_path(args.output)
     if not 1 <= args.precision <= 17:
@@ -391,8 +391,8 @@ def cmd_compare(args) -> None:
     if warning:
         print(f"minirad compare: warning: {warning}", file=sys.stderr)
     if args.output:
-        from .plots import plot_comparison
-        from .render import save
+        from .draw.plots import plot_comparison
+        from .draw.render import save
 
         figure = plot_comparison(g, result, k)
         print(f"wrote {save(figure, args.output)}")
@@ -418,11 +418,11 @@ def cmd_lab(args) -> None:
 
 def cmd_demo(args) -> None:
     from . import examples
-    from .experiments import compare
-    from .jacobian import accumulate
-    from .paths import count_paths, path_product, paths
-    from .render import render, save
-    from .sampling import sample_paths
+    from .draw.render import render, save
+    from .exact.jacobians import accumulate
+    from .exact.paths import count_paths, path_product, paths
+    from .randomized.experiments import compare
+    from .randomized.sampling import sample_paths
 
     folder = args.output
     os.makedirs(folder, exist_ok=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
-from ._random import as_generator as _rng
-from .graph import LCG
-from .layered import layer_names
-from .trace import trace
+from .graph.lcg import LCG
+from .randomized.layered import layer_names
+from .rng import as_generator as _rng
+from .tracing import ops
+from .tracing.tape import trace
 
 
 # ------------------------------------------------------------------ programs
@@ -282,7 +282,7 @@ def banded(n: int = 8, width: int = 1) -> LCG:
     """``y[i] = x[i] * sin(x[i-width] + ... + x[i+width])``: a Jacobian whose
     nonzeros lie within ``width`` of the diagonal (tridiagonal for width 1).
 
-    >>> from minirad.sparsity import pattern
+    >>> from minirad.exact.sparsity import pattern
     >>> pattern(banded(4)).astype(int)
     array([[1, 1, 0, 0],
            [1, 1, 1, 0],
@@ -310,7 +310,7 @@ def arrow(n: int = 8, row: bool = True, column: bool = True) -> LCG:
     uses ``x[0]``).  With the row only, forward sweeps need n seeds and
     reverse sweeps 2; with the column only, the other way round.
 
-    >>> from minirad.sparsity import pattern
+    >>> from minirad.exact.sparsity import pattern
     >>> pattern(arrow(4)).astype(int)
     array([[1, 1, 1, 1],
            [1, 1, 0, 0],
@@ -336,7 +336,7 @@ def block_diagonal(blocks: int = 3, size: int = 3) -> LCG:
     """``blocks`` independent dense blocks of ``size`` x ``size``: output k of a
     block is ``x[k] * exp(sum of the block's inputs)``.
 
-    >>> from minirad.sparsity import pattern
+    >>> from minirad.exact.sparsity import pattern
     >>> pattern(block_diagonal(2, 2)).astype(int)
     array([[1, 1, 0, 0],
            [1, 1, 0, 0],

@@ -35,11 +35,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import examples, plots
-from ._random import as_generator
-from .graph import LCG
-from .layered import chain_graph
-from .render import (
+from . import examples
+from .draw import plots
+from .draw.render import (
     PATH_COLORS,
     Paths,
     elimination_strip,
@@ -48,6 +46,9 @@ from .render import (
     sample_title,
     save,
 )
+from .graph.lcg import LCG
+from .randomized.layered import chain_graph
+from .rng import as_generator
 
 __all__ = ["FIGURES", "SEEDS", "Entry", "build_figures", "figure_files", "layered_multi"]
 
@@ -75,7 +76,7 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
                   rng=None) -> LCG:
     """Interleaved layers (the paper's Figure 2b) with several inputs and outputs.
 
-    The scalar graph (:func:`minirad.layered.chain_graph`) of a chain of
+    The scalar graph (:func:`minirad.randomized.layered.chain_graph`) of a chain of
     dense matrices: inputs ``x1..`` feed every vertex of the first layer
     (``a1..``), every vertex of a layer feeds every vertex of the next
     (``b1..``, ...; ``h<layer>_<i>`` past 24 layers), and the last layer
@@ -110,7 +111,7 @@ def _heatmap_graph() -> LCG:
 
 
 def _path_names(g: LCG) -> list[tuple[str, ...]]:
-    from .paths import paths
+    from .exact.paths import paths
 
     return [tuple(g.names[v] for v in path) for path in paths(g)]
 
@@ -121,7 +122,7 @@ def _elimination_pictures(g: LCG) -> int:
 
 
 def _save(picture, folder: str, name: str, dpi: int = DPI) -> str:
-    """Save a drawing or Figure: :func:`minirad.render.save` writes no timestamps
+    """Save a drawing or Figure: :func:`minirad.draw.render.save` writes no timestamps
     and falls back to matplotlib without ``dot``."""
     return save(picture, os.path.join(folder, name), dpi=dpi)
 
@@ -137,8 +138,8 @@ def _figure1_lcg(folder: str) -> list[str]:
 
 
 def _figure1_paths(folder: str) -> list[str]:
-    from .jacobian import jacobian
-    from .paths import path_product
+    from .exact.jacobians import jacobian
+    from .exact.paths import path_product
 
     g = examples.figure1()
     routes = _path_names(g)
@@ -160,7 +161,7 @@ def _figure1_paths(folder: str) -> list[str]:
 
 
 def _figure1_sample(folder: str) -> list[str]:
-    from .sampling import sample_paths
+    from .randomized.sampling import sample_paths
 
     g = examples.figure1()
     seed = SEEDS["figure1_sample"]
@@ -245,7 +246,7 @@ class Entry:
 
 
 def _figure3(folder: str) -> list[str]:
-    from .vrender import draw_blocks, figure3_graph, save_vector_picture
+    from .draw.vrender import draw_blocks, figure3_graph, save_vector_picture
 
     seed = SEEDS["figure3"]
     return [
@@ -267,7 +268,7 @@ def _figure3(folder: str) -> list[str]:
 
 
 def _sparsity(folder: str) -> list[str]:
-    from .pattern_plots import plot_pattern, plot_strategies
+    from .draw.patterns import plot_pattern, plot_strategies
 
     return [_save(plot_pattern(examples.banded(10)), folder, "sparsity_pattern.png"),
             _save(plot_strategies(examples.arrow(8), by="passes"), folder,
@@ -275,8 +276,8 @@ def _sparsity(folder: str) -> list[str]:
 
 
 def _adjoint_reintegration(folder: str) -> list[str]:
-    from . import ode_adjoint
-    from .adjoint_plots import plot_reintegration
+    from .draw.adjoints import plot_reintegration
+    from .implicit import ode_adjoint
 
     problems = [ode_adjoint.oscillator(), ode_adjoint.lotka_volterra(), ode_adjoint.diffusion()]
     return [_save(plot_reintegration(problems), folder, "adjoint_reintegration.png")]

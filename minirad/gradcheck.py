@@ -30,10 +30,10 @@ from numbers import Real
 
 import numpy as np
 
-from ._random import as_generator
-from .graph import LCG
-from .jacobian import jacobian
-from .trace import trace
+from .exact.jacobians import jacobian
+from .graph.lcg import LCG
+from .rng import as_generator
+from .tracing.tape import trace
 
 _EPS = np.finfo(np.float64).eps
 SCHEMES = ("central", "forward")

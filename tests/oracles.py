@@ -1,6 +1,6 @@
 """Independent oracles and helpers shared by the tests: nothing here uses
 minirad's algorithms (Algorithm 1's enumeration reads only the draws per vertex
-from minirad.sampling.draws_per_vertex, the way k is spelled)."""
+from minirad.randomized.sampling.draws_per_vertex, the way k is spelled)."""
 
 import itertools
 from fractions import Fraction
@@ -13,7 +13,7 @@ from scipy import stats
 
 from minirad import examples, labs
 from minirad.labs import notebook
-from minirad.sampling import draws_per_vertex
+from minirad.randomized.sampling import draws_per_vertex
 
 ROOT = Path(__file__).resolve().parents[1]
 

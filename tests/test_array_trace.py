@@ -7,7 +7,9 @@ import pytest
 
 import minirad
 from minirad import ops
-from minirad.array_trace import (
+from minirad.exact.blocks import gradient, jacobian, jvp, vjp
+from minirad.graph.vgraph import memory, scalarize
+from minirad.tracing.arrays import (
     avg_pool2d,
     conv2d,
     name,
@@ -17,8 +19,6 @@ from minirad.array_trace import (
     softmax_cross_entropy,
     trace_arrays,
 )
-from minirad.blocks import gradient, jacobian, jvp, vjp
-from minirad.vgraph import memory, scalarize
 
 RNG = np.random.default_rng(3)
 
@@ -269,8 +269,8 @@ def test_iterating_over_rows_and_read_only_values():
 def test_constant_sparse_matrices():
     import scipy.sparse as sp
 
-    from minirad.array_trace import matmul
-    from minirad.operators import SparseMatMul
+    from minirad.graph.operators import SparseMatMul
+    from minirad.tracing.arrays import matmul
     n = 6
     laplacian = sp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1],
                          format="csr")
@@ -308,8 +308,9 @@ def test_ties_follow_the_scalar_kink_convention():
     """maximum/minimum with a constant give 1/2 at a tie (minirad.ops' convention),
     relu gives 0 at 0; the array tracer and the scalar tracer agree entry by entry."""
     import minirad
-    from minirad import blocks, ops
-    from minirad.array_trace import maximum, minimum, relu, trace_arrays
+    from minirad import ops
+    from minirad.exact import blocks
+    from minirad.tracing.arrays import maximum, minimum, relu, trace_arrays
 
     x = np.array([0.0, 1.0, -1.0, 0.0])
     cases = [

@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 from test_array_trace import central_differences
 
 import minirad
-from minirad import labels
-from minirad.array_trace import sigmoid, trace_arrays
-from minirad.blocks import (
+from minirad.exact.blocks import (
     chain_labels,
     count_vector_paths,
     forward_sweep,
@@ -24,8 +22,10 @@ from minirad.blocks import (
     vector_bauer,
     vector_eliminate,
 )
-from minirad.operators import OPERATORS, Dense, Diagonal
-from minirad.vgraph import VectorLCG, from_chain, scalarize
+from minirad.graph import labels
+from minirad.graph.operators import OPERATORS, Dense, Diagonal
+from minirad.graph.vgraph import VectorLCG, from_chain, scalarize
+from minirad.tracing.arrays import sigmoid, trace_arrays
 
 # ------------------------------------------------------------ random array programs
 # values live in four shapes; every step maps earlier values to one of them
@@ -223,7 +223,7 @@ def test_the_shared_label_recurrences_run_unchanged_on_the_vector_graph():
     g = trace_arrays(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2,
                      np.full((2, 3), 0.3), np.full(3, 0.2))
     for c, s in enumerate(g.inputs):
-        block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.labels
+        block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.graph.labels
         close(block.to_dense(), vector_bauer(g).blocks[0][c].to_dense())
         assert labels.path_sum(g, s, g.outputs[0], algebra=labels.COUNTS,
                                labels=[1] * g.n_edges) == count_vector_paths(g)[0, c]

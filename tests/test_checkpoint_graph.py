@@ -5,10 +5,8 @@ closed-form counts; graphs that are not chains are refused by name."""
 import numpy as np
 import pytest
 
-from minirad.array_trace import name, relu, softmax_cross_entropy, trace_arrays
-from minirad.blocks import gradient as full_gradient
-from minirad.checkpoint_graph import chain_shape, gradient
-from minirad.checkpointing import (
+from minirad.checkpoint.on_graph import chain_shape, gradient
+from minirad.checkpoint.schedules import (
     Binomial,
     StoreAll,
     Uniform,
@@ -17,8 +15,10 @@ from minirad.checkpointing import (
     uniform_forward_steps,
     uniform_peak_stored,
 )
+from minirad.exact.blocks import gradient as full_gradient
 from minirad.studies.pde import Reactor, initial_theta
 from minirad.studies.pde_graph import pde_graph
+from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
 
 
 def schedules(n):

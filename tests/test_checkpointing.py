@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from minirad.checkpointing import (
+from minirad.checkpoint.schedules import (
     Binomial,
     Chain,
     StoreAll,

@@ -247,8 +247,8 @@ def test_compare_precision_worst_entry_and_noise_warning(tmp_path, capsys):
     """Figure 1 at 10,000 samples: dy/dx1's estimate is exact (variance 0), so the
     worst entry is dy/dx2, whose mean has a standard error of 23% of it; the
     norm, dominated by dy/dx1, hides that."""
-    from minirad.experiments import compare
-    from minirad.sampling import path_sampling_variance
+    from minirad.randomized.experiments import compare
+    from minirad.randomized.sampling import path_sampling_variance
 
     g = examples.figure1()
     assert main(["compare", saved(tmp_path, g), "--samples", "10000", "--precision", "3"]) == 0
@@ -303,10 +303,10 @@ def test_a_long_order_is_truncated_with_a_count(tmp_path, capsys):
 
 
 def test_missing_dot_warning_is_one_clean_line(tmp_path, capsys, monkeypatch):
-    import minirad.render
+    import minirad.draw.render
 
-    monkeypatch.setattr(minirad.render, "has_dot", lambda: False)
-    monkeypatch.setattr(minirad.render, "_warned_missing_dot", False)
+    monkeypatch.setattr(minirad.draw.render, "has_dot", lambda: False)
+    monkeypatch.setattr(minirad.draw.render, "_warned_missing_dot", False)
     assert main(["render", saved(tmp_path, examples.lab()), "-o", str(tmp_path / "g.png")]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from oracles import rational_jacobian
 
 from minirad import LCG, examples
-from minirad.elimination import (
+from minirad.exact.elimination import (
     OPTIMAL_LIMIT,
     Elimination,
     Step,
@@ -358,7 +358,7 @@ def test_cost_without_graphs_matches_elimination(g, data):
 @given(g=graphs(max_intermediates=12))
 def test_agrees_with_the_sweeps(g):
     # a second, independently written accumulation
-    from minirad import sweeps
+    from minirad.exact import sweeps
 
     J = eliminate(g, "markowitz").jacobian
     for sweep in (sweeps.forward_sweep, sweeps.reverse_sweep):
@@ -372,7 +372,7 @@ def test_the_unrecorded_fast_path_is_the_recorded_reference_exactly(density):
     # eliminate() runs the fast path (inline arithmetic, no Step records);
     # its steps are a replay through the recorded reference.  Both must pick
     # the same vertices and leave bit-for-bit the same graph and counts.
-    import minirad.elimination as elimination
+    import minirad.exact.elimination as elimination
 
     g = examples.random_dag(5, 150, 5, density, rng=int(density * 100))
     for order in ("markowitz", "forward", "reverse"):
@@ -388,10 +388,10 @@ def test_the_unrecorded_fast_path_is_the_recorded_reference_exactly(density):
 
 
 def assert_fast_markowitz_is_the_reference(g):
-    """minirad._markowitz (bucket queue, lazy increases) against the reference
+    """minirad.exact._markowitz (bucket queue, lazy increases) against the reference
     heap chooser and recorded steps: same vertices in the same order, same
     counts, bit-for-bit the same graph left and Jacobian."""
-    import minirad.elimination as elimination
+    import minirad.exact.elimination as elimination
 
     fast = elimination._run(g, "markowitz", record=False, keep_graphs=False)
     reference = elimination._run(g, "markowitz", record=True, keep_graphs=False)

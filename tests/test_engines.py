@@ -1,15 +1,18 @@
 """Each fast engine of minirad/_engines.py equals the reference recurrence it
-stands in for (minirad.labels), on graphs of every shape the engines special-case:
+stands in for (minirad.graph.labels), on graphs of every shape the engines special-case:
 small (the loop), wide (wavefronts), deep (the triangular solve), several seeds."""
 
 import numpy as np
 import pytest
 
 import minirad
-from minirad import _engines, _path_batches, examples, labels, ops
-from minirad.paths import count_paths, count_paths_reference, path_costs
-from minirad.sampling import draws_per_vertex, on_paths, sample_paths
-from minirad.sweeps import ENGINES, forward_sweep, reverse_sweep
+from minirad import examples, ops
+from minirad.exact import _engines
+from minirad.exact.paths import count_paths, count_paths_reference, path_costs
+from minirad.exact.sweeps import ENGINES, forward_sweep, reverse_sweep
+from minirad.graph import labels
+from minirad.randomized import _batches as _path_batches
+from minirad.randomized.sampling import draws_per_vertex, on_paths, sample_paths
 
 
 def _deep_program(x):
@@ -83,7 +86,7 @@ def test_path_count_engines_equal_sweeps_over_counts(name):
 @pytest.mark.parametrize("name", ["figure1", "two_outputs", "random_dag"])
 def test_path_walk_engine_equals_the_reference_walk(name):
     g = GRAPHS[name]
-    useful = minirad.graph.reachable(g, g.outputs, forward=False)
+    useful = minirad.graph.lcg.reachable(g, g.outputs, forward=False)
     for x in g.inputs:
         fast = dict(_engines.walk_products(g, [x], list(g.outputs), useful))
         slow = {p: labels.path_label(g, p) for y in g.outputs for p in labels.walk(g, x, y)}
@@ -100,7 +103,7 @@ def test_levels_are_the_longest_path_lengths():
         level = [0] * g.n_vertices
         for u, v, _ in g.edges():
             level[v] = max(level[v], level[u] + 1)
-        assert minirad.graph.levels(g).tolist() == level
+        assert minirad.graph.lcg.levels(g).tolist() == level
 
 
 @pytest.mark.parametrize("k", [1, 2, 0.5])
@@ -111,7 +114,7 @@ def test_batched_accumulation_is_the_label_recurrence_on_each_sample(k):
     g = examples.random_layered(5, 3, 3, rng=4)
     assert on_paths(g).all()
     samples = [sample_paths(g, k, rng=seed) for seed in range(3)]
-    plan = _path_batches.Plan(g, draws_per_vertex(g, k), on_paths(g), minirad.graph.levels(g))
+    plan = _path_batches.Plan(g, draws_per_vertex(g, k), on_paths(g), minirad.graph.lcg.levels(g))
     drawn = _path_batches.replay(plan, np.array([s.visited for s in samples]),
                                  np.array([s.counts for s in samples]))
     for forward in (False, True):

@@ -7,7 +7,7 @@ import pytest
 from oracles import dense_jacobian
 
 from minirad import examples
-from minirad.graph import LCG
+from minirad.graph.lcg import LCG
 
 
 # ------------------------------------------------------------ named graphs

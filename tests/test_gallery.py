@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from minirad import gallery
-from minirad.injection import chain_graph
+from minirad.randomized.chains import chain_graph
 
-R = importlib.import_module("minirad.render")  # the module; minirad.render is the function
+R = importlib.import_module("minirad.draw.render")  # the module; minirad.render is the function
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 README = Path(__file__).resolve().parents[1] / "figures" / "README.md"

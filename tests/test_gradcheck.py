@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from minirad import detach, examples, ops
+from minirad.exact.jacobians import METHODS
 from minirad.gradcheck import (
     GradcheckReport,
     central_difference,
@@ -22,7 +23,6 @@ from minirad.gradcheck import (
     numerical_jacobian,
     random_directions,
 )
-from minirad.jacobian import METHODS
 
 STEPS = [10.0 ** -k for k in range(1, 16)]
 

@@ -15,11 +15,12 @@ import pytest
 import scipy.linalg as linalg
 import scipy.sparse
 
-from minirad import blocks, load_vector, save_vector
-from minirad.array_trace import trace_arrays
-from minirad.implicit import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
-from minirad.sparsity import pattern
-from minirad.vgraph import memory, scalarize
+from minirad import load_vector, save_vector
+from minirad.exact import blocks
+from minirad.exact.sparsity import pattern
+from minirad.graph.vgraph import memory, scalarize
+from minirad.implicit.solves import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
+from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(17)
 N = 4

@@ -1,4 +1,4 @@
-"""Tests for minirad.injection: random matrix injection on Jacobian chains.
+"""Tests for minirad.randomized.chains: random matrix injection on Jacobian chains.
 
 Exact checks enumerate every outcome of the random matrices on tiny sizes;
 Monte Carlo checks use fixed seeds and state their false-failure rates.
@@ -12,7 +12,7 @@ from oracles import algorithm1_outcomes, as_law
 from oracles import dense_jacobian as exact_jacobian
 
 from minirad import examples
-from minirad.injection import (
+from minirad.randomized.chains import (
     apply_projections,
     chain_graph,
     chain_product,
@@ -22,7 +22,7 @@ from minirad.injection import (
     rademacher_projection,
     sampling_projection,
 )
-from minirad.sampling import path_sampling_variance
+from minirad.randomized.sampling import path_sampling_variance
 
 
 def random_chain(sizes, seed, zero=False):

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from oracles import dense_jacobian, random_dags
 
 import minirad
-from minirad import LCG, elimination, examples, ops
-from minirad.jacobian import METHODS, accumulate, jacobian
-from minirad.paths import path_costs
+from minirad import LCG, examples, ops
+from minirad.exact import elimination
+from minirad.exact.jacobians import METHODS, accumulate, jacobian
+from minirad.exact.paths import path_costs
 
 EXACT = ["bauer", "forward", "reverse", "eliminate"]
 NAMED_ORDERS = ["forward", "reverse", "markowitz"]
@@ -160,7 +161,7 @@ def test_bad_first_arguments():
     with pytest.raises(TypeError, match="arguments are only for a function to trace"):
         jacobian(examples.lecture(), 2.0)
     with pytest.raises(ValueError, match="unknown vertex 'nope'"):
-        minirad.sweeps.forward_sweep(examples.lecture(), inputs="nope")
+        minirad.exact.sweeps.forward_sweep(examples.lecture(), inputs="nope")
 
 
 def test_bad_elimination_orders():
@@ -174,7 +175,7 @@ def test_bad_elimination_orders():
 def test_the_entry_point_takes_a_vector_lcg_for_every_method():
     """jacobian(vector LCG, method=...) equals the scalar Jacobian of its scalarized graph."""
     from minirad import scalarize, trace_arrays
-    from minirad.array_trace import sigmoid
+    from minirad.tracing.arrays import sigmoid
 
     rng = np.random.default_rng(3)
     W, x = rng.normal(size=(3, 4)), rng.normal(size=4)

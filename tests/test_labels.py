@@ -10,7 +10,7 @@ import pytest
 from oracles import dense_jacobian
 
 from minirad import LCG, examples
-from minirad.labels import (
+from minirad.graph.labels import (
     BOOLEANS,
     COUNTS,
     FLOATS,

@@ -21,9 +21,9 @@ import pytest
 from oracles import expect_failure, lab_solution, solved_lab
 
 from minirad import examples, labs
+from minirad.exact.paths import count_paths as minirad_count_paths
+from minirad.exact.paths import paths as all_paths
 from minirad.labs import notebook
-from minirad.paths import count_paths as minirad_count_paths
-from minirad.paths import paths as all_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
@@ -233,7 +233,7 @@ def test_sweep_check_reports_student_exceptions_with_the_graph():
             raise KeyError("oops")
         return minirad_jacobian(g)
 
-    from minirad.sweeps import reverse_sweep
+    from minirad.exact.sweeps import reverse_sweep
 
     def minirad_jacobian(g):
         return reverse_sweep(g).jacobian
@@ -337,7 +337,7 @@ def test_check_graphs_are_named_reproducibly():
 def test_show_saves_figures_and_drawings(tmp_path, monkeypatch, capsys):
     import matplotlib.pyplot as plt
 
-    from minirad.render import render
+    from minirad.draw.render import render
 
     monkeypatch.setenv("MINIRAD_LAB_OUTPUT", str(tmp_path / "out"))
     fig, ax = plt.subplots()
@@ -369,7 +369,7 @@ def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "IPython.display", display_module)
     monkeypatch.setattr(checks, "_in_kernel", lambda: True)
     monkeypatch.setenv("MINIRAD_LAB_OUTPUT", str(tmp_path))
-    from minirad.render import render
+    from minirad.draw.render import render
 
     drawing = render(examples.lab())
     assert labs.show(drawing, "inline") is None

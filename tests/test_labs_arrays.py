@@ -12,10 +12,10 @@ import pytest
 from oracles import expect_failure, solved_lab
 
 from minirad import labs, ops
-from minirad.array_trace import trace_arrays
-from minirad.blocks import vjp as block_vjp
-from minirad.sweeps import reverse_sweep
-from minirad.trace import trace
+from minirad.exact.blocks import vjp as block_vjp
+from minirad.exact.sweeps import reverse_sweep
+from minirad.tracing.arrays import trace_arrays
+from minirad.tracing.tape import trace
 
 STEM = "lab7_tracked_arrays"
 

@@ -12,9 +12,9 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad import examples, labs
-from minirad.injection import sampling_projection
 from minirad.labs import checks_injection
-from minirad.sampling import path_sampling_variance, sampled_jacobians
+from minirad.randomized.chains import sampling_projection
+from minirad.randomized.sampling import path_sampling_variance, sampled_jacobians
 
 REFERENCES = [
     ("variance_k1", labs.check_variance_k1, "5.2"),

@@ -13,7 +13,7 @@ import pytest
 from oracles import expect_failure, solved_lab
 
 from minirad import labs
-from minirad.checkpointing import (
+from minirad.checkpoint.schedules import (
     Chain,
     Uniform,
     gradient,

@@ -15,10 +15,10 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad import LCG, examples, labs, trace
-from minirad.elimination import eliminate_vertex, elimination_order
+from minirad.exact.elimination import eliminate_vertex, elimination_order
+from minirad.exact.sweeps import reverse_sweep
 from minirad.labs import checks_more
-from minirad.sampling import sample_paths
-from minirad.sweeps import reverse_sweep
+from minirad.randomized.sampling import sample_paths
 
 # ------------------------------------------------------------- references
 REFERENCES = [

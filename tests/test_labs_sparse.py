@@ -4,8 +4,8 @@ reject planted wrong answers with a targeted hint."""
 import numpy as np
 from oracles import expect_failure
 
+from minirad.exact.sparsity import colour_columns, colour_rows
 from minirad.labs.checks_sparse import check_column_colouring, check_implicit_gradient
-from minirad.sparsity import colour_columns, colour_rows
 
 
 def greedy(P):

@@ -8,7 +8,7 @@ import pytest
 
 from minirad import LCG, trace
 from minirad import ops as ops_module
-from minirad.names import VertexNames, VertexOps
+from minirad.graph.names import VertexNames, VertexOps
 
 
 def test_vertex_names_behave_as_the_tuple_of_their_names():

@@ -2,7 +2,7 @@
 
 Every lab's solutions notebook is executed by nbclient in its own kernel; any
 cell error fails, and so does a picture that reaches the notebook only as a
-text repr (``<Figure size 640x480 with 1 Axes>``, ``[<minirad.render.Drawing
+text repr (``<Figure size 640x480 with 1 Axes>``, ``[<minirad.draw.render.Drawing
 at 0x...>]``), which is what a student would see.  Each value minirad returns
 as a picture is also checked on its own in one kernel.  Each lab's handout is
 executed too, up to its first stub. The nine labs take a few minutes
@@ -102,7 +102,7 @@ def test_handout_executes_in_a_kernel_up_to_its_first_stub(lab, tmp_path):
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
         "from minirad import examples, plots, render, render_elimination, draw_matplotlib\n"
-        "from minirad.render import elimination_strip\n"
+        "from minirad.draw.render import elimination_strip\n"
         "import minirad\n"
         "print(minirad.__file__)\n"
         "g = examples.figure1()",

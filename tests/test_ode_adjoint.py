@@ -5,8 +5,8 @@ against stored states, and the instability of re-integrating diffusion backwards
 import numpy as np
 import pytest
 
-from minirad import ode_adjoint as ode
-from minirad.adjoint_plots import plot_reintegration
+from minirad.draw.adjoints import plot_reintegration
+from minirad.implicit import ode_adjoint as ode
 
 PROBLEMS = {
     "oscillator": lambda: ode.oscillator(n_steps=200),

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from minirad.operators import (
+from minirad.graph.operators import (
     DENSE_LIMIT,
     OPERATORS,
     Added,

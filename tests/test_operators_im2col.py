@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from minirad.array_trace import conv2d, trace_arrays
-from minirad.blocks import gradient
-from minirad.operators import Gather, Im2Col, MatMul
+from minirad.exact.blocks import gradient
+from minirad.graph.operators import Gather, Im2Col, MatMul
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import memory
 from minirad.studies import convnet_numpy
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import memory
+from minirad.tracing.arrays import conv2d, trace_arrays
 
 RNG = np.random.default_rng(41)
 

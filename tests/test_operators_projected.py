@@ -5,11 +5,11 @@ the adjoint identity, stacks, costs, what it retains, the file, bad input."""
 import numpy as np
 import pytest
 
-from minirad.array_trace import trace_arrays
-from minirad.blocks import jacobian
-from minirad.operators import MatMul, ProjectedMatMul, Retained
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import VectorLCG, memory
+from minirad.exact.blocks import jacobian
+from minirad.graph.operators import MatMul, ProjectedMatMul, Retained
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import VectorLCG, memory
+from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(31)
 

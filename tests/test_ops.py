@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minirad import ops
-from minirad.ops import OPS, evaluate
+from minirad.tracing.ops import OPS, evaluate
 
 POINTS = {"log": 1.3, "log1p": 0.4, "sqrt": 2.2, "relu": 0.7, "abs": -0.8}
 BINARY_POINTS = [(1.3, 0.6), (0.6, 1.3), (2.0, -0.5)]

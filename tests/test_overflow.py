@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from minirad import examples
-from minirad.accumulation import Accumulation, format_count
-from minirad.graph import LCG
-from minirad.jacobian import jacobian
-from minirad.overflow import AccumulationOverflow
-from minirad.paths import count_paths
-from minirad.sampling import sample_paths, sampled_jacobians
+from minirad.exact.jacobians import jacobian
+from minirad.exact.overflow import AccumulationOverflow
+from minirad.exact.paths import count_paths
+from minirad.exact.result import Accumulation, format_count
+from minirad.graph.lcg import LCG
+from minirad.randomized.sampling import sample_paths, sampled_jacobians
 
 
 def _overflowing():

@@ -1,8 +1,8 @@
-"""Tests for minirad._path_batches, the batched Algorithm 1 behind
-minirad.sampling.sampled_jacobians.
+"""Tests for minirad.randomized._batches, the batched Algorithm 1 behind
+minirad.randomized.sampling.sampled_jacobians.
 
 It uses the generator in another order than the reference
-(minirad.sampling.sample_paths), so the two are compared through what must
+(minirad.randomized.sampling.sample_paths), so the two are compared through what must
 agree: every batched sample is a run of Algorithm 1 (checked sample by
 sample), its estimate is the sampled graph's Jacobian (dense oracle), the
 accumulation gives the reference's estimates on the reference's own draws
@@ -17,9 +17,15 @@ import pytest
 from oracles import algorithm1_outcomes, as_law, chi_square_p, dense_jacobian
 from scipy import stats
 
-from minirad import _path_batches, examples
-from minirad.graph import LCG, levels
-from minirad.sampling import draws_per_vertex, on_paths, path_sampling_variance, sampled_jacobians
+from minirad import examples
+from minirad.graph.lcg import LCG, levels
+from minirad.randomized import _batches as _path_batches
+from minirad.randomized.sampling import (
+    draws_per_vertex,
+    on_paths,
+    path_sampling_variance,
+    sampled_jacobians,
+)
 
 
 def plan_for(g, k):

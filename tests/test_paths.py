@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from oracles import dense_jacobian, random_dags
 
 from minirad import LCG, examples
-from minirad.paths import (
+from minirad.exact.paths import (
     bauer,
     count_paths,
     count_paths_between,

@@ -5,10 +5,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from minirad import examples
-from minirad.compressed import plan
-from minirad.figure import png
-from minirad.pattern_plots import plot_pattern, plot_strategies
-from minirad.sparsity import colour_columns, colour_rows, pattern
+from minirad.draw.figure import png
+from minirad.draw.patterns import plot_pattern, plot_strategies
+from minirad.exact.compressed import plan
+from minirad.exact.sparsity import colour_columns, colour_rows, pattern
 
 
 def test_pattern_picture_numbers_each_nonzero_with_its_group():

@@ -8,7 +8,13 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from minirad.checkpointing import Binomial, StoreAll, Uniform, binomial_forward_steps, sqrt_every
+from minirad.checkpoint.schedules import (
+    Binomial,
+    StoreAll,
+    Uniform,
+    binomial_forward_steps,
+    sqrt_every,
+)
 from minirad.studies import pde_engine
 from minirad.studies.pde import (
     Reactor,

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from minirad.checkpointing import sqrt_every, uniform_forward_steps, uniform_peak_stored
+from minirad.checkpoint.schedules import sqrt_every, uniform_forward_steps, uniform_peak_stored
 from minirad.studies.pde import (
     Reactor,
     chain,

@@ -4,7 +4,8 @@ edge labels give the eq. 8 estimate, and its memory is the engine's count."""
 import numpy as np
 import pytest
 
-from minirad.blocks import gradient
+from minirad.exact.blocks import gradient
+from minirad.graph.vgraph import memory, scalarize
 from minirad.studies import pde_engine
 from minirad.studies.pde import (
     Reactor,
@@ -16,7 +17,6 @@ from minirad.studies.pde import (
     simulate,
 )
 from minirad.studies.pde_graph import pde_graph
-from minirad.vgraph import memory, scalarize
 
 P = Reactor.quick(n_steps=24)
 THETA = initial_theta(rng=4)
@@ -59,7 +59,7 @@ def test_graph_memory_is_the_counted_bytes_plus_the_last_state():
 
 def test_small_graph_scalarizes_to_the_same_gradient():
     """On a tiny grid every scalar method applies: the scalar LCG's Jacobian."""
-    from minirad.jacobian import accumulate
+    from minirad.exact.jacobians import accumulate
 
     p = Reactor(cells=4, n_steps=3, dt=1 / 256)
     g = pde_graph(p, THETA)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from minirad import examples, plots
-from minirad.elimination import OPTIMAL_LIMIT
+from minirad import examples
+from minirad.draw import plots
+from minirad.exact.elimination import OPTIMAL_LIMIT
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -61,7 +62,7 @@ def test_heatmaps_unclipped_when_the_sample_fits():
 
 
 def test_the_z_panel_matches_the_comparison_and_is_centred_on_zero():
-    from minirad.experiments import compare
+    from minirad.randomized.experiments import compare
 
     g = examples.two_outputs()
     result = compare(g, k=1, n=400, rng=5)
@@ -105,7 +106,7 @@ def test_plot_compare_names_the_graph_vertices():
 
 
 def test_plot_compare_can_show_the_exact_std_under_its_own_title():
-    from minirad.sampling import path_sampling_variance
+    from minirad.randomized.sampling import path_sampling_variance
 
     g = examples.figure1()
     sampled = plots.plot_compare(g, n=50, rng=0)
@@ -176,7 +177,7 @@ def test_plot_variance_vs_depth_both_families():
 
 def test_plot_variance_vs_k():
     from minirad import jacobian
-    from minirad.sampling import path_sampling_variance
+    from minirad.randomized.sampling import path_sampling_variance
 
     g = examples.figure1()
     ks = [1, 2, 4]

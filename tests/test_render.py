@@ -12,11 +12,11 @@ import pytest
 from matplotlib.figure import Figure
 
 from minirad import LCG, examples
-from minirad.elimination import eliminate
-from minirad.paths import paths as all_paths
-from minirad.sampling import sample_paths
+from minirad.exact.elimination import eliminate
+from minirad.exact.paths import paths as all_paths
+from minirad.randomized.sampling import sample_paths
 
-R = importlib.import_module("minirad.render")  # the module (also callable as the function)
+R = importlib.import_module("minirad.draw.render")  # the module (also callable as the function)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
@@ -271,7 +271,7 @@ def test_highlights_combine():
 
 
 def test_kept_vertices_of_an_injection():
-    from minirad.injection import chain_graph
+    from minirad.randomized.chains import chain_graph
 
     chain = [np.array([[2.0], [3.0]]), np.array([[0.5, -1.0]])]
     P = np.diag([2.0, 0.0])  # keeps the first component after the first factor, twice over
@@ -482,7 +482,7 @@ def test_a_new_kind_of_highlight_is_one_entry():
 
 def test_a_source_target_pair_draws_every_path_between_them():
     """Issue 10: R.render(g, (source, target)) means all paths, with a cap."""
-    from minirad.render import MAX_PATHS_BETWEEN
+    from minirad.draw.render import MAX_PATHS_BETWEEN
 
     g = examples.figure1()
     pair = R.render(g, ("x2", "y"))

@@ -8,15 +8,15 @@ bad input."""
 import numpy as np
 import pytest
 
-from minirad import sampled_patches
-from minirad.blocks import gradient
-from minirad.operators import Im2Col, MatMul
-from minirad.sampled_patches import ProjectedPatches, SampledPatches
+from minirad.exact.blocks import gradient
+from minirad.graph import patches as sampled_patches
+from minirad.graph.operators import Im2Col, MatMul
+from minirad.graph.patches import ProjectedPatches, SampledPatches
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import memory, relabelled
 from minirad.studies import convnet_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import sample_pattern, signs
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import memory, relabelled
 
 RNG = np.random.default_rng(13)
 
@@ -215,7 +215,7 @@ def test_bad_input():
     gather = Im2Col((1, 2, 4, 4), (3, 3), 1, 1)
     good = dict(picks=[[0, 5]], values=np.ones((2, 2)), scale=8.0, variable_shape=(3, 18))
     SampledPatches(gather, **good)
-    with pytest.raises(TypeError, match="must be a minirad.operators.Im2Col"):
+    with pytest.raises(TypeError, match="must be a minirad.graph.operators.Im2Col"):
         SampledPatches("im2col", **good)
     with pytest.raises(ValueError, match="stride-1 convolutions, not stride 2"):
         SampledPatches(Im2Col((1, 2, 4, 4), (3, 3), 2, 1), **good)
@@ -241,7 +241,7 @@ def test_projected_bad_input():
     gather = Im2Col((1, 2, 4, 4), (3, 3), 1, 1)
     good = dict(kept=np.ones((2, 3)), R=np.ones((16, 3)), scale=1 / 3, variable_shape=(3, 18))
     ProjectedPatches(gather, **good)
-    with pytest.raises(TypeError, match="must be a minirad.operators.Im2Col"):
+    with pytest.raises(TypeError, match="must be a minirad.graph.operators.Im2Col"):
         ProjectedPatches(None, **good)
     with pytest.raises(ValueError, match="stride-1 convolutions, not stride 2"):
         ProjectedPatches(Im2Col((1, 2, 4, 4), (3, 3), 2, 1), **good)

@@ -1,4 +1,4 @@
-"""Tests for minirad.sampling: Algorithm 1, the batched sampler, exact variance.
+"""Tests for minirad.randomized.sampling: Algorithm 1, the batched sampler, exact variance.
 
 Two independent oracles: the dense Jacobian (rows and columns of
 (I - L)^{-1}) and an exhaustive enumeration of Algorithm 1's draws on tiny
@@ -15,9 +15,9 @@ import pytest
 from oracles import algorithm1_outcomes, as_law, chi_square_p, dense_jacobian
 
 from minirad import examples
-from minirad.experiments import compare, variance_by_depth
-from minirad.graph import LCG
-from minirad.sampling import (
+from minirad.graph.lcg import LCG
+from minirad.randomized.experiments import compare, variance_by_depth
+from minirad.randomized.sampling import (
     draws_per_vertex,
     path_sampling_variance,
     sample_paths,
@@ -267,9 +267,9 @@ def test_batched_estimates_equal_the_reference_on_the_reference_draws(k):
     # so one seed gives different samples; fed sample_paths' own draws, its
     # accumulation must give sample_paths' estimates (tests/test_path_batches.py
     # checks that its own draws are runs of Algorithm 1 with the right law)
-    from minirad import _path_batches
-    from minirad.graph import levels
-    from minirad.sampling import on_paths
+    from minirad.graph.lcg import levels
+    from minirad.randomized import _batches as _path_batches
+    from minirad.randomized.sampling import on_paths
 
     for seed in range(5):
         g = examples.random_dag(3, 15, 2, 0.3, rng=seed)
@@ -303,10 +303,10 @@ def test_batched_sampler_is_reproducible():
 def test_small_chunks_give_the_same_estimator(monkeypatch):
     # chunks of a few samples each: still reproducible and unbiased
     # (|z| < 5 with the exact variance: false-failure rate 5.7e-7 per entry)
-    import minirad.sampling
+    import minirad.randomized.sampling
 
     g = examples.random_dag(2, 8, 2, 0.4, rng=3)
-    monkeypatch.setattr(minirad.sampling, "_CHUNK_DRAWS", 100)
+    monkeypatch.setattr(minirad.randomized.sampling, "_CHUNK_DRAWS", 100)
     chunks = []
     sampled_jacobians(g, 2, 2000, rng=4, progress=lambda done, n: chunks.append(done))
     assert len(chunks) > 10 and chunks[-1] == 2000
@@ -455,25 +455,10 @@ def test_bad_direction():
         sampled_jacobians(examples.figure1(), 1, 3, direction="sideways")
 
 
-def test_experiments_moved_but_old_imports_still_work():
-    import minirad.experiments as experiments
-    import minirad.sampling as sampling
-
-    for name in ("compare", "Comparison", "variance_by_depth", "DepthStudy", "FAMILIES"):
-        with pytest.warns(DeprecationWarning, match=f"minirad.experiments.{name}"):
-            assert getattr(sampling, name) is getattr(experiments, name)
-    with pytest.raises(AttributeError):
-        sampling.no_such_name  # noqa: B018
-    result = compare(examples.lab(), k=1, n=20, rng=0)
-    assert np.array_equal(result.draws, draws_per_vertex(examples.lab(), 1))
-    with pytest.warns(DeprecationWarning, match="Comparison.draws"):
-        assert result.k is result.draws
-
-
 def test_sampled_jacobians_and_compare_take_a_function_and_a_point():
     """Issue 10: like jacobian(f, *point). The oracle: the same call on the traced graph."""
     from minirad import ops
-    from minirad.trace import trace
+    from minirad.tracing.tape import trace
 
     def f(x1, x2):
         return ops.log(x1) + x1 * x2 - ops.sin(x2)

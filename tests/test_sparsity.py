@@ -5,7 +5,7 @@ Oracles: the Jacobian by numpy's dense solver and in exact rationals
 written down by hand for banded, arrow and block-diagonal programs, the
 known chromatic numbers of their intersection graphs (a band of width w
 needs 2w + 1 colours: any 2w + 1 consecutive columns share a row), reachability
-by networkx, and the counts of the dense sweeps in minirad.sweeps.
+by networkx, and the counts of the dense sweeps in minirad.exact.sweeps.
 """
 
 import networkx as nx
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from oracles import dense_jacobian, random_dags, rational_jacobian
 
-from minirad import blocks, examples, ops, trace
-from minirad.array_trace import trace_arrays
-from minirad.compressed import STRATEGIES, plan, recover, seeding, sparse_jacobian
-from minirad.sparsity import (
+from minirad import examples, ops, trace
+from minirad.exact import blocks
+from minirad.exact.compressed import STRATEGIES, plan, recover, seeding, sparse_jacobian
+from minirad.exact.sparsity import (
     Colouring,
     colour_columns,
     colour_rows,
@@ -26,8 +26,9 @@ from minirad.sparsity import (
     pattern,
     pattern_reference,
 )
-from minirad.sweeps import forward_sweep, reverse_sweep
-from minirad.vgraph import scalarize
+from minirad.exact.sweeps import forward_sweep, reverse_sweep
+from minirad.graph.vgraph import scalarize
+from minirad.tracing.arrays import trace_arrays
 
 small_dags = random_dags((1, 5), (0, 12), (1, 5), (0.1, 0.6))
 
@@ -164,7 +165,7 @@ def test_random_programs_every_strategy_and_prices(g):
         result = recover(g, s, p.pattern)
         np.testing.assert_allclose(result.jacobian, J, rtol=1e-10, atol=1e-12)
         assert result.multiplications == s.multiplications
-    # dense strategies cost what minirad.sweeps counts
+    # dense strategies cost what minirad.exact.sweeps counts
     fwd, rev = forward_sweep(g), reverse_sweep(g)
     assert (p["forward"].multiplications, p["forward"].additions) == (fwd.multiplications,
                                                                       fwd.additions)

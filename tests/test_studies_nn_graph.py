@@ -5,13 +5,13 @@ unbiased injections."""
 import numpy as np
 import pytest
 
-from minirad.blocks import gradient
-from minirad.operators import InjectedMatMul, ProjectedMatMul
+from minirad.exact.blocks import gradient
+from minirad.graph.operators import InjectedMatMul, ProjectedMatMul
+from minirad.graph.vgraph import VectorLCG
+from minirad.graph.vgraph import memory as graph_memory
 from minirad.studies import convnet_numpy, memory, mlp_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import signs
-from minirad.vgraph import VectorLCG
-from minirad.vgraph import memory as graph_memory
 
 
 def small_mlp():

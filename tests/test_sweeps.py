@@ -16,7 +16,7 @@ from oracles import dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, ops
-from minirad.sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
+from minirad.exact.sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
 
 ENGINES = ["loop", "levels", "triangular", "auto"]
 
@@ -351,7 +351,7 @@ def test_out_edge_grouping_matches_a_stable_sort(width, depth, degree):
 
 
 def test_sweeping_in_blocks_without_keeping_values(monkeypatch):
-    import minirad.sweeps as module
+    import minirad.exact.sweeps as module
 
     g = examples.random_dag(7, 20, 5, 0.3, rng=11)
     full_f, full_r = forward_sweep(g), reverse_sweep(g)

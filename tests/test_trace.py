@@ -285,7 +285,7 @@ def test_powers_and_mixed_traces_on_every_spelling():
 
 
 def reverse_gradient(g):
-    from minirad.sweeps import reverse_sweep
+    from minirad.exact.sweeps import reverse_sweep
 
     return reverse_sweep(g).jacobian[0].tolist()
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from minirad import ops, trace
-from minirad.ops import OPS, NonFiniteError, evaluate
+from minirad.tracing.ops import OPS, NonFiniteError, evaluate
 
 
 class Recorder:

@@ -9,7 +9,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from minirad.array_trace import (
+from minirad.exact.blocks import jacobian
+from minirad.graph.operators import OPERATORS, Diagonal, Identity, Mask
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import VectorLCG, memory, relabelled, scalarize, vertex_copies
+from minirad.tracing.arrays import (
     avg_pool2d,
     conv2d,
     name,
@@ -18,10 +22,6 @@ from minirad.array_trace import (
     softmax_cross_entropy,
     trace_arrays,
 )
-from minirad.blocks import jacobian
-from minirad.operators import OPERATORS, Diagonal, Identity, Mask
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import VectorLCG, memory, relabelled, scalarize, vertex_copies
 
 
 def small_graph():
@@ -61,7 +61,7 @@ def test_constructor_validates_shapes_topology_and_kinds():
         VectorLCG(["x", "y"], [0, 0], [1, 1], [d, d], [0], [1], values=values)
     with pytest.raises(ValueError, match="non-finite"):
         VectorLCG(["x", "y"], [0], [1], [d], [0], [1], values=[np.ones(2), np.array([1, np.nan])])
-    with pytest.raises(TypeError, match="not a minirad.operators.Operator"):
+    with pytest.raises(TypeError, match="not a minirad.graph.operators.Operator"):
         VectorLCG(["x", "y"], [0], [1], [2.0], [0], [1], values=values)
     with pytest.raises(ValueError, match="output x has successors"):
         VectorLCG(["x", "y"], [0], [1], [d], [], [0, 1], values=values)
@@ -91,7 +91,7 @@ def test_relabelled_checks_the_new_labels():
     e = next(e for e, op in enumerate(g.labels) if op.kind == "mask")
     with pytest.raises(ValueError, match=r"maps \(3,\) -> \(3,\) but the vertices have shapes"):
         relabelled(g, {e: Diagonal(np.ones(3))})
-    with pytest.raises(TypeError, match="not a minirad.operators.Operator"):
+    with pytest.raises(TypeError, match="not a minirad.graph.operators.Operator"):
         relabelled(g, {e: 2.0})
     with pytest.raises(ValueError, match="does not exist"):
         relabelled(g, {g.n_edges: Diagonal(np.ones(2))})
@@ -246,7 +246,7 @@ def test_scalarize_of_a_hand_built_graph():
 def test_sparse_operators_survive_the_file(tmp_path):
     import scipy.sparse as sp
 
-    from minirad.array_trace import matmul
+    from minirad.tracing.arrays import matmul
     A = sp.random(5, 5, density=0.4, format="csr", random_state=1)
     g = trace_arrays(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
     save_vector(g, tmp_path / "s.npz")
@@ -257,8 +257,9 @@ def test_sparse_operators_survive_the_file(tmp_path):
 
 def test_the_scalar_lcg_is_the_special_case_of_1x1_blocks():
     import minirad
-    from minirad import examples, labels
-    from minirad.vgraph import vectorize
+    from minirad import examples
+    from minirad.graph import labels
+    from minirad.graph.vgraph import vectorize
     for g in (examples.figure1(), examples.lecture(), examples.interleaved(3, 3)):
         v = vectorize(g)
         back = scalarize(v)

@@ -10,12 +10,26 @@ import pytest
 from test_array_trace import paper_mlp
 
 import minirad
-from minirad import LCG, injection
-from minirad.array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
-from minirad.blocks import gradient, jacobian
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import from_chain, memory, scalarize, vertex_copies
-from minirad.vinject import draws, inject_edge, inject_vertex, random_basis, sample_activations
+from minirad import LCG
+from minirad.exact.blocks import gradient, jacobian
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import from_chain, memory, scalarize, vertex_copies
+from minirad.randomized import chains as injection
+from minirad.randomized.injection import (
+    draws,
+    inject_edge,
+    inject_vertex,
+    random_basis,
+    sample_activations,
+)
+from minirad.tracing.arrays import (
+    avg_pool2d,
+    conv2d,
+    name,
+    relu,
+    softmax_cross_entropy,
+    trace_arrays,
+)
 
 # Statistical tests: every entry's mean over N draws (500 here) must lie within 5 standard
 # errors of the exact value; a two-sided 5-sigma miss has probability 5.7e-7 per entry, so

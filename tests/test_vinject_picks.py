@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from minirad.array_trace import name, trace_arrays
-from minirad.blocks import gradient, jacobian
-from minirad.operators import Projection, compose
-from minirad.vfile import load_vector, save_vector
-from minirad.vgraph import memory
-from minirad.vinject import inject_edge, inject_edges, random_basis
+from minirad.exact.blocks import gradient, jacobian
+from minirad.graph.operators import Projection, compose
+from minirad.graph.vfile import load_vector, save_vector
+from minirad.graph.vgraph import memory
+from minirad.randomized.injection import inject_edge, inject_edges, random_basis
+from minirad.tracing.arrays import name, trace_arrays
 
 # Statistical test: each of the 5 gradient entries' mean over 2000 draws must lie within 5
 # standard errors of the exact value; a two-sided 5-sigma miss has probability 5.7e-7, so
@@ -76,8 +76,8 @@ def test_same_array_same_picks_share_one_copy():
     """Two edges keeping one array (a state, as phi_n in the PDE: dt diag(phi_n) and the
     loss row), sampled with the same draws, keep one copy of the k entries (eq. 8's
     shared sample); different draws keep two."""
-    from minirad.operators import Diagonal, Retained, SumAxes
-    from minirad.vgraph import VectorLCG
+    from minirad.graph.operators import Diagonal, Retained, SumAxes
+    from minirad.graph.vgraph import VectorLCG
 
     x = np.array([1.0, 2.0, 3.0, 4.0])
     keep = (Retained("state", 4 * 64),)

@@ -4,9 +4,9 @@ written with and without the dot program."""
 import numpy as np
 import pytest
 
-import minirad.vrender as V
-from minirad.vinject import inject_vertex
-from minirad.vrender import figure3_graph, render_vector, save_vector_picture
+import minirad.draw.vrender as V
+from minirad.draw.vrender import figure3_graph, render_vector, save_vector_picture
+from minirad.randomized.injection import inject_vertex
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -41,9 +41,9 @@ import numpy as np
 
 import minirad
 from minirad import examples, labs, ops
-from minirad.render import render
-from minirad.sweeps import forward_sweep as minirad_forward
-from minirad.sweeps import reverse_sweep as minirad_reverse
+from minirad.draw.render import render
+from minirad.exact.sweeps import forward_sweep as minirad_forward
+from minirad.exact.sweeps import reverse_sweep as minirad_reverse
 
 # %% [markdown]
 # ## 1. Tracing the lecture's example
@@ -372,10 +372,10 @@ labs.show(cost_plot(sizes, costs), "lab2_sweep_costs")
 # ## Going further
 #
 # * Count the multiplications your own sweeps perform and compare with
-#   `minirad.sweeps.forward_sweep(g).multiplications`. Do you count edges the
+#   `minirad.exact.sweeps.forward_sweep(g).multiplications`. Do you count edges the
 #   seed cannot reach, whose tangents are zero whatever the partials? minirad
 #   does not.
-# * `minirad.sweeps.jvp(g, v)` and `vjp(g, u)` seed a whole vector instead of a
+# * `minirad.exact.sweeps.jvp(g, v)` and `vjp(g, u)` seed a whole vector instead of a
 #   single input or output: a Jacobian-vector product in one pass. How would
 #   you change your sweeps to do that?
 # * Lab 3 shows that both sweeps are clever ways of adding up products along

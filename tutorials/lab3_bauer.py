@@ -36,10 +36,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import LCG, examples, labs
-from minirad.paths import count_paths as minirad_count_paths
-from minirad.paths import path_product, paths
-from minirad.render import PATH_COLORS, Paths, render
-from minirad.sweeps import forward_sweep, reverse_sweep
+from minirad.exact.paths import count_paths as minirad_count_paths
+from minirad.exact.paths import path_product, paths
+from minirad.draw.render import PATH_COLORS, Paths, render
+from minirad.exact.sweeps import forward_sweep, reverse_sweep
 
 # %% [markdown]
 # ## 1. The formula
@@ -68,7 +68,7 @@ from minirad.sweeps import forward_sweep, reverse_sweep
 # The paper's program is `a = exp(x1); b = sin(x2); c = b * x2; d = a * c;
 # return a * d`, traced at $(x_1, x_2) = (1, 2)$. minirad names its vertices
 # `v2` ($a$), `v3` ($b$), `v4` ($c$), `v5` ($d$) and `y`.
-# `minirad.paths.paths(g)` lists every path from an input to an output, as a
+# `minirad.exact.paths.paths(g)` lists every path from an input to an output, as a
 # tuple of vertex numbers.
 
 # %%
@@ -159,7 +159,7 @@ labs.show(render(small, [("theta", "a1", "b2", "c2", "y")], edge_labels=False,
 # any of $b_1, b_2, b_3$, and after that to any of $c_1, c_2, c_3$: $3 \cdot 3
 # \cdot 3 = 27$ choices in total.
 #
-# Now let the depth grow. `minirad.paths.count_paths` counts the paths without
+# Now let the depth grow. `minirad.exact.paths.count_paths` counts the paths without
 # visiting them (you will write it in a moment); we also time how long it
 # takes to walk through all the paths one by one with `paths()`, as long as
 # that is bearable.
@@ -340,7 +340,7 @@ print(f"                    float off by {int(as_float) - exact_count}")
 #
 # ## Going further
 #
-# * `minirad.paths.path_costs(g)` gives the multiplications and additions of
+# * `minirad.exact.paths.path_costs(g)` gives the multiplications and additions of
 #   summing Bauer's formula term by term. Compare it with
 #   `forward_sweep(g).multiplications` for `examples.interleaved(3, depth)`.
 # * Count the paths *through* a given edge $(u, v)$: it is (paths into $u$)

@@ -34,10 +34,10 @@ import numpy as np
 
 import minirad
 from minirad import examples, labs, ops
-from minirad.elimination import eliminate, elimination_cost, elimination_order
-from minirad.plots import plot_elimination_costs
-from minirad.render import Eliminating, elimination_strip, render, render_elimination
-from minirad.sweeps import reverse_sweep
+from minirad.exact.elimination import eliminate, elimination_cost, elimination_order
+from minirad.draw.plots import plot_elimination_costs
+from minirad.draw.render import Eliminating, elimination_strip, render, render_elimination
+from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]
 # ## 1. One elimination step
@@ -150,7 +150,7 @@ def eliminate_one(edges, v):
 # The check eliminates every intermediate of several graphs (Figure 1 in
 # forward and in reverse order, the lecture's and the lab's examples, a
 # two-output graph, a seeded random DAG, an interleaved graph) and compares
-# each of your steps with `minirad.elimination.eliminate_vertex` on the same
+# each of your steps with `minirad.exact.elimination.eliminate_vertex` on the same
 # graph. A failure names the graph and the vertices already eliminated.
 
 # %%
@@ -376,7 +376,7 @@ def markowitz_order(g):
 
 # %% [markdown]
 # The check compares your order with
-# `minirad.elimination.elimination_order(g, "markowitz")` on ten graphs,
+# `minirad.exact.elimination.elimination_order(g, "markowitz")` on ten graphs,
 # among them seeded random DAGs with many ties, and names the first step
 # where the two differ.
 
@@ -404,13 +404,13 @@ for name, order in (("forward", "forward"), ("reverse", "reverse"), ("your Marko
 # **sparse**, sweeps can share the work. Its sparsity pattern needs no
 # numbers: entry $(i, j)$ can be nonzero only if some path leads from input
 # $j$ to output $i$, which is the same sweep run on Booleans
-# (`minirad.sparsity.pattern`). Here is a program whose output $i$ uses
+# (`minirad.exact.sparsity.pattern`). Here is a program whose output $i$ uses
 # only inputs $i-1, i, i+1$: a tridiagonal Jacobian.
 
 # %%
-from minirad.compressed import plan, recover
-from minirad.pattern_plots import plot_pattern, plot_strategies
-from minirad.sparsity import pattern
+from minirad.exact.compressed import plan, recover
+from minirad.draw.patterns import plot_pattern, plot_strategies
+from minirad.exact.sparsity import pattern
 
 band = examples.banded(8)
 P = pattern(band)
@@ -451,7 +451,7 @@ labs.check_column_colouring(colour_columns)
 # %% [markdown]
 # Three colours, so three forward sweeps instead of eight give the whole
 # tridiagonal Jacobian; rows can be coloured the same way for reverse
-# sweeps. `minirad.compressed.plan` prices every strategy by the sweeps'
+# sweeps. `minirad.exact.compressed.plan` prices every strategy by the sweeps'
 # cost convention and picks one, and the pictures show the groups and the
 # bill.
 

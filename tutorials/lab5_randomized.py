@@ -38,18 +38,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
-from minirad.experiments import compare, variance_by_depth
-from minirad.injection import (
+from minirad.randomized.experiments import compare, variance_by_depth
+from minirad.randomized.chains import (
     chain_graph,
     chain_product,
     injected_products,
     injection_variance,
     sampling_projection,
 )
-from minirad.jacobian import jacobian
-from minirad.plots import plot_compare, plot_convergence, plot_variance_vs_depth
-from minirad.render import Factors, render
-from minirad.sampling import path_sampling_variance, sample_paths, sampled_jacobians
+from minirad.exact.jacobians import jacobian
+from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
+from minirad.draw.render import Factors, render
+from minirad.randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
 # ## 1. Algorithm 1: sample a few edges at each vertex
@@ -248,7 +248,7 @@ labs.show(render(wide, as_sample(wide, Q, 2), title="Your Algorithm 1 on "
 # **standard error** $\sqrt{\mathrm{Var}/n}$, so the ratio
 # $z = (\text{mean} - \text{exact}) / \text{standard error}$ should be a
 # number of order 1 (beyond 3 or 4 would be suspicious).
-# `minirad.experiments.compare` does this with its fast batched sampler.
+# `minirad.randomized.experiments.compare` does this with its fast batched sampler.
 
 # %%
 def z_table(exact, estimates):

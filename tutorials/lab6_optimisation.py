@@ -37,9 +37,9 @@ import numpy as np
 
 import minirad
 from minirad import examples, labs
-from minirad.render import render
-from minirad.sampling import sample_paths
-from minirad.sweeps import reverse_sweep
+from minirad.draw.render import render
+from minirad.randomized.sampling import sample_paths
+from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]
 # ## 1. The objective
@@ -521,17 +521,17 @@ def implicit_gradient(f_x, f_p, g_x):
 labs.check_implicit_gradient(implicit_gradient)
 
 # %% [markdown]
-# The vector LCG does the same on its own: `minirad.implicit.solve_root`
+# The vector LCG does the same on its own: `minirad.implicit.solves.solve_root`
 # runs Newton's method and records **one** edge from $p$ to $x$ whose
 # operator is $-f_x^{-1} f_p$, applied by solves. Compare with tracing a
 # fixed-point iteration step by step: the same gradient from a far smaller
 # graph.
 
 # %%
-from minirad import blocks
-from minirad.array_trace import trace_arrays
-from minirad.implicit import solve_root
-from minirad.vgraph import memory
+from minirad.exact import blocks
+from minirad.tracing.arrays import trace_arrays
+from minirad.implicit.solves import solve_root
+from minirad.graph.vgraph import memory
 
 A = np.array([[3.0, 1.0], [0.5, 4.0]])
 

@@ -40,10 +40,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs, ops, trace
-from minirad.array_trace import sigmoid as minirad_sigmoid
-from minirad.array_trace import trace_arrays
-from minirad.blocks import gradient as block_gradient
-from minirad.sweeps import reverse_sweep
+from minirad.tracing.arrays import sigmoid as minirad_sigmoid
+from minirad.tracing.arrays import trace_arrays
+from minirad.exact.blocks import gradient as block_gradient
+from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]
 # ## 1. Exercise 7.1: a scalar tracer in twenty lines

@@ -37,8 +37,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs
-from minirad.array_trace import name, relu, softmax_cross_entropy, trace_arrays
-from minirad.checkpointing import (
+from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+from minirad.checkpoint.schedules import (
     Binomial,
     Chain,
     StoreAll,
@@ -50,15 +50,15 @@ from minirad.checkpointing import (
 from minirad.studies import memory as table1
 from minirad.studies import mlp_numpy, nn_graph, pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
-from minirad.vgraph import memory
-from minirad.vrender import render_vector
+from minirad.graph.vgraph import memory
+from minirad.draw.vrender import render_vector
 
 # %% [markdown]
 # ## 1. What the backward pass needs, read off the vector LCG
 #
 # In the vector LCG (Lab 7, the paper's Figure 3) every edge carries a
 # linear operator, and each operator lists the arrays its transpose needs:
-# `minirad.vgraph.memory(g)` adds them up. Take a two-layer network on a
+# `minirad.graph.vgraph.memory(g)` adds them up. Take a two-layer network on a
 # minibatch of 4 examples with 6 features, 32-bit floats:
 # $h = xW_1 + b_1$, $a = \mathrm{relu}(h)$, logits $= aW_2 + b_2$, and the
 # mean softmax cross-entropy.

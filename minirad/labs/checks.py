@@ -21,7 +21,7 @@ Building blocks for new checks (labs 4-6 use them too):
 >>> import numpy as np
 >>> from minirad import examples
 >>> def jacobian_by_paths(g):
-...     from minirad.paths import path_jacobian
+...     from minirad.exact.paths import path_jacobian
 ...     return path_jacobian(g)
 >>> check_forward_sweep(jacobian_by_paths)
 Exercise 2.1 passed: forward sweep agrees with minirad on 9 graphs
@@ -46,9 +46,10 @@ from numbers import Integral
 
 import numpy as np
 
-from .. import examples, ops
-from ..graph import LCG
-from ..trace import trace
+from .. import examples
+from ..graph.lcg import LCG
+from ..tracing import ops
+from ..tracing.tape import trace
 
 __all__ = [
     "CheckFailed", "as_numbers", "call_student", "check_central_difference", "check_count_paths",
@@ -91,9 +92,9 @@ def _file_name(name: str) -> str:
 def show(obj, name: str, folder=None):
     """Show a picture: inline under Jupyter, else saved as PNG and its path printed.
 
-    ``obj`` is what :func:`minirad.render.render` returns (a graphviz
+    ``obj`` is what :func:`minirad.draw.render.render` returns (a graphviz
     Digraph), a matplotlib Figure, or the list of drawings
-    :func:`minirad.render.render_elimination` returns (shown as one strip).
+    :func:`minirad.draw.render.render_elimination` returns (shown as one strip).
     In a Jupyter kernel a Figure is sent as a PNG image, whatever matplotlib
     backend is active.  Outside a kernel the picture goes to
     ``<folder>/<name>.png``, ``folder`` defaulting to :func:`output_folder`,
@@ -109,14 +110,14 @@ def show(obj, name: str, folder=None):
     """
     from matplotlib.figure import Figure
 
-    from ..figure import png
-    from ..render import Drawings, save, strip
+    from ..draw.figure import png
+    from ..draw.render import Drawings, save, strip
 
     if isinstance(obj, Drawings):
         obj = strip(obj)
     is_figure = isinstance(obj, Figure)
     if not is_figure and not hasattr(obj, "source"):
-        raise TypeError(f"show takes a graphviz drawing (from minirad.render.render), a "
+        raise TypeError(f"show takes a graphviz drawing (from minirad.draw.render.render), a "
                         f"matplotlib Figure or render_elimination's list, not "
                         f"{type(obj).__name__}")
     try:
@@ -550,10 +551,10 @@ def _check_jacobian_fn(fn, exercise, topic, reference, direction) -> None:
 def check_forward_sweep(fn: Callable) -> None:
     """Exercise 2.1: ``fn(g)`` returns the Jacobian of LCG ``g`` (shape (n_outputs, n_inputs)).
 
-    Compared with :func:`minirad.sweeps.forward_sweep` on every graph of
+    Compared with :func:`minirad.exact.sweeps.forward_sweep` on every graph of
     ``check_graphs("sweeps")``.
     """
-    from ..sweeps import forward_sweep
+    from ..exact.sweeps import forward_sweep
 
     _check_jacobian_fn(fn, "Exercise 2.1", "forward sweep", lambda g: forward_sweep(g).jacobian,
                        "forward")
@@ -563,13 +564,13 @@ def check_reverse_sweep(fn: Callable) -> None:
     """Exercise 2.2: ``fn(g)`` returns the Jacobian of LCG ``g`` by a reverse sweep.
 
     Same contract and graphs as :func:`check_forward_sweep`, compared with
-    :func:`minirad.sweeps.reverse_sweep`.
+    :func:`minirad.exact.sweeps.reverse_sweep`.
 
-    >>> from minirad.sweeps import reverse_sweep
+    >>> from minirad.exact.sweeps import reverse_sweep
     >>> check_reverse_sweep(lambda g: reverse_sweep(g).jacobian)
     Exercise 2.2 passed: reverse sweep agrees with minirad on 9 graphs
     """
-    from ..sweeps import reverse_sweep
+    from ..exact.sweeps import reverse_sweep
 
     _check_jacobian_fn(fn, "Exercise 2.2", "reverse sweep", lambda g: reverse_sweep(g).jacobian,
                        "reverse")
@@ -604,17 +605,17 @@ def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
     """Exercise 3.1: ``fn(g)`` returns the exact number of paths from each input
     to each output, shape (n_outputs, n_inputs).
 
-    Compared entry by entry, exactly, with :func:`minirad.paths.count_paths`
+    Compared entry by entry, exactly, with :func:`minirad.exact.paths.count_paths`
     on ``check_graphs("counts")``, which includes graphs with about 4.5e9
     and 3^45 (about 3e21) paths.  Walking the paths one by one cannot finish
     on those (each graph gets ``seconds``); counts held in floats or numpy
     int64 are inexact there, so only integer dynamic programming passes.
 
-    >>> from minirad.paths import count_paths
+    >>> from minirad.exact.paths import count_paths
     >>> check_count_paths(count_paths)
     Exercise 3.1 passed: path counts exact on 13 graphs (the largest: 2954312706550833698643)
     """
-    from ..paths import count_paths
+    from ..exact.paths import count_paths
 
     exercise, topic = "Exercise 3.1", "count paths"
     graphs = check_graphs("counts")

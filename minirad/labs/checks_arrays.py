@@ -2,8 +2,8 @@
 
 Same contract as :mod:`minirad.labs.checks`.  Two oracles stand behind
 every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
-scalars, :func:`~minirad.array_trace.trace_arrays` with
-:func:`minirad.blocks.vjp` for arrays) and central finite differences,
+scalars, :func:`~minirad.tracing.arrays.trace_arrays` with
+:func:`minirad.exact.blocks.vjp` for arrays) and central finite differences,
 which know nothing of either.
 
 The array checks do not look inside the student's tracked-array type: they
@@ -12,8 +12,8 @@ that type) that tracks the arrays, runs ``op`` on them, seeds the result with
 ``wobble`` and returns the gradient of every input.
 
 >>> import numpy as np
->>> from minirad.array_trace import trace_arrays
->>> from minirad.blocks import vjp as block_vjp
+>>> from minirad.tracing.arrays import trace_arrays
+>>> from minirad.exact.blocks import vjp as block_vjp
 >>> def vjp(op, *arrays, wobble):   # minirad standing in for a student's type
 ...     return block_vjp(trace_arrays(lambda *xs: op(*xs), *arrays), [wobble])
 >>> check_pullbacks({"matmul": lambda X, Y: X @ Y}, vjp)
@@ -28,11 +28,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .. import ops
-from ..array_trace import sigmoid, trace_arrays
-from ..blocks import vjp as block_vjp
-from ..sweeps import reverse_sweep
-from ..trace import trace
+from ..exact.blocks import vjp as block_vjp
+from ..exact.sweeps import reverse_sweep
+from ..tracing import ops
+from ..tracing.arrays import sigmoid, trace_arrays
+from ..tracing.tape import trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed
 
 __all__ = ["ARRAY_RULES", "check_pullbacks", "check_scalar_tracer"]
@@ -89,8 +89,8 @@ def check_scalar_tracer(gradient: Callable) -> None:
     missing cosine and an overwritten adjoint.
 
     >>> from minirad import ops
-    >>> from minirad.sweeps import reverse_sweep
-    >>> from minirad.trace import trace
+    >>> from minirad.exact.sweeps import reverse_sweep
+    >>> from minirad.tracing.tape import trace
     >>> def gradient(f, x, y):
     ...     g = trace(lambda a, b: f(a, b, ops.sin), x, y)
     ...     return reverse_sweep(g).jacobian[0]
@@ -203,8 +203,8 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     ``op`` on them, seeds the result's gradient with ``w`` and returns the
     list of the inputs' gradients.  Each rule is run on two or three shape
     cases with seeded random inputs and wobbles; each gradient is compared
-    with minirad's VJP (:func:`minirad.blocks.vjp` on
-    :func:`~minirad.array_trace.trace_arrays`) and with central
+    with minirad's VJP (:func:`minirad.exact.blocks.vjp` on
+    :func:`~minirad.tracing.arrays.trace_arrays`) and with central
     differences, and the message names the rule, the input and the shapes,
     with a hint for a transposed matmul rule, a missing minus, a missing 2,
     a sigmoid derivative taken at the input, a sum that does not spread.

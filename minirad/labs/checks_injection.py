@@ -7,7 +7,7 @@ with a targeted hint for the common slips (a sampling matrix without its
 ``d/k`` scale, a Rademacher matrix without its ``1/k``, a variance
 recursion that forgets to square the partials).
 
->>> from minirad.injection import sampling_projection
+>>> from minirad.randomized.chains import sampling_projection
 >>> check_sampling_P(sampling_projection)
 Exercise 5.3 passed: sampling P well formed, reproducible, E[P] = I and uniform draws on 5 \
 (d, k) cases
@@ -26,8 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import examples
-from ..graph import LCG
-from ..sampling import path_sampling_variance
+from ..graph.lcg import LCG
+from ..randomized.sampling import path_sampling_variance
 from .checks import CheckFailed, as_numbers, call_student, compare_jacobian, location, passed
 
 __all__ = ["check_rademacher_P", "check_sampling_P", "check_variance_k1"]
@@ -156,7 +156,7 @@ def check_rademacher_P(fn: Callable) -> None:
     with ``np.random.default_rng(2021)`` within 5 standard errors of ``I``;
     and the variance of an off-diagonal entry within 25% of ``1/k``.
 
-    >>> from minirad.injection import rademacher_projection
+    >>> from minirad.randomized.chains import rademacher_projection
     >>> check_rademacher_P(rademacher_projection)
     Exercise 5.4 passed: Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off \
 the diagonal on 5 (d, k) cases
@@ -256,11 +256,11 @@ def check_variance_k1(fn: Callable) -> None:
 
     Returns an array of shape (n_outputs, n_inputs): the variance of each
     entry of the estimate.  Compared with
-    :func:`minirad.sampling.path_sampling_variance` (``k = 1``) on seven
+    :func:`minirad.randomized.sampling.path_sampling_variance` (``k = 1``) on seven
     graphs, with hints for a recursion that forgets to square the partials,
     leaves out the out-degree, or forgets to subtract the squared mean.
 
-    >>> from minirad.sampling import path_sampling_variance
+    >>> from minirad.randomized.sampling import path_sampling_variance
     >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))
     Exercise 5.2 passed: exact k = 1 variance agrees with minirad on 7 graphs
     """

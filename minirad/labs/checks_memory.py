@@ -2,14 +2,14 @@
 
 Same contract as :mod:`minirad.labs.checks`.  The oracles are minirad's own
 accounting and schedules: :mod:`minirad.studies.memory` (Table 1's rules),
-:mod:`minirad.checkpointing` (the store-all reverse sweep, the closed forms of
+:mod:`minirad.checkpoint.schedules` (the store-all reverse sweep, the closed forms of
 the uniform schedule) and the ledger of that module run on the PDE's sampled
 chain (:func:`minirad.studies.pde.rad_gradient`).  The checkpointing check does
 not trust what the student says it did: it hands over a chain whose ``step``
 and ``vjp`` count their calls, verify which state they receive, and count (by
 weak references) how many of the states they produced are still alive.
 
->>> from minirad.checkpointing import uniform_forward_steps, uniform_peak_stored
+>>> from minirad.checkpoint.schedules import uniform_forward_steps, uniform_peak_stored
 >>> check_uniform_cost(lambda n, every: (uniform_forward_steps(n, every),
 ...                                      uniform_peak_stored(n, every)))
 Exercise 8.3 passed: forward steps and peak states agree with minirad on 54 (n, every) cases
@@ -29,12 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checkpointing import (
-    Chain,
-    gradient,
-    uniform_forward_steps,
-    uniform_peak_stored,
-)
+from ..checkpoint.schedules import Chain, gradient, uniform_forward_steps, uniform_peak_stored
 from ..studies.memory import mlp, total_bytes
 from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
 from .checks import CheckFailed, as_numbers, call_student, location, passed
@@ -264,14 +259,14 @@ def check_checkpointed_gradient(fn: Callable) -> None:
     On seven ``(n, every)`` cases the check compares ``lam_0`` with minirad's
     store-all reverse sweep, requires ``vjp`` to be called for ``i = n-1, ...,
     0`` with ``x_i`` each time and ``step(i, x)`` with ``x_i``, exactly
-    ``2n - ceil(n / every)`` calls of ``step`` (:func:`~minirad.checkpointing.
+    ``2n - ceil(n / every)`` calls of ``step`` (:func:`~minirad.checkpoint.schedules.
     uniform_forward_steps`), and at most ``uniform_peak_stored(n, every) + 1``
     states produced by ``step`` alive at once (one more for the working state).
     Hints name storing every state, recomputing from ``x_0``, recomputing a
     segment's last state, the state of the wrong side of a step, and segments
     reversed in the wrong order.
 
-    >>> from minirad.checkpointing import Chain, Uniform, gradient
+    >>> from minirad.checkpoint.schedules import Chain, Uniform, gradient
     >>> def fn(step, vjp, seed, x0, n, every):
     ...     chain = Chain(step=step, vjp=lambda i, x, lam: (vjp(i, x, lam), None),
     ...                   seed=lambda i, x: seed(x) if i == n else None)
@@ -390,8 +385,8 @@ def check_uniform_cost(fn: Callable) -> None:
     counted as the first checkpoint, the working state not counted (while
     segment ``j`` is reversed: checkpoints ``0 .. j`` and the segment's states,
     one of which is checkpoint ``j``).  Compared with
-    :func:`~minirad.checkpointing.uniform_forward_steps` and
-    :func:`~minirad.checkpointing.uniform_peak_stored` on 54 ``(n, every)``
+    :func:`~minirad.checkpoint.schedules.uniform_forward_steps` and
+    :func:`~minirad.checkpoint.schedules.uniform_peak_stored` on 54 ``(n, every)``
     pairs, with hints for ``n // every`` segments, recomputing a whole segment,
     ignoring a short last segment, and a checkpoint counted twice.
     """

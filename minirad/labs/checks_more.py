@@ -15,7 +15,7 @@ graph ``Q`` from Exercise 5.1).
 >>> edges = edge_dict(examples.lab())
 >>> edges[("x", "v2")], len(edges)
 (3.0, 5)
->>> from minirad.elimination import elimination_order
+>>> from minirad.exact.elimination import elimination_order
 >>> check_markowitz_order(lambda g: list(elimination_order(g, "markowitz")))
 Exercise 4.2 passed: Markowitz order agrees with minirad on 10 graphs
 >>> check_markowitz_order(lambda g: [g.names[v] for v in g.intermediates])
@@ -33,12 +33,13 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from .. import examples, ops
-from ..elimination import eliminate_vertex, elimination_order
-from ..graph import LCG
-from ..sampling import path_sampling_variance, sample_paths, sampled_jacobians
-from ..sweeps import reverse_sweep
-from ..trace import trace
+from .. import examples
+from ..exact.elimination import eliminate_vertex, elimination_order
+from ..exact.sweeps import reverse_sweep
+from ..graph.lcg import LCG
+from ..randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
+from ..tracing import ops
+from ..tracing.tape import trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed, time_limit
 
 __all__ = [
@@ -192,11 +193,11 @@ def check_eliminate_vertex(fn: Callable) -> None:
     ``edges`` is ``{(u, w): dw/du}`` keyed by vertex names (see
     :func:`edge_dict`); ``fn`` returns a new dict of the same kind for the
     graph without ``v``, and must leave ``edges`` unchanged.  Compared,
-    step by step, with :func:`minirad.elimination.eliminate_vertex` while
+    step by step, with :func:`minirad.exact.elimination.eliminate_vertex` while
     eliminating every intermediate of several graphs in different orders,
     so that fill-in edges created by one step meet later steps.
 
-    >>> from minirad.elimination import eliminate_vertex
+    >>> from minirad.exact.elimination import eliminate_vertex
     >>> from minirad.labs.checks_more import edge_dict
     >>> def eliminate_one(edges, v):
     ...     g = LCG.from_edges([(a, b, d) for (a, b), d in edges.items()], [], [])
@@ -325,7 +326,7 @@ def check_markowitz_order(fn: Callable) -> None:
     degree ``|pred(v)| * |succ(v)|`` (on the graph left by the earlier
     eliminations) is least; among equal degrees take the lowest vertex
     number (the earliest in ``g.names``).  Compared with
-    ``minirad.elimination.elimination_order(g, "markowitz")`` on named and
+    ``minirad.exact.elimination.elimination_order(g, "markowitz")`` on named and
     seeded random graphs; the message names the first step that differs.
     """
     exercise, topic = "Exercise 4.2", "Markowitz order"
@@ -487,7 +488,7 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
        about as often as uniform draws with replacement make it happen
        (between 0.6 and 1.4 times the expected number of repeats).
 
-    >>> from minirad.sampling import sample_paths
+    >>> from minirad.randomized.sampling import sample_paths
     >>> def sample_Q(g, k, rng):
     ...     s = sample_paths(g, k, rng)
     ...     return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
@@ -590,7 +591,7 @@ def check_descent_step(fn: Callable) -> None:
     other functions.
 
     >>> import numpy as np
-    >>> from minirad.jacobian import jacobian
+    >>> from minirad.exact.jacobians import jacobian
     >>> check_descent_step(lambda f, rate, *args:
     ...                    np.array(args) - rate * jacobian(f, *args)[0])
     Exercise 6.1 passed: one descent step agrees with minirad on 5 functions and points
@@ -665,8 +666,8 @@ def check_sgd(fn: Callable) -> None:
     seed the run is then reproducible, and the check compares it iterate by
     iterate (to 1e-9) with minirad's run.
 
-    >>> from minirad.sampling import sample_paths
-    >>> from minirad.sweeps import reverse_sweep
+    >>> from minirad.randomized.sampling import sample_paths
+    >>> from minirad.exact.sweeps import reverse_sweep
     >>> def sgd(f, start, rate, steps, k, rng):
     ...     x = np.array(start, dtype=float)
     ...     path = [x]

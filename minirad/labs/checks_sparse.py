@@ -9,7 +9,7 @@
 Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
 :class:`~minirad.labs.checks.CheckFailed` naming the input and what is wrong.
 
->>> from minirad.sparsity import colour_columns
+>>> from minirad.exact.sparsity import colour_columns
 >>> check_column_colouring(lambda P: list(colour_columns(P).colours))
 Exercise 4.3 passed: column colouring valid and compact on 6 patterns
 >>> check_column_colouring(lambda P: [0] * P.shape[1])
@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..sparsity import colour_columns
+from ..exact.sparsity import colour_columns
 from .checks import CheckFailed, call_student, location, passed
 
 __all__ = ["check_column_colouring", "check_implicit_gradient", "colouring_patterns",

@@ -49,7 +49,7 @@ import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .._files import write_atomically
+from ..graph.files import write_atomically
 
 __all__ = [
     "Cell", "RunResult", "exercises", "handout_source", "parse_cells", "run_notebook",

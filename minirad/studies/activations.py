@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
+from ..rng import as_generator
 from .memory import kept_entries
 
 __all__ = ["KINDS", "Kept", "keep_input", "log_softmax", "restore_input", "sample_pattern",

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._files import write_atomically
-from .._random import as_generator
+from ..graph.files import write_atomically
+from ..rng import as_generator
 
 __all__ = ["MNIST_CSV", "Split", "cache_dir", "mnist_5k", "mnist_csv_path", "mnist_split",
            "stratified_split"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
+from ..rng import as_generator
 from .activations import Kept, keep_input, log_softmax, restore_input
 
 __all__ = ["Tape", "accuracy", "backward", "forward", "init_mlp", "layer_adjoints", "loss",

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
+from ..rng import as_generator
 from . import convnet_numpy, memory, mlp_numpy, nn_graph
 from .activations import log_softmax
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._files import write_atomically
+from ..graph.files import write_atomically
 from . import budget, convnet_numpy, memory, networks, nn_report
 from . import mlp_numpy as floor
 from .data import mnist_split

@@ -6,7 +6,7 @@ of the trace): :func:`mlp_program`, :func:`convnet_program`, :func:`irnn_program
 Tracing it gives a vector LCG whose ``outer`` edges keep the input of a linear
 or convolutional layer for that layer's weight gradient; the RAD estimators
 replace exactly those stored inputs (:func:`inject`, the paper's scheme of
-:func:`minirad.vinject.sample_activations` with convolutions sampled per channel),
+:func:`minirad.randomized.injection.sample_activations` with convolutions sampled per channel),
 so the reverse sweep passes ``W^T`` and the ReLU masks exactly.
 
 >>> from minirad.studies import mlp_numpy
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import as_generator
-from ..array_trace import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
-from ..blocks import gradient
-from ..operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
-from ..sampled_patches import ProjectedPatches, SampledPatches
-from ..vgraph import memory, relabelled
+from ..exact.blocks import gradient
+from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
+from ..graph.patches import ProjectedPatches, SampledPatches
+from ..graph.vgraph import memory, relabelled
+from ..rng import as_generator
+from ..tracing.arrays import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from .activations import sample_pattern, signs
 from .memory import kept_entries
 
@@ -34,7 +34,8 @@ __all__ = ["INJECTIONS", "convnet_program", "inject", "irnn_logits", "irnn_progr
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
            "traced"]
 
-# estimator kind -> (method, per_row) in minirad.vinject's terms; "exact" injects nothing
+# estimator kind -> (method, per_row) in minirad.randomized.injection's terms;
+# "exact" injects nothing
 INJECTIONS = {
     "different_sample": ("sample", True),
     "same_sample": ("sample", False),
@@ -103,14 +104,14 @@ def inject(g, kind: str, fraction: float, rng=None):
     input (the activation on an ``outer`` edge) sampled or projected.
 
     Fully connected layers keep ``ceil(f d)`` entries of each example's input,
-    as :func:`minirad.vinject.sample_activations` does. Convolutions (the stored
+    as :func:`minirad.randomized.injection.sample_activations` does. Convolutions (the stored
     im2col patches are gathered from an image) follow the paper's Figure 4: the
     image is sampled over *spatial positions*, ``ceil(f H W)`` per example and
     channel (``different_sample``), one set shared by the batch and the channels
     (``same_sample``), or projected per channel row by one shared Rademacher
     matrix (``project``). A stride-1 convolution's edge then keeps only those
-    numbers (:class:`~minirad.sampled_patches.SampledPatches`,
-    :class:`~minirad.sampled_patches.ProjectedPatches`, whose reverse step forms
+    numbers (:class:`~minirad.graph.patches.SampledPatches`,
+    :class:`~minirad.graph.patches.ProjectedPatches`, whose reverse step forms
     no patches); another gathering gets the patches of the reduced image.
 
     Every layer draws an integer seed from ``rng``, in the order of the layers,
@@ -215,7 +216,7 @@ def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=
 
 
 def retained_bytes(g) -> float:
-    """Bytes the graph's reverse sweep keeps (:func:`minirad.vgraph.memory`)."""
+    """Bytes the graph's reverse sweep keeps (:func:`minirad.graph.vgraph.memory`)."""
     return memory(g).total
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
+from ..rng import as_generator
 from .training import Progress
 
 __all__ = ["Setting", "full_gradient", "gradient_noise"]

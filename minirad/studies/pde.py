@@ -15,7 +15,7 @@ mean squared error per grid point and per step,
 ``L = (1/N) sum_{n=1..N} (1/d) |phi_n - target(t_n)|^2``,
 ``target = phi_0 + 1/4 sin(pi t) sin(2 pi x) sin(pi y)``.
 
-The gradient is a chain reversed by :func:`minirad.checkpointing.gradient`:
+The gradient is a chain reversed by :func:`minirad.checkpoint.schedules.gradient`:
 the reverse sweep needs, for step ``n``, the state ``phi_n`` twice, in the
 loss's seed ``2 (phi_n - target_n) / (N d)`` and in the edge
 ``d phi_{n+1} / d C_n = dt diag(phi_n)``.  Everything else (``C_n``, the
@@ -53,8 +53,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
-from ..checkpointing import Chain, StoreAll, gradient
+from ..checkpoint.schedules import Chain, StoreAll, gradient
+from ..rng import as_generator
 
 __all__ = [
     "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
@@ -268,7 +268,7 @@ def sampler(p: Reactor, fraction: float, rng, variant: str = "eq8"):
 
 # ------------------------------------------------------------------ chains
 def chain(p: Reactor, theta, samples=None) -> Chain:
-    """The simulation as a :class:`~minirad.checkpointing.Chain` whose parameter cotangent is
+    """The simulation as a :class:`~minirad.checkpoint.schedules.Chain` whose parameter cotangent is
     dL/dtheta.  ``samples`` (from :func:`sampler`) makes each step's residual the sampled
     entries of phi_n instead of phi_n (the eq. 8 estimator)."""
     theta = check_theta(theta)
@@ -336,7 +336,7 @@ def _theta_bar(s: np.ndarray, t: float) -> np.ndarray:
 def exact_gradient(p: Reactor, theta, schedule=None, details: bool = False):
     """(loss, dL/dtheta) by the adjoint recurrence under a checkpointing schedule
     (default: store every phi_n).  With ``details=True`` also the
-    :class:`~minirad.checkpointing.ChainGradient` (counts, peak memory)."""
+    :class:`~minirad.checkpoint.schedules.ChainGradient` (counts, peak memory)."""
     c, squares = chain(p, theta), []
 
     def seed(n, phi):  # each state's seed is taken once: total the loss there

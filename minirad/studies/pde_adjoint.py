@@ -17,14 +17,14 @@ with ``J = D lap + diag(C)`` symmetric and ``(df/dtheta) = diag(phi) dC/dtheta``
 (the jumps are how an adjoint meets observations inside the interval, as in
 neural ODEs fitted to a time series).
 :func:`continuous_gradient` solves it backwards by RK4 on the study's time grid,
-the same scheme as :func:`minirad.ode_adjoint.continuous_gradient`, with
-``phi(t)`` taken three ways (:data:`minirad.ode_adjoint.STATES`):
+the same scheme as :func:`minirad.implicit.ode_adjoint.continuous_gradient`, with
+``phi(t)`` taken three ways (:data:`minirad.implicit.ode_adjoint.STATES`):
 
 * ``"stored"``: every forward state kept (midpoints by cubic Hermite
   interpolation from the end values and slopes);
 * ``"checkpoints"``: a checkpoint every ``checkpoint_every`` steps (about
   sqrt(N)), the states in between recomputed one segment at a time, by
-  :func:`minirad.checkpointing.gradient` (:class:`~minirad.checkpointing.Uniform`);
+  :func:`minirad.checkpoint.schedules.gradient` (:class:`~minirad.checkpoint.schedules.Uniform`);
   the same numbers as ``"stored"``, bit for bit;
 * ``"reintegrate"``: only ``phi(T)`` kept; ``phi' = f`` integrated backwards by
   RK4 beside the adjoint.  Diffusion damps a mode of wavenumber ``k`` by
@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checkpointing import Chain, StoreAll, Uniform, gradient, sqrt_every
-from ..ode_adjoint import STATES
+from ..checkpoint.schedules import Chain, StoreAll, Uniform, gradient, sqrt_every
+from ..implicit.ode_adjoint import STATES
 from .pde import (
     Reactor,
     chain,
@@ -195,7 +195,7 @@ def continuous_gradient(p: Reactor, theta, states: str = "stored",
                         checkpoint_every: int | None = None) -> ReactorAdjoint:
     """dL/dtheta from the continuous adjoint, solved backwards by RK4 with the state
     from ``states`` (see the module docstring; ``checkpoint_every`` defaults to
-    :func:`minirad.checkpointing.sqrt_every`).  The forward states are the study's
+    :func:`minirad.checkpoint.schedules.sqrt_every`).  The forward states are the study's
     own FTCS steps in every case."""
     if states not in STATES:
         raise ValueError(f"states must be one of {', '.join(map(repr, STATES))}, not "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ode_adjoint import STATES
+from ..implicit.ode_adjoint import STATES
 from .pde import Reactor, initial_theta
 from .pde_adjoint import continuous_gradient, discrete_partials, growth_per_step
 
@@ -73,7 +73,7 @@ def reintegration(p: Reactor | None = None, theta=None) -> dict:
 
 
 def _figure(width: float, height: float):
-    from ..figure import Figure  # shows inline in any Jupyter kernel
+    from ..draw.figure import Figure  # shows inline in any Jupyter kernel
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -3,8 +3,8 @@ vectors, each with its own estimator (exact, or RAD at its own fraction).
 
 The references are the simulation as a vector LCG
 (:func:`minirad.studies.pde_graph.pde_graph`, reversed by
-:func:`minirad.blocks.gradient`) and the chain of
-:func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpointing`
+:func:`minirad.exact.blocks.gradient`) and the chain of
+:func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpoint.schedules`
 (tested equal to each other); this engine computes the same numbers (tested
 equal to 1e-10 in relative norm; the sums run in another order) with fewer
 numpy calls per step: states live in zero-padded (B, side+2, side+2) buffers
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._random import as_generator
+from ..rng import as_generator
 from .pde import Reactor, check_theta, coefficient_matrix, initial_state, sampler
 
 __all__ = ["EngineResult", "run", "simulate_batch"]

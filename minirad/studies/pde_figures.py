@@ -34,18 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._files import write_atomically
-from .._random import as_generator
-from ..checkpointing import Binomial, StoreAll, Uniform, sqrt_every
+from ..checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
+from ..graph.files import write_atomically
+from ..rng import as_generator
 from . import pde_engine
-from .pde import (
-    Reactor,
-    adam,
-    exact_gradient,
-    initial_theta,
-    rad_gradient,
-    sample_count,
-)
+from .pde import Reactor, adam, exact_gradient, initial_theta, rad_gradient, sample_count
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
@@ -289,7 +282,7 @@ def noise(cfg: StudyConfig, progress=None) -> dict:
 # ------------------------------------------------------------- tradeoff
 def tradeoff(cfg: StudyConfig, progress=None) -> list[dict]:
     """Held bytes, forward steps and noise of each way to get a gradient, on the study's
-    horizon.  Bytes and steps are measured by :func:`minirad.checkpointing.gradient`'s
+    horizon.  Bytes and steps are measured by :func:`minirad.checkpoint.schedules.gradient`'s
     ledger (the reference chain); noise is 0 for the exact methods and measured for RAD
     (a combined schedule computes the very same estimate as RAD alone)."""
     progress = progress or (lambda *a, **k: None)

@@ -14,11 +14,11 @@ sweep:
 
 ``samples`` (from :func:`minirad.studies.pde.sampler`) are eq. 8's draws: the
 graph gets the sampling matrix P_n (d/k times k draws of e_i e_i^T) by
-:func:`minirad.vinject.inject_edges`, given those draws, on the two edges that
+:func:`minirad.randomized.injection.inject_edges`, given those draws, on the two edges that
 keep phi_n.  Both diagonals fold P_n in and keep only the k sampled entries
 and their indices, one shared copy per state.
 
->>> from minirad.blocks import gradient
+>>> from minirad.exact.blocks import gradient
 >>> from minirad.studies.pde import Reactor, initial_theta, exact_gradient
 >>> p = Reactor.quick(n_steps=6)
 >>> g = pde_graph(p, initial_theta(rng=0))
@@ -35,9 +35,9 @@ import math
 
 import numpy as np
 
-from ..operators import Diagonal, Operator, Retained, SumAxes, compose, fresh_key
-from ..vgraph import VectorLCG, value_key
-from ..vinject import inject_edges
+from ..graph.operators import Diagonal, Operator, Retained, SumAxes, compose, fresh_key
+from ..graph.vgraph import VectorLCG, value_key
+from ..randomized.injection import inject_edges
 from .pde import Reactor, check_theta, coefficient_matrix, initial_state, stencil, target
 
 __all__ = ["SourceBasis", "Stencil", "pde_graph"]

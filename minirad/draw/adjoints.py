@@ -1,0 +1,101 @@
+"""The picture of the adjoint's trouble: re-integrating the state backwards.
+
+:func:`plot_reintegration` solves each problem forward, then runs the
+continuous adjoint backwards three ways (:mod:`minirad.implicit.ode_adjoint`), and
+draws (left) how far the state used on the way back is from the forward
+solve, against time, and (right) how far each gradient is from the exact
+gradient of the discrete program.  Stored and checkpointed states are the
+forward states themselves (no error at all); the reintegrated state of an
+oscillator stays within the solver's accuracy, that of a diffusion problem
+grows by orders of magnitude per unit of time until it overflows.
+
+>>> from minirad.implicit import ode_adjoint
+>>> fig = plot_reintegration([ode_adjoint.oscillator(n_steps=50),
+...                           ode_adjoint.diffusion(n_grid=9, n_steps=40)])
+>>> [ax.get_title() for ax in fig.axes]
+['state used by the backward solve', 'gradient error against the exact discrete gradient']
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..implicit.ode_adjoint import STATES, continuous_gradient, discrete_gradient
+from .render import PATH_COLORS
+
+__all__ = ["plot_reintegration"]
+
+#: errors are drawn on a log scale clipped to [FLOOR, CEILING]; beyond is "overflow"
+FLOOR, CEILING = 1e-17, 1e40
+
+
+def _figure(width: float, height: float):
+    from .figure import Figure  # shows inline in any Jupyter kernel
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    with np.errstate(over="ignore", invalid="ignore"):
+        error = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+    return error if np.isfinite(error) else np.inf
+
+
+def plot_reintegration(problems):
+    """Two panels over several :class:`~minirad.implicit.ode_adjoint.ODEProblem` s (see the
+    module docstring).  Time on the left runs from T back to 0, as the
+    backward solve does."""
+    fig = _figure(11.0, 4.4)
+    left, right = fig.subplots(1, 2)
+    width = 0.8 / len(STATES)
+    method_colors = dict(zip(STATES, ("#0072B2", "#009E73", "#D55E00")))
+    for k, problem in enumerate(problems):
+        color = PATH_COLORS[k % len(PATH_COLORS)]
+        exact = discrete_gradient(problem, problem.parameters)
+        t = problem.h * np.arange(problem.n_steps + 1)
+        back = continuous_gradient(problem, problem.parameters, states="reintegrate")
+        errors = np.array([_relative(back.states[n], exact.states[n])
+                           for n in range(problem.n_steps + 1)])
+        finite = np.isfinite(errors) & (errors < CEILING)
+        left.semilogy(t[finite] / problem.T, np.maximum(errors[finite], FLOOR), color=color,
+                      label=f"{problem.name} (T = {problem.T:.3g}): reintegrated")
+        if not finite.all():
+            last = np.flatnonzero(finite).min()   # time runs backwards: the last one kept
+            overflow = np.flatnonzero(~np.isfinite(errors))
+            where = (f"; non-finite from t/T = {t[overflow.max()] / problem.T:.2f}"
+                     if len(overflow) else "")
+            left.annotate(f"{problem.name}: error passes {CEILING:.0e} at t/T = "
+                          f"{t[last] / problem.T:.2f}{where}",
+                          (t[last] / problem.T, CEILING), xytext=(0.5, 1e30),
+                          textcoords="data", color=color, fontsize=8, ha="center",
+                          arrowprops={"arrowstyle": "->", "color": color})
+        for j, states in enumerate(STATES):
+            got = continuous_gradient(problem, problem.parameters, states=states)
+            error = _relative(got.gradient, exact.gradient)
+            shown = min(max(error, FLOOR), CEILING)   # an overflow is drawn at the ceiling
+            x = k + (j - (len(STATES) - 1) / 2) * width
+            right.bar(x, shown, width=width * 0.9, color=method_colors[states],
+                      label=states if k == 0 else None, log=True, bottom=FLOOR)
+            text = ("non-finite" if not np.isfinite(error) else
+                    f"{error:.0e}" if error < CEILING else f"> {CEILING:.0e}\n({error:.0e})")
+            right.text(x, shown * 10, f"{text}\n{got.stored_states} kept", ha="center",
+                       va="bottom", fontsize=7)
+    left.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
+    left.set_xlim(1.02, -0.02)
+    left.set_ylim(FLOOR, CEILING * 1e6)
+    left.set_xlabel("t / T  (the backward solve runs from right to left)")
+    left.set_ylabel("|u reintegrated - u forward| / |u forward|")
+    left.set_title("state used by the backward solve")
+    left.text(0.98, 0.97, "stored and checkpointed states: the forward states (error 0)",
+              transform=left.transAxes, fontsize=8, ha="right", va="top")
+    left.legend(fontsize=8, loc="center left")
+    right.set_xticks(range(len(problems)), [p.name for p in problems])
+    right.set_ylim(FLOOR, CEILING * 1e12)
+    right.set_ylabel("|gradient - exact| / |exact|  (label: error, states kept)")
+    right.set_title("gradient error against the exact discrete gradient")
+    right.legend(title="states for the backward solve", fontsize=8, title_fontsize=8,
+                 loc="upper left")
+    fig.suptitle("Continuous adjoint solved backwards: stored or checkpointed states are "
+                 "exact; re-integrating the state backwards is unstable for diffusion",
+                 fontsize=10)
+    return fig

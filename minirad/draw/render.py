@@ -1,0 +1,1587 @@
+"""Draw an LCG the way the RAD paper's Figure 1 does, with optional highlights.
+
+:func:`render` returns a :class:`graphviz.Digraph` (it shows inline in
+Jupyter and :func:`save` writes it as svg, png or pdf).  The picture reads
+bottom-up like Figure 1(c): inputs at the bottom, outputs at the top, one
+row per topological level, each edge labelled with its local partial.
+Results of other modules are laid over it by passing them along,
+``render(g, sample, path, step)``, each recognised by its type:
+
+* a path sample: the drawn edges bold and coloured with their draw count
+  and sampled weight, the others dashed grey, skipped vertices greyed out;
+* a path or a list of paths (or :class:`Paths`), each in its own colour,
+  like Figure 1(d);
+* an elimination step (or :class:`Eliminating`): the vertex, the fill-in
+  edges it is about to create (dashed) and the edges whose partials it
+  changes;
+* vertex factors (a mapping or :class:`Factors`), a sample of *vertices*
+  as random matrix injection draws them: each vertex's factor, the
+  vertices it drops greyed out, and the edges between kept vertices bold
+  with their scaled weights.
+
+Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
+and a function marking up the picture.
+
+:func:`render_elimination` draws a whole vertex elimination, one picture
+per step (a list that shows as one strip in Jupyter), and
+:func:`elimination_strip` puts them side by side in one Figure.
+
+Every highlight is first turned into a neutral description of the picture
+(a "scene"); the graphviz source and the matplotlib fallback
+(:func:`draw_matplotlib`, used when the ``dot`` program is missing) are both
+drawn from that one scene, so they always agree.
+
+>>> from minirad import examples
+>>> dot = render(examples.figure1())
+>>> dot.graph_attr["rankdir"]  # bottom to top
+'BT'
+>>> print(next(line for line in dot.source.splitlines() if "x1 -> v2" in line).strip())
+x1 -> v2 [label=2.718 color="#222222" fontcolor="#222222"]
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import graphviz
+import numpy as np
+
+from ..exact.paths import path_product
+from ..graph.files import write_atomically
+from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
+from ..graph.lcg import levels as topological_levels
+
+__all__ = [
+    "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
+    "draw_matplotlib", "elimination_strip", "has_dot", "layout_positions", "render",
+    "render_elimination", "sample_title", "save", "strip",
+]
+
+#: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
+MAX_VERTICES = 200
+
+# ------------------------------------------------------------------ palette
+# Kinds differ by shape *and* fill so the picture survives grey-scale printing.
+FILL = {INPUT: "#d6e6f5", INTERMEDIATE: "#ffffff", OUTPUT: "#fbdcc0"}
+SHAPE = {INPUT: "box", INTERMEDIATE: "ellipse", OUTPUT: "doubleoctagon"}
+_BORDER = {INPUT: 1.0, INTERMEDIATE: 1.0, OUTPUT: 2.2}  # matplotlib's stand-in for the double line
+INK = "#222222"
+DIM = "#b0b0b0"            # edges and vertices a highlight leaves out
+DIM_FILL = "#f2f2f2"
+SAMPLE_COLOR = "#d62728"   # the sampled edges
+SAMPLE_WIDTH = 2.6
+KEPT_COLOR = "#0072B2"     # vertices a vertex sample keeps and the edges joining them
+KEPT_WIDTH = 2.4
+PATH_WIDTH = 2.2
+# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies);
+# yellow is left out because it vanishes on white paper.
+PATH_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+STEP_VERTEX_FILL = "#ffe45c"
+STEP_VERTEX_BORDER = "#9a7d00"
+STEP_EDGE_COLOR = "#E69F00"   # edges into and out of the vertex being eliminated
+FILL_IN_COLOR = "#CC0077"     # edges the step creates
+UPDATED_COLOR = "#009E73"     # existing edges whose partial the step changes
+FONT = "Helvetica"
+
+_FORMATS = ("png", "svg", "pdf", "dot", "gv")
+
+
+class MissingDotWarning(UserWarning):
+    """The graphviz ``dot`` program is not installed; drawings fall back to matplotlib."""
+
+
+_warned_missing_dot = False
+
+
+def has_dot() -> bool:
+    """Whether the graphviz ``dot`` program is on the PATH (checked afresh each call)."""
+    return shutil.which("dot") is not None
+
+
+def _warn_missing_dot() -> None:
+    """Warn once per process: repeating it on every drawing would drown the output."""
+    global _warned_missing_dot
+    if not _warned_missing_dot:
+        _warned_missing_dot = True
+        warnings.warn(
+            "the graphviz 'dot' program was not found on the PATH: minirad draws with its "
+            "matplotlib fallback instead (the DOT source is still available as .source). "
+            "Install graphviz (e.g. 'apt-get install graphviz' or 'conda install graphviz') "
+            "for the proper layout.", MissingDotWarning, stacklevel=3)
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; -0 reads as 0."""
+    text = f"{x:.{digits}g}"
+    return "0" if text == "-0" else text
+
+
+# ------------------------------------------------------------------- scene
+@dataclass
+class _Node:
+    lines: list[str]
+    kind: str
+    fill: str
+    border: str = INK
+    fontcolor: str = INK
+    penwidth: float = 1.0
+    dashed: bool = False
+
+
+@dataclass
+class _Edge:
+    u: int
+    v: int
+    label: str
+    colors: list[str] = field(default_factory=list)  # empty: the default ink
+    penwidth: float = 1.0
+    dashed: bool = False
+    fontcolor: str = INK
+    proposed: bool = False  # a fill-in edge that the step is about to create
+
+
+@dataclass
+class _Key:
+    """One legend entry: a vertex swatch or an edge sample."""
+
+    text: str
+    color: str
+    edge: bool = True
+    dashed: bool = False
+    fill: str | None = None
+    shape: str = "box"
+    penwidth: float = 1.0
+
+
+@dataclass
+class _Scene:
+    g: LCG
+    nodes: list[_Node]
+    edges: list[_Edge]
+    levels: list[int]
+    keys: list[_Key]
+    title: str | None
+    dim_plain_edges: bool = False
+    positions: dict | None = None  # vertex name -> (x, y) in points: pinned, not laid out
+
+
+def _levels(g: LCG, fixed=None) -> list[int]:
+    """Row of each vertex: the longest path from an input, outputs on the top row.
+
+    ``fixed`` (name -> row) overrides the computed rows, so that the pictures
+    of an elimination sequence keep every surviving vertex in place.
+    """
+    level = topological_levels(g).tolist()  # longest path into each vertex, as in sweeps
+    top = max(level, default=0)
+    for y in g.outputs:
+        level[y] = top
+    if fixed is not None:
+        for v, name in enumerate(g.names):
+            if name in fixed:
+                level[v] = int(fixed[name])
+        # rows left empty by eliminated vertices close up, as they do in dot
+        dense = {row: i for i, row in enumerate(sorted(set(level)))}
+        level = [dense[row] for row in level]
+    return level
+
+
+# a float literal in an op template (``0.1257302210933933 * {0}``, ``{0} ** 3.0``,
+# ``1e-07``); plain integers such as the ``0`` of ``{0}`` are left alone
+_FLOAT_LITERAL = re.compile(
+    r"(?<![\w.])(?:\d+\.\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)(?![\w.])")
+
+
+def _round_constants(template: str, digits: int) -> str:
+    """The op template with its numeric constants to ``digits`` significant digits."""
+    return _FLOAT_LITERAL.sub(lambda m: _fmt(float(m.group()), digits), template)
+
+
+def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) -> list[str]:
+    name = g.names[v]
+    head, lines = name, []
+    if show_ops and g.kind(v) != INPUT and g.ops[v]:
+        template = _round_constants(g.ops[v], digits)  # before the names go in: names stay
+        head = f"{name} = {fill_template(template, [g.names[p] for p in g.predecessors(v)])}"
+    value = float(g.values[v])
+    if show_values and math.isfinite(value):
+        if head == name:
+            head = f"{name} = {_fmt(value, digits)}"
+        else:
+            lines.append(f"= {_fmt(value, digits)}")
+    return [head, *lines]
+
+
+def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title) -> _Scene:
+    nodes = [_Node(_node_lines(g, v, show_ops, show_values, digits), g.kind(v),
+                   FILL[g.kind(v)]) for v in range(g.n_vertices)]
+    edges = [_Edge(u, v, _fmt(d, digits) if edge_labels else "") for u, v, d in g.edges()]
+    return _Scene(g, nodes, edges, _levels(g, levels), [], title)
+
+
+def _kind_keys(g: LCG) -> list[_Key]:
+    present = {g.kind(v) for v in range(g.n_vertices)}
+    return [_Key(kind, INK, edge=False, fill=FILL[kind], shape=SHAPE[kind],
+                 penwidth=_BORDER[kind])
+            for kind in (INPUT, INTERMEDIATE, OUTPUT) if kind in present]
+
+
+# -------------------------------------------------------------- highlights
+def _check_sample(g: LCG, sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    missing = [a for a in ("counts", "weights", "visited") if not hasattr(sample, a)]
+    if missing:
+        raise TypeError(f"a sample must be a PathSample (from minirad.sample_paths) "
+                        f"with counts, weights and visited; {type(sample).__name__} lacks "
+                        f"{', '.join(missing)}")
+    counts = np.asarray(sample.counts).reshape(-1)
+    weights = np.asarray(sample.weights, dtype=float).reshape(-1)
+    visited = np.asarray(sample.visited, dtype=bool).reshape(-1)
+    if len(counts) != g.n_edges or len(weights) != g.n_edges or len(visited) != g.n_vertices \
+            or not _same_structure(g, sample):
+        raise ValueError(f"the sample was drawn from a different graph ({len(counts)} edge counts, "
+                         f"{len(visited)} vertices) than the one drawn ({g.n_edges} edges, "
+                         f"{g.n_vertices} vertices); pass the graph that was sampled")
+    return counts, weights, visited
+
+
+def _same_structure(g: LCG, sample) -> bool:
+    """Whether the sample's graph has ``g``'s vertices and edges (the counts
+    are aligned with the sampled graph's edge arrays)."""
+    original = getattr(sample, "original", None)
+    if isinstance(original, LCG):
+        return (original.names == g.names and np.array_equal(original.sources, g.sources)
+                and np.array_equal(original.targets, g.targets))
+    q = getattr(sample, "graph", None)  # Q: same vertices, a subset of the edges
+    if isinstance(q, LCG):
+        return q.names == g.names and all(g.has_edge(u, v) for u, v, _ in q.edges())
+    return True
+
+
+def _apply_sample(scene: _Scene, sample, digits: int) -> None:
+    counts, weights, visited = _check_sample(scene.g, sample)
+    for e, edge in enumerate(scene.edges):  # scene edges follow g's edge arrays
+        if counts[e] > 0:
+            edge.colors.append(SAMPLE_COLOR)
+            edge.penwidth = max(edge.penwidth, SAMPLE_WIDTH)
+            # words, not "×1 w=...": "x1" next to a weight reads as a product with x1
+            edge.label = f"draws {int(counts[e])}, w = {_fmt(weights[e], digits)}"
+            edge.fontcolor = SAMPLE_COLOR
+        else:
+            edge.dashed = True
+            edge.fontcolor = DIM
+    for v, node in enumerate(scene.nodes):
+        if not visited[v]:
+            node.fill, node.border, node.fontcolor, node.dashed = DIM_FILL, DIM, DIM, True
+    scene.dim_plain_edges = True
+    scene.keys += [
+        _Key("sampled edge: draws n, weight w = n × d_v/k × partial\n(d_v: out-degree of "
+             "the edge's tail v, k: draws at v)", SAMPLE_COLOR, penwidth=SAMPLE_WIDTH),
+        _Key("edge not drawn", DIM, dashed=True),
+    ]
+    if not visited.all():
+        scene.keys.append(_Key("skipped vertex (no sampled edge in)", DIM, edge=False,
+                               dashed=True, fill=DIM_FILL, shape="ellipse"))
+
+
+def _as_factors(g: LCG, kept) -> dict[int, float]:
+    """Vertex factors as {vertex number: factor}, checked."""
+    if not isinstance(kept, Mapping):
+        raise TypeError(f"vertex factors are a mapping {{vertex: factor}} (e.g. "
+                        f"Factors({{'a1': 1.5, 'a2': 0}})), "
+                        f"not {type(kept).__name__}")
+    factors = {}
+    for vertex, factor in kept.items():
+        try:
+            factor = float(factor)
+        except (TypeError, ValueError):
+            raise TypeError(f"the factors map {vertex!r} to {factor!r}; factors are "
+                            f"numbers") from None
+        if not math.isfinite(factor):
+            raise ValueError(f"the factors map {vertex!r} to {factor}; factors must be "
+                             f"finite")
+        factors[g.index(vertex)] = factor
+    return factors
+
+
+def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
+    g = scene.g
+    listed = _as_factors(g, kept)
+    ends = set(g.inputs) | set(g.outputs)
+    factor = [listed.get(v, 1.0 if v in ends else 0.0) for v in range(g.n_vertices)]
+    for v, node in enumerate(scene.nodes):
+        if v in listed:
+            node.lines.append(f"{factor_name} = {_fmt(factor[v], digits)}")
+        if factor[v] == 0:
+            node.fill, node.border, node.fontcolor, node.dashed = DIM_FILL, DIM, DIM, True
+        elif v in listed:
+            node.border, node.penwidth = KEPT_COLOR, KEPT_WIDTH
+    for edge, (u, v, d) in zip(scene.edges, g.edges()):  # scene edges follow g's edges
+        if factor[u] != 0 and factor[v] != 0:
+            edge.colors.append(KEPT_COLOR)
+            edge.penwidth = max(edge.penwidth, KEPT_WIDTH)
+            edge.fontcolor = KEPT_COLOR
+            if v in listed and edge.label:
+                edge.label = (f"{factor_name} {_fmt(factor[v], digits)}, "
+                              f"w = {_fmt(factor[v] * d, digits)}")
+        else:
+            edge.dashed = True
+            edge.fontcolor = DIM
+    scene.dim_plain_edges = True
+    scene.keys += [
+        _Key(f"kept vertex: its {factor_name} scales the edges into it", KEPT_COLOR,
+             edge=False, fill=FILL[INTERMEDIATE], shape="ellipse", penwidth=KEPT_WIDTH),
+        _Key(f"edge between kept vertices: {factor_name} f of its head, w = f × partial",
+             KEPT_COLOR, penwidth=KEPT_WIDTH),
+        _Key("edge not used (an end is dropped)", DIM, dashed=True),
+    ]
+    if 0.0 in factor:
+        scene.keys.append(_Key(f"dropped vertex ({factor_name} = 0)", DIM, edge=False,
+                               dashed=True, fill=DIM_FILL, shape="ellipse"))
+
+
+def _as_paths(g: LCG, paths) -> list[tuple[int, ...]]:
+    """One path or many (vertex names or numbers) as tuples of vertex numbers."""
+    if isinstance(paths, (str, bytes)) or not isinstance(paths, Iterable):
+        raise TypeError(f"Paths takes a path (a sequence of vertices) or a list of paths, "
+                        f"not {type(paths).__name__}")
+    paths = list(paths)
+    if paths and isinstance(paths[0], (str, int, np.integer)):
+        paths = [paths]  # a single path
+    if len(paths) == 1 and isinstance(paths[0], Sequence) and len(paths[0]) == 2 \
+            and not isinstance(paths[0], (str, bytes)) and not g.has_edge(*paths[0]):
+        paths = _paths_between(g, *paths[0])  # (source, target): every path between them
+    result = []
+    for number, path in enumerate(paths, 1):
+        if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
+            raise TypeError(f"path {number} is {path!r}; a path is a sequence of vertices "
+                            f"such as ('x1', 'v2', 'y')")
+        vertices = tuple(g.index(v) for v in path)
+        if len(vertices) < 2:
+            raise ValueError(f"path {number} has {len(vertices)} vertex; a path needs at least "
+                             f"two vertices joined by an edge")
+        for u, v in zip(vertices, vertices[1:]):
+            if not g.has_edge(u, v):
+                raise ValueError(f"path {number} steps from {g.names[u]} to {g.names[v]}, "
+                                 f"which is not an edge of the graph; successors of "
+                                 f"{g.names[u]}: {[g.names[s] for s in g.successors(u)]}")
+        result.append(vertices)
+    return result
+
+
+MAX_PATH_KEYS = 10
+#: a (source, target) pair is drawn as all the paths between them, up to this many
+MAX_PATHS_BETWEEN = 20
+
+
+def _paths_between(g: LCG, source, target) -> list[tuple[int, ...]]:
+    """Every path from ``source`` to ``target``, refused beyond :data:`MAX_PATHS_BETWEEN`."""
+    from ..exact.paths import count_paths_between, paths
+    from ..exact.result import format_count
+
+    count = count_paths_between(g, source, target)
+    s, t = g.names[g.index(source)], g.names[g.index(target)]
+    if count == 0:
+        raise ValueError(f"({s!r}, {t!r}) is not an edge and there is no path from {s} to "
+                         f"{t}; a pair of vertices draws every path between them")
+    if count > MAX_PATHS_BETWEEN:
+        raise ValueError(f"there are {format_count(count)} paths from {s} to {t}, too many to "
+                         f"draw ({s!r}, {t!r}) as all of them (at most {MAX_PATHS_BETWEEN}); "
+                         f"pass the chosen paths, e.g. a few from minirad.exact.paths.paths(g, "
+                         f"{s!r}, {t!r})")
+    return list(paths(g, source, target))
+
+
+def _one_per_path(values, count: int, what: str, example: str) -> list[str] | None:
+    """``path_labels=`` or ``colors=``: one string per path (a lone string for one path)."""
+    if values is None:
+        return None
+    values = [values] if isinstance(values, str) else [str(value) for value in values]
+    if len(values) != count:
+        raise ValueError(f"{what} has {len(values)} entries for {count} paths; give one per "
+                         f"path, such as {what}={example}")
+    return values
+
+
+def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=None) -> None:
+    g = scene.g
+    paths = _as_paths(g, paths)
+    labels = _one_per_path(path_labels, len(paths), "path_labels", "['path 3']")
+    colors = _one_per_path(colors, len(paths), "colors", "[PATH_COLORS[2]]")
+    for number, path in enumerate(paths):
+        color = colors[number] if colors else PATH_COLORS[number % len(PATH_COLORS)]
+        for u, v in zip(path, path[1:]):
+            edge = scene.edges[g.edge_index(u, v)]  # scene edges follow g's edges
+            edge.colors.append(color)  # several paths: a multi-coloured edge
+            edge.penwidth = max(edge.penwidth, PATH_WIDTH)
+        if number < MAX_PATH_KEYS:
+            route = " → ".join(g.names[v] for v in path)
+            label = labels[number] if labels else f"path {number + 1}"
+            product = _fmt(path_product(g, path), digits)
+            scene.keys.append(_Key(f"{label}: {route}  (product {product})",
+                                   color, penwidth=PATH_WIDTH))
+        elif number == MAX_PATH_KEYS:
+            scene.keys.append(_Key("... more paths (colours repeat)", DIM))
+    scene.dim_plain_edges = True
+
+
+def _as_step(g: LCG, step):
+    """An elimination Step checked against ``g``, the graph *before* the step,
+    with the labels its new and updated edges carry after it."""
+    if isinstance(step, Eliminating):
+        from ..exact.elimination import eliminate  # elimination never draws, so no import cycle
+
+        v = g.index(step.vertex)
+        if g.kind(v) != INTERMEDIATE:
+            raise ValueError(f"Eliminating({g.names[v]!r}): {g.names[v]} is an {g.kind(v)}; "
+                             f"only intermediates can be eliminated")
+        step = eliminate(g, [v]).steps[0]
+    v = g.index(step.vertex)
+    fill_in, updated = [tuple(e) for e in step.fill_in], [tuple(e) for e in step.updated]
+    # a step eliminates its vertex on the graph before it: there its neighbours
+    # are the step's, every fill-in edge is still missing and every update present
+    if g.kind(v) != INTERMEDIATE or \
+            tuple(g.names[p] for p in g.predecessors(v)) != tuple(step.predecessors) or \
+            tuple(g.names[w] for w in g.successors(v)) != tuple(step.successors) or \
+            any(g.has_edge(p, w) for p, w in fill_in) or \
+            not all(g.has_edge(p, w) for p, w in updated):
+        raise ValueError(f"the step eliminates {step.vertex!r} on a different graph: its "
+                         f"neighbours, fill-in and updated edges do not match this one; draw "
+                         f"it on the graph *before* the step (Elimination.graphs[i] for "
+                         f"steps[i])")
+    new_fill = tuple(getattr(step, "fill_in_labels", ()))
+    new_updated = tuple(getattr(step, "updated_labels", ()))
+    if len(new_fill) != len(fill_in) or len(new_updated) != len(updated):
+        raise ValueError(f"the step eliminating {step.vertex!r} does not carry the labels of "
+                         f"its new and updated edges; pass a Step from "
+                         f"minirad.exact.elimination.eliminate, or Eliminating({step.vertex!r})")
+    return step, dict(zip(fill_in, new_fill)), dict(zip(updated, new_updated))
+
+
+def _apply_step(scene: _Scene, step, digits: int) -> None:
+    g = scene.g
+    step, new_fill, new_updated = _as_step(g, step)
+    v = g.index(step.vertex)
+    node = scene.nodes[v]
+    node.fill, node.border, node.penwidth, node.dashed = (
+        STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
+    node.fontcolor = INK
+    for edge in scene.edges:
+        if v in (edge.u, edge.v):
+            edge.colors.append(STEP_EDGE_COLOR)
+            edge.penwidth = max(edge.penwidth, 2.0)
+    # the new partials are the step's own: the chain rule's products and sums
+    # are minirad.exact.elimination's to compute
+    for p_name, s_name in step.updated:
+        edge = scene.edges[g.edge_index(p_name, s_name)]  # scene edges follow g's edges
+        old, new = g.partial(p_name, s_name), new_updated[p_name, s_name]
+        edge.colors.append(UPDATED_COLOR)
+        edge.penwidth = max(edge.penwidth, 2.4)
+        edge.label = f"{_fmt(old, digits)} → {_fmt(new, digits)}"
+        edge.fontcolor = UPDATED_COLOR
+    for p_name, s_name in step.fill_in:
+        p, s = g.index(p_name), g.index(s_name)
+        new = new_fill[p_name, s_name]
+        scene.edges.append(_Edge(p, s, f"new {_fmt(new, digits)}", [FILL_IN_COLOR], 2.0,
+                                 dashed=True, fontcolor=FILL_IN_COLOR, proposed=True))
+    scene.keys += [
+        _Key(f"vertex eliminated: {g.names[v]}", STEP_VERTEX_BORDER, edge=False,
+             fill=STEP_VERTEX_FILL, shape="ellipse", penwidth=3.0),
+        _Key(f"edge into or out of {g.names[v]} (removed)", STEP_EDGE_COLOR,
+             penwidth=2.0),
+    ]
+    if step.fill_in:
+        scene.keys.append(_Key("fill-in edge (created): new partial", FILL_IN_COLOR,
+                               dashed=True, penwidth=2.0))
+    if step.updated:
+        scene.keys.append(_Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4))
+
+
+# ------------------------------------------------- highlights by type
+@dataclass(frozen=True)
+class Paths:
+    """Paths to highlight, with their names in the legend and their colours.
+
+    A plain path (a sequence of vertices) or list of paths may be passed to
+    :func:`render` directly; wrap them in ``Paths`` to name or colour them:
+    one label and one colour per path (defaults ``"path 1"``, ... and
+    :data:`PATH_COLORS` in turn), so a path drawn alone can keep the number
+    and colour it has among all the paths.
+    """
+
+    paths: object
+    labels: Sequence[str] | str | None = None
+    colors: Sequence[str] | str | None = None
+
+
+@dataclass(frozen=True)
+class Factors:
+    """A sample of *vertices*, as random matrix injection draws them.
+
+    ``factors`` maps vertices to the factor that scales the edges into them
+    (0: dropped; see :func:`minirad.randomized.layered.chain_graph`); ``name`` is what
+    the pictures call a factor (e.g. ``"P_ii"`` for an injected matrix P).
+    A plain mapping passed to :func:`render` is read as ``Factors(mapping)``.
+    """
+
+    factors: Mapping
+    name: str = "factor"
+
+
+@dataclass(frozen=True)
+class Eliminating:
+    """The elimination step that removes ``vertex`` from the drawn graph."""
+
+    vertex: str | int
+
+
+def _is_sample(h) -> bool:
+    return all(hasattr(h, a) for a in ("counts", "weights", "visited"))
+
+
+def _is_step(h) -> bool:
+    return isinstance(h, Eliminating) or all(hasattr(h, a)
+                                             for a in ("vertex", "fill_in", "updated"))
+
+
+def _is_paths(h) -> bool:
+    return isinstance(h, Paths) or (isinstance(h, (Sequence, Iterator)) and not isinstance(
+        h, (str, bytes)))
+
+
+def _is_factors(h) -> bool:
+    return isinstance(h, (Factors, Mapping))
+
+
+def _draw_sample(scene: _Scene, sample, digits: int) -> None:
+    _apply_sample(scene, sample, digits)
+
+
+def _draw_factors(scene: _Scene, factors, digits: int) -> None:
+    if not isinstance(factors, Factors):
+        factors = Factors(factors)
+    _apply_kept(scene, factors.factors, str(factors.name), digits)
+
+
+def _draw_paths(scene: _Scene, paths, digits: int) -> None:
+    if not isinstance(paths, Paths):
+        paths = Paths(paths)
+    _apply_paths(scene, paths.paths, digits, paths.labels, paths.colors)
+
+
+#: The highlights render knows, in the order they are laid over the picture:
+#: (name, recognise, draw).  Adding a kind of highlight is one more entry: a
+#: test that recognises the object and a function that marks up the scene.
+HIGHLIGHTS = [
+    ("sample", _is_sample, _draw_sample),
+    ("factors", _is_factors, _draw_factors),
+    ("step", _is_step, lambda scene, step, digits: _apply_step(scene, step, digits)),
+    ("paths", _is_paths, _draw_paths),
+]
+
+
+def _kind_of(h) -> str:
+    for name, recognise, _ in HIGHLIGHTS:
+        if recognise(h):
+            return name
+    raise TypeError(f"render cannot draw a {type(h).__name__} as a highlight; pass a path "
+                    f"sample (minirad.sample_paths), an elimination Step or Eliminating(v), "
+                    f"a path or a list of paths (or Paths(...)), or vertex factors (a mapping "
+                    f"or Factors(...))")
+
+
+_OLD_KEYWORDS = ("sample", "paths", "path_labels", "colors", "step", "kept", "factor_name")
+
+
+def _from_keywords(old: dict) -> list:
+    """The highlights of the keywords render took before highlights were passed
+    by type (``sample=``, ``paths=``, ``step=``, ``kept=``...), with a warning."""
+    unknown = sorted(set(old) - set(_OLD_KEYWORDS))
+    if unknown:
+        raise TypeError(f"render got unexpected keyword argument(s) {unknown}; highlights are "
+                        f"passed by position: render(g, sample), render(g, path, step)")
+    warnings.warn("render(g, sample=..., paths=..., step=..., kept=...) is deprecated: pass "
+                  "the highlights themselves, render(g, sample, Paths(paths), step, "
+                  "Factors(kept))", DeprecationWarning, stacklevel=3)
+    highlights = []
+    if old.get("sample") is not None:
+        if not _is_sample(old["sample"]):
+            _check_sample(None, old["sample"])  # raises, saying what a sample has
+        highlights.append(old["sample"])
+    if old.get("kept") is not None:
+        highlights.append(Factors(old["kept"], "factor" if old.get("factor_name") is None
+                                  else str(old["factor_name"])))
+    elif old.get("factor_name") is not None:
+        raise ValueError("factor_name= names the factors of kept=; pass kept= too")
+    if old.get("paths") is not None:
+        highlights.append(Paths(old["paths"], old.get("path_labels"), old.get("colors")))
+    elif old.get("path_labels") is not None or old.get("colors") is not None:
+        raise ValueError("path_labels= and colors= label and colour the paths= drawn; "
+                         "pass paths= too")
+    step = old.get("step")
+    if step is not None:
+        if isinstance(step, (str, int, np.integer)) and not isinstance(step, bool):
+            step = Eliminating(step)
+        elif not _is_step(step):
+            raise TypeError(f"step= takes an elimination Step (from minirad.exact.elimination) or "
+                            f"the vertex to eliminate, not {type(step).__name__}")
+        highlights.append(step)
+    return highlights
+
+
+def _settle(highlights) -> tuple:
+    """The highlights as a tuple (an iterator of paths is read once, here)."""
+    settled = []
+    for h in highlights:
+        if isinstance(h, Iterator):
+            h = list(h)
+        elif isinstance(h, Paths) and isinstance(h.paths, Iterator):
+            h = Paths(list(h.paths), h.labels, h.colors)
+        settled.append(h)
+    return tuple(settled)
+
+
+def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=True,
+           digits=4, levels=None, title=None, legend=None, positions=None,
+           max_vertices=MAX_VERTICES) -> _Scene:
+    if not isinstance(g, LCG):
+        raise TypeError(f"render draws an LCG, not {type(g).__name__}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits must be a positive integer, not {digits!r}")
+    if g.n_vertices > max_vertices:
+        raise ValueError(
+            f"the graph has {g.n_vertices} vertices, more than max_vertices={max_vertices} "
+            f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
+            f"anyway, or render a smaller subgraph")
+    scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
+    if positions is not None:
+        missing = [name for name in g.names if name not in positions]
+        if missing:
+            raise ValueError(f"positions= places {len(positions)} vertices but not "
+                             f"{', '.join(missing[:5])}; give every vertex's (x, y)")
+        scene.positions = dict(positions)  # all of them: they fix the picture's frame
+    by_kind = {}
+    for h in highlights:
+        kind = _kind_of(h)
+        if kind in by_kind:
+            raise ValueError(f"two {kind} highlights; draw one of each kind per picture "
+                             f"(several paths go in one list)")
+        by_kind[kind] = h
+    if "sample" in by_kind and "factors" in by_kind:
+        raise ValueError("a path sample (edges drawn by path sampling) and vertex factors (a "
+                         "sample of vertices) label the same edges; draw them in two pictures")
+    for kind, _, draw in HIGHLIGHTS:
+        if kind in by_kind:
+            draw(scene, by_kind[kind], digits)
+    highlighted = bool(scene.keys)
+    if legend if legend is not None else highlighted:
+        scene.keys = _kind_keys(g) + scene.keys
+    else:
+        scene.keys = []
+    for edge in scene.edges:
+        if not edge.colors:
+            edge.colors = [DIM if scene.dim_plain_edges else INK]
+            if scene.dim_plain_edges and edge.fontcolor == INK:
+                edge.fontcolor = "#777777"
+    return scene
+
+
+# --------------------------------------------------------------- graphviz
+class Drawing(graphviz.Digraph):
+    """A :class:`graphviz.Digraph` that remembers what it draws.
+
+    Knowing the graph and its highlights lets :func:`save` and Jupyter fall
+    back to :func:`draw_matplotlib` when the ``dot`` program is missing.
+    """
+
+    lcg: LCG | None = None
+    highlights: tuple = ()
+    options: dict | None = None
+
+    def save(self, path, dpi: int = 150) -> str:
+        """Write the drawing to ``path``; see :func:`save`."""
+        return save(self, path, dpi=dpi)
+
+    def copy(self):
+        twin = super().copy()
+        twin.lcg, twin.highlights = self.lcg, self.highlights
+        twin.options = dict(self.options or {})
+        return twin
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        if has_dot() or self.lcg is None:
+            return super()._repr_mimebundle_(include, exclude, **kwargs)
+        _warn_missing_dot()
+        buffer = io.StringIO()
+        figure = draw_matplotlib(self.lcg, *self.highlights, **self.options)
+        figure.savefig(buffer, format="svg")
+        return {"image/svg+xml": buffer.getvalue()}
+
+
+def _dot_text(text: str) -> str:
+    """Text for a DOT label: backslashes doubled (they start escapes), lines
+    joined with DOT's centred line break."""
+    return "\\n".join(line.replace("\\", "\\\\") for line in text.split("\n"))
+
+
+def _node_id(g: LCG):
+    """Vertex names as DOT ids, unless a name would be misread (``a:b`` is a port)."""
+    if any(":" in name or "\\" in name for name in g.names):
+        return lambda v: f"n{v}"
+    return lambda v: g.names[v]
+
+
+def _node_attrs(node: _Node) -> dict[str, str]:
+    style = ["filled"] + (["dashed"] if node.dashed else [])
+    if node.kind == INPUT:
+        style.append("rounded")
+    attrs = {"label": _dot_text("\n".join(node.lines)), "shape": SHAPE[node.kind],
+             "style": ",".join(style), "fillcolor": node.fill, "color": node.border,
+             "fontcolor": node.fontcolor}
+    if node.penwidth != 1.0:
+        attrs["penwidth"] = f"{node.penwidth:g}"
+    return attrs
+
+
+def _edge_attrs(edge: _Edge) -> dict[str, str]:
+    attrs = {}  # the colour is set per strand
+    if edge.label:
+        attrs["label"] = _dot_text(edge.label)
+        attrs["fontcolor"] = edge.fontcolor
+    if edge.penwidth != 1.0:
+        attrs["penwidth"] = f"{edge.penwidth:g}"
+    if edge.dashed:
+        attrs["style"] = "dashed"
+    if edge.proposed:
+        attrs["constraint"] = "false"  # a proposal must not move the vertices about
+    return attrs
+
+
+def _legend_html(keys: list[_Key]) -> str:
+    rows = []
+    for key in keys:
+        text = html.escape(key.text).replace("\n", '<br align="left"/>')
+        if key.edge:
+            glyph = "‒ ‒ ‒" if key.dashed else ("━━━" if key.penwidth > 1.5 else "───")
+            swatch = f'<td><font color="{key.color}">{glyph}</font></td>'
+        else:
+            style = ' style="dashed"' if key.dashed else (' style="rounded"'
+                                                          if key.shape == "box" else "")
+            swatch = (f'<td bgcolor="{key.fill}" border="1" color="{key.color}"{style}>'
+                      f'&nbsp;&nbsp;&nbsp;&nbsp;</td>')
+        rows.append(f'<tr>{swatch}<td align="left">{text}</td></tr>')
+    return ('<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">'
+            + "".join(rows) + "</table>>")
+
+
+def _to_dot(scene: _Scene) -> Drawing:
+    g = scene.g
+    node_id = _node_id(g)
+    dot = Drawing(name="lcg", graph_attr={"rankdir": "BT", "nodesep": "0.45", "ranksep": "0.55",
+                                          "fontname": FONT, "newrank": "true"},
+                  node_attr={"fontname": FONT, "fontsize": "12", "margin": "0.08,0.04"},
+                  edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7"})
+    if scene.title:
+        dot.attr(label=_dot_text(scene.title), labelloc="t", fontsize="14")
+    for v, node in enumerate(scene.nodes):
+        dot.node(node_id(v), **_node_attrs(node))
+    # one row per level, as in the paper's Figure 1
+    for level in sorted(set(scene.levels)):
+        _same_rank(dot, [node_id(v) for v, lv in enumerate(scene.levels) if lv == level])
+    for edge in scene.edges:
+        attrs = _edge_attrs(edge)
+        if scene.positions is not None and "label" in attrs:
+            # pinned vertices: neato would put the label on its edge's midpoint, over
+            # whatever is there; _pin places it as a node beside the edge instead
+            attrs.pop("label")
+            attrs.pop("fontcolor", None)
+        # an edge on several paths: one parallel strand per path, which dot
+        # spreads apart (a "red:blue" colour list draws the strands touching);
+        # the label goes on the first strand only
+        for i, color in enumerate(edge.colors):
+            strand = dict(attrs, color=color)
+            if i > 0:
+                strand.pop("label", None)
+                strand.pop("fontcolor", None)
+            dot.edge(node_id(edge.u), node_id(edge.v), **strand)
+    # keep inputs (Jacobian columns) and outputs (rows) in their order, left to right
+    for ends in (g.inputs, g.outputs):
+        for a, b in zip(ends, ends[1:]):
+            if scene.levels[a] == scene.levels[b]:
+                dot.edge(node_id(a), node_id(b), style="invis")
+    if scene.positions is not None:
+        _pin(dot, scene)
+        return dot
+    if scene.keys:
+        legend = "legend" if "legend" not in g.names else "__legend__"
+        # the legend sits beside the graph, its first row level with the bottom row
+        bottom = [node_id(v) for v, lv in enumerate(scene.levels) if lv == min(scene.levels)]
+        _legend_column(dot, scene.keys, legend, bottom[-1])
+    return dot
+
+
+def _legend_column(dot: graphviz.Digraph, keys: list[_Key], legend: str, beside: str) -> None:
+    """The legend as a framed column of real vertices: each kind of vertex
+    drawn in its own shape with its meaning written inside, as the picture
+    draws them (a table cannot draw an ellipse or an octagon), and the edge
+    samples in a table at the bottom; listed bottom-up as the graph reads."""
+    with dot.subgraph(name=f"cluster_{legend}") as box:
+        box.attr(label="legend", labelloc="b", fontsize="10", color="#c8c8c8",
+                 style="rounded", fontcolor="#555555")
+        column = []
+        edge_keys = [key for key in keys if key.edge]
+        if edge_keys:
+            column.append(f"{legend}_edges")
+            box.node(column[-1], label=_legend_html(edge_keys), shape="none", margin="0",
+                     fontsize="10")
+        for i, key in enumerate(key for key in keys if not key.edge):
+            column.append(f"{legend}_{i}")
+            box.node(column[-1], **_key_vertex(key, _wrap(key.text, 22)))
+        for a, b in zip(column, column[1:]):
+            box.edge(a, b, style="invis")
+    _same_rank(dot, [beside, column[0]])
+    dot.edge(beside, column[0], style="invis")
+
+
+def _key_vertex(key: _Key, text: str) -> dict[str, str]:
+    """DOT attributes of a legend entry drawn as a vertex of the key's shape."""
+    style = ["filled"] + (["dashed"] if key.dashed else []) + (
+        ["rounded"] if key.shape == "box" else [])
+    return dict(label=_dot_text(text), shape=key.shape, style=",".join(style),
+                fillcolor=key.fill or "#ffffff", color=key.color, fontcolor=INK,
+                # dot doubles the octagon's line itself; the thick border is matplotlib's
+                penwidth="1" if key.shape == "doubleoctagon" else f"{key.penwidth:g}",
+                fontsize="10", margin="0.06,0.03")
+
+
+def _wrap(text: str, width: int) -> str:
+    """Break ``text`` into lines of about ``width`` characters, at spaces."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def sample_title(g: LCG, sample, heading: str = "One Algorithm 1 sample",
+                 digits: int = 4) -> str:
+    """A two-line title for a drawing of ``sample``: what it stores, then its
+    estimate against the exact Jacobian (entry by entry for up to four
+    entries, else the relative error and the worst entry).
+
+    >>> from minirad import examples
+    >>> from minirad.randomized.sampling import sample_paths
+    >>> print(sample_title(examples.figure1(), sample_paths(examples.figure1(), 1, rng=0)))
+    One Algorithm 1 sample: 5 of 8 edges, 6 of 7 vertices stored
+    estimate (dy/dx1, dy/dx2) = (26.88, 13.44); exact = (26.88, 0.569)
+    """
+    from ..exact.sweeps import reverse_sweep
+
+    exact, estimate = reverse_sweep(g, keep_values=False).jacobian, sample.jacobian
+    head = (f"{heading}: {sample.edges_stored} of {sample.full_edges} edges, "
+            f"{sample.vertices_stored} of {sample.full_vertices} vertices stored")
+    names = [f"d{g.names[y]}/d{g.names[x]}" for y in g.outputs for x in g.inputs]
+    if len(names) <= 4:
+        shown = ", ".join(names)
+        return (f"{head}\nestimate ({shown}) = "
+                f"({', '.join(_fmt(x, digits) for x in estimate.ravel())}); exact = "
+                f"({', '.join(_fmt(x, digits) for x in exact.ravel())})")
+    error = np.abs(estimate - exact).ravel()
+    worst = int(np.argmax(error))
+    scale = np.linalg.norm(exact)
+    relative = f"{np.linalg.norm(estimate - exact) / scale:.3g}" if scale > 0 else "undefined"
+    return (f"{head}\nrelative error of the estimate {relative}; worst entry {names[worst]}: "
+            f"{_fmt(estimate.ravel()[worst], digits)} (exact {_fmt(exact.ravel()[worst], digits)})")
+
+
+def _pin(dot: Drawing, scene: _Scene) -> None:
+    """Keep every vertex where ``scene.positions`` puts it: neato with pinned
+    positions instead of dot's layered layout (which moves vertices about as
+    edges come and go), edges routed around the vertices; the legend, if
+    any, to the right of the vertices, its bottom level with theirs."""
+    g = scene.g
+    node_id = _node_id(g)
+    dot.engine = "neato"
+    dot.graph_attr.update(splines="true", overlap="true", inputscale="72", esep="+4")
+    for v, name in enumerate(g.names):
+        x, y = scene.positions[name]
+        dot.node(node_id(v), pos=f"{x:.1f},{y:.1f}!")
+    # two invisible corners: every picture pinned to the same positions gets the same
+    # frame, so pictures of a sequence line up vertex for vertex
+    xs, ys = zip(*scene.positions.values())
+    for corner, (x, y) in enumerate(((min(xs) - 40, min(ys) - 25), (max(xs) + 40, max(ys) + 25))):
+        dot.node(f"__corner{corner}", label="", style="invis", width="0", height="0",
+                 pos=f"{x:.1f},{y:.1f}!")
+    for e, (x, y, edge) in enumerate(_edge_label_spots(scene)):
+        dot.node(f"__label{e}", label=_dot_text(edge.label), shape="plaintext",
+                 fontsize="10", fontcolor=edge.fontcolor, margin="0", width="0", height="0",
+                 pos=f"{x:.1f},{y:.1f}!")
+    if scene.keys:
+        vertices = [spot for name, spot in scene.positions.items()
+                    if not name.startswith("__frame")]
+        left = max(x for x, _ in vertices) + 70
+        y = min(y for _, y in vertices) - 12
+        legend = "legend" if "legend" not in g.names else "__legend__"
+        # bottom-up as in _legend_column: the edge samples, then a vertex of each kind
+        edge_keys = [key for key in scene.keys if key.edge]
+        if edge_keys:
+            width = max(len(k.text) for k in edge_keys) * 5.6 + 50
+            height = 19 * len(edge_keys) + 8
+            dot.node(f"{legend}_edges", label=_legend_html(edge_keys), shape="none",
+                     margin="0", fontsize="10", pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
+        for i, key in enumerate(key for key in scene.keys if not key.edge):
+            text = _wrap(key.text, 22)
+            width, height = _text_box(text.split("\n"), 10)
+            grow = 1.0 if key.shape == "box" else 1.45  # an ellipse or octagon around the text
+            width, height = max(54, (width + 16) * grow), max(36, (height + 8) * grow)
+            dot.node(f"{legend}_{i}", **_key_vertex(key, text),
+                     pos=f"{left + width / 2:.1f},{y + height / 2:.1f}!")
+            y += height + 16
+
+
+def _text_box(lines: list[str], size: float) -> tuple[float, float]:
+    """Rough width and height in points of text at ``size`` points (Helvetica)."""
+    return max(len(line) for line in lines) * 0.56 * size, 1.2 * size * len(lines)
+
+
+def _edge_label_spots(scene: _Scene):
+    """(x, y, edge) for each labelled edge of a pinned scene: beside the
+    straight line from tail to head, at the first of a few places along it
+    (middle first) and on either side whose box overlaps no vertex, no label
+    placed before and no other edge."""
+    g, at = scene.g, scene.positions
+    point = {v: np.array(at[name], dtype=float) for v, name in enumerate(g.names)}
+    boxes = []  # (centre, half width, half height) of what a label must not cover
+    for v, node in enumerate(scene.nodes):
+        w, h = _text_box(node.lines, 12)
+        boxes.append((point[v], max(w + 24, 54) / 2 + 10, max(h + 12, 36) / 2 + 10))
+    segments = [(point[e.u], point[e.v]) for e in scene.edges]
+
+    def clear(centre, hw, hh, own):
+        for c, bw, bh in boxes:
+            if abs(centre[0] - c[0]) < hw + bw and abs(centre[1] - c[1]) < hh + bh:
+                return False
+        for i, (a, b) in enumerate(segments):
+            if i == own:
+                continue
+            # the box, grown by a margin, must not reach the segment: sample along it
+            for t in np.linspace(0, 1, 25):
+                q = a + t * (b - a)
+                if abs(q[0] - centre[0]) < hw + 3 and abs(q[1] - centre[1]) < hh + 3:
+                    return False
+        return True
+
+    for i, edge in enumerate(scene.edges):
+        if not edge.label:
+            continue
+        hw, hh = (d / 2 for d in _text_box(edge.label.split("\n"), 10))
+        a, b = segments[i]
+        direction = (b - a) / max(np.linalg.norm(b - a), 1e-9)
+        normal = np.array([-direction[1], direction[0]])
+        # distance from the line to the box centre, so that the box just clears the line
+        gap = abs(normal[0]) * hw + abs(normal[1]) * hh + 4
+        choices = [a + t * (b - a) + side * gap * normal
+                   for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78) for side in (1, -1)]
+        spot = next((c for c in choices if clear(c, hw, hh, i)), choices[0])
+        boxes.append((spot, hw, hh))
+        yield float(spot[0]), float(spot[1]), edge
+
+
+def layout_positions(g: LCG, **options) -> dict:
+    """Where dot puts each vertex of ``render(g, **options)``: name -> (x, y)
+    in points.  Pass it as ``positions=`` to draw related graphs (the steps
+    of an elimination) with every vertex in the same place.
+
+    >>> from minirad import examples
+    >>> spots = layout_positions(examples.lecture())
+    >>> spots["x1"][1] < spots["v3"][1] < spots["y"][1]  # bottom-up
+    True
+    """
+    import json
+
+    drawing = render(g, **dict(options, legend=False))
+    # wider than dot's own spacing: edges created later (fill-in) need room between vertices
+    drawing.graph_attr.update(nodesep="1.1", ranksep="0.75")
+    laid_out = json.loads(drawing.pipe(format="json").decode("utf-8"))
+    ids = {node_id: name for node_id, name in
+           zip(map(_node_id(g), range(g.n_vertices)), g.names)}
+    spots = {}
+    for obj in laid_out.get("objects", []):
+        if obj.get("name") in ids and "pos" in obj:
+            x, y = (float(c) for c in obj["pos"].split(","))
+            spots[ids[obj["name"]]] = (x, y)
+    return spots
+
+
+def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
+    with dot.subgraph() as row:
+        row.attr(rank="same")
+        for member in members:
+            row.node(member)
+
+
+def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = False,
+           edge_labels: bool = True, digits: int = 4, title: str | None = None,
+           legend: bool | None = None, levels=None, max_vertices: int = MAX_VERTICES,
+           positions=None, **deprecated) -> Drawing:
+    """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
+
+    Parameters
+    ----------
+    g : LCG
+    *highlights
+        Results to lay over the picture, recognised by type (at most one of
+        each kind; see :data:`HIGHLIGHTS`):
+
+        * a path sample (:func:`minirad.randomized.sampling.sample_paths` on ``g``):
+          drawn edges in red with their draw count and sampled weight, the
+          others dashed grey, skipped vertices grey;
+        * a path (a sequence of vertex names or numbers) or a list of paths,
+          each in its own colour (an edge on several paths gets one strand
+          per path); :class:`Paths` adds legend names and colours.  A pair
+          ``(source, target)`` that is not an edge stands for every path
+          from ``source`` to ``target`` (refused beyond
+          :data:`MAX_PATHS_BETWEEN` paths);
+        * an elimination :class:`~minirad.exact.elimination.Step` (from
+          :func:`minirad.exact.elimination.eliminate`, drawn on the graph before
+          it) or :class:`Eliminating` ``(vertex)``: the vertex, its edges, the
+          fill-in edges it will create (dashed) and the edges it will update;
+        * vertex factors, as random matrix injection draws them: a mapping
+          vertex -> factor or :class:`Factors`.  Listed vertices show their
+          factor and scale the edges into them; intermediates not listed are
+          dropped (grey), inputs and outputs not listed keep factor 1; an
+          edge between kept vertices is bold.  Not combined with a sample.
+    show_ops, show_values : bool
+        Add each vertex's operation (``v2 = exp(x1)``) and primal value.
+    edge_labels : bool
+        Label edges with their partials (to ``digits`` significant digits).
+    title : str, optional
+    legend : bool, optional
+        Default: a legend whenever a highlight is on.
+    levels : mapping name -> int, optional
+        Fix the row of some vertices.
+    positions : mapping name -> (x, y), optional
+        Pin every vertex at a point (in points, y upwards), e.g. from
+        :func:`layout_positions` of a related graph: the pictures of an
+        elimination keep each vertex in one place this way.  Points under
+        other names (vertices of the related graph that this one lacks) only
+        widen the picture's frame, which is the same for every graph given
+        the same positions.
+    max_vertices : int
+        Larger graphs are refused: they cannot be read in one picture.
+
+    The former keywords ``sample=``, ``paths=``, ``path_labels=``,
+    ``colors=``, ``step=``, ``kept=`` and ``factor_name=`` still work, with a
+    ``DeprecationWarning``.  The DOT text is ``.source``; :func:`save`
+    writes svg/png/pdf.  Without the ``dot`` program a warning is given once
+    and saving falls back to :func:`draw_matplotlib`.
+
+    >>> from minirad import examples
+    >>> g = examples.figure1()
+    >>> dot = render(g, [("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
+    >>> for line in dot.source.splitlines():  # x1 -> v2 lies on both paths
+    ...     if "x1 -> v2" in line:
+    ...         print(line.strip())
+    x1 -> v2 [label=2.718 color="#0072B2" fontcolor="#222222" penwidth=2.2]
+    x1 -> v2 [color="#D55E00" penwidth=2.2]
+    >>> both = render(g, ("x1", "y"))  # not an edge: every path from x1 to y
+    >>> "path 1: x1 → v2 → v5 → y" in both.source, "path 2: x1 → v2 → y" in both.source
+    (True, True)
+    >>> render(g, [("x1", "v3", "y")])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: path 1 steps from x1 to v3, which is not an edge of the graph; ...
+    """
+    highlights = _settle(highlights) + (_settle(_from_keywords(deprecated)) if deprecated
+                                        else ())
+    options = dict(show_ops=show_ops, show_values=show_values, edge_labels=edge_labels,
+                   digits=digits, title=title, legend=legend, levels=levels,
+                   positions=positions, max_vertices=max_vertices)
+    dot = _to_dot(_scene(g, highlights, **options))
+    dot.lcg, dot.highlights, dot.options = g, highlights, options
+    if not has_dot():
+        _warn_missing_dot()
+    return dot
+
+
+# -------------------------------------------------------------------- save
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    if ext not in _FORMATS:
+        raise ValueError(f"cannot tell the format of {path!r} from its extension; use one of "
+                         f"{', '.join('.' + f for f in _FORMATS)}")
+    return ext
+
+
+def save(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
+    """Save a drawing, choosing the format from the extension of ``path``.
+
+    ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
+    matplotlib Figure.  Extensions: ``.png``, ``.svg``, ``.pdf``, and
+    ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
+    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
+    by matplotlib carry no timestamp or version, so saving the same picture
+    twice gives the same bytes.  Returns the path.  ``timeout`` (seconds)
+    bounds the ``dot`` program, which can take minutes on a large graph: past
+    it, :class:`TimeoutError` and nothing written.
+
+    >>> import os, tempfile
+    >>> from minirad import examples
+    >>> folder = tempfile.mkdtemp()
+    >>> path = save(render(examples.lab()), os.path.join(folder, "lab.dot"))
+    >>> open(path).read().startswith("digraph lcg {")
+    True
+    >>> save(render(examples.lab()), "lab.jpeg")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot tell the format of 'lab.jpeg' from its extension; use one of .png, ...
+    """
+    path = os.fspath(path)
+    fmt = _format_of(path)
+    from matplotlib.figure import Figure
+
+    if isinstance(drawing, Figure):
+        if fmt in ("dot", "gv"):
+            raise ValueError(f"a matplotlib Figure has no DOT text; save it as .png, .svg or "
+                             f".pdf, not {path!r}")
+        return _save_figure(drawing, path, fmt, dpi)
+    if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
+        raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
+                        f"Figure, not {type(drawing).__name__}")
+    if fmt in ("dot", "gv"):
+        text = drawing.source.encode("utf-8")
+        write_atomically(path, lambda f: f.write(text))
+    elif has_dot():
+        sized = drawing.copy()
+        if fmt == "png" and hasattr(sized, "graph_attr"):
+            sized.graph_attr["dpi"] = str(dpi)  # dot's default 96 dpi looks blurry
+        data = _run_dot(sized, fmt, timeout)
+        write_atomically(path, lambda f: f.write(data))
+    elif getattr(drawing, "lcg", None) is not None:
+        _warn_missing_dot()
+        _save_figure(draw_matplotlib(drawing.lcg, *drawing.highlights, **drawing.options),
+                     path, fmt, dpi)
+    else:
+        raise RuntimeError(f"saving {path!r} needs the graphviz 'dot' program, which is not on "
+                           f"the PATH, and this graph was not made by minirad.render (which "
+                           f"could fall back to matplotlib); install graphviz or save as .dot")
+    return path
+
+
+def _run_dot(drawing, fmt: str, timeout: float | None) -> bytes:
+    """The ``dot`` program's output, stopped after ``timeout`` seconds."""
+    if timeout is None:
+        return drawing.pipe(format=fmt)
+    try:
+        done = subprocess.run(["dot", f"-T{fmt}"], input=drawing.source.encode("utf-8"),
+                              capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        size = f"{drawing.lcg.n_vertices} vertices" if getattr(drawing, "lcg", None) else \
+            "the graph"
+        raise TimeoutError(f"the graphviz 'dot' program did not finish drawing {size} in "
+                           f"{timeout:g} s, so nothing was written; draw a smaller subgraph, "
+                           f"save the DOT text (.dot) instead, or allow more time") from None
+    if done.returncode != 0:
+        raise OSError(f"the graphviz 'dot' program failed: "
+                      f"{done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def _save_figure(figure, path: str, fmt: str, dpi: int) -> str:
+    """Save a matplotlib Figure with no timestamp or version in the file."""
+    import matplotlib
+
+    metadata = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None},
+                "pdf": {"CreationDate": None, "Producer": None, "Creator": None}}[fmt]
+    with matplotlib.rc_context({"svg.hashsalt": "minirad"}):  # else svg ids are random
+        write_atomically(path, lambda f: figure.savefig(f, format=fmt, dpi=dpi,
+                                                        metadata=metadata))
+    return path
+
+
+# ------------------------------------------------------------- matplotlib
+@dataclass
+class _Layout:
+    """Positions for the matplotlib drawing.
+
+    An edge that spans several rows is routed through one "dummy" slot per
+    row it crosses (the layered layout of Sugiyama et al., as dot does), so
+    it never runs through a vertex; ``routes[e]`` lists the points of
+    scene edge ``e`` from tail to head.
+    """
+
+    x: dict
+    y: dict
+    routes: list
+    width: float
+    height: int
+
+
+def _layout(scene: _Scene) -> _Layout:
+    rows: dict[int, list] = {}
+    for v, level in enumerate(scene.levels):
+        rows.setdefault(level, []).append(("v", v))
+    chains, lower, upper = [], {}, {}
+    for e, edge in enumerate(scene.edges):
+        low, high = scene.levels[edge.u], scene.levels[edge.v]
+        chain = [("v", edge.u)]
+        for level in range(low + 1, high):
+            dummy = ("d", e, level)
+            rows.setdefault(level, []).append(dummy)
+            chain.append(dummy)
+        chain.append(("v", edge.v))
+        chains.append(chain)
+        for a, b in zip(chain, chain[1:]):
+            lower.setdefault(b, []).append(a)
+            upper.setdefault(a, []).append(b)
+    x: dict = {}
+
+    def place(row):
+        # a vertex takes a unit of width, a dummy (a passing edge) half of one
+        sizes = [1.0 if slot[0] == "v" else 0.5 for slot in row]
+        edges = np.concatenate([[0.0], np.cumsum(sizes)])
+        centre = edges[-1] / 2
+        for slot, left, size in zip(row, edges, sizes):
+            x[slot] = left + size / 2 - centre
+
+    for row in rows.values():
+        place(row)
+    levels = sorted(rows)
+    # barycentre sweeps, up then down: each slot moves under the mean of its neighbours
+    for sweep in range(6):
+        near = lower if sweep % 2 == 0 else upper
+        for level in levels if sweep % 2 == 0 else levels[::-1]:
+            row = rows[level]
+            row.sort(key=lambda slot: np.mean([x[o] for o in near[slot]])
+                     if near.get(slot) else x[slot])
+            _keep_order(row, scene.g)
+            place(row)
+    y = {slot: float(slot[2] if slot[0] == "d" else scene.levels[slot[1]]) for slot in x}
+    width = max(sum(1.0 if s[0] == "v" else 0.5 for s in row) for row in rows.values())
+    routes = [[(x[s], y[s]) for s in chain] for chain in chains]
+    return _Layout(x, y, routes, width, max(levels, default=0) + 1)
+
+
+def _keep_order(row: list, g: LCG) -> None:
+    """Put the inputs (Jacobian columns) and outputs (rows) of a row back in
+    their order, in the places the sort gave them, as the DOT drawing does."""
+    for ends in (g.inputs, g.outputs):
+        rank = {v: i for i, v in enumerate(ends)}
+        places = [i for i, slot in enumerate(row) if slot[0] == "v" and slot[1] in rank]
+        ordered = sorted((row[i] for i in places), key=lambda slot: rank[slot[1]])
+        for i, slot in zip(places, ordered):
+            row[i] = slot
+
+
+# matplotlib has no ellipse or octagon box: rounded box, blob and thick square stand in
+_BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad=0.45",
+             OUTPUT: "square,pad=0.45"}
+
+
+def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
+    """Draw ``g`` with matplotlib, with the same highlights and options as :func:`render`.
+
+    The fallback when the graphviz ``dot`` program is missing: vertices in
+    rows by topological level (inputs at the bottom), spread out within
+    each row, long edges routed around the rows they cross.  Draws into
+    ``ax`` if given, else into a new Figure; returns the Figure (it shows
+    in Jupyter as a cell's value; this never calls ``plt.show``).
+
+    >>> from minirad import examples
+    >>> fig = draw_matplotlib(examples.figure1(), [("x2", "v4", "v5", "y")])
+    >>> len(fig.axes), fig.axes[0].get_legend() is not None
+    (1, True)
+    """
+    from .figure import Figure  # shows inline in Jupyter
+
+    old = {k: options.pop(k) for k in list(options) if k in _OLD_KEYWORDS}
+    highlights = _settle(highlights) + (_settle(_from_keywords(old)) if old else ())
+    scene = _scene(g, highlights, **options)
+    layout = _layout(scene)
+    spread = 1.0  # how much wider than the graph the axes are
+    if ax is None:
+        longest = max((len(key.text) for key in scene.keys), default=0)
+        # the title is centred over the graph: a long one widens the axes (not the graph)
+        heading = max((len(line) for line in (scene.title or "").split("\n")), default=0)
+        graph_width = 1.0 + 1.5 * layout.width
+        spread = max(1.0, (0.6 + 0.08 * heading) / graph_width)
+        figure = Figure(figsize=(spread * graph_width + 0.06 * longest
+                                 + (0.8 if scene.keys else 0), 0.9 + 1.1 * layout.height),
+                        layout="constrained")
+        ax = figure.add_subplot()
+    boxes = _draw_nodes(ax, scene, layout)
+    _draw_edges(ax, scene, layout, boxes)
+    ax.set_xlim(spread * (-layout.width / 2 - 0.1), spread * (layout.width / 2 + 0.1))
+    ax.set_ylim(-0.5, layout.height - 0.5)
+    ax.set_axis_off()
+    if scene.title:
+        ax.set_title(scene.title, fontsize=10)
+    if scene.keys:
+        ax.legend(handles=[_legend_handle(key) for key in scene.keys], loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    return ax.figure
+
+
+def _draw_nodes(ax, scene: _Scene, layout: _Layout) -> dict:
+    boxes = {}
+    for v, node in enumerate(scene.nodes):
+        text = ax.text(layout.x["v", v], layout.y["v", v], "\n".join(node.lines),
+                       ha="center", va="center", fontsize=9.5, color=node.fontcolor, zorder=2,
+                       bbox=dict(boxstyle=_BOXSTYLE[node.kind], facecolor=node.fill,
+                                 edgecolor=node.border,
+                                 linewidth=max(node.penwidth, _BORDER[node.kind]),
+                                 linestyle="--" if node.dashed else "-"))
+        boxes[v] = text.get_bbox_patch()
+    return boxes
+
+
+def _draw_edges(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
+    from matplotlib.patches import FancyArrowPatch
+
+    for edge, route in zip(scene.edges, layout.routes):
+        strands = len(edge.colors)
+        for i, color in enumerate(edge.colors):
+            # parallel strands side by side, one per path through the edge
+            shift = 0.06 * (i - (strands - 1) / 2)
+            points = [(px + shift, py) for px, py in route]
+            style = dict(color=color, linewidth=edge.penwidth * 0.8,
+                         linestyle="--" if edge.dashed else "-", zorder=3)
+            # node boxes are drawn first (zorder 2) and so are sized for the
+            # current resolution when the arrows are clipped to them
+            ax.add_patch(FancyArrowPatch(points[0], points[1], patchA=boxes[edge.u],
+                                         patchB=boxes[edge.v] if len(points) == 2 else None,
+                                         arrowstyle="-|>" if len(points) == 2 else "-",
+                                         mutation_scale=11, shrinkA=1, shrinkB=1, **style))
+            if len(points) > 2:
+                ax.plot([p[0] for p in points[1:-1]], [p[1] for p in points[1:-1]],
+                        solid_capstyle="round", **style)
+                ax.add_patch(FancyArrowPatch(points[-2], points[-1], patchB=boxes[edge.v],
+                                             arrowstyle="-|>", mutation_scale=11, shrinkA=0,
+                                             shrinkB=1, **style))
+        if edge.label:
+            # at the middle of the route; one row up from the tail for a
+            # one-row edge would sit on the head's box
+            if len(route) > 2:
+                lx, ly = route[len(route) // 2]
+            else:
+                (x0, y0), (x1, y1) = route
+                lx, ly = x0 + 0.45 * (x1 - x0), y0 + 0.45 * (y1 - y0)
+            ax.text(lx, ly, edge.label, ha="center", va="center", fontsize=7.5,
+                    color=edge.fontcolor, zorder=4,
+                    bbox=dict(boxstyle="round,pad=0.12", facecolor="white", edgecolor="none",
+                              alpha=0.85))
+
+
+def _legend_handle(key: _Key):
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if key.edge:
+        return Line2D([], [], color=key.color, linewidth=key.penwidth * 0.8,
+                      linestyle="--" if key.dashed else "-", label=key.text)
+    # the vertex's own shape: square for the (rounded) box, circle for the ellipse,
+    # octagon for the double octagon
+    marker = {"box": "s", "ellipse": "o", "doubleoctagon": "8"}.get(key.shape)
+    if marker is None:
+        return Patch(facecolor=key.fill, edgecolor=key.color, linewidth=key.penwidth,
+                     linestyle="--" if key.dashed else "-", label=key.text)
+    return Line2D([], [], linestyle="none", marker=marker, markersize=15,
+                  markerfacecolor=key.fill, markeredgecolor=key.color,
+                  markeredgewidth=key.penwidth, label=key.text)
+
+
+# ------------------------------------------------------------- elimination
+def _step_title(number: int, total: int, step) -> str:
+    return (f"step {number}/{total}: eliminate {step.vertex}  "
+            f"({len(step.predecessors)}×{len(step.successors)} = "
+            f"{plural(step.multiplications, 'multiplication')}, "
+            f"{plural(step.additions, 'addition')})")
+
+
+def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
+                       title: str | None = None, **options) -> Drawings:
+    """One drawing per elimination step, then the final bipartite graph.
+
+    Each step is drawn on the graph just before it, with the step
+    highlighted (see :func:`render`) and titled with its cost,
+    under the heading ``title`` if given; vertices keep the rows they have
+    in ``g`` so the pictures line up.  ``order`` is as for
+    :func:`minirad.exact.elimination.eliminate`.  Given ``path_pattern`` such as
+    ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
+    saved.  Other keyword arguments go to :func:`render`.  The list is a
+    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
+    >>> len(drawings), drawings[0].graph_attr["rankdir"]
+    (5, 'BT')
+    >>> print(drawings[0].options["title"])
+    Figure 1
+    step 1/4: eliminate v3  (1×1 = 1 multiplication, 1 addition)
+    """
+    from ..exact.elimination import eliminate
+
+    result = eliminate(g, order, keep_graphs=True)
+    fixed = dict(zip(g.names, _levels(g)))  # every vertex keeps its row in g
+    if has_dot() and "positions" not in options:
+        # and its place: dot lays out g once, every step is drawn with those positions
+        sizing = {k: options[k] for k in ("show_ops", "show_values", "edge_labels", "digits",
+                                          "max_vertices") if k in options}
+        options = dict(options, positions=layout_positions(g, **sizing))
+    total = len(result.steps)
+    head = f"{title}\n" if title else ""
+    if "positions" in options:
+        # the widest title sets one frame for all the pictures (points that are not
+        # vertices only widen the frame), so that they line up vertex for vertex
+        titles = [head + _step_title(i, total, step) for i, step in enumerate(result.steps, 1)]
+        wide = max(_text_box(t.split("\n"), 14)[0] for t in titles) * 1.15 / 2 + 10
+        xs, ys = zip(*options["positions"].values())
+        middle, low = (min(xs) + max(xs)) / 2, min(ys)
+        options["positions"] = dict(options["positions"], __frame_left__=(middle - wide, low),
+                                    __frame_right__=(middle + wide, low))
+    drawings = Drawings()
+    drawings.keys = _strip_keys(g)  # a strip of them shows this one legend
+    for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
+        drawings.append(render(before, step, levels=fixed,
+                               title=head + _step_title(number, total, step), **options))
+    done = (f"Jacobian after {plural(total, 'step')}: "
+            f"{plural(result.multiplications, 'multiplication')}, "
+            f"{plural(result.additions, 'addition')}")
+    drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
+    if path_pattern is not None:
+        for number, drawing in enumerate(drawings, 1):
+            save(drawing, path_pattern.format(number))
+    return drawings
+
+
+def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
+                      dpi: int = 110, *, title: str | None = None, **options):
+    """All the pictures of :func:`render_elimination` in one matplotlib Figure.
+
+    See :func:`strip` for the layout; ``title`` goes above all the tiles.
+    Saved to ``path`` when given; returns the Figure.
+
+    >>> from minirad import examples
+    >>> figure = elimination_strip(examples.lab(), "forward", ncols=2, title="lab graph")
+    >>> len(figure.axes), figure.get_suptitle()
+    (4, 'lab graph')
+    """
+    figure = strip(render_elimination(g, order, **options), ncols=ncols, dpi=dpi, title=title)
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
+
+
+def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
+          title: str | None = None):
+    """Drawings side by side in one matplotlib Figure, ``ncols`` to a row.
+
+    Uses graphviz when ``dot`` is installed and :func:`draw_matplotlib`
+    otherwise.  Every tile is drawn at the same scale, so text has one size
+    throughout; ``title`` goes above them all.
+
+    >>> from minirad import examples
+    >>> figure = strip([render(examples.lab()), render(examples.figure1())], title="two")
+    >>> len(figure.axes), figure.get_suptitle()
+    (2, 'two')
+    """
+    from .figure import Figure
+
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer, not {ncols!r}")
+    keys = getattr(drawings, "keys", None)  # Drawings of an elimination: one shared legend
+    drawings = list(drawings)
+    if not drawings:
+        raise ValueError("strip needs at least one drawing")
+    if keys:
+        # the tiles without their own legends (each would repeat the shared one, small)
+        drawings = [render(d.lcg, *d.highlights, **dict(d.options, legend=False))
+                    if isinstance(d, Drawing) and d.lcg is not None else d for d in drawings]
+    ncols = min(ncols, len(drawings))
+    nrows = -(-len(drawings) // ncols)
+    if has_dot():
+        images = [_png_array(drawing, dpi) for drawing in drawings]
+        height = max(image.shape[0] for image in images)
+        width = max(image.shape[1] for image in images)
+        band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
+        foot = 1.0 if keys else 0.0  # inches for the legend
+        inches = nrows * height / dpi + band + foot
+        figure = Figure(figsize=(ncols * width / dpi, inches), dpi=dpi)
+        axes = figure.subplots(nrows, ncols, squeeze=False,
+                               gridspec_kw=dict(wspace=0, hspace=0, left=0, right=1,
+                                                bottom=foot / inches,
+                                                top=1 - band / inches)).ravel()
+        for ax, image in zip(axes, images):
+            # centre each picture in a tile of the largest picture's size: one scale for all
+            top, left = (height - image.shape[0]) / 2, (width - image.shape[1]) / 2
+            ax.imshow(image, extent=(left, left + image.shape[1], top + image.shape[0], top))
+            ax.set_xlim(0, width)
+            ax.set_ylim(height, 0)
+        if title:  # in the band left free above the tiles
+            figure.suptitle(title, fontsize=16, y=1 - 0.5 * band / inches, va="center")
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys], loc="center",
+                          bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=-(-len(keys) // 2),
+                          fontsize=13, frameon=False, handlelength=2.4)
+    else:
+        _warn_missing_dot()
+        figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
+        axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
+        for ax, drawing in zip(axes, drawings):
+            draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
+        if title:  # constrained layout makes room
+            figure.suptitle(title, fontsize=16)
+        if keys:
+            figure.legend(handles=[_legend_handle(key) for key in keys],
+                          loc="outside lower center", ncols=-(-len(keys) // 2), fontsize=13,
+                          frameon=False)
+    for ax in axes:
+        ax.set_axis_off()
+    return figure
+
+
+def _strip_keys(g: LCG) -> list[_Key]:
+    """The legend of a whole elimination strip: what every step's highlight means."""
+    return _kind_keys(g) + [
+        _Key("vertex eliminated in the step", STEP_VERTEX_BORDER, edge=False,
+             fill=STEP_VERTEX_FILL, shape="ellipse", penwidth=3.0),
+        _Key("its edges (removed with it)", STEP_EDGE_COLOR, penwidth=2.0),
+        _Key("fill-in edge (created): new partial", FILL_IN_COLOR, dashed=True, penwidth=2.0),
+        _Key("updated edge: old → new partial", UPDATED_COLOR, penwidth=2.4),
+    ]
+
+
+class Drawings(list):
+    """A list of drawings (what :func:`render_elimination` returns) that
+    shows itself in Jupyter as one image: the drawings side by side, as
+    :func:`strip` lays them out.  ``keys``, if set, is the one legend the
+    strip shows below the tiles (their own legends are left out).
+
+    >>> from minirad import examples
+    >>> drawings = render_elimination(examples.lab(), "forward")
+    >>> drawings._repr_png_()[:4] == b"\\x89PNG"
+    True
+    """
+
+    keys: list | None = None
+
+    def _repr_png_(self) -> bytes | None:
+        from .figure import png
+
+        if not self:
+            return None  # an empty list shows as []
+        return png(strip(self, ncols=3))
+
+
+def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
+    import matplotlib.image as mpimg
+
+    sized = drawing.copy()
+    sized.graph_attr["dpi"] = str(dpi)
+    return mpimg.imread(io.BytesIO(sized.pipe(format="png")), format="png")

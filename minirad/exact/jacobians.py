@@ -1,0 +1,144 @@
+"""One entry point for every exact way of getting a Jacobian.
+
+``jacobian(g)`` reads an LCG; ``jacobian(f, *args)`` traces ``f`` at
+``args`` first.  ``method`` picks the algorithm:
+
+* ``"bauer"``: the sum over paths of path products (:mod:`minirad.exact.paths`);
+* ``"forward"``: one forward sweep per input (:mod:`minirad.exact.sweeps`);
+* ``"reverse"``: one reverse sweep per output (the default);
+* ``"eliminate"``: vertex elimination in the given ``order``
+  (:mod:`minirad.exact.elimination`).
+
+All four give the same matrix up to rounding; they differ in cost, which
+:func:`accumulate` reports alongside the Jacobian.
+
+>>> from minirad import examples
+>>> jacobian(examples.lab_program, 2.0, 3.0).tolist()
+[[2.5838531634528574, 2.0]]
+>>> [accumulate(examples.figure1(), method=m).multiplications
+...  for m in ("bauer", "forward", "reverse")]
+[8, 9, 8]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.lcg import LCG
+from ..graph.vgraph import VectorLCG
+from ..tracing.tape import trace
+from . import blocks
+from .elimination import eliminate
+from .paths import DEFAULT_MAX_PATHS, bauer
+from .sweeps import forward_sweep, reverse_sweep
+
+METHODS = ("bauer", "forward", "reverse", "eliminate")
+
+
+def _as_graph(g_or_f, args) -> LCG:
+    if isinstance(g_or_f, LCG):
+        if args:
+            raise TypeError(f"got an LCG and {len(args)} extra argument(s); arguments are "
+                            f"only for a function to trace at, e.g. jacobian(f, 2.0, 5.0)")
+        return g_or_f
+    if callable(g_or_f):
+        return trace(g_or_f, *args)
+    raise TypeError(f"jacobian needs an LCG or a function to trace, not "
+                    f"{type(g_or_f).__name__}")
+
+
+def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
+               keep_values: bool = True):
+    """The Jacobian with its operation counts.
+
+    Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
+    ``method``, ``order`` (the elimination order, None for the other
+    methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
+    is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
+    final graph and the steps.  ``order`` (default ``"markowitz"``)
+    applies only to elimination and ``max_paths`` (default 1,000,000) only
+    to Bauer's formula; passing either with another method is an error.
+    Sweeps keep their per-vertex tangents or adjoints unless
+    ``keep_values=False``.
+
+    >>> from minirad import examples
+    >>> r = accumulate(examples.lecture(), method="forward")
+    >>> r.jacobian.round(3), r.multiplications, r.additions
+    (array([[5.5  , 1.716]]), 10, 2)
+    >>> accumulate(examples.lecture(), method="sideways")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown method 'sideways'; valid methods are 'bauer', 'forward', ...
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid methods are "
+                         f"{', '.join(map(repr, METHODS))}")
+    if order is not None and method != "eliminate":
+        raise ValueError(f"order={order!r} applies only to method='eliminate', not "
+                         f"method={method!r}")
+    if max_paths is not None and method != "bauer":
+        raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
+                         f"method={method!r}")
+    g = _as_graph(g_or_f, args)
+    if method == "bauer":
+        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
+    if method == "forward":
+        return forward_sweep(g, keep_values=keep_values)
+    if method == "reverse":
+        return reverse_sweep(g, keep_values=keep_values)
+    result = eliminate(g, "markowitz" if order is None else order)
+    if result.jacobian is None:
+        left = len(g.intermediates) - len(result.order)
+        raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
+                         f"{len(g.intermediates)} intermediates, so {left} remain and there is "
+                         f"no Jacobian yet; list every intermediate or use a named order")
+    return result
+
+
+def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+    """The Jacobian of an LCG, or of a function traced at ``args``.
+
+    Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
+    and input order (for a traced function: its results and its arguments
+    in order, arrays element by element).  See :func:`accumulate` for the
+    arguments and for the operation counts.
+
+    >>> from minirad import examples
+    >>> for method in ("bauer", "forward", "reverse", "eliminate"):
+    ...     print(method, jacobian(examples.lecture(), method=method).round(3))
+    bauer [[5.5   1.716]]
+    forward [[5.5   1.716]]
+    reverse [[5.5   1.716]]
+    eliminate [[5.5   1.716]]
+    >>> jacobian(lambda x: x[0] * x[1], [3.0, 4.0], method="forward")
+    array([[4., 3.]])
+
+    A vector LCG (:func:`minirad.trace_arrays`) gives the same matrix, its
+    rows and columns the array entries in C order (:mod:`minirad.exact.blocks`):
+
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
+    array([[4., 3.]])
+    """
+    if isinstance(g_or_f, VectorLCG):
+        return _vector_jacobian(g_or_f, args, method, order, max_paths)
+    # only the matrix is wanted, so sweeps need not hold every vertex's values
+    return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
+                      keep_values=False).jacobian
+
+
+def _vector_jacobian(g, args, method, order, max_paths) -> np.ndarray:
+    if args:
+        raise TypeError(f"got a VectorLCG and {len(args)} extra argument(s); arguments are "
+                        f"only for a function to trace")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid methods are "
+                         f"{', '.join(map(repr, METHODS))}")
+    if method == "bauer":
+        found = blocks.vector_bauer(g, **({} if max_paths is None else {"max_paths": max_paths}))
+    elif method == "eliminate":
+        found = blocks.vector_eliminate(g, "markowitz" if order is None else order)
+    else:
+        return blocks.jacobian(g, method)
+    return found.dense()

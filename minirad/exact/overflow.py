@@ -1,0 +1,85 @@
+"""Accumulation that leaves the float range: find where, and say so.
+
+Tracing refuses non-finite values and partials, yet a product of finite
+partials can still overflow: on ``x -> a -> y`` with both partials 1e200
+the Jacobian is 1e400, which is ``inf`` in double precision.  Every method
+(Bauer's sum, the forward and reverse sweeps, vertex elimination, path
+sampling) checks its result and raises :class:`AccumulationOverflow`, a
+``ValueError``, naming the method, the Jacobian entry and the vertex where
+the value first left the float range, instead of returning ``inf`` or
+``nan`` silently.
+
+>>> from minirad.graph.lcg import LCG
+>>> from minirad.exact.sweeps import forward_sweep
+>>> g = LCG.from_edges([("x", "a", 1e200), ("a", "y", 1e200)], inputs=["x"], outputs=["y"])
+>>> forward_sweep(g)
+Traceback (most recent call last):
+...
+minirad.exact.overflow.AccumulationOverflow: forward: dy/dx overflowed to inf ...
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..graph.labels import FLOATS, forward, reverse
+
+__all__ = ["AccumulationOverflow", "check_finite", "first_overflow"]
+
+
+class AccumulationOverflow(ValueError):
+    """A Jacobian entry overflowed the double-precision range (about ±1.8e308)."""
+
+
+def _finite(value) -> bool:
+    return value is None or (isinstance(value, (int, float, np.number)) and math.isfinite(value))
+
+
+def first_overflow(g, input_vertex=None, output_vertex=None) -> int | None:
+    """The vertex where the derivative first stops being finite.
+
+    With ``input_vertex``: the first vertex, in topological order, whose
+    tangent d v / d input is not finite (a forward sweep from that input).
+    With ``output_vertex``: the first vertex, walking back from the output,
+    whose adjoint d output / d v is not finite.  None when nothing overflows
+    or the graph's labels are not floats.
+    """
+    if g.algebra is not FLOATS:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        if input_vertex is not None:
+            values = forward(g, {int(input_vertex): 1.0}).values
+            scan = range(g.n_vertices)
+        else:
+            values = reverse(g, {int(output_vertex): 1.0}).values
+            scan = range(g.n_vertices - 1, -1, -1)
+        return next((v for v in scan if not _finite(values[v])), None)
+
+
+def check_finite(g, jacobian, method: str, *, rows=None, columns=None, vertex=None,
+                 backward: bool = False, what: str = "") -> None:
+    """Raise :class:`AccumulationOverflow` unless every entry of ``jacobian`` is finite.
+
+    ``rows``/``columns`` are the output/input vertices of the matrix (all of
+    them by default); ``vertex`` names where it overflowed when the method
+    knows (an elimination step), else it is found with :func:`first_overflow`
+    (walking back from the output when ``backward``).  ``what`` is added to
+    the message (e.g. which sample).
+    """
+    jacobian = np.asarray(jacobian)
+    if jacobian.dtype.kind not in "fc" or np.isfinite(jacobian).all():
+        return
+    rows = list(g.outputs if rows is None else rows)
+    columns = list(g.inputs if columns is None else columns)
+    r, c = (int(i) for i in np.argwhere(~np.isfinite(jacobian))[0])
+    y, x = rows[r], columns[c]
+    if vertex is None:
+        found = first_overflow(g, output_vertex=y) if backward else first_overflow(g, x)
+        vertex = None if found is None else g.names[found]
+    at = f", first at vertex {vertex}" if vertex is not None else ""
+    raise AccumulationOverflow(
+        f"{method}: d{g.names[y]}/d{g.names[x]} overflowed to {jacobian[r, c]}{what} "
+        f"(a product of partials left the double-precision range, about ±1.8e308){at}; "
+        f"rescale the program's variables so that its derivatives are representable")

@@ -1,0 +1,1076 @@
+"""The linearized computational graph (LCG).
+
+An LCG is a directed acyclic graph whose vertices are the variables of a
+program and whose edge ``(u, v)`` carries the local partial derivative
+``dv/du``.  Every other part of minirad is a function over this one object.
+
+Conventions (see DESIGN.md):
+
+* vertices are numbered ``0 .. n-1`` in a topological order, so every edge
+  goes from a lower to a higher number;
+* inputs have no predecessors and outputs have no successors; a vertex is an
+  input, an output or an intermediate, never two of these;
+* the edges into a vertex keep the order of its operands, so that
+  ``g.op(v)`` (a template such as ``"{0} - {1}"``) can be filled in with the
+  names of ``g.predecessors(v)``.
+
+The object is immutable: functions that transform a graph return a new one.
+
+>>> g = LCG.from_edges([("x", "a", 2.0), ("a", "y", 3.0), ("x", "y", 1.0)],
+...                    inputs=["x"], outputs=["y"])
+>>> g
+LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
+>>> g.partial("x", "a"), g.successors("x")
+(2.0, (1, 2))
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..exact import _engines
+from .files import write_atomically
+from .labels import FLOATS, Algebra
+from .names import VertexNames, VertexOps, vertex_number
+
+INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
+KINDS = (INPUT, INTERMEDIATE, OUTPUT)
+
+JSON_FORMAT = "minirad.lcg"
+JSON_VERSION = 1
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+
+_FLOAT_MAX = sys.float_info.max  # a Python float: compared with an int exactly, never overflowing
+# an integer in an LCG file with more digits is refused while parsing (Python refuses to
+# convert more than 4300); a shorter one that does not fit is refused naming its field
+_MAX_DIGITS = 4000
+# up to this many edges a stable argsort groups edges by source quickly enough
+_SORT_EDGES = 50_000
+# up to this many edges a Python search over adjacency lists beats SciPy's call overhead
+_SMALL_SEARCH = 4_000
+
+
+def plural(count: int, word: str) -> str:
+    """``"1 edge"``, ``"3 edges"``: a count with its noun.
+
+    >>> plural(1, "edge"), plural(3, "edge")
+    ('1 edge', '3 edges')
+    """
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+class LCG:
+    """A linearized computational graph.
+
+    Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
+    (from a Python function), :meth:`LCG.from_networkx` or
+    :meth:`LCG.from_json`.  The constructor itself takes column arrays and
+    is what those builders call.
+
+    Parameters
+    ----------
+    names : sequence of str
+        One unique name per vertex.
+    sources, targets : sequences of int
+        Edge endpoints, as positions in ``names``.
+    partials : sequence of float
+        ``partials[e]`` is d targets[e] / d sources[e]; finite.
+    inputs, outputs : sequences of int
+        The input and output vertices in Jacobian column and row order.
+    values : sequence of float, optional
+        Primal values (NaN where unknown).
+    ops : sequence of str, optional
+        The operation that made each vertex, as a template over its
+        predecessors (``"sin({0})"``), ``"input"`` for inputs, or ``""``.
+
+    If the vertices are not numbered topologically they are renumbered by a
+    stable topological sort; a directed cycle raises ``ValueError``.
+
+    ``g.names`` is a tuple, or, for traced graphs, a
+    :class:`minirad.graph.names.VertexNames`, which behaves as the tuple of the
+    same names but writes the ``v<i>`` ones out only when they are read;
+    ``g.ops`` likewise a tuple or a :class:`minirad.graph.names.VertexOps`.
+    """
+
+    __slots__ = (
+        "names", "ops", "values", "sources", "targets", "partials",
+        "inputs", "outputs", "_memos",
+    )
+
+    def __init__(self, names, sources, targets, partials, inputs, outputs,
+                 values=None, ops=None):
+        names = [str(name) for name in names]
+        n = len(names)
+        # every id and number is checked before conversion: nothing truncated (0.7 -> 0),
+        # wrapped (2**64 - 1 -> -1) or overflowed (10**400 -> inf) on the way in
+        src = _vertex_numbers(sources, n, "edge source")
+        dst = _vertex_numbers(targets, n, "edge target")
+        partials = _reals(partials, "partial")
+        if not (len(src) == len(dst) == len(partials)):
+            raise ValueError(
+                f"sources, targets and partials must have one entry per edge; got lengths "
+                f"{len(src)}, {len(dst)} and {len(partials)}")
+        values = np.full(n, np.nan) if values is None else _reals(values, "value")
+        ops = [""] * n if ops is None else [str(op) for op in ops]
+        if len(values) != n or len(ops) != n:
+            raise ValueError(f"values and ops must have one entry per vertex ({n}); got "
+                             f"{len(values)} values and {len(ops)} ops")
+        infinite = np.flatnonzero(np.isinf(values))
+        if len(infinite):
+            v = infinite[0]
+            raise ValueError(f"the value of vertex {names[v]} is {values[v]}; a primal value is "
+                             f"a finite number, or NaN where it is unknown")
+        inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
+        outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
+        _validate(names, src, dst, partials, inputs, outputs)
+        order = _topological_order(names, src, dst)
+        if order is not None:
+            names, src, dst, values, ops, inputs, outputs = _renumber(
+                order, names, src, dst, values, ops, inputs, outputs)
+        grouped = np.argsort(dst, kind="stable")  # operand order survives within a target
+        self._set(names, ops, values, src[grouped], dst[grouped], partials[grouped],
+                  inputs, outputs)
+
+    @classmethod
+    def from_trusted_arrays(cls, names, sources, targets, partials, inputs, outputs,
+                            values=None, ops=None, in_edges_ptr=None) -> LCG:
+        """Build without validation, for producers that guarantee the invariants.
+
+        The caller promises what the constructor would otherwise check or
+        establish: names unique, vertices numbered topologically (every edge
+        from a lower to a higher number), edges grouped by target in operand
+        order, no duplicate edges, finite partials, inputs without
+        predecessors and outputs without successors.  Tracers, elimination
+        and samplers know this by construction and skip an O(edges log
+        edges) check; anything else should call :class:`LCG` itself.  A
+        producer that already has :attr:`in_edges_ptr` (an int64 array of
+        ``n_vertices + 1`` offsets) may hand it over, sparing the graph from
+        working it out again.
+
+        >>> g = LCG.from_trusted_arrays(["x", "y"], [0], [1], [2.0], [0], [1])
+        >>> g.partial("x", "y"), g.value("x")
+        (2.0, nan)
+        """
+        n = len(names)
+        values = np.full(n, np.nan) if values is None else values
+        ops = [""] * n if ops is None else ops
+        g = cls.__new__(cls)
+        # _set keeps a tuple as it is (tuple() of a tuple is no copy): no list in between
+        names = names if isinstance(names, (VertexNames, tuple)) else list(names)
+        g._set(names, ops, np.asarray(values, dtype=np.float64),
+               np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64),
+               np.asarray(partials, dtype=np.float64), tuple(inputs), tuple(outputs))
+        if in_edges_ptr is not None:
+            ptr = np.asarray(in_edges_ptr, dtype=np.int64)
+            if ptr.shape != (n + 1,) or ptr[0] != 0 or ptr[-1] != g.n_edges:
+                raise ValueError(f"in_edges_ptr must hold {n + 1} offsets from 0 to "
+                                 f"{g.n_edges}; got shape {ptr.shape}")
+            ptr.flags.writeable = False
+            g._memos["in_ptr"] = ptr
+        return g
+
+    _trusted = from_trusted_arrays  # the former private name
+
+    def _set(self, names, ops, values, src, dst, partials, inputs, outputs):
+        for array in (values, src, dst, partials):
+            array.flags.writeable = False
+        self.names = names if isinstance(names, VertexNames) else tuple(names)
+        self.ops = ops if isinstance(ops, VertexOps) else tuple(ops)
+        self.values = values
+        self.sources = src
+        self.targets = dst
+        self.partials = partials
+        self.inputs = inputs
+        self.outputs = outputs
+        self._memos = {}
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_edges(cls, edges: Iterable, inputs: Sequence, outputs: Sequence,
+                   values: Mapping | Sequence | None = None,
+                   ops: Mapping | Sequence | None = None,
+                   vertices: Sequence | None = None) -> LCG:
+        """Build an LCG by hand, e.g. from a lecture slide.
+
+        ``edges`` holds triples ``(u, v, dv_du)``.  Vertices are named by
+        strings, or by integers (then named ``v0``, ``v1``, ...).  Without
+        ``vertices`` the graph has every vertex named in an edge, in
+        ``inputs`` or in ``outputs``; with it, exactly those vertices, and an
+        edge naming any other vertex is an error (a guard against typos).
+        ``values`` and ``ops`` optionally map vertex names to primal values
+        and operation templates.
+
+        >>> g = LCG.from_edges([("x1", "v", 0.5), ("x2", "v", 2.0), ("v", "y", -1.0)],
+        ...                    inputs=["x1", "x2"], outputs=["y"], values={"x1": 2.0})
+        >>> g.kind("v"), g.predecessors("v"), g.value("x1")
+        ('intermediate', (0, 1), 2.0)
+        >>> LCG.from_edges([("a", "b", 1.0), ("b", "a", 1.0)], inputs=[], outputs=[])
+        Traceback (most recent call last):
+        ...
+        ValueError: the edges contain a directed cycle: a -> b -> a; an LCG must be acyclic
+        """
+        for role, given in (("inputs", inputs), ("outputs", outputs)):
+            if isinstance(given, str):
+                raise ValueError(f"{role} must be a list of vertex names, e.g. [{given!r}], "
+                                 f"not the string {given!r}")
+        edges = list(edges)
+        for position, edge in enumerate(edges):
+            if not (isinstance(edge, (tuple, list)) and len(edge) == 3):
+                raise ValueError(f"edge #{position} is {edge!r}; each edge must be a triple "
+                                 f"(u, v, partial dv/du)")
+        def name_of(vertex) -> str:
+            if isinstance(vertex, (bool, np.bool_)) or not isinstance(
+                    vertex, (str, int, np.integer)):
+                raise ValueError(f"vertex {vertex!r} must be named by a str or an int")
+            return f"v{int(vertex)}" if isinstance(vertex, (int, np.integer)) else vertex
+
+        # with declared vertices the numbering is fixed up front and nothing new may appear
+        declared = vertices is not None
+        index: dict[str, int] = {}
+        for v in vertices or ():
+            index.setdefault(name_of(v), len(index))
+        if declared and len(index) != len(vertices):
+            raise ValueError("vertices lists a vertex twice; names must be unique")
+
+        def key(vertex, role="edge"):
+            name = name_of(vertex)
+            if declared and name not in index:
+                raise ValueError(f"{role} names unknown vertex {vertex!r}; the declared vertices "
+                                 f"are {list(index)}")
+            return index.setdefault(name, len(index))
+
+        # number inputs first so a hand-typed slide keeps its reading order
+        input_ids = [key(v, "inputs") for v in inputs]
+        src, dst, partials = [], [], []
+        for u, v, partial in edges:
+            src.append(key(u, f"edge ({u!r}, {v!r})"))
+            dst.append(key(v, f"edge ({u!r}, {v!r})"))
+            partials.append(_as_partial(partial, u, v))
+        output_ids = [key(v, "outputs") for v in outputs]
+        names = list(index)
+        if not declared:
+            # an input or output that no edge touches is almost always a typo
+            touched = set(src) | set(dst)
+            for role, ids in (("input", input_ids), ("output", output_ids)):
+                for i in ids:
+                    if i not in touched and edges:
+                        in_edges = [n for j, n in enumerate(names) if j in touched]
+                        raise ValueError(
+                            f"{role} {names[i]!r} appears in no edge; the vertices in edges are "
+                            f"{in_edges} (to keep an isolated {role} on purpose, list every "
+                            f"vertex in vertices=)")
+        return cls(names, src, dst, partials, input_ids, output_ids,
+                   values=_per_vertex(values, names, "values", math.nan, lambda x: x),
+                   ops=_per_vertex(ops, names, "ops", "", str))
+
+    # ------------------------------------------------------------------ memo
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """A value derived from this graph, computed by ``compute()`` on first
+        use and kept: the graph is immutable, so it never goes stale.
+
+        Modules name their keys ``"<module>.<what>"`` so they cannot collide.
+        Whatever is stored is shared by every caller, so store arrays
+        read-only (or never modify them).
+
+        >>> g = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=["y"])
+        >>> calls = []
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges)
+        2
+        >>> g.memo("doc.twice", lambda: calls.append(1) or 2 * g.n_edges), len(calls)
+        (2, 1)
+        >>> "doc.twice" in g.memos
+        True
+        """
+        try:
+            return self._memos[key]
+        except KeyError:
+            value = self._memos[key] = compute()
+            return value
+
+    @property
+    def memos(self) -> Mapping[str, Any]:
+        """A read-only view of what :meth:`memo` holds (for inspection and tests)."""
+        return MappingProxyType(self._memos)
+
+    # ------------------------------------------------------- edge labels
+    @property
+    def labels(self) -> np.ndarray:
+        """The edge labels the recurrences of :mod:`minirad.graph.labels` read: here
+        the partials, one float per edge."""
+        return self.partials
+
+    @property
+    def algebra(self) -> Algebra:
+        """How to multiply and add this graph's labels: :data:`~minirad.graph.labels.FLOATS`."""
+        return FLOATS
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def n_vertices(self) -> int:
+        return len(self.names)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.partials)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def intermediates(self) -> tuple[int, ...]:
+        """Vertices that are neither inputs nor outputs, in topological order."""
+        if "intermediates" not in self._memos:
+            middle = np.flatnonzero(self._kinds == KINDS.index(INTERMEDIATE))
+            self._memos["intermediates"] = tuple(middle.tolist())
+        return self._memos["intermediates"]
+
+    @property
+    def _kinds(self) -> np.ndarray:
+        """Per vertex, its kind as a position in ``KINDS``."""
+        if "kinds" not in self._memos:
+            kinds = np.full(self.n_vertices, KINDS.index(INTERMEDIATE), dtype=np.int8)
+            kinds[list(self.inputs)] = KINDS.index(INPUT)
+            kinds[list(self.outputs)] = KINDS.index(OUTPUT)
+            self._memos["kinds"] = kinds
+        return self._memos["kinds"]
+
+    def index(self, vertex) -> int:
+        """The number of a vertex given by number or by name."""
+        return vertex_number(vertex, self.names, self._find_name)
+
+    def _find_name(self, name: str) -> int:
+        if isinstance(self.names, VertexNames):
+            return self.names.find(name)  # no dictionary of every name needed
+        if "by_name" not in self._memos:
+            self._memos["by_name"] = {name: i for i, name in enumerate(self.names)}
+        return self._memos["by_name"].get(name, -1)
+
+    def name(self, vertex) -> str:
+        return self.names[self.index(vertex)]
+
+    def kind(self, vertex) -> str:
+        """``"input"``, ``"intermediate"`` or ``"output"``."""
+        return KINDS[self._kinds[self.index(vertex)]]
+
+    def value(self, vertex) -> float:
+        return float(self.values[self.index(vertex)])
+
+    def op(self, vertex) -> str:
+        return self.ops[self.index(vertex)]
+
+    def predecessors(self, vertex) -> tuple[int, ...]:
+        """Predecessors of a vertex, in operand order."""
+        start, stop = self._in_range(self.index(vertex))
+        return tuple(self.sources[start:stop].tolist())
+
+    def successors(self, vertex) -> tuple[int, ...]:
+        """Successors of a vertex, in increasing order."""
+        order, ptr = self.out_edges_csr
+        v = self.index(vertex)
+        return tuple(self.targets[order[ptr[v]:ptr[v + 1]]].tolist())
+
+    def in_degree(self, vertex) -> int:
+        start, stop = self._in_range(self.index(vertex))
+        return stop - start
+
+    def out_degree(self, vertex) -> int:
+        _, ptr = self.out_edges_csr
+        v = self.index(vertex)
+        return int(ptr[v + 1] - ptr[v])
+
+    def partial(self, u, v) -> float:
+        """The local partial dv/du on edge (u, v)."""
+        return float(self.partials[self.edge_index(u, v)])
+
+    def edge_index(self, u, v) -> int:
+        """Position of edge (u, v) in ``sources``/``targets``/``partials``."""
+        u, v = self.index(u), self.index(v)
+        e = self._find_edge(u, v)
+        if e < 0:
+            start, stop = self._in_range(v)
+            raise ValueError(f"there is no edge {self.names[u]} -> {self.names[v]}; the "
+                             f"predecessors of {self.names[v]} are "
+                             f"{[self.names[p] for p in self.sources[start:stop]]}")
+        return e
+
+    def has_edge(self, u, v) -> bool:
+        return self._find_edge(self.index(u), self.index(v)) >= 0
+
+    def _find_edge(self, u: int, v: int) -> int:
+        """Position of edge (u, v), or -1 when there is none."""
+        start, stop = self._in_range(v)
+        hits = np.flatnonzero(self.sources[start:stop] == u)
+        return int(start + hits[0]) if len(hits) else -1
+
+    def edges(self):
+        """Iterate over ``(u, v, partial)`` triples, grouped by target."""
+        return zip(self.sources.tolist(), self.targets.tolist(), self.partials.tolist())
+
+    # ------------------------------------------------- array views (cached)
+    @property
+    def in_edges_ptr(self) -> np.ndarray:
+        """``ptr`` such that edges ``ptr[v]:ptr[v+1]`` are the edges into v."""
+        if "in_ptr" not in self._memos:
+            n, m = self.n_vertices, self.n_edges
+            if m > 8 * n:
+                # edges are grouped by target, so v's in-edges start at the first
+                # target >= v: a binary search per vertex beats counting every
+                # edge when vertices have many in-edges on average
+                ptr = np.searchsorted(self.targets, np.arange(n + 1, dtype=np.int64))
+                ptr = ptr.astype(np.int64, copy=False)
+            else:
+                ptr = np.zeros(n + 1, dtype=np.int64)
+                np.cumsum(np.bincount(self.targets, minlength=n), out=ptr[1:])
+            self._memos["in_ptr"] = ptr
+        return self._memos["in_ptr"]
+
+    @property
+    def out_edges_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, ptr)``: edges ``order[ptr[v]:ptr[v+1]]`` leave v, by target."""
+        if "out_csr" not in self._memos:
+            n, m = self.n_vertices, self.n_edges
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.sources, minlength=n), out=ptr[1:])
+            # edges are already sorted by target, so grouping them by source is a
+            # transposition: a stable sort on small graphs, and on large ones
+            # SciPy's CSR-to-CSC conversion, a linear-time counting sort
+            if m <= _SORT_EDGES:
+                order = np.argsort(self.sources, kind="stable")
+            else:
+                import scipy.sparse as sp
+
+                by_target = sp.csr_array((np.arange(m, dtype=np.int64), self.sources,
+                                          self.in_edges_ptr), shape=(n, n))
+                order = np.asarray(by_target.tocsc().data, dtype=np.int64)
+            self._memos["out_csr"] = (order, ptr)
+        return self._memos["out_csr"]
+
+    @property
+    def out_degrees(self) -> np.ndarray:
+        """Out-degree of every vertex."""
+        return np.diff(self.out_edges_csr[1])
+
+    def _in_range(self, v: int) -> tuple[int, int]:
+        ptr = self.in_edges_ptr
+        return int(ptr[v]), int(ptr[v + 1])
+
+    # ------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        n_mid = self.n_vertices - n_in - n_out
+        return (f"LCG({self.n_vertices} {'vertex' if self.n_vertices == 1 else 'vertices'}: "
+                f"{plural(n_in, 'input')}, {plural(n_mid, 'intermediate')}, "
+                f"{plural(n_out, 'output')}; {plural(self.n_edges, 'edge')})")
+
+    def wengert(self) -> str:
+        """The Wengert list: one line per vertex, in topological order.
+
+        Each line assigns register ``v<i>`` from its operands, gives the
+        primal value and the local partials of that line; inputs read
+        ``v0 = x1`` (their name) and outputs are marked with theirs.
+
+        >>> g = LCG.from_edges([("x", "y", 3.0)], inputs=["x"], outputs=["y"],
+        ...                    values={"x": 2.0, "y": 6.0}, ops={"y": "3.0 * {0}"})
+        >>> print(g.wengert())
+        v0 = x          = 2.0
+        v1 = 3.0 * v0   = 6.0   dv1/dv0 = 3.0   (output y)
+        """
+        register = [f"v{i}" for i in range(self.n_vertices)]
+        ptr = self.in_edges_ptr
+        src, partials = self.sources.tolist(), self.partials.tolist()
+        rows = []
+        for v in range(self.n_vertices):
+            preds = [register[u] for u in src[ptr[v]:ptr[v + 1]]]
+            if self.kind(v) == INPUT:
+                expr, derivatives, note = self.names[v], "", ""
+            else:
+                expr = fill_template(self.ops[v], preds)
+                derivatives = ", ".join(
+                    f"d{register[v]}/d{p} = {d!r}"
+                    for p, d in zip(preds, partials[ptr[v]:ptr[v + 1]]))
+                note = ""
+                if self.kind(v) == OUTPUT:
+                    note = f"(output {self.names[v]})"
+                elif self.names[v] != register[v]:
+                    note = f"({self.names[v]})"
+            value = self.values[v]
+            shown = "?" if math.isnan(value) else repr(float(value))
+            rows.append((f"{register[v]} = {expr}", f"= {shown}", derivatives, note))
+        if not rows:
+            return ""
+        widths = [max(len(row[c]) for row in rows) for c in range(3)]
+        lines = []
+        for row in rows:
+            parts = [row[c].ljust(widths[c]) for c in range(3)] + [row[3]]
+            lines.append("   ".join(p for p in parts if p.strip()).rstrip())
+        return "\n".join(lines)
+
+    # --------------------------------------------------------------- networkx
+    def to_networkx(self) -> nx.DiGraph:
+        """A ``networkx.DiGraph`` keyed by vertex name.
+
+        Nodes carry ``index``, ``kind``, ``op`` and ``value``; edges carry
+        ``partial``; ``graph["inputs"]`` and ``graph["outputs"]`` list names
+        in Jacobian order.
+        """
+        G = nx.DiGraph(inputs=[self.names[v] for v in self.inputs],
+                       outputs=[self.names[v] for v in self.outputs])
+        for v, name in enumerate(self.names):
+            G.add_node(name, index=v, kind=self.kind(v), op=self.ops[v],
+                       value=float(self.values[v]))
+        ptr = self.in_edges_ptr
+        G.add_edges_from((self.names[u], self.names[v], {"partial": d, "operand": e - ptr[v]})
+                         for e, (u, v, d) in enumerate(self.edges()))
+        return G
+
+    @classmethod
+    def from_networkx(cls, G: nx.DiGraph, inputs: Sequence | None = None,
+                      outputs: Sequence | None = None) -> LCG:
+        """Build an LCG from a ``networkx.DiGraph`` whose edges carry ``partial``.
+
+        Inputs and outputs are taken from the arguments, else from
+        ``G.graph["inputs"/"outputs"]``, else from node ``kind`` attributes,
+        else they are the vertices without predecessors / successors.  Node
+        attributes ``value`` and ``op`` are kept; vertices are named
+        ``str(node)`` and numbered by their ``index`` attribute where every
+        node has one (as written by :meth:`to_networkx`); an edge attribute
+        ``operand`` orders the edges into a vertex.
+        """
+        if not isinstance(G, nx.DiGraph) or G.is_multigraph():
+            raise TypeError(f"from_networkx needs a networkx.DiGraph, not {type(G).__name__}")
+        nodes = list(G)
+        if all("index" in data for _, data in G.nodes(data=True)):
+            _check_integer_attributes(((node, data["index"]) for node, data in G.nodes(data=True)),
+                                      "node", "index")
+            nodes.sort(key=lambda node: G.nodes[node]["index"])
+        position = {node: i for i, node in enumerate(nodes)}
+
+        def chosen(given, key, kind, degree):
+            if given is None:
+                given = G.graph.get(key)
+            if given is None:
+                given = [n for n in nodes if G.nodes[n].get("kind") == kind]
+                if not given:
+                    given = [n for n in nodes if degree(n) == 0]
+            by_name = {str(n): n for n in nodes}
+            resolved = []
+            for n in given:
+                if n in position:
+                    resolved.append(position[n])
+                elif str(n) in by_name:
+                    resolved.append(position[by_name[str(n)]])
+                else:
+                    raise ValueError(f"{key[:-1]} {n!r} is not a node of the graph")
+            return resolved
+
+        src, dst, partials = [], [], []
+        _check_integer_attributes((((u, v), data["operand"]) for u, v, data in G.edges(data=True)
+                                   if "operand" in data), "edge", "operand")
+        edges = sorted(G.edges(data=True),
+                       key=lambda e: (position[e[1]], e[2].get("operand", 0)))
+        for u, v, data in edges:
+            if "partial" not in data:
+                raise ValueError(f"edge {u!r} -> {v!r} has no 'partial' attribute; every edge "
+                                 f"of an LCG carries its local derivative")
+            src.append(position[u])
+            dst.append(position[v])
+            partials.append(_as_partial(data["partial"], u, v))
+        return cls([str(n) for n in nodes], src, dst, partials,
+                   chosen(inputs, "inputs", INPUT, G.in_degree),
+                   chosen(outputs, "outputs", OUTPUT, G.out_degree),
+                   values=[_node_value(G, n) for n in nodes],
+                   ops=[str(G.nodes[n].get("op", "")) for n in nodes])
+
+    # ------------------------------------------------------------------- JSON
+    def to_dict(self) -> dict:
+        """The JSON document of this graph (columnar, schema version 1)."""
+        return {
+            "format": JSON_FORMAT,
+            "version": JSON_VERSION,
+            "names": list(self.names),
+            "ops": list(self.ops),
+            "values": [None if math.isnan(x) else x for x in self.values.tolist()],
+            "inputs": list(self.inputs),
+            "outputs": list(self.outputs),
+            "edges": {"source": self.sources.tolist(), "target": self.targets.tolist(),
+                      "partial": self.partials.tolist()},
+        }
+
+    def to_json(self, path) -> None:
+        """Save to ``path``; written to a temporary file first, so a failed
+        save never leaves a half-written file behind."""
+        text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+        write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+    @classmethod
+    def from_dict(cls, doc) -> LCG:
+        """Validate a JSON document (as produced by :meth:`to_dict`) and build the LCG."""
+        return _from_document(cls, doc)
+
+    @classmethod
+    def from_json(cls, path) -> LCG:
+        """Load a graph saved by :meth:`to_json`, validating every field."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except UnicodeDecodeError:
+            raise ValueError(f"{path} is not an LCG file: it is not UTF-8 text") from None
+
+        def reject(token):
+            raise ValueError(f"{path}: {token} is not allowed; every number must be finite")
+
+        def finite(token):
+            number = float(token)
+            if not math.isfinite(number):
+                raise ValueError(f"{path}: the number {token:.40} is too large for a float64 (it "
+                                 f"would read as infinity); every number must be finite")
+            return number
+
+        def integer(token):
+            if len(token.lstrip("-")) > _MAX_DIGITS:
+                raise ValueError(f"{path}: an integer of {len(token.lstrip('-'))} digits is "
+                                 f"too large for any field of an LCG file")
+            return int(token)
+
+        try:
+            doc = json.loads(text, parse_constant=reject, parse_float=finite, parse_int=integer)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not an LCG file: invalid JSON ({error.msg} at line "
+                             f"{error.lineno}, column {error.colno})") from None
+        except RecursionError:  # the decoder recurses once per level of nesting
+            raise ValueError(f"{path} is not an LCG file: its JSON is nested too deeply (an "
+                             f"LCG file nests three levels)") from None
+        try:
+            return _from_document(cls, doc)
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
+
+    # ------------------------------------------------------------- equality
+    def same_as(self, other: LCG) -> bool:
+        """True when both graphs have identical vertices, edges, partials and values."""
+        return (self.names == other.names and self.ops == other.ops
+                and self.inputs == other.inputs and self.outputs == other.outputs
+                and np.array_equal(self.values, other.values, equal_nan=True)
+                and np.array_equal(self.sources, other.sources)
+                and np.array_equal(self.targets, other.targets)
+                and np.array_equal(self.partials, other.partials))
+
+
+# ------------------------------------------------------- functions over an LCG
+def takes_lcg(function):
+    """Check that the first argument of a public function is an LCG."""
+
+    @functools.wraps(function)
+    def checked(g, *args, **kwargs):
+        if not isinstance(g, LCG):
+            raise TypeError(f"{function.__name__} works on an LCG (from minirad.tracing.tape or "
+                            f"LCG.from_edges), not a {type(g).__name__}")
+        return function(g, *args, **kwargs)
+
+    return checked
+
+
+def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
+    """Mask of the vertices reachable from any of ``starts`` along the edges
+    (``forward``) or against them; the starts themselves included.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "z", 1.0)],
+    ...                    inputs=["x"], outputs=["y", "z"])
+    >>> reachable(g, [g.index("y")], forward=False).tolist()
+    [True, True, True, False]
+    """
+    n = g.n_vertices
+    starts = [int(v) for v in starts]
+    if g.n_edges <= _SMALL_SEARCH:
+        def adjacency_lists():
+            if forward:
+                order, ptr = g.out_edges_csr
+                ends = g.targets[order].tolist()
+            else:
+                ptr, ends = g.in_edges_ptr, g.sources.tolist()
+            bounds = ptr.tolist()
+            return [ends[bounds[v]:bounds[v + 1]] for v in range(n)]
+
+        adjacency = g.memo("reach.lists." + ("forward" if forward else "reverse"),
+                           adjacency_lists)
+        seen = [False] * n
+        stack = []
+        for s in starts:
+            if not seen[s]:
+                seen[s] = True
+                stack.append(s)
+        while stack:
+            for w in adjacency[stack.pop()]:
+                if not seen[w]:
+                    seen[w] = True
+                    stack.append(w)
+        return np.array(seen, dtype=bool)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    # one breadth-first search from an extra vertex n joined to every start
+    tails, heads = (g.sources, g.targets) if forward else (g.targets, g.sources)
+    rows = np.concatenate([tails, np.full(len(starts), n)])
+    cols = np.concatenate([heads, np.asarray(starts, dtype=np.int64)])
+    adjacency = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(n + 1, n + 1))
+    mask = np.zeros(n + 1, dtype=bool)
+    mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
+    return mask[:n]
+
+
+def levels(g: LCG) -> np.ndarray:
+    """Topological level of every vertex: the number of edges on the longest
+    path into it from a vertex without predecessors (read-only, memoized).
+
+    The sweeps' wavefronts and the rows of a picture are these levels.
+
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
+    ...                    inputs=["x"], outputs=["y"])
+    >>> levels(g).tolist()
+    [0, 1, 2]
+    """
+    return _engines.levels_within(g, None)
+
+
+# ---------------------------------------------------------------- validation
+def _show_int(x: int) -> str:
+    """An integer for a message; a huge one by its size (``str`` refuses beyond
+    4300 digits, and a 400-digit number helps nobody)."""
+    if abs(x) < 10**24:
+        return str(x)
+    return f"an integer of about {int(abs(x).bit_length() * math.log10(2)) + 1} digits"
+
+
+def _shown(x) -> str:
+    """A JSON value for a message, as the file spells it, cut short."""
+    if _is_integer(x):
+        return _show_int(int(x))
+    try:
+        text = json.dumps(x, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):  # not JSON (from_dict takes any object)
+        text = object.__repr__(x) if isinstance(x, (list, dict)) else repr(x)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_integer(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _items(given, fits) -> tuple[np.ndarray | None, list | None]:
+    """``given`` as a flat numpy array when its dtype ``fits`` (a fast path for
+    arrays), else as a flat list of Python objects to check one by one (a list
+    from Python may hold a float, a bool or a huge integer that numpy would
+    quietly convert)."""
+    if isinstance(given, np.ndarray) and fits(given.dtype):
+        return given.reshape(-1), None
+    items = given.reshape(-1).tolist() if isinstance(given, np.ndarray) else list(given)
+    return None, items
+
+
+def _integer_type(t: type) -> bool:
+    return issubclass(t, (int, np.integer)) and not issubclass(t, (bool, np.bool_))
+
+
+def _real_type(t: type) -> bool:
+    return _integer_type(t) or issubclass(t, (float, np.floating))
+
+
+def _vertex_numbers(given, n: int, what: str) -> np.ndarray:
+    """``given`` as int64 vertex numbers, each checked to be an integer in
+    0..n-1 *before* conversion, so that nothing is truncated or wrapped.
+
+    >>> _vertex_numbers([0.7], 2, "input")
+    Traceback (most recent call last):
+    ...
+    TypeError: input #0 is 0.7 (float); vertex numbers are integers 0..1
+    >>> _vertex_numbers(np.array([2**64 - 1], dtype=np.uint64), 2, "edge source")
+    Traceback (most recent call last):
+    ...
+    ValueError: edge source #0 is 18446744073709551615, which names an unknown vertex; \
+valid vertex numbers are 0..1
+    """
+    valid = f"0..{n - 1}" if n else "none (the graph has no vertices)"
+    array, items = _items(given, lambda dtype: dtype.kind in "iu")
+    if items is not None:
+        if not all(_integer_type(t) for t in set(map(type, items))):
+            i, x = next((i, x) for i, x in enumerate(items) if not _integer_type(type(x)))
+            raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); vertex numbers "
+                            f"are integers {valid}")
+        inside = not items or (min(items) >= 0 and max(items) < n)
+        outside = [] if inside else [next(i for i, x in enumerate(items) if not 0 <= x < n)]
+    else:
+        outside = np.flatnonzero((array < 0) | (array >= n))
+    if len(outside):
+        i = int(outside[0])
+        x = int(array[i]) if items is None else int(items[i])
+        raise ValueError(f"{what} #{i} is {_show_int(x)}, which names an unknown vertex; valid "
+                         f"vertex numbers are {valid}")
+    return (array if items is None else np.asarray(items, dtype=np.int64)).astype(np.int64)
+
+
+def _reals(given, what: str) -> np.ndarray:
+    """``given`` as float64, refusing what is not a real number or is too large
+    for a float64 (a huge integer would otherwise raise OverflowError)."""
+    array, items = _items(given, lambda dtype: dtype.kind in "iuf")
+    if items is None:
+        return array.astype(np.float64)
+    types = set(map(type, items))
+    if not all(_real_type(t) for t in types):
+        i, x = next((i, x) for i, x in enumerate(items) if not _real_type(type(x)))
+        raise TypeError(f"{what} #{i} is {x!r:.40} ({type(x).__name__}); it must be a real "
+                        f"number")
+    if any(_integer_type(t) for t in types):
+        huge = next(((i, int(x)) for i, x in enumerate(items)
+                     if _integer_type(type(x)) and abs(int(x)) > _FLOAT_MAX), None)
+        if huge is not None:
+            raise ValueError(f"{what} #{huge[0]} is {_show_int(huge[1])}, too large for a "
+                             f"float64 (at most about 1.8e308)")
+    return np.asarray(items, dtype=np.float64)
+
+
+def _as_partial(partial, u, v) -> float:
+    if not _real_type(type(partial)):
+        raise ValueError(f"the partial on edge {u} -> {v} is {_shown(partial)}; it must be a "
+                         f"real number")
+    if _integer_type(type(partial)) and abs(int(partial)) > _FLOAT_MAX:
+        raise ValueError(f"the partial on edge {u} -> {v} is {_show_int(int(partial))}, too "
+                         f"large for a float64 (at most about 1.8e308)")
+    partial = float(partial)
+    if not math.isfinite(partial):
+        raise ValueError(f"the partial on edge {u} -> {v} is {partial}; partials must be finite")
+    return partial
+
+
+def _check_integer_attributes(pairs, what: str, attribute: str) -> None:
+    """Sort keys read from networkx attributes must be integers: a string among
+    them would stop the sort with a bare TypeError."""
+    for owner, value in pairs:
+        if not _is_integer(value):
+            raise ValueError(f"{what} {owner!r:.60} has attribute {attribute!r} = "
+                             f"{_shown(value)}; it must be an integer (an order)")
+
+
+def _node_value(G, node) -> float:
+    """The ``value`` attribute of a networkx node as a float (NaN when absent)."""
+    value = G.nodes[node].get("value", math.nan)
+    if value is None:
+        return math.nan
+    if not _real_type(type(value)) or (_integer_type(type(value))
+                                       and abs(int(value)) > _FLOAT_MAX):
+        raise ValueError(f"node {node!r:.40} has attribute 'value' = {_shown(value)} "
+                         f"({type(value).__name__}); a vertex's primal value must be a real "
+                         f"number, None or absent")
+    return float(value)
+
+
+def _per_vertex(given, names, what, default, convert):
+    if given is None:
+        return None
+    if isinstance(given, Mapping):
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            raise ValueError(f"{what} names unknown vertices {unknown}; the vertices are {names}")
+        return [convert(given.get(name, default)) for name in names]
+    given = list(given)
+    if len(given) != len(names):
+        raise ValueError(f"{what} has {len(given)} entries for {len(names)} vertices; pass a "
+                         f"mapping from vertex name to {what[:-1]}")
+    return [convert(x) for x in given]
+
+
+def _validate(names, src, dst, partials, inputs, outputs):
+    n = len(names)
+    if len(set(names)) != n:
+        seen, repeated = set(), []
+        for name in names:
+            if name in seen:
+                repeated.append(name)
+            seen.add(name)
+        raise ValueError(f"vertex names must be unique; repeated: {sorted(set(repeated))}")
+    for role, vertices in (("input", inputs), ("output", outputs)):
+        if len(set(vertices)) != len(vertices):
+            raise ValueError(f"an {role} is listed twice: {[names[v] for v in vertices]}")
+    both = set(inputs) & set(outputs)
+    if both:
+        raise ValueError(f"vertex {names[min(both)]} is both an input and an output; give the "
+                         f"output its own vertex joined by a unit copy edge")
+    bad = np.flatnonzero(~np.isfinite(partials))
+    if len(bad):
+        e = bad[0]
+        raise ValueError(f"the partial on edge {names[src[e]]} -> {names[dst[e]]} is "
+                         f"{partials[e]}; partials must be finite")
+    loops = np.flatnonzero(src == dst)
+    if len(loops):
+        raise ValueError(f"the edges contain a directed cycle: {names[src[loops[0]]]} -> "
+                         f"{names[src[loops[0]]]}; an LCG must be acyclic")
+    keys = src * max(n, 1) + dst
+    unique, counts = np.unique(keys, return_counts=True)
+    if np.any(counts > 1):
+        key = unique[np.argmax(counts > 1)]
+        raise ValueError(f"duplicate edge {names[key // n]} -> {names[key % n]}; merge parallel "
+                         f"edges by adding their partials")
+    has_pred = np.zeros(n, dtype=bool)
+    has_pred[dst] = True
+    has_succ = np.zeros(n, dtype=bool)
+    has_succ[src] = True
+    for v in inputs:
+        if has_pred[v]:
+            u = src[np.argmax(dst == v)]
+            raise ValueError(f"input {names[v]} has a predecessor ({names[u]}); inputs must have "
+                             f"no incoming edges")
+    for v in outputs:
+        if has_succ[v]:
+            w = dst[np.argmax(src == v)]
+            raise ValueError(f"output {names[v]} has a successor ({names[w]}); outputs must have "
+                             f"no outgoing edges (add a separate output vertex with a copy edge)")
+
+
+def _topological_order(names, src, dst):
+    """None when the numbering is already topological, else a stable
+    topological order (smallest original number first among ready vertices)."""
+    if np.all(src < dst):
+        return None
+    import heapq
+
+    n = len(names)
+    indegree = np.bincount(dst, minlength=n).tolist()
+    succ = [[] for _ in range(n)]
+    for u, v in zip(src.tolist(), dst.tolist()):
+        succ[u].append(v)
+    ready = [v for v in range(n) if indegree[v] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        u = heapq.heappop(ready)
+        order.append(u)
+        for v in succ[u]:
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                heapq.heappush(ready, v)
+    if len(order) < n:
+        cycle = _cycle_text(names, src, dst, indegree)
+        raise ValueError(f"the edges contain a directed cycle: {cycle}; an LCG must be acyclic")
+    return np.asarray(order, dtype=np.int64)
+
+
+# a cycle longer than this is shown by its first vertices and its length
+_CYCLE_SHOWN = 8
+
+
+def _cycle_text(names, src, dst, indegree) -> str:
+    """One directed cycle among the vertices a topological sort could not
+    place (``indegree > 0``), as ``a -> b -> a``, cut short when long.
+
+    Each such vertex has a predecessor that is also unplaced, so walking to
+    predecessors from any of them must revisit a vertex: the walk closes a
+    cycle in time linear in the graph.
+    """
+    left = [d > 0 for d in indegree]
+    pred = {}
+    for u, v in zip(src.tolist(), dst.tolist()):
+        if left[u] and left[v]:
+            pred.setdefault(v, u)
+    start = min(pred)
+    seen, walk, v = {}, [], start
+    while v not in seen:
+        seen[v] = len(walk)
+        walk.append(v)
+        v = pred[v]
+    cycle = walk[seen[v]:][::-1]  # the walk went against the edges
+    first = cycle.index(min(cycle))  # start at the lowest-numbered vertex, for a stable message
+    cycle = cycle[first:] + cycle[:first]
+    if len(cycle) <= _CYCLE_SHOWN:
+        return " -> ".join(names[v] for v in cycle + cycle[:1])
+    shown = " -> ".join(names[v] for v in cycle[:_CYCLE_SHOWN - 3])
+    return (f"{shown} -> ... -> {names[cycle[-1]]} -> {names[cycle[0]]} (a cycle of "
+            f"{len(cycle)} vertices)")
+
+
+def _renumber(order, names, src, dst, values, ops, inputs, outputs):
+    new = np.empty_like(order)
+    new[order] = np.arange(len(order))
+    return ([names[i] for i in order], new[src], new[dst], values[order],
+            [ops[i] for i in order], tuple(int(new[v]) for v in inputs),
+            tuple(int(new[v]) for v in outputs))
+
+
+def fill_template(template: str, operands: list[str]) -> str:
+    """Substitute operand names for ``{0}``, ``{1}``...; a template that does
+    not fit the operands (hand-built or transformed graphs) reads ``f(...)``.
+
+    >>> fill_template("sin({0}) * {1}", ["x", "y"]), fill_template("{0} + {1}", ["x"])
+    ('sin(x) * y', '{0} + {1}(x)')
+    """
+    if template:
+        needed = [int(i) for i in _PLACEHOLDER.findall(template)]
+        if all(i < len(operands) for i in needed) and set(needed) >= set(range(len(operands))):
+            return _PLACEHOLDER.sub(lambda m: operands[int(m.group(1))], template)
+    return f"{template or 'f'}({', '.join(operands)})"
+
+
+# ----------------------------------------------------------------- JSON load
+def _from_document(cls, doc) -> LCG:
+    if not isinstance(doc, dict):
+        raise ValueError(f"not an LCG file: the top level is a {type(doc).__name__}, expected "
+                         f"an object with \"format\": \"{JSON_FORMAT}\"")
+    if doc.get("format") != JSON_FORMAT:
+        raise ValueError(f"not an LCG file: \"format\" is {doc.get('format')!r}, expected "
+                         f"{JSON_FORMAT!r}")
+    version = doc.get("version")
+    if not _is_integer(version) or version != JSON_VERSION:  # true == 1 and 1.0 == 1 in Python
+        raise ValueError(f"unsupported LCG schema version {_shown(version)}; this minirad reads "
+                         f"version {JSON_VERSION} (the integer {JSON_VERSION})")
+    required = ("names", "ops", "values", "inputs", "outputs", "edges")
+    missing = [k for k in required if k not in doc]
+    if missing:
+        raise ValueError(f"missing field(s) {missing}; an LCG file has {list(required)}")
+    unknown = sorted(set(doc) - set(required) - {"format", "version"})
+    if unknown:
+        raise ValueError(f"unknown field(s) {unknown}; an LCG file has only \"format\", "
+                         f"\"version\" and {list(required)}")
+    edges = doc["edges"]
+    if not isinstance(edges, dict) or set(edges) != {"source", "target", "partial"}:
+        raise ValueError("field \"edges\" must be an object with lists \"source\", \"target\" "
+                         "and \"partial\"")
+
+    def column(value, field, kind):
+        if not isinstance(value, list):
+            raise ValueError(f"field {field!r} must be a list, not {type(value).__name__}")
+        fits = {
+            "str": lambda x: isinstance(x, str),
+            "int": _is_integer,
+            "float": lambda x: _real_type(type(x)),
+            "float|null": lambda x: x is None or _real_type(type(x)),
+        }[kind]
+        # one pass over the distinct types first: a million entries have only one or two
+        if not all(fits(example) for example in {type(x): x for x in value}.values()):
+            i = next(i for i, x in enumerate(value) if not fits(x))
+            raise ValueError(f"field {field!r}[{i}] is {_shown(value[i])}; expected {kind}")
+        return value
+
+    names = column(doc["names"], "names", "str")
+    ops = column(doc["ops"], "ops", "str")
+    values = column(doc["values"], "values", "float|null")
+    src = column(edges["source"], "edges.source", "int")
+    dst = column(edges["target"], "edges.target", "int")
+    partials = column(edges["partial"], "edges.partial", "float")
+    inputs = column(doc["inputs"], "inputs", "int")
+    outputs = column(doc["outputs"], "outputs", "int")
+    if not (len(names) == len(ops) == len(values)):
+        raise ValueError(f"names, ops and values must have equal lengths; got {len(names)}, "
+                         f"{len(ops)} and {len(values)}")
+    return cls(names, src, dst, partials, inputs, outputs,
+               values=[math.nan if x is None else x for x in values], ops=ops)

@@ -1,0 +1,349 @@
+"""Implicit operators: edges whose Jacobian is applied by solving, never formed.
+
+A linear solve ``x = A^{-1} b`` is one vertex with an edge from ``b`` and
+one from ``A``.  Their Jacobian blocks are ``dx/db = A^{-1}`` and
+``dx/dA: dA -> -A^{-1} dA x``; applying them takes a solve with ``A``
+(forward) or with ``A^T`` (reverse: the adjoint ``lambda = A^{-T} xbar``,
+then ``bbar = lambda`` and ``Abar = -lambda x^T``).  The inverse is never
+built: each edge keeps ``A``'s LU factorisation (shared by both edges) and
+the edge from ``A`` also keeps ``x``.
+
+A root ``x(p)`` of ``f(x, p) = 0``, found by any iteration, is one vertex
+with one edge from ``p``: by the implicit function theorem
+``dx/dp = -f_x^{-1} f_p``, applied by a solve with ``f_x`` (forward) or
+``f_x^T`` (reverse), whatever the iteration did and however many steps it
+took.  Differentiating *through* the iterations gives the same gradient at
+convergence, but keeps every iterate (:func:`solve_root` against an
+unrolled loop: see ``tests/test_implicit.py`` and ``bench``).
+
+Inside :func:`minirad.tracing.arrays.trace_arrays`, ``np.linalg.solve`` on
+traced arrays records a solve (this module registers it):
+
+>>> import numpy as np
+>>> from minirad.tracing.arrays import trace_arrays
+>>> A, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
+>>> g = trace_arrays(lambda A, b: np.linalg.solve(A, b).sum(), A, b)
+>>> [op.kind for op in g.labels]
+['solve_matrix', 'solve', 'sum']
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.linalg as linalg
+import scipy.sparse as sparse
+
+from ..exact import blocks
+from ..graph.operators import Operator, Retained, fresh_key
+from ..tracing import arrays as array_trace
+from ..tracing.arrays import Tracked, trace_arrays
+
+__all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
+           "solve_root"]
+
+
+def _lu_bits(n: int, dtype) -> int:
+    """The LU factors (n x n) plus the pivots (n 32-bit integers)."""
+    return n * n * np.dtype(dtype).itemsize * 8 + n * 32
+
+
+def _factor(A: np.ndarray, what: str):
+    """LU factors of A; a ValueError for a singular (or numerically singular) A."""
+    with warnings.catch_warnings():   # a singular A is reported below, as a ValueError
+        warnings.simplefilter("ignore", linalg.LinAlgWarning)
+        lu = linalg.lu_factor(A, check_finite=True)
+    _check_nonsingular(lu[0], what)
+    return lu
+
+
+def _check_nonsingular(lu: np.ndarray, what: str) -> None:
+    diagonal = np.abs(np.diag(lu))
+    if diagonal.min(initial=np.inf) <= np.finfo(lu.dtype).eps * lu.shape[0] * max(
+            diagonal.max(initial=0.0), np.finfo(lu.dtype).tiny):
+        raise ValueError(f"{what} is singular to working precision; the solve (and its "
+                         f"derivative) is undefined")
+
+
+def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
+    """``(lu, piv)`` as :func:`scipy.linalg.lu_factor` returns them, checked: ``lu``
+    a square finite float32 or float64 matrix (L below the diagonal with a unit
+    diagonal left out, U on and above), ``piv`` n integers with
+    ``i <= piv[i] < n`` (row i was swapped with row piv[i]), U not singular.  Any
+    such pair is the factorisation of ``A = P L U``, so a file can hold the factors
+    themselves (:mod:`minirad.graph.vfile`) and the operators apply exactly as before.
+
+    >>> lu, piv = checked_factors(*linalg.lu_factor(np.array([[0.0, 2.0], [1.0, 1.0]])))
+    >>> piv.tolist()
+    [1, 1]
+    >>> checked_factors(np.zeros((2, 2)), np.array([0, 1]))   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the factorisation is singular to working precision; ...
+    """
+    lu, piv = np.asarray(lu), np.asarray(piv)
+    if lu.ndim != 2 or lu.shape[0] != lu.shape[1] or lu.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{what}: lu must be a square float32 or float64 matrix, not "
+                         f"{lu.dtype} of shape {lu.shape}")
+    if not np.all(np.isfinite(lu)):
+        raise ValueError(f"{what}: lu has non-finite entries")
+    n = lu.shape[0]
+    if piv.shape != (n,) or not np.issubdtype(piv.dtype, np.integer) or not np.all(
+            (np.arange(n) <= piv) & (piv < n)):
+        raise ValueError(f"{what}: piv must be {n} integers with i <= piv[i] < {n}")
+    _check_nonsingular(lu, what)
+    return lu, piv.astype(np.int32, copy=False)
+
+
+def _columns(xs: np.ndarray, n: int) -> tuple[np.ndarray, tuple]:
+    """A stack (N, n, ...) as an (n, N * rest) block of right-hand sides."""
+    shape = xs.shape
+    return np.moveaxis(xs.reshape(shape[0], n, -1), 1, 0).reshape(n, -1), shape
+
+
+def _uncolumns(block: np.ndarray, shape: tuple) -> np.ndarray:
+    n = shape[1]
+    return np.moveaxis(block.reshape(n, shape[0], -1), 0, 1).reshape(shape)
+
+
+class LinearSolve(Operator):
+    """``db -> A^{-1} db`` by LU solves (the edge ``b -> x`` of ``x = A^{-1} b``).
+
+    >>> A = np.array([[2.0, 1.0], [0.0, 4.0]])
+    >>> op = LinearSolve(linalg.lu_factor(A), (2,))
+    >>> op.apply(np.array([3.0, 4.0])), op.apply_transpose(np.array([2.0, 1.0]))
+    (array([1., 1.]), array([1., 0.]))
+    >>> bool(np.allclose(op.to_dense(), np.linalg.inv(A)))
+    True
+    """
+
+    kind = "solve"
+
+    def __init__(self, lu, shape, key: str | None = None):
+        self.lu = lu
+        n = lu[0].shape[0]
+        shape = tuple(shape)
+        if not shape or shape[0] != n or len(shape) > 2:
+            raise ValueError(f"a solve with a {n} x {n} matrix takes right-hand sides of shape "
+                             f"({n},) or ({n}, k), not {shape}")
+        retained = (Retained(key or fresh_key("lu"), _lu_bits(n, lu[0].dtype),
+                             what="LU factors"),)
+        super().__init__(shape, shape, lu[0].dtype, retained)
+
+    @property
+    def flops(self) -> int:
+        n = self.in_shape[0]
+        return 2 * n * n * (self.in_size // n)   # two triangular solves per column
+
+    def spec(self):
+        """The factors themselves (not A): loading applies the very same solves."""
+        return ({"shape": list(self.in_shape), "keys": [self.retained[0].key]},
+                {"lu": self.lu[0], "piv": self.lu[1]})
+
+    def _apply(self, xs):
+        block, shape = _columns(xs, self.in_shape[0])
+        return _uncolumns(linalg.lu_solve(self.lu, block), shape)
+
+    def _transpose(self, ys):
+        block, shape = _columns(ys, self.in_shape[0])
+        return _uncolumns(linalg.lu_solve(self.lu, block, trans=1), shape)
+
+
+class SolveMatrix(Operator):
+    """``dA -> -A^{-1} dA x`` (the edge ``A -> x`` of ``x = A^{-1} b``); its
+    transpose ``xbar -> -(A^{-T} xbar) x^T``.  Keeps A's LU factors and x.
+
+    >>> A, x = np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 1.0])
+    >>> op = SolveMatrix(linalg.lu_factor(A), x)
+    >>> op.apply(np.array([[1.0, 0.0], [0.0, 0.0]]))     # dA e1 e1^T: -A^{-1} (1, 0)
+    array([-0.5, -0. ])
+    """
+
+    kind = "solve_matrix"
+
+    def __init__(self, lu, x, key: str | None = None, solution_key: str | None = None):
+        self.lu, self.x = lu, np.asarray(x)
+        n = lu[0].shape[0]
+        if self.x.ndim not in (1, 2) or self.x.shape[0] != n:
+            raise ValueError(f"the solution of a {n} x {n} system has shape ({n},) or ({n}, k), "
+                             f"not {self.x.shape}")
+        retained = (Retained(key or fresh_key("lu"), _lu_bits(n, lu[0].dtype),
+                             what="LU factors"),
+                    Retained(solution_key or fresh_key("solution"),
+                             self.x.size * self.x.dtype.itemsize * 8, what="solution x"))
+        super().__init__(self.x.shape, (n, n), lu[0].dtype, retained)
+
+    @property
+    def flops(self) -> int:
+        n, k = self.in_shape[0], self.x.size // self.in_shape[0]
+        return n * n * k + 2 * n * n * k   # dA @ x, then the solves
+
+    def spec(self):
+        return ({"keys": [r.key for r in self.retained]},
+                {"lu": self.lu[0], "piv": self.lu[1], "x": self.x})
+
+    def _apply(self, dAs):
+        x = self.x if self.x.ndim == 2 else self.x[:, None]
+        products = dAs @ x                                  # (N, n, k)
+        block, shape = _columns(products, self.in_shape[0])
+        return -_uncolumns(linalg.lu_solve(self.lu, block), shape)
+
+    def _transpose(self, ys):
+        n = self.in_shape[0]
+        ys = ys.reshape(len(ys), n, -1)
+        block, shape = _columns(ys, n)
+        lam = _uncolumns(linalg.lu_solve(self.lu, block, trans=1), shape)   # (N, n, k)
+        x = self.x if self.x.ndim == 2 else self.x[:, None]
+        return -lam @ x.T                                   # (N, n, n)
+
+
+def solve(a, b):
+    """``np.linalg.solve(a, b)`` for a square ``a`` and ``b`` of shape (n,) or (n, k);
+    on traced arrays it records :class:`LinearSolve` and :class:`SolveMatrix`
+    edges (both keep one shared LU factorisation).
+
+    >>> solve(np.eye(2) * 2.0, np.array([1.0, 1.0]))
+    array([0.5, 0.5])
+    """
+    A, B = np.asarray(a.value if isinstance(a, Tracked) else a), np.asarray(
+        b.value if isinstance(b, Tracked) else b)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"solve: A must be a square matrix, not shape {A.shape}")
+    if B.ndim not in (1, 2) or B.shape[0] != A.shape[0]:
+        raise ValueError(f"solve: b must have shape ({A.shape[0]},) or ({A.shape[0]}, k) for "
+                         f"A of shape {A.shape}, not {B.shape}")
+    dtype = np.result_type(A.dtype, B.dtype, np.float32)
+    A, B = A.astype(dtype, copy=False), B.astype(dtype, copy=False)
+    lu = _factor(A, "solve: A")
+    x = linalg.lu_solve(lu, B)
+    traced = [t for t in (a, b) if isinstance(t, Tracked)]
+    if not traced:
+        return x
+    tape = traced[0].tape
+    if any(t.tape is not tape for t in traced):
+        raise ValueError("solve: the operands come from two different traces")
+    key = fresh_key("lu")
+    parents = []
+    if isinstance(a, Tracked):
+        parents.append((a, SolveMatrix(lu, x, key)))
+    if isinstance(b, Tracked):
+        parents.append((b, LinearSolve(lu, B.shape, key)))
+    template = ("solve({0}, {1})" if len(parents) == 2 else
+                "solve({0}, b)" if isinstance(a, Tracked) else "solve(A, {0})")
+    return tape.new_vertex(x, template, parents)
+
+
+array_trace.register("solve", solve)
+
+
+# ------------------------------------------------------------- roots
+class ImplicitSolution(Operator):
+    """``dp -> -f_x^{-1} f_p dp``: the edge ``p -> x`` of a root of ``f(x, p) = 0``,
+    applied by solves with ``f_x`` (LU, kept) and products with ``f_p`` (kept,
+    as a sparse matrix when it is mostly zeros).
+
+    >>> op = ImplicitSolution(linalg.lu_factor(np.array([[2.0]])), np.array([[-1.0]]),
+    ...                       (1,), (1,))
+    >>> op.apply(np.array([1.0]))                # x = p / 2: dx/dp = 1/2
+    array([0.5])
+    """
+
+    kind = "implicit"
+
+    def __init__(self, lu_fx, f_p: np.ndarray, x_shape, p_shape, key: str | None = None,
+                 f_p_key: str | None = None):
+        self.lu, f_p = lu_fx, np.asarray(f_p)
+        n = lu_fx[0].shape[0]
+        if f_p.shape != (n, math.prod(p_shape)):
+            raise ValueError(f"f_p must have shape ({n}, {math.prod(p_shape)}), not "
+                             f"{f_p.shape}")
+        nonzeros = int(np.count_nonzero(f_p))
+        if 2 * nonzeros < f_p.size:   # mostly zeros (p enters a few equations): keep it sparse
+            self.f_p = sparse.csr_array(f_p)
+            bits = nonzeros * (f_p.dtype.itemsize * 8 + 32) + (n + 1) * 32
+        else:
+            self.f_p = f_p
+            bits = f_p.size * f_p.dtype.itemsize * 8
+        retained = (Retained(key or fresh_key("lu"), _lu_bits(n, lu_fx[0].dtype),
+                             what="LU factors of f_x"),
+                    Retained(f_p_key or fresh_key("f_p"), bits, what="f_p"))
+        super().__init__(x_shape, p_shape, lu_fx[0].dtype, retained)
+
+    @property
+    def flops(self) -> int:
+        n = self.lu[0].shape[0]
+        entries = self.f_p.nnz if sparse.issparse(self.f_p) else self.f_p.size
+        return entries + 2 * n * n
+
+    def spec(self):
+        """f_p as a dense matrix: loading makes the same sparse-or-dense choice again."""
+        f_p = self.f_p.toarray() if sparse.issparse(self.f_p) else self.f_p
+        return ({"x_shape": list(self.out_shape), "p_shape": list(self.in_shape),
+                 "keys": [r.key for r in self.retained]},
+                {"lu": self.lu[0], "piv": self.lu[1], "f_p": f_p})
+
+    def _apply(self, dps):
+        rhs = self.f_p @ dps.reshape(len(dps), -1).T        # (n, N)
+        return -linalg.lu_solve(self.lu, rhs).T
+
+    def _transpose(self, ys):
+        lam = linalg.lu_solve(self.lu, ys.reshape(len(ys), -1).T, trans=1)   # f_x^T lam = y
+        return -(self.f_p.T @ lam).T
+
+
+def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
+    """f(x, p) and its Jacobians f_x, f_p, by tracing f once and one stacked sweep."""
+    g = trace_arrays(f, x, p)
+    if len(g.outputs) != 1:
+        raise ValueError(f"f must return one array (the residual), not {len(g.outputs)}")
+    value = np.asarray(g.values[g.outputs[0]], dtype=np.float64).reshape(-1)
+    if value.size != x.size:
+        raise ValueError(f"f(x, p) has {value.size} entries for {x.size} unknowns; a root "
+                         f"needs as many equations as unknowns")
+    J = blocks.jacobian(g, "forward" if x.size + p.size <= value.size else "reverse")
+    return value, J[:, :x.size], J[:, x.size:]
+
+
+def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
+    """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
+    vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.
+
+    ``f(x, p)`` is a numpy function that :func:`~minirad.tracing.arrays.trace_arrays`
+    can trace; its Jacobians come from tracing it.  ``x0`` is a constant
+    (1-D); ``p`` may be a traced array (then the result is traced) or a plain one.
+    The iterates are not recorded: only the solution and the edge.
+
+    >>> import numpy as np
+    >>> from minirad.tracing.arrays import trace_arrays
+    >>> f = lambda x, p: x ** 3 + x - p                  # x(p): x^3 + x = p
+    >>> g = trace_arrays(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
+    >>> float(g.values[g.outputs[0]])                    # x = 1
+    1.0
+    >>> float(blocks.gradient(g)[0][0])                  # dx/dp = 1 / (3 x^2 + 1)
+    0.25
+    """
+    x = np.asarray(x0.value if isinstance(x0, Tracked) else x0, dtype=np.float64).copy()
+    pv = np.asarray(p.value if isinstance(p, Tracked) else p, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"solve_root: x0 must be a 1-D array, not shape {x.shape}")
+    if not (isinstance(max_iter, int) and max_iter >= 1):
+        raise ValueError(f"max_iter must be a positive int, not {max_iter!r}")
+    for _ in range(max_iter):
+        value, f_x, f_p = _residual_jacobians(f, x, pv)
+        if np.linalg.norm(value) <= tol * (1.0 + np.linalg.norm(x)):
+            break
+        x = x - linalg.lu_solve(_factor(f_x, "solve_root: f_x"), value)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("solve_root: Newton's method diverged (a non-finite iterate)")
+    else:
+        value, f_x, f_p = _residual_jacobians(f, x, pv)
+        if np.linalg.norm(value) > tol * (1.0 + np.linalg.norm(x)):
+            raise ValueError(f"solve_root: no root to tolerance {tol} after {max_iter} Newton "
+                             f"steps (|f| = {np.linalg.norm(value):.3g}); try another x0 or "
+                             f"more steps")
+    if not isinstance(p, Tracked):
+        return x
+    op = ImplicitSolution(_factor(f_x, "solve_root: f_x at the root"), f_p, x.shape, pv.shape)
+    return p.tape.new_vertex(x, "root({0})", [(p, op)])

@@ -1,0 +1,495 @@
+"""Path sampling: randomized reverse mode by sparsifying the LCG.
+
+Algorithm 1 of Oktay et al., "Randomized Automatic Differentiation" (ICLR
+2021, Appendix C) walks the graph in topological order.  A vertex is
+*visited* when one of its incoming edges has been sampled (inputs are
+always visited); a visited vertex ``v`` with out-degree ``d_v`` draws
+``k_v`` of its out-edges uniformly with replacement, and every draw of the
+edge ``v -> w`` adds ``(d_v / k_v) * dw/dv`` to the sampled graph ``Q``.
+Vertices that are never visited store nothing: that is the memory saving.
+Reverse accumulation on ``Q`` then gives an unbiased estimate of the
+Jacobian.
+
+Several outputs
+---------------
+The paper states the algorithm for a single output.  One sampled graph
+``Q`` serves every output at once: the unbiasedness proof is an induction
+over the vertices in reverse topological order that holds output by
+output, so reverse accumulation on ``Q`` from each output gives an unbiased
+estimate of that output's row (the rows share their randomness, so they
+are correlated with each other).
+
+>>> from minirad import examples
+>>> g = examples.figure1()
+>>> sample = sample_paths(g, k=1, rng=0)
+>>> sample.edges_stored, sample.full_edges
+(5, 8)
+>>> sample.jacobian.shape
+(1, 2)
+>>> from minirad.exact.sweeps import reverse_sweep
+>>> exact = reverse_sweep(g).jacobian
+>>> mean = sampled_jacobians(g, 2, 20000, rng=1).mean(axis=0)
+>>> standard_error = np.sqrt(path_sampling_variance(g, 2) / 20000)
+>>> bool(np.all(np.abs(mean - exact) <= 5 * standard_error + 1e-9))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from .._arguments import number_of_estimates, takes_graph_or_function
+from ..exact.overflow import AccumulationOverflow, check_finite
+from ..exact.result import Accumulation
+from ..exact.sweeps import reverse_sweep
+from ..graph.lcg import LCG, levels, reachable, takes_lcg
+from ..rng import as_generator as _rng
+from . import _batches as _path_batches
+
+__all__ = [
+    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "on_paths",
+    "path_sampling_variance", "sample_paths", "sampled_jacobians",
+]
+
+#: path_sampling_variance keeps a dense covariance over this many vertices at most
+EXACT_VARIANCE_LIMIT = 3000
+
+# draws the batched sampler records per chunk of samples (about 24 bytes each)
+_CHUNK_DRAWS = 1 << 23
+_SAMPLES_PER_LEVEL = 160
+
+# ------------------------------------------------------------ arguments
+@takes_lcg
+def draws_per_vertex(g: LCG, k) -> np.ndarray:
+    """How many out-edges each vertex draws, as an int array over ``g``'s vertices.
+
+    ``k`` may be
+
+    * an int ``>= 1``: every vertex with successors draws ``k`` times;
+    * a float fraction in ``(0, 1]``: vertex ``v`` draws
+      ``ceil(k * d_v)`` times, ``d_v`` its out-degree (so ``k=1`` is one
+      draw but ``k=1.0`` is ``d_v`` draws);
+    * a mapping from vertices (names or numbers) to an int ``>= 1`` or
+      ``None``.  Vertices mapped to ``None`` or left out do not sample:
+      they keep all their out-edges with their exact partials.  This
+      follows the paper's practice of sampling only where memory is
+      tight; pass an int or a fraction to sample everywhere, as
+      Algorithm 1 does.
+
+    In the result, 0 means "keeps every out-edge" (for vertices without
+    successors there is nothing to keep).
+
+    >>> from minirad import examples
+    >>> g = examples.interleaved(4, 2)
+    >>> draws_per_vertex(g, 0.5).tolist()
+    [2, 2, 2, 2, 2, 1, 1, 1, 1, 0]
+    >>> draws_per_vertex(g, {"theta": 3}).tolist()
+    [3, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    >>> draws_per_vertex(g, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must be at least 1 (draws per vertex), got 0
+    """
+    degree = g.out_degrees
+    has_succ = degree > 0
+    if isinstance(k, (bool, np.bool_)):
+        raise TypeError("k must be an int, a float fraction in (0, 1] or a mapping from "
+                        "vertices to ints, not a bool")
+    if isinstance(k, (int, np.integer)):
+        if k < 1:
+            raise ValueError(f"k must be at least 1 (draws per vertex), got {k}")
+        return np.where(has_succ, int(k), 0).astype(np.int64)
+    if isinstance(k, (float, np.floating)):
+        if not 0.0 < k <= 1.0:  # also rejects NaN
+            raise ValueError(f"a float k is the fraction of each vertex's out-edges to draw and "
+                             f"must lie in (0, 1], got {k}; for a number of draws pass an int")
+        return np.ceil(k * degree).astype(np.int64)
+    if isinstance(k, Mapping):
+        draws = np.zeros(g.n_vertices, dtype=np.int64)
+        for vertex, count in k.items():
+            v = g.index(vertex)
+            if count is None:
+                continue
+            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)):
+                raise TypeError(f"k[{vertex!r}] is {count!r}; per-vertex draws are ints >= 1 "
+                                f"(or None to keep every out-edge)")
+            if count < 1:
+                raise ValueError(f"k[{vertex!r}] must be at least 1, got {count}")
+            if not has_succ[v]:
+                raise ValueError(f"k names vertex {g.names[v]}, which has no out-edges to "
+                                 f"sample; only vertices with successors draw")
+            draws[v] = int(count)
+        return draws
+    raise TypeError(f"k must be an int, a float fraction in (0, 1] or a mapping from vertices "
+                    f"to ints, not {type(k).__name__}")
+
+
+def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
+    """Mask of the vertices on some path from an input to one of ``outputs``
+    (default: all outputs): the only vertices Algorithm 1 can visit and that
+    matter to the estimate.  Raises ``ValueError`` when there is none (unless
+    not ``required``).  The mask for all outputs is memoized, read-only.
+
+    >>> from minirad import examples
+    >>> g = examples.two_outputs()
+    >>> [g.names[v] for v in np.flatnonzero(~on_paths(g))]
+    []
+    """
+    from_inputs = g.memo("sampling.from_inputs", lambda: _read_only(reachable(g, g.inputs)))
+    if outputs is None:
+        mask = g.memo("sampling.on_paths", lambda: _read_only(
+            from_inputs & reachable(g, g.outputs, forward=False)))
+    else:
+        mask = from_inputs & reachable(g, outputs, forward=False)
+    if required and not mask.any():
+        raise ValueError(f"{g!r} has no path from any input to any output, so there is "
+                         f"nothing to sample; connect an input to an output")
+    return mask
+
+
+def _renamed(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"{old} is now called {new}", DeprecationWarning, stacklevel=3)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+# ----------------------------------------------------------- Algorithm 1
+@dataclass(frozen=True, eq=False, repr=False)
+class PathSample:
+    """One run of Algorithm 1 on ``original``.
+
+    ``counts``, ``weights`` are aligned with ``original``'s edge arrays:
+    how often each edge was drawn, and its partial in ``Q`` (0 where not
+    drawn).  ``visited`` marks the vertices Algorithm 1 did not skip;
+    ``draws`` is the number of draws each vertex makes when visited (0:
+    keeps all its out-edges), as :func:`draws_per_vertex` resolves the
+    argument ``k``.  ``graph`` is ``Q`` itself: the same vertices, only the
+    drawn edges, carrying the sampled weights.
+    """
+
+    original: LCG
+    graph: LCG
+    counts: np.ndarray
+    weights: np.ndarray
+    visited: np.ndarray
+    draws: np.ndarray
+
+    @property
+    def k(self) -> np.ndarray:
+        """Deprecated name of :attr:`draws`."""
+        _renamed("PathSample.k", "PathSample.draws")
+        return self.draws
+
+    @property
+    def edges_stored(self) -> int:
+        """Edges of ``Q``: the partials a sampled backward pass must keep."""
+        return self.graph.n_edges
+
+    @property
+    def vertices_stored(self) -> int:
+        """Visited vertices: the only ones whose partials must be recorded."""
+        return int(self.visited.sum())
+
+    @property
+    def full_edges(self) -> int:
+        return self.original.n_edges
+
+    @property
+    def full_vertices(self) -> int:
+        return self.original.n_vertices
+
+    @cached_property
+    def accumulation(self) -> Accumulation:
+        """The reverse sweep on ``Q`` (:func:`minirad.exact.sweeps.reverse_sweep`), with
+        its operation counts: the work of the sampled backward pass."""
+        return reverse_sweep(self.graph)
+
+    @property
+    def jacobian(self) -> np.ndarray:
+        """The estimate: reverse accumulation on ``Q`` for every output and
+        input at once, shape (n_outputs, n_inputs)."""
+        try:
+            return self.accumulation.jacobian
+        except AccumulationOverflow as error:  # say that it is the sample's estimate
+            raise AccumulationOverflow(f"sampling (Algorithm 1, the estimate on the sampled "
+                                       f"graph Q): {error}") from None
+
+    def __repr__(self) -> str:
+        return (f"PathSample({self.edges_stored} of {self.full_edges} edges and "
+                f"{self.vertices_stored} of {self.full_vertices} vertices stored)")
+
+
+@takes_lcg
+def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
+    """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
+
+    Vertices are visited in topological order; a vertex none of whose
+    incoming edges was drawn is skipped (inputs are always visited).  A
+    visited vertex ``v`` with out-degree ``d_v`` draws ``k_v`` successors
+    uniformly with replacement, and each draw of ``w`` adds
+    ``(d_v / k_v) * dw/dv`` to ``Q(v, w)``.  ``k`` is described in
+    :func:`draws_per_vertex`; ``rng`` is a ``numpy.random.Generator`` or a
+    seed (same seed, same sample).
+
+    >>> from minirad import examples
+    >>> g = examples.independent_paths(4, 3)
+    >>> s = sample_paths(g, k=2, rng=3)
+    >>> s
+    PathSample(8 of 16 edges and 8 of 14 vertices stored)
+    >>> s.counts[:4].tolist(), s.weights[:4].tolist()
+    ([1, 0, 0, 1], [2.0, 0.0, 0.0, 2.0])
+    >>> s.jacobian.tolist()  # every path has product 1, so no error here
+    [[4.0]]
+    """
+    draws = draws_per_vertex(g, k)
+    on_paths(g)
+    rng = _rng(rng)
+    order, ptr = g.out_edges_csr
+    visited = np.zeros(g.n_vertices, dtype=bool)
+    visited[list(g.inputs)] = True
+    counts = np.zeros(g.n_edges, dtype=np.int64)
+    bounds = ptr.tolist()
+    for v in range(g.n_vertices):
+        if not visited[v] or bounds[v] == bounds[v + 1]:
+            continue  # line 9 of Algorithm 1: nothing reaches v, so v stores nothing
+        out = order[bounds[v]:bounds[v + 1]]
+        chosen = out if draws[v] == 0 else out[rng.integers(len(out), size=draws[v])]
+        np.add.at(counts, chosen, 1)
+        visited[g.targets[chosen]] = True
+    # the weights: each draw of v -> w adds (d_v / k_v) * dw/dv, so the edge's
+    # label is multiplied by counts * d_v / k_v (by 1 where v keeps every edge)
+    degree = np.diff(ptr)[g.sources]
+    per_draw = np.where(draws[g.sources] > 0, degree / np.maximum(draws[g.sources], 1), 1.0)
+    factor = counts * per_draw
+    drawn = np.flatnonzero(counts)  # in edge order: still grouped by target
+    multiply, labels = g.algebra.multiply, g.labels
+    weights = np.zeros(g.n_edges)
+    weights[drawn] = [multiply(f, labels[e])
+                      for e, f in zip(drawn.tolist(), factor[drawn].tolist())]
+    q = LCG.from_trusted_arrays(g.names, g.sources[drawn], g.targets[drawn], weights[drawn],
+                                g.inputs, g.outputs, g.values, g.ops)
+    for array in (counts, weights, visited, draws):
+        array.flags.writeable = False
+    return PathSample(g, q, counts, weights, visited, draws)
+
+
+@takes_graph_or_function
+def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
+                      direction: str | None = None, progress=None) -> np.ndarray:
+    """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
+
+    The same algorithm as :func:`sample_paths`, vectorised over the
+    samples instead of run once per sample: level by level through the
+    graph (vertices no edge joins), every sample that visits a vertex of
+    the level draws its successors there, all with one call on the
+    generator; see :mod:`minirad.randomized._batches`.  The estimates then come
+    from one sweep over the recorded draws of all samples together:
+    ``direction="reverse"`` runs reverse accumulation, ``"forward"``
+    forward accumulation; by default the one with fewer seeds (outputs vs
+    inputs); both give the same numbers.  Where every vertex draws once
+    (``k=1``), each sample's estimate is a product along one path per
+    input, and the samples run as walks instead, whatever the direction
+    (:func:`minirad.randomized._batches.walks`).  Each sample is a run of
+    Algorithm 1 with its law; only the order in which the generator's
+    numbers are used differs from calling :func:`sample_paths` ``n`` times,
+    so the same seed gives different (equally distributed) estimates.
+    Samples are processed in chunks of bounded memory; the same seed gives
+    the same array.  ``progress``, if given, is called as
+    ``progress(done, n)`` after each chunk (the command line shows it on
+    long runs).
+
+    >>> from minirad import examples
+    >>> g = examples.lecture()
+    >>> J = sampled_jacobians(g, k=1, n=5, rng=0)
+    >>> J.shape
+    (5, 1, 2)
+    >>> bool((J == sampled_jacobians(g, k=1, n=5, rng=0)).all())
+    True
+
+    Like :func:`minirad.exact.jacobians.jacobian`, it also takes a function and the
+    point to trace it at (the options then by keyword):
+
+    >>> sampled_jacobians(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=2, rng=0).tolist()
+    [[[4.0, 3.0]], [[4.0, 3.0]]]
+    """
+    draws = draws_per_vertex(g, k)
+    n = number_of_estimates(n)
+    rng = _rng(rng)
+    n_in, n_out = len(g.inputs), len(g.outputs)
+    if direction is None:
+        direction = "reverse" if n_out <= n_in else "forward"
+    if direction not in ("reverse", "forward"):
+        raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
+    plan = _batch_plan(g, k, draws)
+    width = n_out if direction == "reverse" else n_in
+    # the table of values takes one float per (vertex, sample, seed); the draws
+    # are budgeted by the most a sample can make at first, then by twice the
+    # mean the samples so far made (their sum over a chunk concentrates)
+    if plan.single:  # walks keep one small int per (vertex, sample)
+        most = max(1, _path_batches.WALK_ENTRIES // (plan.size + 1))
+    else:
+        most = max(1, _path_batches.TABLE_ENTRIES // ((plan.size + 1) * max(1, width)))
+        # each level costs a round of numpy calls, whatever the number of samples,
+        # while the tables outgrow the caches: about this many samples per level
+        # balance the two (measured on the bench graphs)
+        most = min(most, _SAMPLES_PER_LEVEL * (len(plan.levels) - 1))
+    per_sample = max(1, plan.most_draws)
+    scratch = _path_batches.borrow()
+    out = np.empty((n, n_out, n_in))
+    start = 0
+    while start < n:
+        size = min(most, max(1, _CHUNK_DRAWS // per_sample))
+        size = -(-(n - start) // -(-(n - start) // size))  # chunks of equal size
+        stop = start + size
+        with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+            if plan.single:  # one draw per vertex: walks, whatever the direction
+                out[start:stop], made = _path_batches.walks(plan, stop - start, rng, n_in, n_out)
+            else:
+                drawn = _path_batches.draw(plan, stop - start, rng, scratch)
+                out[start:stop] = _path_batches.estimate(plan, drawn, n_in, n_out,
+                                                         direction == "forward", scratch)
+                made = drawn.n_draws
+        per_sample = max(1, 2 * made // (stop - start))
+        bad = np.flatnonzero(~np.isfinite(out[start:stop]).all(axis=(1, 2)))
+        if len(bad):
+            check_finite(g, out[start + bad[0]], "sampling (Algorithm 1)",
+                         what=f" in estimate {start + bad[0] + 1} of {n}")
+        if progress is not None:
+            progress(stop, n)
+        start = stop
+    _path_batches.give_back(scratch)
+    return out
+
+
+def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
+    """The batched sampler's tables for ``g`` and these draws per vertex,
+    memoized for an int or float ``k`` (which, the graph being immutable,
+    fix the draws); a mapping gets a fresh plan, so that studies trying
+    many do not pile them up on the graph."""
+    def build():
+        return _path_batches.Plan(g, draws, on_paths(g), levels(g))
+
+    if isinstance(k, Mapping):
+        return build()
+    key = f"int.{int(k)}" if isinstance(k, (int, np.integer)) else f"float.{float(k)!r}"
+    return g.memo(f"sampling.batch_plan.{key}", build)
+
+
+# ------------------------------------------------------------ exact variance
+def _adjoint_covariance(g: LCG, draws: np.ndarray, output: int, limit: int):
+    """Exact adjoints and the covariance of their estimates, for one output.
+
+    Returns ``(vertices, mean, cov)`` over the vertices on paths from the
+    inputs to ``output`` (none when no input reaches it).  See
+    :func:`path_sampling_variance` for the recursion."""
+    on = on_paths(g, outputs=[output], required=False)
+    vertices = np.flatnonzero(on)
+    size = len(vertices)
+    if size > limit:
+        raise ValueError(f"the exact variance keeps a dense {size} x {size} covariance for "
+                         f"output {g.names[output]}, more than max_vertices={limit}; estimate "
+                         f"the variance with compare() or raise max_vertices")
+    local = np.full(g.n_vertices, -1, dtype=np.int64)
+    local[vertices] = np.arange(size)
+    mean = np.zeros(size)
+    cov = np.zeros((size, size))
+    order, ptr = g.out_edges_csr
+    for a in range(size - 1, -1, -1):
+        v = vertices[a]
+        if v == output:
+            mean[a] = 1.0  # the seed is exact: it has no variance
+            continue
+        out = order[ptr[v]:ptr[v + 1]]
+        d = len(out)
+        succ = local[g.targets[out]]
+        keep = succ >= 0  # successors off the paths have estimate 0 always
+        s, p = succ[keep], g.partials[out][keep]
+        x = p * mean[s]
+        mean[a] = x.sum()
+        cov[a, a + 1:] = p @ cov[s, a + 1:]
+        cov[a + 1:, a] = cov[a, a + 1:]
+        propagated = p @ cov[np.ix_(s, s)] @ p
+        k = draws[v]
+        if k == 0:
+            cov[a, a] = propagated
+        else:
+            local_noise = (d * (x @ x) - x.sum() ** 2) / k
+            cov[a, a] = (local_noise + (1.0 - 1.0 / k) * propagated
+                         + (d / k) * (p * p) @ np.diag(cov)[s])
+    return vertices, mean, cov
+
+
+@takes_lcg
+def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
+    r"""The exact variance of every entry of the Algorithm 1 estimate, (n_outputs, n_inputs).
+
+    No sampling: a recursion over the vertices in reverse topological order,
+    for one output ``y`` at a time.
+
+    Derivation.  Fix ``y`` and write ``\bar z`` for dy/dz and ``\hat z`` for
+    its estimate (reverse accumulation on ``Q``).  Skipped vertices change
+    no input's estimate (a skipped vertex is unreachable from the inputs in
+    ``Q``), so we may let every vertex draw, independently.  Then
+
+        \hat y = 1,    \hat z = \sum_s c_{zs} p_{zs} \hat s,
+
+    with ``p_{zs} = ds/dz`` and ``c_{zs} = (d/k) N_{zs}``, where the draw
+    counts ``N_{z.}`` are multinomial (``k`` draws, ``d`` equally likely
+    successors).  Multinomial moments give ``E c = 1`` and
+
+        E[c_{zs} c_{zt}] = 1 - 1/k + (d/k) [s = t].
+
+    ``c_{z.}`` depends on ``z``'s draws only, and every ``\hat s`` (and
+    every ``\hat b`` with ``b`` after ``z``) on the draws of later vertices,
+    so they are independent.  With ``C(a, b) = Cov(\hat a, \hat b)`` this gives,
+    for ``a`` before ``b``,
+
+        C(a, b) = \sum_s p_{as} C(s, b),
+
+    and, by the law of total variance with ``x_s = p_{as} \bar s``,
+
+        C(a, a) = (d \sum_s x_s^2 - (\sum_s x_s)^2) / k
+                  + (1 - 1/k) \sum_{s,t} p_{as} p_{at} C(s, t)
+                  + (d/k) \sum_s p_{as}^2 C(s, s).
+
+    The first term is the noise of ``a``'s own draws if its successors'
+    adjoints were exact (nonnegative by Cauchy-Schwarz, zero when every
+    ``x_s`` is equal); the others carry the successors' noise, including
+    their covariances.  For ``k = 1`` the middle term vanishes and only the
+    diagonal is needed; for ``k > 1`` the covariances are needed because
+    successors share descendants.  A vertex that keeps all its edges has
+    ``c = 1``: only the middle term, with weight 1.  The variance of
+    ``J[y, theta]`` is ``C(theta, theta)``.
+
+    Cost: a dense covariance over the R vertices on paths to ``y``, O(R^2)
+    memory and O(R * edges) time per output; ``R > max_vertices`` raises
+    ``ValueError``.
+
+    >>> from minirad import examples
+    >>> g = examples.independent_paths(4, 3, partials="random", rng=0)
+    >>> float(path_sampling_variance(g, k=1)[0, 0]) > 0.0
+    True
+    >>> path_sampling_variance(examples.interleaved(3, 2), k=2).tolist()  # equal paths
+    [[0.0]]
+    """
+    draws = draws_per_vertex(g, k)
+    on_paths(g)
+    variance = np.zeros((len(g.outputs), len(g.inputs)))
+    for row, y in enumerate(g.outputs):
+        vertices, _, cov = _adjoint_covariance(g, draws, y, max_vertices)
+        if len(vertices) == 0:
+            continue  # no input reaches y: that row is exactly zero
+        where = np.searchsorted(vertices, g.inputs)
+        for col, theta in enumerate(g.inputs):
+            if where[col] < len(vertices) and vertices[where[col]] == theta:
+                variance[row, col] = max(cov[where[col], where[col]], 0.0)  # rounding
+    return variance
