@@ -11,7 +11,7 @@ loss is ``|x|^2``.  Two traced programs give its gradient:
   (it contracts by about 2/3 a step: A's eigenvalues lie in (2, 6)) traced
   step by step, and the reverse sweep through every step.
 
-Columns: ``retained bytes`` (:func:`minirad.graph.vgraph.memory`: what the reverse
+Columns: ``retained bytes`` (:func:`minirad.memory`: what the reverse
 sweep keeps), ``vertices``, and ``grad diff`` (largest relative difference of
 the gradient from the implicit one).  Time is trace plus reverse sweep.
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from bench.common import print_results
 from minirad.exact import blocks
-from minirad.graph.vgraph import memory
+from minirad.graph.memory import memory
 from minirad.implicit.solves import solve_root
 from minirad.tracing.arrays import trace_arrays
 

@@ -34,9 +34,10 @@ from .exact.sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import labels, operators
 from .graph.lcg import LCG
+from .graph.memory import Memory, memory
 from .graph.operators import OPERATORS
+from .graph.scalarize import scalarize
 from .graph.vfile import load_vector, save_vector
-from .graph.vgraph import Memory, VectorLCG, memory, scalarize
 from .implicit import solves as implicit
 from .implicit.solves import solve_root
 from .randomized import chains as injection
@@ -65,7 +66,7 @@ __all__ = [
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
     # the vector LCG (arrays and Jacobian blocks)
-    "VectorLCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
+    "LCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
     "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
     "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
     # sparsity and colouring; implicit operators (solves, roots)

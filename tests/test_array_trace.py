@@ -8,7 +8,8 @@ import pytest
 import minirad
 from minirad import ops
 from minirad.exact.blocks import gradient, jacobian, jvp, vjp
-from minirad.graph.vgraph import memory, scalarize
+from minirad.graph.memory import memory
+from minirad.graph.scalarize import scalarize
 from minirad.tracing.arrays import (
     avg_pool2d,
     conv2d,

@@ -23,8 +23,9 @@ from minirad.exact.blocks import (
     vector_eliminate,
 )
 from minirad.graph import labels
+from minirad.graph.lcg import LCG
 from minirad.graph.operators import OPERATORS, Dense, Diagonal
-from minirad.graph.vgraph import VectorLCG, from_chain, scalarize
+from minirad.graph.scalarize import from_chain, scalarize
 from minirad.tracing.arrays import sigmoid, trace_arrays
 
 # ------------------------------------------------------------ random array programs
@@ -160,7 +161,7 @@ def test_bauer_costs_one_product_per_path():
 def chain_graph(factors):
     shapes = [factors[0].in_shape] + [op.out_shape for op in factors]
     names = ["x"] + [f"v{i}" for i in range(1, len(factors))] + ["y"]
-    return VectorLCG(names, range(len(factors)), range(1, len(factors) + 1), factors, [0],
+    return LCG(names, range(len(factors)), range(1, len(factors) + 1), factors, [0],
                      [len(factors)], shapes=shapes)
 
 

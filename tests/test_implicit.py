@@ -18,7 +18,8 @@ import scipy.sparse
 from minirad import load_vector, save_vector
 from minirad.exact import blocks
 from minirad.exact.sparsity import pattern
-from minirad.graph.vgraph import memory, scalarize
+from minirad.graph.memory import memory
+from minirad.graph.scalarize import scalarize
 from minirad.implicit.solves import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
 from minirad.tracing.arrays import trace_arrays
 

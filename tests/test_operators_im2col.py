@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from minirad.exact.blocks import gradient
+from minirad.graph.memory import memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.graph.vgraph import memory
 from minirad.studies import convnet_numpy
 from minirad.tracing.arrays import conv2d, trace_arrays
 

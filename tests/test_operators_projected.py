@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from minirad.exact.blocks import jacobian
+from minirad.graph.lcg import LCG
+from minirad.graph.memory import memory
 from minirad.graph.operators import MatMul, ProjectedMatMul, Retained
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.graph.vgraph import VectorLCG, memory
 from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(31)
@@ -93,7 +94,7 @@ def test_a_graph_with_a_projected_edge_survives_the_file(tmp_path):
     g = trace_arrays(lambda W: np.tanh(X @ W).sum(), RNG.standard_normal((6, 2)))
     op = ProjectedMatMul.project(X, _signs(6, 3), "left", (6, 2), scale=1 / 3)
     labels = [op if label.kind == "outer" else label for label in g.labels]
-    h = VectorLCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs, values=g.values,
+    h = LCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs, values=g.values,
                   ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)
     save_vector(h, tmp_path / "h.npz")
     back = load_vector(tmp_path / "h.npz")

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from minirad.exact.blocks import gradient
-from minirad.graph.vgraph import memory, scalarize
+from minirad.graph.memory import memory
+from minirad.graph.scalarize import scalarize
 from minirad.studies import pde_engine
 from minirad.studies.pde import (
     Reactor,

@@ -10,10 +10,11 @@ import pytest
 
 from minirad.exact.blocks import gradient
 from minirad.graph import patches as sampled_patches
+from minirad.graph.lcg import relabelled
+from minirad.graph.memory import memory
 from minirad.graph.operators import Im2Col, MatMul
 from minirad.graph.patches import ProjectedPatches, SampledPatches
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.graph.vgraph import memory, relabelled
 from minirad.studies import convnet_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import sample_pattern, signs

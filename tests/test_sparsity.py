@@ -27,7 +27,7 @@ from minirad.exact.sparsity import (
     pattern_reference,
 )
 from minirad.exact.sweeps import forward_sweep, reverse_sweep
-from minirad.graph.vgraph import scalarize
+from minirad.graph.scalarize import scalarize
 from minirad.tracing.arrays import trace_arrays
 
 small_dags = random_dags((1, 5), (0, 12), (1, 5), (0.1, 0.6))

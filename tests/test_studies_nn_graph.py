@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from minirad.exact.blocks import gradient
+from minirad.graph.lcg import LCG
+from minirad.graph.memory import memory as graph_memory
 from minirad.graph.operators import InjectedMatMul, ProjectedMatMul
-from minirad.graph.vgraph import VectorLCG
-from minirad.graph.vgraph import memory as graph_memory
 from minirad.studies import convnet_numpy, memory, mlp_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import signs
@@ -231,7 +231,7 @@ def test_low_rank_projection_equals_the_dense_projected_input(network):
                                    rtol=1e-11, atol=1e-13)
         # what the edge physically keeps is what memory() charges for it
         assert op.retained_bytes == op.kept.nbytes
-    ref_graph = VectorLCG(g.names, g.sources, g.targets, reference, g.inputs, g.outputs,
+    ref_graph = LCG(g.names, g.sources, g.targets, reference, g.inputs, g.outputs,
                           values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)
     for a, b in zip(gradient(h), gradient(ref_graph)):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)

@@ -12,8 +12,9 @@ from test_array_trace import paper_mlp
 import minirad
 from minirad import LCG
 from minirad.exact.blocks import gradient, jacobian
+from minirad.graph.memory import memory
+from minirad.graph.scalarize import from_chain, scalarize, vertex_copies
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.graph.vgraph import from_chain, memory, scalarize, vertex_copies
 from minirad.randomized import chains as injection
 from minirad.randomized.injection import (
     draws,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from minirad.exact.blocks import gradient, jacobian
+from minirad.graph.memory import memory
 from minirad.graph.operators import Projection, compose
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.graph.vgraph import memory
 from minirad.randomized.injection import inject_edge, inject_edges, random_basis
 from minirad.tracing.arrays import name, trace_arrays
 
@@ -76,12 +76,12 @@ def test_same_array_same_picks_share_one_copy():
     """Two edges keeping one array (a state, as phi_n in the PDE: dt diag(phi_n) and the
     loss row), sampled with the same draws, keep one copy of the k entries (eq. 8's
     shared sample); different draws keep two."""
+    from minirad.graph.lcg import LCG
     from minirad.graph.operators import Diagonal, Retained, SumAxes
-    from minirad.graph.vgraph import VectorLCG
 
     x = np.array([1.0, 2.0, 3.0, 4.0])
     keep = (Retained("state", 4 * 64),)
-    g = VectorLCG(["x", "y", "L"], [0, 0, 1], [1, 2, 2],
+    g = LCG(["x", "y", "L"], [0, 0, 1], [1, 2, 2],
                   [Diagonal(2 * x, retained=keep), compose(SumAxes((4,)), Diagonal(x, None, keep)),
                    SumAxes((4,))], [0], [2], values=[x, x * x, np.array(0.0)])
     assert memory(g).total == 32

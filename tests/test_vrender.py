@@ -48,7 +48,7 @@ def test_files_with_and_without_dot(tmp_path, monkeypatch, dot_installed):
 
 
 def test_render_refuses_other_objects():
-    with pytest.raises(TypeError, match="takes a VectorLCG"):
+    with pytest.raises(TypeError, match="takes a LCG"):
         render_vector(np.ones(3))
 
 

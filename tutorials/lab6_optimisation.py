@@ -531,7 +531,7 @@ labs.check_implicit_gradient(implicit_gradient)
 from minirad.exact import blocks
 from minirad.tracing.arrays import trace_arrays
 from minirad.implicit.solves import solve_root
-from minirad.graph.vgraph import memory
+from minirad.graph.memory import memory
 
 A = np.array([[3.0, 1.0], [0.5, 4.0]])
 

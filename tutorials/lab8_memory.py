@@ -50,7 +50,7 @@ from minirad.checkpoint.schedules import (
 from minirad.studies import memory as table1
 from minirad.studies import mlp_numpy, nn_graph, pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
-from minirad.graph.vgraph import memory
+from minirad.graph.memory import memory
 from minirad.draw.vrender import render_vector
 
 # %% [markdown]
@@ -58,7 +58,7 @@ from minirad.draw.vrender import render_vector
 #
 # In the vector LCG (Lab 7, the paper's Figure 3) every edge carries a
 # linear operator, and each operator lists the arrays its transpose needs:
-# `minirad.graph.vgraph.memory(g)` adds them up. Take a two-layer network on a
+# `minirad.memory(g)` adds them up. Take a two-layer network on a
 # minibatch of 4 examples with 6 features, 32-bit floats:
 # $h = xW_1 + b_1$, $a = \mathrm{relu}(h)$, logits $= aW_2 + b_2$, and the
 # mean softmax cross-entropy.

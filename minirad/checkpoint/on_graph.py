@@ -1,7 +1,7 @@
 """Gradient checkpointing on a chain-shaped vector LCG.
 
 :mod:`minirad.checkpoint.schedules` reverses a chain given by step functions.  This
-module reads the chain out of a :class:`~minirad.graph.vgraph.VectorLCG` (PDE time
+module reads the chain out of a :class:`~minirad.LCG` (PDE time
 steps, RNN steps, the layers of an MLP) and runs that graph's reverse sweep
 under a schedule (:class:`~minirad.checkpoint.schedules.StoreAll`,
 :class:`~minirad.checkpoint.schedules.Uniform`, :class:`~minirad.checkpoint.schedules.Binomial`).
@@ -69,7 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph.vgraph import VectorLCG
+from ..graph.lcg import LCG
 from . import schedules as checkpointing
 
 __all__ = ["ChainShape", "CheckpointedGradient", "chain_shape", "gradient"]
@@ -107,7 +107,7 @@ class CheckpointedGradient:
     counts: checkpointing.ChainGradient
 
 
-def _reachable(g: VectorLCG, start: int) -> np.ndarray:
+def _reachable(g: LCG, start: int) -> np.ndarray:
     order, ptr = g.out_edges_csr
     seen = np.zeros(g.n_vertices, dtype=bool)
     seen[start] = True
@@ -117,7 +117,7 @@ def _reachable(g: VectorLCG, start: int) -> np.ndarray:
     return seen
 
 
-def _skipped(g: VectorLCG, chain: np.ndarray, exempt_from: int) -> np.ndarray:
+def _skipped(g: LCG, chain: np.ndarray, exempt_from: int) -> np.ndarray:
     """How many chain edges (not into a vertex >= exempt_from) pass strictly over each vertex."""
     src, dst = g.sources, g.targets
     inner = chain[src] & chain[dst] & (dst < exempt_from)
@@ -127,12 +127,12 @@ def _skipped(g: VectorLCG, chain: np.ndarray, exempt_from: int) -> np.ndarray:
     return np.cumsum(cover)[:-1]
 
 
-def chain_shape(g: VectorLCG, start=None, states=None) -> ChainShape:
+def chain_shape(g: LCG, start=None, states=None) -> ChainShape:
     """Read ``g`` as a chain from ``start`` (default: the first input) over ``states``
     (names or numbers, ``start`` first; default: every chain vertex no edge skips).
     Raises ``ValueError`` naming what breaks the chain shape."""
-    if not isinstance(g, VectorLCG):
-        raise TypeError(f"chain_shape reads a vector LCG (minirad.graph.vgraph.VectorLCG), "
+    if not isinstance(g, LCG):
+        raise TypeError(f"chain_shape reads a vector LCG (minirad.LCG), "
                         f"not {type(g).__name__}")
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"a chain ends in one scalar loss; this graph has outputs of shapes "
@@ -192,7 +192,7 @@ def chain_shape(g: VectorLCG, start=None, states=None) -> ChainShape:
                       (0, bounds[0]), (bounds[-1], g.n_edges))
 
 
-def _pull(g: VectorLCG, edges, adjoint: dict) -> None:
+def _pull(g: LCG, edges, adjoint: dict) -> None:
     """The reverse sweep's step for each edge, in the order given: the adjoint of the
     target times the label, added to the source's (as :func:`minirad.graph.labels.reverse`)."""
     algebra = g.algebra
@@ -205,7 +205,7 @@ def _pull(g: VectorLCG, edges, adjoint: dict) -> None:
         adjoint[u] = term if adjoint.get(u) is None else algebra.add(adjoint[u], term)
 
 
-def gradient(g: VectorLCG, schedule=None, start=None, states=None) -> CheckpointedGradient:
+def gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGradient:
     """The gradient of ``g``'s scalar loss with respect to each input, by the reverse sweep
     of its chain (:func:`chain_shape`) under a checkpointing ``schedule`` (default
     :class:`~minirad.checkpoint.schedules.StoreAll`).  Equal to

@@ -2,7 +2,7 @@
 
 Each vertex shows its name and shape (``h1 ∈ R^(3×5)``) and, for computed
 vertices, its operation; each edge shows the kind of its operator and the
-bytes the backward pass keeps for it (as :func:`minirad.graph.vgraph.memory`
+bytes the backward pass keeps for it (as :func:`minirad.memory`
 charges them, with the reason when it is nothing); injected projections are
 drawn dashed in red with their k; the title carries the total.
 
@@ -25,9 +25,10 @@ import graphviz
 import numpy as np
 
 from ..graph.files import write_atomically
+from ..graph.lcg import INPUT, LCG, OUTPUT, shape_text
+from ..graph.memory import memory
 from ..graph.operators import Composed, InjectedMatMul, ProjectedMatMul, Projection
 from ..graph.patches import ProjectedPatches, SampledPatches
-from ..graph.vgraph import INPUT, OUTPUT, VectorLCG, memory, shape_text
 from .render import has_dot
 
 FONT = "Helvetica"
@@ -52,7 +53,7 @@ def _injected(op) -> str | None:
     return f"P k={ks[0]}" if ks else None
 
 
-def _edge_text(g: VectorLCG, e: int, charged: float, note: str) -> str:
+def _edge_text(g: LCG, e: int, charged: float, note: str) -> str:
     op = g.labels[e]
     kind = op.kind if not isinstance(op, Composed) else "∘".join(p.kind for p in op.parts)
     if isinstance(op, (InjectedMatMul, ProjectedMatMul, SampledPatches,
@@ -67,7 +68,7 @@ def _edge_text(g: VectorLCG, e: int, charged: float, note: str) -> str:
     return "\n".join(lines)
 
 
-def _vertex_text(g: VectorLCG, v: int) -> str:
+def _vertex_text(g: LCG, v: int) -> str:
     head = f"{g.names[v]} ∈ {shape_text(g.shapes[v])}"
     if g.kind(v) == INPUT:
         return head
@@ -79,7 +80,7 @@ def _vertex_text(g: VectorLCG, v: int) -> str:
     return f"{head}\n{op}" if op else head
 
 
-def _title(g: VectorLCG, title: str | None, batch: int | None) -> str:
+def _title(g: LCG, title: str | None, batch: int | None) -> str:
     m = memory(g)
     line = f"retained for the backward pass: {_bytes(m.total)}"
     if batch:
@@ -90,12 +91,12 @@ def _title(g: VectorLCG, title: str | None, batch: int | None) -> str:
     return f"{title}\n{line}" if title else line
 
 
-def render_vector(g: VectorLCG, title: str | None = None, batch: int | None = None
+def render_vector(g: LCG, title: str | None = None, batch: int | None = None
                   ) -> graphviz.Digraph:
     """A graphviz drawing of ``g``, inputs at the bottom; ``batch`` adds the
     per-example memory to the title."""
-    if not isinstance(g, VectorLCG):
-        raise TypeError(f"render_vector takes a VectorLCG, not {type(g).__name__}")
+    if not isinstance(g, LCG):
+        raise TypeError(f"render_vector takes a LCG, not {type(g).__name__}")
     m = memory(g)
     dot = graphviz.Digraph(name="vector_lcg", graph_attr={
         "rankdir": "BT", "nodesep": "0.5", "ranksep": "0.6", "fontname": FONT,
@@ -123,7 +124,7 @@ def render_vector(g: VectorLCG, title: str | None = None, batch: int | None = No
     return dot
 
 
-def draw_vector_matplotlib(g: VectorLCG, title: str | None = None, batch: int | None = None):
+def draw_vector_matplotlib(g: LCG, title: str | None = None, batch: int | None = None):
     """The same picture with matplotlib (no ``dot`` needed): rows by depth from the inputs."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
@@ -162,7 +163,7 @@ def draw_vector_matplotlib(g: VectorLCG, title: str | None = None, batch: int | 
     return figure
 
 
-def draw_blocks(g: VectorLCG, limit: int = 4096, title: str | None = None):
+def draw_blocks(g: LCG, limit: int = 4096, title: str | None = None):
     """Every edge's Jacobian block as a small heatmap (a matplotlib Figure): the
     structure an operator stores compactly, seen as the matrix it stands for (a
     diagonal, a mask, the Kronecker pattern of ``x @ W`` seen from W).  Blocks with
@@ -214,7 +215,7 @@ def draw_blocks(g: VectorLCG, limit: int = 4096, title: str | None = None):
     return figure
 
 
-def save_vector_picture(g: VectorLCG, path, title: str | None = None,
+def save_vector_picture(g: LCG, path, title: str | None = None,
                         batch: int | None = None, dpi: int = 150) -> str:
     """Write the picture of ``g`` to ``path`` (.png, .svg or .dot), atomically, with
     graphviz when ``dot`` is installed and matplotlib otherwise.  Returns the path."""
@@ -240,7 +241,7 @@ def save_vector_picture(g: VectorLCG, path, title: str | None = None,
     return path
 
 
-def figure3_graph(injected: bool = False, rng=0) -> VectorLCG:
+def figure3_graph(injected: bool = False, rng=0) -> LCG:
     """The paper's Figure 3a as a traced program: a two-layer ReLU MLP on a batch of
     3 examples (4 features, 5 hidden units, 2 classes), float32, with the loss
     averaged over the batch.  ``injected``: its activations sampled at k=2 per row

@@ -282,7 +282,7 @@ def vector_eliminate(g, order="markowitz") -> BlockJacobian:
     algebra's: a dense product m x k x n, a diagonal product d, ...
 
     >>> import numpy as np
-    >>> from minirad.graph.vgraph import from_chain
+    >>> from minirad.graph.scalarize import from_chain
     >>> g = from_chain([np.ones((4, 1)), np.ones((4, 4)), np.ones((1, 4))])
     >>> [vector_eliminate(g, o).multiplications for o in ("forward", "reverse")]
     [20, 20]

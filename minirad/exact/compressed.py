@@ -108,7 +108,7 @@ def _seed_values(g, vertices, group) -> dict:
     """The sweep's seeds for one group: 1.0 on each chosen scalar (a float on a scalar
     LCG, a unit-entry array on a vector LCG)."""
     where = _positions(g, vertices)
-    if getattr(g, "shapes", None) is None:
+    if g.algebra is labels.FLOATS:
         return {where[j][0]: 1.0 for j in group}
     seeds = {}
     for j in group:
@@ -124,7 +124,7 @@ def _sweep(g, vertices, group, forward: bool, structural: bool) -> labels.Propag
     BOOLEANS with every label True, which counts the same operations with no numbers."""
     seeds = _seed_values(g, vertices, group)
     sweep = labels.forward if forward else labels.reverse
-    if structural and getattr(g, "shapes", None) is None:
+    if structural and g.algebra is labels.FLOATS:
         return sweep(g, {v: True for v in seeds}, algebra=labels.BOOLEANS,
                      labels=[True] * len(g.sources))
     return sweep(g, seeds)
@@ -133,9 +133,9 @@ def _sweep(g, vertices, group, forward: bool, structural: bool) -> labels.Propag
 def _full_pass(g) -> int:
     """Multiplications of one sweep that visits every edge (an engine that does not
     skip structural zeros): one per edge, or each operator's flops."""
-    if getattr(g, "shapes", None) is None:
+    if g.algebra is labels.FLOATS:
         return len(g.sources)
-    return int(sum(op.flops for op in g.labels))
+    return int(sum(1 if isinstance(op, float) else op.flops for op in g.labels))
 
 
 def _price(g, name, column_groups, row_groups, reverse_rows, forward_columns=()) -> Seeding:

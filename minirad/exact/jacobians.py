@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.labels import FLOATS
 from ..graph.lcg import LCG
-from ..graph.vgraph import VectorLCG
 from ..tracing.tape import trace
 from . import blocks
 from .elimination import eliminate
@@ -121,7 +121,7 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
     array([[4., 3.]])
     """
-    if isinstance(g_or_f, VectorLCG):
+    if isinstance(g_or_f, LCG) and g_or_f.algebra is not FLOATS:
         return _vector_jacobian(g_or_f, args, method, order, max_paths)
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
@@ -130,7 +130,7 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
 
 def _vector_jacobian(g, args, method, order, max_paths) -> np.ndarray:
     if args:
-        raise TypeError(f"got a VectorLCG and {len(args)} extra argument(s); arguments are "
+        raise TypeError(f"got a LCG and {len(args)} extra argument(s); arguments are "
                         f"only for a function to trace")
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "

@@ -61,22 +61,20 @@ BITSETS = labels.Algebra("bitsets", _through, operator.or_, zero=0, one=None)
 
 # -------------------------------------------------------------- sizes
 def scalar_sizes(g, vertices) -> list[int]:
-    """How many numbers each vertex holds: 1 in a scalar LCG, the array size in a
-    vector LCG (its scalar copies are its entries in C order).
+    """How many numbers each vertex holds: 1 for a number, the array size for an
+    array (its scalar copies are its entries in C order).
 
     >>> from minirad import examples
     >>> g = examples.lecture()
     >>> scalar_sizes(g, g.inputs)
     [1, 1]
     """
-    shapes = getattr(g, "shapes", None)
-    if shapes is None:
-        return [1] * len(vertices)
-    return [math.prod(shapes[v]) for v in vertices]
+    return [math.prod(g.shapes[v]) for v in vertices]
 
 
 def _is_vector(g) -> bool:
-    return getattr(g, "shapes", None) is not None
+    """True when some label is a Jacobian block (the graph has array vertices)."""
+    return g.algebra is not labels.FLOATS
 
 
 # ------------------------------------------------------------ patterns
@@ -103,7 +101,7 @@ def pattern_reference(g) -> np.ndarray:
 def pattern(g) -> np.ndarray:
     """The structural pattern of the Jacobian, shape ``(outputs, inputs)`` counted in
     numbers (a vector LCG's arrays contribute one row or column per entry, as in
-    :func:`minirad.graph.vgraph.scalarize`).
+    :func:`minirad.scalarize`).
 
     A scalar LCG takes one forward sweep over :data:`BITSETS` (every input's
     Booleans at once; equal to :func:`pattern_reference`).  A vector LCG runs
@@ -139,7 +137,7 @@ def operator_pattern(op) -> sparse.csr_array:
     An operator with a ``pattern()`` method gives its own; a diagonal kind
     (identity, diagonal, mask) is a diagonal; any other operator is densified
     (:meth:`~minirad.graph.operators.Operator.to_dense`, refused above its size
-    limit) and its nonzeros taken, as :func:`minirad.graph.vgraph.scalarize` does.
+    limit) and its nonzeros taken, as :func:`minirad.scalarize` does.
 
     >>> class Scale:                    # any object with the operator interface
     ...     kind, in_shape, out_shape, shape = "diagonal", (3,), (3,), (3, 3)
@@ -149,6 +147,8 @@ def operator_pattern(op) -> sparse.csr_array:
            [0, 0, 0],
            [0, 0, 1]])
     """
+    if isinstance(op, float):   # an edge between two numbers
+        return sparse.csr_array(np.array([[op != 0]]))
     own = getattr(op, "pattern", None)
     if callable(own):
         return sparse.csr_array(own(), dtype=bool)

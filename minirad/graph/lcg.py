@@ -1,8 +1,18 @@
 """The linearized computational graph (LCG).
 
-An LCG is a directed acyclic graph whose vertices are the variables of a
-program and whose edge ``(u, v)`` carries the local partial derivative
-``dv/du``.  Every other part of minirad is a function over this one object.
+An LCG is a directed acyclic graph whose vertices are the values of a
+program and whose edge ``(u, v)`` carries the local derivative ``dv/du``,
+its *label*.  Every other part of minirad is a function over this one object.
+
+A vertex holds a number or an array: its ``shape`` is ``()`` for a number.
+An edge between two numbers carries a float (the partial derivative); an
+edge that touches an array carries the Jacobian block as a structured linear
+operator (:mod:`minirad.graph.operators`: a diagonal, a bit mask, a stored
+matrix...), the vectorized graph of the RAD paper's Sec. 3.2 and Fig. 3.  A
+graph of numbers only is the common case of the course, and it is stored
+compactly: one float64 array of partials (``g.labels``) and one of values.
+Either way ``g.labels`` and ``g.algebra`` (:mod:`minirad.graph.labels`) are
+what the algorithms read, so one recurrence serves both.
 
 Conventions (see DESIGN.md):
 
@@ -20,8 +30,14 @@ The object is immutable: functions that transform a graph return a new one.
 ...                    inputs=["x"], outputs=["y"])
 >>> g
 LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
->>> g.partial("x", "a"), g.successors("x")
+>>> g.label("x", "a"), g.successors("x")
 (2.0, (1, 2))
+>>> import numpy as np
+>>> from minirad.graph.operators import Diagonal
+>>> h = LCG(["x", "y"], [0], [1], [Diagonal(np.array([2.0, 3.0]))], [0], [1],
+...         values=[np.ones(2), np.array([2.0, 3.0])])
+>>> h.shape("y"), h.label("x", "y").kind
+((2,), 'diagonal')
 """
 
 from __future__ import annotations
@@ -32,7 +48,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -43,6 +59,7 @@ from ..exact import _engines
 from .files import write_atomically
 from .labels import FLOATS, Algebra
 from .names import VertexNames, VertexOps, vertex_number
+from .operators import OPERATORS, Operator
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -65,19 +82,40 @@ _SMALL_SEARCH = 4_000
 def plural(count: int, word: str) -> str:
     """``"1 edge"``, ``"3 edges"``: a count with its noun.
 
-    >>> plural(1, "edge"), plural(3, "edge")
-    ('1 edge', '3 edges')
+    >>> plural(1, "edge"), plural(3, "edge"), plural(2, "vertex")
+    ('1 edge', '3 edges', '2 vertices')
     """
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {'vertices' if word == 'vertex' else word + 's'}"
+
+
+def shape_text(shape: tuple) -> str:
+    """``R^(150×300)`` for a shape, ``R`` for a number.
+
+    >>> shape_text((150, 300)), shape_text(())
+    ('R^(150×300)', 'R')
+    """
+    if not shape:
+        return "R"
+    return "R^(" + "×".join(str(s) for s in shape) + ")"
+
+
+def value_key(v: int) -> str:
+    """The key under which operators retain the value of vertex ``v`` (see
+    :class:`minirad.graph.operators.Retained`); :func:`minirad.graph.memory.memory`
+    treats the values of input vertices (parameters, kept by the caller
+    anyway) as free."""
+    return f"value:{int(v)}"
 
 
 class LCG:
     """A linearized computational graph.
 
     Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
-    (from a Python function), :meth:`LCG.from_networkx` or
-    :meth:`LCG.from_json`.  The constructor itself takes column arrays and
-    is what those builders call.
+    (from a Python function of numbers or arrays), :meth:`LCG.from_networkx`
+    or :func:`minirad.load`.  The constructor itself takes columns and is
+    what those builders call.
 
     Parameters
     ----------
@@ -85,68 +123,137 @@ class LCG:
         One unique name per vertex.
     sources, targets : sequences of int
         Edge endpoints, as positions in ``names``.
-    partials : sequence of float
-        ``partials[e]`` is d targets[e] / d sources[e]; finite.
+    labels : sequence
+        ``labels[e]`` is d targets[e] / d sources[e]: a finite real number
+        between two numbers, a :class:`~minirad.graph.operators.Operator`
+        (mapping the source's shape to the target's) otherwise.  An operator
+        between two numbers (a 1 x 1 block) is stored as its float.
     inputs, outputs : sequences of int
         The input and output vertices in Jacobian column and row order.
-    values : sequence of float, optional
-        Primal values (NaN where unknown).
+    values : sequence, optional
+        Primal values: numbers (NaN where unknown), or one array per vertex.
     ops : sequence of str, optional
         The operation that made each vertex, as a template over its
         predecessors (``"sin({0})"``), ``"input"`` for inputs, or ``""``.
+    shapes, dtypes : sequences, optional
+        Per vertex, when ``values`` does not give them (default: numbers,
+        float64).
+    injections : sequence, optional
+        Records of random matrices injected into the graph
+        (:mod:`minirad.randomized.injection`), kept for pictures and listings.
 
     If the vertices are not numbered topologically they are renumbered by a
     stable topological sort; a directed cycle raises ``ValueError``.
 
+    A graph of numbers keeps ``labels`` and ``values`` as read-only float64
+    arrays; otherwise ``labels`` is a tuple (floats and operators) and
+    ``values`` a tuple of read-only arrays (or None when unknown).
     ``g.names`` is a tuple, or, for traced graphs, a
-    :class:`minirad.graph.names.VertexNames`, which behaves as the tuple of the
-    same names but writes the ``v<i>`` ones out only when they are read;
+    :class:`minirad.graph.names.VertexNames`, which behaves as the tuple of
+    the same names but writes the ``v<i>`` ones out only when they are read;
     ``g.ops`` likewise a tuple or a :class:`minirad.graph.names.VertexOps`.
     """
 
     __slots__ = (
-        "names", "ops", "values", "sources", "targets", "partials",
-        "inputs", "outputs", "_memos",
+        "names", "ops", "values", "_shapes", "_dtypes", "sources", "targets", "labels",
+        "inputs", "outputs", "injections", "_memos",
     )
 
-    def __init__(self, names, sources, targets, partials, inputs, outputs,
-                 values=None, ops=None):
+    def __init__(self, names, sources, targets, labels, inputs, outputs,
+                 values=None, ops=None, shapes=None, dtypes=None, injections=()):
         names = [str(name) for name in names]
         n = len(names)
         # every id and number is checked before conversion: nothing truncated (0.7 -> 0),
         # wrapped (2**64 - 1 -> -1) or overflowed (10**400 -> inf) on the way in
         src = _vertex_numbers(sources, n, "edge source")
         dst = _vertex_numbers(targets, n, "edge target")
-        partials = _reals(partials, "partial")
-        if not (len(src) == len(dst) == len(partials)):
+        labels = _label_column(labels)
+        if not (len(src) == len(dst) == len(labels)):
             raise ValueError(
-                f"sources, targets and partials must have one entry per edge; got lengths "
-                f"{len(src)}, {len(dst)} and {len(partials)}")
-        values = np.full(n, np.nan) if values is None else _reals(values, "value")
+                f"sources, targets and labels must have one entry per edge; got lengths "
+                f"{len(src)}, {len(dst)} and {len(labels)}")
         ops = [""] * n if ops is None else [str(op) for op in ops]
-        if len(values) != n or len(ops) != n:
-            raise ValueError(f"values and ops must have one entry per vertex ({n}); got "
-                             f"{len(values)} values and {len(ops)} ops")
-        infinite = np.flatnonzero(np.isinf(values))
-        if len(infinite):
-            v = infinite[0]
-            raise ValueError(f"the value of vertex {names[v]} is {values[v]}; a primal value is "
-                             f"a finite number, or NaN where it is unknown")
+        if len(ops) != n:
+            raise ValueError(f"ops must have one entry per vertex ({n}); got {len(ops)}")
         inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
         outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
-        _validate(names, src, dst, partials, inputs, outputs)
+        if isinstance(labels, np.ndarray) and _numbers_only(values, shapes):
+            values = np.full(n, np.nan) if values is None else _reals(
+                [_number(x) for x in values], "value")
+            if len(values) != n:
+                raise ValueError(f"values must have one entry per vertex ({n}); got "
+                                 f"{len(values)}")
+            infinite = np.flatnonzero(np.isinf(values))
+            if len(infinite):
+                v = infinite[0]
+                raise ValueError(f"the value of vertex {names[v]} is {values[v]}; a primal value "
+                                 f"is a finite number, or NaN where it is unknown")
+            _validate(names, src, dst, labels, inputs, outputs)
+            dtypes = _dtype_column(dtypes, n)
+            order = _topological_order(names, src, dst)
+            if order is not None:
+                names, src, dst, values, ops, inputs, outputs = _renumber(
+                    order, names, src, dst, values, ops, inputs, outputs)
+                dtypes = None if dtypes is None else tuple(dtypes[i] for i in order)
+            grouped = np.argsort(dst, kind="stable")  # operand order survives within a target
+            self._set(names, ops, values, src[grouped], dst[grouped], labels[grouped],
+                      inputs, outputs, dtypes=dtypes)
+            return
+        self._set_blocks(names, src, dst, list(labels), inputs, outputs, values, ops, shapes,
+                         dtypes, injections)
+
+    def _set_blocks(self, names, src, dst, labels, inputs, outputs, values, ops, shapes,
+                    dtypes, injections):
+        """The general case: some vertex is an array, so some label is an operator."""
+        n = len(names)
+        if values is not None:
+            values = [_read_only(x) for x in values]
+            if len(values) != n:
+                raise ValueError(f"values must have one array per vertex ({n}), not "
+                                 f"{len(values)}")
+            shapes = [x.shape for x in values]
+            dtypes = [x.dtype for x in values]
+        elif shapes is None:
+            shapes = [()] * n
+        shapes = [_shape_of(shape, names[v] if v < n else "?") for v, shape in
+                  enumerate(shapes)]
+        dtypes = list(_dtype_column(dtypes, n) or [np.dtype(np.float64)] * n)
+        if len(shapes) != n:
+            raise ValueError(f"shapes must have one entry per vertex ({n}); got {len(shapes)}")
+        labels = _checked_labels(names, src, dst, labels, shapes)
+        _validate(names, src, dst, None, inputs, outputs)
+        if values is not None:
+            _check_values(names, values, unknown_allowed=all(s == () for s in shapes))
         order = _topological_order(names, src, dst)
         if order is not None:
-            names, src, dst, values, ops, inputs, outputs = _renumber(
-                order, names, src, dst, values, ops, inputs, outputs)
+            new = np.empty_like(order)
+            new[order] = np.arange(n)
+            names, ops = [names[i] for i in order], [ops[i] for i in order]
+            shapes, dtypes = [shapes[i] for i in order], [dtypes[i] for i in order]
+            values = None if values is None else [values[i] for i in order]
+            src, dst = new[src], new[dst]
+            inputs = tuple(int(new[v]) for v in inputs)
+            outputs = tuple(int(new[v]) for v in outputs)
         grouped = np.argsort(dst, kind="stable")  # operand order survives within a target
-        self._set(names, ops, values, src[grouped], dst[grouped], partials[grouped],
-                  inputs, outputs)
+        labels = [labels[e] for e in grouped]
+        if all(s == () for s in shapes):
+            # every vertex a number: every label is a float (1 x 1 blocks were stored as
+            # floats), so the graph takes the compact form of a graph of numbers
+            numbers = np.full(n, np.nan) if values is None else np.array(
+                [float(x) for x in values])
+            self._set(names, ops, numbers, src[grouped], dst[grouped],
+                      np.array(labels, dtype=np.float64), inputs, outputs, tuple(dtypes),
+                      tuple(injections))
+            return
+        self._set(names, ops, None if values is None else tuple(values), src[grouped],
+                  dst[grouped], tuple(labels), inputs, outputs, tuple(dtypes),
+                  tuple(injections), tuple(shapes))
 
     @classmethod
     def from_trusted_arrays(cls, names, sources, targets, partials, inputs, outputs,
                             values=None, ops=None, in_edges_ptr=None) -> LCG:
-        """Build without validation, for producers that guarantee the invariants.
+        """Build a graph of numbers without validation, for producers that
+        guarantee the invariants.
 
         The caller promises what the constructor would otherwise check or
         establish: names unique, vertices numbered topologically (every edge
@@ -160,7 +267,7 @@ class LCG:
         working it out again.
 
         >>> g = LCG.from_trusted_arrays(["x", "y"], [0], [1], [2.0], [0], [1])
-        >>> g.partial("x", "y"), g.value("x")
+        >>> g.label("x", "y"), g.value("x")
         (2.0, nan)
         """
         n = len(names)
@@ -181,19 +288,24 @@ class LCG:
             g._memos["in_ptr"] = ptr
         return g
 
-    _trusted = from_trusted_arrays  # the former private name
-
-    def _set(self, names, ops, values, src, dst, partials, inputs, outputs):
-        for array in (values, src, dst, partials):
-            array.flags.writeable = False
+    def _set(self, names, ops, values, src, dst, labels, inputs, outputs, dtypes=None,
+             injections=(), shapes=None):
+        for array in (values, src, dst, labels):
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False
         self.names = names if isinstance(names, VertexNames) else tuple(names)
         self.ops = ops if isinstance(ops, VertexOps) else tuple(ops)
         self.values = values
+        # a traced program of numbers has millions of vertices, all of shape () and float64:
+        # those two columns are written out only if someone reads them
+        self._shapes = shapes
+        self._dtypes = dtypes
         self.sources = src
         self.targets = dst
-        self.partials = partials
+        self.labels = labels
         self.inputs = inputs
         self.outputs = outputs
+        self.injections = injections
         self._memos = {}
 
     # ------------------------------------------------------------------ build
@@ -204,13 +316,14 @@ class LCG:
                    vertices: Sequence | None = None) -> LCG:
         """Build an LCG by hand, e.g. from a lecture slide.
 
-        ``edges`` holds triples ``(u, v, dv_du)``.  Vertices are named by
+        ``edges`` holds triples ``(u, v, label)``, the label a number or a
+        Jacobian block (:mod:`minirad.graph.operators`).  Vertices are named by
         strings, or by integers (then named ``v0``, ``v1``, ...).  Without
         ``vertices`` the graph has every vertex named in an edge, in
         ``inputs`` or in ``outputs``; with it, exactly those vertices, and an
         edge naming any other vertex is an error (a guard against typos).
         ``values`` and ``ops`` optionally map vertex names to primal values
-        and operation templates.
+        (numbers or arrays) and operation templates.
 
         >>> g = LCG.from_edges([("x1", "v", 0.5), ("x2", "v", 2.0), ("v", "y", -1.0)],
         ...                    inputs=["x1", "x2"], outputs=["y"], values={"x1": 2.0})
@@ -228,8 +341,8 @@ class LCG:
         edges = list(edges)
         for position, edge in enumerate(edges):
             if not (isinstance(edge, (tuple, list)) and len(edge) == 3):
-                raise ValueError(f"edge #{position} is {edge!r}; each edge must be a triple "
-                                 f"(u, v, partial dv/du)")
+                raise ValueError(f"edge #{position} is {edge!r:.80}; each edge must be a "
+                                 f"triple (u, v, label dv/du)")
         def name_of(vertex) -> str:
             if isinstance(vertex, (bool, np.bool_)) or not isinstance(
                     vertex, (str, int, np.integer)):
@@ -257,7 +370,8 @@ class LCG:
         for u, v, partial in edges:
             src.append(key(u, f"edge ({u!r}, {v!r})"))
             dst.append(key(v, f"edge ({u!r}, {v!r})"))
-            partials.append(_as_partial(partial, u, v))
+            partials.append(partial if isinstance(partial, Operator)
+                            else _as_partial(partial, u, v))
         output_ids = [key(v, "outputs") for v in outputs]
         names = list(index)
         if not declared:
@@ -272,7 +386,7 @@ class LCG:
                             f"{in_edges} (to keep an isolated {role} on purpose, list every "
                             f"vertex in vertices=)")
         return cls(names, src, dst, partials, input_ids, output_ids,
-                   values=_per_vertex(values, names, "values", math.nan, lambda x: x),
+                   values=_per_vertex(values, names, "values", None, lambda x: x),
                    ops=_per_vertex(ops, names, "ops", "", str))
 
     # ------------------------------------------------------------------ memo
@@ -306,15 +420,25 @@ class LCG:
 
     # ------------------------------------------------------- edge labels
     @property
-    def labels(self) -> np.ndarray:
-        """The edge labels the recurrences of :mod:`minirad.graph.labels` read: here
-        the partials, one float per edge."""
-        return self.partials
+    def algebra(self) -> Algebra:
+        """How to multiply and add this graph's labels: :data:`~minirad.graph.labels.FLOATS`
+        when every label is a float, :data:`~minirad.graph.operators.OPERATORS` (Jacobian
+        blocks, floats among them) otherwise.  Algorithms choose their fast paths by it."""
+        return FLOATS if isinstance(self.labels, np.ndarray) else OPERATORS
 
     @property
-    def algebra(self) -> Algebra:
-        """How to multiply and add this graph's labels: :data:`~minirad.graph.labels.FLOATS`."""
-        return FLOATS
+    def partials(self) -> np.ndarray:
+        """The labels of a graph of numbers: one float64 partial per edge.
+
+        A graph with array vertices has Jacobian blocks instead; its
+        :attr:`labels` hold them, and :func:`minirad.scalarize` turns it into
+        a graph of numbers, one vertex per entry.
+        """
+        if not isinstance(self.labels, np.ndarray):
+            raise TypeError("this graph has array vertices, so its labels are Jacobian blocks, "
+                            "not floats; read g.labels (or g.label(u, v)), or scalarize(g) for "
+                            "one float partial per scalar edge")
+        return self.labels
 
     # ---------------------------------------------------------------- queries
     @property
@@ -323,10 +447,22 @@ class LCG:
 
     @property
     def n_edges(self) -> int:
-        return len(self.partials)
+        return len(self.labels)
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @property
+    def shapes(self) -> Sequence[tuple]:
+        """The shape of every vertex (``()`` for a number)."""
+        return _Same((), self.n_vertices) if self._shapes is None else self._shapes
+
+    @property
+    def dtypes(self) -> Sequence[np.dtype]:
+        """The dtype of every vertex's value."""
+        if self._dtypes is None:
+            return _Same(np.dtype(np.float64), self.n_vertices)
+        return self._dtypes
 
     @property
     def intermediates(self) -> tuple[int, ...]:
@@ -364,8 +500,24 @@ class LCG:
         """``"input"``, ``"intermediate"`` or ``"output"``."""
         return KINDS[self._kinds[self.index(vertex)]]
 
-    def value(self, vertex) -> float:
-        return float(self.values[self.index(vertex)])
+    def value(self, vertex):
+        """The primal value: a float for a number (NaN when unknown), an array otherwise."""
+        v = self.index(vertex)
+        if isinstance(self.values, np.ndarray):
+            return float(self.values[v])
+        if self.values is None:
+            raise ValueError("this graph was built without values (shapes only)")
+        return self.values[v]
+
+    def shape(self, vertex) -> tuple[int, ...]:
+        return self.shapes[self.index(vertex)]
+
+    def size(self, vertex) -> int:
+        """The number of entries of a vertex's value (1 for a number)."""
+        return math.prod(self.shape(vertex))
+
+    def dtype(self, vertex) -> np.dtype:
+        return self.dtypes[self.index(vertex)]
 
     def op(self, vertex) -> str:
         return self.ops[self.index(vertex)]
@@ -390,12 +542,17 @@ class LCG:
         v = self.index(vertex)
         return int(ptr[v + 1] - ptr[v])
 
+    def label(self, u, v):
+        """The label d v / d u of edge (u, v): a float, or a Jacobian block."""
+        label = self.labels[self.edge_index(u, v)]
+        return float(label) if isinstance(self.labels, np.ndarray) else label
+
     def partial(self, u, v) -> float:
-        """The local partial dv/du on edge (u, v)."""
+        """The partial dv/du on edge (u, v) of a graph of numbers."""
         return float(self.partials[self.edge_index(u, v)])
 
     def edge_index(self, u, v) -> int:
-        """Position of edge (u, v) in ``sources``/``targets``/``partials``."""
+        """Position of edge (u, v) in ``sources``/``targets``/``labels``."""
         u, v = self.index(u), self.index(v)
         e = self._find_edge(u, v)
         if e < 0:
@@ -415,8 +572,9 @@ class LCG:
         return int(start + hits[0]) if len(hits) else -1
 
     def edges(self):
-        """Iterate over ``(u, v, partial)`` triples, grouped by target."""
-        return zip(self.sources.tolist(), self.targets.tolist(), self.partials.tolist())
+        """Iterate over ``(u, v, label)`` triples, grouped by target."""
+        labels = self.labels.tolist() if isinstance(self.labels, np.ndarray) else self.labels
+        return zip(self.sources.tolist(), self.targets.tolist(), labels)
 
     # ------------------------------------------------- array views (cached)
     @property
@@ -470,16 +628,18 @@ class LCG:
     def __repr__(self) -> str:
         n_in, n_out = len(self.inputs), len(self.outputs)
         n_mid = self.n_vertices - n_in - n_out
-        return (f"LCG({self.n_vertices} {'vertex' if self.n_vertices == 1 else 'vertices'}: "
+        return (f"LCG({plural(self.n_vertices, 'vertex')}: "
                 f"{plural(n_in, 'input')}, {plural(n_mid, 'intermediate')}, "
                 f"{plural(n_out, 'output')}; {plural(self.n_edges, 'edge')})")
 
     def wengert(self) -> str:
         """The Wengert list: one line per vertex, in topological order.
 
-        Each line assigns register ``v<i>`` from its operands, gives the
-        primal value and the local partials of that line; inputs read
-        ``v0 = x1`` (their name) and outputs are marked with theirs.
+        Each line assigns register ``v<i>`` from its operands and gives the
+        primal value (a number) or the shape (an array), then the local
+        derivatives of that line: the partials, or the kinds of the Jacobian
+        blocks.  Inputs read ``v0 = x1`` (their name) and outputs are marked
+        with theirs.
 
         >>> g = LCG.from_edges([("x", "y", 3.0)], inputs=["x"], outputs=["y"],
         ...                    values={"x": 2.0, "y": 6.0}, ops={"y": "3.0 * {0}"})
@@ -488,8 +648,10 @@ class LCG:
         v1 = 3.0 * v0   = 6.0   dv1/dv0 = 3.0   (output y)
         """
         register = [f"v{i}" for i in range(self.n_vertices)]
-        ptr = self.in_edges_ptr
-        src, partials = self.sources.tolist(), self.partials.tolist()
+        ptr = self.in_edges_ptr.tolist()
+        src = self.sources.tolist()
+        labels = self.labels.tolist() if isinstance(self.labels, np.ndarray) else self.labels
+        numbers = isinstance(self.values, np.ndarray)
         rows = []
         for v in range(self.n_vertices):
             preds = [register[u] for u in src[ptr[v]:ptr[v + 1]]]
@@ -498,16 +660,16 @@ class LCG:
             else:
                 expr = fill_template(self.ops[v], preds)
                 derivatives = ", ".join(
-                    f"d{register[v]}/d{p} = {d!r}"
-                    for p, d in zip(preds, partials[ptr[v]:ptr[v + 1]]))
+                    f"d{register[v]}/d{p} = {d!r}" if isinstance(d, float)
+                    else f"d{register[v]}/d{p}: {d.label()}"
+                    for p, d in zip(preds, labels[ptr[v]:ptr[v + 1]]))
                 note = ""
                 if self.kind(v) == OUTPUT:
                     note = f"(output {self.names[v]})"
                 elif self.names[v] != register[v]:
                     note = f"({self.names[v]})"
-            value = self.values[v]
-            shown = "?" if math.isnan(value) else repr(float(value))
-            rows.append((f"{register[v]} = {expr}", f"= {shown}", derivatives, note))
+            rows.append((f"{register[v]} = {expr}", self._shown_value(v, numbers), derivatives,
+                         note))
         if not rows:
             return ""
         widths = [max(len(row[c]) for row in rows) for c in range(3)]
@@ -517,33 +679,55 @@ class LCG:
             lines.append("   ".join(p for p in parts if p.strip()).rstrip())
         return "\n".join(lines)
 
+    def _shown_value(self, v: int, numbers: bool) -> str:
+        """``= 10.0`` for a number (``= ?`` when unknown), ``∈ R^(2×3)`` for an array."""
+        if not numbers and self.shapes[v] != ():
+            return f"∈ {shape_text(self.shapes[v])}"
+        if self.values is None:
+            return "= ?"
+        value = float(self.values[v])
+        return "= ?" if math.isnan(value) else f"= {value!r}"
+
     # --------------------------------------------------------------- networkx
     def to_networkx(self) -> nx.DiGraph:
         """A ``networkx.DiGraph`` keyed by vertex name.
 
-        Nodes carry ``index``, ``kind``, ``op`` and ``value``; edges carry
-        ``partial``; ``graph["inputs"]`` and ``graph["outputs"]`` list names
-        in Jacobian order.
+        Nodes carry ``index``, ``kind``, ``op``, ``shape`` and ``value`` (a
+        float, or the array); edges carry ``label`` (a float, or the Jacobian
+        block) and, between numbers, ``partial``; ``graph["inputs"]`` and
+        ``graph["outputs"]`` list names in Jacobian order.
+
+        >>> g = LCG.from_edges([("x", "y", 3.0)], inputs=["x"], outputs=["y"])
+        >>> G = g.to_networkx()
+        >>> G.edges["x", "y"]["partial"], LCG.from_networkx(G).same_as(g)
+        (3.0, True)
         """
         G = nx.DiGraph(inputs=[self.names[v] for v in self.inputs],
                        outputs=[self.names[v] for v in self.outputs])
+        numbers = isinstance(self.values, np.ndarray)
         for v, name in enumerate(self.names):
-            G.add_node(name, index=v, kind=self.kind(v), op=self.ops[v],
-                       value=float(self.values[v]))
+            value = float(self.values[v]) if numbers else (
+                None if self.values is None else self.values[v])
+            G.add_node(name, index=v, kind=self.kind(v), op=self.ops[v], value=value,
+                       shape=self.shapes[v])
         ptr = self.in_edges_ptr
-        G.add_edges_from((self.names[u], self.names[v], {"partial": d, "operand": e - ptr[v]})
-                         for e, (u, v, d) in enumerate(self.edges()))
+        for e, (u, v, label) in enumerate(self.edges()):
+            data = {"label": label, "operand": e - int(ptr[v])}
+            if isinstance(label, float):
+                data["partial"] = label
+            G.add_edge(self.names[u], self.names[v], **data)
         return G
 
     @classmethod
     def from_networkx(cls, G: nx.DiGraph, inputs: Sequence | None = None,
                       outputs: Sequence | None = None) -> LCG:
-        """Build an LCG from a ``networkx.DiGraph`` whose edges carry ``partial``.
+        """Build an LCG from a ``networkx.DiGraph`` whose edges carry ``partial``
+        (a float) or ``label`` (a float or a Jacobian block).
 
         Inputs and outputs are taken from the arguments, else from
         ``G.graph["inputs"/"outputs"]``, else from node ``kind`` attributes,
         else they are the vertices without predecessors / successors.  Node
-        attributes ``value`` and ``op`` are kept; vertices are named
+        attributes ``value``, ``shape`` and ``op`` are kept; vertices are named
         ``str(node)`` and numbered by their ``index`` attribute where every
         node has one (as written by :meth:`to_networkx`); an edge attribute
         ``operand`` orders the edges into a vertex.
@@ -575,27 +759,38 @@ class LCG:
                     raise ValueError(f"{key[:-1]} {n!r} is not a node of the graph")
             return resolved
 
-        src, dst, partials = [], [], []
+        src, dst, labels = [], [], []
         _check_integer_attributes((((u, v), data["operand"]) for u, v, data in G.edges(data=True)
                                    if "operand" in data), "edge", "operand")
         edges = sorted(G.edges(data=True),
                        key=lambda e: (position[e[1]], e[2].get("operand", 0)))
         for u, v, data in edges:
-            if "partial" not in data:
-                raise ValueError(f"edge {u!r} -> {v!r} has no 'partial' attribute; every edge "
-                                 f"of an LCG carries its local derivative")
+            if "label" in data and isinstance(data["label"], Operator):
+                labels.append(data["label"])
+            elif "partial" in data or "label" in data:
+                labels.append(_as_partial(data.get("partial", data.get("label")), u, v))
+            else:
+                raise ValueError(f"edge {u!r} -> {v!r} has neither 'partial' nor 'label'; every "
+                                 f"edge of an LCG carries its local derivative")
             src.append(position[u])
             dst.append(position[v])
-            partials.append(_as_partial(data["partial"], u, v))
-        return cls([str(n) for n in nodes], src, dst, partials,
+        arrays = any(isinstance(G.nodes[n].get("value"), np.ndarray)
+                     and G.nodes[n]["value"].shape != () for n in nodes)
+        values = ([np.asarray(G.nodes[n]["value"]) for n in nodes] if arrays
+                  else [_node_value(G, n) for n in nodes])
+        shapes = [G.nodes[n].get("shape", ()) for n in nodes]
+        return cls([str(n) for n in nodes], src, dst, labels,
                    chosen(inputs, "inputs", INPUT, G.in_degree),
                    chosen(outputs, "outputs", OUTPUT, G.out_degree),
-                   values=[_node_value(G, n) for n in nodes],
-                   ops=[str(G.nodes[n].get("op", "")) for n in nodes])
+                   values=values, ops=[str(G.nodes[n].get("op", "")) for n in nodes],
+                   shapes=None if arrays or not any(shapes) else shapes)
 
     # ------------------------------------------------------------------- JSON
     def to_dict(self) -> dict:
-        """The JSON document of this graph (columnar, schema version 1)."""
+        """The JSON document of a graph of numbers (columnar, schema version 1)."""
+        if not isinstance(self.labels, np.ndarray):
+            raise ValueError("a graph with array vertices has no JSON form; minirad.save "
+                             "writes it as a .npz file")
         return {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
@@ -660,13 +855,26 @@ class LCG:
 
     # ------------------------------------------------------------- equality
     def same_as(self, other: LCG) -> bool:
-        """True when both graphs have identical vertices, edges, partials and values."""
-        return (self.names == other.names and self.ops == other.ops
+        """True when both graphs have identical vertices, edges, labels and values
+        (Jacobian blocks compared entry by entry)."""
+        if not (self.names == other.names and self.ops == other.ops
                 and self.inputs == other.inputs and self.outputs == other.outputs
-                and np.array_equal(self.values, other.values, equal_nan=True)
+                and tuple(self.shapes) == tuple(other.shapes)
                 and np.array_equal(self.sources, other.sources)
-                and np.array_equal(self.targets, other.targets)
-                and np.array_equal(self.partials, other.partials))
+                and np.array_equal(self.targets, other.targets)):
+            return False
+        if isinstance(self.labels, np.ndarray) or isinstance(other.labels, np.ndarray):
+            return (isinstance(self.labels, np.ndarray) and isinstance(other.labels, np.ndarray)
+                    and np.array_equal(self.labels, other.labels)
+                    and np.array_equal(self.values, other.values, equal_nan=True))
+        same_labels = all(
+            a == b if isinstance(a, float) or isinstance(b, float)
+            else type(a) is type(b) and np.array_equal(a.to_dense(), b.to_dense())
+            for a, b in zip(self.labels, other.labels))
+        if self.values is None or other.values is None:
+            return same_labels and self.values is other.values
+        return same_labels and all(np.array_equal(a, b) for a, b in
+                                   zip(self.values, other.values))
 
 
 # ------------------------------------------------------- functions over an LCG
@@ -676,11 +884,59 @@ def takes_lcg(function):
     @functools.wraps(function)
     def checked(g, *args, **kwargs):
         if not isinstance(g, LCG):
-            raise TypeError(f"{function.__name__} works on an LCG (from minirad.tracing.tape or "
+            raise TypeError(f"{function.__name__} works on an LCG (from minirad.trace or "
                             f"LCG.from_edges), not a {type(g).__name__}")
         return function(g, *args, **kwargs)
 
     return checked
+
+
+def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
+    """A new graph: ``g`` with the edges of ``labels`` (edge number -> label)
+    carrying new labels, and ``injections`` (records, see
+    :mod:`minirad.randomized.injection`) added to ``g.injections``; names, edges,
+    values and ``g`` itself unchanged.
+
+    Only the new labels are checked (each must map its edge's source shape to
+    its target shape): the rest of the graph was validated when ``g`` was
+    built, so a graph is relabelled without rescanning its values (the patch
+    arrays of a ConvNet are tens of megabytes).
+
+    >>> g = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=["y"])
+    >>> relabelled(g, {0: 5.0}).label("x", "y"), g.label("x", "y")
+    (5.0, 2.0)
+    """
+    if not isinstance(g, LCG):
+        raise TypeError(f"relabelled takes an LCG, not {type(g).__name__}")
+    new = list(g.labels.tolist() if isinstance(g.labels, np.ndarray) else g.labels)
+    changed = {}
+    for e, label in dict(labels).items():
+        if isinstance(e, (bool, np.bool_)) or not isinstance(e, (int, np.integer)) \
+                or not 0 <= e < g.n_edges:
+            raise ValueError(f"edge {e!r} does not exist; the graph has {g.n_edges} edges "
+                             f"(numbered 0..{g.n_edges - 1})")
+        changed[int(e)] = label
+    ends = np.array(list(changed), dtype=np.int64)
+    checked = _checked_labels(g.names, g.sources[ends], g.targets[ends], list(changed.values()),
+                              g.shapes)
+    for e, label in zip(changed, checked):
+        new[e] = label
+    h = object.__new__(LCG)
+    for slot in LCG.__slots__:     # every field is immutable: share it with g
+        setattr(h, slot, getattr(g, slot))
+    if isinstance(g.labels, np.ndarray):
+        h.labels = np.array(new, dtype=np.float64)
+        h.labels.flags.writeable = False
+    else:
+        h.labels = tuple(new)
+    h.injections = tuple(g.injections) + tuple(injections)
+    h._memos = {k: v for k, v in g._memos.items() if k in _STRUCTURAL_MEMOS}
+    return h
+
+
+# memos that depend on the vertices and edges only, not on the labels: a relabelled
+# graph shares them
+_STRUCTURAL_MEMOS = ("intermediates", "kinds", "by_name", "in_ptr", "out_csr")
 
 
 def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
@@ -907,7 +1163,7 @@ def _validate(names, src, dst, partials, inputs, outputs):
     if both:
         raise ValueError(f"vertex {names[min(both)]} is both an input and an output; give the "
                          f"output its own vertex joined by a unit copy edge")
-    bad = np.flatnonzero(~np.isfinite(partials))
+    bad = [] if partials is None else np.flatnonzero(~np.isfinite(partials))
     if len(bad):
         e = bad[0]
         raise ValueError(f"the partial on edge {names[src[e]]} -> {names[dst[e]]} is "
@@ -921,7 +1177,7 @@ def _validate(names, src, dst, partials, inputs, outputs):
     if np.any(counts > 1):
         key = unique[np.argmax(counts > 1)]
         raise ValueError(f"duplicate edge {names[key // n]} -> {names[key % n]}; merge parallel "
-                         f"edges by adding their partials")
+                         f"edges by adding their labels")
     has_pred = np.zeros(n, dtype=bool)
     has_pred[dst] = True
     has_succ = np.zeros(n, dtype=bool)
@@ -1019,6 +1275,144 @@ def fill_template(template: str, operands: list[str]) -> str:
         if all(i < len(operands) for i in needed) and set(needed) >= set(range(len(operands))):
             return _PLACEHOLDER.sub(lambda m: operands[int(m.group(1))], template)
     return f"{template or 'f'}({', '.join(operands)})"
+
+
+# ------------------------------------------------------------ label columns
+def _is_real(x) -> bool:
+    return _real_type(type(x)) or (isinstance(x, np.ndarray) and x.shape == ()
+                                   and x.dtype.kind in "iuf")
+
+
+def _label_column(labels):
+    """The labels as a float64 array when every one is a real number (a graph of
+    numbers, the fast case), else as a list to check one by one."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "iuf":
+        return _reals(labels, "label")
+    labels = list(labels)
+    if all(_real_type(t) for t in {type(x) for x in labels}):
+        return _reals(labels, "label")
+    return labels
+
+
+def _number(x):
+    """A value of a graph of numbers: NaN for None, a float for a 0-d array."""
+    if x is None:
+        return math.nan
+    if isinstance(x, np.ndarray) and x.shape == ():
+        return x.item()
+    return x
+
+
+def _numbers_only(values, shapes) -> bool:
+    """True when the vertices are all numbers (no shape or value says otherwise)."""
+    if shapes is not None and any(tuple(s) != () for s in shapes):
+        return False
+    if values is None or isinstance(values, np.ndarray):
+        return values is None or values.ndim == 1
+    return not any(isinstance(x, np.ndarray) and x.shape != () for x in values)
+
+
+def _dtype_column(dtypes, n: int):
+    """Per-vertex dtypes as a tuple (None stands for float64 everywhere)."""
+    if dtypes is None:
+        return None
+    try:
+        dtypes = tuple(np.dtype(d) for d in dtypes)
+    except TypeError as error:
+        raise TypeError(f"dtypes must be numpy dtypes: {error}") from None
+    if len(dtypes) != n:
+        raise ValueError(f"dtypes must have one entry per vertex ({n}); got {len(dtypes)}")
+    return dtypes
+
+
+def _read_only(x) -> np.ndarray:
+    """A read-only copy of ``x``: the graph keeps the values as traced, whatever the
+    caller later writes into its own arrays."""
+    array = np.array(x)  # a copy: a view would change when the caller refills its buffer
+    array.flags.writeable = False
+    return array
+
+
+def _shape_of(shape, name: str) -> tuple[int, ...]:
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        raise TypeError(f"the shape of vertex {name} must be a tuple of ints, not "
+                        f"{shape!r}") from None
+    if not all(_integer_type(type(s)) and s >= 0 for s in shape):
+        raise ValueError(f"the shape of vertex {name} is {shape}; a shape is a tuple of "
+                         f"non-negative ints")
+    return tuple(int(s) for s in shape)
+
+
+def _checked_labels(names, src, dst, labels, shapes) -> list:
+    """Each label as a float (between two numbers) or an operator of the right shapes."""
+    checked = []
+    for e, (u, v, label) in enumerate(zip(src.tolist(), dst.tolist(), labels)):
+        ends = (shapes[u], shapes[v])
+        if isinstance(label, Operator):
+            if label.in_shape != ends[0] or label.out_shape != ends[1]:
+                raise ValueError(f"edge {names[u]} -> {names[v]}: its block {label!r} maps "
+                                 f"{label.in_shape} -> {label.out_shape} but the vertices "
+                                 f"have shapes {ends[0]} and {ends[1]}")
+            if ends == ((), ()):
+                label = float(label.to_dense()[0, 0])  # a 1 x 1 block is its float
+                if not math.isfinite(label):
+                    raise ValueError(f"the label on edge {names[u]} -> {names[v]} is {label}; "
+                                     f"labels must be finite")
+        elif _is_real(label):
+            if ends != ((), ()):
+                raise ValueError(f"edge {names[u]} -> {names[v]} carries the number "
+                                 f"{_shown(_number(label))}, but it joins shapes {ends[0]} and "
+                                 f"{ends[1]}; an edge that touches an array carries a "
+                                 f"Jacobian block (minirad.graph.operators)")
+            label = _as_partial(_number(label), names[u], names[v])
+        else:
+            raise TypeError(f"edge #{e} ({names[u]} -> {names[v]}) carries a "
+                            f"{type(label).__name__}; a label is a real number or a "
+                            f"minirad.graph.operators.Operator")
+        checked.append(label)
+    return checked
+
+
+def _check_values(names, values, unknown_allowed: bool) -> None:
+    """Values are finite real arrays (in a graph of numbers, NaN marks an unknown value)."""
+    for v, x in enumerate(values):
+        if x.dtype.kind not in "iuf":
+            raise TypeError(f"vertex {names[v]} has a value of dtype {x.dtype}; values are "
+                            f"real arrays")
+        bad = np.isinf(x) if unknown_allowed else ~np.isfinite(x)
+        if np.any(bad):
+            raise ValueError(f"vertex {names[v]} has a non-finite value")
+
+
+class _Same(Sequence):
+    """The same item ``n`` times, without a list of them (shapes and dtypes of a
+    traced program of numbers)."""
+
+    __slots__ = ("item", "n")
+
+    def __init__(self, item, n: int):
+        self.item, self.n = item, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self.item for _ in range(*i.indices(self.n)))
+        if not -self.n <= i < self.n:
+            raise IndexError(f"vertex {i} out of range 0..{self.n - 1}")
+        return self.item
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(other) == self.n and all(
+            x == self.item for x in other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"({self.item!r},) * {self.n}"
 
 
 # ----------------------------------------------------------------- JSON load

@@ -14,7 +14,7 @@ elementwise function a diagonal, ``x @ W`` keeps ``W``.  Every operator knows
 * ``flops``: multiply-adds to apply it once (data movement is free);
 * ``retained``: what the backward pass must keep to apply it, as
   :class:`Retained` records (``retained_bytes`` is their total).  Two edges
-  naming the same ``key`` share one copy; :func:`minirad.graph.vgraph.memory`
+  naming the same ``key`` share one copy; :func:`minirad.memory`
   does that accounting over a whole graph.
 
 :data:`OPERATORS` is the label algebra over operators: ``multiply(outer,
@@ -1223,10 +1223,31 @@ def _dense_product_cost(outer: Operator, inner: Operator) -> int:
 _ARRAYS = (np.ndarray, np.generic)
 
 
+def _as_block(label, shape: tuple) -> Operator:
+    """A float label (an edge between two numbers) as the 1 x 1 block it stands for."""
+    return Diagonal(np.asarray(label, dtype=np.float64), shape)
+
+
+def _is_float(label) -> bool:
+    return type(label) is float
+
+
 def _multiply(outer, inner):
+    if _is_float(outer) and _is_float(inner):
+        return outer * inner
+    if _is_float(outer):
+        if isinstance(inner, Operator):
+            return _multiply(_as_block(outer, inner.out_shape), inner)
+        return np.asarray(outer * np.asarray(inner))  # a tangent of a number
+    if _is_float(inner):
+        if isinstance(outer, Operator):
+            return _multiply(outer, _as_block(inner, outer.in_shape))
+        return np.asarray(np.asarray(outer) * inner)  # an adjoint of a number
     outer_op, inner_op = isinstance(outer, Operator), isinstance(inner, Operator)
     if outer_op and inner_op:
         product = compose(outer, inner)
+        if product.out_shape == () and product.in_shape == ():
+            return float(product.to_dense()[0, 0])  # between two numbers: a float again
         if isinstance(product, Composed) and outer.out_size * inner.in_size <= DENSE_LIMIT:
             # no structure survives: form the (small enough) matrix, at the visible cost
             # that multiply_cost reports
@@ -1236,9 +1257,9 @@ def _multiply(outer, inner):
         return outer.apply(inner)
     if inner_op and isinstance(outer, _ARRAYS):
         return inner.apply_transpose(outer)
-    raise TypeError(f"OPERATORS.multiply takes two operators, or an operator and an array "
-                    f"(JVP: op, tangent; VJP: adjoint, op), not {type(outer).__name__} and "
-                    f"{type(inner).__name__}")
+    raise TypeError(f"OPERATORS.multiply takes two labels (operators or floats), or a label "
+                    f"and an array (JVP: label, tangent; VJP: adjoint, label), not "
+                    f"{type(outer).__name__} and {type(inner).__name__}")
 
 
 def _stack_count(array: np.ndarray, shape: tuple) -> int:
@@ -1246,6 +1267,16 @@ def _stack_count(array: np.ndarray, shape: tuple) -> int:
 
 
 def _multiply_cost(outer, inner) -> int:
+    if _is_float(outer) and _is_float(inner):
+        return 1
+    if _is_float(outer):
+        if isinstance(inner, Operator):
+            return _multiply_cost(_as_block(outer, inner.out_shape), inner)
+        return int(np.size(inner))
+    if _is_float(inner):
+        if isinstance(outer, Operator):
+            return _multiply_cost(outer, _as_block(inner, outer.in_shape))
+        return int(np.size(outer))
     if isinstance(outer, Operator) and isinstance(inner, Operator):
         product = compose(outer, inner)
         if isinstance(product, Composed):
@@ -1259,6 +1290,9 @@ def _multiply_cost(outer, inner) -> int:
 
 
 def _add(a, b):
+    if _is_float(a) or _is_float(b):
+        # labels between two numbers: a block of shape () -> () counts as its float
+        return _number(a) + _number(b)
     if isinstance(a, _ARRAYS) and isinstance(b, _ARRAYS):
         return np.asarray(a + b)   # 0-d arrays add up to a numpy scalar: keep an array
     if not (isinstance(a, Operator) and isinstance(b, Operator)):
@@ -1280,7 +1314,18 @@ def _add(a, b):
     return Added(terms)
 
 
+def _number(label) -> float:
+    if _is_float(label):
+        return label
+    if isinstance(label, Operator) and label.out_shape == label.in_shape == ():
+        return float(label.to_dense()[0, 0])
+    raise TypeError(f"cannot add the float label of an edge between numbers to "
+                    f"{type(label).__name__}")
+
+
 def _entries(op) -> int:
+    if _is_float(op):
+        return 1
     if isinstance(op, _ARRAYS):
         return int(op.size)
     if isinstance(op, (Identity, Diagonal, Mask)):
@@ -1292,6 +1337,7 @@ def _add_cost(a, b) -> int:
     return max(_entries(a), _entries(b))
 
 
-#: The label algebra of the vector LCG: composition and sum of linear operators.
+#: The label algebra of graphs with array vertices: composition and sum of linear
+#: operators, with floats as the labels of edges between two numbers.
 OPERATORS = Algebra(name="operators", multiply=_multiply, add=_add, zero=None, one=None,
                     multiply_cost=_multiply_cost, add_cost=_add_cost)

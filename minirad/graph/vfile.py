@@ -50,8 +50,8 @@ import numpy as np
 from ..implicit import solves as implicit
 from . import operators as O
 from .files import write_atomically
+from .lcg import LCG
 from .patches import ProjectedPatches, SampledPatches
-from .vgraph import VectorLCG
 
 FORMAT = "minirad.vector_lcg"
 VERSION = 1
@@ -64,6 +64,8 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
     """The operator's manifest entry; its arrays go into ``arrays``, each array object
     once (``written`` maps id -> (array, name) and keeps the array alive, so an id
     is never reused for another array during one save)."""
+    if isinstance(op, float):   # the label of an edge between two numbers
+        return {"kind": "number", "params": {"value": op}, "arrays": {}}
     if isinstance(op, O.Composed):
         return {"kind": "composed", "parts": [_operator_spec(p, f"{prefix}.{i}", arrays, written)
                                               for i, p in enumerate(op.parts)]}
@@ -84,10 +86,10 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
     return {"kind": op.kind, "params": params, "arrays": names, **extra}
 
 
-def save_vector(g: VectorLCG, path) -> None:
+def save_vector(g: LCG, path) -> None:
     """Write ``g`` to ``path`` (an ``.npz`` file), atomically."""
-    if not isinstance(g, VectorLCG):
-        raise TypeError(f"save_vector takes a VectorLCG, not {type(g).__name__}")
+    if not isinstance(g, LCG):
+        raise TypeError(f"save_vector takes a LCG, not {type(g).__name__}")
     if g.values is None:
         raise ValueError("save_vector needs a graph with values")
     arrays: dict[str, np.ndarray] = {}
@@ -214,6 +216,11 @@ def _operator(r: _Reader, doc, where, depth=0):
     def retained():
         return _retained(r, p("retained", list), f"{where}.params")
 
+    if kind == "number":
+        value = p("value", (int, float))
+        if isinstance(value, bool) or not np.isfinite(value):
+            r.fail(f"{where} has a label that is not a finite number")
+        return float(value)
     if kind == "identity":
         return O.Identity(r.shape(p("shape", list), where), dt())
     if kind == "diagonal":
@@ -334,7 +341,7 @@ def _implicit(r: _Reader, kind, p, a, floats, where):
                                      r.shape(p("p_shape", list), where), *keys)
 
 
-def load_vector(path) -> VectorLCG:
+def load_vector(path) -> LCG:
     """Read a vector LCG written by :func:`save_vector`, validating everything."""
     path = os.fspath(path)
     try:
@@ -397,7 +404,7 @@ def load_vector(path) -> VectorLCG:
     if not all(isinstance(x, dict) for x in injections):
         r.fail("injections must be a list of records")
     try:
-        return VectorLCG(names, sources, targets, labels, inputs, outputs, values=values,
+        return LCG(names, sources, targets, labels, inputs, outputs, values=values,
                          ops=ops, injections=injections)
     except (TypeError, ValueError) as error:
         r.fail(str(error))

@@ -19,7 +19,7 @@ rounded up).  The graph records every injection in ``g.injections``.
 
 >>> import numpy as np
 >>> from minirad.tracing.arrays import trace_arrays, relu
->>> from minirad.graph.vgraph import memory
+>>> from minirad.graph.memory import memory
 >>> X = np.ones((4, 10), np.float32)
 >>> g = trace_arrays(lambda W: relu(X @ W).sum(), np.ones((10, 3), np.float32))
 >>> memory(g).total                    # X (40 floats) and the ReLU mask (12 bits)
@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from ..graph.lcg import LCG, relabelled
 from ..graph.operators import (
     Composed,
     Diagonal,
@@ -49,7 +50,6 @@ from ..graph.operators import (
     fresh_key,
     index_bits,
 )
-from ..graph.vgraph import VectorLCG, relabelled
 from ..rng import as_generator
 
 METHODS = ("sample", "rademacher")
@@ -104,8 +104,8 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     return R
 
 
-def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
-                  batch_axis=None, per_row: bool = True, rng=None) -> VectorLCG:
+def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
+                  batch_axis=None, per_row: bool = True, rng=None) -> LCG:
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
     every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
     but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
@@ -116,7 +116,7 @@ def inject_vertex(g: VectorLCG, vertex, k, method: str = "sample", axis=None,
     followed, not memory.  To keep less, inject on the edges that keep
     activations (:func:`inject_edge`, :func:`sample_activations`).
 
-    >>> from minirad.graph.vgraph import from_chain
+    >>> from minirad.graph.scalarize import from_chain
     >>> g = from_chain([np.ones((4, 1)), np.ones((1, 4))])    # theta -> v1 (4) -> y
     >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1
     >>> h.labels[1].label(), h.injections[0]["k"]
@@ -172,8 +172,8 @@ def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, 
     return np.moveaxis(projected.reshape(moved.shape), -1, axis), n
 
 
-def inject_edge(g: VectorLCG, edge, k=None, method: str = "sample", per_row: bool = True,
-                rng=None, picks=None) -> VectorLCG:
+def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = True,
+                rng=None, picks=None) -> LCG:
     """P on one edge.  On a multiplication edge (``x @ W`` seen from W, kinds
     ``outer``/``matmul``) the stored operand S is replaced by its projection along
     the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
@@ -205,8 +205,8 @@ def inject_edge(g: VectorLCG, edge, k=None, method: str = "sample", per_row: boo
                         None if picks is None else [picks])
 
 
-def inject_edges(g: VectorLCG, edges, k=None, method: str = "sample", per_row: bool = True,
-                 rng=None, picks=None) -> VectorLCG:
+def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = True,
+                 rng=None, picks=None) -> LCG:
     """:func:`inject_edge` on each of ``edges`` (drawing in the order given, so the same
     as one call per edge), building the new graph once.  ``picks``, when given, has
     one entry per edge.
@@ -328,8 +328,8 @@ def _injected(label, k, method: str, per_row: bool, rng, picks):
     return compose(label, Projection(shape, R, None, None, method)), kk, d
 
 
-def sample_activations(g: VectorLCG, k, method: str = "sample", per_row: bool = True,
-                       rng=None) -> VectorLCG:
+def sample_activations(g: LCG, k, method: str = "sample", per_row: bool = True,
+                       rng=None) -> LCG:
     """The paper's activation sampling (Sec. 4.2): every edge that keeps an activation
     for a weight gradient (kind ``outer``) gets its activation sampled or projected
     to ``k`` entries per row.  Other Jacobians (ReLU masks, the loss) are exact, so

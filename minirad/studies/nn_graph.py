@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..exact.blocks import gradient
+from ..graph.lcg import relabelled
+from ..graph.memory import memory
 from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
 from ..graph.patches import ProjectedPatches, SampledPatches
-from ..graph.vgraph import memory, relabelled
 from ..rng import as_generator
 from ..tracing.arrays import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from .activations import sample_pattern, signs
@@ -216,7 +217,7 @@ def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=
 
 
 def retained_bytes(g) -> float:
-    """Bytes the graph's reverse sweep keeps (:func:`minirad.graph.vgraph.memory`)."""
+    """Bytes the graph's reverse sweep keeps (:func:`minirad.memory`)."""
     return memory(g).total
 
 

@@ -23,7 +23,7 @@ and their indices, one shared copy per state.
 >>> p = Reactor.quick(n_steps=6)
 >>> g = pde_graph(p, initial_theta(rng=0))
 >>> g
-VectorLCG(14 vertices: 1 input, 12 intermediates, 1 output; 23 edges)
+LCG(14 vertices: 1 input, 12 intermediates, 1 output; 23 edges)
 >>> exact = exact_gradient(p, initial_theta(rng=0))[1]
 >>> bool(np.allclose(gradient(g)[0], exact, rtol=1e-12, atol=0))
 True
@@ -35,8 +35,8 @@ import math
 
 import numpy as np
 
+from ..graph.lcg import LCG, value_key
 from ..graph.operators import Diagonal, Operator, Retained, SumAxes, compose, fresh_key
-from ..graph.vgraph import VectorLCG, value_key
 from ..randomized.injection import inject_edges
 from .pde import Reactor, check_theta, coefficient_matrix, initial_state, stencil, target
 
@@ -105,7 +105,7 @@ def _eq8_draws(p: Reactor, samples) -> np.ndarray:
     return indices
 
 
-def pde_graph(p: Reactor, theta, samples=None) -> VectorLCG:
+def pde_graph(p: Reactor, theta, samples=None) -> LCG:
     """The vector LCG of :func:`minirad.studies.pde.simulate` at ``theta`` (exact edge
     labels, or eq. 8's sampled ones); its input is theta, its output the loss."""
     theta = check_theta(theta)
@@ -159,7 +159,7 @@ def pde_graph(p: Reactor, theta, samples=None) -> VectorLCG:
     names.append("L")
     values.append(np.array(total / (p.n_steps * p.size)))
     ops.append("mean squared error")
-    g = VectorLCG(names, sources, targets, labels, [0], [loss_vertex], values=values, ops=ops)
+    g = LCG(names, sources, targets, labels, [0], [loss_vertex], values=values, ops=ops)
     if samples is None:
         return g
     # eq. 8: P_n on the edge dt diag(phi_n) (C_n -> phi_{n+1}) and on phi_n's loss row, the

@@ -34,6 +34,7 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sparse
 
+from ..graph.lcg import LCG, value_key
 from ..graph.operators import (
     OPERATORS,
     Broadcast,
@@ -56,7 +57,6 @@ from ..graph.operators import (
     fresh_key,
     matmul_shape,
 )
-from ..graph.vgraph import VectorLCG, value_key
 from .tape import parameter_names
 
 SUPPORTED = ("@/matmul (also by a constant scipy.sparse matrix), + - * / (broadcasting), "
@@ -681,7 +681,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     """2-D cross-correlation (deep learning's convolution) of images ``x`` (B, C, H, W)
     with kernels ``w`` (F, C, kh, kw), by im2col: patches gathered into a matrix and
     multiplied by the kernels.  The patch matrix is kept for dW but can be rebuilt
-    from ``x``, so :func:`minirad.graph.vgraph.memory` counts ``x``."""
+    from ``x``, so :func:`minirad.memory` counts ``x``."""
     xv, wv = np.asarray(_value(x)), np.asarray(_value(w))
     if xv.ndim != 4 or wv.ndim != 4 or xv.shape[1] != wv.shape[1]:
         raise ValueError(f"conv2d: needs images (B, C, H, W) and kernels (F, C, kh, kw) with "
@@ -810,7 +810,7 @@ def register(function: str, handler) -> None:
 
 
 # ---------------------------------------------------------------- trace
-def trace_arrays(f, *args, wrt=None) -> VectorLCG:
+def trace_arrays(f, *args, wrt=None) -> LCG:
     """Run ``f(*args)`` on traced arrays and return its vector LCG.
 
     ``args`` are arrays (or numbers); those at the positions in ``wrt``
@@ -887,5 +887,5 @@ def trace_arrays(f, *args, wrt=None) -> VectorLCG:
             label += "'"
         taken[label] = i
         vertex_names[i] = label
-    return VectorLCG(vertex_names, tape.sources, tape.targets, tape.operators,
+    return LCG(vertex_names, tape.sources, tape.targets, tape.operators,
                      range(tape.n_inputs), outputs, values=tape.values, ops=tape.ops)
