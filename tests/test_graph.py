@@ -146,7 +146,7 @@ def test_from_networkx_defaults_to_sources_and_sinks():
         LCG.from_networkx(G, inputs=[], outputs=[])
     H = nx.DiGraph()
     H.add_edge("x", "y")
-    with pytest.raises(ValueError, match="no 'partial' attribute"):
+    with pytest.raises(ValueError, match="has neither 'partial' nor 'label'"):
         LCG.from_networkx(H)
 
 
@@ -306,7 +306,7 @@ def _mutated(mutate):
     (_mutated(lambda d: d["inputs"].__setitem__(0, 2**63)), "input #0 is 9223372036854775808"),
     (_mutated(lambda d: d["outputs"].__setitem__(0, -1)), "output #0 is -1, which names"),
     (_mutated(lambda d: d["edges"]["partial"].__setitem__(2, 10**400)),
-     "partial #2 is an integer of about 401 digits, too large for a float64"),
+     "label #2 is an integer of about 401 digits, too large for a float64"),
     (_mutated(lambda d: d["values"].__setitem__(0, -(10**400))),
      "value #0 is an integer of about 401 digits, too large for a float64"),
     (_mutated(lambda d: d["values"].__setitem__(0, "__HUGE__")).replace('"__HUGE__"', "9" * 5001),
@@ -330,7 +330,7 @@ def test_hostile_json_is_refused_with_a_clear_value_error(tmp_path, text, messag
 
 
 def test_float_and_out_of_range_vertex_ids_are_refused_not_converted():
-    base = dict(names=["x", "y"], sources=[0], targets=[1], partials=[1.0], inputs=[0],
+    base = dict(names=["x", "y"], sources=[0], targets=[1], labels=[1.0], inputs=[0],
                 outputs=[1])
     with pytest.raises(TypeError, match=r"edge source #0 is 0.7 \(float\); vertex numbers are "
                                         r"integers 0..1"):
@@ -344,8 +344,8 @@ def test_float_and_out_of_range_vertex_ids_are_refused_not_converted():
         LCG(**dict(base, targets=np.array([2**64 - 1], dtype=np.uint64)))
     with pytest.raises(ValueError, match="input #0 is 18446744073709551615"):
         LCG(**dict(base, inputs=[np.uint64(2**64 - 1)]))
-    with pytest.raises(TypeError, match=r"partial #0 is '1.5' \(str\)"):
-        LCG(**dict(base, partials=["1.5"]))
+    with pytest.raises(TypeError, match=r"edge #0 \(x -> y\) carries a str; a label is a real number"):
+        LCG(**dict(base, labels=["1.5"]))
     with pytest.raises(ValueError, match="the value of vertex y is inf"):
         LCG(**dict(base, values=[0.0, math.inf]))
     # integers of any integer type are fine, and a NaN value means "unknown"

@@ -236,7 +236,8 @@ def test_a_graph_with_solves_survives_the_file(tmp_path, rhs):
     b0 = RNG.standard_normal(rhs)
     g = trace_arrays(lambda A, b: loss_of_solve(A, b), A0, b0)
     h, path = saved_and_loaded(g, tmp_path)
-    assert [op.kind for op in h.labels] == [op.kind for op in g.labels]
+    assert [getattr(op, "kind", "number") for op in h.labels] == [
+        getattr(op, "kind", "number") for op in g.labels]
     # the factors themselves were saved: the same solves, bit for bit
     for got, want in zip(blocks.gradient(h), blocks.gradient(g)):
         np.testing.assert_array_equal(got, want)
