@@ -344,7 +344,7 @@ def test_float_and_out_of_range_vertex_ids_are_refused_not_converted():
         LCG(**dict(base, targets=np.array([2**64 - 1], dtype=np.uint64)))
     with pytest.raises(ValueError, match="input #0 is 18446744073709551615"):
         LCG(**dict(base, inputs=[np.uint64(2**64 - 1)]))
-    with pytest.raises(TypeError, match=r"edge #0 \(x -> y\) carries a str; a label is a real number"):
+    with pytest.raises(TypeError, match=r"edge #0 \(x -> y\) carries a str; a label is a real"):
         LCG(**dict(base, labels=["1.5"]))
     with pytest.raises(ValueError, match="the value of vertex y is inf"):
         LCG(**dict(base, values=[0.0, math.inf]))
