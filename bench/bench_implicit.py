@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from bench.common import print_results
-from minirad.exact import blocks
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.implicit.solves import solve_root
 from minirad.tracing.arrays import trace_arrays
@@ -55,7 +55,7 @@ def problem(n: int):
 
 def _gradient(program, p):
     g = trace_arrays(program, p)
-    return g, blocks.gradient(g)[0]
+    return g, gradient(g)[0]
 
 
 def run(quick: bool = False) -> list[dict]:

@@ -4,7 +4,7 @@ Two benchmarks, ratios in one run:
 
 * ``MLP minibatch gradient``: one gradient of the RAD paper's MLP
   (784-300-300-300-10, ReLU, softmax cross-entropy, batch 150, float32) by
-  ``trace_arrays`` + reverse sweep (``minirad.exact.blocks.gradient``), against the
+  ``trace_arrays`` + reverse sweep (``minirad.exact.sweeps.gradient``), against the
   same forward and backward pass written by hand in numpy (the floor: no
   graph, no dispatch), and against PyTorch on the CPU when it is installed.
   Goal: minirad within 1.3x of the hand-written pass.
@@ -31,7 +31,7 @@ import numpy as np
 from bench.common import median_time, print_results, skipped_row, version
 from minirad import trace as scalar_trace
 from minirad.exact import sweeps
-from minirad.exact.blocks import gradient
+from minirad.exact.sweeps import gradient
 from minirad.tracing.arrays import relu, softmax_cross_entropy, trace_arrays
 
 MLP = "MLP minibatch gradient"

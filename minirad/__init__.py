@@ -25,7 +25,7 @@ from .draw import notebook as display
 from .draw import plots
 from .draw.render import draw_matplotlib, render, render_elimination, save
 from .draw.vrender import render_vector, save_vector_picture
-from .exact import blocks, compressed, elimination, paths, sparsity, sweeps
+from .exact import compressed, elimination, paths, sparsity, sweeps
 from .exact.elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
 from .exact.jacobians import accumulate, jacobian
 from .exact.paths import bauer, count_paths, path_jacobian, path_product
@@ -68,7 +68,7 @@ __all__ = [
     # the vector LCG (arrays and Jacobian blocks)
     "LCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
     "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
-    "render_vector", "save_vector_picture", "operators", "blocks", "array_trace", "vinject",
+    "render_vector", "save_vector_picture", "operators", "array_trace", "vinject",
     # sparsity and colouring; implicit operators (solves, roots)
     "sparsity", "compressed", "implicit", "solve_root",
 ]

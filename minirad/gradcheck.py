@@ -20,6 +20,12 @@ True
 >>> from minirad import examples
 >>> gradcheck(examples.lecture_program, 2.0, 5.0).passed
 True
+
+Array programs are checked the same way, entry by entry:
+
+>>> import numpy as np
+>>> gradcheck(lambda W, x: np.tanh(W @ x), np.ones((2, 3)) / 4, np.arange(3.0)).passed
+True
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ from numbers import Real
 
 import numpy as np
 
-from .exact.jacobians import jacobian
+from .exact.jacobians import jacobian, trace_at
+from .exact.result import entry_name
 from .graph.lcg import LCG
 from .rng import as_generator
-from .tracing.tape import trace
 
 _EPS = np.finfo(np.float64).eps
 SCHEMES = ("central", "forward")
@@ -79,7 +85,9 @@ def _check_function(f) -> None:
 
 def _flatten_args(args) -> tuple[np.ndarray, list]:
     """The arguments as one float vector, plus the shape of each argument
-    (None for a scalar, else the container type and length) to rebuild them."""
+    (None for a scalar, else the container type and shape) to rebuild them.
+    A numpy array may have any shape (its entries in C order); a list or
+    tuple is a 1-D sequence of numbers."""
     if not args:
         raise ValueError("f needs at least one argument to differentiate with respect to")
     pieces, layout = [], []
@@ -91,12 +99,18 @@ def _flatten_args(args) -> tuple[np.ndarray, list]:
         if isinstance(arg, (str, bytes)) or not hasattr(arg, "__len__"):
             raise TypeError(f"argument {position} is a {type(arg).__name__}; finite "
                             f"differences take floats or 1-D sequences of floats")
-        array = np.asarray(arg, dtype=np.float64)
-        if array.ndim != 1:
+        try:
+            array = np.asarray(arg, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"argument {position} is not an array of numbers; finite "
+                            f"differences take floats, 1-D sequences of floats and numpy "
+                            f"arrays") from None
+        if array.ndim != 1 and not isinstance(arg, np.ndarray):
             raise TypeError(f"argument {position} has shape {array.shape}; finite "
-                            f"differences take floats or 1-D sequences of floats")
-        pieces.append(array.tolist())
-        layout.append((type(arg), len(array)))
+                            f"differences take floats, 1-D sequences of floats and numpy "
+                            f"arrays (pass np.array(...) for an array of this shape)")
+        pieces.append(array.reshape(-1).tolist())
+        layout.append((type(arg), array.shape))
     x = np.array([v for piece in pieces for v in piece], dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError("the arguments contain non-finite values")
@@ -110,11 +124,12 @@ def _rebuild(x: np.ndarray, layout: list) -> tuple:
             args.append(float(x[at]))
             at += 1
             continue
-        kind, length = item
+        kind, shape = item
+        length = math.prod(shape)
         values = x[at:at + length]
         at += length
-        if kind is np.ndarray or issubclass(kind, np.ndarray):
-            args.append(values.copy())
+        if issubclass(kind, np.ndarray):
+            args.append(values.reshape(shape))
         elif kind is tuple:
             args.append(tuple(values.tolist()))
         else:
@@ -123,18 +138,16 @@ def _rebuild(x: np.ndarray, layout: list) -> tuple:
 
 
 def _outputs(result) -> np.ndarray:
-    """A function's result (scalar, tuple/list or 1-D array) as a float vector."""
-    if isinstance(result, Real) and not isinstance(result, bool):
-        values = np.array([float(result)])
-    elif isinstance(result, (tuple, list, np.ndarray)):
-        values = np.asarray(result, dtype=np.float64)
-        if values.ndim > 1:
-            raise TypeError(f"f returned shape {values.shape}; expected a scalar, a tuple/list "
-                            f"or a 1-D array")
-        values = values.reshape(-1)
-    else:
-        raise TypeError(f"f returned a {type(result).__name__}; expected a scalar, a "
-                        f"tuple/list or a 1-D array of numbers")
+    """A function's result (a number, an array, or a tuple/list of them) as one
+    float vector: every output's entries in C order, one output after another."""
+    parts = result if isinstance(result, (tuple, list)) else [result]
+    pieces = []
+    for part in parts:
+        if isinstance(part, bool) or not isinstance(part, (Real, np.ndarray, np.generic)):
+            raise TypeError(f"f returned a {type(part).__name__}; expected a number, an array "
+                            f"or a tuple/list of them")
+        pieces.append(np.asarray(part, dtype=np.float64).reshape(-1))
+    values = np.concatenate(pieces) if pieces else np.zeros(0)
     if not np.all(np.isfinite(values)):
         raise ValueError("f returned non-finite values near the point; finite differences "
                          "need f to be finite in a neighbourhood")
@@ -151,10 +164,11 @@ def _steps(x: np.ndarray, h, scheme: str) -> np.ndarray:
 def numerical_jacobian(f, *args, h=None, scheme: str = "central") -> np.ndarray:
     """Finite-difference Jacobian of ``f`` at ``args``, one coordinate at a time.
 
-    ``f`` takes the same arguments as for :func:`minirad.trace` (floats and
-    1-D sequences of floats) and returns a scalar, a tuple/list or a 1-D
-    array; it is called on plain floats.  The result has shape
-    ``(n_outputs, n_inputs)`` with inputs flattened in argument order.
+    ``f`` takes floats, 1-D sequences of floats and numpy arrays of any
+    shape, and returns a number, an array or a tuple/list of them; it is
+    called on plain floats and arrays.  The result has shape ``(n_outputs,
+    n_inputs)``, rows and columns the entries in order (arrays in C order),
+    as the Jacobians of minirad.
     ``h=None`` picks ``eps ** (1/3) * max(1, |x_i|)`` (central) or
     ``eps ** (1/2) * max(1, |x_i|)`` (forward) per coordinate.
 
@@ -293,7 +307,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) \
             or directions < 0:
         raise ValueError(f"directions must be a non-negative integer, got {directions!r}")
-    g = trace(f, *args)
+    g = trace_at(f, args)
     exact = jacobian(g, method=method, order=order)
     numeric = numerical_jacobian(f, *args, h=h)
     if numeric.shape != exact.shape:  # f behaves differently on floats than when traced
@@ -307,7 +321,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     worst = None
     if exact.size:
         row, col = np.unravel_index(int(np.argmax(excess)), exact.shape)
-        worst = (g.names[g.outputs[row]], g.names[g.inputs[col]])
+        worst = (entry_name(g, g.outputs, row), entry_name(g, g.inputs, col))
 
     n_inputs = exact.shape[1]  # one column per traced input, as numerical_jacobian flattens
     direction_errors = []
@@ -333,7 +347,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
             f"{abs_error[row, col]:.3g}, allowed {allowed[row, col]:.3g} = atol + rtol * |fd|)")
     k, row, ad, fd = failed_direction
     raise ValueError(
-        f"gradcheck failed along random direction #{k}: output {g.names[g.outputs[row]]} "
+        f"gradcheck failed along random direction #{k}: output {entry_name(g, g.outputs, row)} "
         f"changes at rate {float(ad[row])!r} by minirad's {method!r} method but "
         f"{float(fd[row])!r} by "
         f"central differences")

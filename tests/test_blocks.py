@@ -9,9 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_array_trace import central_differences
-
-import minirad
 from minirad.exact.blocks import (
     chain_labels,
     count_vector_paths,
@@ -22,6 +19,9 @@ from minirad.exact.blocks import (
     vector_bauer,
     vector_eliminate,
 )
+from test_array_trace import central_differences
+
+import minirad
 from minirad.graph import labels
 from minirad.graph.lcg import LCG
 from minirad.graph.operators import OPERATORS, Dense, Diagonal

@@ -1,5 +1,5 @@
 """Checkpointing read off a chain-shaped vector LCG: the PDE's graph, a traced RNN and a
-traced deep MLP reverse under every schedule to blocks.gradient bit for bit, with the
+traced deep MLP reverse under every schedule to sweeps.gradient bit for bit, with the
 closed-form counts; graphs that are not chains are refused by name."""
 
 import numpy as np
@@ -15,7 +15,7 @@ from minirad.checkpoint.schedules import (
     uniform_forward_steps,
     uniform_peak_stored,
 )
-from minirad.exact.blocks import gradient as full_gradient
+from minirad.exact.sweeps import gradient as full_gradient
 from minirad.studies.pde import Reactor, initial_theta
 from minirad.studies.pde_graph import pde_graph
 from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
@@ -31,7 +31,7 @@ def schedules(n):
 
 
 def check_every_schedule(g, **where):
-    """Bit-for-bit gradients and the closed-form counts (the reference: blocks.gradient)."""
+    """Bit-for-bit gradients and the closed-form counts (the reference: sweeps.gradient)."""
     reference = full_gradient(g)
     n = chain_shape(g, **where).n_steps
     for schedule, steps, peak in schedules(n):

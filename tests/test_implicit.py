@@ -15,9 +15,9 @@ import pytest
 import scipy.linalg as linalg
 import scipy.sparse
 
-from minirad import load_vector, save_vector
-from minirad.exact import blocks
+from minirad import jacobian, load_vector, save_vector
 from minirad.exact.sparsity import pattern
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
 from minirad.implicit.solves import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
@@ -93,12 +93,11 @@ def test_traced_solve_gradient_matches_central_differences(rhs):
         return (W @ x) ** 2 if x.ndim == 1 else (x * x).sum()
 
     g = trace_arrays(program, A0, b)
-    dA, db = blocks.gradient(g)
+    dA, db = gradient(g)
     np.testing.assert_allclose(dA, central(lambda A: loss_of_solve(A, b), A0), rtol=1e-6)
     np.testing.assert_allclose(db, central(lambda v: loss_of_solve(A0, v), b), rtol=1e-6)
     # the scalar LCG of the same graph: every entry through the operators' matrices
-    J = blocks.jacobian(g)
-    from minirad import jacobian
+    J = jacobian(g)
 
     np.testing.assert_allclose(jacobian(scalarize(g)), J, rtol=1e-10, atol=1e-13)
 
@@ -106,11 +105,11 @@ def test_traced_solve_gradient_matches_central_differences(rhs):
 def test_constant_matrix_or_constant_right_hand_side():
     g = trace_arrays(lambda b: solve(A0, b).sum(), B0)
     assert [op.kind for op in g.labels][0] == "solve"
-    np.testing.assert_allclose(blocks.gradient(g)[0], np.linalg.solve(A0.T, np.ones(N)),
+    np.testing.assert_allclose(gradient(g)[0], np.linalg.solve(A0.T, np.ones(N)),
                                rtol=1e-12)
     g = trace_arrays(lambda A: solve(A, B0).sum(), A0)
     assert g.labels[0].kind == "solve_matrix"
-    np.testing.assert_allclose(blocks.gradient(g)[0],
+    np.testing.assert_allclose(gradient(g)[0],
                                central(lambda A: np.linalg.solve(A, B0).sum(), A0), rtol=1e-6)
 
 
@@ -127,7 +126,7 @@ def test_solve_against_unrolled_richardson_iterations():
 
     implicit = trace_arrays(lambda A, b: (solve(A, b) * solve(A, b)).sum(), A, B0)
     through = trace_arrays(unrolled, A, B0)
-    for mine, theirs in zip(blocks.gradient(implicit), blocks.gradient(through)):
+    for mine, theirs in zip(gradient(implicit), gradient(through)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-10)
     assert through.n_vertices > 100 * implicit.n_vertices / 5
 
@@ -159,7 +158,7 @@ def test_root_by_hand():
     np.testing.assert_allclose(x, [1.0, 2.0, -1.0], rtol=1e-12)
     assert g.labels[0].kind == "implicit"
     # dx/dp = 1 / (3 x^2 + 1): the implicit function theorem by hand
-    np.testing.assert_allclose(blocks.jacobian(g), np.diag(1 / (3 * x ** 2 + 1)), rtol=1e-12)
+    np.testing.assert_allclose(jacobian(g), np.diag(1 / (3 * x ** 2 + 1)), rtol=1e-12)
 
 
 A_ROOT = np.array([[3.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 1.0, 5.0]])
@@ -183,9 +182,9 @@ def test_root_gradient_against_central_differences_and_unrolled_iterations():
     implicit = trace_arrays(lambda p: (lambda x: (x * x).sum())(solve_root(coupled, np.zeros(3),
                                                                            p)), p)
     through = trace_arrays(root_loss_unrolled, p)
-    got = blocks.gradient(implicit)[0]
+    got = gradient(implicit)[0]
     np.testing.assert_allclose(got, central(lambda q: root_loss_unrolled(q, 200), p), rtol=1e-7)
-    np.testing.assert_allclose(got, blocks.gradient(through)[0], rtol=1e-9)
+    np.testing.assert_allclose(got, gradient(through)[0], rtol=1e-9)
     # one edge against sixty iterations' worth: the implicit graph keeps far less
     assert memory(implicit).total < memory(through).total / 5
     # the root's operator is -f_x^{-1} f_p, by the chain rule on the plain values
@@ -239,10 +238,10 @@ def test_a_graph_with_solves_survives_the_file(tmp_path, rhs):
     assert [getattr(op, "kind", "number") for op in h.labels] == [
         getattr(op, "kind", "number") for op in g.labels]
     # the factors themselves were saved: the same solves, bit for bit
-    for got, want in zip(blocks.gradient(h), blocks.gradient(g)):
+    for got, want in zip(gradient(h), gradient(g)):
         np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(blocks.jacobian(h), blocks.jacobian(g))
-    gA, gb = blocks.gradient(h)
+    np.testing.assert_array_equal(jacobian(h), jacobian(g))
+    gA, gb = gradient(h)
     np.testing.assert_allclose(gA, central(lambda A: loss_of_solve(A, b0), A0), rtol=1e-6)
     np.testing.assert_allclose(gb, central(lambda b: loss_of_solve(A0, b), b0), rtol=1e-6)
     mg, mh = memory(g), memory(h)
@@ -270,9 +269,9 @@ def test_a_graph_with_a_root_survives_the_file(tmp_path, f, p, sparse_f_p):
     g = trace_arrays(loss, p)
     h, _ = saved_and_loaded(g, tmp_path)
     assert h.labels[0].kind == "implicit"
-    np.testing.assert_array_equal(blocks.gradient(h)[0], blocks.gradient(g)[0])
+    np.testing.assert_array_equal(gradient(h)[0], gradient(g)[0])
     # central differences of Newton's root at perturbed parameters
-    np.testing.assert_allclose(blocks.gradient(h)[0], central(loss, p), rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(gradient(h)[0], central(loss, p), rtol=1e-7, atol=1e-10)
     assert memory(h).per_edge == memory(g).per_edge
     assert scipy.sparse.issparse(h.labels[0].f_p) == scipy.sparse.issparse(g.labels[0].f_p) \
         == sparse_f_p
@@ -283,7 +282,7 @@ def test_a_float32_solve_stays_float32_through_the_file(tmp_path):
     g = trace_arrays(lambda A, b: (solve(A, b) ** 2).sum(), A, b)
     h, _ = saved_and_loaded(g, tmp_path)
     assert [op.dtype for op in h.labels] == [op.dtype for op in g.labels]
-    np.testing.assert_array_equal(blocks.gradient(h)[1], blocks.gradient(g)[1])
+    np.testing.assert_array_equal(gradient(h)[1], gradient(g)[1])
     assert memory(h).per_edge == memory(g).per_edge
 
 

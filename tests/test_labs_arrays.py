@@ -12,8 +12,8 @@ import pytest
 from oracles import expect_failure, solved_lab
 
 from minirad import labs, ops
-from minirad.exact.blocks import vjp as block_vjp
 from minirad.exact.sweeps import reverse_sweep
+from minirad.exact.sweeps import vjp as block_vjp
 from minirad.tracing.arrays import trace_arrays
 from minirad.tracing.tape import trace
 

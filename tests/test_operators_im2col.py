@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import gradient
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
 from minirad.graph.vfile import load_vector, save_vector

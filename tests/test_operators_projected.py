@@ -5,7 +5,7 @@ the adjoint identity, stacks, costs, what it retains, the file, bad input."""
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import jacobian
+from minirad.exact.jacobians import jacobian
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory
 from minirad.graph.operators import MatMul, ProjectedMatMul, Retained

@@ -4,7 +4,7 @@ edge labels give the eq. 8 estimate, and its memory is the engine's count."""
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import gradient
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
 from minirad.studies import pde_engine

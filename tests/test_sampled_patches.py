@@ -8,7 +8,7 @@ bad input."""
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import gradient
+from minirad.exact.sweeps import gradient
 from minirad.graph import patches as sampled_patches
 from minirad.graph.lcg import relabelled
 from minirad.graph.memory import memory

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from oracles import dense_jacobian, random_dags, rational_jacobian
 
 from minirad import examples, ops, trace
-from minirad.exact import blocks
 from minirad.exact.compressed import STRATEGIES, plan, recover, seeding, sparse_jacobian
+from minirad.exact.jacobians import jacobian
 from minirad.exact.sparsity import (
     Colouring,
     colour_columns,
@@ -229,7 +229,7 @@ def test_vector_pattern_is_the_scalarized_pattern(name):
     g = trace_arrays(program, *args)
     P = pattern(g)
     assert np.array_equal(P, pattern(scalarize(g)))
-    assert not np.any((blocks.jacobian(g) != 0) & ~P)
+    assert not np.any((jacobian(g) != 0) & ~P)
 
 
 def test_vector_pattern_keeps_diagonal_blocks_diagonal():
@@ -243,7 +243,7 @@ def test_vector_pattern_keeps_diagonal_blocks_diagonal():
 def test_vector_strategies_recover_the_block_jacobian(name):
     program, args = VECTOR_PROGRAMS[name]
     g = trace_arrays(program, *args)
-    J = blocks.jacobian(g)
+    J = jacobian(g)
     p = plan(g)
     for s in p.seedings:
         result = recover(g, s, p.pattern)

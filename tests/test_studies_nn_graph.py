@@ -5,7 +5,7 @@ unbiased injections."""
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import gradient
+from minirad.exact.sweeps import gradient
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory as graph_memory
 from minirad.graph.operators import InjectedMatMul, ProjectedMatMul

@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import jacobian
+from minirad.exact.jacobians import jacobian
 from minirad.graph.lcg import LCG, relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import OPERATORS, Diagonal, Identity, Mask

@@ -11,7 +11,8 @@ from test_array_trace import paper_mlp
 
 import minirad
 from minirad import LCG
-from minirad.exact.blocks import gradient, jacobian
+from minirad.exact.jacobians import jacobian
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import from_chain, scalarize, vertex_copies
 from minirad.graph.vfile import load_vector, save_vector

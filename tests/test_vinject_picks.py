@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from minirad.exact.blocks import gradient, jacobian
+from minirad.exact.jacobians import jacobian
+from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.operators import Projection, compose
 from minirad.graph.vfile import load_vector, save_vector

@@ -528,7 +528,7 @@ labs.check_implicit_gradient(implicit_gradient)
 # graph.
 
 # %%
-from minirad.exact import blocks
+from minirad.exact.sweeps import gradient as exact_gradient
 from minirad.tracing.arrays import trace_arrays
 from minirad.implicit.solves import solve_root
 from minirad.graph.memory import memory
@@ -552,8 +552,8 @@ implicit = trace_arrays(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).su
 unrolled = trace_arrays(through_iterations, p0)
 for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
     print(f"{label:<24} {g.n_vertices:>4} vertices, {memory(g).total:>7,.0f} bytes kept, "
-          f"gradient {blocks.gradient(g)[0].round(10)}")
-assert np.allclose(blocks.gradient(implicit)[0], blocks.gradient(unrolled)[0], rtol=1e-9)
+          f"gradient {exact_gradient(g)[0].round(10)}")
+assert np.allclose(exact_gradient(implicit)[0], exact_gradient(unrolled)[0], rtol=1e-9)
 
 # %% [markdown]
 # ## What you learned

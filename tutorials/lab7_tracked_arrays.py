@@ -42,7 +42,7 @@ import numpy as np
 from minirad import labs, ops, trace
 from minirad.tracing.arrays import sigmoid as minirad_sigmoid
 from minirad.tracing.arrays import trace_arrays
-from minirad.exact.blocks import gradient as block_gradient
+from minirad.exact.sweeps import gradient as block_gradient
 from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]

@@ -32,7 +32,7 @@ program that recomputes each step from its state would have; the graph
 itself keeps what ``memory(g)`` says.  The reverse step ``i`` is the reverse
 sweep (:func:`minirad.graph.labels.reverse`) over the edges into step ``i``'s
 vertices, taken in the same order, so every schedule gives
-:func:`minirad.exact.blocks.gradient` bit for bit: each vertex receives the same
+:func:`minirad.exact.sweeps.gradient` bit for bit: each vertex receives the same
 terms, computed from the same numbers and added in the same order.  The
 one move is that a per-step loss edge ``u -> (loss part)`` is pulled when
 step ``i`` is reversed rather than before the first step; it is still the
@@ -43,7 +43,7 @@ adjoints are final by then.  To save memory for real, give
 
 >>> import numpy as np
 >>> from minirad.tracing.arrays import trace_arrays
->>> from minirad.exact.blocks import gradient as full_gradient
+>>> from minirad.exact.sweeps import gradient as full_gradient
 >>> from minirad.checkpoint.schedules import Binomial, binomial_forward_steps
 >>> def mlp(x, W):                              # eight tanh layers sharing W
 ...     for _ in range(8):
@@ -100,7 +100,7 @@ class ChainShape:
 @dataclass(frozen=True)
 class CheckpointedGradient:
     """The result of :func:`gradient`: ``gradients``, one array per input of the graph
-    (as :func:`minirad.exact.blocks.gradient` gives them), and ``counts``, the schedule's
+    (as :func:`minirad.exact.sweeps.gradient` gives them), and ``counts``, the schedule's
     :class:`~minirad.checkpoint.schedules.ChainGradient` (forward steps, peak states held)."""
 
     gradients: list
@@ -209,7 +209,7 @@ def gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGrad
     """The gradient of ``g``'s scalar loss with respect to each input, by the reverse sweep
     of its chain (:func:`chain_shape`) under a checkpointing ``schedule`` (default
     :class:`~minirad.checkpoint.schedules.StoreAll`).  Equal to
-    :func:`minirad.exact.blocks.gradient` bit for bit; see the module docstring for an example."""
+    :func:`minirad.exact.sweeps.gradient` bit for bit; see the module docstring for an example."""
     shape = chain_shape(g, start, states)
     if g.values is None:
         raise ValueError("the graph was built without values; a chain needs its states")

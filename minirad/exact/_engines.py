@@ -508,14 +508,16 @@ def successor_lists(g) -> tuple[list[list[int]], list[list]]:
     return g.memo("paths.successors", lists)
 
 
-def walk_products(g, sources: Sequence[int], targets: Sequence[int], useful: np.ndarray):
+def walk_products(g, sources: Sequence[int], targets: Sequence[int], useful: np.ndarray,
+                  products: bool = True):
     """Yield ``(path, path label)`` for every source-to-target path, depth first.
 
     The reference is :func:`minirad.graph.labels.walk` with
     :func:`minirad.graph.labels.path_label` per path; here each path's label
     extends its prefix's by one multiply, and the walk never enters a vertex
     that cannot reach a target (``useful``, a mask over the vertices).  A
-    path of one vertex has label ``g.algebra.one``.
+    path of one vertex has label ``g.algebra.one``.  With ``products=False``
+    only the paths are wanted: every label is None and nothing is multiplied.
     """
     multiply = g.algebra.multiply
     succ, label = successor_lists(g)
@@ -524,7 +526,7 @@ def walk_products(g, sources: Sequence[int], targets: Sequence[int], useful: np.
     for s in sources:
         if not useful[s]:
             continue
-        path, products = [s], [None]  # None: the empty product, the identity
+        path, prefixes = [s], [None]  # None: the empty product, the identity
         # stack[i] is the position of the next successor of path[i] to try
         stack = [0]
         if s in is_target:
@@ -537,14 +539,15 @@ def walk_products(g, sources: Sequence[int], targets: Sequence[int], useful: np.
                 i += 1
             if i == len(options):
                 path.pop()
-                products.pop()
+                prefixes.pop()
                 stack.pop()
                 continue
             stack[-1] = i + 1
             w = options[i]
             path.append(w)
-            prefix = products[-1]
-            products.append(label[v][i] if prefix is None else multiply(label[v][i], prefix))
+            prefix = prefixes[-1]
+            prefixes.append(None if not products else label[v][i] if prefix is None
+                            else multiply(label[v][i], prefix))
             stack.append(0)
             if w in is_target:
-                yield tuple(path), products[-1]
+                yield tuple(path), prefixes[-1]

@@ -9,14 +9,24 @@ are exactly the nonzero-structure entries of the Jacobian.  Forward and
 reverse mode are the two orders "first intermediate first" and "last
 intermediate first"; other orders can be cheaper.
 
+The same code runs on every graph: labels are multiplied and added by the
+graph's algebra (:mod:`minirad.graph.labels`), so on a graph with arrays a
+label is a Jacobian block and the chain rule is the product of two blocks,
+``J_sv J_vp``; the Jacobian comes out as blocks, and the matrix-chain
+programme of :mod:`minirad.exact.orders` gives the cheapest order on chains.
+
 Cost convention
 ---------------
-Eliminating ``v`` costs ``|pred(v)| * |succ(v)|`` multiplications, counted on
-the current graph (the one left by the earlier eliminations).  Every edge
-counts, including edges whose partial happens to be 1 or -1: the counts
-depend on the graph's structure only, never on its numbers.  Each product
-that lands on an edge that already exists costs one addition; a product
-that creates a new (fill-in) edge costs none.
+Eliminating ``v`` forms one product per (predecessor, successor) pair,
+counted on the current graph (the one left by the earlier eliminations),
+each costing the algebra's ``multiply_cost``; each product that lands on an
+edge that already exists costs one ``add_cost``, and a product that creates
+a new (fill-in) edge costs none.  On a graph of numbers every product and
+sum costs 1, so eliminating ``v`` costs ``|pred(v)| * |succ(v)|``
+multiplications; every edge counts, including edges whose partial happens
+to be 1 or -1: the counts depend on the graph's structure only, never on
+its numbers.  On a graph with arrays they are flops: a diagonal times a
+dense block costs its entries, two dense blocks m x k x n.
 
 >>> from minirad import examples
 >>> g = examples.figure1()
@@ -25,12 +35,19 @@ that creates a new (fill-in) edge costs none.
 >>> result = eliminate(g, "optimal")
 >>> result.order, result.graph
 (('v3', 'v4', 'v5', 'v2'), LCG(3 vertices: 2 inputs, 0 intermediates, 1 output; 2 edges))
+
+On a chain of blocks the cheapest order is the matrix-chain order:
+
+>>> import numpy as np
+>>> from minirad.graph.scalarize import from_chain
+>>> chain = from_chain([np.ones((30, 10)), np.ones((5, 30)), np.ones((60, 5))])
+>>> [eliminate(chain, order).multiplications for order in ("forward", "reverse", "optimal")]
+[4500, 27000, 4500]
 """
 
 from __future__ import annotations
 
 import heapq
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,18 +57,20 @@ import numpy as np
 from ..graph.labels import FLOATS
 from ..graph.lcg import INTERMEDIATE, LCG, takes_lcg
 from ._markowitz import markowitz_in_place
+from .orders import OPTIMAL_LIMIT, chain_vertices, cheapest_order, is_chain, optimal_chain
 from .overflow import check_finite
-from .result import Accumulation
+from .result import Accumulation, from_labels
 
 __all__ = [
-    "OPTIMAL_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
+    "OPTIMAL_LIMIT", "SEARCH_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
     "eliminate_vertex", "elimination_cost", "elimination_order",
 ]
 
 STRATEGIES = ("forward", "reverse", "markowitz", "optimal")
 
-#: the exhaustive search visits 2**k sets of eliminated vertices
-OPTIMAL_LIMIT = 16
+#: on a graph with arrays (not a chain) the optimal order tries every order of at
+#: most this many intermediates
+SEARCH_LIMIT = 7
 
 
 @dataclass(frozen=True)
@@ -60,9 +79,11 @@ class Step:
 
     ``predecessors`` are in operand order and ``successors`` in vertex
     order, both on the graph just before the step; ``fill_in`` lists the
-    edges the step created and ``updated`` the existing edges whose partial
+    edges the step created and ``updated`` the existing edges whose label
     received an addition.  ``fill_in_labels`` and ``updated_labels`` are
-    the labels those edges carry after the step, in the same order.
+    the labels those edges carry after the step, in the same order (floats,
+    or Jacobian blocks on a graph with arrays); ``multiplications`` and
+    ``additions`` are the step's costs in the graph's algebra.
     """
 
     vertex: str
@@ -81,7 +102,8 @@ class Elimination(Accumulation):
     """The result of :func:`eliminate`: an :class:`~minirad.exact.result.Accumulation`
     with method ``"eliminate"`` and its ``order``, plus what elimination leaves.
 
-    ``jacobian`` is the (n_outputs, n_inputs) Jacobian when every
+    ``jacobian`` is the Jacobian (rows and columns the entries of the
+    outputs and inputs; ``blocks`` on a graph with arrays) when every
     intermediate was eliminated, else None.  ``graph`` is the graph left at
     the end, ``steps`` what each step did, and ``graphs`` holds the graph
     before each step followed by the final graph, or is empty unless
@@ -148,21 +170,35 @@ class _Working:
         """The Markowitz degree |pred(v)| * |succ(v)|."""
         return len(self.pred[v]) * len(self.succ[v])
 
+    def copy(self) -> _Working:
+        """An independent working graph in the same state (labels are shared: no
+        step changes a label in place)."""
+        other = _Working.__new__(_Working)
+        other.g = self.g
+        other.pred = [None if d is None else dict(d) for d in self.pred]
+        other.succ = [None if d is None else dict(d) for d in self.succ]
+        other.touched = set(self.touched)
+        return other
+
     def eliminate(self, v: int, record: bool) -> tuple[int, int, Step | None]:
         """The chain rule and the path sum on labels, through the graph's algebra:
         ``p -> v -> s`` becomes ``multiply(outer=ds/dv, inner=dv/dp)``, added to
-        an existing ``p -> s``."""
-        multiply, add = self.g.algebra.multiply, self.g.algebra.add
+        an existing ``p -> s``; each product and sum costs what the algebra says."""
+        algebra = self.g.algebra
+        multiply, add = algebra.multiply, algebra.add
         preds = self.pred[v]
         succs = sorted(self.succ[v])
         below = list(preds.items())
         fill_in, updated = [], []
+        multiplications = additions = 0
         for s in succs:
             into_s = self.pred[s]
             d_sv = into_s.pop(v)
             for p, d_vp in below:
+                multiplications += algebra.multiply_cost(d_sv, d_vp)
                 product = multiply(d_sv, d_vp)
                 if p in into_s:
+                    additions += algebra.add_cost(into_s[p], product)
                     into_s[p] = add(into_s[p], product)
                     updated.append((p, s))
                 else:
@@ -173,7 +209,6 @@ class _Working:
             del self.succ[p][v]
         self.pred[v] = self.succ[v] = None
         self.touched.update(succs)
-        multiplications, additions = len(below) * len(succs), len(updated)
         step = None
         if record:
             names = self.g.names
@@ -217,7 +252,7 @@ class _Working:
         g = self.g
         alive = [v for v in range(g.n_vertices) if self.pred[v] is not None]
         new = {v: i for i, v in enumerate(alive)}
-        src, dst, partials = [], [], []
+        src, dst, labels = [], [], []
         # renumbering keeps the old relative order, so it stays topological and
         # walking targets in order keeps the edges grouped by target
         for v in alive:
@@ -225,20 +260,30 @@ class _Working:
             for u, d in self.pred[v].items():
                 src.append(new[u])
                 dst.append(i)
-                partials.append(d)
+                labels.append(d)
         ops = ["" if v in self.touched else g.ops[v] for v in alive]
-        return LCG.from_trusted_arrays([g.names[v] for v in alive], np.asarray(src, dtype=np.int64),
-                            np.asarray(dst, dtype=np.int64), np.asarray(partials, dtype=float),
-                            [new[v] for v in g.inputs], [new[v] for v in g.outputs],
-                            g.values[alive], ops)
+        names = [g.names[v] for v in alive]
+        inputs, outputs = [new[v] for v in g.inputs], [new[v] for v in g.outputs]
+        if g.algebra is FLOATS:
+            return LCG.from_trusted_arrays(names, np.asarray(src, dtype=np.int64),
+                                           np.asarray(dst, dtype=np.int64),
+                                           np.asarray(labels, dtype=float), inputs, outputs,
+                                           g.values[alive], ops)
+        return LCG(names, src, dst, labels, inputs, outputs,
+                   values=None if g.values is None else [g.values[v] for v in alive], ops=ops,
+                   shapes=[g.shapes[v] for v in alive], dtypes=[g.dtypes[v] for v in alive],
+                   injections=g.injections)
 
     def jacobian(self) -> np.ndarray:
         g = self.g
-        column = {v: j for j, v in enumerate(g.inputs)}
-        J = np.zeros((len(g.outputs), len(g.inputs)))
-        for i, y in enumerate(g.outputs):
-            for u, d in self.pred[y].items():
-                J[i, column[u]] = d
+        if g.algebra is FLOATS:
+            column = {v: j for j, v in enumerate(g.inputs)}
+            J = np.zeros((len(g.outputs), len(g.inputs)))
+            for i, y in enumerate(g.outputs):
+                for u, d in self.pred[y].items():
+                    J[i, column[u]] = d
+        else:   # the remaining edges are the blocks, input -> output
+            J = from_labels(g, g.outputs, g.inputs, lambda y, x: self.pred[y].get(x))
         J.flags.writeable = False
         return J
 
@@ -310,72 +355,51 @@ def _markowitz(work: _Working, candidates) -> Iterator[int]:
                     push(heap, d * n + u)
 
 
-def _bits(mask: int) -> Iterator[int]:
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
+def _searched(g: LCG) -> list[int]:
+    """An order of least (multiplications, additions) on a graph with arrays, by
+    trying every order, depth first in lexicographic order of vertex numbers
+    and abandoning a prefix as soon as it costs as much as the best order so
+    far (so ties go to the lexicographically smallest order).
+
+    The subset programme of :func:`minirad.exact.orders.cheapest_order` does
+    not apply here: what a product of blocks costs depends on the form of the
+    blocks (a sum of a dense block and a diagonal stays two terms, two dense
+    blocks become one), and that form can depend on the order in which the
+    same set of vertices was eliminated.
+    """
+    mids = list(g.intermediates)
+    if len(mids) > SEARCH_LIMIT:
+        raise ValueError(f"the optimal order of a graph with arrays tries every order of its "
+                         f"{len(mids)} intermediates; it is limited to {SEARCH_LIMIT} "
+                         f"intermediates (or a chain of any length). Use 'markowitz' or an "
+                         f"explicit order")
+    best: list = [None, None]   # cost, order
+
+    def visit(work: _Working, left: list[int], order: list[int], cost: tuple[int, int]):
+        if best[0] is not None and cost >= best[0]:
+            return
+        if not left:
+            best[0], best[1] = cost, list(order)
+            return
+        for v in left:
+            child = work.copy()
+            m, a, _ = child.eliminate(v, record=False)
+            visit(child, [u for u in left if u != v], order + [v], (cost[0] + m, cost[1] + a))
+
+    visit(_Working(g), mids, [], (0, 0))
+    return best[1]
 
 
 def _optimal(g: LCG) -> list[int]:
-    """An order of least (multiplications, additions), by DP over subsets.
-
-    The structure left after eliminating a set S does not depend on the
-    order: u -> w survives iff some path from u to w has all its interior
-    vertices in S.  So the cost of eliminating v next depends only on S,
-    and the cheapest way to reach S is a shortest path over the 2**k
-    subsets, computed one subset size at a time with one structure per
-    subset (as bitmasks of predecessors and successors).
-    """
-    mids = g.intermediates
-    k = len(mids)
-    if k > OPTIMAL_LIMIT:
-        raise ValueError(f"the optimal order searches all 2**{k} subsets of the graph's {k} "
-                         f"intermediates; it is limited to {OPTIMAL_LIMIT} intermediates. Use "
-                         f"'markowitz' or an explicit order")
-    n = g.n_vertices
-    P, S = [0] * n, [0] * n
-    for u, v, _ in g.edges():
-        P[v] |= 1 << u
-        S[u] |= 1 << v
-    # best[S] = (cost, order): ties go to the lexicographically smallest order
-    # (by vertex number), which is exact because an optimal order's prefix is
-    # an optimal order for the set it eliminates
-    best: dict[int, tuple[tuple[int, int], tuple[int, ...]]] = {0: ((0, 0), ())}
-    layer = {0: (P, S)}
-    for _ in range(k):
-        following = {}
-        for done, (P, S) in layer.items():
-            so_far, prefix = best[done]
-            for i, v in enumerate(mids):
-                if done >> i & 1:
-                    continue
-                into, out = P[v], S[v]
-                after = done | 1 << i
-                known = best.get(after)
-                multiplications = so_far[0] + into.bit_count() * out.bit_count()
-                # counting merges is the slow part; skip it when this step cannot win
-                if known is None or multiplications <= known[0][0]:
-                    merges = sum((P[s] & into).bit_count() for s in _bits(out))
-                    cost = (multiplications, so_far[1] + merges)
-                    if known is None or cost < known[0] or (
-                            cost == known[0] and prefix + (i,) < known[1]):
-                        best[after] = (cost, prefix + (i,))
-                if after not in following:
-                    following[after] = _structure_after(P, S, v)
-        layer = following
-    return [mids[i] for i in best[(1 << k) - 1][1]]
-
-
-def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], list[int]]:
-    into, out, bit = P[v], S[v], ~(1 << v)
-    P, S = P.copy(), S.copy()
-    for s in _bits(out):
-        P[s] = (P[s] & bit) | into
-    for p in _bits(into):
-        S[p] = (S[p] & bit) | out
-    P[v] = S[v] = 0
-    return P, S
+    """The optimal order: over subsets on a graph of numbers, the matrix-chain
+    programme on a chain of blocks, every order on a small graph with arrays."""
+    if g.algebra is FLOATS:
+        return cheapest_order(g)
+    if is_chain(g):
+        path = chain_vertices(g)
+        labels = [g.label(u, v) for u, v in zip(path, path[1:])]
+        return [path[position] for position in optimal_chain(labels, g.algebra).order]
+    return _searched(g)
 
 
 def _plan(g: LCG, order) -> list[int] | None:
@@ -396,8 +420,8 @@ def _plan(g: LCG, order) -> list[int] | None:
 def _run(g: LCG, order, record: bool, keep_graphs: bool):
     plan = _plan(g, order)
     work = _Working(g)
-    fast = (not record and g.algebra.multiply is operator.mul
-            and g.algebra.add is operator.add)
+    # on floats the products and sums are Python's * and +, written inline
+    fast = not record and g.algebra is FLOATS
     if fast and plan is None and not keep_graphs:
         # the same order, products and counts as the loop below (tested equal),
         # with cheaper bookkeeping: see minirad.exact._markowitz
@@ -430,10 +454,13 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     ``order`` is a strategy name -- ``"forward"`` (topological order),
     ``"reverse"``, ``"markowitz"`` (always the vertex of least
     ``|pred| * |succ|`` on the current graph, ties to the lowest vertex
-    number) or ``"optimal"`` (exhaustive, at most :data:`OPTIMAL_LIMIT`
-    intermediates) -- or a list of intermediate vertices by name or number.
-    A list may stop early: the result then holds the partially eliminated
-    graph and no Jacobian.  See the module docstring for the cost convention.
+    number) or ``"optimal"`` (least cost: exhaustive over subsets on a graph
+    of numbers, at most :data:`OPTIMAL_LIMIT` intermediates; on a graph with
+    arrays the matrix-chain programme on a chain, else every order of at
+    most :data:`SEARCH_LIMIT` intermediates) -- or a list of intermediate
+    vertices by name or number.  A list may stop early: the result then
+    holds the partially eliminated graph and no Jacobian.  See the module
+    docstring for the cost convention.
 
     >>> from minirad import examples
     >>> result = eliminate(examples.two_outputs(), "markowitz", keep_graphs=True)
@@ -447,8 +474,9 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     >>> result.jacobian.shape
     (2, 2)
     """
-    work, eliminated, multiplications, additions, _, graphs = _run(
-        g, order, record=False, keep_graphs=keep_graphs)
+    with np.errstate(over="ignore", invalid="ignore"):   # blocks overflowing: checked below
+        work, eliminated, multiplications, additions, _, graphs = _run(
+            g, order, record=False, keep_graphs=keep_graphs)
     final = work.to_lcg() if eliminated else g
     if keep_graphs:
         graphs.append(final)
@@ -463,11 +491,15 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
         graphs=tuple(graphs),
         # the same order again, explicitly, with every step recorded
         replay=lambda: _run(g, eliminated, record=True, keep_graphs=False)[4],
+        shapes=None if g.algebra is FLOATS else (tuple(g.shapes[v] for v in g.outputs),
+                                                 tuple(g.shapes[v] for v in g.inputs)),
     )
-    if jacobian is not None and g.algebra is FLOATS and not np.isfinite(jacobian).all():
-        # the first step whose new or updated partials are not finite is where it overflowed
-        where = next((step.vertex for step in result.steps if not np.isfinite(
-            np.asarray(step.fill_in_labels + step.updated_labels, dtype=float)).all()), None)
+    if jacobian is not None and not np.isfinite(jacobian).all():
+        where = None
+        if g.algebra is FLOATS:
+            # the first step whose new or updated partials are not finite is where it overflowed
+            where = next((step.vertex for step in result.steps if not np.isfinite(
+                np.asarray(step.fill_in_labels + step.updated_labels, dtype=float)).all()), None)
         check_finite(g, jacobian, "eliminate", vertex=where and f"{where} (when eliminated)")
     return result
 

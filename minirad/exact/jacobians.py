@@ -9,8 +9,10 @@
 * ``"eliminate"``: vertex elimination in the given ``order``
   (:mod:`minirad.exact.elimination`).
 
-All four give the same matrix up to rounding; they differ in cost, which
-:func:`accumulate` reports alongside the Jacobian.
+All four give the same matrix up to rounding, on a graph of numbers and
+on one with arrays alike (rows and columns then the array entries in C
+order); they differ in cost, which :func:`accumulate` reports alongside the
+Jacobian.
 
 >>> from minirad import examples
 >>> jacobian(examples.lab_program, 2.0, 3.0).tolist()
@@ -24,15 +26,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.labels import FLOATS
 from ..graph.lcg import LCG
+from ..tracing.arrays import trace_arrays
 from ..tracing.tape import trace
-from . import blocks
 from .elimination import eliminate
 from .paths import DEFAULT_MAX_PATHS, bauer
 from .sweeps import forward_sweep, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
+
+
+def trace_at(f, args) -> LCG:
+    """``f`` traced at ``args``: by :func:`minirad.trace_arrays` (one input per array)
+    when some argument is a numpy array that is not 1-D, else by
+    :func:`minirad.trace` (numbers, and one input per element of a 1-D sequence).
+    The Jacobian is the same either way: columns are the entries in order."""
+    if any(isinstance(a, np.ndarray) and a.ndim != 1 for a in args):
+        return trace_arrays(f, *args)
+    return trace(f, *args)
 
 
 def _as_graph(g_or_f, args) -> LCG:
@@ -42,7 +53,7 @@ def _as_graph(g_or_f, args) -> LCG:
                             f"only for a function to trace at, e.g. jacobian(f, 2.0, 5.0)")
         return g_or_f
     if callable(g_or_f):
-        return trace(g_or_f, *args)
+        return trace_at(g_or_f, args)
     raise TypeError(f"jacobian needs an LCG or a function to trace, not "
                     f"{type(g_or_f).__name__}")
 
@@ -113,32 +124,17 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     >>> jacobian(lambda x: x[0] * x[1], [3.0, 4.0], method="forward")
     array([[4., 3.]])
 
-    A vector LCG (:func:`minirad.trace_arrays`) gives the same matrix, its
-    rows and columns the array entries in C order (:mod:`minirad.exact.blocks`):
+    A graph with arrays (:func:`minirad.trace_arrays`) gives the same matrix, its
+    rows and columns the array entries in C order:
 
     >>> import numpy as np
     >>> from minirad import trace_arrays
     >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
     array([[4., 3.]])
+    >>> jacobian(lambda W, x: W @ x, np.eye(2), np.array([1.0, 2.0]))   # dy/dW, dy/dx
+    array([[1., 2., 0., 0., 1., 0.],
+           [0., 0., 1., 2., 0., 1.]])
     """
-    if isinstance(g_or_f, LCG) and g_or_f.algebra is not FLOATS:
-        return _vector_jacobian(g_or_f, args, method, order, max_paths)
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
                       keep_values=False).jacobian
-
-
-def _vector_jacobian(g, args, method, order, max_paths) -> np.ndarray:
-    if args:
-        raise TypeError(f"got a LCG and {len(args)} extra argument(s); arguments are "
-                        f"only for a function to trace")
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; valid methods are "
-                         f"{', '.join(map(repr, METHODS))}")
-    if method == "bauer":
-        found = blocks.vector_bauer(g, **({} if max_paths is None else {"max_paths": max_paths}))
-    elif method == "eliminate":
-        found = blocks.vector_eliminate(g, "markowitz" if order is None else order)
-    else:
-        return blocks.jacobian(g, method)
-    return found.dense()

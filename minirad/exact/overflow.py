@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ..graph.labels import FLOATS, forward, reverse
+from .result import entry_name
 
 __all__ = ["AccumulationOverflow", "check_finite", "first_overflow"]
 
@@ -63,8 +64,9 @@ def check_finite(g, jacobian, method: str, *, rows=None, columns=None, vertex=No
     """Raise :class:`AccumulationOverflow` unless every entry of ``jacobian`` is finite.
 
     ``rows``/``columns`` are the output/input vertices of the matrix (all of
-    them by default); ``vertex`` names where it overflowed when the method
-    knows (an elimination step), else it is found with :func:`first_overflow`
+    them by default; an array vertex stands for its entries); ``vertex``
+    names where it overflowed when the method knows (an elimination step),
+    else, on a graph of numbers, it is found with :func:`first_overflow`
     (walking back from the output when ``backward``).  ``what`` is added to
     the message (e.g. which sample).
     """
@@ -74,12 +76,13 @@ def check_finite(g, jacobian, method: str, *, rows=None, columns=None, vertex=No
     rows = list(g.outputs if rows is None else rows)
     columns = list(g.inputs if columns is None else columns)
     r, c = (int(i) for i in np.argwhere(~np.isfinite(jacobian))[0])
-    y, x = rows[r], columns[c]
-    if vertex is None:
-        found = first_overflow(g, output_vertex=y) if backward else first_overflow(g, x)
+    if vertex is None and g.algebra is FLOATS:   # rows and columns are vertices
+        found = (first_overflow(g, output_vertex=rows[r]) if backward
+                 else first_overflow(g, columns[c]))
         vertex = None if found is None else g.names[found]
     at = f", first at vertex {vertex}" if vertex is not None else ""
     raise AccumulationOverflow(
-        f"{method}: d{g.names[y]}/d{g.names[x]} overflowed to {jacobian[r, c]}{what} "
+        f"{method}: d{entry_name(g, rows, r)}/d{entry_name(g, columns, c)} overflowed to "
+        f"{jacobian[r, c]}{what} "
         f"(a product of partials left the double-precision range, about ±1.8e308){at}; "
         f"rescale the program's variables so that its derivatives are representable")

@@ -16,10 +16,17 @@ topological order with Python integers, which do not overflow::
 So a graph with 10^30 paths is counted in a blink, while summing over its
 paths would outlast the universe; :func:`path_jacobian` refuses such graphs.
 Bauer's sum itself is :func:`minirad.graph.labels.path_sum`: the chain rule
-along each path (:func:`minirad.graph.labels.path_label`), added up.  The
-functions here run the same recurrences with the fast engines of
-:mod:`minirad.exact._engines` (one pass for all seeds at once, prefix products
-shared between paths), tested equal to them.
+along each path (:func:`minirad.graph.labels.path_label`), added up
+(:func:`bauer_reference`).  On a graph of numbers the functions here run the
+same recurrences with the fast engines of :mod:`minirad.exact._engines` (one
+pass for all seeds at once, prefix products shared between paths), tested
+equal to them.
+
+Every function takes any graph.  Where vertices hold arrays, a path runs
+through array vertices and its label is the product of Jacobian blocks in
+order, ``J_k ... J_2 J_1`` (the RAD paper's Sec. 3.2): :func:`count_paths`
+counts those paths, and :func:`count_scalar_paths` the paths between
+entries, which are the paths of :func:`minirad.scalarize` ``(g)``.
 
 >>> from minirad import examples
 >>> g = examples.figure1()
@@ -29,20 +36,31 @@ array([[2, 2]], dtype=object)
 ['x1', 'v2', 'v5', 'y']
 >>> path_jacobian(g).round(4)
 array([[26.8754,  0.569 ]])
+
+A chain of two dense 3 x 3 blocks has one path of arrays and 3 x 3 x 3 of numbers:
+
+>>> import numpy as np
+>>> from minirad.graph.scalarize import from_chain
+>>> chain = from_chain([np.ones((3, 3)), np.ones((3, 3))])
+>>> count_paths(chain).tolist(), count_scalar_paths(chain).sum()
+([[1]], 27)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from numbers import Integral
 
 import numpy as np
 
-from ..graph.labels import COUNTS, forward, path_label, reverse
+from ..graph.labels import COUNTS, FLOATS, Algebra, forward, path_label, reverse, walk
 from ..graph.lcg import LCG, reachable, takes_lcg
+from ..graph.operators import Identity
 from . import _engines
 from .overflow import check_finite
-from .result import Accumulation, format_count
+from .result import Accumulation, format_count, from_labels
+from .sparsity import operator_pattern, scalar_sizes
 
 DEFAULT_MAX_PATHS = 1_000_000
 
@@ -53,6 +71,8 @@ def count_paths(g: LCG) -> np.ndarray:
 
     Returns an object array of Python ints with shape ``(n_outputs,
     n_inputs)``, rows and columns in ``g.outputs`` / ``g.inputs`` order.
+    On a graph with arrays these are paths of vertices, whatever their
+    shapes (:func:`count_scalar_paths` counts the paths between entries).
     Column ``i`` is the forward sweep over counts seeded at input ``i``
     (:func:`count_paths_reference`); the engine carries one count per input
     (or per output, whichever side is smaller) through the graph in one pass.
@@ -104,6 +124,64 @@ def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
     return result
 
 
+def _count_product(pattern, counts: np.ndarray) -> np.ndarray:
+    """``pattern @ counts`` for a Boolean sparse block and an object array of ints
+    (rows: the block's input entries), exact: each nonzero adds a row of counts."""
+    rows = np.repeat(np.arange(pattern.shape[0]), np.diff(pattern.indptr))
+    out = np.zeros((pattern.shape[0], counts.shape[1]), dtype=object)
+    np.add.at(out, rows, counts[pattern.indices])
+    return out
+
+
+#: the sweep over counts on blocks: a label is a block's Boolean pattern, a value an
+#: object array of Python ints with one row per entry of its vertex and one column per
+#: seed entry, so ``multiply`` counts the scalar paths through one more block
+COUNT_BLOCKS = Algebra("count blocks", _count_product, lambda a, b: a + b)
+
+#: the largest count matrices :func:`count_scalar_paths` holds (entries, summed over vertices)
+SCALAR_COUNT_LIMIT = 2_000_000
+
+
+@takes_lcg
+def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
+    """Exact numbers of paths between entries: from each input entry to each output
+    entry, as Python ints of shape ``(output entries, input entries)`` (C order,
+    one vertex after another).  These are the path counts of
+    :func:`minirad.scalarize` ``(g)``, found without building it: a forward sweep
+    per input over :data:`COUNT_BLOCKS`, whose labels are the blocks' nonzero
+    patterns (:func:`minirad.exact.sparsity.operator_pattern`).  On a graph of
+    numbers it is :func:`count_paths`.  Refused when the count matrices of one
+    sweep would hold more than ``limit`` entries.
+
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> g = trace_arrays(lambda x: np.exp(x).sum() * x, np.ones(2))
+    >>> count_scalar_paths(g)          # y[i] <- x[i] twice (direct and via the sum), x[j] once
+    array([[2, 1],
+           [1, 2]], dtype=object)
+    """
+    if g.algebra is FLOATS:
+        return count_paths(g)
+    out_sizes, in_sizes = scalar_sizes(g, g.outputs), scalar_sizes(g, g.inputs)
+    held = sum(math.prod(shape) for shape in g.shapes) * max(in_sizes, default=0)
+    if held > limit:
+        raise ValueError(f"counting scalar paths holds {held:,} counts per sweep, above the "
+                         f"limit of {limit:,}; pass a larger limit, or count the paths of "
+                         f"arrays (count_paths)")
+    patterns = [operator_pattern(label) for label in g.labels]
+    result = np.zeros((sum(out_sizes), sum(in_sizes)), dtype=object)
+    rows = np.cumsum([0] + out_sizes)
+    columns = np.cumsum([0] + in_sizes)
+    for j, x in enumerate(g.inputs):
+        seed = np.zeros((in_sizes[j], in_sizes[j]), dtype=object)
+        np.fill_diagonal(seed, 1)
+        reached = forward(g, {x: seed}, algebra=COUNT_BLOCKS, labels=patterns).values
+        for i, y in enumerate(g.outputs):
+            if reached[y] is not None:
+                result[rows[i]:rows[i + 1], columns[j]:columns[j + 1]] = reached[y]
+    return result
+
+
 @takes_lcg
 def count_paths_between(g: LCG, source, target) -> int:
     """Exact number of paths from one vertex to another (1 when they coincide).
@@ -142,10 +220,18 @@ def path_costs(g: LCG) -> tuple[int, int]:
     ``(paths from an input to u) * (paths from v to an output)`` paths.
     Exact Python ints, so astronomically large costs are reported exactly.
 
+    On a graph with arrays a product of blocks costs the algebra's
+    ``multiply_cost`` (its flops) and a sum its ``add_cost``, which depend
+    on the blocks each product makes, so the sum is formed
+    (:func:`bauer_reference`) to count them.
+
     >>> from minirad import examples
     >>> path_costs(examples.figure1())  # 4 paths of 3 edges into 2 entries
     (8, 2)
     """
+    if g.algebra is not FLOATS:
+        result = bauer_reference(g)
+        return result.multiplications, result.additions
     return _path_costs(g, count_paths(g))
 
 
@@ -190,12 +276,18 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     sources = _vertex_set(g, source, g.inputs)
     targets = _vertex_set(g, target, g.outputs)
     useful = reachable(g, targets, forward=False)
-    return (path for path, _ in _engines.walk_products(g, sources, targets, useful))
+    return (path for path, _ in _engines.walk_products(g, sources, targets, useful,
+                                                       products=False))
 
 
 @takes_lcg
-def path_product(g: LCG, path: Sequence) -> float:
-    """Product of the partials along a path of vertices (1.0 for a single vertex).
+def path_product(g: LCG, path: Sequence):
+    """Product of the labels along a path of vertices, the first edge innermost.
+
+    A float where the path joins two numbers (1.0 for a single vertex);
+    otherwise the Jacobian block of the path as an operator, as
+    :meth:`~minirad.graph.lcg.LCG.label` gives an edge's (the identity for a
+    single array vertex).
 
     >>> from minirad import examples
     >>> g = examples.lecture()
@@ -217,7 +309,10 @@ def path_product(g: LCG, path: Sequence) -> float:
         except ValueError as error:
             raise ValueError(f"step {step} of the path is not an edge: {error}") from None
     product = path_label(g, vertices)  # the chain rule along the path, in the graph's algebra
-    return g.algebra.one if product is None else float(product)
+    if product is None:
+        shape = g.shapes[vertices[0]]
+        return 1.0 if shape == () else Identity(shape, g.dtypes[vertices[0]])
+    return float(product) if isinstance(product, (float, np.floating)) else product
 
 
 # -------------------------------------------------------------- the path sum
@@ -227,23 +322,8 @@ def _check_max_paths(max_paths) -> int:
     return int(max_paths)
 
 
-@takes_lcg
-def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
-    """The Jacobian by Bauer's formula, with its operation counts.
-
-    Sums the product of partials over every input-to-output path.  Counts
-    are those of :func:`path_costs` (the formula evaluated term by term);
-    the depth-first walk here reuses prefix products, so it does fewer
-    multiplications than it reports, but the counts describe the method,
-    which is what comparisons with sweeps and elimination are about.
-
-    Raises ``ValueError`` when the graph has more than ``max_paths`` paths.
-
-    >>> from minirad import examples
-    >>> result = bauer(examples.lecture())
-    >>> result.jacobian.round(3), result.multiplications, result.additions
-    (array([[5.5  , 1.716]]), 7, 2)
-    """
+def _refuse_many_paths(g: LCG, max_paths) -> np.ndarray:
+    """The path counts, after refusing a graph with more than ``max_paths`` paths."""
     limit = _check_max_paths(max_paths)
     counts = count_paths(g)
     total = int(counts.sum()) if counts.size else 0
@@ -253,6 +333,77 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
             f"max_paths={format_count(limit)}; "
             f"summing over them is hopeless, so use a forward or reverse sweep or vertex "
             f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
+    return counts
+
+
+@takes_lcg
+def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+    """Bauer's formula as written, on any graph: for each input and output, every
+    path between them (:func:`minirad.graph.labels.walk`), its labels multiplied
+    in order, the first edge innermost, and the products added up, each
+    multiplication and addition counted by the graph's algebra.
+
+    On a graph of numbers this is :func:`bauer` (tested equal), only slower;
+    on a graph with arrays it is what :func:`bauer` runs, and a path's
+    product is ``J_k ... J_1`` of its blocks: two dense blocks cost m x k x n,
+    two diagonals d.
+
+    >>> import numpy as np
+    >>> from minirad.graph.scalarize import from_chain
+    >>> result = bauer_reference(from_chain([np.ones((3, 2)), np.ones((4, 3))]))
+    >>> result.jacobian.tolist(), result.multiplications   # one (4x3)(3x2) product
+    ([[3.0, 3.0], [3.0, 3.0], [3.0, 3.0], [3.0, 3.0]], 24)
+    """
+    _refuse_many_paths(g, max_paths)
+    algebra = g.algebra
+    sums, multiplications, additions = {}, 0, 0
+    with np.errstate(over="ignore", invalid="ignore"):  # checked below
+        for t in g.outputs:
+            for s in g.inputs:
+                for path in walk(g, s, t):
+                    product = None
+                    for u, v in zip(path, path[1:]):
+                        label = g.labels[g.edge_index(u, v)]
+                        if isinstance(label, np.floating):
+                            label = float(label)
+                        if product is None:
+                            product = label
+                        else:
+                            multiplications += algebra.multiply_cost(label, product)
+                            product = algebra.multiply(label, product)
+                    if (t, s) in sums:
+                        additions += algebra.add_cost(sums[t, s], product)
+                        product = algebra.add(sums[t, s], product)
+                    sums[t, s] = product
+        jacobian = from_labels(g, g.outputs, g.inputs, lambda t, s: sums.get((t, s)))
+    check_finite(g, jacobian, "bauer")
+    shapes = None if algebra is FLOATS else (tuple(g.shapes[v] for v in g.outputs),
+                                             tuple(g.shapes[v] for v in g.inputs))
+    return Accumulation(jacobian, multiplications, additions, "bauer", shapes=shapes)
+
+
+@takes_lcg
+def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+    """The Jacobian by Bauer's formula, with its operation counts.
+
+    Sums the product of labels over every input-to-output path
+    (:func:`bauer_reference`).  Counts are those of :func:`path_costs` (the
+    formula evaluated term by term); on a graph of numbers the depth-first
+    walk here reuses prefix products, so it does fewer multiplications than
+    it reports, but the counts describe the method, which is what
+    comparisons with sweeps and elimination are about.  On a graph with
+    arrays a product of blocks costs its flops; see :func:`bauer_reference`.
+
+    Raises ``ValueError`` when the graph has more than ``max_paths`` paths.
+
+    >>> from minirad import examples
+    >>> result = bauer(examples.lecture())
+    >>> result.jacobian.round(3), result.multiplications, result.additions
+    (array([[5.5  , 1.716]]), 7, 2)
+    """
+    if g.algebra is not FLOATS:
+        return bauer_reference(g, max_paths)
+    counts = _refuse_many_paths(g, max_paths)
     jac = np.zeros((len(g.outputs), len(g.inputs)))
     row = {y: r for r, y in enumerate(g.outputs)}
     useful = reachable(g, g.outputs, forward=False)

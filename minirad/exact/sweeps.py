@@ -2,27 +2,55 @@
 
 A forward sweep seeds an input with tangent 1 and pushes tangents along
 the edges in topological order: the tangent of ``v`` is the sum over its
-in-edges of partial times the tangent of the predecessor.  A reverse sweep
+in-edges of label times the tangent of the predecessor.  A reverse sweep
 seeds an output with adjoint 1 and pulls adjoints back in reverse order:
-the adjoint of ``u`` is the sum over its out-edges of partial times the
-adjoint of the successor, so a vertex used several times receives the sum
+the adjoint of ``u`` is the sum over its out-edges of the adjoint of the
+successor times the label, so a vertex used several times receives the sum
 of its partial adjoints (the lecture's ``node_to_grad`` algorithm).  Both
 are Bauer's path sum with the common prefixes (forward) or suffixes
 (reverse) of the paths factored out.
 
+The same functions run on every graph.  Where a vertex holds an array,
+its tangent or adjoint is an array of its shape and an edge label is a
+Jacobian block (:mod:`minirad.graph.operators`), so one step of the sweep
+is a JVP ``J t`` or a VJP ``a J`` and a diagonal block costs d, not d²
+(the RAD paper's vectorized graph, Sec. 3.2).
+
 Every exact method returns an :class:`Accumulation`: the Jacobian plus the
 multiplications and additions it took (for sweeps, counted when first read).
+
+Tangents, adjoints and results
+------------------------------
+:func:`jvp` takes one tangent per input and returns one per output;
+:func:`vjp` takes one adjoint per output and returns one per input.  Each
+side is given, or comes back, in one of two forms, decided by the graph:
+
+* when every vertex of that side is a number: a plain float array, ``(n,)``
+  for one vector, ``(n, k)`` for k tangents as columns (``J @ V``) and
+  ``(k, n)`` for k adjoints as rows (``U @ J``), as in matrix algebra;
+* otherwise: a list with one entry per vertex, an array of the vertex's
+  shape (a float for a number; None for zero when given), every entry with
+  the same optional leading *stack* axes for several products at once.
+
+:func:`gradient` is the VJP of a graph with one number as output, seeded
+with 1 in the output's dtype.  :func:`forward_sweep` and
+:func:`reverse_sweep` seed unit tangents (adjoints) on every entry of the
+selected inputs (outputs) and keep every vertex's values.
 
 Cost convention
 ---------------
 A sweep for one seed skips the vertices the seed cannot reach: their
-tangents (adjoints) are structurally zero.  For each seed, every edge whose
-tail the seed reaches (forward) or whose head reaches the seed (reverse) is
-one multiplication, partials of ±1 included, and a vertex that combines
-``t >= 1`` such edges costs ``t - 1`` additions.  A sweep over several
-seeds costs the sum over its seeds.  The vectorised engines may
-multiply some structural zeros in bulk; the counts describe the algorithm,
-not how numpy blocks the arithmetic.
+tangents (adjoints) are structurally zero.  Each edge the sweep traverses
+costs the algebra's ``multiply_cost`` (:mod:`minirad.graph.labels`): 1 for
+a number, the block's flops for an array, times the number of stacked
+seeds, and each vertex that combines ``t >= 1`` traversed edges costs
+``t - 1`` of the algebra's additions (1 for a number, one per entry for an
+array).  On a graph of numbers: for each seed, every edge whose tail the
+seed reaches (forward) or whose head reaches the seed (reverse) is one
+multiplication, partials of ±1 included.  A sweep over several seeds costs
+the sum over its seeds.  The vectorised engines may multiply some
+structural zeros in bulk; the counts describe the algorithm, not how numpy
+blocks the arithmetic.
 
 The recurrence
 --------------
@@ -38,9 +66,11 @@ labels (:mod:`minirad.graph.labels`) it reads::
 
 :func:`minirad.graph.labels.forward` and :func:`minirad.graph.labels.reverse` are
 exactly this (skipping vertices not reached, which is what the cost
-convention counts), and ``engine="reference"`` runs them, one seed at a
-time.  The other engines compute the same numbers faster
-(:mod:`minirad.exact._engines`, tested equal to the reference):
+convention counts), and ``engine="reference"`` runs them.  It is the only
+engine for a graph with arrays, which it sweeps with all of a vertex's
+unit seeds stacked.  On a graph of numbers the other engines compute the
+same numbers faster (:mod:`minirad.exact._engines`, tested equal to the
+reference):
 
 * ``"loop"``: the same loop over plain Python float lists, no per-edge
   function calls; best on small graphs such as traced scalar programs;
@@ -62,22 +92,38 @@ array([[5.5  , 1.716]])
 (8, 2)
 >>> forward_sweep(g, inputs=["x1"]).tangents[:, 0].round(3).tolist()
 [1.0, 0.0, 0.5, 5.0, 0.0, 5.5, 5.5]
+
+The same calls on a program of arrays:
+
+>>> import numpy as np
+>>> from minirad import trace_arrays
+>>> h = trace_arrays(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
+>>> gradient(h)
+[array([2., 4., 6.])]
+>>> reverse_sweep(h).jacobian, reverse_sweep(h).multiplications   # two VJPs of 3 flops
+(array([[2., 4., 6.]]), 6)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from numbers import Integral
 
 import numpy as np
 
 from ..graph import labels
+from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable, takes_lcg
 from . import _engines
 from .overflow import check_finite
-from .result import Accumulation
+from .result import Accumulation, check_size
+
+__all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_sweep",
+           "vjp"]
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
+
 
 # ---------------------------------------------------------------- arguments
 def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
@@ -104,15 +150,18 @@ def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
     return tuple(chosen)
 
 
-def _check_engine(engine) -> str:
+def _check_engine(g: LCG, engine) -> str:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
+    if g.algebra is not FLOATS and engine not in ("auto", "reference"):
+        raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
+                         f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
     return engine
 
 
 def _seed_block(name: str, given, length: int, seeds_first: bool) -> tuple[np.ndarray, bool]:
-    """Validate a jvp/vjp argument; return it as (length, k) and whether it was 1-D."""
+    """Validate a flat jvp/vjp argument; return it as (length, k) and whether it was 1-D."""
     try:
         array = np.asarray(given, dtype=np.float64)
     except (TypeError, ValueError):
@@ -127,6 +176,65 @@ def _seed_block(name: str, given, length: int, seeds_first: bool) -> tuple[np.nd
     if not np.all(np.isfinite(block)):
         raise ValueError(f"{name} contains non-finite entries; seeds must be finite")
     return block, flat
+
+
+def _numbers(g: LCG, vertices) -> bool:
+    return all(g.shapes[v] == () for v in vertices)
+
+
+def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dict, tuple]:
+    """Seeds ``{vertex: array}`` for a graph with arrays, and their common stack shape.
+
+    The argument takes the flat form when every vertex of its side is a
+    number, else the form of one entry per vertex (see the module docstring)."""
+    if _numbers(g, vertices):
+        block, flat = _seed_block(name, given, len(vertices), seeds_first)
+        stack = () if flat else (block.shape[1],)
+        # arrays, never numpy scalars: the algebra tells a label from a value by type
+        return {v: np.asarray(block[i, 0] if flat else block[i])
+                for i, v in enumerate(vertices)}, stack
+    if isinstance(given, (str, bytes, np.ndarray)) or not isinstance(given, Sequence):
+        raise TypeError(f"{name} must be a list with one entry per vertex (an array of its "
+                        f"shape, a float for a number, or None for zero), not "
+                        f"{type(given).__name__}")
+    if len(given) != len(vertices):
+        raise ValueError(f"{name} has {len(given)} entries; give one per vertex "
+                         f"({len(vertices)}: {', '.join(g.names[v] for v in vertices)})")
+    seeds, stack = {}, None
+    for v, entry in zip(vertices, given):
+        if entry is None:
+            continue
+        try:
+            array = np.asarray(entry)
+        except (TypeError, ValueError):
+            array = np.asarray(None)
+        if array.dtype.kind not in "biuf":
+            raise TypeError(f"the entry of {name} for {g.names[v]} must be an array of real "
+                            f"numbers, not {type(entry).__name__}")
+        shape = g.shapes[v]
+        lead = array.shape[:array.ndim - len(shape)]
+        if array.ndim < len(shape) or array.shape[len(lead):] != shape or (
+                stack is not None and lead != stack):
+            wanted = shape if stack is None else stack + shape
+            raise ValueError(f"the entry of {name} for {g.names[v]} has shape {array.shape}; "
+                             f"expected {wanted}" + ("" if stack is not None else
+                                                     " (optionally stacked along leading axes)"))
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"the entry of {name} for {g.names[v]} has non-finite entries; "
+                             f"seeds must be finite")
+        stack = lead
+        seeds[v] = array if array.dtype.kind == "f" else array.astype(np.float64)
+    return seeds, () if stack is None else stack
+
+
+def _results(g: LCG, values, vertices, stack: tuple, seeds_first: bool):
+    """The swept values at ``vertices`` in the form of their side (module docstring)."""
+    found = [np.zeros(stack + g.shapes[v], dtype=g.dtypes[v]) if values[v] is None
+             else np.asarray(values[v]) for v in vertices]
+    if _numbers(g, vertices):
+        flat = np.array(found, dtype=np.float64).reshape((len(vertices),) + stack)
+        return flat.T if seeds_first else flat
+    return [float(x) if x.ndim == 0 else x for x in found]
 
 
 # ------------------------------------------------------------------ engines
@@ -157,10 +265,10 @@ def _propagate_units(g: LCG, vertices: Sequence[int], forward: bool, engine: str
 
 # ------------------------------------------------------------------- counts
 def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
-    """Multiplications and additions of a sweep over ``seeds`` (see the module
-    docstring), from reachability alone: the reference recurrence counts the
-    same (tests/test_engines.py).  Per-seed figures are memoized, as they
-    depend only on structure."""
+    """Multiplications and additions of a sweep over ``seeds`` on a graph of
+    numbers (see the module docstring), from reachability alone: the reference
+    recurrence counts the same (tests/test_engines.py).  Per-seed figures are
+    memoized, as they depend only on structure."""
     per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
     missing = [seed for seed in seeds if seed not in per_seed]
     if missing:
@@ -203,24 +311,89 @@ def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
     return values, ends
 
 
+def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: bool):
+    """The reference recurrence on a graph with arrays, seeded with the unit vectors
+    of every entry of each chosen vertex, stacked (in chunks of about
+    ``_BLOCK_VALUES`` values per vertex when the values are not kept).
+
+    Returns the per-vertex values (or None), the Jacobian (far entries x seed
+    entries for a forward sweep) and the operation counts."""
+    far = g.outputs if forward else g.inputs
+    sizes = [math.prod(g.shapes[v]) for v in chosen]
+    far_at = np.cumsum([0] + [math.prod(g.shapes[v]) for v in far])
+    k = sum(sizes)
+    check_size(int(far_at[-1]), k)
+    widest = max((math.prod(shape) for shape in g.shapes), default=1)
+    sweep = labels.forward if forward else labels.reverse
+    ends = np.zeros((int(far_at[-1]), k))
+    kept = [[] for _ in range(g.n_vertices)] if keep_values else None
+    multiplications = additions = 0
+    column = 0
+    for s, size in zip(chosen, sizes):
+        step = size if keep_values else max(1, min(size, _BLOCK_VALUES // max(widest, 1)))
+        for lo in range(0, size, step):
+            hi = min(size, lo + step)
+            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shapes[s])
+            with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
+                swept = sweep(g, {s: unit})
+            multiplications += swept.multiplications
+            additions += swept.additions
+            for i, v in enumerate(far):
+                if swept.values[v] is not None:
+                    ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
+                        swept.values[v], (hi - lo, -1)).T
+            if keep_values:
+                for v, value in enumerate(swept.values):
+                    kept[v].append(np.zeros((hi - lo,) + g.shapes[v], dtype=g.dtypes[v])
+                                   if value is None else np.asarray(value))
+            column += hi - lo
+    values = None
+    if keep_values:
+        values = tuple(np.concatenate(parts) if parts else
+                       np.zeros((0,) + g.shapes[v], dtype=g.dtypes[v])
+                       for v, parts in enumerate(kept))
+    return values, ends, multiplications, additions
+
+
+def _shapes(g: LCG, rows, columns) -> tuple[tuple, tuple]:
+    return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
+
+
 @takes_lcg
 def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
     """Tangents of every vertex with respect to each selected input.
 
     ``inputs`` is None (all inputs), one input or a sequence of inputs, by
-    name or number.  ``jacobian`` has one column per selected input;
-    ``tangents`` has shape ``(n_vertices, len(inputs))``, or is None with
-    ``keep_values=False``, which sweeps the seeds in memory-bounded blocks.
+    name or number.  ``jacobian`` has one column per entry of the selected
+    inputs (one per input on a graph of numbers); ``tangents`` has shape
+    ``(n_vertices, n_columns)`` on a graph of numbers and holds one
+    ``(n_columns,) + shape`` array per vertex on a graph with arrays, or
+    is None with ``keep_values=False``, which sweeps the seeds in
+    memory-bounded blocks.
 
     >>> from minirad import examples
     >>> g = examples.lecture()
     >>> r = forward_sweep(g, inputs="x2")
     >>> r.jacobian.round(3), r.multiplications, r.additions
     (array([[1.716]]), 5, 1)
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> h = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> r = forward_sweep(h, inputs="x")
+    >>> r.jacobian                                    # dy/dx = A
+    array([[1., 0.],
+           [0., 1.]])
+    >>> r.blocks[0][0].shape, r.tangents[h.index("y")].shape
+    ((2, 2), (2, 2))
     """
-    engine = _check_engine(engine)
+    engine = _check_engine(g, engine)
     chosen = _select(g, inputs, g.inputs, "input")
+    if g.algebra is not FLOATS:
+        tangents, jac, mults, adds = _sweep_arrays(g, chosen, True, keep_values)
+        check_finite(g, jac, "forward", columns=chosen)
+        return Accumulation(jac, mults, adds, "forward", tangents=tangents, seeds=chosen,
+                            shapes=_shapes(g, g.outputs, chosen))
     tangents, jac = _sweep(g, chosen, True, engine, keep_values)
     check_finite(g, jac, "forward", columns=chosen)
     return Accumulation(jac, None, None, "forward", tangents=tangents, seeds=chosen,
@@ -233,16 +406,23 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
     """Adjoints of every vertex for each selected output.
 
     ``outputs`` is None (all outputs), one output or a sequence of outputs.
-    ``jacobian`` has one row per selected output; ``adjoints`` has shape
-    ``(n_vertices, len(outputs))``, or is None with ``keep_values=False``.
+    ``jacobian`` has one row per entry of the selected outputs; ``adjoints``
+    has shape ``(n_vertices, n_rows)`` on a graph of numbers and holds one
+    ``(n_rows,) + shape`` array per vertex on a graph with arrays, or is
+    None with ``keep_values=False``.
 
     >>> from minirad import examples
     >>> r = reverse_sweep(examples.lecture())
     >>> r.adjoints[:, 0].round(3).tolist()
     [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
     """
-    engine = _check_engine(engine)
+    engine = _check_engine(g, engine)
     chosen = _select(g, outputs, g.outputs, "output")
+    if g.algebra is not FLOATS:
+        adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values)
+        check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
+        return Accumulation(jac_t.T, mults, adds, "reverse", adjoints=adjoints, seeds=chosen,
+                            shapes=_shapes(g, chosen, g.inputs))
     adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values)
     check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
     return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
@@ -250,17 +430,27 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
 
 
 @takes_lcg
-def jvp(g: LCG, v, engine: str = "auto") -> np.ndarray:
-    """Jacobian-vector product ``J @ v`` by one forward sweep per column of v.
+def jvp(g: LCG, v, engine: str = "auto"):
+    """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
 
-    ``v`` has shape ``(n_inputs,)`` or ``(n_inputs, k)``; the result has
-    shape ``(n_outputs,)`` or ``(n_outputs, k)``.
+    On a graph whose inputs and outputs are numbers, ``v`` has shape
+    ``(n_inputs,)`` or ``(n_inputs, k)`` and the result ``(n_outputs,)`` or
+    ``(n_outputs, k)``; with arrays, see the module docstring (a list with
+    one entry per vertex).
 
     >>> from minirad import examples
     >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
     array([4.5839])
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
+    [array([1., 0.])]
     """
-    engine = _check_engine(engine)
+    engine = _check_engine(g, engine)
+    if g.algebra is not FLOATS:
+        seeds, stack = _entries(g, "v", v, g.inputs, seeds_first=False)
+        return _results(g, labels.forward(g, seeds).values, g.outputs, stack, False)
     block, flat = _seed_block("v", v, len(g.inputs), seeds_first=False)
     seeds = np.zeros((g.n_vertices, block.shape[1]))
     seeds[list(g.inputs), :] = block
@@ -269,19 +459,58 @@ def jvp(g: LCG, v, engine: str = "auto") -> np.ndarray:
 
 
 @takes_lcg
-def vjp(g: LCG, u, engine: str = "auto") -> np.ndarray:
-    """Vector-Jacobian product ``u @ J`` by one reverse sweep per row of u.
+def vjp(g: LCG, u, engine: str = "auto"):
+    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out.
 
-    ``u`` has shape ``(n_outputs,)`` or ``(k, n_outputs)``; the result has
-    shape ``(n_inputs,)`` or ``(k, n_inputs)``.
+    On a graph whose inputs and outputs are numbers, ``u`` has shape
+    ``(n_outputs,)`` or ``(k, n_outputs)`` and the result ``(n_inputs,)`` or
+    ``(k, n_inputs)``; with arrays, see the module docstring.
 
     >>> from minirad import examples
     >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
     array([-1.05  , -1.4049])
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
+    >>> dA                                                 # the outer product a x^T
+    array([[1., 2.],
+           [0., 0.]])
     """
-    engine = _check_engine(engine)
+    engine = _check_engine(g, engine)
+    if g.algebra is not FLOATS:
+        seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
+        return _results(g, labels.reverse(g, seeds).values, g.inputs, stack, True)
     block, flat = _seed_block("u", u, len(g.outputs), seeds_first=True)
     seeds = np.zeros((g.n_vertices, block.shape[1]))
     seeds[list(g.outputs), :] = block
     result = _propagate(g, seeds, False, engine)[list(g.inputs), :].T
     return result[0] if flat else result
+
+
+@takes_lcg
+def gradient(g: LCG, engine: str = "auto"):
+    """The gradient of a graph whose one output is a number: one reverse sweep
+    seeded with 1 in the output's dtype, one entry per input as :func:`vjp`
+    returns them (a float array on a graph of numbers, else a list of arrays).
+
+    >>> from minirad import examples
+    >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
+    [2.5838531634528574, 2.0]
+    >>> import numpy as np
+    >>> from minirad import trace_arrays
+    >>> gradient(trace_arrays(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
+    [array([[2., 2.],
+           [2., 2.]], dtype=float32)]
+    """
+    if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
+        raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
+                         f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
+    engine = _check_engine(g, engine)
+    if g.algebra is FLOATS:
+        return vjp(g, [1.0], engine)
+    y = g.outputs[0]
+    # seeded in the output's dtype: a float32 program's gradient is float32, as it would be
+    # by hand, and the same bits as a hand-written backward pass
+    values = labels.reverse(g, {y: np.ones((), dtype=g.dtypes[y])}).values
+    return _results(g, values, g.inputs, (), True)

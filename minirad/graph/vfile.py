@@ -27,12 +27,13 @@ True
 
 A graph with a linear solve (the two edges share one LU factorisation):
 
->>> from minirad import blocks, memory
+>>> from minirad import memory
+>>> from minirad.exact.sweeps import gradient
 >>> g = trace_arrays(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
 ...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> save_vector(g, path)
 >>> h = load_vector(path)
->>> all(np.array_equal(a, b) for a, b in zip(blocks.gradient(h), blocks.gradient(g)))
+>>> all(np.array_equal(a, b) for a, b in zip(gradient(h), gradient(g)))
 True
 >>> memory(h).per_edge == memory(g).per_edge      # LU + pivots + x, the LU kept once
 True

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exact import blocks
+from ..exact.sweeps import gradient
 from ..tracing.arrays import trace_arrays
 
 __all__ = [
@@ -176,7 +176,7 @@ def traced_gradient(problem: ODEProblem, p) -> Gradient:
         return 0.5 * (r * r).sum()
 
     g = trace_arrays(program, p)
-    return Gradient("reverse sweep on the vector LCG", blocks.gradient(g)[0],
+    return Gradient("reverse sweep on the vector LCG", gradient(g)[0],
                     problem.n_steps + 1, 0, solve(problem, p))
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.linalg as linalg
 import scipy.sparse as sparse
 
-from ..exact import blocks
+from ..exact.jacobians import jacobian
 from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import arrays as array_trace
 from ..tracing.arrays import Tracked, trace_arrays
@@ -302,7 +302,7 @@ def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
     if value.size != x.size:
         raise ValueError(f"f(x, p) has {value.size} entries for {x.size} unknowns; a root "
                          f"needs as many equations as unknowns")
-    J = blocks.jacobian(g, "forward" if x.size + p.size <= value.size else "reverse")
+    J = jacobian(g, method="forward" if x.size + p.size <= value.size else "reverse")
     return value, J[:, :x.size], J[:, x.size:]
 
 
@@ -321,7 +321,8 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     >>> g = trace_arrays(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
     >>> float(g.values[g.outputs[0]])                    # x = 1
     1.0
-    >>> float(blocks.gradient(g)[0][0])                  # dx/dp = 1 / (3 x^2 + 1)
+    >>> from minirad.exact.sweeps import gradient
+    >>> float(gradient(g)[0][0])                         # dx/dp = 1 / (3 x^2 + 1)
     0.25
     """
     x = np.asarray(x0.value if isinstance(x0, Tracked) else x0, dtype=np.float64).copy()

@@ -3,7 +3,7 @@
 Same contract as :mod:`minirad.labs.checks`.  Two oracles stand behind
 every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
 scalars, :func:`~minirad.tracing.arrays.trace_arrays` with
-:func:`minirad.exact.blocks.vjp` for arrays) and central finite differences,
+:func:`minirad.exact.sweeps.vjp` for arrays) and central finite differences,
 which know nothing of either.
 
 The array checks do not look inside the student's tracked-array type: they
@@ -13,7 +13,7 @@ that type) that tracks the arrays, runs ``op`` on them, seeds the result with
 
 >>> import numpy as np
 >>> from minirad.tracing.arrays import trace_arrays
->>> from minirad.exact.blocks import vjp as block_vjp
+>>> from minirad.exact.sweeps import vjp as block_vjp
 >>> def vjp(op, *arrays, wobble):   # minirad standing in for a student's type
 ...     return block_vjp(trace_arrays(lambda *xs: op(*xs), *arrays), [wobble])
 >>> check_pullbacks({"matmul": lambda X, Y: X @ Y}, vjp)
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..exact.blocks import vjp as block_vjp
 from ..exact.sweeps import reverse_sweep
+from ..exact.sweeps import vjp as block_vjp
 from ..tracing import ops
 from ..tracing.arrays import sigmoid, trace_arrays
 from ..tracing.tape import trace
@@ -203,7 +203,7 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     ``op`` on them, seeds the result's gradient with ``w`` and returns the
     list of the inputs' gradients.  Each rule is run on two or three shape
     cases with seeded random inputs and wobbles; each gradient is compared
-    with minirad's VJP (:func:`minirad.exact.blocks.vjp` on
+    with minirad's VJP (:func:`minirad.exact.sweeps.vjp` on
     :func:`~minirad.tracing.arrays.trace_arrays`) and with central
     differences, and the message names the rule, the input and the shapes,
     with a hint for a transposed matmul rule, a missing minus, a missing 2,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exact.blocks import gradient
+from ..exact.sweeps import gradient
 from ..graph.lcg import relabelled
 from ..graph.memory import memory
 from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key

@@ -3,7 +3,7 @@ vectors, each with its own estimator (exact, or RAD at its own fraction).
 
 The references are the simulation as a vector LCG
 (:func:`minirad.studies.pde_graph.pde_graph`, reversed by
-:func:`minirad.exact.blocks.gradient`) and the chain of
+:func:`minirad.exact.sweeps.gradient`) and the chain of
 :func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpoint.schedules`
 (tested equal to each other); this engine computes the same numbers (tested
 equal to 1e-10 in relative norm; the sums run in another order) with fewer

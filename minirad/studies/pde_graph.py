@@ -18,7 +18,7 @@ graph gets the sampling matrix P_n (d/k times k draws of e_i e_i^T) by
 keep phi_n.  Both diagonals fold P_n in and keep only the k sampled entries
 and their indices, one shared copy per state.
 
->>> from minirad.exact.blocks import gradient
+>>> from minirad.exact.sweeps import gradient
 >>> from minirad.studies.pde import Reactor, initial_theta, exact_gradient
 >>> p = Reactor.quick(n_steps=6)
 >>> g = pde_graph(p, initial_theta(rng=0))
