@@ -151,3 +151,118 @@ def lab_solution(stem: str, name: str, tmp_path_factory):
     result = solved_lab(stem, tmp_path_factory)
     assert result.ok, result
     return result.namespace[name]
+
+
+# ----------------------------------------------------- random array programs
+# values live in a few shapes; every step maps earlier values to one of them
+A_SHAPE, B_SHAPE = (2, 3), (3,)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+_UNARY = {"tanh": np.tanh, "sigmoid": _sigmoid, "square": np.square,
+          "exp": lambda x: np.exp(x * 0.5)}
+
+
+@st.composite
+def array_programs(draw, max_steps: int = 6, mixed=None):
+    """(f, args): a random straight-line numpy program of matrices, vectors and, when
+    ``mixed`` (drawn when None), a number as a third input.  The arguments are
+    arrays (a number as a 0-d array), so ``central_differences`` can nudge them;
+    the functions run on minirad's traced arrays and on plain numpy alike."""
+    mixed = draw(st.booleans()) if mixed is None else mixed
+    shapes = [A_SHAPE, B_SHAPE] + ([()] if mixed else [])
+    steps = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        n = len(shapes)
+        i = draw(st.integers(0, n - 1))
+        j = draw(st.integers(0, n - 1))
+        si, sj = shapes[i], shapes[j]
+        options = [("unary", draw(st.sampled_from(sorted(_UNARY))))]
+        try:
+            out = np.broadcast_shapes(si, sj)
+            if out in (A_SHAPE, B_SHAPE, (2,), ()):
+                options.append(("binary", draw(st.sampled_from(["+", "-", "*"]))))
+        except ValueError:
+            pass
+        if si == A_SHAPE and sj == B_SHAPE:
+            options.append(("matmul", "A@b"))
+        if si == (2,) and sj == A_SHAPE:
+            options.append(("matmul", "c@A"))
+        if si == A_SHAPE:
+            options += [("sum", 0), ("sum", 1), ("index", "row")]
+        if si == B_SHAPE and sj == B_SHAPE:
+            options.append(("stack", None))
+        if si == B_SHAPE:
+            options += [("index", "head"), ("total", None)]
+        kind, arg = draw(st.sampled_from(options))
+        if kind == "unary":
+            shape = si
+        elif kind == "binary":
+            shape = np.broadcast_shapes(si, sj)
+        elif kind == "matmul":
+            shape = (2,) if arg == "A@b" else B_SHAPE
+        elif kind == "sum":
+            shape = B_SHAPE if arg == 0 else (2,)
+        elif kind == "index":
+            shape = B_SHAPE if arg == "row" else (2,)
+        elif kind == "total":
+            shape = ()
+        else:
+            shape = A_SHAPE
+        steps.append((kind, arg, i, j))
+        shapes.append(shape)
+    n_out = draw(st.integers(1, 2))
+    outputs = list(range(len(shapes) - n_out, len(shapes)))
+
+    def f(*inputs):
+        values = list(inputs)
+        for kind, arg, i, j in steps:
+            x, y = values[i], values[j]
+            if kind == "unary":
+                values.append(_UNARY[arg](x))
+            elif kind == "binary":
+                values.append(x + y if arg == "+" else x - y if arg == "-" else x * y)
+            elif kind == "matmul":
+                values.append(x @ y)
+            elif kind == "sum":
+                values.append(x.sum(axis=arg))
+            elif kind == "index":
+                values.append(x[1] if arg == "row" else x[:2])
+            elif kind == "total":
+                values.append(x.sum())
+            else:
+                values.append(np.stack([x, y]))
+        return tuple(values[k] for k in outputs)
+
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    args = [rng.uniform(-1, 1, A_SHAPE), rng.uniform(-1, 1, B_SHAPE)]
+    if mixed:
+        args.append(np.array(rng.uniform(0.5, 1.5)))
+    return f, args
+
+
+def central_differences(f, args, h=1e-6):
+    """Jacobian of f (arrays -> array or tuple of arrays) by central differences,
+    rows and columns the entries in C order."""
+    def flat_out(xs):
+        out = f(*xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        return np.concatenate([np.ravel(o) for o in outs])
+    columns = []
+    for i, a in enumerate(args):
+        for j in range(a.size):
+            plus = [np.array(x, dtype=np.float64) for x in args]
+            minus = [np.array(x, dtype=np.float64) for x in args]
+            plus[i].reshape(-1)[j] += h
+            minus[i].reshape(-1)[j] -= h
+            columns.append((flat_out(plus) - flat_out(minus)) / (2 * h))
+    return np.stack(columns, axis=1)
+
+
+def close(a, b, rtol=1e-10):
+    """a equals b to ``rtol`` relative to b's largest entry (at least 1)."""
+    scale = max(1.0, float(np.abs(b).max(initial=0)))
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * scale)

@@ -1,7 +1,9 @@
 """Vertex elimination, checked against oracles that do not eliminate vertices:
 hand counts and hand derivatives, Bauer's path sum by enumeration, a dense
 solve of (I - L) J = E, brute force over all orders, and a Markowitz chooser
-that rescans the whole graph."""
+that rescans the whole graph.  On graphs with arrays: matrix-product costs
+by hand (the textbook matrix chain), brute force over all orders, and the
+reverse sweep of every graph the elimination passes through."""
 
 import itertools
 import math
@@ -11,11 +13,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import rational_jacobian
+from oracles import array_programs, close, rational_jacobian
 
 from minirad import LCG, examples
 from minirad.exact.elimination import (
     OPTIMAL_LIMIT,
+    SEARCH_LIMIT,
     Elimination,
     Step,
     eliminate,
@@ -23,6 +26,11 @@ from minirad.exact.elimination import (
     elimination_cost,
     elimination_order,
 )
+from minirad.exact.jacobians import jacobian
+from minirad.exact.orders import chain_labels, optimal_chain
+from minirad.graph.operators import OPERATORS, Dense, Diagonal, Operator
+from minirad.graph.scalarize import from_chain
+from minirad.tracing.arrays import trace_arrays
 
 # ------------------------------------------------------------------ oracles
 
@@ -426,3 +434,136 @@ def test_markowitz_matches_a_full_rescan_on_a_larger_graph():
     result = eliminate(g, "markowitz", keep_graphs=True)
     for step, before in zip(result.steps, result.graphs):
         assert before.index(step.vertex) == rescan_markowitz_choice(before)
+
+
+# ------------------------------------------------------------ graphs with arrays
+def chain_graph(factors):
+    shapes = [factors[0].in_shape] + [op.out_shape for op in factors]
+    names = ["x"] + [f"v{i}" for i in range(1, len(factors))] + ["y"]
+    return LCG(names, range(len(factors)), range(1, len(factors) + 1), factors, [0],
+               [len(factors)], shapes=shapes)
+
+
+def random_chain(rng, length):
+    sizes = rng.integers(1, 7, length + 1).tolist()
+    factors = []
+    for i in range(length):
+        if sizes[i] == sizes[i + 1] and rng.random() < 0.4:
+            factors.append(Diagonal(rng.standard_normal(sizes[i])))
+        else:
+            factors.append(Dense(rng.standard_normal((sizes[i + 1], sizes[i])), (sizes[i + 1],),
+                                 (sizes[i],)))
+    return factors
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_matrix_chain_order_is_optimal(seed):
+    rng = np.random.default_rng(seed)
+    factors = random_chain(rng, int(rng.integers(2, 6)))
+    g = chain_graph(factors)
+    assert chain_labels(g) == factors
+    best = optimal_chain(factors, OPERATORS)
+    exact = jacobian(g)
+    close(best.product.to_dense(), exact)
+    # the programme's order, run as an elimination, costs exactly what it says
+    middle = g.intermediates
+    run = eliminate(g, [middle[p - 1] for p in best.order])
+    assert run.multiplications == best.cost
+    close(run.jacobian, exact)
+    assert eliminate(g, "optimal").multiplications == best.cost
+    for order in ("forward", "reverse", "markowitz"):
+        assert best.cost <= eliminate(g, order).multiplications
+    # and no elimination order at all does better (every order is a parenthesization)
+    cheapest = min(elimination_cost(g, list(p))[0] for p in itertools.permutations(middle))
+    assert best.cost == cheapest
+
+
+def test_the_textbook_matrix_chain():
+    # (10x30)(30x5)(5x60): 4,500 via (AB)C, 27,000 via A(BC)
+    A = Dense(np.ones((10, 30)), (10,), (30,))
+    B = Dense(np.ones((30, 5)), (30,), (5,))
+    C = Dense(np.ones((5, 60)), (5,), (60,))
+    best = optimal_chain([C, B, A])      # C applied first: the product is A B C
+    assert best.cost == 10 * 30 * 5 + 10 * 5 * 60 == 4500
+    assert best.parenthesized == "((J3 J2) J1)"
+    g = chain_graph([C, B, A])
+    # forward eliminates v1 (between C and B) first: (B C) is 30 x 60, then A (B C)
+    assert elimination_cost(g, "forward") == (30 * 5 * 60 + 10 * 30 * 60, 0)
+    assert elimination_cost(g, "reverse") == (4500, 0)
+    # a chain of numbers is a chain too, one multiplication per product
+    assert optimal_chain([2.0, 3.0, 4.0]).cost == 2
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(array_programs(max_steps=3), st.data())
+def test_every_graph_an_array_elimination_passes_through_has_the_jacobian(program, data):
+    f, args = program
+    g = trace_arrays(f, *args)
+    exact = jacobian(g)
+    order = data.draw(st.permutations(g.intermediates))
+    result = eliminate(g, list(order), keep_graphs=True)
+    close(result.jacobian, exact)
+    assert result.blocks is not None and len(result.graphs) == len(order) + 1
+    for h in result.graphs:          # elimination never changes the Jacobian
+        close(jacobian(h), exact)
+    steps = result.steps
+    assert [s.vertex for s in steps] == [g.names[v] for v in order]
+    assert sum(s.multiplications for s in steps) == result.multiplications
+    assert sum(s.additions for s in steps) == result.additions
+    for step, after in zip(steps, result.graphs[1:]):
+        for (p, s), label in zip(step.fill_in + step.updated,
+                                 step.fill_in_labels + step.updated_labels):
+            kept = after.label(p, s)
+            assert type(kept) is type(label)
+            if isinstance(label, Operator):
+                close(kept.to_dense(), label.to_dense())
+    if order:
+        one = eliminate_vertex(g, order[0])
+        close(jacobian(one), exact)
+        assert one.n_vertices == g.n_vertices - 1
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(array_programs(max_steps=3))
+def test_the_optimal_order_of_a_small_array_graph_is_the_cheapest_of_all(program):
+    f, args = program
+    g = trace_arrays(f, *args)
+    if len(g.intermediates) > 5:
+        return   # brute force over 720 orders or more: too slow for the suite
+    costs = [elimination_cost(g, list(p)) for p in itertools.permutations(g.intermediates)]
+    assert elimination_cost(g, "optimal") == min(costs)
+
+
+def test_optimal_on_arrays_is_limited_unless_the_graph_is_a_chain():
+    long_chain = from_chain([np.ones((2, 2))] * (SEARCH_LIMIT + 5))
+    assert eliminate(long_chain, "optimal").multiplications == 8 * (SEARCH_LIMIT + 4)
+    wide = trace_arrays(lambda x: sum(np.tanh(x * float(k)) for k in range(1, 6)), np.ones(2))
+    assert len(wide.intermediates) > SEARCH_LIMIT
+    with pytest.raises(ValueError, match=f"limited to {SEARCH_LIMIT} intermediates"):
+        eliminate(wide, "optimal")
+    np.testing.assert_allclose(eliminate(wide, "markowitz").jacobian, jacobian(wide))
+
+
+def test_elimination_costs_on_arrays_are_flops():
+    # y = exp(x) * x: two diagonal paths of 3 entries; eliminating exp(x) multiplies
+    # two diagonals (3) and adds the product to the direct edge (3)
+    g = trace_arrays(lambda x: np.exp(x) * x, np.array([0.0, 1.0, 2.0]))
+    result = eliminate(g, "forward")
+    assert (result.multiplications, result.additions) == (3, 3)
+    x = np.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(result.jacobian, np.diag(np.exp(x) * (1 + x)), rtol=1e-15)
+    (step,) = result.steps
+    assert step.updated == (("x", "y"),) and step.updated_labels[0].kind == "diagonal"
+
+
+def test_bad_orders_on_arrays():
+    g = from_chain([np.ones((2, 2))] * 3)
+    with pytest.raises(ValueError, match="vertex 'theta' .* is an input"):
+        eliminate(g, ["theta"])
+    with pytest.raises(ValueError, match="unknown elimination strategy 'sideways'"):
+        eliminate(g, "sideways")
+    with pytest.raises(ValueError, match="not a chain"):
+        chain_labels(trace_arrays(lambda a, b: a * b, np.ones(2), np.ones(2)))
+    partial = eliminate(g, ["v1"])
+    assert partial.jacobian is None and partial.blocks is None
+    assert math.isfinite(eliminate(g).operations)

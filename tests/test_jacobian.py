@@ -1,23 +1,28 @@
-"""The single entry point: every exact method agrees, on named and random graphs.
+"""The single entry point: every exact method agrees, on named and random graphs,
+of numbers and of arrays.
 
 Oracles: calculus by hand for the named examples; for random graphs, the
 methods against each other (tolerance relative to the sum of |path
-products|, the natural scale of their rounding) and a dense linear solve.
+products|, the natural scale of their rounding) and a dense linear solve;
+for random array programs, the same methods on the scalarized graph and
+central differences, which know nothing of either.
 """
 
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian, random_dags
+from oracles import array_programs, central_differences, close, dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, ops
 from minirad.exact import elimination
 from minirad.exact.jacobians import METHODS, accumulate, jacobian
 from minirad.exact.paths import path_costs
+from minirad.graph.scalarize import scalarize
+from minirad.tracing.arrays import sigmoid, trace_arrays
 
 EXACT = ["bauer", "forward", "reverse", "eliminate"]
 NAMED_ORDERS = ["forward", "reverse", "markowitz"]
@@ -174,9 +179,6 @@ def test_bad_elimination_orders():
 
 def test_the_entry_point_takes_a_vector_lcg_for_every_method():
     """jacobian(vector LCG, method=...) equals the scalar Jacobian of its scalarized graph."""
-    from minirad import scalarize, trace_arrays
-    from minirad.tracing.arrays import sigmoid
-
     rng = np.random.default_rng(3)
     W, x = rng.normal(size=(3, 4)), rng.normal(size=4)
     g = trace_arrays(lambda W, x: sigmoid(W @ x) * x[:3], W, x)
@@ -185,3 +187,62 @@ def test_the_entry_point_takes_a_vector_lcg_for_every_method():
         np.testing.assert_allclose(jacobian(g, method=method), oracle, rtol=1e-10, atol=1e-14)
     with pytest.raises(ValueError, match="valid methods"):
         jacobian(g, method="sideways")
+
+
+# ------------------------------------------------------- random array programs
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(array_programs(), st.integers(0, 2**32 - 1))
+def test_every_method_agrees_on_random_array_programs(program, seed):
+    """Sweeps, Bauer over array paths, elimination in every order (named, optimal and
+    random) on the array graph; every scalar method on its scalarized graph; central
+    differences: all one Jacobian, to 1e-10 relative (central differences to 1e-6)."""
+    f, args = program
+    g = trace_arrays(f, *args)
+    reference = jacobian(g, method="reverse")
+    close(jacobian(g, method="forward"), reference)
+    close(jacobian(g, method="bauer"), reference)
+    orders = ["forward", "reverse", "markowitz"]
+    if len(g.intermediates) <= 5:   # the exhaustive search stays quick
+        orders.append("optimal")
+    orders.append([int(v) for v in np.random.default_rng(seed).permutation(g.intermediates)])
+    for order in orders:
+        close(jacobian(g, method="eliminate", order=order), reference)
+    s = scalarize(g)
+    for method in ("bauer", "forward", "reverse", "eliminate"):
+        close(jacobian(s, method=method), reference)
+    np.testing.assert_allclose(reference, central_differences(f, args), rtol=1e-6, atol=1e-7)
+    # every method reports the same blocks, shaped as the vertices
+    for method in METHODS:
+        blocks = accumulate(g, method=method).blocks
+        assert [[b.shape for b in row] for row in blocks] == [
+            [g.shape(y) + g.shape(x) for x in g.inputs] for y in g.outputs], method
+
+
+def test_a_number_and_an_array_as_inputs():
+    """f(s, x) = s * tanh(x) + s**2 * sum(x), by hand: dy/ds = tanh(x) + 2 s sum(x),
+    dy/dx = s diag(1 - tanh(x)^2) + s^2 (every column)."""
+    s, x = 0.7, np.array([0.2, -0.4, 1.1])
+
+    def f(s, x):
+        return s * np.tanh(x) + s ** 2 * x.sum()
+
+    expected = np.column_stack([np.tanh(x) + 2 * s * x.sum(),
+                                s * np.diag(1 - np.tanh(x) ** 2) + s ** 2])
+    g = trace_arrays(f, s, x)
+    assert g.shape("s") == () and g.shape("x") == (3,)
+    for method in EXACT:
+        np.testing.assert_allclose(jacobian(g, method=method), expected, rtol=1e-13,
+                                   err_msg=method)
+    result = accumulate(g, method="reverse")
+    assert result.blocks[0][0].shape == (3,) and result.blocks[0][1].shape == (3, 3)
+    np.testing.assert_allclose(result.blocks[0][1], expected[:, 1:], rtol=1e-13)
+    # a function traced at a number and a matrix goes to the array tracer
+    W = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_allclose(jacobian(lambda s, W: (s * W).sum(), 0.5, W),
+                               [[10.0, 0.5, 0.5, 0.5, 0.5]], rtol=1e-15)
+
+
+def test_jacobians_of_arrays_above_the_dense_limit_are_refused():
+    g = trace_arrays(lambda x: np.tanh(x), np.zeros(3000))
+    with pytest.raises(ValueError, match="3,000 x 3,000 = 9,000,000 entries"):
+        jacobian(g, method="forward")

@@ -1,8 +1,10 @@
-"""Bauer's formula: path counts, lazy enumeration, path products, the path sum.
+"""Bauer's formula: path counts, lazy enumeration, path products, the path sum,
+on graphs of numbers and on graphs with arrays.
 
 Oracles: networkx's own path enumeration (all_simple_paths: every path of a
 DAG is simple), closed forms for fully connected layered graphs, hand
-products, and the Jacobian by a dense linear solve.
+products, the Jacobian by a dense linear solve, and on arrays the scalarized
+graph's path counts, matrix products by hand and the shared label recurrences.
 """
 
 import math
@@ -12,18 +14,25 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian, random_dags
+from oracles import array_programs, close, dense_jacobian, random_dags
 
+import minirad
 from minirad import LCG, examples
 from minirad.exact.paths import (
     bauer,
+    bauer_reference,
     count_paths,
     count_paths_between,
+    count_scalar_paths,
     path_costs,
     path_jacobian,
     path_product,
     paths,
 )
+from minirad.graph import labels
+from minirad.graph.operators import Dense, Diagonal, Identity
+from minirad.graph.scalarize import from_chain, scalarize
+from minirad.tracing.arrays import trace_arrays
 
 # ----------------------------------------------------------------- helpers
 
@@ -244,3 +253,101 @@ def test_too_many_paths_refused_with_count():
 def test_max_paths_must_be_a_count(bad):
     with pytest.raises(ValueError, match="max_paths must be a non-negative integer"):
         path_jacobian(examples.lecture(), max_paths=bad)
+
+
+# ------------------------------------------------------- the reference sum
+@settings(max_examples=50, deadline=None)
+@given(small_dags)
+def test_the_engine_is_the_reference_path_sum(g):
+    fast, reference = bauer(g), bauer_reference(g)
+    magnitude = path_jacobian(LCG(g.names, g.sources, g.targets, np.abs(g.partials),
+                                  g.inputs, g.outputs))
+    assert np.all(np.abs(fast.jacobian - reference.jacobian) <= 1e-12 * magnitude)
+    assert (fast.multiplications, fast.additions) == (reference.multiplications,
+                                                      reference.additions)
+    assert reference.blocks is None          # a graph of numbers has no blocks
+
+
+# ------------------------------------------------------------------ arrays
+A_B = (np.full((2, 3), 0.3), np.full(3, 0.2))
+
+
+def program(a, b):
+    # a @ b reached directly and through tanh; a also through a.sum()
+    return np.tanh(a @ b) * a.sum() + (a @ b) ** 2
+
+
+def test_path_counts_at_both_levels():
+    ones = [np.ones((3, 1)), np.ones((3, 3)), np.ones((1, 3))]
+    g = from_chain(ones)
+    assert count_paths(g).tolist() == [[1]]              # one path of arrays
+    assert count_scalar_paths(g).tolist() == [[9]]       # 3 x 3 paths of numbers
+    assert minirad.count_paths(scalarize(g)).tolist() == [[9]]
+    g = trace_arrays(program, *A_B)
+    assert count_paths(g).tolist() == [[3, 2]]
+    np.testing.assert_array_equal(count_scalar_paths(g), count_paths(scalarize(g)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(array_programs(max_steps=5))
+def test_scalar_path_counts_are_those_of_the_scalarized_graph(program):
+    f, args = program
+    g = trace_arrays(f, *args)
+    counts = count_scalar_paths(g)
+    assert counts.dtype == object
+    np.testing.assert_array_equal(counts, count_paths(scalarize(g)))
+
+
+def test_scalar_path_counts_are_exact_beyond_int64():
+    # 70 layers of a dense 2 x 2 block of ones: 2**69 paths between each pair of entries
+    g = from_chain([np.ones((2, 2))] * 70)
+    assert count_paths(g).tolist() == [[1]]
+    assert count_scalar_paths(g).tolist() == [[2 ** 69] * 2] * 2
+    assert count_scalar_paths(examples.lecture()).tolist() == count_paths(
+        examples.lecture()).tolist()
+    with pytest.raises(ValueError, match="pass a larger limit"):
+        count_scalar_paths(g, limit=10)
+
+
+def test_bauer_costs_one_product_per_path():
+    g = from_chain([np.ones((3, 2)), np.ones((4, 3)), np.ones((2, 4))])
+    result = bauer(g)
+    # one path, two dense products: (4x3)(3x2) then (2x4)(4x2)
+    assert result.multiplications == 4 * 3 * 2 + 2 * 4 * 2 and result.additions == 0
+    assert path_costs(g) == (result.multiplications, result.additions)
+    np.testing.assert_allclose(result.jacobian, np.full((2, 2), 12.0))
+    # two diagonals multiply entry by entry, and where two paths meet their sums cost d
+    d = Diagonal(np.array([1.0, 2.0, 3.0]))
+    h = LCG(["x", "a", "y"], [0, 1, 0], [1, 2, 2], [d, d, d], [0], [2], shapes=[(3,)] * 3)
+    result = bauer(h)
+    assert (result.multiplications, result.additions) == (3, 3)
+    np.testing.assert_allclose(result.jacobian, np.diag([2.0, 6.0, 12.0]))
+
+
+def test_the_shared_label_recurrences_run_unchanged_on_arrays():
+    g = trace_arrays(program, *A_B)
+    result = bauer(g)
+    for c, s in enumerate(g.inputs):
+        block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.graph.labels
+        close(block.to_dense().reshape(result.blocks[0][c].shape), result.blocks[0][c])
+        assert labels.path_sum(g, s, g.outputs[0], algebra=labels.COUNTS,
+                               labels=[1] * g.n_edges) == count_paths(g)[0, c]
+    t = [np.full((2, 3), 0.1), np.full(3, -0.2)]
+    close(labels.forward(g, dict(zip(g.inputs, t))).values[g.outputs[0]],
+          result.jacobian @ np.concatenate([x.ravel() for x in t]))
+
+
+def test_paths_and_path_products_on_arrays():
+    g = trace_arrays(program, *A_B)
+    a, y = g.index("a"), g.outputs[0]
+    found = list(paths(g, "a", y))
+    assert sorted(found) == sorted(nx_paths(g, a, y)) and len(found) == 3
+    total = sum(path_product(g, p).to_dense() for p in found)
+    close(total, bauer(g).blocks[0][0].reshape(total.shape))
+    # a product of blocks by hand: W then a diagonal is diag(d) W
+    W, d = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5.0, 7.0])
+    h = LCG(["x", "u", "y"], [0, 1], [1, 2], [Dense(W, (2,), (2,)), Diagonal(d)], [0], [2],
+            shapes=[(2,)] * 3)
+    np.testing.assert_allclose(path_product(h, ["x", "u", "y"]).to_dense(), d[:, None] * W)
+    one = path_product(h, ["u"])
+    assert isinstance(one, Identity) and one.in_shape == (2,)

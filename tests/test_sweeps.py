@@ -1,8 +1,10 @@
-"""Forward and reverse sweeps, jvp and vjp, their engines and their counts.
+"""Forward and reverse sweeps, jvp and vjp, their engines and their counts, on
+graphs of numbers and on graphs with arrays.
 
 Oracles: the lecture's tangent and adjoint traces (hand-derived values),
-calculus by hand, the Jacobian by numpy's dense solver, and operation
-counts recomputed from networkx reachability.
+calculus by hand, the Jacobian by numpy's dense solver, operation counts
+recomputed from networkx reachability, and on arrays the products with the
+Jacobian of the scalarized graph and counts from the blocks' flops by hand.
 """
 
 import math
@@ -12,11 +14,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import dense_jacobian, random_dags
+from oracles import array_programs, close, dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, ops
-from minirad.exact.sweeps import Accumulation, forward_sweep, jvp, reverse_sweep, vjp
+from minirad.exact.sweeps import Accumulation, forward_sweep, gradient, jvp, reverse_sweep, vjp
+from minirad.graph import labels
+from minirad.graph.scalarize import from_chain, scalarize
+from minirad.tracing.arrays import trace_arrays
 
 ENGINES = ["loop", "levels", "triangular", "auto"]
 
@@ -363,3 +368,146 @@ def test_sweeping_in_blocks_without_keeping_values(monkeypatch):
     np.testing.assert_array_equal(lean_r.jacobian, full_r.jacobian)
     assert (lean_f.multiplications, lean_r.additions) == (full_f.multiplications,
                                                           full_r.additions)
+
+
+# ----------------------------------------------------------- graphs with arrays
+def flat(entries):
+    return np.concatenate([np.ravel(e) for e in entries])
+
+
+@settings(max_examples=25, deadline=None)
+@given(array_programs(max_steps=4), st.integers(0, 2**32 - 1))
+def test_array_sweeps_are_products_with_the_scalarized_jacobian(program, seed):
+    f, args = program
+    g = trace_arrays(f, *args)
+    J = minirad.jacobian(scalarize(g))          # the oracle: a graph of numbers
+    rng = np.random.default_rng(seed)
+    t = [rng.standard_normal(g.shape(x)) for x in g.inputs]
+    a = [rng.standard_normal(g.shape(y)) for y in g.outputs]
+    close(flat(jvp(g, t)), J @ flat(t))
+    close(flat(vjp(g, a)), flat(a) @ J)
+    # k products at once: every entry stacked along a leading axis of length 3
+    ts = [rng.standard_normal((3,) + g.shape(x)) for x in g.inputs]
+    stacked = jvp(g, ts)
+    for j in range(3):
+        close(flat(e[j] for e in stacked), J @ flat(t[j] for t in ts))
+    # the full sweeps: the Jacobian, per-vertex values, one column (row) per entry
+    forward, reverse = forward_sweep(g), reverse_sweep(g)
+    close(forward.jacobian, J)
+    close(reverse.jacobian, J)
+    for x in range(g.n_vertices):
+        assert forward.tangents[x].shape == (J.shape[1],) + g.shapes[x]
+        assert reverse.adjoints[x].shape == (J.shape[0],) + g.shapes[x]
+    y = g.outputs[-1]
+    close(forward.tangents[y].reshape(J.shape[1], -1).T, J[-g.size(y):])
+
+
+def test_array_sweeps_keep_tangents_and_adjoints_of_every_vertex():
+    # y = A @ x with x = tanh(w): dy/dw = A diag(1 - tanh(w)^2)
+    A, w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0.1, -0.3])
+    g = trace_arrays(lambda A, w: A @ np.tanh(w), A, w)
+    expected = A * (1 - np.tanh(w) ** 2)
+    r = forward_sweep(g, inputs="w")
+    np.testing.assert_allclose(r.jacobian, expected, rtol=1e-15)
+    assert r.seeds == (g.index("w"),) and r.shapes == (((3,),), ((2,),))
+    np.testing.assert_allclose(r.blocks[0][0], expected, rtol=1e-15)
+    # the tangent of tanh(w) for the seed on entry j is column j of its diagonal
+    t = r.tangents[g.predecessors("y")[1]]
+    np.testing.assert_allclose(t, np.diag(1 - np.tanh(w) ** 2), rtol=1e-15)
+    back = reverse_sweep(g)
+    assert back.blocks[0][0].shape == (3, 3, 2)    # dy/dA: out (3,) + in (3, 2)
+    np.testing.assert_allclose(back.blocks[0][1], expected, rtol=1e-15)
+    # d y_i / d A_ij = tanh(w)_j
+    np.testing.assert_allclose(back.blocks[0][0][1, 1], np.tanh(w), rtol=1e-15)
+
+
+def test_sweep_costs_respect_structure():
+    g = trace_arrays(lambda x: np.tanh(np.exp(x)), np.ones(100) * 0.1)
+    # 100 unit tangents through two diagonal edges of 100 flops each: 100 x 200,
+    # where two dense 100 x 100 blocks would cost 100 x 20,000
+    assert forward_sweep(g).multiplications == 100 * 200
+    # a given tangent costs 200; a stack of 3 costs 3 times as much
+    x = g.inputs[0]
+    assert labels.forward(g, {x: np.ones(100)}).multiplications == 200
+    assert labels.forward(g, {x: np.ones((3, 100))}).multiplications == 600
+    # one adjoint back through a sum (100) and two diagonals (100 each)
+    h = trace_arrays(lambda x: np.tanh(np.exp(x)).sum(), np.ones(100) * 0.1)
+    assert reverse_sweep(h).multiplications == 300 and reverse_sweep(h).additions == 0
+    # an explicit matrix costs m x n per tangent
+    assert forward_sweep(from_chain([np.ones((50, 100))])).multiplications == 100 * 5000
+    # where paths meet, an addition per entry: y = exp(x) + x gets two terms of 4 entries
+    k = trace_arrays(lambda x: np.exp(x) + x, np.ones(4))
+    assert reverse_sweep(k).additions == 4 * 4    # 4 unit adjoints of 4 entries each
+
+
+def test_sweeping_arrays_in_blocks_without_keeping_values(monkeypatch):
+    import minirad.exact.sweeps as module
+
+    g = trace_arrays(lambda W, x: np.tanh(W @ x) * x[:2], np.ones((2, 5)) * 0.3, np.ones(5))
+    full_f, full_r = forward_sweep(g), reverse_sweep(g)
+    monkeypatch.setattr(module, "_BLOCK_VALUES", 2 * 10)  # the widest vertex has 10 entries
+    lean_f = forward_sweep(g, keep_values=False)
+    lean_r = reverse_sweep(g, keep_values=False)
+    assert lean_f.tangents is None and lean_r.adjoints is None
+    np.testing.assert_array_equal(lean_f.jacobian, full_f.jacobian)
+    np.testing.assert_array_equal(lean_r.jacobian, full_r.jacobian)
+    assert (lean_f.multiplications, lean_f.additions) == (full_f.multiplications,
+                                                          full_f.additions)
+    assert (lean_r.multiplications, lean_r.additions) == (full_r.multiplications,
+                                                          full_r.additions)
+
+
+def test_the_forms_of_tangents_and_results_follow_the_vertices():
+    # numbers in, numbers out, arrays in between: the flat form on both sides
+    g = trace_arrays(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), 0.5, 2.0)
+    assert g.algebra is not labels.FLOATS and g.shape("s") == () and g.shape("t") == ()
+    e = math.exp(0.5)
+    np.testing.assert_allclose(jvp(g, [1.0, 0.0]), [3 * e * 2.0], rtol=1e-15)
+    np.testing.assert_allclose(vjp(g, [1.0]), [6 * e, 3 * e], rtol=1e-15)
+    np.testing.assert_allclose(gradient(g), [6 * e, 3 * e], rtol=1e-15)
+    np.testing.assert_allclose(jvp(g, np.eye(2)), [[6 * e, 3 * e]], rtol=1e-15)   # columns
+    np.testing.assert_allclose(vjp(g, [[1.0], [2.0]]), [[6 * e, 3 * e], [12 * e, 6 * e]],
+                               rtol=1e-15)                                     # rows
+    # an array input: one entry per input, a number as a float, None for zero
+    h = trace_arrays(lambda s, x: s * x, 2.0, np.array([1.0, 3.0]))
+    ds, dx = vjp(h, [np.array([1.0, 1.0])])
+    assert isinstance(ds, float) and ds == 4.0
+    np.testing.assert_array_equal(dx, [2.0, 2.0])
+    np.testing.assert_array_equal(jvp(h, [None, np.array([1.0, 0.0])])[0], [2.0, 0.0])
+    np.testing.assert_array_equal(jvp(h, [1.0, None])[0], [1.0, 3.0])
+
+
+def test_gradient_keeps_the_programs_precision():
+    W = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    g = trace_arrays(lambda W: (np.tanh(W) ** 2).sum(), W)
+    (dW,) = gradient(g)
+    assert dW.dtype == np.float32
+    by_hand = 2 * np.tanh(W) * (1 - np.tanh(W) ** 2)
+    np.testing.assert_allclose(dW, by_hand, rtol=1e-6)
+    (seeded,) = vjp(g, [1.0])       # a float64 seed: the same numbers, promoted
+    np.testing.assert_allclose(seeded, by_hand, rtol=1e-6)
+
+
+def test_bad_tangents_and_engines_on_arrays():
+    g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="v has 1 entries; give one per vertex"):
+        jvp(g, [np.ones(2)])
+    with pytest.raises(ValueError, match=r"the entry of v for A has shape \(2,\); expected "
+                                         r"\(2, 2\)"):
+        jvp(g, [np.ones(2), np.ones(2)])
+    with pytest.raises(ValueError, match=r"the entry of v for x has shape \(3, 2\); expected "
+                                         r"\(4, 2\)"):
+        jvp(g, [np.ones((4, 2, 2)), np.ones((3, 2))])   # stacks of different lengths
+    with pytest.raises(ValueError, match="non-finite"):
+        vjp(g, [np.array([np.nan, 0.0])])
+    with pytest.raises(TypeError, match="u must be a list with one entry per vertex"):
+        vjp(g, np.ones(2))
+    with pytest.raises(TypeError, match="must be an array of real numbers"):
+        vjp(g, [["a", "b"]])
+    with pytest.raises(ValueError, match="engine 'levels' sweeps graphs of numbers only"):
+        reverse_sweep(g, engine="levels")
+    with pytest.raises(ValueError, match=r"gradient needs one output that is a number; .*"
+                                         r"\[\(2,\)\]; use vjp"):
+        gradient(g)
+    with pytest.raises(ValueError, match="A is not an output of the graph"):
+        reverse_sweep(g, outputs="A")
