@@ -170,7 +170,7 @@ _UNARY = {"tanh": np.tanh, "sigmoid": _sigmoid, "square": np.square,
 def array_programs(draw, max_steps: int = 6, mixed=None):
     """(f, args): a random straight-line numpy program of matrices, vectors and, when
     ``mixed`` (drawn when None), a number as a third input.  The arguments are
-    arrays (a number as a 0-d array), so ``central_differences`` can nudge them;
+    arrays (a number as a 0-d array), so central differences can nudge them;
     the functions run on minirad's traced arrays and on plain numpy alike."""
     mixed = draw(st.booleans()) if mixed is None else mixed
     shapes = [A_SHAPE, B_SHAPE] + ([()] if mixed else [])
@@ -242,24 +242,6 @@ def array_programs(draw, max_steps: int = 6, mixed=None):
     if mixed:
         args.append(np.array(rng.uniform(0.5, 1.5)))
     return f, args
-
-
-def central_differences(f, args, h=1e-6):
-    """Jacobian of f (arrays -> array or tuple of arrays) by central differences,
-    rows and columns the entries in C order."""
-    def flat_out(xs):
-        out = f(*xs)
-        outs = out if isinstance(out, tuple) else (out,)
-        return np.concatenate([np.ravel(o) for o in outs])
-    columns = []
-    for i, a in enumerate(args):
-        for j in range(a.size):
-            plus = [np.array(x, dtype=np.float64) for x in args]
-            minus = [np.array(x, dtype=np.float64) for x in args]
-            plus[i].reshape(-1)[j] += h
-            minus[i].reshape(-1)[j] -= h
-            columns.append((flat_out(plus) - flat_out(minus)) / (2 * h))
-    return np.stack(columns, axis=1)
 
 
 def close(a, b, rtol=1e-10):

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import array_programs, central_differences, close, dense_jacobian, random_dags
+from oracles import array_programs, close, dense_jacobian, random_dags
+from test_array_trace import central_differences
 
 import minirad
 from minirad import LCG, examples, ops

@@ -249,6 +249,10 @@ def test_vector_strategies_recover_the_block_jacobian(name):
         result = recover(g, s, p.pattern)
         np.testing.assert_allclose(result.jacobian, J, rtol=1e-12, atol=1e-14)
         assert result.multiplications == s.multiplications
+        # the same blocks as the reverse sweep's, one per (output, input)
+        for mine, swept in zip(result.blocks, reverse_sweep(g).blocks):
+            for a, b in zip(mine, swept):
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     # the dense forward strategy costs what one unit seed per input entry costs
     assert p["forward"].sweeps == sum(np.size(a) for a in args)
 

@@ -355,21 +355,6 @@ def test_out_edge_grouping_matches_a_stable_sort(width, depth, degree):
                                                                  minlength=g.n_vertices)))
 
 
-def test_sweeping_in_blocks_without_keeping_values(monkeypatch):
-    import minirad.exact.sweeps as module
-
-    g = examples.random_dag(7, 20, 5, 0.3, rng=11)
-    full_f, full_r = forward_sweep(g), reverse_sweep(g)
-    monkeypatch.setattr(module, "_BLOCK_VALUES", 2 * g.n_vertices)  # blocks of two seeds
-    lean_f = forward_sweep(g, keep_values=False)
-    lean_r = reverse_sweep(g, keep_values=False)
-    assert lean_f.tangents is None and lean_r.adjoints is None
-    np.testing.assert_array_equal(lean_f.jacobian, full_f.jacobian)
-    np.testing.assert_array_equal(lean_r.jacobian, full_r.jacobian)
-    assert (lean_f.multiplications, lean_r.additions) == (full_f.multiplications,
-                                                          full_r.additions)
-
-
 # ----------------------------------------------------------- graphs with arrays
 def flat(entries):
     return np.concatenate([np.ravel(e) for e in entries])
@@ -440,21 +425,25 @@ def test_sweep_costs_respect_structure():
     assert reverse_sweep(k).additions == 4 * 4    # 4 unit adjoints of 4 entries each
 
 
-def test_sweeping_arrays_in_blocks_without_keeping_values(monkeypatch):
+@pytest.mark.parametrize("kind", ["numbers", "arrays"])
+def test_sweeping_in_blocks_without_keeping_values(kind, monkeypatch):
     import minirad.exact.sweeps as module
 
-    g = trace_arrays(lambda W, x: np.tanh(W @ x) * x[:2], np.ones((2, 5)) * 0.3, np.ones(5))
+    if kind == "numbers":
+        g = examples.random_dag(7, 20, 5, 0.3, rng=11)
+        block = 2 * g.n_vertices                      # blocks of two seeds
+    else:
+        g = trace_arrays(lambda W, x: np.tanh(W @ x) * x[:2], np.ones((2, 5)) * 0.3, np.ones(5))
+        block = 2 * 10                                # the widest vertex has 10 entries
     full_f, full_r = forward_sweep(g), reverse_sweep(g)
-    monkeypatch.setattr(module, "_BLOCK_VALUES", 2 * 10)  # the widest vertex has 10 entries
+    monkeypatch.setattr(module, "_BLOCK_VALUES", block)
     lean_f = forward_sweep(g, keep_values=False)
     lean_r = reverse_sweep(g, keep_values=False)
     assert lean_f.tangents is None and lean_r.adjoints is None
     np.testing.assert_array_equal(lean_f.jacobian, full_f.jacobian)
     np.testing.assert_array_equal(lean_r.jacobian, full_r.jacobian)
-    assert (lean_f.multiplications, lean_f.additions) == (full_f.multiplications,
-                                                          full_f.additions)
-    assert (lean_r.multiplications, lean_r.additions) == (full_r.multiplications,
-                                                          full_r.additions)
+    for lean, full in ((lean_f, full_f), (lean_r, full_r)):
+        assert (lean.multiplications, lean.additions) == (full.multiplications, full.additions)
 
 
 def test_the_forms_of_tangents_and_results_follow_the_vertices():

@@ -349,7 +349,9 @@ def recover(g, chosen: Seeding, P=None) -> Accumulation:
             for j in np.flatnonzero(P[i, :]):
                 if j not in forward_columns:
                     J[i, j] = compressed[j]
-    return Accumulation(J, multiplications, additions, chosen.name)
+    shapes = None if g.algebra is labels.FLOATS else (
+        tuple(g.shapes[v] for v in g.outputs), tuple(g.shapes[v] for v in g.inputs))
+    return Accumulation(J, multiplications, additions, chosen.name, shapes=shapes)
 
 
 def _read(values, where) -> np.ndarray:
