@@ -500,3 +500,8 @@ def test_bad_tangents_and_engines_on_arrays():
         gradient(g)
     with pytest.raises(ValueError, match="A is not an output of the graph"):
         reverse_sweep(g, outputs="A")
+    # 4,000 unit tangents kept at 12,001 entries: refused before allocating (the Jacobian
+    # alone, 1 x 4,000, is swept in bounded blocks with keep_values=False)
+    wide = trace_arrays(lambda x: np.tanh(np.exp(x)).sum(), np.zeros(4000))
+    with pytest.raises(ValueError, match="pass keep_values=False"):
+        forward_sweep(wide)

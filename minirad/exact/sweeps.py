@@ -288,6 +288,9 @@ def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
 # this many values, so a Jacobian of a huge graph never needs n_vertices x
 # n_seeds memory at once.
 _BLOCK_VALUES = 1 << 22
+# On a graph with arrays, kept values hold one array per vertex and seed: at most this many
+# numbers (256 MiB of float64)
+_KEPT_VALUES = 1 << 25
 
 
 def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
@@ -323,6 +326,11 @@ def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: b
     far_at = np.cumsum([0] + [math.prod(g.shapes[v]) for v in far])
     k = sum(sizes)
     check_size(int(far_at[-1]), k)
+    entries = sum(math.prod(shape) for shape in g.shapes)
+    if keep_values and k * entries > _KEPT_VALUES:
+        raise ValueError(f"keeping the values of every vertex for {k:,} seeds takes "
+                         f"{k * entries:,} numbers, above the limit of {_KEPT_VALUES:,}; pass "
+                         f"keep_values=False (the Jacobian alone is swept in bounded blocks)")
     widest = max((math.prod(shape) for shape in g.shapes), default=1)
     sweep = labels.forward if forward else labels.reverse
     ends = np.zeros((int(far_at[-1]), k))
