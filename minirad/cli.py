@@ -332,9 +332,10 @@ class _Progress:
 
 def _entry_names(g: LCG) -> list[list[str]]:
     """``dy/dx`` for every Jacobian entry; an array vertex by its entries (``W[2,0]``)."""
+    from .graph.scalarize import entry_names
+
     def entries(vertices):
-        return [g.names[v] + ("" if g.shape(v) == () else f"[{','.join(map(str, index))}]")
-                for v in vertices for index in np.ndindex(g.shape(v))]
+        return [name for v in vertices for name in entry_names(g.names[v], g.shape(v))]
     return [[f"d{y}/d{x}" for x in entries(g.inputs)] for y in entries(g.outputs)]
 
 

@@ -332,3 +332,35 @@ def test_bauer_on_a_deep_graph_is_a_readable_one_line_refusal(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "integer string conversion" not in err
     assert re.search(r"has ~\d\.\de4515 input-to-output paths", err) and "reverse" in err
+
+
+# ------------------------------------------------------------ graphs of arrays
+def test_a_saved_graph_of_arrays_works_with_every_command(tmp_path, capsys):
+    """wengert, jacobian and render read an .npz archive (they used to say it "is not
+    UTF-8 text"); the Jacobian's blocks are printed in the shapes of their inputs."""
+    g = examples.figure3()
+    path = saved(tmp_path, g, "g.npz")
+    assert main(["wengert", path]) == 0
+    assert capsys.readouterr().out.strip() == g.wengert().strip()
+    assert main(["jacobian", path, "--method", "forward"]) == 0
+    out = capsys.readouterr().out
+    assert "dy/dW1 (4 × 5):" in out and "dy/dW2 (5 × 2):" in out
+    # the printed gradient, read back, against the reverse sweep of the library
+    numbers = [float(x) for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", out)]
+    np.testing.assert_allclose(numbers, jacobian(g).ravel(), rtol=1e-15)
+    picture = tmp_path / "g.svg"
+    assert main(["render", path, "-o", str(picture), "--paths", "W1", "y"]) == 0
+    assert picture.read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+    dot_text = tmp_path / "g.dot"
+    assert main(["render", path, "-o", str(dot_text), "--ops"]) == 0
+    assert "h1 ∈ R^(3×5)\\nX @ W1" in dot_text.read_text(encoding="utf-8")
+
+
+def test_render_to_dot_needs_no_dot_program_and_says_nothing(tmp_path, capsys, monkeypatch):
+    import minirad.draw.render
+
+    monkeypatch.setattr(minirad.draw.render, "has_dot", lambda: False)
+    monkeypatch.setattr(minirad.draw.render, "_warned_missing_dot", False)
+    out = tmp_path / "g.dot"
+    assert main(["render", saved(tmp_path, examples.lab()), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == "" and out.read_text().startswith("digraph lcg {")

@@ -116,6 +116,7 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
         "render(g)",
         "render_elimination(g)",
         "g",
+        "examples.figure3()",  # a graph of arrays shows as its drawing too
         # labs.show sends a Figure as an image even when pyplot's backend draws nothing inline
         "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
         "from minirad import labs\nfig, ax = plt.subplots()\nax.plot([0, 1])\n"
@@ -135,6 +136,8 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     # the strip is one image, and the graph keeps its text repr beside its drawing
     assert "image/png" in shown[cells.index("render_elimination(g)")]["data"]
     assert shown[cells.index("g")]["data"]["text/plain"].startswith("LCG(7 vertices")
+    assert shown[cells.index("examples.figure3()")]["data"]["text/plain"].startswith(
+        "LCG(6 vertices")
 
 
 def test_a_large_graph_shows_as_text_in_a_kernel(tmp_path):
