@@ -14,6 +14,7 @@ from minirad.cli import main
 from minirad.draw.render import has_dot
 
 
+@pytest.mark.drawing
 def test_demo_runs_figure1_end_to_end(capsys, tmp_path):
     assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -60,6 +61,7 @@ def test_jacobian_order_counts(tmp_path, capsys):
     assert "eliminate: 10 multiplications" in capsys.readouterr().out
 
 
+@pytest.mark.drawing
 def test_render_with_sample_and_paths(tmp_path, capsys):
     path = saved(tmp_path, examples.figure1())
     out_file = tmp_path / "g.svg"
@@ -278,6 +280,7 @@ def test_compare_shows_progress_on_long_runs(tmp_path, capsys, monkeypatch):
     assert re.search(r"estimates drawn: \d+ of 3000", err.split("\n")[0])
 
 
+@pytest.mark.drawing
 @pytest.mark.skipif(not has_dot(), reason="bounds the graphviz dot program, which is not "
                                            "installed")
 def test_render_refusals_name_the_flags_and_dot_is_bounded(tmp_path, capsys):
@@ -303,6 +306,7 @@ def test_a_long_order_is_truncated_with_a_count(tmp_path, capsys):
            "in all)" in out
 
 
+@pytest.mark.drawing
 def test_missing_dot_warning_is_one_clean_line(tmp_path, capsys, monkeypatch):
     import minirad.draw.render
 
@@ -315,6 +319,7 @@ def test_missing_dot_warning_is_one_clean_line(tmp_path, capsys, monkeypatch):
     assert "warnings.warn" not in err and ".py:" not in err
 
 
+@pytest.mark.drawing
 def test_render_sample_has_the_galleries_title(tmp_path, capsys):
     g = examples.figure1()
     out = tmp_path / "s.dot"
@@ -335,6 +340,7 @@ def test_bauer_on_a_deep_graph_is_a_readable_one_line_refusal(tmp_path, capsys):
 
 
 # ------------------------------------------------------------ graphs of arrays
+@pytest.mark.drawing
 def test_a_saved_graph_of_arrays_works_with_every_command(tmp_path, capsys):
     """wengert, jacobian and render read an .npz archive (they used to say it "is not
     UTF-8 text"); the Jacobian's blocks are printed in the shapes of their inputs."""
@@ -356,6 +362,7 @@ def test_a_saved_graph_of_arrays_works_with_every_command(tmp_path, capsys):
     assert "h1 ∈ R^(3×5)\\nX @ W1" in dot_text.read_text(encoding="utf-8")
 
 
+@pytest.mark.drawing
 def test_render_to_dot_needs_no_dot_program_and_says_nothing(tmp_path, capsys, monkeypatch):
     import minirad.draw.render
 

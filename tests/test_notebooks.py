@@ -99,6 +99,7 @@ def test_handout_executes_in_a_kernel_up_to_its_first_stub(lab, tmp_path):
     assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
 
 
+@pytest.mark.drawing
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
         "from minirad import examples, plots, render, render_elimination, draw_matplotlib\n"
@@ -140,6 +141,7 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
         "LCG(6 vertices")
 
 
+@pytest.mark.drawing
 def test_a_large_graph_shows_as_text_in_a_kernel(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(

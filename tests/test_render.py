@@ -22,6 +22,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
                  ("x2", "v3", "v4", "v5", "y"), ("x2", "v4", "v5", "y")]
 
+pytestmark = pytest.mark.drawing  # every test here runs again without dot (.ci/run)
+
 needs_dot = pytest.mark.skipif(not R.has_dot(), reason="the graphviz dot program is not "
                                                        "installed (CI installs it)")
 

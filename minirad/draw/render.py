@@ -1080,7 +1080,8 @@ def _edge_label_spots(scene: _Scene):
 def layout_positions(g: LCG, **options) -> dict:
     """Where dot puts each vertex of ``render(g, **options)``: name -> (x, y)
     in points.  Pass it as ``positions=`` to draw related graphs (the steps
-    of an elimination) with every vertex in the same place.
+    of an elimination) with every vertex in the same place.  Without the
+    ``dot`` program: where :func:`draw_matplotlib` puts them, in points too.
 
     >>> from minirad import examples
     >>> spots = layout_positions(examples.lecture())
@@ -1089,6 +1090,11 @@ def layout_positions(g: LCG, **options) -> dict:
     """
     import json
 
+    if not has_dot():
+        scene = _scene(g, **dict(options, legend=False))
+        layout, unit = _layout(scene), 72 * _unit_inches(scene)
+        return {name: (layout.x["v", v] * unit, layout.y["v", v] * 72 * _ROW_INCHES)
+                for v, name in enumerate(g.names)}
     drawing = render(g, **dict(options, legend=False))
     # wider than dot's own spacing: edges created later (fill-in) need room between vertices
     drawing.graph_attr.update(nodesep="1.1", ranksep="0.75")
@@ -1402,7 +1408,7 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
         graph_width = 1.0 + _unit_inches(scene) * layout.width
         spread = max(1.0, (0.6 + 0.08 * heading) / graph_width)
         figure = Figure(figsize=(spread * graph_width + 0.06 * longest
-                                 + (0.8 if scene.keys else 0), 0.9 + 1.1 * layout.height),
+                                 + (0.8 if scene.keys else 0), 0.9 + _ROW_INCHES * layout.height),
                         layout="constrained")
         ax = figure.add_subplot()
     boxes = _draw_nodes(ax, scene, layout)
@@ -1419,6 +1425,10 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
                   labelspacing=0.9)
     _place_edge_labels(ax, scene, layout, boxes)
     return ax.figure
+
+
+#: inches between the rows of the matplotlib drawing
+_ROW_INCHES = 1.1
 
 
 def _unit_inches(scene: _Scene) -> float:
