@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles import random_lcgs
 
 from minirad import LCG, examples, load_graph, save_graph
 from minirad.graph.files import MAX_RATIO
@@ -125,24 +126,8 @@ def numbers_with_injections_and_float32():
 
 
 # ------------------------------------------------------------- round trips
-@st.composite
-def random_graphs(draw):
-    n_in = draw(st.integers(1, 3))
-    n_mid = draw(st.integers(0, 8))
-    n_out = draw(st.integers(1, 3))
-    density = draw(st.floats(0.1, 0.9))
-    seed = draw(st.integers(0, 2**32 - 1))
-    g = examples.random_dag(n_in, n_mid, n_out, density, rng=seed)
-    finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
-    partials = draw(st.lists(finite, min_size=g.n_edges, max_size=g.n_edges))
-    values = draw(st.lists(st.one_of(finite, st.just(math.nan)),
-                           min_size=g.n_vertices, max_size=g.n_vertices))
-    ops = draw(st.lists(st.text(max_size=6), min_size=g.n_vertices, max_size=g.n_vertices))
-    return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
-
-
 @settings(max_examples=60, deadline=None)
-@given(random_graphs(), st.sampled_from(["g.json", "g.npz"]))
+@given(random_lcgs(), st.sampled_from(["g.json", "g.npz"]))
 def test_a_graph_of_numbers_round_trips_exactly_in_both_forms(tmp_path_factory, g, file):
     path = tmp_path_factory.mktemp("files") / file
     h = load_graph(save_graph(g, path))

@@ -6,7 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from oracles import random_lcgs
 
 from minirad import LCG, examples
 
@@ -96,24 +96,8 @@ def test_graph_is_immutable():
 
 
 # ------------------------------------------------------------ round trips
-@st.composite
-def random_graphs(draw):
-    n_in = draw(st.integers(1, 3))
-    n_mid = draw(st.integers(0, 8))
-    n_out = draw(st.integers(1, 3))
-    density = draw(st.floats(0.1, 0.9))
-    seed = draw(st.integers(0, 2**32 - 1))
-    g = examples.random_dag(n_in, n_mid, n_out, density, rng=seed)
-    finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
-    partials = draw(st.lists(finite, min_size=g.n_edges, max_size=g.n_edges))
-    values = draw(st.lists(st.one_of(finite, st.just(math.nan)),
-                           min_size=g.n_vertices, max_size=g.n_vertices))
-    ops = draw(st.lists(st.text(max_size=6), min_size=g.n_vertices, max_size=g.n_vertices))
-    return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
-
-
 @settings(max_examples=60, deadline=None)
-@given(random_graphs())
+@given(random_lcgs())
 def test_networkx_round_trip_is_exact(g):
     G = g.to_networkx()
     assert G.number_of_nodes() == g.n_vertices and G.number_of_edges() == g.n_edges

@@ -22,6 +22,12 @@ Results of other modules are laid over it by passing them along,
 Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
 and a function marking up the picture.
 
+A graph of arrays is drawn the same way (the RAD paper's Figure 3): each
+vertex with its shape (``h1 ∈ R^(3×5)``), each edge with its Jacobian
+block's short name and the bytes the backward pass keeps for it, the title
+with the total; random matrix injections recorded in ``g.injections`` show on
+either kind of graph, the edges carrying a projection dashed in red with its k.
+
 :func:`render_elimination` draws a whole vertex elimination, one picture
 per step (a list that shows as one strip in Jupyter), and
 :func:`elimination_strip` puts them side by side in one Figure.
@@ -29,7 +35,9 @@ per step (a list that shows as one strip in Jupyter), and
 Every highlight is first turned into a neutral description of the picture
 (a "scene"); the graphviz source and the matplotlib fallback
 (:func:`draw_matplotlib`, used when the ``dot`` program is missing) are both
-drawn from that one scene, so they always agree.
+drawn from that one scene, so they always agree.  The DOT text itself needs
+no ``dot`` program; the fallback places each edge label where it covers no
+vertex and no other label.
 
 >>> from minirad import examples
 >>> dot = render(examples.figure1())
