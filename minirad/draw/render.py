@@ -68,6 +68,7 @@ from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
 from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural, shape_text
 from ..graph.lcg import levels as topological_levels
+from ..graph.memory import memory
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
@@ -190,7 +191,7 @@ class _Key:
 
 @dataclass
 class _Scene:
-    g: LCG  # (below) what to draw, decided once for graphviz and matplotlib alike
+    g: LCG
     nodes: list[_Node]
     edges: list[_Edge]
     levels: list[int]
@@ -282,11 +283,8 @@ def _injected_edges(g: LCG) -> dict[int, str]:
     return marked
 
 
-def _memory_line(g: LCG, batch: int | None) -> str:
+def _memory_line(g: LCG, m, batch: int | None) -> str:
     """The title's line on memory: what the backward pass retains (per example of a batch)."""
-    from ..graph.memory import memory
-
-    m = memory(g)
     line = f"retained for the backward pass: {_bytes(m.total)}"
     if batch:
         line += f" ({_bytes(m.per_example(batch))} per example of {batch})"
@@ -300,12 +298,10 @@ def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title,
     nodes = [_Node(_node_lines(g, v, show_ops, show_values, digits), g.kind(v),
                    FILL[g.kind(v)]) for v in range(g.n_vertices)]
     arrays = g.algebra is not FLOATS
-    if arrays or batch:
-        title = "\n".join(filter(None, [title, _memory_line(g, batch)]))
+    m = memory(g) if arrays or batch else None
+    if m is not None:
+        title = "\n".join(filter(None, [title, _memory_line(g, m, batch)]))
     if arrays and edge_labels:
-        from ..graph.memory import memory
-
-        m = memory(g)
         texts = [_label_text(d, digits) if isinstance(d, float) else
                  _block_text(d, m.per_edge[e], m.notes[e] if m.notes else "")
                  for e, (_, _, d) in enumerate(g.edges())]
@@ -1490,13 +1486,11 @@ def _along(route, t: float):
     points = np.asarray(route, dtype=float)
     steps = np.diff(points, axis=0)
     lengths = np.hypot(steps[:, 0], steps[:, 1])
-    total = lengths.sum() or 1.0
-    at = t * total
-    for start, step, length in zip(points, steps, lengths):
-        if at <= length or length == lengths[-1]:
+    at = t * lengths.sum()
+    for i, (start, step, length) in enumerate(zip(points, steps, lengths)):
+        if at <= length or i == len(steps) - 1:  # the last segment takes what rounding left
             return start + step * min(at / (length or 1.0), 1.0), step / (length or 1.0)
         at -= length
-    return points[-1], steps[-1]
 
 
 def _overlap(a, b) -> float:
@@ -1536,8 +1530,7 @@ def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
         FigureCanvasAgg(figure)
     figure.draw_without_rendering()  # the layout settles: display coordinates are final
     renderer = figure.canvas.get_renderer()
-    taken = [box.get_window_extent(renderer).expanded(1.0, 1.0).padded(2)
-             for box in boxes.values()]
+    taken = [box.get_window_extent(renderer).padded(2) for box in boxes.values()]
     to_display = ax.transData.transform
     routes = [to_display(np.asarray(route, dtype=float)) for route in layout.routes]
     for i in labelled:
