@@ -24,7 +24,6 @@ from . import examples
 from .draw import notebook as display
 from .draw import plots
 from .draw.render import draw_matplotlib, render, render_elimination, save
-from .draw.vrender import render_vector, save_vector_picture
 from .exact import compressed, elimination, paths, sparsity, sweeps
 from .exact.elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
 from .exact.jacobians import accumulate, jacobian
@@ -33,11 +32,11 @@ from .exact.result import Accumulation
 from .exact.sweeps import forward_sweep, jvp, reverse_sweep, vjp
 from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
 from .graph import labels, operators
+from .graph.files import load_graph, save_graph
 from .graph.lcg import LCG
 from .graph.memory import Memory, memory
 from .graph.operators import OPERATORS
 from .graph.scalarize import scalarize
-from .graph.vfile import load_vector, save_vector
 from .implicit import solves as implicit
 from .implicit.solves import solve_root
 from .randomized import chains as injection
@@ -53,7 +52,7 @@ from .tracing.arrays import trace_arrays
 from .tracing.tape import Var, detach, trace
 
 __all__ = [
-    "LCG", "Var", "trace", "detach", "ops", "examples",
+    "LCG", "Var", "trace", "detach", "ops", "examples", "save_graph", "load_graph",
     # exact Jacobians
     "jacobian", "accumulate", "Accumulation", "forward_sweep", "reverse_sweep", "jvp", "vjp",
     "bauer", "count_paths", "path_jacobian", "path_product", "paths",
@@ -67,8 +66,8 @@ __all__ = [
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
     # the vector LCG (arrays and Jacobian blocks)
     "LCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
-    "save_vector", "load_vector", "inject_vertex", "inject_edge", "sample_activations",
-    "render_vector", "save_vector_picture", "operators", "array_trace", "vinject",
+    "inject_vertex", "inject_edge", "sample_activations",
+    "operators", "array_trace", "vinject",
     # sparsity and colouring; implicit operators (solves, roots)
     "sparsity", "compressed", "implicit", "solve_root",
 ]

@@ -24,6 +24,8 @@ from . import __version__
 from .exact.elimination import STRATEGIES
 from .exact.jacobians import METHODS
 from .exact.result import format_count
+from .graph.files import load_graph, save_graph
+from .graph.labels import FLOATS
 from .graph.lcg import LCG, plural
 from .tracing.tape import trace
 
@@ -133,7 +135,7 @@ def _parse_point(text: str):
 def _load_graph(path: str) -> LCG:
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
-    return LCG.from_json(path)
+    return load_graph(path)
 
 
 # ---------------------------------------------------------------- commands
@@ -145,23 +147,48 @@ def cmd_trace(args) -> None:
     f = _load_function(args.function)
     point = [_parse_point(x) for x in args.point]
     g = _run_user_code(f"{args.function}", trace, f, *point)
-    g.to_json(args.output)
+    save_graph(g, args.output)
     print(f"{g!r} written to {args.output}")
     if args.wengert:
         print(g.wengert())
 
 
+def _number_text(x, digits: int | None) -> str:
+    return repr(float(x)) if digits is None else f"{float(x):.{digits}g}"
+
+
 def _format_jacobian(g: LCG, matrix, digits: int | None = None) -> str:
     """A matrix labelled by the graph's outputs (rows) and inputs (columns),
-    every entry to full double precision or to ``digits`` significant digits."""
+    every entry to full double precision or to ``digits`` significant digits;
+    on a graph with arrays, one block per output and input."""
+    if g.algebra is not FLOATS:
+        return _format_blocks(g, np.asarray(matrix), digits)
     rows, columns = [g.names[v] for v in g.outputs], [g.names[v] for v in g.inputs]
-    cells = [[repr(float(x)) if digits is None else f"{float(x):.{digits}g}" for x in row]
-             for row in matrix]
+    cells = [[_number_text(x, digits) for x in row] for row in matrix]
     width = max([len(c) for row in cells for c in row] + [len(n) for n in columns] + [1])
     label = max([len(n) for n in rows] + [1])
     lines = [" " * label + "  " + "  ".join(n.rjust(width) for n in columns)]
     for name, row in zip(rows, cells):
         lines.append(name.ljust(label) + "  " + "  ".join(c.rjust(width) for c in row))
+    return "\n".join(lines)
+
+
+def _format_blocks(g: LCG, matrix: np.ndarray, digits: int | None) -> str:
+    """The Jacobian of a graph with arrays (rows the outputs' entries, columns the
+    inputs', in C order) block by block: the block of a number output is shown in
+    its input's shape (a gradient), any other as (output entries, input entries)."""
+    rows = np.cumsum([0] + [g.size(y) for y in g.outputs])
+    columns = np.cumsum([0] + [g.size(x) for x in g.inputs])
+    lines = []
+    for i, y in enumerate(g.outputs):
+        for j, x in enumerate(g.inputs):
+            block = matrix[rows[i]:rows[i + 1], columns[j]:columns[j + 1]]
+            shape = g.shape(x) if g.shape(y) == () else block.shape
+            size = " × ".join(map(str, shape)) or "a number"
+            lines.append(f"d{g.names[y]}/d{g.names[x]} ({size}):")
+            text = np.array2string(block.reshape(shape), max_line_width=100, threshold=10**6,
+                                   formatter={"float_kind": lambda v: _number_text(v, digits)})
+            lines += ["  " + line for line in text.splitlines()]
     return "\n".join(lines)
 
 
@@ -214,14 +241,17 @@ def _print_accumulation(g: LCG, result) -> None:
 
 
 def cmd_jacobian(args) -> None:
-    from .exact.jacobians import accumulate
+    from .exact.jacobians import accumulate, jacobian
 
     g = _load_graph(args.file)
     order = _parse_order(args.order)
     if order is not None and args.method != "eliminate":
         raise UsageError("--order applies only to --method eliminate")
     options = {"order": order} if order is not None else {}
-    _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
+    if g.algebra is FLOATS:
+        _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
+    else:  # the blocks, by the same method
+        print(_format_jacobian(g, jacobian(g, method=args.method, **options)))
 
 
 def _path_highlight(g: LCG, ends, limit: int = 10):
@@ -301,7 +331,12 @@ class _Progress:
 
 
 def _entry_names(g: LCG) -> list[list[str]]:
-    return [[f"d{g.names[y]}/d{g.names[x]}" for x in g.inputs] for y in g.outputs]
+    """``dy/dx`` for every Jacobian entry; an array vertex by its entries (``W[2,0]``)."""
+    from .graph.scalarize import entry_names
+
+    def entries(vertices):
+        return [name for v in vertices for name in entry_names(g.names[v], g.shape(v))]
+    return [[f"d{y}/d{x}" for x in entries(g.inputs)] for y in entries(g.outputs)]
 
 
 def _worst_entry(g: LCG, result, digits: int) -> str:
@@ -544,16 +579,17 @@ _COMMANDS = {
                 "and the local partials on its incoming edges."),
     "trace": ("trace a Python function at a point and save its LCG",
               "Run a Python function at the given point with minirad's tracer and save the "
-              "linearized computational graph as JSON. Each argument is a number, or 1,2,3 "
-              "for a vector (passed to the function as a numpy array)."),
+              "linearized computational graph (minirad.save_graph). Each argument is a "
+              "number, or 1,2,3 for a vector (passed to the function as a numpy array)."),
     "jacobian": ("the exact Jacobian of a saved LCG and its cost",
                  "Accumulate the Jacobian of a saved LCG by Bauer's path sum, a forward or "
                  "reverse sweep, or vertex elimination, and print it with the number of "
                  "multiplications and additions the method used."),
     "render": ("draw a saved LCG (svg, png, pdf or dot by extension)",
                "Draw a saved LCG bottom-up (inputs at the bottom), each edge labelled with its "
-               "partial, optionally with one Algorithm 1 sample or the paths between two "
-               "vertices highlighted."),
+               "partial (an array edge: its Jacobian block's kind and retained bytes), "
+               "optionally with one Algorithm 1 sample or the paths between two vertices "
+               "highlighted."),
     "compare": ("exact Jacobian against the mean of sampled estimates",
                 "Draw many Algorithm 1 (path sampling) estimates of the Jacobian of a saved "
                 "LCG and set their mean against the exact Jacobian: standard errors, z-scores, "
@@ -589,7 +625,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
-    graph_file = "an LCG saved as JSON (minirad trace -o, LCG.to_json)"
+    graph_file = "a saved LCG (minirad trace -o, minirad.save_graph): .json or .npz"
     p = command("demo", cmd_demo)
     p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
 
@@ -600,7 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("function", help="MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument("point", nargs="+",
                    help="one value per argument: a number, or 1,2,3 for a vector")
-    p.add_argument("-o", "--output", required=True, help="where to write the LCG (JSON)")
+    p.add_argument("-o", "--output", required=True,
+                   help="where to write the LCG: g.json, or g.npz for a graph of arrays")
     p.add_argument("--wengert", action="store_true", help="also print the Wengert list")
 
     p = command("jacobian", cmd_jacobian)

@@ -357,3 +357,32 @@ def block_diagonal(blocks: int = 3, size: int = 3) -> LCG:
         return out
 
     return trace(program, _points(blocks * size))
+
+
+# ---------------------------------------------------------------- arrays
+def figure3(injected: bool = False, rng=0) -> LCG:
+    """The RAD paper's Figure 3a as a traced program: a two-layer ReLU MLP on a batch
+    of 3 examples (4 features, 5 hidden units, 2 classes), float32, its loss averaged
+    over the batch; each vertex an array, each edge a Jacobian block.  ``injected``:
+    its stored activations sampled at k=2 entries per row (Sec. 4.2).
+
+    >>> from minirad import examples
+    >>> g = examples.figure3()
+    >>> g, g.shape("h1")
+    (LCG(6 vertices: 2 inputs, 3 intermediates, 1 output; 5 edges), (3, 5))
+    """
+    from .randomized.injection import sample_activations
+    from .tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+
+    r = _rng(rng)
+    X = r.standard_normal((3, 4)).astype(np.float32)
+    classes = np.array([0, 1, 1])
+
+    def mlp(X, W1, W2):
+        h1 = name(X @ W1, "h1")
+        a1 = name(relu(h1), "a1")
+        h2 = name(a1 @ W2, "h2")
+        return softmax_cross_entropy(h2, classes)
+    g = trace_arrays(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
+                     r.standard_normal((5, 2)).astype(np.float32), wrt=[1, 2])
+    return sample_activations(g, 2, rng=r) if injected else g

@@ -246,21 +246,21 @@ class Entry:
 
 
 def _figure3(folder: str) -> list[str]:
-    from .draw.vrender import draw_blocks, figure3_graph, save_vector_picture
+    from .draw.patterns import plot_blocks
 
     seed = SEEDS["figure3"]
     return [
-        save_vector_picture(figure3_graph(rng=seed), os.path.join(folder, "figure3_vector_lcg.png"),
-                            title="Figure 3(a): the vector LCG of a two-layer ReLU MLP, batch of "
-                                  "3, float32\neach vertex an array, each edge an operator and "
-                                  "the bytes the backward pass keeps for it", batch=3, dpi=DPI),
-        save_vector_picture(figure3_graph(injected=True, rng=seed),
-                            os.path.join(folder, "figure3_vector_lcg_sampled.png"),
-                            title="The same graph with activation sampling (Sec. 4.2): each "
-                                  "stored activation keeps k=2 entries per example\n(dashed red: "
-                                  "injected projections); the ReLU mask now costs 1 bit per entry",
-                            batch=3, dpi=DPI),
-        _save(draw_blocks(figure3_graph(rng=seed),
+        _save(render(examples.figure3(rng=seed), show_ops=True, batch=3,
+                     title="Figure 3(a): the LCG of a two-layer ReLU MLP, batch of 3, float32\n"
+                           "each vertex an array, each edge a Jacobian block and the bytes "
+                           "the backward pass keeps for it"),
+              folder, "figure3_vector_lcg.png"),
+        _save(render(examples.figure3(injected=True, rng=seed), show_ops=True, batch=3,
+                     title="The same graph with activation sampling (Sec. 4.2): each stored "
+                           "activation keeps k=2 entries per example\n(dashed red: injected "
+                           "projections); the ReLU mask now costs 1 bit per entry"),
+              folder, "figure3_vector_lcg_sampled.png"),
+        _save(plot_blocks(examples.figure3(rng=seed),
                           title="The Jacobian blocks of Figure 3(a) as matrices (red positive, "
                                 "blue negative): what each operator stores compactly"),
               folder, "figure3_blocks.png"),

@@ -3,6 +3,7 @@ minirad's algorithms (Algorithm 1's enumeration reads only the draws per vertex
 from minirad.randomized.sampling.draws_per_vertex, the way k is spelled)."""
 
 import itertools
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import strategies as st
 from scipy import stats
 
-from minirad import examples, labs
+from minirad import LCG, examples, labs
 from minirad.labs import notebook
 from minirad.randomized.sampling import draws_per_vertex
 
@@ -131,6 +132,21 @@ def random_dags(inputs, intermediates, outputs, density):
         lambda ni, nm, no, d, seed: examples.random_dag(ni, nm, no, d, rng=seed),
         st.integers(*inputs), st.integers(*intermediates), st.integers(*outputs),
         st.floats(*density), st.integers(0, 2**32 - 1))
+
+
+@st.composite
+def random_lcgs(draw):
+    """A hypothesis strategy: small random DAGs with any finite partials, values that
+    are finite or unknown (NaN) and any op strings: what a file must carry exactly."""
+    n_in, n_mid, n_out = draw(st.integers(1, 3)), draw(st.integers(0, 8)), draw(st.integers(1, 3))
+    g = examples.random_dag(n_in, n_mid, n_out, draw(st.floats(0.1, 0.9)),
+                            rng=draw(st.integers(0, 2**32 - 1)))
+    finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+    partials = draw(st.lists(finite, min_size=g.n_edges, max_size=g.n_edges))
+    values = draw(st.lists(st.one_of(finite, st.just(math.nan)),
+                           min_size=g.n_vertices, max_size=g.n_vertices))
+    ops = draw(st.lists(st.text(max_size=6), min_size=g.n_vertices, max_size=g.n_vertices))
+    return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
 
 
 _SOLVED: dict[str, notebook.RunResult] = {}

@@ -18,6 +18,8 @@ R = importlib.import_module("minirad.draw.render")  # the module; minirad.render
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 README = Path(__file__).resolve().parents[1] / "figures" / "README.md"
 
+pytestmark = pytest.mark.drawing  # every test here runs again without dot (.ci/run)
+
 needs_dot = pytest.mark.skipif(not R.has_dot(), reason="the graphviz dot program is not "
                                                        "installed (CI installs it)")
 

@@ -15,7 +15,7 @@ import pytest
 import scipy.linalg as linalg
 import scipy.sparse
 
-from minirad import jacobian, load_vector, save_vector
+from minirad import jacobian, load_graph, save_graph
 from minirad.exact.sparsity import pattern
 from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
@@ -226,8 +226,8 @@ def test_bad_input():
 # ------------------------------------------------------------ the file
 def saved_and_loaded(g, tmp_path):
     path = tmp_path / "g.npz"
-    save_vector(g, path)
-    return load_vector(path), path
+    save_graph(g, path)
+    return load_graph(path), path
 
 
 @pytest.mark.parametrize("rhs", [(N,), (N, 2)])
@@ -289,7 +289,7 @@ def test_a_float32_solve_stays_float32_through_the_file(tmp_path):
 def _tampered(tmp_path, change_manifest=None, change_arrays=None):
     g = trace_arrays(lambda A, b: (solve(A, b) ** 2).sum(), A0, B0)
     good = tmp_path / "good.npz"
-    save_vector(g, good)
+    save_graph(g, good)
     with np.load(good, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     doc = json.loads(arrays["manifest"].tobytes())
@@ -321,8 +321,8 @@ def _set(name, value):
 def test_tampered_factors_are_refused(tmp_path, change_arrays, message):
     bad = _tampered(tmp_path, change_arrays=change_arrays)
     with pytest.raises(ValueError, match=message) as error:
-        load_vector(bad)
-    assert "is not a valid vector LCG file" in str(error.value)
+        load_graph(bad)
+    assert "is not a valid LCG archive" in str(error.value)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -335,16 +335,16 @@ def test_tampered_factors_are_refused(tmp_path, change_arrays, message):
 def test_tampered_manifests_are_refused(tmp_path, change, message):
     bad = _tampered(tmp_path, change_manifest=change)
     with pytest.raises(ValueError, match=message):
-        load_vector(bad)
+        load_graph(bad)
 
 
 def test_a_tampered_root_is_refused(tmp_path):
     g = trace_arrays(lambda q: solve_root(coupled, np.zeros(3), q).sum(),
                      np.array([1.0, -2.0, 0.5, 1.5]))
-    save_vector(g, tmp_path / "root.npz")
+    save_graph(g, tmp_path / "root.npz")
     with np.load(tmp_path / "root.npz") as z:
         arrays = {k: z[k] for k in z.files}
     arrays["edge/0/f_p"] = arrays["edge/0/f_p"][:, :2]
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=r"f_p must have shape \(3, 4\)"):
-        load_vector(tmp_path / "bad.npz")
+        load_graph(tmp_path / "bad.npz")

@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from minirad import LCG, trace
+from minirad import load_graph, save_graph, trace
 from minirad import ops as ops_module
 from minirad.graph.names import VertexNames, VertexOps
 
@@ -45,9 +45,7 @@ def test_a_traced_graph_keeps_its_names_lazy_and_looks_them_up_by_name(tmp_path)
     assert [g.index(name) for name in g.names] == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="unknown vertex 'v9'"):
         g.index("v9")
-    path = tmp_path / "g.json"
-    g.to_json(path)
-    h = LCG.from_json(path)
+    h = load_graph(save_graph(g, tmp_path / "g.json"))
     assert h.same_as(g) and g.same_as(h) and tuple(h.names) == tuple(g.names)
 
 
@@ -79,9 +77,7 @@ def test_a_traced_graph_keeps_its_templates_lazy(tmp_path):
     assert isinstance(g.ops, VertexOps)
     assert g.ops == ("input", "input", "0.5 * {0}", "{0} * {1}", "sin({0})", "{0} + {1}",
                      "{0} * {0}")
-    path = tmp_path / "g.json"
-    g.to_json(path)
-    h = LCG.from_json(path)
+    h = load_graph(save_graph(g, tmp_path / "g.json"))
     assert isinstance(h.ops, tuple) and h.ops == g.ops and g.same_as(h) and h.same_as(g)
     # worked out only when read, and pickled as the templates themselves
     program = lambda x, y: (0.5 * x * y + ops_module.sin(x), x * x)  # noqa: E731

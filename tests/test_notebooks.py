@@ -99,6 +99,7 @@ def test_handout_executes_in_a_kernel_up_to_its_first_stub(lab, tmp_path):
     assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
 
 
+@pytest.mark.drawing
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
         "from minirad import examples, plots, render, render_elimination, draw_matplotlib\n"
@@ -116,6 +117,7 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
         "render(g)",
         "render_elimination(g)",
         "g",
+        "examples.figure3()",  # a graph of arrays shows as its drawing too
         # labs.show sends a Figure as an image even when pyplot's backend draws nothing inline
         "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
         "from minirad import labs\nfig, ax = plt.subplots()\nax.plot([0, 1])\n"
@@ -135,8 +137,11 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     # the strip is one image, and the graph keeps its text repr beside its drawing
     assert "image/png" in shown[cells.index("render_elimination(g)")]["data"]
     assert shown[cells.index("g")]["data"]["text/plain"].startswith("LCG(7 vertices")
+    assert shown[cells.index("examples.figure3()")]["data"]["text/plain"].startswith(
+        "LCG(6 vertices")
 
 
+@pytest.mark.drawing
 def test_a_large_graph_shows_as_text_in_a_kernel(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from minirad.exact.sweeps import gradient
+from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
-from minirad.graph.vfile import load_vector, save_vector
 from minirad.studies import convnet_numpy
 from minirad.tracing.arrays import conv2d, trace_arrays
 
@@ -105,8 +105,8 @@ def test_files_keep_the_gathering_and_read_the_older_positions(tmp_path):
     x = RNG.standard_normal((1, 2, 5, 5))
     g = trace_arrays(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
                      RNG.standard_normal((3, 2, 3, 3)))
-    save_vector(g, tmp_path / "g.npz")
-    h = load_vector(tmp_path / "g.npz")
+    save_graph(g, tmp_path / "g.npz")
+    h = load_graph(tmp_path / "g.npz")
     e = next(e for e, op in enumerate(g.labels) if op.kind == "outer")
     assert isinstance(h.labels[e].gathered[1], Im2Col)
     np.testing.assert_array_equal(h.labels[e].gathered[0], x)
@@ -121,7 +121,7 @@ def test_files_keep_the_gathering_and_read_the_older_positions(tmp_path):
     entry["arrays"]["positions"] = f"edge/{e}/positions"
     arrays["manifest"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
     np.savez(tmp_path / "old.npz", **arrays)
-    old = load_vector(tmp_path / "old.npz")
+    old = load_graph(tmp_path / "old.npz")
     assert isinstance(old.labels[e].gathered[1], Gather)
     np.testing.assert_array_equal(old.labels[e].gathered[1].apply(x), g.labels[e].stored)
 

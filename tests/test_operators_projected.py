@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from minirad.exact.jacobians import jacobian
+from minirad.graph.files import load_graph, save_graph
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory
 from minirad.graph.operators import MatMul, ProjectedMatMul, Retained
-from minirad.graph.vfile import load_vector, save_vector
 from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(31)
@@ -96,8 +96,8 @@ def test_a_graph_with_a_projected_edge_survives_the_file(tmp_path):
     labels = [op if label.kind == "outer" else label for label in g.labels]
     h = LCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs, values=g.values,
                   ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)
-    save_vector(h, tmp_path / "h.npz")
-    back = load_vector(tmp_path / "h.npz")
+    save_graph(h, tmp_path / "h.npz")
+    back = load_graph(tmp_path / "h.npz")
     assert [type(label) for label in back.labels] == [type(label) for label in h.labels]
     np.testing.assert_allclose(jacobian(back), jacobian(h), rtol=1e-14)
     assert memory(back).total == memory(h).total

@@ -22,6 +22,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURE1_PATHS = [("x1", "v2", "y"), ("x1", "v2", "v5", "y"),
                  ("x2", "v3", "v4", "v5", "y"), ("x2", "v4", "v5", "y")]
 
+pytestmark = pytest.mark.drawing  # every test here runs again without dot (.ci/run)
+
 needs_dot = pytest.mark.skipif(not R.has_dot(), reason="the graphviz dot program is not "
                                                        "installed (CI installs it)")
 
@@ -386,12 +388,15 @@ def test_save_rejects_unknown_formats_and_objects(tmp_path):
 # ------------------------------------------------------- saving: no dot
 def test_fallback_without_dot(no_dot, tmp_path):
     g = examples.figure1()
-    with pytest.warns(R.MissingDotWarning, match="matplotlib"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the DOT text needs no dot program: no warning
         dot = R.render(g, sample_paths(g, k=1, rng=0))
-    assert "rankdir=BT" in dot.source  # the DOT text is still there
+        R.save(dot, tmp_path / "sample.dot")
+    assert "rankdir=BT" in dot.source and "rankdir=BT" in (tmp_path / "sample.dot").read_text()
+    with pytest.warns(R.MissingDotWarning, match="matplotlib"):
+        R.save(dot, tmp_path / "first.png")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per process: no second warning
-        R.render(g)
         png = R.save(dot, tmp_path / "sample.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = R.save(dot, tmp_path / "sample.svg")
@@ -446,24 +451,6 @@ def test_generated_paths_are_kept_for_saving():
     assert len(strands(dot)["v5", "y"]) == 3
 
 
-def test_the_former_highlight_keywords_still_draw_with_a_warning():
-    g = examples.figure1()
-    sample = sample_paths(g, k=1, rng=1)
-    new = R.render(g, sample, R.Paths([FIGURE1_PATHS[0]], labels=["first"]),
-                   R.Eliminating("v4"))
-    with pytest.warns(DeprecationWarning, match="pass the highlights themselves"):
-        old = R.render(g, sample=sample, paths=[FIGURE1_PATHS[0]], path_labels=["first"],
-                       step="v4")
-    assert old.source == new.source
-    with pytest.warns(DeprecationWarning):
-        kept = R.render(g, kept={"v2": 2.0}, factor_name="P_ii")
-    assert kept.source == R.render(g, R.Factors({"v2": 2.0}, "P_ii")).source
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="pass paths="):
-        R.render(g, path_labels=["path 1"])
-    with pytest.raises(TypeError, match="unexpected keyword"):
-        R.render(g, smaple=sample)
-
-
 def test_a_new_kind_of_highlight_is_one_entry():
     """HIGHLIGHTS is the whole dispatch: a recogniser and a drawing function."""
     class Marked(str):
@@ -488,8 +475,6 @@ def test_a_source_target_pair_draws_every_path_between_them():
     pair = R.render(g, ("x2", "y"))
     listed = R.render(g, list(all_paths(g, "x2", "y")))  # the oracle: the paths listed by hand
     assert pair.source == listed.source
-    with pytest.warns(DeprecationWarning):  # the former keyword means the same
-        assert R.render(g, paths=("x2", "y")).source == listed.source
     wide = examples.interleaved(3, 4)  # 3**4 = 81 paths from theta to y
     with pytest.raises(ValueError, match=rf"there are 81 paths from theta to y, too many to "
                                          rf"draw .* \(at most {MAX_PATHS_BETWEEN}\)"):
@@ -554,3 +539,161 @@ def test_elimination_strip_has_one_legend():
     assert all(ax.get_legend() is None for ax in figure.axes)
     # legend text at 13 pt: at the saved 110 dpi about 20 pixels high, not ~6
     assert figure.legends[0].get_texts()[0].get_fontsize() >= 12
+
+
+# ------------------------------------------------------ graphs of arrays
+def lab8_graph():
+    """Lab 8's two-layer network on a batch of 4 (float32): nine array edges, two of
+    them bias additions, with the labels that used to be printed over each other."""
+    from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+
+    def two_layers(W1, b1, W2, b2):
+        a = name(relu(name(x @ W1 + b1, "h")), "a")
+        return softmax_cross_entropy(name(a @ W2 + b2, "logits"), np.array([0, 2, 1, 0]))
+    return trace_arrays(two_layers, rng.standard_normal((6, 5)).astype(np.float32),
+                        np.zeros(5, np.float32), rng.standard_normal((5, 3)).astype(np.float32),
+                        np.zeros(3, np.float32))
+
+
+def test_array_labels_name_shapes_blocks_bytes_and_the_total():
+    g = examples.figure3()
+    source = R.render(g, show_ops=True, title="t", batch=3).source
+    # bytes by hand: X is 3 x 4 float32 (48 B), a1 3 x 5 (60 B), the softmax's
+    # probabilities 3 x 2 (24 B); the mask is rebuilt from a1 > 0, W2 is kept anyway
+    for text in ("h1 ∈ R^(3×5)\\nX @ W1", "W2 ∈ R^(5×2)", "y ∈ R\\n", "relu(h1)",
+                 "outer\\n48 B", "outer\\n60 B", "mask\\n0 B (rebuilt from a1)",
+                 "matmul\\n0 B (W2 kept anyway)", "dense\\n24 B",
+                 "retained for the backward pass: 132 B (44 B per example of 3)"):
+        assert text in source, text
+    assert "dashed" not in source and "legend" not in source
+    assert "X @ W1" not in R.render(g).source  # operations only when asked for
+
+
+def test_injected_projections_are_drawn_distinctly_with_their_k():
+    from minirad.randomized.injection import inject_vertex
+
+    dot = R.render(examples.figure3(injected=True))
+    injected = [(u, v) for u, v, attrs in edges(dot) if attrs.get("style") == "dashed"]
+    assert injected == [("W1", "h1"), ("W2", "h2")]  # the two edges that keep an activation
+    assert all(attrs["color"] == R.INJECTED_COLOR for u, v, attrs in edges(dot)
+               if (u, v) in injected)
+    assert dot.source.count("sampled k=2") == 2 and "2 injected projections" in dot.source
+    # sampling 2 of 4 entries of X per row: 3 x 2 float32 and 3 x 2 one-byte indices
+    assert "outer\\n24 B\\nsampled k=2" in dot.source
+    assert "edge carrying an injected projection" in legend_text(dot)
+    g = inject_vertex(examples.figure3(), "a1", 3, "rademacher", axis=1, batch_axis=0, rng=0)
+    dot = R.render(g)
+    assert nodes(dot)["a1"]["color"] == R.INJECTED_COLOR and nodes(dot)["a1"]["penwidth"] == "2"
+    after = [(u, v) for u, v, attrs in edges(dot) if "P k=3" in attrs.get("label", "")]
+    assert after == [("a1", "h2")]  # P sits where the paths leave a1
+    assert "injected vertex" in legend_text(dot)
+
+
+def test_injections_are_drawn_on_a_graph_of_numbers_too():
+    g = examples.figure1()
+    marked = LCG(g.names, g.sources, g.targets, g.partials, g.inputs, g.outputs, g.values,
+                 g.ops, injections=[{"kind": "edge", "edge": ["v2", "y"], "method": "sample",
+                                     "k": 1}, {"kind": "vertex", "at": "v4", "k": 1}])
+    dot = R.render(marked)
+    drawn = {(u, v): attrs for u, v, attrs in edges(dot)}
+    assert drawn["v2", "y"]["label"] == f"{g.partial('v2', 'y'):.4g}\\nsampled k=1"
+    assert drawn["v4", "v5"]["style"] == "dashed" and "P k=1" in drawn["v4", "v5"]["label"]
+    assert nodes(dot)["v4"]["color"] == R.INJECTED_COLOR
+    assert "retained" not in dot.source  # a graph of numbers: no memory in the title
+
+
+def test_highlights_on_a_graph_of_arrays():
+    from minirad.exact.elimination import Step
+    from minirad.graph.operators import OPERATORS
+
+    g = examples.figure3()
+    dot = R.render(g, [("W1", "h1", "a1", "h2", "y")])
+    # the path multiplies to dy/dW1: one row (y is a number), 20 columns (W1 is 4 x 5)
+    assert "path 1: W1 → h1 → a1 → h2 → y  (product: a 1 × 20 block)" in legend_text(dot)
+    assert strands(dot)["W1", "h1"] == [R.PATH_COLORS[0]] and strands(dot)["W2", "h2"] == [R.DIM]
+    # eliminating a1 by hand: its one fill-in edge h1 -> h2 carries matmul after mask,
+    # which the operator algebra multiplies out into one dense 6 x 15 block
+    product = OPERATORS.multiply(g.label("a1", "h2"), g.label("h1", "a1"))
+    step = Step("a1", ("h1",), ("h2",), (("h1", "h2"),), (), 1, 0, (product,), ())
+    drawn = {(u, v): attrs for u, v, attrs in edges(R.render(g, step))}
+    assert product.shape == (6, 15) and drawn["h1", "h2"]["label"] == "new dense"
+    assert drawn["h1", "h2"]["color"] == R.FILL_IN_COLOR
+    factors = {(u, v): attrs for u, v, attrs in edges(R.render(g, {"h1": 1.0, "a1": 2.0}))}
+    assert factors["h1", "a1"]["label"] == "factor 2, w = 2 × mask"
+    assert factors["a1", "h2"]["style"] == "dashed"  # h2 is not listed: dropped
+
+
+def test_array_pictures_with_and_without_dot_are_deterministic(tmp_path, monkeypatch):
+    g = examples.figure3(injected=True)
+    for dot_installed in (True, False):
+        if dot_installed and not R.has_dot():
+            continue
+        monkeypatch.setattr(R, "has_dot", lambda installed=dot_installed: installed)
+        monkeypatch.setattr(R, "_warned_missing_dot", True)
+        first = R.save(R.render(g, title="t", batch=3), tmp_path / f"a{dot_installed}.png")
+        again = R.save(R.render(g, title="t", batch=3), tmp_path / f"b{dot_installed}.png")
+        data = open(first, "rb").read()
+        assert data[:8] == PNG_MAGIC and len(data) > 5000 and open(again, "rb").read() == data
+    monkeypatch.setattr(R, "has_dot", lambda: False)
+    dot_file = R.save(R.render(g), tmp_path / "g.dot")  # the DOT text needs no dot program
+    assert open(dot_file, encoding="utf-8").read().startswith("digraph lcg {")
+    with pytest.raises(TypeError, match="render draws an LCG, not ndarray"):
+        R.render(np.ones(3))
+
+
+def test_a_name_in_angle_brackets_is_quoted_not_read_as_html():
+    g = LCG.from_edges([("<lambda>", "y", 2.0)], inputs=["<lambda>"], outputs=["y"])
+    source = R.render(g).source
+    assert '"<lambda>" [label="<lambda>"' in source and '"<lambda>" -> y' in source
+    if R.has_dot():  # dot reads it: the name is drawn as text
+        assert "&lt;lambda&gt;" in R.render(g).pipe(format="svg").decode()
+
+
+def test_blocks_are_drawn_as_their_matrices_and_large_ones_listed():
+    from minirad.draw.patterns import plot_blocks
+
+    g = examples.figure3()
+    figure = plot_blocks(g)
+    assert len(figure.axes) == g.n_edges
+    first = figure.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(first, g.labels[0].to_dense())
+    # dh1/dW1 for h1 = X @ W1: I_3 ⊗ ... one entry of X per (h1, W1) pair that meet: 3 x 4 x 5
+    assert "15 × 20, 60 nonzero" in figure.axes[0].get_title()
+    small = plot_blocks(g, limit=10)
+    assert not small.axes[0].images and "too large to draw" in small.axes[0].texts[0].get_text()
+
+
+def _boxes(figure):
+    """The display box of every text drawn in the graph's axes (vertices and edge
+    labels, with their padding), after the figure is laid out as it is saved."""
+    figure.draw_without_rendering()
+    renderer = figure.canvas.get_renderer()
+    ax = figure.axes[0]
+    return [(t.get_text(), (t.get_bbox_patch() or t).get_window_extent(renderer))
+            for t in ax.texts]
+
+
+@pytest.mark.parametrize("picture", [
+    lambda: R.draw_matplotlib(examples.figure3(), show_ops=True, batch=3),
+    lambda: R.draw_matplotlib(examples.figure3(injected=True), show_ops=True, batch=3),
+    lambda: R.draw_matplotlib(lab8_graph(), title="lab 8", batch=4),
+    lambda: R.draw_matplotlib(examples.figure1(), sample_paths(examples.figure1(), 1, rng=0),
+                              FIGURE1_PATHS, R.Eliminating("v5"), show_ops=True,
+                              show_values=True),
+    lambda: R.draw_matplotlib(examples.interleaved(3, 3), show_values=True),
+    # dense enough that 18 pairs of labels overlapped at the middle of their edges
+    lambda: R.draw_matplotlib(examples.random_layered(4, 3, 3, rng=0)),
+    lambda: R.draw_matplotlib(examples.random_dag(3, 8, 2, rng=1)),
+], ids=["figure 3", "figure 3 sampled", "lab 8", "figure 1 highlighted", "interleaved",
+        "random layered", "random dag"])
+def test_matplotlib_labels_do_not_overlap(picture):
+    boxes = _boxes(picture())
+    assert len(boxes) > 5
+    for i, (text, box) in enumerate(boxes):
+        for other, second in boxes[i + 1:]:
+            width = min(box.x1, second.x1) - max(box.x0, second.x0)
+            height = min(box.y1, second.y1) - max(box.y0, second.y0)
+            assert width <= 0.5 or height <= 0.5, f"{text!r} overlaps {other!r}"

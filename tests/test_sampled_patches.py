@@ -10,11 +10,11 @@ import pytest
 
 from minirad.exact.sweeps import gradient
 from minirad.graph import patches as sampled_patches
+from minirad.graph.files import load_graph, save_graph
 from minirad.graph.lcg import relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import Im2Col, MatMul
 from minirad.graph.patches import ProjectedPatches, SampledPatches
-from minirad.graph.vfile import load_vector, save_vector
 from minirad.studies import convnet_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import sample_pattern, signs
@@ -204,8 +204,8 @@ def test_the_file_keeps_it(tmp_path, kind):
     x = RNG.standard_normal((2, 1, 8, 8)).astype(np.float32)
     h = graph.inject(graph.traced(graph.convnet_program, params, x, np.array([1, 2])),
                      kind, 0.3, rng=0)
-    save_vector(h, tmp_path / "h.npz")
-    back = load_vector(tmp_path / "h.npz")
+    save_graph(h, tmp_path / "h.npz")
+    back = load_graph(tmp_path / "h.npz")
     assert [type(op) for op in back.labels] == [type(op) for op in h.labels]
     assert memory(back).per_edge == memory(h).per_edge
     for a, b in zip(gradient(back), gradient(h)):

@@ -13,9 +13,9 @@ import minirad
 from minirad import LCG
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient
+from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import from_chain, scalarize, vertex_copies
-from minirad.graph.vfile import load_vector, save_vector
 from minirad.randomized import chains as injection
 from minirad.randomized.injection import (
     draws,
@@ -169,8 +169,8 @@ def test_injected_graphs_record_and_round_trip(tmp_path):
     g = inject_vertex(sample_activations(small_network(), 0.5, rng=1), "a", 2, "rademacher",
                       axis=1, batch_axis=0, rng=2)
     assert [r["kind"] for r in g.injections] == ["edge", "edge", "vertex"]
-    save_vector(g, tmp_path / "g.npz")
-    h = load_vector(tmp_path / "g.npz")
+    save_graph(g, tmp_path / "g.npz")
+    h = load_graph(tmp_path / "g.npz")
     assert h.injections == g.injections
     np.testing.assert_allclose(jacobian(h), jacobian(g))
     assert (memory(h).per_edge, memory(h).notes) == (memory(g).per_edge, memory(g).notes)

@@ -8,9 +8,9 @@ import pytest
 
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient
+from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import memory
 from minirad.graph.operators import Projection, compose
-from minirad.graph.vfile import load_vector, save_vector
 from minirad.randomized.injection import inject_edge, inject_edges, random_basis
 from minirad.tracing.arrays import name, trace_arrays
 
@@ -119,8 +119,8 @@ def test_several_edges_at_once_equal_one_at_a_time():
 
 def test_round_trip_keeps_the_sampled_diagonal(tmp_path):
     g = inject_edge(two_uses(), ("x", "v1"), picks=[0, 0, 3])
-    save_vector(g, tmp_path / "g.npz")
-    h = load_vector(tmp_path / "g.npz")
+    save_graph(g, tmp_path / "g.npz")
+    h = load_graph(tmp_path / "g.npz")
     np.testing.assert_array_equal(jacobian(h), jacobian(g))
     assert memory(h).total == memory(g).total and h.injections == g.injections
 

@@ -36,7 +36,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minirad import labs
+from minirad import labs, render
 from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
 from minirad.checkpoint.schedules import (
     Binomial,
@@ -51,7 +51,6 @@ from minirad.studies import memory as table1
 from minirad.studies import mlp_numpy, nn_graph, pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
 from minirad.graph.memory import memory
-from minirad.draw.vrender import render_vector
 
 # %% [markdown]
 # ## 1. What the backward pass needs, read off the vector LCG
@@ -87,7 +86,7 @@ for e in range(g.n_edges):
 print(f"total {kept.total:.0f} bytes = {kept.per_example(4):.0f} per example")
 
 # %%
-labs.show(render_vector(g, title="What reverse mode keeps for a two-layer network", batch=4),
+labs.show(render(g, title="What reverse mode keeps for a two-layer network", batch=4),
           "lab8_what_reverse_mode_keeps")
 
 # %% [markdown]

@@ -1,5 +1,6 @@
-"""Pictures of Jacobian sparsity: the pattern with its colour groups, and the
-seeds and multiplications of each way of sweeping it.
+"""Pictures of Jacobian structure: the pattern with its colour groups, the seeds
+and multiplications of each way of sweeping it, and each edge's Jacobian block
+of a graph of arrays as the matrix it stands for.
 
 Like :mod:`minirad.draw.plots`, every function returns a :class:`minirad.draw.figure.Figure`
 built without pyplot (it shows inline in Jupyter; elsewhere ``fig.savefig``).
@@ -19,7 +20,7 @@ from ..exact.compressed import STRATEGIES, Plan, plan
 from ..exact.sparsity import as_pattern, colour_columns, colour_rows, pattern
 from .render import PATH_COLORS
 
-__all__ = ["plot_pattern", "plot_strategies"]
+__all__ = ["plot_blocks", "plot_pattern", "plot_strategies"]
 
 #: cells larger than this many per side are not numbered
 NUMBER_LIMIT = 24
@@ -147,3 +148,56 @@ def _wrap(line: str, width: int = 120) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(line, width)) or line
+
+
+def plot_blocks(g, limit: int = 4096, title: str | None = None):
+    """Every edge's Jacobian block as a small heatmap: the structure an operator
+    stores compactly (a diagonal, a mask, the Kronecker pattern of ``x @ W`` seen
+    from W), seen as the matrix it stands for, red positive and blue negative.
+    Blocks of more than ``limit`` entries are named but not drawn.
+
+    >>> import numpy as np
+    >>> from minirad import examples
+    >>> figure = plot_blocks(examples.figure3())
+    >>> len(figure.axes), figure.axes[0].get_title().splitlines()[1]
+    (5, '15 × 20, 60 nonzero')
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    n = g.n_edges
+    if n == 0:
+        raise ValueError("the graph has no edges, so no Jacobian blocks to draw")
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    figure = _figure(4.2 * cols, 3.6 * rows)
+    axes = figure.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        figure.delaxes(ax)
+    for ax, (u, v, label) in zip(axes, g.edges()):
+        block = np.array([[label]]) if isinstance(label, float) else None
+        name = f"∂{g.names[v]}/∂{g.names[u]}: " + (
+            "a number" if block is not None else label.label())
+        out_size, in_size = (1, 1) if block is not None else (label.out_size, label.in_size)
+        if out_size * in_size > limit:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, f"{name}\n{out_size} × {in_size}\n(too large to draw)",
+                    ha="center", va="center", fontsize=9)
+            continue
+        if block is None:
+            block = np.asarray(label.to_dense(), dtype=np.float64)
+        scale = float(np.abs(block).max()) or 1.0
+        ax.imshow(block, cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest",
+                  aspect="auto")
+        ax.set_title(f"{name}\n{out_size} × {in_size}, {int(np.count_nonzero(block))} nonzero",
+                     fontsize=9)
+        ax.set_xlabel(f"{g.names[u]} entries", fontsize=8)
+        ax.set_ylabel(f"{g.names[v]} entries", fontsize=8)
+        ax.tick_params(labelsize=7)
+        for axis, count in ((ax.xaxis, block.shape[1]), (ax.yaxis, block.shape[0])):
+            if count <= 8:
+                axis.set_ticks(range(count))
+            else:
+                axis.set_major_locator(MaxNLocator(integer=True))
+    if title:
+        figure.suptitle(title, fontsize=11)
+    return figure

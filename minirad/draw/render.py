@@ -22,6 +22,12 @@ Results of other modules are laid over it by passing them along,
 Each kind is one entry of :data:`HIGHLIGHTS`: a test recognising the object
 and a function marking up the picture.
 
+A graph of arrays is drawn the same way (the RAD paper's Figure 3): each
+vertex with its shape (``h1 ∈ R^(3×5)``), each edge with its Jacobian
+block's short name and the bytes the backward pass keeps for it, the title
+with the total; random matrix injections recorded in ``g.injections`` show on
+either kind of graph, the edges carrying a projection dashed in red with its k.
+
 :func:`render_elimination` draws a whole vertex elimination, one picture
 per step (a list that shows as one strip in Jupyter), and
 :func:`elimination_strip` puts them side by side in one Figure.
@@ -29,7 +35,9 @@ per step (a list that shows as one strip in Jupyter), and
 Every highlight is first turned into a neutral description of the picture
 (a "scene"); the graphviz source and the matplotlib fallback
 (:func:`draw_matplotlib`, used when the ``dot`` program is missing) are both
-drawn from that one scene, so they always agree.
+drawn from that one scene, so they always agree.  The DOT text itself needs
+no ``dot`` program; the fallback places each edge label where it covers no
+vertex and no other label.
 
 >>> from minirad import examples
 >>> dot = render(examples.figure1())
@@ -57,8 +65,10 @@ import numpy as np
 
 from ..exact.paths import path_product
 from ..graph.files import write_atomically
-from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural
+from ..graph.labels import FLOATS
+from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural, shape_text
 from ..graph.lcg import levels as topological_levels
+from ..graph.memory import memory
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
@@ -89,6 +99,8 @@ STEP_VERTEX_FILL = "#ffe45c"
 STEP_VERTEX_BORDER = "#9a7d00"
 STEP_EDGE_COLOR = "#E69F00"   # edges into and out of the vertex being eliminated
 FILL_IN_COLOR = "#CC0077"     # edges the step creates
+INJECTED_COLOR = "#d62728"    # random matrix injection: the vertices and edges it changed
+INJECTED_WIDTH = 2.0
 UPDATED_COLOR = "#009E73"     # existing edges whose partial the step changes
 FONT = "Helvetica"
 
@@ -123,6 +135,21 @@ def _fmt(x: float, digits: int = 4) -> str:
     """A number with ``digits`` significant digits; -0 reads as 0."""
     text = f"{x:.{digits}g}"
     return "0" if text == "-0" else text
+
+
+def _label_text(label, digits: int) -> str:
+    """An edge label in a few characters: a number to ``digits`` significant digits, a
+    Jacobian block by its short name (``diag``, ``outer``, ``dense∘P k=3``)."""
+    if isinstance(label, (int, float, np.integer, np.floating)):
+        return _fmt(float(label), digits)
+    return label.label().replace(", ", " ")
+
+
+def _bytes(x: float) -> str:
+    """A number of bytes as a student reads it: ``48 B``, ``0.25 B``, ``12.3 kB``."""
+    if x >= 10_000:
+        return f"{x / 1000:,.1f} kB"
+    return f"{int(x):,} B" if x == int(x) else f"{x:,.3f}".rstrip("0") + " B"
 
 
 # ------------------------------------------------------------------- scene
@@ -206,12 +233,19 @@ def _round_constants(template: str, digits: int) -> str:
 
 
 def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) -> list[str]:
-    name = g.names[v]
-    head, lines = name, []
+    """A vertex's text: its name (on a graph of arrays with its shape, ``h1 ∈ R^(3×5)``),
+    optionally its operation and a number's value."""
+    name, shape = g.names[v], g.shape(v)
+    operation = None
     if show_ops and g.kind(v) != INPUT and g.ops[v]:
         template = _round_constants(g.ops[v], digits)  # before the names go in: names stay
-        head = f"{name} = {fill_template(template, [g.names[p] for p in g.predecessors(v)])}"
-    value = float(g.values[v])
+        operation = fill_template(template, [g.names[p] for p in g.predecessors(v)])
+    value = math.nan if g.values is None or shape != () else g.value(v)
+    if g.algebra is not FLOATS:  # a graph of arrays: every shape beside its name
+        lines = [f"{name} ∈ {shape_text(shape)}"] + ([operation] if operation else [])
+        return lines + ([f"= {_fmt(value, digits)}"] if show_values and math.isfinite(value)
+                        else [])
+    head, lines = name if operation is None else f"{name} = {operation}", []
     if show_values and math.isfinite(value):
         if head == name:
             head = f"{name} = {_fmt(value, digits)}"
@@ -220,11 +254,87 @@ def _node_lines(g: LCG, v: int, show_ops: bool, show_values: bool, digits: int) 
     return [head, *lines]
 
 
-def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title) -> _Scene:
+def _block_text(label, retained: float, note: str) -> str:
+    """An array edge's text: the block's short name, the bytes the backward pass keeps for
+    it (with the reason when it keeps nothing), and an injected projection's k."""
+    name, *injected = label.label().split(", ")
+    kept = _bytes(retained) + (f" ({note})" if note and not retained else "")
+    return "\n".join([name, kept, *injected])
+
+
+def _injected_edges(g: LCG) -> dict[int, str]:
+    """Edge number -> what was injected there (``sampled k=2``, ``P k=3``), from the
+    graph's records: an edge injection marks its edge, a vertex injection the edges that
+    carry its P (out of the vertex, or into it for an output)."""
+    marked = {}
+    for record in g.injections:
+        k = record.get("k")
+        if record.get("kind") == "edge" and len(record.get("edge", ())) == 2:
+            method = "sampled" if record.get("method") == "sample" else "projected"
+            u, v = record["edge"]
+            if g.has_edge(u, v):
+                marked[g.edge_index(u, v)] = f"{method} k={k}"
+        elif record.get("kind") == "vertex" and record.get("at") in g.names:
+            at = g.index(record["at"])
+            ends = ([(p, at) for p in g.predecessors(at)] if g.kind(at) == OUTPUT
+                    else [(at, w) for w in g.successors(at)])
+            for u, v in ends:
+                marked[g.edge_index(u, v)] = f"P k={k}"
+    return marked
+
+
+def _memory_line(g: LCG, m, batch: int | None) -> str:
+    """The title's line on memory: what the backward pass retains (per example of a batch)."""
+    line = f"retained for the backward pass: {_bytes(m.total)}"
+    if batch:
+        line += f" ({_bytes(m.per_example(batch))} per example of {batch})"
+    if g.injections:
+        line += f"; {plural(len(g.injections), 'injected projection')}"
+    return line
+
+
+def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title,
+                batch=None) -> _Scene:
     nodes = [_Node(_node_lines(g, v, show_ops, show_values, digits), g.kind(v),
                    FILL[g.kind(v)]) for v in range(g.n_vertices)]
-    edges = [_Edge(u, v, _fmt(d, digits) if edge_labels else "") for u, v, d in g.edges()]
-    return _Scene(g, nodes, edges, _levels(g, levels), [], title)
+    arrays = g.algebra is not FLOATS
+    m = memory(g) if arrays or batch else None
+    if m is not None:
+        title = "\n".join(filter(None, [title, _memory_line(g, m, batch)]))
+    if arrays and edge_labels:
+        texts = [_label_text(d, digits) if isinstance(d, float) else
+                 _block_text(d, m.per_edge[e], m.notes[e] if m.notes else "")
+                 for e, (_, _, d) in enumerate(g.edges())]
+    else:
+        texts = [_fmt(d, digits) if edge_labels else "" for d in g.labels]
+    edges = [_Edge(u, v, text) for (u, v, _), text in zip(g.edges(), texts)]
+    scene = _Scene(g, nodes, edges, _levels(g, levels), [], title)
+    _mark_injections(scene)
+    return scene
+
+
+def _mark_injections(scene: _Scene) -> None:
+    """Injected vertices with a red border, the edges carrying an injected projection
+    dashed in red with their k; a legend entry for each."""
+    g = scene.g
+    marked = _injected_edges(g)
+    for e, what in marked.items():
+        edge = scene.edges[e]
+        edge.colors, edge.dashed, edge.fontcolor = [INJECTED_COLOR], True, INJECTED_COLOR
+        edge.penwidth = INJECTED_WIDTH
+        if edge.label and what not in edge.label:
+            edge.label += f"\n{what}"
+    at = [g.index(r["at"]) for r in g.injections
+          if r.get("kind") == "vertex" and r.get("at") in g.names]
+    for v in at:
+        scene.nodes[v].border, scene.nodes[v].penwidth = INJECTED_COLOR, INJECTED_WIDTH
+    if at:
+        scene.keys.append(_Key("injected vertex: a random P = R Rᵀ (E[P] = I) where its "
+                               "paths pass", INJECTED_COLOR, edge=False, fill=FILL[INTERMEDIATE],
+                               shape="ellipse", penwidth=INJECTED_WIDTH))
+    if marked:
+        scene.keys.append(_Key("edge carrying an injected projection (k: its rank)",
+                               INJECTED_COLOR, dashed=True, penwidth=INJECTED_WIDTH))
 
 
 def _kind_keys(g: LCG) -> list[_Key]:
@@ -242,7 +352,7 @@ def _check_sample(g: LCG, sample) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                         f"with counts, weights and visited; {type(sample).__name__} lacks "
                         f"{', '.join(missing)}")
     counts = np.asarray(sample.counts).reshape(-1)
-    weights = np.asarray(sample.weights, dtype=float).reshape(-1)
+    weights = list(sample.weights)  # numbers, or blocks on a graph of arrays
     visited = np.asarray(sample.visited, dtype=bool).reshape(-1)
     if len(counts) != g.n_edges or len(weights) != g.n_edges or len(visited) != g.n_vertices \
             or not _same_structure(g, sample):
@@ -272,7 +382,7 @@ def _apply_sample(scene: _Scene, sample, digits: int) -> None:
             edge.colors.append(SAMPLE_COLOR)
             edge.penwidth = max(edge.penwidth, SAMPLE_WIDTH)
             # words, not "×1 w=...": "x1" next to a weight reads as a product with x1
-            edge.label = f"draws {int(counts[e])}, w = {_fmt(weights[e], digits)}"
+            edge.label = f"draws {int(counts[e])}, w = {_label_text(weights[e], digits)}"
             edge.fontcolor = SAMPLE_COLOR
         else:
             edge.dashed = True
@@ -329,8 +439,9 @@ def _apply_kept(scene: _Scene, kept, factor_name: str, digits: int) -> None:
             edge.penwidth = max(edge.penwidth, KEPT_WIDTH)
             edge.fontcolor = KEPT_COLOR
             if v in listed and edge.label:
-                edge.label = (f"{factor_name} {_fmt(factor[v], digits)}, "
-                              f"w = {_fmt(factor[v] * d, digits)}")
+                scaled = (_fmt(factor[v] * d, digits) if isinstance(d, float) else
+                          f"{_fmt(factor[v], digits)} × {_label_text(d, digits)}")
+                edge.label = f"{factor_name} {_fmt(factor[v], digits)}, w = {scaled}"
         else:
             edge.dashed = True
             edge.fontcolor = DIM
@@ -424,12 +535,18 @@ def _apply_paths(scene: _Scene, paths, digits: int, path_labels=None, colors=Non
         if number < MAX_PATH_KEYS:
             route = " → ".join(g.names[v] for v in path)
             label = labels[number] if labels else f"path {number + 1}"
-            product = _fmt(path_product(g, path), digits)
-            scene.keys.append(_Key(f"{label}: {route}  (product {product})",
+            scene.keys.append(_Key(f"{label}: {route}  ({_product_text(g, path, digits)})",
                                    color, penwidth=PATH_WIDTH))
         elif number == MAX_PATH_KEYS:
             scene.keys.append(_Key("... more paths (colours repeat)", DIM))
     scene.dim_plain_edges = True
+
+
+def _product_text(g: LCG, path, digits: int) -> str:
+    """The chain rule along a path: its number, or the size of the block it multiplies to."""
+    if g.algebra is FLOATS:
+        return f"product {_fmt(path_product(g, path), digits)}"
+    return f"product: a {g.size(path[-1])} × {g.size(path[0])} block"
 
 
 def _as_step(g: LCG, step):
@@ -481,15 +598,15 @@ def _apply_step(scene: _Scene, step, digits: int) -> None:
     # are minirad.exact.elimination's to compute
     for p_name, s_name in step.updated:
         edge = scene.edges[g.edge_index(p_name, s_name)]  # scene edges follow g's edges
-        old, new = g.partial(p_name, s_name), new_updated[p_name, s_name]
+        old, new = g.label(p_name, s_name), new_updated[p_name, s_name]
         edge.colors.append(UPDATED_COLOR)
         edge.penwidth = max(edge.penwidth, 2.4)
-        edge.label = f"{_fmt(old, digits)} → {_fmt(new, digits)}"
+        edge.label = f"{_label_text(old, digits)} → {_label_text(new, digits)}"
         edge.fontcolor = UPDATED_COLOR
     for p_name, s_name in step.fill_in:
         p, s = g.index(p_name), g.index(s_name)
         new = new_fill[p_name, s_name]
-        scene.edges.append(_Edge(p, s, f"new {_fmt(new, digits)}", [FILL_IN_COLOR], 2.0,
+        scene.edges.append(_Edge(p, s, f"new {_label_text(new, digits)}", [FILL_IN_COLOR], 2.0,
                                  dashed=True, fontcolor=FILL_IN_COLOR, proposed=True))
     scene.keys += [
         _Key(f"vertex eliminated: {g.names[v]}", STEP_VERTEX_BORDER, edge=False,
@@ -597,45 +714,6 @@ def _kind_of(h) -> str:
                     f"or Factors(...))")
 
 
-_OLD_KEYWORDS = ("sample", "paths", "path_labels", "colors", "step", "kept", "factor_name")
-
-
-def _from_keywords(old: dict) -> list:
-    """The highlights of the keywords render took before highlights were passed
-    by type (``sample=``, ``paths=``, ``step=``, ``kept=``...), with a warning."""
-    unknown = sorted(set(old) - set(_OLD_KEYWORDS))
-    if unknown:
-        raise TypeError(f"render got unexpected keyword argument(s) {unknown}; highlights are "
-                        f"passed by position: render(g, sample), render(g, path, step)")
-    warnings.warn("render(g, sample=..., paths=..., step=..., kept=...) is deprecated: pass "
-                  "the highlights themselves, render(g, sample, Paths(paths), step, "
-                  "Factors(kept))", DeprecationWarning, stacklevel=3)
-    highlights = []
-    if old.get("sample") is not None:
-        if not _is_sample(old["sample"]):
-            _check_sample(None, old["sample"])  # raises, saying what a sample has
-        highlights.append(old["sample"])
-    if old.get("kept") is not None:
-        highlights.append(Factors(old["kept"], "factor" if old.get("factor_name") is None
-                                  else str(old["factor_name"])))
-    elif old.get("factor_name") is not None:
-        raise ValueError("factor_name= names the factors of kept=; pass kept= too")
-    if old.get("paths") is not None:
-        highlights.append(Paths(old["paths"], old.get("path_labels"), old.get("colors")))
-    elif old.get("path_labels") is not None or old.get("colors") is not None:
-        raise ValueError("path_labels= and colors= label and colour the paths= drawn; "
-                         "pass paths= too")
-    step = old.get("step")
-    if step is not None:
-        if isinstance(step, (str, int, np.integer)) and not isinstance(step, bool):
-            step = Eliminating(step)
-        elif not _is_step(step):
-            raise TypeError(f"step= takes an elimination Step (from minirad.exact.elimination) or "
-                            f"the vertex to eliminate, not {type(step).__name__}")
-        highlights.append(step)
-    return highlights
-
-
 def _settle(highlights) -> tuple:
     """The highlights as a tuple (an iterator of paths is read once, here)."""
     settled = []
@@ -650,7 +728,7 @@ def _settle(highlights) -> tuple:
 
 def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=True,
            digits=4, levels=None, title=None, legend=None, positions=None,
-           max_vertices=MAX_VERTICES) -> _Scene:
+           max_vertices=MAX_VERTICES, batch=None) -> _Scene:
     if not isinstance(g, LCG):
         raise TypeError(f"render draws an LCG, not {type(g).__name__}")
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
@@ -660,7 +738,11 @@ def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=T
             f"the graph has {g.n_vertices} vertices, more than max_vertices={max_vertices} "
             f"that can be read in one picture; pass max_vertices={g.n_vertices} to draw it "
             f"anyway, or render a smaller subgraph")
-    scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title)
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int)
+                              or batch < 1):
+        raise ValueError(f"batch is the number of examples in the batch (a positive int), "
+                         f"not {batch!r}")
+    scene = _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title, batch)
     if positions is not None:
         missing = [name for name in g.names if name not in positions]
         if missing:
@@ -727,15 +809,17 @@ class Drawing(graphviz.Digraph):
 
 def _dot_text(text: str) -> str:
     """Text for a DOT label: backslashes doubled (they start escapes), lines
-    joined with DOT's centred line break."""
-    return "\\n".join(line.replace("\\", "\\\\") for line in text.split("\n"))
+    joined with DOT's centred line break, and always quoted (``<lambda>`` would
+    otherwise be read as an HTML label)."""
+    return graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in text.split("\n")))
 
 
 def _node_id(g: LCG):
-    """Vertex names as DOT ids, unless a name would be misread (``a:b`` is a port)."""
+    """Vertex names as DOT ids, unless a name would be misread (``a:b`` is a port);
+    quoted, since a name in angle brackets would be read as HTML."""
     if any(":" in name or "\\" in name for name in g.names):
         return lambda v: f"n{v}"
-    return lambda v: g.names[v]
+    return lambda v: graphviz.nohtml(g.names[v])
 
 
 def _node_attrs(node: _Node) -> dict[str, str]:
@@ -880,12 +964,16 @@ def sample_title(g: LCG, sample, heading: str = "One Algorithm 1 sample",
     One Algorithm 1 sample: 5 of 8 edges, 6 of 7 vertices stored
     estimate (dy/dx1, dy/dx2) = (26.88, 13.44); exact = (26.88, 0.569)
     """
-    from ..exact.sweeps import reverse_sweep
+    from ..exact.jacobians import jacobian
+    from ..graph.scalarize import entry_names
 
-    exact, estimate = reverse_sweep(g, keep_values=False).jacobian, sample.jacobian
+    exact, estimate = jacobian(g), np.asarray(sample.jacobian)
     head = (f"{heading}: {sample.edges_stored} of {sample.full_edges} edges, "
             f"{sample.vertices_stored} of {sample.full_vertices} vertices stored")
-    names = [f"d{g.names[y]}/d{g.names[x]}" for y in g.outputs for x in g.inputs]
+    # an array vertex by its entries (W[2,0]), as the matrix's rows and columns are
+    rows, columns = ([name for v in vertices for name in entry_names(g.names[v], g.shape(v))]
+                     for vertices in (g.outputs, g.inputs))
+    names = [f"d{y}/d{x}" for y in rows for x in columns]
     if len(names) <= 4:
         shown = ", ".join(names)
         return (f"{head}\nestimate ({shown}) = "
@@ -996,7 +1084,8 @@ def _edge_label_spots(scene: _Scene):
 def layout_positions(g: LCG, **options) -> dict:
     """Where dot puts each vertex of ``render(g, **options)``: name -> (x, y)
     in points.  Pass it as ``positions=`` to draw related graphs (the steps
-    of an elimination) with every vertex in the same place.
+    of an elimination) with every vertex in the same place.  Without the
+    ``dot`` program: where :func:`draw_matplotlib` puts them, in points too.
 
     >>> from minirad import examples
     >>> spots = layout_positions(examples.lecture())
@@ -1005,6 +1094,11 @@ def layout_positions(g: LCG, **options) -> dict:
     """
     import json
 
+    if not has_dot():
+        scene = _scene(g, **dict(options, legend=False))
+        layout, unit = _layout(scene), 72 * _unit_inches(scene)
+        return {name: (layout.x["v", v] * unit, layout.y["v", v] * 72 * _ROW_INCHES)
+                for v, name in enumerate(g.names)}
     drawing = render(g, **dict(options, legend=False))
     # wider than dot's own spacing: edges created later (fill-in) need room between vertices
     drawing.graph_attr.update(nodesep="1.1", ranksep="0.75")
@@ -1029,8 +1123,17 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
 def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = False,
            edge_labels: bool = True, digits: int = 4, title: str | None = None,
            legend: bool | None = None, levels=None, max_vertices: int = MAX_VERTICES,
-           positions=None, **deprecated) -> Drawing:
+           positions=None, batch: int | None = None) -> Drawing:
     """Draw ``g`` bottom-up (inputs at the bottom) as a :class:`graphviz.Digraph`.
+
+    A graph of numbers shows each edge's partial.  A graph with array vertices
+    shows each array's shape beside its name (``h1 ∈ R^(3×5)``) and, on each
+    edge, its Jacobian block's short name and the bytes the backward pass
+    keeps for it (as :func:`minirad.memory` counts them, with the reason when
+    it keeps nothing); its title says what the whole backward pass retains.
+    Random matrix injections recorded in ``g.injections`` are drawn on either
+    kind of graph: the injected vertex with a red border, the edges carrying
+    the projection dashed in red with its k.
 
     Parameters
     ----------
@@ -1060,7 +1163,8 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     show_ops, show_values : bool
         Add each vertex's operation (``v2 = exp(x1)``) and primal value.
     edge_labels : bool
-        Label edges with their partials (to ``digits`` significant digits).
+        Label edges with their partials (to ``digits`` significant digits), or
+        an array edge with its block and bytes.
     title : str, optional
     legend : bool, optional
         Default: a legend whenever a highlight is on.
@@ -1075,12 +1179,13 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
         the same positions.
     max_vertices : int
         Larger graphs are refused: they cannot be read in one picture.
+    batch : int, optional
+        The number of examples in the batch: the title adds the memory per
+        example.
 
-    The former keywords ``sample=``, ``paths=``, ``path_labels=``,
-    ``colors=``, ``step=``, ``kept=`` and ``factor_name=`` still work, with a
-    ``DeprecationWarning``.  The DOT text is ``.source``; :func:`save`
-    writes svg/png/pdf.  Without the ``dot`` program a warning is given once
-    and saving falls back to :func:`draw_matplotlib`.
+    The DOT text is ``.source`` (no ``dot`` program needed for it); :func:`save`
+    writes svg/png/pdf.  Without the ``dot`` program saving and Jupyter
+    fall back to :func:`draw_matplotlib`, with a warning once.
 
     >>> from minirad import examples
     >>> g = examples.figure1()
@@ -1098,15 +1203,12 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     ...
     ValueError: path 1 steps from x1 to v3, which is not an edge of the graph; ...
     """
-    highlights = _settle(highlights) + (_settle(_from_keywords(deprecated)) if deprecated
-                                        else ())
+    highlights = _settle(highlights)
     options = dict(show_ops=show_ops, show_values=show_values, edge_labels=edge_labels,
                    digits=digits, title=title, legend=legend, levels=levels,
-                   positions=positions, max_vertices=max_vertices)
+                   positions=positions, max_vertices=max_vertices, batch=batch)
     dot = _to_dot(_scene(g, highlights, **options))
     dot.lcg, dot.highlights, dot.options = g, highlights, options
-    if not has_dot():
-        _warn_missing_dot()
     return dot
 
 
@@ -1300,19 +1402,17 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
     """
     from .figure import Figure  # shows inline in Jupyter
 
-    old = {k: options.pop(k) for k in list(options) if k in _OLD_KEYWORDS}
-    highlights = _settle(highlights) + (_settle(_from_keywords(old)) if old else ())
-    scene = _scene(g, highlights, **options)
+    scene = _scene(g, _settle(highlights), **options)
     layout = _layout(scene)
     spread = 1.0  # how much wider than the graph the axes are
     if ax is None:
         longest = max((len(key.text) for key in scene.keys), default=0)
         # the title is centred over the graph: a long one widens the axes (not the graph)
         heading = max((len(line) for line in (scene.title or "").split("\n")), default=0)
-        graph_width = 1.0 + 1.5 * layout.width
+        graph_width = 1.0 + _unit_inches(scene) * layout.width
         spread = max(1.0, (0.6 + 0.08 * heading) / graph_width)
         figure = Figure(figsize=(spread * graph_width + 0.06 * longest
-                                 + (0.8 if scene.keys else 0), 0.9 + 1.1 * layout.height),
+                                 + (0.8 if scene.keys else 0), 0.9 + _ROW_INCHES * layout.height),
                         layout="constrained")
         ax = figure.add_subplot()
     boxes = _draw_nodes(ax, scene, layout)
@@ -1323,9 +1423,23 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
     if scene.title:
         ax.set_title(scene.title, fontsize=10)
     if scene.keys:
+        # rows tall enough for the vertex markers (15 points) not to touch
         ax.legend(handles=[_legend_handle(key) for key in scene.keys], loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+                  bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False, handleheight=1.6,
+                  labelspacing=0.9)
+    _place_edge_labels(ax, scene, layout, boxes)
     return ax.figure
+
+
+#: inches between the rows of the matplotlib drawing
+_ROW_INCHES = 1.1
+
+
+def _unit_inches(scene: _Scene) -> float:
+    """Inches between neighbouring vertices of a row: room for the widest vertex text
+    (9.5-point characters about 0.6 of a point size wide), at least 1.5."""
+    widest = max((len(line) for node in scene.nodes for line in node.lines), default=0)
+    return max(1.5, widest * 9.5 * 0.6 / 72 + 0.45)
 
 
 def _draw_nodes(ax, scene: _Scene, layout: _Layout) -> dict:
@@ -1364,18 +1478,85 @@ def _draw_edges(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
                 ax.add_patch(FancyArrowPatch(points[-2], points[-1], patchB=boxes[edge.v],
                                              arrowstyle="-|>", mutation_scale=11, shrinkA=0,
                                              shrinkB=1, **style))
-        if edge.label:
-            # at the middle of the route; one row up from the tail for a
-            # one-row edge would sit on the head's box
-            if len(route) > 2:
-                lx, ly = route[len(route) // 2]
-            else:
-                (x0, y0), (x1, y1) = route
-                lx, ly = x0 + 0.45 * (x1 - x0), y0 + 0.45 * (y1 - y0)
-            ax.text(lx, ly, edge.label, ha="center", va="center", fontsize=7.5,
-                    color=edge.fontcolor, zorder=4,
-                    bbox=dict(boxstyle="round,pad=0.12", facecolor="white", edgecolor="none",
-                              alpha=0.85))
+
+
+def _along(route, t: float):
+    """The point a fraction ``t`` of the way along a route (by length), and the
+    direction of the route there."""
+    points = np.asarray(route, dtype=float)
+    steps = np.diff(points, axis=0)
+    lengths = np.hypot(steps[:, 0], steps[:, 1])
+    at = t * lengths.sum()
+    for i, (start, step, length) in enumerate(zip(points, steps, lengths)):
+        if at <= length or i == len(steps) - 1:  # the last segment takes what rounding left
+            return start + step * min(at / (length or 1.0), 1.0), step / (length or 1.0)
+        at -= length
+
+
+def _overlap(a, b) -> float:
+    """The area two display boxes share (0 when apart)."""
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(width, 0.0) * max(height, 0.0)
+
+
+def _crossings(box, routes: list, own: int) -> int:
+    """How many other edges pass through a label's box (sampled along each line)."""
+    count = 0
+    for i, points in enumerate(routes):
+        if i == own:
+            continue
+        for a, b in zip(points, points[1:]):
+            t = np.linspace(0.0, 1.0, 24)[:, None]
+            q = a + t * (b - a)
+            if np.any((q[:, 0] > box.x0) & (q[:, 0] < box.x1) & (q[:, 1] > box.y0)
+                      & (q[:, 1] < box.y1)):
+                count += 1
+                break
+    return count
+
+
+def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
+    """Each edge label where it covers no vertex and no other label: tried along its
+    edge (the middle first) on the line and beside it, measured as drawn; among the
+    free places the one fewest other edges pass through."""
+    labelled = [i for i, edge in enumerate(scene.edges) if edge.label]
+    if not labelled:
+        return
+    figure = ax.figure
+    if not hasattr(figure.canvas, "get_renderer"):  # a Figure made without pyplot
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure)
+    figure.draw_without_rendering()  # the layout settles: display coordinates are final
+    renderer = figure.canvas.get_renderer()
+    taken = [box.get_window_extent(renderer).padded(2) for box in boxes.values()]
+    to_display = ax.transData.transform
+    routes = [to_display(np.asarray(route, dtype=float)) for route in layout.routes]
+    for i in labelled:
+        edge = scene.edges[i]
+        text = ax.text(0, 0, edge.label, ha="center", va="center", fontsize=7.5,
+                       color=edge.fontcolor, zorder=4,
+                       bbox=dict(boxstyle="round,pad=0.12", facecolor="white",
+                                 edgecolor="none"))  # opaque: its own line stops under it
+        text.set_in_layout(False)  # placed after the layout: it must not move the axes
+        size = text.get_window_extent(renderer)
+        half = np.array([size.width, size.height]) / 2 + 3
+        best = None
+        for rank, t in enumerate((0.45, 0.35, 0.55, 0.25, 0.65, 0.18, 0.75)):
+            point, direction = _along(routes[i], t)
+            normal = np.array([-direction[1], direction[0]])
+            gap = abs(normal[0]) * half[0] + abs(normal[1]) * half[1] + 2
+            for side in (0, 1, -1):
+                centre = point + side * gap * normal
+                box = type(size).from_extents(*(centre - half), *(centre + half))
+                cost = (sum(_overlap(box, other) for other in taken),
+                        _crossings(box, routes, i), rank, abs(side))
+                if best is None or cost < best[0]:
+                    best = (cost, centre, box)
+        _, centre, box = best
+        text.set_position(ax.transData.inverted().transform(centre))
+        taken.append(box)
 
 
 def _legend_handle(key: _Key):

@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -56,7 +55,6 @@ import networkx as nx
 import numpy as np
 
 from ..exact import _engines
-from .files import write_atomically
 from .labels import FLOATS, Algebra
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
@@ -64,15 +62,9 @@ from .operators import OPERATORS, Operator
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
 
-JSON_FORMAT = "minirad.lcg"
-JSON_VERSION = 1
-
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 _FLOAT_MAX = sys.float_info.max  # a Python float: compared with an int exactly, never overflowing
-# an integer in an LCG file with more digits is refused while parsing (Python refuses to
-# convert more than 4300); a shorter one that does not fit is refused naming its field
-_MAX_DIGITS = 4000
 # up to this many edges a stable argsort groups edges by source quickly enough
 _SORT_EDGES = 50_000
 # up to this many edges a Python search over adjacency lists beats SciPy's call overhead
@@ -114,7 +106,7 @@ class LCG:
 
     Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
     (from a Python function of numbers or arrays), :meth:`LCG.from_networkx`
-    or :func:`minirad.load`.  The constructor itself takes columns and is
+    or :func:`minirad.load_graph`.  The constructor itself takes columns and is
     what those builders call.
 
     Parameters
@@ -197,7 +189,7 @@ class LCG:
                 dtypes = None if dtypes is None else tuple(dtypes[i] for i in order)
             grouped = np.argsort(dst, kind="stable")  # operand order survives within a target
             self._set(names, ops, values, src[grouped], dst[grouped], labels[grouped],
-                      inputs, outputs, dtypes=dtypes)
+                      inputs, outputs, dtypes=dtypes, injections=tuple(injections))
             return
         self._set_blocks(names, src, dst, list(labels), inputs, outputs, values, ops, shapes,
                          dtypes, injections)
@@ -785,74 +777,6 @@ class LCG:
                    values=values, ops=[str(G.nodes[n].get("op", "")) for n in nodes],
                    shapes=None if arrays or not any(shapes) else shapes)
 
-    # ------------------------------------------------------------------- JSON
-    def to_dict(self) -> dict:
-        """The JSON document of a graph of numbers (columnar, schema version 1)."""
-        if not isinstance(self.labels, np.ndarray):
-            raise ValueError("a graph with array vertices has no JSON form; minirad.save "
-                             "writes it as a .npz file")
-        return {
-            "format": JSON_FORMAT,
-            "version": JSON_VERSION,
-            "names": list(self.names),
-            "ops": list(self.ops),
-            "values": [None if math.isnan(x) else x for x in self.values.tolist()],
-            "inputs": list(self.inputs),
-            "outputs": list(self.outputs),
-            "edges": {"source": self.sources.tolist(), "target": self.targets.tolist(),
-                      "partial": self.partials.tolist()},
-        }
-
-    def to_json(self, path) -> None:
-        """Save to ``path``; written to a temporary file first, so a failed
-        save never leaves a half-written file behind."""
-        text = json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
-        write_atomically(path, lambda f: f.write(text.encode("utf-8")))
-
-    @classmethod
-    def from_dict(cls, doc) -> LCG:
-        """Validate a JSON document (as produced by :meth:`to_dict`) and build the LCG."""
-        return _from_document(cls, doc)
-
-    @classmethod
-    def from_json(cls, path) -> LCG:
-        """Load a graph saved by :meth:`to_json`, validating every field."""
-        path = os.fspath(path)
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except UnicodeDecodeError:
-            raise ValueError(f"{path} is not an LCG file: it is not UTF-8 text") from None
-
-        def reject(token):
-            raise ValueError(f"{path}: {token} is not allowed; every number must be finite")
-
-        def finite(token):
-            number = float(token)
-            if not math.isfinite(number):
-                raise ValueError(f"{path}: the number {token:.40} is too large for a float64 (it "
-                                 f"would read as infinity); every number must be finite")
-            return number
-
-        def integer(token):
-            if len(token.lstrip("-")) > _MAX_DIGITS:
-                raise ValueError(f"{path}: an integer of {len(token.lstrip('-'))} digits is "
-                                 f"too large for any field of an LCG file")
-            return int(token)
-
-        try:
-            doc = json.loads(text, parse_constant=reject, parse_float=finite, parse_int=integer)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not an LCG file: invalid JSON ({error.msg} at line "
-                             f"{error.lineno}, column {error.colno})") from None
-        except RecursionError:  # the decoder recurses once per level of nesting
-            raise ValueError(f"{path} is not an LCG file: its JSON is nested too deeply (an "
-                             f"LCG file nests three levels)") from None
-        try:
-            return _from_document(cls, doc)
-        except ValueError as error:
-            raise ValueError(f"{path}: {error}") from None
-
     # ------------------------------------------------------------- equality
     def same_as(self, other: LCG) -> bool:
         """True when both graphs have identical vertices, edges, labels and values
@@ -1016,7 +940,7 @@ def _shown(x) -> str:
         return _show_int(int(x))
     try:
         text = json.dumps(x, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):  # not JSON (from_dict takes any object)
+    except (TypeError, ValueError, RecursionError):  # not JSON (the constructor takes any object)
         text = object.__repr__(x) if isinstance(x, (list, dict)) else repr(x)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -1413,58 +1337,3 @@ class _Same(Sequence):
 
     def __repr__(self) -> str:
         return f"({self.item!r},) * {self.n}"
-
-
-# ----------------------------------------------------------------- JSON load
-def _from_document(cls, doc) -> LCG:
-    if not isinstance(doc, dict):
-        raise ValueError(f"not an LCG file: the top level is a {type(doc).__name__}, expected "
-                         f"an object with \"format\": \"{JSON_FORMAT}\"")
-    if doc.get("format") != JSON_FORMAT:
-        raise ValueError(f"not an LCG file: \"format\" is {doc.get('format')!r}, expected "
-                         f"{JSON_FORMAT!r}")
-    version = doc.get("version")
-    if not _is_integer(version) or version != JSON_VERSION:  # true == 1 and 1.0 == 1 in Python
-        raise ValueError(f"unsupported LCG schema version {_shown(version)}; this minirad reads "
-                         f"version {JSON_VERSION} (the integer {JSON_VERSION})")
-    required = ("names", "ops", "values", "inputs", "outputs", "edges")
-    missing = [k for k in required if k not in doc]
-    if missing:
-        raise ValueError(f"missing field(s) {missing}; an LCG file has {list(required)}")
-    unknown = sorted(set(doc) - set(required) - {"format", "version"})
-    if unknown:
-        raise ValueError(f"unknown field(s) {unknown}; an LCG file has only \"format\", "
-                         f"\"version\" and {list(required)}")
-    edges = doc["edges"]
-    if not isinstance(edges, dict) or set(edges) != {"source", "target", "partial"}:
-        raise ValueError("field \"edges\" must be an object with lists \"source\", \"target\" "
-                         "and \"partial\"")
-
-    def column(value, field, kind):
-        if not isinstance(value, list):
-            raise ValueError(f"field {field!r} must be a list, not {type(value).__name__}")
-        fits = {
-            "str": lambda x: isinstance(x, str),
-            "int": _is_integer,
-            "float": lambda x: _real_type(type(x)),
-            "float|null": lambda x: x is None or _real_type(type(x)),
-        }[kind]
-        # one pass over the distinct types first: a million entries have only one or two
-        if not all(fits(example) for example in {type(x): x for x in value}.values()):
-            i = next(i for i, x in enumerate(value) if not fits(x))
-            raise ValueError(f"field {field!r}[{i}] is {_shown(value[i])}; expected {kind}")
-        return value
-
-    names = column(doc["names"], "names", "str")
-    ops = column(doc["ops"], "ops", "str")
-    values = column(doc["values"], "values", "float|null")
-    src = column(edges["source"], "edges.source", "int")
-    dst = column(edges["target"], "edges.target", "int")
-    partials = column(edges["partial"], "edges.partial", "float")
-    inputs = column(doc["inputs"], "inputs", "int")
-    outputs = column(doc["outputs"], "outputs", "int")
-    if not (len(names) == len(ops) == len(values)):
-        raise ValueError(f"names, ops and values must have equal lengths; got {len(names)}, "
-                         f"{len(ops)} and {len(values)}")
-    return cls(names, src, dst, partials, inputs, outputs,
-               values=[math.nan if x is None else x for x in values], ops=ops)

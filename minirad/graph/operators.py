@@ -195,7 +195,7 @@ class Operator:
 
 
 def retained_spec(op: Operator) -> list:
-    """``op.retained`` as the lists a saved file holds (see :mod:`minirad.graph.vfile`)."""
+    """``op.retained`` as the lists a saved file holds (see :mod:`minirad.graph.files`)."""
     return [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what] for r in op.retained]
 
 
@@ -476,7 +476,7 @@ class MatMul(Operator):
         return _sum_to(g, self._variable(ys))
 
     def spec(self):
-        # the gathering operator of ``gathered`` is written by minirad.graph.vfile beside this
+        # the gathering operator of ``gathered`` is written by minirad.graph.files beside this
         arrays = {"stored": self.stored}
         if self.gathered is not None:
             arrays.update(source=self.gathered[0])

@@ -73,7 +73,7 @@ def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
     diagonal left out, U on and above), ``piv`` n integers with
     ``i <= piv[i] < n`` (row i was swapped with row piv[i]), U not singular.  Any
     such pair is the factorisation of ``A = P L U``, so a file can hold the factors
-    themselves (:mod:`minirad.graph.vfile`) and the operators apply exactly as before.
+    themselves (:mod:`minirad.graph.files`) and the operators apply exactly as before.
 
     >>> lu, piv = checked_factors(*linalg.lu_factor(np.array([[0.0, 2.0], [1.0, 1.0]])))
     >>> piv.tolist()
