@@ -25,7 +25,7 @@ from .exact.elimination import STRATEGIES
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.lcg import LCG, plural
-from .tracing.tape import trace
+from .tracing import trace
 
 
 class UsageError(ValueError):

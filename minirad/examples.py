@@ -14,8 +14,7 @@ import numpy as np
 from .graph.lcg import LCG
 from .randomized.layered import layer_names
 from .rng import as_generator as _rng
-from .tracing import ops
-from .tracing.tape import trace
+from .tracing import ops, trace
 
 
 # ------------------------------------------------------------------ programs

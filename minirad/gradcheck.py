@@ -33,7 +33,7 @@ import numpy as np
 from .exact.jacobians import jacobian
 from .graph.lcg import LCG
 from .rng import as_generator
-from .tracing.tape import trace
+from .tracing import trace
 
 _EPS = np.finfo(np.float64).eps
 SCHEMES = ("central", "forward")

@@ -10,9 +10,9 @@ drawn dashed in red with their k; the title carries the total.
 writes a file and, without the ``dot`` program, draws with matplotlib.
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays, relu
+>>> from minirad import ops, trace
 >>> x = np.ones((3, 4), np.float32)
->>> dot = render_vector(trace_arrays(lambda W: relu(x @ W).sum(), np.ones((4, 2), np.float32)))
+>>> dot = render_vector(trace(lambda W: ops.relu(x @ W).sum(), np.ones((4, 2), np.float32)))
 >>> "W ∈ R^(4×2)" in dot.source and "outer" in dot.source
 True
 """
@@ -170,8 +170,8 @@ def draw_blocks(g: LCG, limit: int = 4096, title: str | None = None):
     more than ``limit`` entries are listed but not drawn.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays, relu
-    >>> figure = draw_blocks(trace_arrays(lambda W: relu(np.ones((2, 3)) @ W).sum(),
+    >>> from minirad import ops, trace
+    >>> figure = draw_blocks(trace(lambda W: ops.relu(np.ones((2, 3)) @ W).sum(),
     ...                                   np.ones((3, 2))))
     >>> len(figure.axes)
     3
@@ -248,7 +248,9 @@ def figure3_graph(injected: bool = False, rng=0) -> LCG:
     (Sec. 4.2)."""
     from ..randomized.injection import sample_activations
     from ..rng import as_generator
-    from ..tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+    from ..tracing import trace
+    from ..tracing.arrays import name, softmax_cross_entropy
+    from ..tracing.ops import relu
 
     r = as_generator(rng)
     X = r.standard_normal((3, 4)).astype(np.float32)
@@ -259,6 +261,6 @@ def figure3_graph(injected: bool = False, rng=0) -> LCG:
         a1 = name(relu(h1), "a1")
         h2 = name(a1 @ W2, "h2")
         return softmax_cross_entropy(h2, labels)
-    g = trace_arrays(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
+    g = trace(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
                      r.standard_normal((5, 2)).astype(np.float32), wrt=[1, 2])
     return sample_activations(g, 2, rng=r) if injected else g

@@ -14,8 +14,8 @@ Seeds may carry a leading *stack* axis: a stack of N tangents moves through
 the graph at once, which is how :func:`jacobian` gets every column.
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays
->>> g = trace_arrays(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
+>>> from minirad import trace
+>>> g = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
 >>> gradient(g)[0]
 array([2., 4., 6.])
 >>> jacobian(g, "forward")
@@ -60,8 +60,8 @@ def forward_sweep(g, tangents) -> labels.Propagation:
     paths ``algebra.add``; ``values[v]`` is None where no tangent arrives.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda x: np.exp(x) * 2.0, np.zeros(3))
+    >>> from minirad import trace
+    >>> g = trace(lambda x: np.exp(x) * 2.0, np.zeros(3))
     >>> sweep = forward_sweep(g, [np.array([1.0, 0.0, 0.0])])
     >>> sweep.values[g.outputs[0]], sweep.multiplications   # two diagonals of size 3
     (array([2., 0., 0.]), 6)
@@ -77,8 +77,8 @@ def reverse_sweep(g, adjoints) -> labels.Propagation:
     accumulated with ``algebra.add`` where a vertex is used several times.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda x: x * x + x, np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda x: x * x + x, np.array([1.0, 2.0]))
     >>> reverse_sweep(g, [np.ones(2)]).values[g.inputs[0]]   # 2x + 1
     array([3., 5.])
     """
@@ -93,8 +93,8 @@ def jvp(g, tangents) -> list[np.ndarray]:
     """The output tangents ``J t`` for one tangent array per input.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
     [array([1., 0.])]
     """
@@ -107,8 +107,8 @@ def vjp(g, adjoints) -> list[np.ndarray]:
     """The input adjoints ``a J`` for one adjoint array per output.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
     >>> dA                                                 # the outer product a x^T
     array([[1., 2.],
@@ -147,8 +147,8 @@ def jacobian(g, method: str = "reverse", limit: int = JACOBIAN_LIMIT) -> np.ndar
     ``"reverse"`` sweep.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> jacobian(trace_arrays(lambda x: x[::-1] * 2.0, np.ones(2)), "forward")
+    >>> from minirad import trace
+    >>> jacobian(trace(lambda x: x[::-1] * 2.0, np.ones(2)), "forward")
     array([[0., 2.],
            [2., 0.]])
     """
@@ -179,8 +179,8 @@ def count_vector_paths(g) -> np.ndarray:
     ``minirad.count_paths(scalarize(g))`` for the paths between array entries.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> count_vector_paths(trace_arrays(lambda x: np.exp(x) * x, np.ones(3)))
+    >>> from minirad import trace
+    >>> count_vector_paths(trace(lambda x: np.exp(x) * x, np.ones(3)))
     array([[2]], dtype=object)
     """
     ones = [1] * g.n_edges
@@ -231,8 +231,8 @@ def vector_bauer(g, max_paths: int = 100_000) -> BlockJacobian:
     refused when there are more than ``max_paths`` paths.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> result = vector_bauer(trace_arrays(lambda x: np.exp(x) * x, np.zeros(2)))
+    >>> from minirad import trace
+    >>> result = vector_bauer(trace(lambda x: np.exp(x) * x, np.zeros(2)))
     >>> result.dense(), result.multiplications              # (e^x x)' = e^x (1 + x)
     (array([[1., 0.],
            [0., 1.]]), 2)

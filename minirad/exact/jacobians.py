@@ -26,7 +26,7 @@ import numpy as np
 
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG
-from ..tracing.tape import trace
+from ..tracing import trace
 from . import blocks
 from .elimination import eliminate
 from .paths import DEFAULT_MAX_PATHS, bauer
@@ -113,12 +113,12 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     >>> jacobian(lambda x: x[0] * x[1], [3.0, 4.0], method="forward")
     array([[4., 3.]])
 
-    A vector LCG (:func:`minirad.trace_arrays`) gives the same matrix, its
+    A graph of arrays (:func:`minirad.trace` of an array program) gives the same matrix, its
     rows and columns the array entries in C order (:mod:`minirad.exact.blocks`):
 
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
+    >>> from minirad import trace
+    >>> jacobian(trace(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
     array([[4., 3.]])
     """
     if isinstance(g_or_f, LCG) and g_or_f.algebra is not FLOATS:

@@ -17,8 +17,8 @@ what they retain come back shared as they were, so ``memory`` is unchanged.
 
 >>> import os, tempfile
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays, relu
->>> g = trace_arrays(lambda W, x: relu(W @ x).sum(), np.eye(2), np.ones(2))
+>>> from minirad import ops, trace
+>>> g = trace(lambda W, x: ops.relu(W @ x).sum(), np.eye(2), np.ones(2))
 >>> path = os.path.join(tempfile.mkdtemp(), "g.npz")
 >>> save_vector(g, path)
 >>> h = load_vector(path)
@@ -28,7 +28,7 @@ True
 A graph with a linear solve (the two edges share one LU factorisation):
 
 >>> from minirad import blocks, memory
->>> g = trace_arrays(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
+>>> g = trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
 ...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> save_vector(g, path)
 >>> h = load_vector(path)
