@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_array_trace import central_differences
 
 import minirad
+from minirad import trace
 from minirad.exact.blocks import (
     chain_labels,
     count_vector_paths,
@@ -26,7 +27,7 @@ from minirad.graph import labels
 from minirad.graph.lcg import LCG
 from minirad.graph.operators import OPERATORS, Dense, Diagonal
 from minirad.graph.scalarize import from_chain, scalarize
-from minirad.tracing.arrays import sigmoid, trace_arrays
+from minirad.tracing.ops import sigmoid
 
 # ------------------------------------------------------------ random array programs
 # values live in four shapes; every step maps earlier values to one of them
@@ -113,7 +114,7 @@ def close(a, b):
 @given(programs())
 def test_every_method_agrees_on_random_array_programs(program):
     f, args = program
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     reference = jacobian(g, "reverse")
     close(jacobian(g, "forward"), reference)
     close(vector_bauer(g).dense(), reference)
@@ -132,14 +133,14 @@ def test_path_counts_at_both_levels():
     assert count_vector_paths(g).tolist() == [[1]]            # one path of arrays
     assert minirad.count_paths(scalarize(g)).tolist() == [[9]]  # 3 x 3 paths of numbers
     # a @ b reached directly and through tanh; a also through a.sum()
-    g = trace_arrays(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2, np.ones((2, 3)),
+    g = trace(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2, np.ones((2, 3)),
                      np.ones(3))
     assert count_vector_paths(g).tolist() == [[3, 2]]
 
 
 # ------------------------------------------------------------- structure in the counts
 def test_sweep_costs_respect_structure():
-    g = trace_arrays(lambda x: np.tanh(np.exp(x)), np.ones(100) * 0.1)
+    g = trace(lambda x: np.tanh(np.exp(x)), np.ones(100) * 0.1)
     # two diagonal edges: 100 multiplications each per tangent, not 100^2
     assert forward_sweep(g, [np.ones(100)]).multiplications == 200
     assert reverse_sweep(g, [np.ones(100)]).multiplications == 200
@@ -216,12 +217,12 @@ def test_elimination_refuses_bad_orders():
     with pytest.raises(ValueError, match="order must be one of"):
         vector_eliminate(g, "sideways")
     with pytest.raises(ValueError, match="not a chain"):
-        chain_labels(trace_arrays(lambda a, b: a * b, np.ones(2), np.ones(2)))
+        chain_labels(trace(lambda a, b: a * b, np.ones(2), np.ones(2)))
     assert math.isfinite(vector_eliminate(g).operations)
 
 
 def test_the_shared_label_recurrences_run_unchanged_on_the_vector_graph():
-    g = trace_arrays(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2,
+    g = trace(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2,
                      np.full((2, 3), 0.3), np.full(3, 0.2))
     for c, s in enumerate(g.inputs):
         block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.graph.labels

@@ -9,26 +9,20 @@ import zipfile
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.exact.blocks import jacobian
 from minirad.graph.lcg import LCG, relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import OPERATORS, Diagonal, Identity, Mask
 from minirad.graph.scalarize import scalarize, vertex_copies
 from minirad.graph.vfile import load_vector, save_vector
-from minirad.tracing.arrays import (
-    avg_pool2d,
-    conv2d,
-    name,
-    relu,
-    softmax,
-    softmax_cross_entropy,
-    trace_arrays,
-)
+from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 
 def small_graph():
     X = np.random.default_rng(0).standard_normal((4, 3))
-    return trace_arrays(lambda W, b: softmax_cross_entropy(
+    return trace(lambda W, b: softmax_cross_entropy(
         name(relu(X @ W + b), "a") @ np.ones((2, 3)), np.array([0, 1, 2, 0])),
         np.random.default_rng(1).standard_normal((3, 2)), np.zeros(2))
 
@@ -107,17 +101,17 @@ def test_relabelled_checks_the_new_labels():
 def test_memory_rules():
     x = np.ones((4, 3), np.float32)
     # a ReLU whose output is kept anyway (the next layer's activation) costs nothing
-    g = trace_arrays(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
+    g = trace(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
                      np.ones((2, 2), np.float32))
     m = memory(g)
     assert m.total == 4 * 3 * 4 + 4 * 2 * 4          # x and relu(x @ W), floats
     assert dict(zip([op.kind for op in g.labels], m.per_edge))["mask"] == 0
     # an array used by two edges is stored once
-    g = trace_arrays(lambda a: (x * a + x * a * 2.0).sum(), np.ones((4, 3), np.float32))
+    g = trace(lambda a: (x * a + x * a * 2.0).sum(), np.ones((4, 3), np.float32))
     assert memory(g).total == 48                # x, for both products; "* 2.0" keeps nothing
     # im2col columns are rebuilt from the image: the image is what is kept
     img = np.ones((2, 1, 6, 6), np.float32)
-    g = trace_arrays(lambda w: conv2d(img, w, padding=1).sum(), np.ones((4, 1, 3, 3), np.float32))
+    g = trace(lambda w: conv2d(img, w, padding=1).sum(), np.ones((4, 1, 3, 3), np.float32))
     assert memory(g).total == img.nbytes
 
 
@@ -133,7 +127,7 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_allclose(jacobian(h), jacobian(g))
     assert (memory(h).per_edge, memory(h).notes) == (memory(g).per_edge, memory(g).notes)
     # float32 and composed/added operators survive too
-    f = trace_arrays(lambda a: (a * a + a @ np.ones((3, 3), np.float32) - a).sum(),
+    f = trace(lambda a: (a * a + a @ np.ones((3, 3), np.float32) - a).sum(),
                      np.ones(3, np.float32))
     save_vector(f, path)
     f2 = load_vector(path)
@@ -150,7 +144,7 @@ def test_every_operator_kind_survives_the_file(tmp_path):
         s = softmax(c.reshape(1, -1) * 2.0, axis=1)                 # reshape, softmax
         t = np.concatenate([s[0], np.exp(v)[:, 0], v.T.sum(axis=0)])   # concatenate, transpose
         return (np.maximum(t, 0.1) / (1.0 + v.sum() ** 2)).mean()   # mask, broadcast, pow
-    g = trace_arrays(f, rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((3, 1)) * 0.1)
+    g = trace(f, rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((3, 1)) * 0.1)
     kinds = {getattr(op, "kind", "number") for op in g.labels} | {
         p.kind for op in g.labels for p in getattr(op, "parts", ())}
     assert {"index", "outer", "reshape", "softmax", "concatenate", "transpose", "mask",
@@ -253,7 +247,7 @@ def test_sparse_operators_survive_the_file(tmp_path):
 
     from minirad.tracing.arrays import matmul
     A = sp.random(5, 5, density=0.4, format="csr", random_state=1)
-    g = trace_arrays(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
+    g = trace(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
     save_vector(g, tmp_path / "s.npz")
     h = load_vector(tmp_path / "s.npz")
     assert h.labels[0].kind == "sparse"

@@ -529,7 +529,7 @@ labs.check_implicit_gradient(implicit_gradient)
 
 # %%
 from minirad.exact import blocks
-from minirad.tracing.arrays import trace_arrays
+from minirad import trace
 from minirad.implicit.solves import solve_root
 from minirad.graph.memory import memory
 
@@ -548,8 +548,8 @@ def through_iterations(p, steps=60):
 
 
 p0 = np.array([1.0, -2.0])
-implicit = trace_arrays(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
-unrolled = trace_arrays(through_iterations, p0)
+implicit = trace(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
+unrolled = trace(through_iterations, p0)
 for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
     print(f"{label:<24} {g.n_vertices:>4} vertices, {memory(g).total:>7,.0f} bytes kept, "
           f"gradient {blocks.gradient(g)[0].round(10)}")

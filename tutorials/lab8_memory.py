@@ -36,8 +36,9 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minirad import labs
-from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+from minirad import labs, trace
+from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing.ops import relu
 from minirad.checkpoint.schedules import (
     Binomial,
     Chain,
@@ -78,7 +79,7 @@ def two_layers(W1, b1, W2, b2):
     return softmax_cross_entropy(name(a @ W2 + b2, "logits"), labels)
 
 
-g = trace_arrays(two_layers, W1, b1, W2, b2)
+g = trace(two_layers, W1, b1, W2, b2)
 kept = memory(g)
 print(f"{'edge':<22}{'operator':<11}{'bytes':>6}  why it costs nothing")
 for e in range(g.n_edges):

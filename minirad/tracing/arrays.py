@@ -154,7 +154,7 @@ class Tape:
         again if the caller changed ``x`` in between."""
         target = np.dtype(dtype) if x.dtype.kind in "biu" else x.dtype
         entry = self.copies.get((id(x), target))
-        if entry is not None and entry[0] is x and np.array_equal(entry[1], x):
+        if entry is not None and entry[0] is x and (entry[1] is x or np.array_equal(entry[1], x)):
             return entry[1]
         _check_entries(x.shape, "a constant")
         copy = np.array(x, dtype=target)
@@ -164,6 +164,12 @@ class Tape:
         if named is not None and named[1] is x:
             self.constant_names[id(copy)] = (named[0], copy)
         return copy
+
+    def own(self, x: np.ndarray) -> np.ndarray:
+        """Take ``x``, an array the tracer made itself, as a constant without copying it."""
+        x.flags.writeable = False
+        self.copies[(id(x), x.dtype)] = (x, x)
+        return x
 
     def key(self, x) -> str:
         """The key of the array an operator keeps: a vertex value or a constant."""
@@ -967,7 +973,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
         tape.gathers[value_key(tape.next_index)] = (xv, im2col)
         cols = _moved(x, patches, "im2col({0})", im2col)
     else:
-        cols = patches
+        cols = patches if tape is None else tape.own(patches)
         if tape is not None:
             tape.note_moved(tape.key(cols), xv)
             tape.gathers[tape.key(cols)] = (xv, im2col)
