@@ -774,7 +774,7 @@ def transpose(x, axes=None):
         op = Transpose(x.shape, axes, x.dtype)
     except (TypeError, ValueError) as error:
         raise ValueError(f"transpose: axes {axes!r} for shape {x.shape}: {error}") from None
-    out = np.ascontiguousarray(x.value.transpose(op.axes))
+    out = x.value.transpose(op.axes).copy()  # C order (ascontiguousarray makes 0-d 1-d)
     return _moved(x, out, "{0}.T" if axes is None else f"transpose({{0}}, {op.axes})", op)
 
 
