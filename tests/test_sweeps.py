@@ -226,7 +226,7 @@ def test_engines_agree_on_a_deep_traced_program():
             s = ops.sin(s) * x[i] + s / (1 + i)
         return s
 
-    g = minirad.trace(chain, np.linspace(0.1, 1.0, 500))  # ~2,000 edges, ~1,500 levels
+    g = minirad.trace(chain, np.linspace(0.1, 1.0, 500).tolist())  # ~2,000 edges, ~1,500 levels
     reference = reverse_sweep(g, engine="loop").jacobian
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(reverse_sweep(g, engine=engine).jacobian, reference,
@@ -241,7 +241,7 @@ def test_auto_sends_deep_graphs_to_the_solver():
             s = s * x[i] + ops.sin(s)
         return s
 
-    g = minirad.trace(chain, np.full(2000, 0.5))
+    g = minirad.trace(chain, np.full(2000, 0.5).tolist())
     expected = vjp(g, [1.0], engine="loop")
     # the first sweep goes straight to the solver: nothing about levels is computed
     np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), expected, rtol=1e-10)
