@@ -316,3 +316,18 @@ def test_data_arguments_of_a_program_of_numbers_are_constants():
     assert g.n_vertices == 3 and g.names[0] == "x" and g.partial("x", "v1") == 3.0
     with pytest.raises(ValueError, match=r"wrt must list argument positions 0..1, not 2"):
         trace(lambda x, c: x, 2.0, 3.0, wrt=[2])
+
+
+def test_a_new_entry_in_the_table_is_all_an_operation_needs(monkeypatch):
+    # issue 33 adds rules as entries: cosh here, for numbers and arrays, by numpy's name
+    from minirad.tracing.ops import Op
+    cosh = Op("cosh", "cosh({0})", math.cosh, (lambda x, y: math.sinh(x),),
+              np.cosh, (lambda x, y: np.sinh(x),), keeps=("x",), ufunc="cosh")
+    monkeypatch.setitem(OPS, "cosh", cosh)
+    monkeypatch.setitem(UFUNCS, "cosh", cosh)
+    x = np.array([0.3, -1.1])
+    g = trace(lambda v: (np.cosh(v) * v).sum(), x)
+    np.testing.assert_allclose(gradient(g)[0], np.sinh(x) * x + np.cosh(x), rtol=1e-14)
+    h = trace(lambda t: np.cosh(t) * t, 0.3)
+    assert h.op("v1") == "cosh({0})"
+    np.testing.assert_allclose(minirad.jacobian(h), [[math.sinh(0.3) * 0.3 + math.cosh(0.3)]])

@@ -422,17 +422,12 @@ def _function(name: str):
     return function
 
 
-sin = _function("sin")
-cos = _function("cos")
-tan = _function("tan")
-exp = _function("exp")
-log = _function("log")
-log1p = _function("log1p")
-sqrt = _function("sqrt")
-tanh = _function("tanh")
-sigmoid = _function("sigmoid")
-relu = _function("relu")
-arctan = _function("arctan")
+# one function per operation of one operand, named as in the table, so that a new
+# entry is a new function too: sin, cos, tan, exp, log, log1p, sqrt, tanh, sigmoid,
+# relu, arctan (negation and abs are the operators - and abs())
+for _op in _TABLE:
+    if _op.arity == 1 and _op.name not in ("neg", "abs", "copy"):
+        globals()[_op.name] = _function(_op.name)
 
 
 def maximum(x, y):
