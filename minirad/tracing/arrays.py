@@ -37,9 +37,10 @@ array, and every constant array an operator keeps is a read-only copy taken
 when the program first uses it (one copy per constant per trace, checked
 against the original when it is used again): refilling a batch buffer
 ``X[:] = 7`` after tracing leaves the graph, and its gradient, as traced.
-The copies cost a pass over the constants; on the MLP of
-``bench/bench_vector.py`` (a 150 x 784 float32 batch) that is well under 1%
-of a gradient.
+The copies cost a pass over the constants: on the MLP of
+``bench/bench_vector.py`` (a 150 x 784 float32 batch) about 0.3 ms of an
+18 ms trace and gradient, under 2%; the graph, in turn, keeps the values
+the tracer made as they are, without copying them again.
 
 Comparisons (``x > 0``, ``x == y``, ``np.isfinite(x)``), ``argmax`` and the
 like read the values and give plain booleans or indices, as the tracer of

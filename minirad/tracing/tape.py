@@ -1,5 +1,7 @@
-"""Tracing: run a Python function on traced scalars and record its LCG.
+"""The opcode tape: the engine :func:`minirad.trace` runs programs of numbers on.
 
+Read :mod:`minirad.tracing.tracer` first: it is the same tracer written
+plainly, and this module records the same graph, bit for bit, faster.
 Every arithmetic operation on a :class:`Var` appends one vertex (its value
 and operation) and one edge per traced operand (its local partial, taken
 from :data:`minirad.ops.OPS`) to a tape.  Python numbers are constants: they
@@ -15,8 +17,9 @@ LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
 
 What is recorded, and when.  The graph is the one you would get by calling
 :func:`minirad.ops.evaluate` on every operation and appending its vertex and
-in-edges at once (``tests/test_trace_reference.py`` checks this, bit for
-bit, against a tracer written that plain way).  For speed the tape holds
+in-edges at once, as :mod:`minirad.tracing.tracer` does
+(``tests/test_trace_reference.py`` checks the two against each other, bit
+for bit, on random programs).  For speed the tape holds
 less: per operation a code, its operand numbers and its value, plus the
 constant it was given (``0.5 * x``) or a partial that cannot be worked out
 later (``sin``: its ``cos``).  Partials of sums, products, constants,
