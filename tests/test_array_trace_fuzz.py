@@ -87,6 +87,10 @@ def random_case(rng):
         else:
             dtype = np.float32 if rng.random() < 0.15 else np.float64
             args.append(_array(rng, SHAPES[rng.integers(6)], dtype))
+    if not any(isinstance(a, np.ndarray) for a in args):
+        # an array program: numbers alone go to the tracer of numbers, where x.sum()
+        # is an AttributeError as on a float
+        args[0] = _array(rng, SHAPES[rng.integers(6)])
     steps = []
     for _ in range(int(rng.integers(1, 7))):
         if rng.random() < 0.5:

@@ -306,14 +306,6 @@ class Var:
     def __bool__(self):
         return self.value != 0.0
 
-    def __getattr__(self, name):
-        # numpy's scalar methods (x.sum(), x.item(), x.T): a TypeError that says why
-        if not name.startswith("_") and hasattr(np.float64, name):
-            raise TypeError(f"x.{name} is not supported on a traced number (v{self.index}); "
-                            f"it behaves as a float: use arithmetic and minirad.ops, or "
-                            f"trace a numpy array argument for array methods")
-        raise AttributeError(f"'Var' object has no attribute {name!r}")
-
     def __float__(self):
         # math.sin(x) and float(x) would silently turn x into a constant with no derivative
         raise TypeError(f"float() of a traced scalar (v{self.index}) would drop its derivative; "
