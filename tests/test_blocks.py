@@ -134,7 +134,7 @@ def test_path_counts_at_both_levels():
     assert minirad.count_paths(scalarize(g)).tolist() == [[9]]  # 3 x 3 paths of numbers
     # a @ b reached directly and through tanh; a also through a.sum()
     g = trace(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2, np.ones((2, 3)),
-                     np.ones(3))
+              np.ones(3))
     assert count_vector_paths(g).tolist() == [[3, 2]]
 
 
@@ -223,7 +223,7 @@ def test_elimination_refuses_bad_orders():
 
 def test_the_shared_label_recurrences_run_unchanged_on_the_vector_graph():
     g = trace(lambda a, b: np.tanh(a @ b) * a.sum() + (a @ b) ** 2,
-                     np.full((2, 3), 0.3), np.full(3, 0.2))
+              np.full((2, 3), 0.3), np.full(3, 0.2))
     for c, s in enumerate(g.inputs):
         block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.graph.labels
         close(block.to_dense(), vector_bauer(g).blocks[0][c].to_dense())

@@ -340,7 +340,7 @@ def test_tampered_manifests_are_refused(tmp_path, change, message):
 
 def test_a_tampered_root_is_refused(tmp_path):
     g = trace(lambda q: solve_root(coupled, np.zeros(3), q).sum(),
-                     np.array([1.0, -2.0, 0.5, 1.5]))
+              np.array([1.0, -2.0, 0.5, 1.5]))
     save_vector(g, tmp_path / "root.npz")
     with np.load(tmp_path / "root.npz") as z:
         arrays = {k: z[k] for k in z.files}

@@ -107,7 +107,7 @@ def test_the_patch_edge_charges_the_image_and_remembers_how_to_gather():
 def test_files_keep_the_gathering_and_read_the_older_positions(tmp_path):
     x = RNG.standard_normal((1, 2, 5, 5))
     g = trace(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
-                     RNG.standard_normal((3, 2, 3, 3)))
+              RNG.standard_normal((3, 2, 3, 3)))
     save_vector(g, tmp_path / "g.npz")
     h = load_vector(tmp_path / "g.npz")
     e = next(e for e, op in enumerate(g.labels) if op.kind == "outer")

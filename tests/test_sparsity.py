@@ -233,7 +233,7 @@ def test_vector_pattern_is_the_scalarized_pattern(name):
 
 def test_vector_pattern_keeps_diagonal_blocks_diagonal():
     g = trace(*VECTOR_PROGRAMS["solve with a diagonal"][:1],
-                     *VECTOR_PROGRAMS["solve with a diagonal"][1])
+              *VECTOR_PROGRAMS["solve with a diagonal"][1])
     assert np.array_equal(pattern(g), np.eye(4, dtype=bool))
     assert plan(g).best.sweeps == 1   # a diagonal Jacobian: one sweep, any direction
 

@@ -102,7 +102,7 @@ def test_memory_rules():
     x = np.ones((4, 3), np.float32)
     # a ReLU whose output is kept anyway (the next layer's activation) costs nothing
     g = trace(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
-                     np.ones((2, 2), np.float32))
+              np.ones((2, 2), np.float32))
     m = memory(g)
     assert m.total == 4 * 3 * 4 + 4 * 2 * 4          # x and relu(x @ W), floats
     assert dict(zip([op.kind for op in g.labels], m.per_edge))["mask"] == 0
@@ -128,7 +128,7 @@ def test_save_load_round_trip(tmp_path):
     assert (memory(h).per_edge, memory(h).notes) == (memory(g).per_edge, memory(g).notes)
     # float32 and composed/added operators survive too
     f = trace(lambda a: (a * a + a @ np.ones((3, 3), np.float32) - a).sum(),
-                     np.ones(3, np.float32))
+              np.ones(3, np.float32))
     save_vector(f, path)
     f2 = load_vector(path)
     assert f2.dtypes == f.dtypes and [o.kind for o in f2.labels] == [o.kind for o in f.labels]

@@ -214,7 +214,7 @@ def test_sampling_a_gathered_source_is_unbiased(per_row):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 1, 4, 4))
     g = trace(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
-                     rng.standard_normal((2, 1, 3, 3)))
+              rng.standard_normal((2, 1, 3, 3)))
     edge = next(e for e, op in enumerate(g.labels) if op.kind == "outer")
     assert g.labels[edge].gathered is not None
     exact = gradient(g)[0].ravel()

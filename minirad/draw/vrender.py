@@ -172,7 +172,7 @@ def draw_blocks(g: LCG, limit: int = 4096, title: str | None = None):
     >>> import numpy as np
     >>> from minirad import ops, trace
     >>> figure = draw_blocks(trace(lambda W: ops.relu(np.ones((2, 3)) @ W).sum(),
-    ...                                   np.ones((3, 2))))
+    ...                            np.ones((3, 2))))
     >>> len(figure.axes)
     3
     """
@@ -262,5 +262,5 @@ def figure3_graph(injected: bool = False, rng=0) -> LCG:
         h2 = name(a1 @ W2, "h2")
         return softmax_cross_entropy(h2, labels)
     g = trace(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
-                     r.standard_normal((5, 2)).astype(np.float32), wrt=[1, 2])
+              r.standard_normal((5, 2)).astype(np.float32), wrt=[1, 2])
     return sample_activations(g, 2, rng=r) if injected else g

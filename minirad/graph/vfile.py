@@ -29,7 +29,7 @@ A graph with a linear solve (the two edges share one LU factorisation):
 
 >>> from minirad import blocks, memory
 >>> g = trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
-...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
+...           np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> save_vector(g, path)
 >>> h = load_vector(path)
 >>> all(np.array_equal(a, b) for a, b in zip(blocks.gradient(h), blocks.gradient(g)))
