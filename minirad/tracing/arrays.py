@@ -565,7 +565,6 @@ def elementwise(op: Op, *operands):
         detail = str(error).removeprefix(f"{op.name}: ")
         raise ValueError(f"{op.name} at vertex v{tape.next_index} is not finite: "
                          f"{detail}") from None
-    out = np.asarray(out, dtype=_float_dtype(operands) if out.dtype.kind != "f" else out.dtype)
     parents = [(operands[i], _block(tape, op, i, d, operands, out))
                for i, d in zip(wrt, partials)]
     return _record(tape, out, _template(op.template, operands, tape), parents)
@@ -574,7 +573,7 @@ def elementwise(op: Op, *operands):
 def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):
     """The Jacobian block of ``op``'s result in operand ``i``, whose partial is ``d``."""
     spread = _spread(operands[i], out.shape)
-    if isinstance(d, (int, float)) and not isinstance(d, bool):  # a constant factor
+    if type(d) in (int, float):  # a constant of the rule (numpy's scalars are data)
         if d == 1.0:
             return spread
         return compose(Diagonal(np.asarray(d, dtype=out.dtype), out.shape), spread)
@@ -602,7 +601,7 @@ def where(condition, x=None, y=None):
     if tape is None:
         return np.where(condition, x, y)
     shape = _broadcast_shape("where", condition, x, y)
-    out = np.where(condition, _value(x), _value(y)).astype(_float_dtype((x, y)))
+    out = np.asarray(np.where(condition, _value(x), _value(y)))
     parents = []
     for branch, chosen in ((x, condition), (y, ~condition)):
         if isinstance(branch, Tracked):
