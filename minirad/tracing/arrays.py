@@ -443,8 +443,8 @@ class Tracked:
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 
-_NO_RULE = ("it has no rule in the operation table yet; write it with supported operations "
-            "or add one (minirad.tracing.arrays.register)")
+_NO_RULE = ("it has no rule yet; write it with the supported operations "
+            "(minirad.tracing.arrays.SUPPORTED)")
 _MUTATES = ("a traced array is never written into; make a new array instead (np.where, "
             "np.concatenate, np.stack)")
 _DROPS = ("it would drop the derivative; take minirad.detach(x) for the plain values on "
@@ -453,7 +453,7 @@ _METHOD_HINTS = {
     **dict.fromkeys(("max", "min"), "reductions max/min have no rule yet; for the larger "
                                      "of x and a constant use np.maximum(x, c)"),
     **dict.fromkeys(("item", "tolist", "tobytes", "tofile", "dump", "dumps", "view",
-                     "getfield", "data", "ctypes", "flat", "base", "__array_interface__"),
+                     "getfield", "data", "ctypes", "flat", "base"),
                     _DROPS),
     **dict.fromkeys(("fill", "put", "itemset", "setfield", "setflags", "resize", "sort",
                      "partition", "byteswap"), _MUTATES),
