@@ -5,7 +5,7 @@ import functools
 import numpy as np
 
 from .graph.lcg import LCG
-from .tracing.tape import trace
+from .tracing import trace
 
 
 def number_of_estimates(n) -> int:

@@ -27,7 +27,7 @@ from .exact.result import format_count
 from .graph.files import load_graph, save_graph
 from .graph.labels import FLOATS
 from .graph.lcg import LCG, plural
-from .tracing.tape import trace
+from .tracing import trace
 
 
 class UsageError(ValueError):

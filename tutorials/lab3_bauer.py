@@ -36,9 +36,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import LCG, examples, labs
+from minirad.draw.render import PATH_COLORS, Paths, render
 from minirad.exact.paths import count_paths as minirad_count_paths
 from minirad.exact.paths import path_product, paths
-from minirad.draw.render import PATH_COLORS, Paths, render
 from minirad.exact.sweeps import forward_sweep, reverse_sweep
 
 # %% [markdown]

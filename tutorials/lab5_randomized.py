@@ -38,7 +38,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
-from minirad.randomized.experiments import compare, variance_by_depth
+from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
+from minirad.draw.render import Factors, render
+from minirad.exact.jacobians import jacobian
 from minirad.randomized.chains import (
     chain_graph,
     chain_product,
@@ -46,9 +48,7 @@ from minirad.randomized.chains import (
     injection_variance,
     sampling_projection,
 )
-from minirad.exact.jacobians import jacobian
-from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
-from minirad.draw.render import Factors, render
+from minirad.randomized.experiments import compare, variance_by_depth
 from minirad.randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..exact.sweeps import gradient
-from ..tracing.arrays import trace_arrays
+from ..tracing import trace
 
 __all__ = [
     "STATES", "Gradient", "ODEProblem", "continuous_gradient", "diffusion",
@@ -156,7 +156,7 @@ def discrete_gradient(problem: ODEProblem, p) -> Gradient:
 
 def traced_gradient(problem: ODEProblem, p) -> Gradient:
     """Discretise, then differentiate, literally: trace the RK4 loop and the loss
-    into a vector LCG (:func:`minirad.tracing.arrays.trace_arrays`) and run its
+    into a vector LCG (:func:`minirad.trace`) and run its
     reverse sweep.  The same numbers as :func:`discrete_gradient`, which is
     that sweep written out by hand.
 
@@ -175,7 +175,7 @@ def traced_gradient(problem: ODEProblem, p) -> Gradient:
         r = u - problem.target
         return 0.5 * (r * r).sum()
 
-    g = trace_arrays(program, p)
+    g = trace(program, p)
     return Gradient("reverse sweep on the vector LCG", gradient(g)[0],
                     problem.n_steps + 1, 0, solve(problem, p))
 

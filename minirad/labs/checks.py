@@ -48,8 +48,7 @@ import numpy as np
 
 from .. import examples
 from ..graph.lcg import LCG
-from ..tracing import ops
-from ..tracing.tape import trace
+from ..tracing import ops, trace
 
 __all__ = [
     "CheckFailed", "as_numbers", "call_student", "check_central_difference", "check_count_paths",
