@@ -114,8 +114,6 @@ def test_sample_is_frozen_and_read_only():
     s = sample_paths(examples.figure1(), rng=0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.draws = 3
-    with pytest.warns(DeprecationWarning, match="PathSample.draws"):
-        assert s.k is s.draws  # the old name still reads
     with pytest.raises(ValueError):
         s.counts[0] = 7
     assert "stored" in repr(s)
@@ -446,8 +444,8 @@ def test_graph_without_input_output_path_raises_value_error():
 
 def test_exact_variance_refuses_large_graphs_naming_the_limit():
     g = examples.interleaved(5, 5)
-    with pytest.raises(ValueError, match="max_vertices=10"):
-        path_sampling_variance(g, 1, max_vertices=10)
+    with pytest.raises(ValueError, match="max_entries=10"):
+        path_sampling_variance(g, 1, max_entries=10)
 
 
 def test_bad_direction():
