@@ -69,7 +69,13 @@ from ..graph.operators import (
 )
 from ..graph.patches import ProjectedPatches, SampledPatches
 from ..rng import as_generator
-from .moments import EXACT_VARIANCE_LIMIT, ProjectionLaw, StoredProjection, estimate_variance
+from .moments import (
+    EXACT_VARIANCE_LIMIT,
+    ProjectionLaw,
+    SourceProjection,
+    StoredProjection,
+    estimate_variance,
+)
 from .stacked import Layout, reverse_stack, samples_per_chunk
 
 __all__ = ["METHODS", "activation_sampling_variance", "draws", "inject_edge", "inject_edges",
@@ -524,12 +530,17 @@ def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "samp
 
 
 @takes_lcg
-def injection_variance(g: LCG, vertices, k=1, method: str = "sample", *, axis=None,
-                       batch_axis=None, per_row: bool = True,
-                       max_entries: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
-    r"""The exact variance of every entry of the :func:`injected_jacobians` estimate,
-    shape (output entries, input entries), from
-    :func:`minirad.randomized.moments.estimate_variance`.
+def injection_variance(g: LCG, vertices=(), k=1, method: str = "sample", *, edges=(),
+                       axis=None, batch_axis=None, per_row: bool = True,
+                       max_entries: int = EXACT_VARIANCE_LIMIT,
+                       covariance: bool = False) -> np.ndarray:
+    r"""The exact variance of every entry of the Jacobian estimate with an independent
+    P at each of ``vertices`` (as :func:`inject_vertex` and :func:`injected_jacobians`
+    put them, with ``axis``, ``batch_axis``, ``per_row``) and on each of ``edges`` (as
+    :func:`inject_edges` puts them, ``per_row`` on multiplication edges), shape
+    (output entries, input entries), by
+    :func:`minirad.randomized.moments.estimate_variance`; with ``covariance``, the
+    covariance of each row instead, (output entries, input entries, input entries).
 
     A P injected at a vertex maps the second moment ``A`` of the adjoint there to
     ``E[P A P] = A + D(A)``: ``D(A) = (d Diag(A) - A) / k`` for sampling (the
@@ -537,7 +548,10 @@ def injection_variance(g: LCG, vertices, k=1, method: str = "sample", *, axis=No
     ``(A + tr(A) I - 2 Diag(A)) / k`` for Rademacher (the pairings of four ±1's).
     Both map positive semidefinite matrices to positive semidefinite ones
     (Cauchy-Schwarz; a sum of squares), so every extra injection can only raise
-    the variance of every entry.
+    the variance of every entry.  An injected edge adds the extra second moment
+    of its random label (see :mod:`minirad.randomized.moments`); on a sampled
+    activation that is a sum over the entries of a row (over pairs of entries for
+    Rademacher), refused with ``ValueError`` when too large to form.
 
     >>> from minirad.graph.scalarize import from_chain
     >>> g = from_chain([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])])
@@ -546,7 +560,31 @@ def injection_variance(g: LCG, vertices, k=1, method: str = "sample", *, axis=No
     """
     chosen = _vertex_layouts(g, vertices, k, method, axis, batch_axis, per_row)
     laws = {v: ProjectionLaw(layout, method, kk) for v, (layout, kk) in chosen.items()}
-    return estimate_variance(g, vertex_laws=laws, max_entries=max_entries)
+    if isinstance(edges, (int, np.integer, str)):
+        raise TypeError("edges is a list of edges (numbers or (source, target) pairs)")
+    edge_laws = {}
+    for edge in edges:
+        e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
+        if not 0 <= e < g.n_edges:
+            raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
+        if e in edge_laws:
+            raise ValueError(f"edge {edge} is listed twice")
+        law = _edge_law(g.labels[e], k, method, per_row)
+        if law is not None:
+            edge_laws[e] = law
+    return estimate_variance(g, vertex_laws=laws, edge_laws=edge_laws, max_entries=max_entries,
+                             covariance=covariance)
+
+
+def _edge_law(label, k, method: str, per_row: bool):
+    """The law of the random label :func:`inject_edge` gives ``label`` (None: P = 1)."""
+    if isinstance(label, float):
+        return None
+    if isinstance(label, MatMul):
+        return _stored_law(label, k, method, per_row)
+    # a diagonal (sampling folds into it), or any other label: J P with P on the source
+    layout = Layout(label.in_shape)
+    return SourceProjection(ProjectionLaw(layout, method, draws(layout.d, k)))
 
 
 def _stored_law(label, k, method: str, per_row: bool):
@@ -573,13 +611,12 @@ def _stored_law(label, k, method: str, per_row: bool):
 
 @takes_lcg
 def activation_sampling_variance(g: LCG, k, method: str = "sample", per_row: bool = True, *,
-                                 max_entries: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
+                                 max_entries: int = EXACT_VARIANCE_LIMIT,
+                                 covariance: bool = False) -> np.ndarray:
     """The exact variance of every entry of the :func:`sample_activations` estimate
     (its Jacobian, shape (output entries, input entries)), where it is computable:
-    the covariance is dense over the entries of the vertices on paths (refused above
-    ``max_entries``), and an injected edge's extra second moment is a sum over the
-    entries (sampling) or pairs of entries (Rademacher) of a row, refused when
-    that sum is too large to form (``ValueError``; estimate by Monte Carlo then).
+    :func:`injection_variance` on the edges that keep activations (``covariance``: the
+    covariance of each row instead).
 
     >>> from minirad.tracing.arrays import trace_arrays
     >>> X = np.array([[1.0, 3.0]])
@@ -587,7 +624,5 @@ def activation_sampling_variance(g: LCG, k, method: str = "sample", per_row: boo
     >>> activation_sampling_variance(g, 1).tolist()   # dW = 2 X[0, p] e_p: 2 or 6 for dW_2
     [[1.0, 9.0]]
     """
-    _check_method(method)
-    laws = {e: _stored_law(g.labels[e], k, method, per_row) for e in _activation_edges(g)}
-    return estimate_variance(g, edge_laws=laws, max_entries=max_entries)
-
+    return injection_variance(g, (), k, method, edges=_activation_edges(g), per_row=per_row,
+                              max_entries=max_entries, covariance=covariance)

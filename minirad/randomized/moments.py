@@ -168,8 +168,11 @@ def _dense(label, source_shape, target_shape) -> np.ndarray:
 
 
 def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
-                      edge_laws=None, max_entries: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
-    """The exact variance of every entry of the estimate, (output entries, input entries).
+                      edge_laws=None, max_entries: int = EXACT_VARIANCE_LIMIT,
+                      covariance: bool = False) -> np.ndarray:
+    """The exact variance of every entry of the estimate, (output entries, input entries),
+    or with ``covariance`` the covariance of each row of the estimate, (output entries,
+    input entries, input entries).
 
     ``draws[v]`` is how many out-edges vertex ``v`` draws (Algorithm 1; 0 or None:
     it keeps them all); ``vertex_laws`` maps vertices to the :class:`ProjectionLaw`
@@ -182,7 +185,8 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
     edge_laws = {} if edge_laws is None else edge_laws
     sizes = np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64)
     in_first = np.concatenate([[0], np.cumsum(sizes[list(g.inputs)])]).astype(np.int64)
-    variance = np.zeros((int(sizes[list(g.outputs)].sum()), int(in_first[-1])))
+    n_in = int(in_first[-1])
+    rows = np.zeros((int(sizes[list(g.outputs)].sum()), n_in, n_in))
     from_inputs = reachable(g, g.inputs)
     order, ptr = g.out_edges_csr
     blocks: dict[int, np.ndarray] = {}
@@ -201,12 +205,17 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
             if len(vertices) and on[y]:
                 cov = _covariance(g, y, i, vertices, first, sizes, draws, vertex_laws,
                                   edge_laws, order, ptr, blocks, total)
-                for col, theta in enumerate(g.inputs):
-                    if on[theta]:
-                        span = slice(first[theta], first[theta] + sizes[theta])
-                        variance[row, in_first[col]:in_first[col + 1]] = np.diag(cov[span, span])
+                spans = [(in_first[col], np.arange(first[theta], first[theta] + sizes[theta]))
+                         for col, theta in enumerate(g.inputs) if on[theta]]
+                cols = np.concatenate([np.arange(start, start + len(span))
+                                       for start, span in spans]) if spans else np.zeros(0, int)
+                local = np.concatenate([span for _, span in spans]) if spans else cols
+                rows[row][np.ix_(cols, cols)] = cov[np.ix_(local, local)]
             row += 1
-    return np.maximum(variance, 0.0)  # rounding can leave -1e-17 where the variance is 0
+    if covariance:
+        return rows
+    # rounding can leave -1e-17 where the variance is 0
+    return np.maximum(np.diagonal(rows, axis1=1, axis2=2), 0.0).copy()
 
 
 def _covariance(g, y, entry, vertices, first, sizes, draws, vertex_laws, edge_laws, order,

@@ -580,9 +580,11 @@ def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
 # ------------------------------------------------------------ exact variance
 @takes_lcg
 def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT, *,
-                           entries=None) -> np.ndarray:
+                           entries=None, covariance: bool = False) -> np.ndarray:
     r"""The exact variance of every entry of the Algorithm 1 estimate, shape
     (output entries, input entries): (n_outputs, n_inputs) on a graph of numbers.
+    With ``covariance``, the covariance of each row of the estimate instead, shape
+    (output entries, input entries, input entries).
 
     No sampling: a recursion over the vertices in reverse topological order, for
     one output entry ``y`` at a time (:func:`minirad.randomized.moments.estimate_variance`,
@@ -642,4 +644,5 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
     on_paths(g)
     laws = {v: ProjectionLaw(Layout(g.shape(v)), "sample", int(m))
             for v, m in enumerate(inside.tolist()) if m}
-    return estimate_variance(g, draws, vertex_laws=laws, max_entries=max_entries)
+    return estimate_variance(g, draws, vertex_laws=laws, max_entries=max_entries,
+                             covariance=covariance)
