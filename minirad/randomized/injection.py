@@ -149,10 +149,16 @@ def random_projection(d: int, k, method: str = "sample", rng=None) -> np.ndarray
            [0. , 1.5, 0. ],
            [0. , 0. , 1.5]])
     """
+    _check_method(method)
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d (the dimension) must be an int >= 1, got {d!r}")
-    R = random_basis(int(d), draws(int(d), k), method, rng=rng)
-    return R @ R.T
+    d, k, rng = int(d), draws(int(d), k), as_generator(rng)
+    # the draws random_basis makes, but P formed from whole numbers, so that its entries
+    # are exactly (d/k) x counts and (sum of signs) / k
+    if method == "sample":
+        return np.diag(np.bincount(rng.integers(0, d, size=k), minlength=d) * (d / k))
+    S = _signs(rng, (d, k))
+    return S @ S.T / k
 
 
 # ------------------------------------------------------------------ at a vertex
