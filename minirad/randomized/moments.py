@@ -56,6 +56,7 @@ import math
 
 import numpy as np
 
+from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable
 from .stacked import Layout
 
@@ -183,7 +184,8 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
     draws = np.zeros(g.n_vertices, dtype=np.int64) if draws is None else draws
     vertex_laws = {} if vertex_laws is None else vertex_laws
     edge_laws = {} if edge_laws is None else edge_laws
-    sizes = np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64)
+    sizes = (np.ones(g.n_vertices, dtype=np.int64) if g.algebra is FLOATS else
+             np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64))
     in_first = np.concatenate([[0], np.cumsum(sizes[list(g.inputs)])]).astype(np.int64)
     n_in = int(in_first[-1])
     rows = np.zeros((int(sizes[list(g.outputs)].sum()), n_in, n_in))
@@ -218,6 +220,29 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
     return np.maximum(np.diagonal(rows, axis1=1, axis2=2), 0.0).copy()
 
 
+def _out_blocks(g, a, on, succ, first, sizes, mean, blocks):
+    """For vertex ``a`` and its out-edges ``on`` to the successors ``succ`` on the paths:
+    the successors' entries (``index``) and which successor each is (``owner``), the
+    transposed blocks side by side (``Bt``, ``n_a`` x successor entries), the means they
+    carry back (``x``, one row per successor) and the blocks (``J``; None for partials,
+    which ``g.partials`` holds)."""
+    if g.algebra is FLOATS:   # 1 x 1 blocks: the partials themselves, at one go
+        p = g.partials[on]
+        index = first[succ]
+        x = (p * mean[index])[:, None]
+        return index, np.arange(len(on)), p[None, :], x, None
+    J = []
+    for e, s in zip(on.tolist(), succ.tolist()):
+        if e not in blocks:
+            blocks[e] = _dense(g.labels[e], g.shape(a), g.shape(s))
+        J.append(blocks[e])
+    index = np.concatenate([np.arange(first[s], first[s] + sizes[s]) for s in succ])
+    owner = np.repeat(np.arange(len(succ)), sizes[succ])
+    Bt = np.hstack([j.T for j in J])
+    x = np.array([j.T @ mean[first[s]:first[s] + sizes[s]] for j, s in zip(J, succ)])
+    return index, owner, Bt, x, J
+
+
 def _covariance(g, y, entry, vertices, first, sizes, draws, vertex_laws, edge_laws, order,
                 ptr, blocks, total) -> np.ndarray:
     """The covariance of the adjoint estimates over the entries of ``vertices`` (on
@@ -233,17 +258,9 @@ def _covariance(g, y, entry, vertices, first, sizes, draws, vertex_laws, edge_la
             spread = np.zeros((n_a, n_a))
         else:
             out = order[ptr[a]:ptr[a + 1]]
-            on = [int(e) for e in out if first[g.targets[e]] >= 0]
-            succ = [int(g.targets[e]) for e in on]
-            J = []
-            for e, s in zip(on, succ):
-                if e not in blocks:
-                    blocks[e] = _dense(g.labels[e], g.shape(a), g.shape(s))
-                J.append(blocks[e])
-            index = np.concatenate([np.arange(first[s], first[s] + sizes[s]) for s in succ])
-            owner = np.repeat(np.arange(len(succ)), sizes[succ])
-            Bt = np.hstack([j.T for j in J])                     # (n_a, successor entries)
-            x = np.array([j.T @ mean[first[s]:first[s] + sizes[s]] for j, s in zip(J, succ)])
+            on = out[first[g.targets[out]] >= 0]
+            succ = g.targets[on]
+            index, owner, Bt, x, J = _out_blocks(g, a, on, succ, first, sizes, mean, blocks)
             mu = x.sum(axis=0)
             after = slice(first[a] + n_a, total)
             cross = Bt @ cov[index, after]
@@ -253,16 +270,20 @@ def _covariance(g, y, entry, vertices, first, sizes, draws, vertex_laws, edge_la
             propagated = Bt @ inner @ Bt.T
             d, k = len(out), int(draws[a])
             extra = np.zeros((n_a, n_a))
-            for e, s, j in zip(on, succ, J):
+            for i, (e, s) in enumerate(zip(on.tolist(), succ.tolist()) if edge_laws else ()):
                 if e in edge_laws:
+                    j = J[i] if J is not None else np.array([[g.partials[e]]])
                     span = slice(first[s], first[s] + sizes[s])
                     second = cov[span, span] + np.outer(mean[span], mean[span])
                     extra += edge_laws[e].extra(j, second)
             if k == 0:
                 spread = propagated + extra
             else:
-                same = owner[:, None] == owner[None, :]
-                own = Bt @ (inner * same) @ Bt.T
+                if len(owner) == len(succ):   # one entry per successor: C(s, s) diagonal
+                    own = (Bt * np.diag(inner)) @ Bt.T
+                else:
+                    same = owner[:, None] == owner[None, :]
+                    own = Bt @ (inner * same) @ Bt.T
                 centred = x - mu / d
                 local = (centred.T @ centred + (d - len(succ)) * np.outer(mu / d, mu / d)) * d / k
                 spread = (local + (1.0 - 1.0 / k) * propagated + (d / k) * own

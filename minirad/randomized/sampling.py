@@ -178,12 +178,14 @@ def entries_per_vertex(g: LCG, entries) -> np.ndarray:
     >>> entries_per_vertex(g, 0.5).tolist(), entries_per_vertex(g, {"v2": 2}).tolist()
     ([0, 2, 2, 0], [0, 0, 2, 0])
     """
-    sizes = np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64)
     inside = np.zeros(g.n_vertices, dtype=np.int64)
-    eligible = (sizes > 1) & (g.out_degrees > 0)
-    eligible[list(g.inputs)] = False
     if entries is None:
         return inside
+    # a graph of numbers has nothing to sample inside (and may have millions of vertices)
+    sizes = (np.ones(g.n_vertices, dtype=np.int64) if g.algebra is FLOATS else
+             np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64))
+    eligible = (sizes > 1) & (g.out_degrees > 0)
+    eligible[list(g.inputs)] = False
     if isinstance(entries, (bool, np.bool_)):
         raise TypeError("entries must be an int, a float fraction in (0, 1], a mapping from "
                         "vertices to ints or None, not a bool")
