@@ -39,12 +39,14 @@ from .graph.operators import OPERATORS
 from .graph.scalarize import scalarize
 from .implicit import solves as implicit
 from .implicit.solves import solve_root
-from .randomized import chains as injection
-from .randomized import experiments, layered, sampling
-from .randomized import injection as vinject
-from .randomized.chains import inject, injected_products, injection_variance
+from .randomized import experiments, injection, sampling
 from .randomized.experiments import Comparison, compare
-from .randomized.injection import inject_edge, inject_vertex, sample_activations
+from .randomized.injection import (
+    inject_edge,
+    inject_vertex,
+    injection_variance,
+    sample_activations,
+)
 from .randomized.sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .tracing import arrays as array_trace
 from .tracing import detach, ops, trace
@@ -59,14 +61,14 @@ __all__ = [
     "gradcheck", "numerical_jacobian", "GradcheckReport",
     # randomized AD
     "sample_paths", "PathSample", "sampled_jacobians", "compare", "Comparison",
-    "path_sampling_variance", "inject", "injected_products", "injection_variance",
-    "sampling", "injection", "sweeps", "experiments", "labels", "layered",
+    "path_sampling_variance", "injection_variance",
+    "sampling", "injection", "sweeps", "experiments", "labels",
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
     # the vector LCG (arrays and Jacobian blocks)
     "LCG", "OPERATORS", "memory", "Memory", "scalarize",
     "inject_vertex", "inject_edge", "sample_activations",
-    "operators", "array_trace", "vinject",
+    "operators", "array_trace",
     # sparsity and colouring; implicit operators (solves, roots)
     "sparsity", "compressed", "implicit", "solve_root",
 ]

@@ -9,10 +9,11 @@ LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from .graph.lcg import LCG
-from .randomized.layered import layer_names
 from .rng import as_generator as _rng
 from .tracing import ops, trace
 
@@ -138,6 +139,106 @@ def _family_partials(partials, sources, rng) -> np.ndarray:
         raise ValueError(f"partials must be None, a finite number, 'random' or 'balanced', not "
                          f"{partials!r}")
     return np.full(n_edges, float(partials))
+
+
+def layer_names(depth: int, width: int) -> list[list[str]]:
+    """``a1 a2 ...`` for the first layer, ``b1 ...`` for the second, as in the
+    paper's Figure 2; deep graphs run out of letters and use ``h<layer>_<i>``.
+
+    >>> layer_names(2, 3)
+    [['a1', 'a2', 'a3'], ['b1', 'b2', 'b3']]
+    >>> layer_names(30, 1)[-1]
+    ['h30_1']
+    """
+    if depth <= 24:  # a..x, so that no layer is called y
+        return [[f"{chr(ord('a') + l)}{i + 1}" for i in range(width)] for l in range(depth)]
+    return [[f"h{l + 1}_{i + 1}" for i in range(width)] for l in range(depth)]
+
+
+def _chain_factors(chain) -> list[np.ndarray]:
+    if isinstance(chain, np.ndarray) or not isinstance(chain, Sequence) or len(chain) == 0:
+        raise TypeError("chain must be a nonempty list of 2-D arrays [J1, J2, ..., JL] whose "
+                        "product JL ... J1 is the Jacobian")
+    matrices = []
+    for l, factor in enumerate(chain, start=1):
+        m = np.asarray(factor, dtype=np.float64)
+        if m.ndim != 2 or 0 in m.shape:
+            raise ValueError(f"chain factor J{l} has shape {m.shape}; each factor must be a "
+                             f"nonempty 2-D matrix")
+        if not np.all(np.isfinite(m)):
+            raise ValueError(f"chain factor J{l} has non-finite entries; partials must be finite")
+        if matrices and m.shape[1] != matrices[-1].shape[0]:
+            raise ValueError(f"J{l} has {m.shape[1]} columns but J{l - 1} has "
+                             f"{matrices[-1].shape[0]} rows; J{l} @ J{l - 1} must be defined")
+        matrices.append(m)
+    return matrices
+
+
+def _diagonal_scales(projections, sizes: list[int]) -> list[np.ndarray]:
+    """Per position 0..L, the factor of each component: the diagonal of the
+    projection given there (a sampling matrix), else ones."""
+    if not isinstance(projections, Mapping):
+        raise TypeError(f"projections must map positions to matrices, not "
+                        f"{type(projections).__name__}")
+    scale = [np.ones(d) for d in sizes]
+    for l, p in projections.items():
+        if isinstance(l, (bool, np.bool_)) or not isinstance(l, (int, np.integer)) or not (
+                0 <= l < len(sizes)):
+            raise ValueError(f"projection position {l!r} is not valid: positions are the ints "
+                             f"0 (input) .. {len(sizes) - 1} (output)")
+        p = np.asarray(p, dtype=np.float64)
+        if p.shape != (sizes[l], sizes[l]):
+            raise ValueError(f"the matrix at position {l} has shape {p.shape}; the vector "
+                             f"there has {sizes[l]} components, so it must be "
+                             f"{sizes[l]} x {sizes[l]}")
+        if np.any(p != np.diag(np.diag(p))):
+            raise ValueError(f"the projection at position {l} must be a diagonal matrix (a "
+                             f"sampling projection: only those keep or drop whole vertices)")
+        scale[l] = np.diag(p).copy()
+    return scale
+
+
+def chain_graph(chain, projections: Mapping | None = None) -> LCG:
+    """The scalar LCG of a chain of Jacobians ``J_L ... J_1`` (the paper's Figure 2):
+    a vertex per vector component, an edge per matrix entry, zeros included, so
+    out-degrees are the vector sizes.  (:func:`minirad.graph.scalarize.from_chain`
+    builds the same chain as an array graph.)
+
+    Inputs are ``theta`` (or ``x1..xp``), the vectors inside the chain are
+    lettered by position (:func:`layer_names`), and outputs are ``y`` (or
+    ``y1..ym``).  With ``projections`` (diagonal sampling matrices by position,
+    as :func:`minirad.randomized.injection.random_projection` draws them), every
+    edge into component ``i`` at position ``l`` (out of input ``i`` at position 0)
+    is multiplied by ``P[i, i]`` and dropped where that is zero: the graph whose
+    Jacobian is the injected estimate, showing that injection samples vertices.
+
+    >>> chain = [np.ones((3, 1)), np.ones((3, 3)), np.ones((3, 3)), np.ones((1, 3))]
+    >>> chain_graph(chain).same_as(interleaved(3, 3))
+    True
+    >>> chain_graph([np.ones((2, 1)), np.ones((1, 2))], {1: np.diag([2.0, 0.0])}).n_edges
+    3
+    """
+    chain = _chain_factors(chain)
+    sizes = [chain[0].shape[1]] + [m.shape[0] for m in chain]
+    scale = _diagonal_scales({} if projections is None else projections, sizes)
+    inner = layer_names(len(chain) - 1, max(sizes)) if len(chain) > 1 else []
+    names = [["theta"] if sizes[0] == 1 else [f"x{i + 1}" for i in range(sizes[0])]]
+    names += [layer[:d] for layer, d in zip(inner, sizes[1:-1])]
+    names += [["y"] if sizes[-1] == 1 else [f"y{i + 1}" for i in range(sizes[-1])]]
+    first = np.cumsum([0] + sizes)
+    sources, targets, partials = [], [], []
+    for l, factor in enumerate(chain, start=1):
+        into, out_of = np.meshgrid(np.arange(sizes[l]), np.arange(sizes[l - 1]), indexing="ij")
+        column_scale = scale[0] if l == 1 else np.ones(sizes[l - 1])  # inputs: out-edges
+        weight = factor * scale[l][:, None] * column_scale[None, :]
+        kept = (scale[l][:, None] != 0) & (column_scale[None, :] != 0)
+        sources.append((first[l - 1] + out_of)[kept])
+        targets.append((first[l] + into)[kept])
+        partials.append(weight[kept])
+    flat = [name for layer in names for name in layer]
+    return LCG(flat, np.concatenate(sources), np.concatenate(targets),
+               np.concatenate(partials), inputs=range(sizes[0]),
+               outputs=range(first[-2], first[-1]))
 
 
 def _check_shape(width, depth):

@@ -46,8 +46,8 @@ from .draw.render import (
     sample_title,
     save,
 )
+from .examples import chain_graph
 from .graph.lcg import LCG
-from .randomized.layered import chain_graph
 from .rng import as_generator
 
 __all__ = ["FIGURES", "SEEDS", "Entry", "build_figures", "figure_files", "layered_multi"]
@@ -76,7 +76,7 @@ def layered_multi(n_inputs: int = 4, width: int = 4, depth: int = 2, n_outputs: 
                   rng=None) -> LCG:
     """Interleaved layers (the paper's Figure 2b) with several inputs and outputs.
 
-    The scalar graph (:func:`minirad.randomized.layered.chain_graph`) of a chain of
+    The scalar graph (:func:`minirad.examples.chain_graph`) of a chain of
     dense matrices: inputs ``x1..`` feed every vertex of the first layer
     (``a1..``), every vertex of a layer feeds every vertex of the next
     (``b1..``, ...; ``h<layer>_<i>`` past 24 layers), and the last layer

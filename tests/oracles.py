@@ -264,3 +264,81 @@ def close(a, b, rtol=1e-10):
     """a equals b to ``rtol`` relative to b's largest entry (at least 1)."""
     scale = max(1.0, float(np.abs(b).max(initial=0)))
     np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * scale)
+
+
+# ------------------------------------------------------- unbiasedness with power
+# An unbiasedness test of n estimates of a Jacobian J makes two z-scores, each against
+# Z_BOUND (a two-sided normal tail of 5.7e-7, by the CLT):
+# * per entry, (mean - J) / its standard error: any entry's bias;
+# * the projection T = <estimate, J> / <J, J> over the entries the estimator makes random
+#   (those with positive variance; the others are checked to equal J), whose mean is 1
+#   and becomes 1 + b when the estimate is scaled by 1 + b; its variance is
+#   J' C J / <J, J>^2 (C: the covariance of the estimate).
+# So a test over m entries fails by chance with probability below (m + 1) x 5.7e-7.  The
+# number of estimates comes from the exact covariance (draws_for_power): enough that a
+# BIAS = 5% scaling moves the projection's z by POWER_SHIFT = 10, which then stays within
+# Z_BOUND with probability Phi(5 - 10) = 2.9e-7: the biased test fails with probability
+# above 1 - 3e-7 (assert_power runs it on the estimates scaled by 1.05).  Without an
+# exact covariance the standard errors are the sample ones (t-statistics of many draws).
+Z_BOUND = 5.0
+BIAS = 0.05
+POWER_SHIFT = 10.0
+MIN_DRAWS = 2000   # below this the normal approximation of a mean is not trusted
+
+
+def _random(estimates, exact, covariance) -> np.ndarray:
+    """The entries the estimator makes random (positive variance, beyond rounding)."""
+    j = np.ravel(exact)
+    variance = np.diag(covariance) if covariance is not None else estimates.var(axis=0)
+    return variance > 1e-24 * np.maximum(j ** 2, 1.0)
+
+
+def _projection_sd(exact, covariance) -> float:
+    covariance = np.asarray(covariance)
+    random = np.diag(covariance) > 1e-24 * np.maximum(np.ravel(exact) ** 2, 1.0)
+    j = np.ravel(exact)[random]
+    return float(np.sqrt(max(j @ covariance[np.ix_(random, random)] @ j, 0.0)) / (j @ j))
+
+
+def draws_for_power(exact, covariance, bias: float = BIAS, shift: float = POWER_SHIFT) -> int:
+    """The number of estimates at which a relative bias ``bias`` moves the z-score of
+    the projection T by ``shift`` (``covariance``: the estimate's, entries x entries),
+    and at least :data:`MIN_DRAWS`."""
+    return max(MIN_DRAWS, int(np.ceil((shift * _projection_sd(exact, covariance) / bias) ** 2)))
+
+
+def z_scores(estimates, exact, covariance=None) -> tuple[np.ndarray, float]:
+    """The per-entry z-scores and the projection's, over the entries that vary."""
+    estimates = np.asarray(estimates, dtype=np.float64).reshape(len(estimates), -1)
+    n, j = len(estimates), np.ravel(exact)
+    random = _random(estimates, exact, covariance)
+    mean, jr = estimates.mean(axis=0), j[random]
+    if covariance is None:
+        variance = estimates.var(axis=0, ddof=1)
+        projection_var = (estimates[:, random] @ jr / (jr @ jr)).var(ddof=1)
+    else:
+        variance = np.diag(covariance)
+        projection_var = _projection_sd(exact, covariance) ** 2
+    entries = (mean[random] - jr) / np.sqrt(variance[random] / n)
+    T = (mean[random] @ jr) / (jr @ jr)
+    return entries, (T - 1.0) / np.sqrt(projection_var / n)
+
+
+def assert_unbiased(estimates, exact, covariance=None, bound: float = Z_BOUND) -> None:
+    """Both z-scores within ``bound``; entries that never vary equal J up to rounding."""
+    entries, projection = z_scores(estimates, exact, covariance)
+    assert np.all(np.abs(entries) < bound), f"max entry |z| = {np.abs(entries).max():.2f}"
+    assert abs(projection) < bound, f"projection z = {projection:.2f}"
+    estimates = np.asarray(estimates, dtype=np.float64).reshape(len(estimates), -1)
+    fixed = ~_random(estimates, exact, covariance)
+    np.testing.assert_allclose(estimates[:, fixed].mean(axis=0), np.ravel(exact)[fixed],
+                               rtol=1e-9, atol=1e-9)
+
+
+def assert_power(estimates, exact, covariance=None, bias: float = BIAS) -> None:
+    """The projection's z-test fails on the estimates scaled by 1 + ``bias`` (a biased
+    estimator); with an exact covariance, given the draws :func:`draws_for_power` asks."""
+    if covariance is not None:
+        assert len(estimates) >= draws_for_power(exact, covariance, bias)
+    _, projection = z_scores((1.0 + bias) * np.asarray(estimates), exact, covariance)
+    assert abs(projection) >= Z_BOUND, f"a {bias:.0%} bias went unnoticed: z = {projection:.2f}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from minirad import gallery
-from minirad.randomized.chains import chain_graph
+from minirad.examples import chain_graph
 
 R = importlib.import_module("minirad.draw.render")  # the module; minirad.render is the function
 

@@ -13,7 +13,7 @@ from oracles import expect_failure, lab_solution
 
 from minirad import examples, labs
 from minirad.labs import checks_injection
-from minirad.randomized.chains import sampling_projection
+from minirad.randomized.injection import random_projection
 from minirad.randomized.sampling import path_sampling_variance, sampled_jacobians
 
 REFERENCES = [
@@ -68,12 +68,12 @@ def test_sampling_check_rejects_d_draws_and_overwriting():
 def test_sampling_check_rejects_draws_without_replacement_and_a_global_rng():
     def without(d, k, rng):
         if k > d:
-            return sampling_projection(d, k, rng)
+            return random_projection(d, k, rng=rng)
         return np.diag(np.bincount(rng.choice(d, size=k, replace=False), minlength=d) * d / k)
 
     expect_failure(labs.check_sampling_P, without, "on d=3, k=2", "with replacement")
     expect_failure(labs.check_sampling_P,
-                   lambda d, k, rng: sampling_projection(d, k, np.random.default_rng()),
+                   lambda d, k, rng: random_projection(d, k, rng=np.random.default_rng()),
                    "on d=3, k=1", "returned different matrices",
                    "from the rng argument")
 

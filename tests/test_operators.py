@@ -8,6 +8,7 @@ import pytest
 
 from minirad.graph.operators import (
     DENSE_LIMIT,
+    FROM_SHAPES,
     OPERATORS,
     Added,
     Broadcast,
@@ -17,6 +18,7 @@ from minirad.graph.operators import (
     Embed,
     Gather,
     Identity,
+    Im2Col,
     Mask,
     MatMul,
     Outer,
@@ -147,8 +149,32 @@ def test_retained_bytes_follow_dtype_and_bits():
     assert Outer(np.ones((150, 784), np.float32), "left", (784, 300)).retained_bytes \
         == 150 * 784 * 4
     for op in (Identity((3,)), SumAxes((3, 4)), Broadcast((4,), (3, 4)), Reshape((12,), (3, 4)),
-               Transpose((3, 4)), Gather((3,), np.array([0, 2])), Embed((5,), np.array([1, 3]))):
+               Transpose((3, 4)), Im2Col((1, 1, 3, 3), (2, 2))):
         assert op.retained_bytes == 0                                 # shapes only
+    # an index array is held (two int64 positions) and marked as rebuilt from the shapes
+    for op in (Gather((3,), np.array([0, 2])), Embed((5,), np.array([1, 3]))):
+        assert op.retained_bytes == 16
+        assert [r.recompute_from for r in op.retained] == [FROM_SHAPES]
+
+
+def test_memory_reports_index_arrays_apart_and_counts_equal_ones_once():
+    """Two uses of the slice v[1:] hold equal positions (one key), v[:2] its own.  memory()
+    charges none of them (the shapes rebuild them) but reports their bytes, counted by hand:
+    3 + 2 int64 positions.  What it charges: the float32 constant x[1:] that the product
+    keeps (3 x 4 B) and the four float partials of the two additions (4 x 8 B); the factors
+    of v[:2] * v[:2] are slices of the input, which the caller keeps anyway."""
+    from minirad import trace
+    from minirad.graph.memory import memory
+
+    x = np.arange(4.0, dtype=np.float32)
+    g = trace(lambda v: (v[1:] * x[1:]).sum() + (v[1:] * 2.0).sum()
+                     + (v[:2] * v[:2]).sum(), np.ones(4, np.float32))
+    keys = {r.key for op in g.labels if isinstance(op, Gather) for r in op.retained}
+    assert len(keys) == 2
+    m = memory(g)
+    assert m.from_shapes == (3 + 2) * 8
+    assert m.total == 3 * 4 + 4 * 8
+    assert sum("24 B of indices rebuilt from the shapes" in note for note in m.notes) == 2
 
 
 def test_flops_respect_structure():

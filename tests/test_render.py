@@ -273,7 +273,7 @@ def test_highlights_combine():
 
 
 def test_kept_vertices_of_an_injection():
-    from minirad.randomized.chains import chain_graph
+    from minirad.examples import chain_graph
 
     chain = [np.array([[2.0], [3.0]]), np.array([[0.5, -1.0]])]
     P = np.diag([2.0, 0.0])  # keeps the first component after the first factor, twice over

@@ -4,11 +4,13 @@ unbiased injections."""
 
 import numpy as np
 import pytest
+from oracles import assert_power, assert_unbiased, draws_for_power
 
 from minirad.exact.sweeps import gradient
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory as graph_memory
 from minirad.graph.operators import InjectedMatMul, ProjectedMatMul
+from minirad.randomized.injection import activation_sampling_variance
 from minirad.studies import convnet_numpy, memory, mlp_numpy
 from minirad.studies import nn_graph as graph
 from minirad.studies.activations import signs
@@ -136,22 +138,53 @@ CHANNEL_ROUNDING = 4 * ((309 - 308) + (1648 - 1639) + 2 * (832 - 820))
 
 @pytest.mark.parametrize("kind", sorted(graph.INJECTIONS))
 def test_graph_injections_are_unbiased(kind):
-    """As in tests/test_studies_mlp.py, on the graph's own injections: 1,000 estimates,
-    one z-score per weight entry, the same bounds. Their false-failure rate was
-    measured for the numpy estimators (none in 100 seeds each), not separately for
-    these; the seed is fixed, so the test is deterministic."""
-    params, x, y = small_mlp()
+    """The graph's own injections on a small MLP (6 -> 5 -> 3, a batch of 12, f = 0.8),
+    against the exact gradient, with the exact covariance of activation sampling
+    (minirad.randomized.injection.activation_sampling_variance: one independent P per
+    layer, as inject draws them) and as many estimates as a 5% bias needs to fail the
+    test: false-failure rate below (m + 1) x 5.7e-7, power above 1 - 3e-7
+    (tests/oracles.py, "unbiasedness with power")."""
+    params = [p.astype(np.float64) for p in mlp_numpy.init_mlp((6, 5, 3), rng=1)]
+    gen = np.random.default_rng(123)
+    x, y = gen.standard_normal((12, 6)), gen.integers(3, size=12)
     g = graph.traced(graph.mlp_program, params, x, y)
-    exact = np.concatenate([w.ravel() for w in gradient(g)[0::2]])
-    gen = np.random.default_rng(0)
-    n = 1000
-    draws = np.array([np.concatenate([w.ravel() for w in
-                                      gradient(graph.inject(g, kind, 0.3, gen))[0::2]])
-                      for _ in range(n)])
-    stderr = draws.std(axis=0, ddof=1) / np.sqrt(n)
-    constant = stderr == 0
-    z = (draws.mean(axis=0)[~constant] - exact[~constant]) / stderr[~constant]
-    assert abs(z.mean()) < 0.4 and 0.45 < z.std() < 1.8, (z.mean(), z.std())
+    exact = np.concatenate([w.ravel() for w in gradient(g)])
+    method, per_row = graph.INJECTIONS[kind]
+    covariance = activation_sampling_variance(g, 0.8, method, per_row, covariance=True)[0]
+    n = draws_for_power(exact, covariance)
+    assert n <= 5000
+    estimates = np.array([np.concatenate([w.ravel() for w in gradient(graph.inject(g, kind,
+                                                                                  0.8, gen))])
+                          for _ in range(n)])
+    assert_unbiased(estimates, exact, covariance)
+    assert_power(estimates, exact, covariance)
+
+
+@pytest.mark.parametrize("kind", sorted(graph.INJECTIONS))
+def test_a_biased_injection_fails_the_comparison_with_the_floors(kind, monkeypatch):
+    """The graph estimators are held equal to the hand-written floors on the same samples
+    (above, to 1e-10): a 5% bias inside the injection, every injected label scaled by
+    1.05, fails that comparison for the MLP and for the ConvNet, whose exact covariance
+    is too large for a statistical test with that power (the ConvNet's floor has its
+    own statistical tests, tests/test_studies_convnet.py)."""
+    from minirad.graph.operators import Diagonal, compose
+    from minirad.randomized import injection
+
+    def biased(label, *args):
+        label, k, d = unbiased(label, *args)
+        return compose(Diagonal(np.asarray(1.05), label.out_shape, ()), label), k, d
+
+    unbiased = injection._injected
+    monkeypatch.setattr(injection, "_injected", biased)
+    for program, floor, (params, x, y) in ((graph.mlp_program, mlp_numpy, small_mlp()),
+                                           (graph.convnet_program, convnet_numpy,
+                                            small_convnet())):
+        grads = graph.loss_and_grad(params, x, y, kind, 0.3, rng=7, program=program)[1]
+        floor_grads = floor.loss_and_grad(params, x, y, kind, 0.3, rng=7)[1]
+        weights = range(0, len(grads), 2)
+        assert not any(np.allclose(grads[i], floor_grads[i], rtol=1e-10, atol=1e-13)
+                       for i in weights)
+        np.testing.assert_allclose(grads[0], 1.05 * floor_grads[0], rtol=1e-9, atol=1e-13)
 
 
 def test_bad_kind():

@@ -38,17 +38,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
+from minirad.randomized.experiments import compare, variance_by_depth
+from minirad.examples import chain_graph
+from minirad.graph.scalarize import from_chain
+from minirad.randomized.injection import injected_jacobians, injection_variance, random_projection
+from minirad.exact.jacobians import jacobian
 from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
 from minirad.draw.render import Factors, render
-from minirad.exact.jacobians import jacobian
-from minirad.randomized.chains import (
-    chain_graph,
-    chain_product,
-    injected_products,
-    injection_variance,
-    sampling_projection,
-)
-from minirad.randomized.experiments import compare, variance_by_depth
 from minirad.randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 
 # %% [markdown]
@@ -576,8 +572,9 @@ print("mean of 20000 Rademacher matrices R R^T:\n", mean_rademacher.round(2))
 rng = np.random.default_rng(7)
 chain = [rng.standard_normal((3, 1)), rng.standard_normal((3, 3)),
          rng.standard_normal((3, 3)), rng.standard_normal((1, 3))]
-exact_chain = chain_product(chain)[0, 0]
-estimates = injected_products(chain, k=1, n=50000, rng=8, where=[1, 2, 3])[:, 0, 0]
+exact_chain = jacobian(from_chain(chain))[0, 0]
+estimates = injected_jacobians(from_chain(chain), ["v1", "v2", "v3"], k=1, n=50000,
+                               rng=8)[:, 0, 0]
 stderr = estimates.std(ddof=1) / np.sqrt(len(estimates))
 print(f"exact dy/dtheta = {exact_chain:.4f}; mean of 50000 injected estimates = "
       f"{estimates.mean():.4f} +/- {stderr:.4f} "
@@ -594,9 +591,10 @@ positions = ([1], [1, 2], [1, 2, 3])
 rows = []
 for kind in ("sample", "rademacher"):
     for where in positions:
-        exact_var = injection_variance(chain, k=1, kind=kind, where=where)[0, 0]
-        measured = injected_products(chain, k=1, n=50000, kind=kind, rng=9,
-                                     where=where).var(ddof=1)
+        at = [f"v{position}" for position in where]
+        exact_var = injection_variance(from_chain(chain), at, k=1, method=kind)[0, 0]
+        measured = injected_jacobians(from_chain(chain), at, k=1, n=50000, method=kind,
+                                      rng=9).var(ddof=1)
         rows.append((kind, len(where), exact_var, measured))
         print(f"{kind:<11} {len(where)} injection(s): variance {exact_var:9.3f} exact, "
               f"{measured:9.3f} measured")
@@ -632,7 +630,7 @@ labs.show(fig, "lab5_injection_variance")
 
 # %%
 rng = np.random.default_rng(14)
-Ps = {position: sampling_projection(3, 2, rng) for position in (1, 2, 3)}
+Ps = {position: random_projection(3, 2, rng=rng) for position in (1, 2, 3)}
 for position, P in Ps.items():
     print(f"P at position {position}: diagonal {np.diag(P).tolist()}")
 full, injected = chain_graph(chain), chain_graph(chain, Ps)

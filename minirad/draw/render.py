@@ -643,7 +643,7 @@ class Factors:
     """A sample of *vertices*, as random matrix injection draws them.
 
     ``factors`` maps vertices to the factor that scales the edges into them
-    (0: dropped; see :func:`minirad.randomized.layered.chain_graph`); ``name`` is what
+    (0: dropped; see :func:`minirad.examples.chain_graph`); ``name`` is what
     the pictures call a factor (e.g. ``"P_ii"`` for an injected matrix P).
     A plain mapping passed to :func:`render` is read as ``Factors(mapping)``.
     """

@@ -6,6 +6,9 @@ Every label knows what it needs to apply its transpose (its
 :func:`memory` adds them up over a graph the way the RAD paper's Appendix A
 does: an array kept by several edges counts once, parameters are free (the
 caller keeps them anyway), and what can be rebuilt from a kept array is free.
+Index arrays (the positions of an indexing or a ``concatenate``, int64, often
+larger than the floats they move) are rebuilt from the shapes, so they are
+free too, but they are not hidden: ``Memory.from_shapes`` reports their bytes.
 Random matrix injection, path sampling and checkpointing are all ways of
 making this number smaller.
 """
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lcg import LCG, value_key
+from .operators import FROM_SHAPES
 
 
 @dataclass(frozen=True)
@@ -28,13 +32,16 @@ class Memory:
     arrays cost nothing (a parameter kept anyway, rebuilt from a kept array,
     shared with another edge); ``arrays`` maps each retained array's key to
     its bytes; ``kept_anyway`` is the bytes of input values (parameters)
-    that operators use but the caller holds regardless.
+    that operators use but the caller holds regardless; ``from_shapes`` is
+    the bytes of the index arrays the labels hold (each counted once), which
+    ``total`` does not charge because the shapes rebuild them.
     """
 
     per_edge: tuple[float, ...]
     arrays: dict
     kept_anyway: float
     notes: tuple[str, ...] = ()
+    from_shapes: float = 0.0
 
     @property
     def total(self) -> float:
@@ -45,7 +52,9 @@ class Memory:
         return self.total / batch
 
     def __repr__(self) -> str:
-        return f"Memory(total={self.total:,.1f} bytes over {len(self.arrays)} arrays)"
+        rebuilt = (f", and {self.from_shapes:,.1f} bytes of index arrays rebuilt from the "
+                   f"shapes" if self.from_shapes else "")
+        return f"Memory(total={self.total:,.1f} bytes over {len(self.arrays)} arrays{rebuilt})"
 
 
 def _key_text(g: LCG, key: str) -> str:
@@ -64,8 +73,11 @@ def memory(g: LCG) -> Memory:
     (the caller keeps its parameters anyway); an array that can be rebuilt
     from another (a ReLU mask from the ReLU's output, im2col columns from the
     image) is free when that one is stored, and otherwise the cheaper of the
-    two is stored.  These are the rules of the RAD paper's Appendix A.  A
-    float label (an edge between two numbers) keeps itself: 8 bytes.
+    two is stored.  These are the rules of the RAD paper's Appendix A.  An
+    index array (a gather's or a concatenation's positions) is rebuilt from the
+    shapes: it is free, and its bytes are reported in ``from_shapes`` (an
+    implementation that keeps them would add that much).  A float label (an
+    edge between two numbers) keeps itself: 8 bytes.
 
     >>> import numpy as np
     >>> from minirad import ops, trace
@@ -77,6 +89,9 @@ def memory(g: LCG) -> Memory:
     >>> from minirad import examples
     >>> memory(examples.lecture()).total    # eight float partials
     64.0
+    >>> m = memory(trace(lambda v: (v[1:] * 2.0).sum(), np.ones(4, np.float32)))
+    >>> m.total, m.from_shapes              # the slice's 3 int64 positions are not charged
+    (0.0, 24.0)
     """
     if not isinstance(g, LCG):
         raise TypeError(f"memory reads an LCG, not {type(g).__name__}")
@@ -87,13 +102,17 @@ def memory(g: LCG) -> Memory:
     notes: list[list[str]] = [[] for _ in range(g.n_edges)]
     bits: dict[str, int] = {}
     kept = {}
+    from_shapes: dict[str, int] = {}
     deferred = []
     for e, op in enumerate(g.labels):
         if isinstance(op, float):
             charged[e] += 64
             continue
         for r in op.retained:
-            if r.key in free:
+            if r.recompute_from == FROM_SHAPES:
+                from_shapes[r.key] = r.nbits
+                notes[e].append(f"{r.nbits / 8:,.0f} B of indices rebuilt from the shapes")
+            elif r.key in free:
                 kept[r.key] = r.nbits
                 notes[e].append(f"{_key_text(g, r.key)} kept anyway")
             elif r.recompute_from is not None:
@@ -122,6 +141,7 @@ def memory(g: LCG) -> Memory:
             bits[r.key] = r.nbits
             charged[e] += r.nbits
     return Memory(tuple(c / 8 for c in charged), {k: b / 8 for k, b in bits.items()},
-                  sum(kept.values()) / 8, tuple("; ".join(n) for n in notes))
+                  sum(kept.values()) / 8, tuple("; ".join(n) for n in notes),
+                  sum(from_shapes.values()) / 8)
 
 

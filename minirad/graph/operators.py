@@ -38,6 +38,7 @@ array([ 3., 10., 21.])
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -197,6 +198,28 @@ class Operator:
 def retained_spec(op: Operator) -> list:
     """``op.retained`` as the lists a saved file holds (see :mod:`minirad.graph.files`)."""
     return [[r.key, r.nbits, r.recompute_from, r.source_bits, r.what] for r in op.retained]
+
+
+#: the ``recompute_from`` of an array rebuilt from the shapes alone: the index array of a
+#: :class:`Gather` or an :class:`Embed` (:func:`minirad.graph.memory.memory` charges nothing
+#: for it and reports it apart, as ``Memory.from_shapes``)
+FROM_SHAPES = "shapes"
+
+
+def index_record(positions: np.ndarray, what: str) -> Retained:
+    """The :class:`Retained` record of an index array: its bytes, rebuilt from the shapes
+    (:data:`FROM_SHAPES`), under a key made from its contents, so that equal index
+    arrays (the same slice taken twice) count once.
+
+    >>> record = index_record(np.arange(3), "the positions of x[1:4]")
+    >>> record.nbits, record.recompute_from
+    (192, 'shapes')
+    """
+    positions = np.ascontiguousarray(positions)
+    digest = hashlib.blake2b(positions.tobytes() + str(positions.shape).encode(),
+                             digest_size=8).hexdigest()
+    return Retained(f"index:{digest}", _array_bits(positions), recompute_from=FROM_SHAPES,
+                    what=what)
 
 
 def index_bits(d: int) -> int:
@@ -717,8 +740,10 @@ class Transpose(Operator):
 class Gather(Operator):
     """``y.flat[i] = x.flat[positions.flat[i]]``, with ``-1`` meaning zero (padding):
     indexing and slicing (a convolution's patches are an :class:`Im2Col`, which
-    needs no positions).  ``positions`` can be rebuilt from the index
-    expression, so it is not counted as retained.
+    needs no positions).  The operator holds ``positions`` (int64, one per output
+    entry): it is retained (:func:`index_record`), but rebuilt from the index
+    expression and the shapes, so :func:`minirad.graph.memory.memory` charges
+    it nothing and reports it as ``from_shapes``.
 
     >>> Gather((3,), np.array([2, -1, 0])).apply(np.array([10.0, 20.0, 30.0]))
     array([30.,  0., 10.])
@@ -735,8 +760,9 @@ class Gather(Operator):
         if positions.size and (positions.min() < -1 or positions.max() >= size):
             raise ValueError(f"positions must lie in [-1, {size}) for an input of shape "
                              f"{in_shape}")
-        super().__init__(positions.shape, in_shape, dtype)
         self.positions = positions.astype(np.int64)
+        super().__init__(positions.shape, in_shape, dtype,
+                         (index_record(self.positions, "the positions an index reads"),))
         flat = self.positions.reshape(-1)
         self._padded = bool((flat < 0).any())
         self._flat = np.where(flat < 0, size, flat)   # the zero column sits at the end
@@ -779,7 +805,9 @@ class Im2Col(Operator):
     without the positions: ``apply`` copies one shifted slice of the padded
     images per kernel offset, and ``apply_transpose`` adds the patches back the
     same way (``kh * kw`` slice-adds, where overlapping windows add up).  It
-    keeps nothing, only shapes.
+    keeps nothing, only shapes: no index array, so it has no :class:`Retained`
+    record (a gathering im2col would hold ``C*kh*kw*Ho*Wo`` int64 positions per
+    image, rebuilt from the shapes as a :class:`Gather`'s are).
 
     >>> op = Im2Col((1, 1, 3, 3), (2, 2))
     >>> op.out_shape                    # 4 entries per patch, 2x2 output pixels
@@ -864,7 +892,8 @@ class Im2Col(Operator):
 
 class Embed(Operator):
     """``y = zeros(out_shape); y.flat[positions] = x``: the edge from one part of a
-    ``concatenate`` or ``stack`` (positions distinct)."""
+    ``concatenate`` or ``stack`` (positions distinct).  ``positions`` (int64) is
+    retained as an index array rebuilt from the shapes, as a :class:`Gather`'s is."""
 
     kind = "concatenate"
 
@@ -878,8 +907,9 @@ class Embed(Operator):
         if flat.size and (flat.min() < 0 or flat.max() >= size
                           or len(np.unique(flat)) != flat.size):
             raise ValueError(f"embedding positions must be distinct and lie in [0, {size})")
-        super().__init__(out_shape, positions.shape, dtype)
         self.positions = positions.astype(np.int64)
+        super().__init__(out_shape, positions.shape, dtype,
+                         (index_record(self.positions, "the positions a part fills"),))
         self._flat = flat.astype(np.int64)
 
     flops = 0

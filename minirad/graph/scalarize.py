@@ -91,10 +91,10 @@ def vertex_copies(g: LCG, vertex) -> range:
 
 
 def from_chain(chain) -> LCG:
-    """The vector LCG of a chain of Jacobians ``J_L ... J_1`` (``chain[0]`` applied
-    first): vertices ``theta``, ``v1``, ..., ``y`` holding vectors, one dense edge
-    per factor.  Vertex ``l`` is position ``l`` of :mod:`minirad.randomized.chains`, and
-    ``scalarize(from_chain(chain))`` is ``injection.chain_graph(chain)`` up to names.
+    """The LCG of a chain of Jacobians ``J_L ... J_1`` (``chain[0]`` applied first):
+    vertices ``theta``, ``v1``, ..., ``y`` holding vectors, one dense edge per
+    factor; ``scalarize(from_chain(chain))`` is
+    :func:`minirad.examples.chain_graph` ``(chain)`` up to names.
 
     >>> g = from_chain([np.ones((3, 1)), np.ones((2, 3))])
     >>> g.names, g.shapes

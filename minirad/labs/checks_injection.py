@@ -7,11 +7,11 @@ with a targeted hint for the common slips (a sampling matrix without its
 ``d/k`` scale, a Rademacher matrix without its ``1/k``, a variance
 recursion that forgets to square the partials).
 
->>> from minirad.randomized.chains import sampling_projection
->>> check_sampling_P(sampling_projection)
+>>> from minirad.randomized.injection import random_projection
+>>> check_sampling_P(lambda d, k, rng: random_projection(d, k, rng=rng))
 Exercise 5.3 passed: sampling P well formed, reproducible, E[P] = I and uniform draws on 5 \
 (d, k) cases
->>> check_sampling_P(lambda d, k, rng: sampling_projection(d, k, rng) * k / d)
+>>> check_sampling_P(lambda d, k, rng: random_projection(d, k, rng=rng) * k / d)
 Traceback (most recent call last):
 ...
 minirad.labs.checks.CheckFailed: Exercise 5.3 (sampling P), on d=3, k=1: your diagonal is \
@@ -156,8 +156,8 @@ def check_rademacher_P(fn: Callable) -> None:
     with ``np.random.default_rng(2021)`` within 5 standard errors of ``I``;
     and the variance of an off-diagonal entry within 25% of ``1/k``.
 
-    >>> from minirad.randomized.chains import rademacher_projection
-    >>> check_rademacher_P(rademacher_projection)
+    >>> from minirad.randomized.injection import random_projection
+    >>> check_rademacher_P(lambda d, k, rng: random_projection(d, k, "rademacher", rng))
     Exercise 5.4 passed: Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off \
 the diagonal on 5 (d, k) cases
     """

@@ -1,34 +1,42 @@
 """Experiments with the randomized estimators: applications of the algorithms, not algorithms.
 
 * :func:`compare`: ``n`` sampled estimates set against the exact Jacobian
-  (bias z-scores, running error, empirical against exact variance);
+  (bias z-scores, running error, empirical against exact variance), on any graph;
+* :func:`compare_levels`: path sampling on an array graph (both levels) beside
+  Algorithm 1 on its scalarized graph, by their exact variances;
 * :func:`variance_by_depth`: Section 3.3 of the RAD paper computed exactly,
-  relative variance against depth for the Figure 2 families (:data:`FAMILIES`),
-  by path sampling or by random matrix injection.
+  relative variance against depth for the Figure 2 families (:data:`FAMILIES`)
+  or any family of graphs, by path sampling or by random matrix injection.
 
 The algorithms themselves live in :mod:`minirad.randomized.sampling` (Algorithm 1, the
-batched sampler, the exact variance) and :mod:`minirad.randomized.chains`; the
+batched sampler, the exact variance) and :mod:`minirad.randomized.injection`; the
 pictures of these experiments in :mod:`minirad.draw.plots`.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._arguments import takes_graph_or_function
-from ..exact.sweeps import reverse_sweep
+from ..exact.jacobians import jacobian
 from ..examples import independent_paths, interleaved
-from ..graph.lcg import LCG
+from ..graph.labels import FLOATS
+from ..graph.lcg import LCG, levels, takes_lcg
+from ..graph.scalarize import from_chain, scalarize
 from ..rng import seed_from
-from .chains import injection_variance
-from .layered import chain_from_graph
-from .sampling import draws_per_vertex, path_sampling_variance, sampled_jacobians
+from .injection import injection_variance
+from .sampling import (
+    draws_per_vertex,
+    entries_per_vertex,
+    path_sampling_variance,
+    sampled_jacobians,
+)
 
-__all__ = ["FAMILIES", "Comparison", "DepthStudy", "compare", "variance_by_depth"]
+__all__ = ["FAMILIES", "Comparison", "DepthStudy", "LevelComparison", "compare",
+           "compare_levels", "variance_by_depth"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -44,6 +52,8 @@ class Comparison:
     ``exact_variance`` is :func:`~minirad.randomized.sampling.path_sampling_variance`
     when the graph is small enough, else ``None``; ``draws`` is the draws
     per vertex that ``k`` resolved to (:func:`~minirad.randomized.sampling.draws_per_vertex`).
+    On an array graph the entries are those of the Jacobian over the arrays'
+    entries (:func:`minirad.jacobian`).
     """
 
     exact: np.ndarray
@@ -57,13 +67,6 @@ class Comparison:
     draws: np.ndarray
 
     @property
-    def k(self) -> np.ndarray:
-        """Deprecated name of :attr:`draws`."""
-        warnings.warn("Comparison.k is now called Comparison.draws", DeprecationWarning,
-                      stacklevel=2)
-        return self.draws
-
-    @property
     def n(self) -> int:
         return len(self.estimates)
 
@@ -74,10 +77,12 @@ class Comparison:
 
 
 @takes_graph_or_function
-def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Comparison:
+def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
+            progress=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
 
-    ``progress`` is passed to :func:`~minirad.randomized.sampling.sampled_jacobians`.
+    ``entries`` (the second level on array graphs) and ``progress`` are passed
+    to :func:`~minirad.randomized.sampling.sampled_jacobians`.
 
     >>> from minirad import examples
     >>> result = compare(examples.figure1(), k=1, n=4000, rng=0)
@@ -94,8 +99,8 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Compariso
     [[4.0, 3.0]]
     """
     draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng, progress=progress)
-    exact = reverse_sweep(g).jacobian
+    estimates = sampled_jacobians(g, k, n, rng, entries=entries, progress=progress)
+    exact = np.array(jacobian(g), dtype=np.float64)
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:
         variance = estimates.var(axis=0, ddof=1)
@@ -113,7 +118,7 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Compariso
     scale = np.linalg.norm(exact)
     running_error = gap / scale if scale > 0 else gap
     try:
-        exact_variance = path_sampling_variance(g, k)
+        exact_variance = path_sampling_variance(g, k, entries=entries)
     except ValueError:
         exact_variance = None
     for array in (exact, estimates, mean, variance, stderr, z, running_error, draws):
@@ -122,13 +127,64 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Compariso
                       exact_variance, draws)
 
 
+# ------------------------------------------------ two levels against one
+@dataclass(frozen=True, eq=False)
+class LevelComparison:
+    """Path sampling on an array graph against Algorithm 1 on its scalarized graph
+    (see :func:`compare_levels`): the exact Jacobian and each estimator's exact
+    variance, per entry (output entries x input entries)."""
+
+    jacobian: np.ndarray
+    array_variance: np.ndarray
+    scalar_variance: np.ndarray
+
+    @property
+    def relative(self) -> tuple[float, float]:
+        """Each estimator's summed variance over the squared Frobenius norm of the
+        Jacobian: (array graph, scalarized graph)."""
+        scale = float((self.jacobian ** 2).sum()) or 1.0
+        return float(self.array_variance.sum()) / scale, float(self.scalar_variance.sum()) / scale
+
+
+@takes_lcg
+def compare_levels(g: LCG, k=1, entries=None, scalar_k=None) -> LevelComparison:
+    """The exact variances of two ways of sampling paths through an array program:
+
+    * on ``g`` itself, the two levels of :func:`~minirad.randomized.sampling.sample_paths`
+      (``k`` draws among the array out-edges of each vertex, ``entries`` inside it);
+    * on :func:`~minirad.graph.scalarize.scalarize` ``(g)``, Algorithm 1 with
+      ``scalar_k`` (default ``k``) draws among each entry's own out-edges.
+
+    Both are unbiased; which is less noisy depends on the program.  Only small
+    graphs: the variances keep dense covariances over the entries.
+
+    >>> from minirad import trace
+    >>> A = np.array([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]])
+    >>> g = trace(lambda x: (np.tanh(A @ x) ** 2).sum(), np.array([0.3, -0.2]))
+    >>> levels = compare_levels(g, k=1, entries=1)
+    >>> levels.array_variance.shape, levels.scalar_variance.shape
+    ((1, 2), (1, 2))
+    >>> [round(r, 3) for r in levels.relative]     # array graph, scalarized graph
+    [22.385, 1.51]
+    """
+    return LevelComparison(np.array(jacobian(g), dtype=np.float64),
+                           path_sampling_variance(g, k, entries=entries),
+                           path_sampling_variance(scalarize(g), k if scalar_k is None
+                                                  else scalar_k))
+
+
 # ----------------------------------------------------- Section 3.3: depth
 FAMILIES = {"independent": independent_paths, "interleaved": interleaved}
 
 
 @dataclass(frozen=True, eq=False)
 class DepthStudy:
-    """Exact variance of a Figure 2 family against depth (see :func:`variance_by_depth`)."""
+    """Exact variance of a family of graphs against depth (see :func:`variance_by_depth`).
+
+    Per depth, ``jacobian`` is the Frobenius norm of the exact Jacobian (``|J|``
+    for one input and one output), ``variance`` the summed variance of its
+    entries' estimates and ``relative_variance`` their ratio ``variance /
+    jacobian**2``."""
 
     family: str
     method: str
@@ -149,20 +205,64 @@ class DepthStudy:
         return float(np.exp(np.polyfit(self.depths, np.log(rel), 1)[0]))
 
 
-def variance_by_depth(family: str, width: int, depths: Sequence[int], fraction: float = 0.5,
+def _layers_as_arrays(g: LCG) -> LCG:
+    """A layered graph of numbers as the array graph of its chain: one vertex per
+    topological level (the inputs first, the outputs last), one dense block per pair
+    of consecutive levels (rows and columns in vertex order)."""
+    level = levels(g)
+    depth = int(level.max()) if g.n_vertices else 0
+    if sorted(g.inputs) != np.flatnonzero(level == 0).tolist() or \
+            sorted(g.outputs) != np.flatnonzero(level == depth).tolist():
+        raise ValueError("injection by layers needs a layered graph: the inputs must be "
+                         "exactly the first level and the outputs the last")
+    skips = np.flatnonzero(level[g.targets] != level[g.sources] + 1)
+    if len(skips):
+        u, v = int(g.sources[skips[0]]), int(g.targets[skips[0]])
+        raise ValueError(f"edge {g.names[u]} -> {g.names[v]} skips from level {level[u]} to "
+                         f"level {level[v]}; injection by layers needs edges between "
+                         f"consecutive levels only")
+    rank = np.empty(g.n_vertices, dtype=np.int64)
+    for l in range(depth + 1):
+        members = np.flatnonzero(level == l)
+        if l == 0:
+            members = np.asarray(g.inputs, dtype=np.int64)   # Jacobian column order
+        elif l == depth:
+            members = np.asarray(g.outputs, dtype=np.int64)  # Jacobian row order
+        rank[members] = np.arange(len(members))
+    sizes = np.bincount(level, minlength=depth + 1)
+    chain = [np.zeros((sizes[l + 1], sizes[l])) for l in range(depth)]
+    for l in range(depth):
+        stage = level[g.sources] == l
+        chain[l][rank[g.targets[stage]], rank[g.sources[stage]]] = g.partials[stage]
+    return from_chain(chain)
+
+
+def _injection_by_layers(g: LCG, fraction: float) -> np.ndarray:
+    """The exact variance of injecting a sampling P keeping ``fraction`` of every
+    intermediate vertex: of every layer, on a layered graph of numbers."""
+    arrays = _layers_as_arrays(g) if g.algebra is FLOATS else g
+    return injection_variance(arrays, arrays.intermediates, fraction)
+
+
+def variance_by_depth(family, width: int, depths: Sequence[int], fraction: float = 0.5,
                       partials="balanced", rng=0, method: str = "paths") -> DepthStudy:
     """Section 3.3 of the paper, computed exactly: relative variance against depth.
 
-    For each depth, builds the Figure 2 graph ``family`` (``"independent"``
-    or ``"interleaved"``) with ``partials`` (see
-    :func:`minirad.examples.independent_paths`; the default, balanced
-    partials, keeps the Jacobian equal to the number of paths) and returns
-    the exact variance of the estimate divided by the squared Jacobian.
-    ``method="paths"`` is Algorithm 1 with ``k = fraction`` (each vertex
-    draws ``ceil(fraction * d_v)`` out-edges); ``method="injection"``
-    injects a sampling matrix keeping ``ceil(fraction * width)`` of the
-    vertices of every layer (:mod:`minirad.randomized.chains`).  Every depth uses
-    the same seed, so ``theta``'s out-partials agree across depths.
+    For each depth, builds ``family(width, depth, partials=partials, rng=rng)``
+    (a name in :data:`FAMILIES`, ``"independent"`` or ``"interleaved"``, or any
+    function with that signature that returns an LCG, of numbers or of arrays)
+    and returns the exact variance of the estimate divided by the squared
+    Jacobian (see :class:`DepthStudy`).  For the named families ``partials``
+    is as in :func:`minirad.examples.independent_paths`; the default, balanced
+    partials, keeps the Jacobian equal to the number of paths.
+
+    ``method="paths"`` is Algorithm 1 with ``k = fraction`` (each vertex draws
+    ``ceil(fraction * d_v)`` out-edges; on an array graph each intermediate
+    vertex also draws ``ceil(fraction * n_v)`` of its entries);
+    ``method="injection"`` injects a sampling matrix keeping ``fraction`` of the
+    entries of every intermediate vertex (:mod:`minirad.randomized.injection`):
+    of every layer, on a layered graph of numbers.  Every depth uses the same
+    seed, so ``theta``'s out-partials agree across depths.
 
     Path sampling on independent paths only samples at ``theta`` (every
     other vertex has one successor), so its relative variance stays flat;
@@ -174,8 +274,16 @@ def variance_by_depth(family: str, width: int, depths: Sequence[int], fraction: 
     >>> variance_by_depth("interleaved", 4, [1, 2, 4, 8]).growth > 1.1
     True
     """
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {sorted(FAMILIES)}, not {family!r}")
+    if isinstance(family, str):
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {sorted(FAMILIES)} or a function "
+                             f"(width, depth, partials=, rng=) -> LCG, not {family!r}")
+        build, name = FAMILIES[family], family
+    elif callable(family):
+        build, name = family, getattr(family, "__name__", "family")
+    else:
+        raise TypeError(f"family must be a name in {sorted(FAMILIES)} or a function "
+                        f"(width, depth, partials=, rng=) -> LCG, not {type(family).__name__}")
     if method not in ("paths", "injection"):
         raise ValueError(f"method must be 'paths' or 'injection', not {method!r}")
     if isinstance(fraction, (bool, np.bool_)) or not isinstance(
@@ -187,15 +295,17 @@ def variance_by_depth(family: str, width: int, depths: Sequence[int], fraction: 
     rng = seed_from(rng)  # one seed for every depth
     jac, var = [], []
     for depth in depths.tolist():
-        g = FAMILIES[family](width, depth, partials=partials, rng=rng)
-        jac.append(reverse_sweep(g).jacobian[0, 0])
+        g = build(width, depth, partials=partials, rng=rng)
+        if not isinstance(g, LCG):
+            raise TypeError(f"family(width, {depth}, ...) returned a {type(g).__name__}, not "
+                            f"an LCG")
+        jac.append(float(np.sqrt((np.asarray(jacobian(g), dtype=np.float64) ** 2).sum())))
         if method == "paths":
-            var.append(path_sampling_variance(g, fraction)[0, 0])
+            inside = fraction if entries_per_vertex(g, fraction).any() else None
+            var.append(float(path_sampling_variance(g, fraction, entries=inside).sum()))
         else:
-            chain = chain_from_graph(g)
-            var.append(injection_variance(chain, fraction, where=range(1, depth + 1))[0, 0])
+            var.append(float(_injection_by_layers(g, fraction).sum()))
     jac, var = np.array(jac), np.array(var)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(jac != 0, var / jac**2, np.inf)
-    return DepthStudy(family, method, int(width), float(fraction), depths, jac, var, rel)
-
+    return DepthStudy(name, method, int(width), float(fraction), depths, jac, var, rel)

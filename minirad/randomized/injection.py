@@ -1,21 +1,34 @@
-"""Random matrix injection on the vector LCG (RAD paper Sec. 3.2, eqs. 2-6).
+"""Random matrix injection on the LCG (RAD paper Sec. 3.2, eqs. 2-6), on any graph.
 
 Insert a random ``P = R R^T`` with ``E[P] = I`` where the graph's paths
 pass, so the Jacobian becomes an unbiased estimate that needs less memory:
 
 * :func:`inject_vertex`: P at a vertex (every path through it passes P
   once): with ``method="sample"`` this samples the vertex's scalar copies,
-  the paper's remark below eq. 3;
+  the paper's remark below eq. 3 (a number has one copy: there P = 1);
 * :func:`inject_edge`: P on one edge; on an ``x @ W`` edge it samples (or
   projects) the stored activation along the contracted axis, keeping only
-  ``k`` numbers per row: ``S_P[dh/dW]`` of Sec. 4.2; on a diagonal edge it
-  samples the diagonal (eq. 8's ``S_P[dphi_i/dC_{i-1}]``); the draws can be
-  given (``picks``) instead of drawn; :func:`inject_edges` does many edges;
+  ``k`` numbers per row: ``S_P[dh/dW]`` of Sec. 4.2 (on a convolution, the
+  image's spatial positions per example and channel, the paper's Fig. 4); on
+  a diagonal edge it samples the diagonal (eq. 8's ``S_P[dphi_i/dC_{i-1}]``);
+  the draws can be given (``picks``) instead of drawn; :func:`inject_edges`
+  does many edges;
 * :func:`sample_activations`: the paper's scheme for neural networks, every
   stored activation sampled, different rows drawing different samples.
 
 ``k`` is a count (an int >= 1) or a fraction of d (a float in (0, 1],
-rounded up).  The graph records every injection in ``g.injections``.
+rounded up).  The graph records every injection in ``g.injections``.  A
+chain of Jacobians ``J_L ... J_1`` (the paper's Fig. 2c) is the graph
+:func:`minirad.graph.scalarize.from_chain` builds, with vertices ``theta``,
+``v1``, ..., ``y``; injecting at ``v1`` is the paper's ``J_2 P J_1``.
+
+The statistics, without sampling or by many samples at once:
+
+* :func:`injected_jacobians`: ``n`` estimates with fresh ``P``'s at given
+  vertices, in one reverse sweep over the stack of samples;
+* :func:`injection_variance` and :func:`activation_sampling_variance`: the exact
+  variance of every entry of those estimates
+  (:func:`minirad.randomized.moments.estimate_variance`).
 
 >>> import numpy as np
 >>> from minirad import ops, trace
@@ -38,19 +51,36 @@ import math
 
 import numpy as np
 
-from ..graph.lcg import LCG, relabelled
+from .._arguments import number_of_estimates
+from ..graph.lcg import LCG, relabelled, takes_lcg
 from ..graph.operators import (
     Composed,
     Diagonal,
+    Im2Col,
     InjectedMatMul,
     MatMul,
+    Operator,
+    ProjectedMatMul,
     Projection,
     Retained,
     compose,
     fresh_key,
     index_bits,
 )
+from ..graph.patches import ProjectedPatches, SampledPatches
 from ..rng import as_generator
+from .moments import (
+    EXACT_VARIANCE_LIMIT,
+    ProjectionLaw,
+    SourceProjection,
+    StoredProjection,
+    estimate_variance,
+)
+from .stacked import Layout, reverse_stack, samples_per_chunk
+
+__all__ = ["METHODS", "activation_sampling_variance", "draws", "inject_edge", "inject_edges",
+           "inject_vertex", "injected_jacobians", "injection_variance", "random_basis",
+           "random_projection", "sample_activations"]
 
 METHODS = ("sample", "rademacher")
 
@@ -79,6 +109,12 @@ def _check_method(method: str) -> str:
     return method
 
 
+def _signs(rng, shape) -> np.ndarray:
+    """Independent ±1 (float64): the draw behind every Rademacher ``R``, so that one
+    seed gives the signs of :func:`minirad.studies.activations.signs` too."""
+    return 2.0 * rng.integers(2, size=shape, dtype=np.int8) - 1.0
+
+
 def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
                  dtype=np.float64) -> np.ndarray:
     """R of shape (d, k), or (rows, d, k) with one independent draw per row, such that
@@ -93,7 +129,7 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     rng = as_generator(rng)
     shape = (d, k) if rows is None else (rows, d, k)
     if method == "rademacher":
-        return (rng.choice(np.array([-1.0, 1.0]), size=shape) / math.sqrt(k)).astype(dtype)
+        return (_signs(rng, shape) / math.sqrt(k)).astype(dtype)
     R = np.zeros(shape, dtype=dtype)
     picks = rng.integers(0, d, size=shape[:-2] + (k,))
     scale = math.sqrt(d / k)
@@ -104,12 +140,48 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     return R
 
 
+def random_projection(d: int, k, method: str = "sample", rng=None) -> np.ndarray:
+    """One random ``P = R R^T`` (d x d) with ``E[P] = I``: ``k`` (a count, or a
+    fraction of ``d``) sampled entries or Rademacher columns (:func:`random_basis`).
+
+    >>> random_projection(3, 2, rng=0)   # entries 2 and 1 drawn: (d/k) x counts
+    array([[0. , 0. , 0. ],
+           [0. , 1.5, 0. ],
+           [0. , 0. , 1.5]])
+    """
+    _check_method(method)
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"d (the dimension) must be an int >= 1, got {d!r}")
+    d, k, rng = int(d), draws(int(d), k), as_generator(rng)
+    # the draws random_basis makes, but P formed from whole numbers, so that its entries
+    # are exactly (d/k) x counts and (sum of signs) / k
+    if method == "sample":
+        return np.diag(np.bincount(rng.integers(0, d, size=k), minlength=d) * (d / k))
+    S = _signs(rng, (d, k))
+    return S @ S.T / k
+
+
+# ------------------------------------------------------------------ at a vertex
+def _layout(g: LCG, v: int, axis, batch_axis, per_row: bool) -> Layout:
+    shape = g.shape(v)
+    nd = len(shape)
+    for given, what in ((axis, "axis"), (batch_axis, "batch_axis")):
+        if given is not None and not -nd <= int(given) < nd:
+            raise ValueError(f"{what} {given} is out of range for {g.names[v]} of shape {shape}")
+    if axis is not None and batch_axis is not None and int(axis) % nd == int(batch_axis) % nd:
+        raise ValueError("the projection axis and the batch axis must differ")
+    return Layout(shape, axis, batch_axis, per_row)
+
+
+@takes_lcg
 def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
                   batch_axis=None, per_row: bool = True, rng=None) -> LCG:
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
     every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
     but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
     one P per row ("different sample") or one for all rows ("same sample").
+    A vertex that holds a number has one entry, so there ``P = 1`` exactly:
+    the graph keeps its labels (and records the injection).
 
     The projection stays a separate factor of each edge (``J ∘ P``), so what
     the edges retain is unchanged: vertex injection changes which paths are
@@ -121,74 +193,221 @@ def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
     >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1
     >>> h.labels[1].label(), h.injections[0]["k"]
     ('dense∘P k=2', 2)
+    >>> from minirad import examples
+    >>> inject_vertex(examples.lecture(), "v2", 1, rng=0).labels.tolist() == \\
+    ...     examples.lecture().labels.tolist()                # a number: P = 1
+    True
     """
+    _check_method(method)
     v = g.index(vertex)
-    shape = g.shapes[v]
-    nd = len(shape)
-    for given, what in ((axis, "axis"), (batch_axis, "batch_axis")):
-        if given is not None and not -nd <= int(given) < nd:
-            raise ValueError(f"{what} {given} is out of range for {g.names[v]} of shape {shape}")
-    rest = [i for i in range(nd) if (batch_axis is None or i != int(batch_axis) % nd)
-            and (axis is None or i == int(axis) % nd)]
-    d = math.prod(shape[i] for i in rest)
+    layout = _layout(g, v, axis, batch_axis, per_row)
+    d = layout.d
     kk = draws(d, k)
-    rows = shape[int(batch_axis)] if batch_axis is not None and per_row else None
-    R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtypes[v], np.float32))
-    P = Projection(shape, R, axis, batch_axis, method)
     out = [e for e in range(g.n_edges) if g.sources[e] == v]
     touched = out if out else [e for e in range(g.n_edges) if g.targets[e] == v]
-    labels = {e: compose(g.labels[e], P) if out else compose(P, g.labels[e]) for e in touched}
+    labels = {}
+    if d > 1:   # one entry: P = (1/k) sum of k copies of 1 = 1, nothing to draw
+        rows = layout.rows if batch_axis is not None and per_row else None
+        R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtype(v), np.float32))
+        P = Projection(g.shape(v), R, axis, batch_axis, method)
+        labels = {e: compose(g.labels[e], P) if out else compose(P, g.labels[e])
+                  for e in touched}
     return relabelled(g, labels, [dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
                                     axis=axis, batch_axis=batch_axis,
                                     per_row=bool(per_row and batch_axis is not None),
                                     edges=[int(e) for e in touched])])
 
 
-def _project_rows(S: np.ndarray, axis: int, k: int, method: str, per_row: bool, rng,
-                  picks=None):
-    """S with its ``axis`` replaced by ``S P`` (P = R R^T), one draw per row or shared
-    (``picks``: the sampled indices, given instead of drawn)."""
+# -------------------------------------------------------------------- on an edge
+def _given_picks(picks, d: int, rows: int) -> np.ndarray:
+    """Picks as an int array (rows, k) of indices in [0, d)."""
+    picks = np.asarray(picks)
+    if picks.size == 0 or not np.issubdtype(picks.dtype, np.integer):
+        raise ValueError(f"picks must be a non-empty array of integer indices, not "
+                         f"{picks.dtype} of shape {picks.shape}")
+    if picks.ndim == 1 and rows == 1:
+        picks = picks[None, :]
+    if picks.ndim != 2 or picks.shape[0] != rows:
+        raise ValueError("picks must have shape (k,)" + (f" or ({rows}, k), one draw per row"
+                                                          if rows > 1 else "")
+                         + f", not {picks.shape}")
+    if picks.min() < 0 or picks.max() >= d:
+        raise ValueError(f"picks must be indices 0..{d - 1} into the sampled axis (d = {d}); "
+                         f"got values from {picks.min()} to {picks.max()}")
+    return picks.astype(np.int64)
+
+
+def _draw_picks(rows: np.ndarray, k, per_row: bool, rng, picks) -> tuple[np.ndarray, int]:
+    """The sampled indices into the rows (n, d) of an array, (n, k) or (1, k), and k."""
+    n, d = rows.shape
+    if picks is not None:
+        picks = _given_picks(picks, d, n if per_row else 1)
+        return picks, picks.shape[1]
+    kk = draws(d, k)
+    return rng.integers(0, d, size=(n, kk) if per_row else (1, kk)), kk
+
+
+def _sampled_rows(rows: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """``rows P``: each row times (d/k) x how often each entry was drawn."""
+    n, d = rows.shape
+    k = picks.shape[1]
+    # one row of counts per draw (np.bincount: np.add.at is slow before numpy 1.25)
+    counts = np.bincount((np.arange(len(picks))[:, None] * d + picks).ravel(),
+                         minlength=len(picks) * d).reshape(len(picks), d)
+    return rows * (counts * (d / k)).astype(rows.dtype)
+
+
+def _projected_rows(rows: np.ndarray, k: int, per_row: bool, rng) -> np.ndarray:
+    """``rows R R^T / k`` with Rademacher signs R, one per row or shared."""
+    n, d = rows.shape
+    if not per_row:
+        R = _signs(rng, (d, k)).astype(rows.dtype)
+        return (rows @ R) @ R.T / rows.dtype.type(k)
+    R = _signs(rng, (n, d, k)).astype(rows.dtype)
+    return np.einsum("nk,ndk->nd", np.einsum("nd,ndk->nk", rows, R), R) / rows.dtype.type(k)
+
+
+def _reduced_rows(rows, k, method, per_row, rng, picks):
+    """The rows with P applied, and k."""
+    if method == "sample":
+        picks, kk = _draw_picks(rows, k, per_row, rng, picks)
+        return _sampled_rows(rows, picks), kk
+    kk = draws(rows.shape[1], k)
+    return _projected_rows(rows, kk, per_row, rng), kk
+
+
+def _kept(method: str, n: int, k: int, dtype, what: str) -> tuple[Retained]:
+    """What a reduced array retains: ``k`` floats for each of its ``n`` rows (the
+    indices or signs are regenerated from the seed, as the paper's Table 1 counts)."""
+    return (Retained(fresh_key("sampled"), n * k * np.dtype(dtype).itemsize * 8,
+                     what=f"{method} of {what}, k={k} per row"),)
+
+
+def _contracted_axis(label: MatMul) -> int:
+    return -1 if label.side == "left" else (0 if label.stored.ndim == 1 else -2)
+
+
+def _source_rows(source: np.ndarray) -> np.ndarray:
+    """A gathered source as rows of the entries sampled together: an image (B, C, H, W)
+    as one row of spatial positions per example and channel (the paper's Fig. 4),
+    anything else one row per index of its first axis."""
+    if source.ndim == 4:
+        return source.reshape(-1, source.shape[2] * source.shape[3])
+    return source.reshape(source.shape[0] if source.ndim > 1 else 1, -1)
+
+
+def _injected_gathered(label: MatMul, k, method, per_row, rng, picks):
+    """A convolution's kernel edge with its image sampled or projected row by row."""
+    source, gather = label.gathered
+    rows = _source_rows(source)
+    n, d = rows.shape
+    windowed = isinstance(gather, Im2Col) and gather.stride == 1 and label.side == "right"
+    if method == "sample":
+        picks, kk = _draw_picks(rows, k, per_row, rng, picks)
+        kept = _kept(method, n, kk, source.dtype, "the image")
+        if windowed:   # keep the drawn entries; the reverse step reads the adjoint's windows
+            values = np.take_along_axis(rows, np.broadcast_to(picks, (n, kk)), axis=1)
+            return SampledPatches(gather, picks, values, d / kk, label.in_shape, method,
+                                  kept), kk, d
+        reduced = _sampled_rows(rows, picks)
+    else:
+        kk = draws(d, k)
+        kept = _kept(method, n, kk, source.dtype, "the image")
+        if windowed and not per_row:   # keep rows @ R; the reverse step rebuilds the image
+            R = _signs(rng, (d, kk))
+            return ProjectedPatches.project(gather, source, R, 1 / kk, label.in_shape, method,
+                                            kept), kk, d
+        reduced = _projected_rows(rows, kk, per_row, rng)
+    stored = gather.apply(reduced.reshape(source.shape).astype(source.dtype, copy=False))
+    return (InjectedMatMul(stored.astype(label.stored.dtype, copy=False), label.side,
+                           label.in_shape, kk, method, kept), kk, d)
+
+
+def _injected_matmul(label: MatMul, k, method, per_row, rng, picks):
+    """``x @ W`` seen from W with its stored operand projected along the contracted axis."""
+    S = label.stored
+    axis = _contracted_axis(label)
     moved = np.moveaxis(S, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     n, d = rows.shape
-    if method == "sample":
-        if picks is None:
-            picks = as_generator(rng).integers(0, d, size=(n, k) if per_row else (1, k))
-        else:
-            picks = _given_picks(picks, d, n if per_row else 1)
-        # (d/k) x how often each entry was drawn, one row per draw (np.bincount: np.add.at
-        # is slow before numpy 1.25)
-        n_draws = len(picks)
-        counts = np.bincount((np.arange(n_draws)[:, None] * d + picks).ravel(),
-                             minlength=n_draws * d).reshape(n_draws, d)
-        projected = rows * (counts * (d / k)).astype(S.dtype)
+    if method == "rademacher" and not per_row:
+        # S P = (S R) R^T / k has rank k: keep S R, apply R^T / k in the reverse sweep
+        kk = draws(d, k)
+        return ProjectedMatMul.project(S, _signs(rng, (d, kk)), label.side, label.in_shape,
+                                       1 / kk, method,
+                                       _kept(method, n, kk, S.dtype, "the stored operand")), kk, d
+    reduced, kk = _reduced_rows(rows, k, method, per_row, rng, picks)
+    projected = np.moveaxis(reduced.reshape(moved.shape), -1, axis)
+    return (InjectedMatMul(projected, label.side, label.in_shape, kk, method,
+                           _kept(method, n, kk, S.dtype, "the stored operand")), kk, d)
+
+
+def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
+    """diag(D.d) P = diag(D.d * p) for a sampling P: the diagonal keeps k entries."""
+    d = D.in_size
+    full = np.broadcast_to(D.d, D.in_shape).reshape(1, -1)
+    picks, kk = _draw_picks(full, k, False, rng, picks)
+    sampled = _sampled_rows(full.astype(D.dtype), picks).reshape(D.in_shape)
+    digest = hashlib.blake2b(picks.tobytes() + str(d).encode(), digest_size=8).hexdigest()
+    base = D.retained[0].key if D.retained else fresh_key("diag")
+    kept = (Retained(f"{base}:sample:{digest}", kk * (D.dtype.itemsize * 8 + index_bits(d)),
+                     what=f"{kk} sampled entries of the diagonal and their indices"),)
+    return Diagonal(sampled, D.in_shape, kept), kk, d
+
+
+def _injected(label, k, method: str, per_row: bool, rng, picks):
+    """The label with P injected, k, and d."""
+    if isinstance(label, float):   # an edge between two numbers: d = 1, so P = 1
+        return label, (1 if picks is None else _given_picks(picks, 1, 1).shape[1]), 1
+    if method == "sample" and isinstance(label, Diagonal):
+        return _sampled_diagonal(label, k, rng, picks)
+    if method == "sample" and isinstance(label, Composed) and isinstance(label.parts[-1],
+                                                                           Diagonal):
+        inner, kk, d = _sampled_diagonal(label.parts[-1], k, rng, picks)
+        return Composed(label.parts[:-1] + (inner,)), kk, d
+    if isinstance(label, MatMul) and label.gathered is not None:
+        return _injected_gathered(label, k, method, per_row, rng, picks)
+    if isinstance(label, MatMul):
+        return _injected_matmul(label, k, method, per_row, rng, picks)
+    shape = label.in_shape
+    d = math.prod(shape)
+    dtype = np.result_type(label.dtype, np.float32)
+    if picks is None:
+        kk = draws(d, k)
+        R = random_basis(d, kk, method, None, rng, dtype)
     else:
-        R = random_basis(d, k, "rademacher", n if per_row else None, as_generator(rng),
-                         S.dtype)
-        if per_row:
-            projected = np.einsum("nk,ndk->nd", np.einsum("nd,ndk->nk", rows, R), R)
-        else:
-            projected = (rows @ R) @ R.T
-    return np.moveaxis(projected.reshape(moved.shape), -1, axis), n
+        given = _given_picks(picks, d, 1)[0]
+        kk = len(given)
+        R = np.zeros((d, kk), dtype=dtype)
+        R[given, np.arange(kk)] = math.sqrt(d / kk)
+    return compose(label, Projection(shape, R, None, None, method)), kk, d
 
 
+@takes_lcg
 def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = True,
                 rng=None, picks=None) -> LCG:
     """P on one edge.  On a multiplication edge (``x @ W`` seen from W, kinds
     ``outer``/``matmul``) the stored operand S is replaced by its projection along
     the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
-    draw, else one draw for all).  On a diagonal edge, or a composition whose
-    innermost factor is a diagonal (a loss row ``sum ∘ diag(r)``), sampling folds
-    into the diagonal (P is diagonal too), which then keeps only its ``k``
-    sampled entries and their indices.  Any other edge becomes ``J ∘ P`` with P
-    over the source array.  ``edge`` is an edge number or a (source, target) pair.
+    draw, else one draw for all; a shared Rademacher P keeps ``S R`` only).  On a
+    convolution's kernel edge the image is sampled instead, per example and
+    channel over its spatial positions (the paper's Fig. 4).  On a diagonal edge,
+    or a composition whose innermost factor is a diagonal (a loss row
+    ``sum ∘ diag(r)``), sampling folds into the diagonal (P is diagonal too),
+    which then keeps only its ``k`` sampled entries and their indices.  Any other
+    edge becomes ``J ∘ P`` with P over the source array (an edge between two
+    numbers keeps its label: P = 1).  ``edge`` is an edge number or a (source,
+    target) pair.
 
     ``picks`` gives the draws of a ``"sample"`` injection instead of ``k`` and
     ``rng``: the indices (with replacement) into the sampled axis, flattened,
     shape ``(k,)``, or ``(rows, k)`` for a per-row multiplication edge; then
     ``P = (d/k) sum_j e_{picks_j} e_{picks_j}^T``.  Two diagonal edges that keep
     the same array and are given the same picks share the sampled copy: one
-    sample of a state serving two uses, as in the RAD paper's eq. 8.
+    sample of a state serving two uses, as in the RAD paper's eq. 8.  With a
+    seed for ``rng``, the draws are those of
+    :func:`minirad.studies.activations.sample_pattern` and
+    :func:`~minirad.studies.activations.signs` for that seed.
 
     >>> from minirad import trace
     >>> X = np.arange(12.0).reshape(3, 4)
@@ -205,6 +424,7 @@ def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = Tr
                         None if picks is None else [picks])
 
 
+@takes_lcg
 def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = True,
                  rng=None, picks=None) -> LCG:
     """:func:`inject_edge` on each of ``edges`` (drawing in the order given, so the same
@@ -229,8 +449,7 @@ def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = 
             raise ValueError(f"give one array of picks per edge ({len(edges)} edges)")
     elif k is None:
         raise ValueError("give k (a count of draws or a fraction of d) or the picks themselves")
-    else:
-        rng = as_generator(rng)   # one stream for all the edges
+    rng = as_generator(rng)   # one stream for all the edges
     labels, records = {}, []
     for i, edge in enumerate(edges):
         e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
@@ -244,95 +463,172 @@ def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = 
     return relabelled(g, labels, records)
 
 
-def _given_picks(picks, d: int, rows: int) -> np.ndarray:
-    """Picks as an int array (rows, k) of indices in [0, d)."""
-    picks = np.asarray(picks)
-    if picks.size == 0 or not np.issubdtype(picks.dtype, np.integer):
-        raise ValueError(f"picks must be a non-empty array of integer indices, not "
-                         f"{picks.dtype} of shape {picks.shape}")
-    if picks.ndim == 1 and rows == 1:
-        picks = picks[None, :]
-    if picks.ndim != 2 or picks.shape[0] != rows:
-        raise ValueError("picks must have shape (k,)" + (f" or ({rows}, k), one draw per row"
-                                                          if rows > 1 else "")
-                         + f", not {picks.shape}")
-    if picks.min() < 0 or picks.max() >= d:
-        raise ValueError(f"picks must be indices 0..{d - 1} into the sampled axis (d = {d}); "
-                         f"got values from {picks.min()} to {picks.max()}")
-    return picks.astype(np.int64)
+def _activation_edges(g: LCG) -> list[int]:
+    """The edges that keep an activation for a weight gradient (kind ``outer``)."""
+    return [e for e, label in enumerate(g.labels)
+            if isinstance(label, Operator) and label.kind == "outer"]
 
 
-def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
-    """diag(D.d) P = diag(D.d * p) for a sampling P: the diagonal keeps k entries."""
-    d = D.in_size
-    if picks is None:
-        kk = draws(d, k)
-        picks = as_generator(rng).integers(0, d, size=(1, kk))
-    else:
-        picks = _given_picks(picks, d, 1)
-        kk = picks.shape[1]
-    weights = np.bincount(picks[0], minlength=d) * (d / kk)
-    full = np.broadcast_to(D.d, D.in_shape).reshape(-1)
-    sampled = (full * weights.astype(D.dtype)).reshape(D.in_shape)
-    digest = hashlib.blake2b(picks.tobytes() + str(d).encode(), digest_size=8).hexdigest()
-    base = D.retained[0].key if D.retained else fresh_key("diag")
-    kept = (Retained(f"{base}:sample:{digest}", kk * (D.dtype.itemsize * 8 + index_bits(d)),
-                     what=f"{kk} sampled entries of the diagonal and their indices"),)
-    return Diagonal(sampled, D.in_shape, kept), kk, d
-
-
-def _injected(label, k, method: str, per_row: bool, rng, picks):
-    """The label with P injected, k, and d."""
-    if method == "sample" and isinstance(label, Diagonal):
-        return _sampled_diagonal(label, k, rng, picks)
-    if method == "sample" and isinstance(label, Composed) and isinstance(label.parts[-1],
-                                                                           Diagonal):
-        inner, kk, d = _sampled_diagonal(label.parts[-1], k, rng, picks)
-        return Composed(label.parts[:-1] + (inner,)), kk, d
-    if isinstance(label, MatMul) and label.gathered is not None:
-        # the stored operand is gathered from a smaller source (im2col patches of an image):
-        # sample the source, one draw per example (its first axis), and gather again
-        source, gather = label.gathered
-        batch = source.shape[0] if per_row and source.ndim > 1 else 1
-        rows = source.reshape(batch, -1)
-        d = rows.shape[1]
-        kk = draws(d, k) if picks is None else _given_picks(picks, d, batch).shape[1]
-        sampled, _ = _project_rows(rows, 1, kk, method, per_row, rng, picks)
-        stored = gather.apply(sampled.reshape(source.shape).astype(source.dtype, copy=False))
-        kept = (Retained(fresh_key("sampled"), batch * kk * source.dtype.itemsize * 8,
-                         what=f"{method} of the gathered source, k={kk} per row"),)
-        return (InjectedMatMul(stored.astype(label.stored.dtype), label.side, label.in_shape,
-                               kk, method, kept), kk, d)
-    if isinstance(label, MatMul):
-        S = label.stored
-        axis = -1 if label.side == "left" else (0 if S.ndim == 1 else -2)
-        d = S.shape[axis]
-        n_rows = S.size // d
-        kk = (draws(d, k) if picks is None
-              else _given_picks(picks, d, n_rows if per_row else 1).shape[1])
-        projected, rows = _project_rows(S, axis, kk, method, per_row, rng, picks)
-        kept = (Retained(fresh_key("sampled"), rows * kk * S.dtype.itemsize * 8,
-                         what=f"{method} of the stored operand, k={kk} per row"),)
-        return InjectedMatMul(projected, label.side, label.in_shape, kk, method, kept), kk, d
-    shape = label.in_shape
-    d = math.prod(shape)
-    dtype = np.result_type(label.dtype, np.float32)
-    if picks is None:
-        kk = draws(d, k)
-        R = random_basis(d, kk, method, None, rng, dtype)
-    else:
-        given = _given_picks(picks, d, 1)[0]
-        kk = len(given)
-        R = np.zeros((d, kk), dtype=dtype)
-        R[given, np.arange(kk)] = math.sqrt(d / kk)
-    return compose(label, Projection(shape, R, None, None, method)), kk, d
-
-
+@takes_lcg
 def sample_activations(g: LCG, k, method: str = "sample", per_row: bool = True,
                        rng=None) -> LCG:
     """The paper's activation sampling (Sec. 4.2): every edge that keeps an activation
     for a weight gradient (kind ``outer``) gets its activation sampled or projected
     to ``k`` entries per row.  Other Jacobians (ReLU masks, the loss) are exact, so
-    along any path from a weight to the loss exactly one P is met."""
-    edges = [e for e, label in enumerate(g.labels) if label.kind == "outer"]
+    along any path from a weight to the loss exactly one P is met.  A graph of
+    numbers keeps no activation: it comes back as it is."""
+    edges = _activation_edges(g)
     return inject_edges(g, edges, k, method, per_row, as_generator(rng)) if edges else g
+
+
+# ------------------------------------------------------------------ statistics
+def _vertex_layouts(g: LCG, vertices, k, method, axis, batch_axis, per_row):
+    """{vertex: (layout, k)} for P's at ``vertices`` (one entry: nothing random)."""
+    _check_method(method)
+    if isinstance(vertices, (str, int, np.integer)):
+        raise TypeError("vertices is a list of vertices (names or numbers)")
+    chosen = {}
+    for vertex in vertices:
+        v = g.index(vertex)
+        if v in chosen:
+            raise ValueError(f"vertex {g.names[v]} is listed twice")
+        layout = _layout(g, v, axis, batch_axis, per_row)
+        chosen[v] = (layout, draws(layout.d, k))
+    return {v: lk for v, lk in chosen.items() if lk[0].d > 1}
+
+
+@takes_lcg
+def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "sample",
+                       rng=None, *, axis=None, batch_axis=None,
+                       per_row: bool = True) -> np.ndarray:
+    """``n`` estimates of the Jacobian with an independent P at each of ``vertices``
+    (as :func:`inject_vertex` puts them, drawn in the order given), shape
+    (n, output entries, input entries): one reverse sweep over the stack of
+    samples (:func:`minirad.randomized.stacked.reverse_stack`), not ``n`` graphs.
+
+    >>> from minirad.graph.scalarize import from_chain
+    >>> g = from_chain([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])])
+    >>> sorted(set(injected_jacobians(g, ["v1"], k=1, n=50, rng=0).ravel().tolist()))
+    [2.0, 6.0]
+    """
+    chosen = _vertex_layouts(g, vertices, k, method, axis, batch_axis, per_row)
+    n = number_of_estimates(n)
+    rng = as_generator(rng)
+    extra = sum(layout.index.size * kk for layout, kk in chosen.values())
+    chunk = samples_per_chunk(g, n, extra)
+    parts = []
+    for start in range(0, n, chunk):
+        c = min(chunk, n - start)
+        steps = {}
+        for v, (layout, kk) in chosen.items():
+            if method == "sample":
+                picks = rng.integers(0, layout.d, size=(c, layout.rows, kk))
+                cell = np.arange(c * layout.rows).reshape(c, layout.rows, 1) * layout.d
+                counts = np.bincount((cell + picks).ravel(), minlength=c * layout.rows
+                                     * layout.d).reshape(c, layout.rows, layout.d)
+                steps[v] = (lambda adj, lay=layout, w=counts * (layout.d / kk):
+                            lay.scale(adj, w))
+            else:
+                R = _signs(rng, (c, layout.rows, layout.d, kk)) / math.sqrt(kk)
+                steps[v] = lambda adj, lay=layout, R=R: lay.project(adj, R)
+        parts.append(reverse_stack(g, c, at_vertex=steps))
+    return np.concatenate(parts)
+
+
+@takes_lcg
+def injection_variance(g: LCG, vertices=(), k=1, method: str = "sample", *, edges=(),
+                       axis=None, batch_axis=None, per_row: bool = True,
+                       max_entries: int = EXACT_VARIANCE_LIMIT,
+                       covariance: bool = False) -> np.ndarray:
+    r"""The exact variance of every entry of the Jacobian estimate with an independent
+    P at each of ``vertices`` (as :func:`inject_vertex` and :func:`injected_jacobians`
+    put them, with ``axis``, ``batch_axis``, ``per_row``) and on each of ``edges`` (as
+    :func:`inject_edges` puts them, ``per_row`` on multiplication edges), shape
+    (output entries, input entries), by
+    :func:`minirad.randomized.moments.estimate_variance`; with ``covariance``, the
+    covariance of each row instead, (output entries, input entries, input entries).
+
+    A P injected at a vertex maps the second moment ``A`` of the adjoint there to
+    ``E[P A P] = A + D(A)``: ``D(A) = (d Diag(A) - A) / k`` for sampling (the
+    multinomial moments ``E[c_i c_j] = 1 - 1/k + (d/k)[i = j]`` of ``P = diag(c)``),
+    ``(A + tr(A) I - 2 Diag(A)) / k`` for Rademacher (the pairings of four ±1's).
+    Both map positive semidefinite matrices to positive semidefinite ones
+    (Cauchy-Schwarz; a sum of squares), so every extra injection can only raise
+    the variance of every entry.  An injected edge adds the extra second moment
+    of its random label (see :mod:`minirad.randomized.moments`); on a sampled
+    activation that is a sum over the entries of a row (over pairs of entries for
+    Rademacher), refused with ``ValueError`` when too large to form.
+
+    >>> from minirad.graph.scalarize import from_chain
+    >>> g = from_chain([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])])
+    >>> injection_variance(g, ["v1"], k=1).tolist()     # the two outcomes 2 and 6
+    [[4.0]]
+    """
+    chosen = _vertex_layouts(g, vertices, k, method, axis, batch_axis, per_row)
+    laws = {v: ProjectionLaw(layout, method, kk) for v, (layout, kk) in chosen.items()}
+    if isinstance(edges, (int, np.integer, str)):
+        raise TypeError("edges is a list of edges (numbers or (source, target) pairs)")
+    edge_laws = {}
+    for edge in edges:
+        e = g.edge_index(*edge) if isinstance(edge, (tuple, list)) else int(edge)
+        if not 0 <= e < g.n_edges:
+            raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
+        if e in edge_laws:
+            raise ValueError(f"edge {edge} is listed twice")
+        law = _edge_law(g.labels[e], k, method, per_row)
+        if law is not None:
+            edge_laws[e] = law
+    return estimate_variance(g, vertex_laws=laws, edge_laws=edge_laws, max_entries=max_entries,
+                             covariance=covariance)
+
+
+def _edge_law(label, k, method: str, per_row: bool):
+    """The law of the random label :func:`inject_edge` gives ``label`` (None: P = 1)."""
+    if isinstance(label, float):
+        return None
+    if isinstance(label, MatMul):
+        return _stored_law(label, k, method, per_row)
+    # a diagonal (sampling folds into it), or any other label: J P with P on the source
+    layout = Layout(label.in_shape)
+    return SourceProjection(ProjectionLaw(layout, method, draws(layout.d, k)))
+
+
+def _stored_law(label, k, method: str, per_row: bool):
+    """The :class:`~minirad.randomized.moments.StoredProjection` of an activation edge
+    as :func:`inject_edge` samples it: the array whose rows are projected, and the
+    edge's Jacobian as a function of that array."""
+    if label.gathered is not None:
+        source, gather = label.gathered
+        rows = _source_rows(source)
+
+        def build(array):
+            stored = gather.apply(array.reshape(source.shape))
+            return MatMul(stored, label.side, label.in_shape, ()).to_dense()
+    else:
+        moved = np.moveaxis(label.stored, _contracted_axis(label), -1)
+        rows = moved.reshape(-1, moved.shape[-1])
+
+        def build(array):
+            stored = np.moveaxis(array.reshape(moved.shape), -1, _contracted_axis(label))
+            return MatMul(stored, label.side, label.in_shape, ()).to_dense()
+    layout = Layout(rows.shape, axis=1, batch_axis=0, per_row=per_row)
+    return StoredProjection(rows, build, ProjectionLaw(layout, method, draws(rows.shape[1], k)))
+
+
+@takes_lcg
+def activation_sampling_variance(g: LCG, k, method: str = "sample", per_row: bool = True, *,
+                                 max_entries: int = EXACT_VARIANCE_LIMIT,
+                                 covariance: bool = False) -> np.ndarray:
+    """The exact variance of every entry of the :func:`sample_activations` estimate
+    (its Jacobian, shape (output entries, input entries)), where it is computable:
+    :func:`injection_variance` on the edges that keep activations (``covariance``: the
+    covariance of each row instead).
+
+    >>> from minirad import trace
+    >>> X = np.array([[1.0, 3.0]])
+    >>> g = trace(lambda W: (X @ W).sum(), np.ones((2, 1)))
+    >>> activation_sampling_variance(g, 1).tolist()   # dW = 2 X[0, p] e_p: 2 or 6 for dW_2
+    [[1.0, 9.0]]
+    """
+    return injection_variance(g, (), k, method, edges=_activation_edges(g), per_row=per_row,
+                              max_entries=max_entries, covariance=covariance)

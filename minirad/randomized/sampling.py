@@ -1,4 +1,4 @@
-"""Path sampling: randomized reverse mode by sparsifying the LCG.
+r"""Path sampling: randomized reverse mode by sparsifying the LCG, on any graph.
 
 Algorithm 1 of Oktay et al., "Randomized Automatic Differentiation" (ICLR
 2021, Appendix C) walks the graph in topological order.  A vertex is
@@ -9,6 +9,37 @@ edge ``v -> w`` adds ``(d_v / k_v) * dw/dv`` to the sampled graph ``Q``.
 Vertices that are never visited store nothing: that is the memory saving.
 Reverse accumulation on ``Q`` then gives an unbiased estimate of the
 Jacobian.
+
+Arrays: the two levels of the paper's Sec. 3.2
+----------------------------------------------
+On a graph whose vertices hold arrays (edges carry Jacobian blocks), one
+path through array vertices stands for many paths through their entries
+(the paper's Fig. 3).  :func:`sample_paths` samples at both levels:
+
+1. *paths through the array vertices*: Algorithm 1 as above, each edge a
+   block ``J``, each drawn edge scaled by ``d_v / k_v`` per draw;
+2. *inside each visited vertex*, with ``entries`` given: ``v`` also draws
+   ``m_v`` of its ``n_v`` entries uniformly with replacement, and every edge
+   leaving it in ``Q`` becomes ``J P_v``, with ``P_v = (n_v / m_v) sum_j
+   e_{i_j} e_{i_j}^T`` the sampling matrix of eq. 4: only paths through the
+   drawn entries remain (inputs and outputs are not sampled inside).
+
+Why it is unbiased: write ``\hat v`` for the estimate of ``v``'s adjoint
+(reverse accumulation on ``Q``).  Then ``\hat v = P_v sum_w c_vw J_vw^T
+\hat w`` with ``c_vw`` the draw count times ``d_v / k_v``.  ``v``'s own draws
+(``c_v.`` and ``P_v``) are independent of each other and of every ``\hat w``
+(those depend on the draws of later vertices only), ``E[c_vw] = 1`` (Appendix
+C's eq. 10) and ``E[P_v] = I`` (eq. 4), so ``E[\hat v] = sum_w J_vw^T E[\hat
+w]``: by induction in reverse topological order, from the exact seeds at the
+outputs, every ``E[\hat v]`` is the exact adjoint.  A vertex never visited
+has no drawn in-edge, so its draws reach no input: skipping it changes no
+estimate.  A number has a single entry (``P_v = 1``, nothing drawn), so on a
+graph of numbers this *is* Algorithm 1, draw for draw.
+
+Algorithm 1 run on :func:`minirad.graph.scalarize.scalarize` ``(g)`` is the
+other way to sample the same paths: every entry draws among its own
+out-edges; :func:`path_sampling_variance` gives the exact variance of either,
+so the two can be compared (:func:`minirad.randomized.experiments.compare_levels`).
 
 Several outputs
 ---------------
@@ -43,20 +74,22 @@ from functools import cached_property
 import numpy as np
 
 from .._arguments import number_of_estimates, takes_graph_or_function
+from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation
 from ..exact.sweeps import reverse_sweep
+from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, levels, reachable, takes_lcg
+from ..graph.operators import Diagonal, compose
 from ..rng import as_generator as _rng
 from . import _batches as _path_batches
+from .moments import EXACT_VARIANCE_LIMIT, ProjectionLaw, estimate_variance
+from .stacked import Layout, reverse_stack, samples_per_chunk
 
 __all__ = [
-    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "on_paths",
+    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "entries_per_vertex", "on_paths",
     "path_sampling_variance", "sample_paths", "sampled_jacobians",
 ]
-
-#: path_sampling_variance keeps a dense covariance over this many vertices at most
-EXACT_VARIANCE_LIMIT = 3000
 
 # draws the batched sampler records per chunk of samples (about 24 bytes each)
 _CHUNK_DRAWS = 1 << 23
@@ -128,6 +161,63 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
                     f"to ints, not {type(k).__name__}")
 
 
+@takes_lcg
+def entries_per_vertex(g: LCG, entries) -> np.ndarray:
+    """How many of its entries each vertex draws inside (the second level of
+    :func:`sample_paths`), as an int array over ``g``'s vertices; 0: it keeps them all.
+
+    ``entries`` may be ``None`` (no vertex samples inside), an int ``>= 1`` or a
+    float fraction in ``(0, 1]`` of each vertex's size (rounded up), both for
+    every intermediate vertex with more than one entry, or a mapping from such
+    vertices to an int ``>= 1`` (or ``None``).  Inputs and outputs are never
+    sampled inside: an input's adjoint is the estimate itself, an output's is
+    its seed.  A number has one entry, so it never draws.
+
+    >>> from minirad.graph.scalarize import from_chain
+    >>> g = from_chain([np.ones((4, 1)), np.ones((3, 4)), np.ones((1, 3))])
+    >>> entries_per_vertex(g, 0.5).tolist(), entries_per_vertex(g, {"v2": 2}).tolist()
+    ([0, 2, 2, 0], [0, 0, 2, 0])
+    """
+    inside = np.zeros(g.n_vertices, dtype=np.int64)
+    if entries is None:
+        return inside
+    # a graph of numbers has nothing to sample inside (and may have millions of vertices)
+    sizes = (np.ones(g.n_vertices, dtype=np.int64) if g.algebra is FLOATS else
+             np.array([g.size(v) for v in range(g.n_vertices)], dtype=np.int64))
+    eligible = (sizes > 1) & (g.out_degrees > 0)
+    eligible[list(g.inputs)] = False
+    if isinstance(entries, (bool, np.bool_)):
+        raise TypeError("entries must be an int, a float fraction in (0, 1], a mapping from "
+                        "vertices to ints or None, not a bool")
+    if isinstance(entries, (int, np.integer)):
+        if entries < 1:
+            raise ValueError(f"entries must be at least 1 (draws inside a vertex), got {entries}")
+        return np.where(eligible, int(entries), 0).astype(np.int64)
+    if isinstance(entries, (float, np.floating)):
+        if not 0.0 < entries <= 1.0:  # also rejects NaN
+            raise ValueError(f"a float entries is the fraction of each vertex's entries to draw "
+                             f"and must lie in (0, 1], got {entries}; for a count pass an int")
+        return np.where(eligible, np.ceil(np.round(entries * sizes, 9)), 0).astype(np.int64)
+    if isinstance(entries, Mapping):
+        for vertex, count in entries.items():
+            v = g.index(vertex)
+            if count is None:
+                continue
+            if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)):
+                raise TypeError(f"entries[{vertex!r}] is {count!r}; draws inside a vertex are "
+                                f"ints >= 1 (or None to keep every entry)")
+            if count < 1:
+                raise ValueError(f"entries[{vertex!r}] must be at least 1, got {count}")
+            if not eligible[v]:
+                raise ValueError(f"entries names vertex {g.names[v]}, which cannot be sampled "
+                                 f"inside: only intermediate vertices with successors and more "
+                                 f"than one entry draw entries")
+            inside[v] = int(count)
+        return inside
+    raise TypeError(f"entries must be an int, a float fraction in (0, 1], a mapping from "
+                    f"vertices to ints or None, not {type(entries).__name__}")
+
+
 def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
     """Mask of the vertices on some path from an input to one of ``outputs``
     (default: all outputs): the only vertices Algorithm 1 can visit and that
@@ -151,43 +241,45 @@ def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
     return mask
 
 
-def _renamed(old: str, new: str) -> None:
-    import warnings
-
-    warnings.warn(f"{old} is now called {new}", DeprecationWarning, stacklevel=3)
-
-
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
 
 
+def _entry_weights(rng, size: int, m: int, rows: int = 1) -> np.ndarray:
+    """The diagonal of ``P = (n/m) sum_j e_{i_j} e_{i_j}^T`` for ``rows`` independent
+    draws of ``m`` of ``size`` entries: (rows, size)."""
+    picks = rng.integers(size, size=(rows, m))
+    cells = (np.arange(rows)[:, None] * size + picks).ravel()
+    return np.bincount(cells, minlength=rows * size).reshape(rows, size) * (size / m)
+
+
 # ----------------------------------------------------------- Algorithm 1
 @dataclass(frozen=True, eq=False, repr=False)
 class PathSample:
-    """One run of Algorithm 1 on ``original``.
+    """One run of Algorithm 1 on ``original`` (both levels on an array graph).
 
-    ``counts``, ``weights`` are aligned with ``original``'s edge arrays:
-    how often each edge was drawn, and its partial in ``Q`` (0 where not
-    drawn).  ``visited`` marks the vertices Algorithm 1 did not skip;
-    ``draws`` is the number of draws each vertex makes when visited (0:
-    keeps all its out-edges), as :func:`draws_per_vertex` resolves the
-    argument ``k``.  ``graph`` is ``Q`` itself: the same vertices, only the
-    drawn edges, carrying the sampled weights.
+    ``counts``, ``factors`` and ``weights`` are aligned with ``original``'s edge
+    arrays: how often each edge was drawn; the number its label is multiplied
+    by in ``Q``, ``counts * d_v / k_v`` (0 where not drawn); and, for an edge
+    between two numbers, its partial in ``Q`` (the factor times the partial),
+    for an edge that carries a block, the factor again.  ``visited`` marks the
+    vertices Algorithm 1 did not skip; ``draws`` is the number of draws each
+    vertex makes when visited (0: keeps all its out-edges), as
+    :func:`draws_per_vertex` resolves the argument ``k``; ``inside`` maps each
+    vertex that drew entries to the diagonal of its ``P_v`` (the vertex's shape).
+    ``graph`` is ``Q`` itself: the same vertices, only the drawn edges, carrying
+    the sampled labels.
     """
 
     original: LCG
     graph: LCG
     counts: np.ndarray
+    factors: np.ndarray
     weights: np.ndarray
     visited: np.ndarray
     draws: np.ndarray
-
-    @property
-    def k(self) -> np.ndarray:
-        """Deprecated name of :attr:`draws`."""
-        _renamed("PathSample.k", "PathSample.draws")
-        return self.draws
+    inside: dict
 
     @property
     def edges_stored(self) -> int:
@@ -215,8 +307,11 @@ class PathSample:
 
     @property
     def jacobian(self) -> np.ndarray:
-        """The estimate: reverse accumulation on ``Q`` for every output and
-        input at once, shape (n_outputs, n_inputs)."""
+        """The estimate: reverse accumulation on ``Q`` for every output and input at
+        once, shape (output entries, input entries): (n_outputs, n_inputs) on a graph
+        of numbers."""
+        if self.graph.algebra is not FLOATS:
+            return exact_jacobian(self.graph)
         try:
             return self.accumulation.jacobian
         except AccumulationOverflow as error:  # say that it is the sample's estimate
@@ -229,16 +324,18 @@ class PathSample:
 
 
 @takes_lcg
-def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
+def sample_paths(g: LCG, k=1, rng=None, *, entries=None) -> PathSample:
     """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
 
     Vertices are visited in topological order; a vertex none of whose
     incoming edges was drawn is skipped (inputs are always visited).  A
     visited vertex ``v`` with out-degree ``d_v`` draws ``k_v`` successors
     uniformly with replacement, and each draw of ``w`` adds
-    ``(d_v / k_v) * dw/dv`` to ``Q(v, w)``.  ``k`` is described in
-    :func:`draws_per_vertex`; ``rng`` is a ``numpy.random.Generator`` or a
-    seed (same seed, same sample).
+    ``(d_v / k_v) * dw/dv`` to ``Q(v, w)``; then, if ``entries`` asks it to
+    (:func:`entries_per_vertex`), it draws ``m_v`` of its ``n_v`` entries, and
+    its edges in ``Q`` become ``Q(v, w) P_v`` (the module docstring says why
+    both levels are unbiased).  ``k`` is described in :func:`draws_per_vertex`;
+    ``rng`` is a ``numpy.random.Generator`` or a seed (same seed, same sample).
 
     >>> from minirad import examples
     >>> g = examples.independent_paths(4, 3)
@@ -249,14 +346,25 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
     ([1, 0, 0, 1], [2.0, 0.0, 0.0, 2.0])
     >>> s.jacobian.tolist()  # every path has product 1, so no error here
     [[4.0]]
+
+    On arrays (here ``theta -> v1 (3 entries) -> y``), the second level keeps one
+    entry of ``v1``, weighted 3:
+
+    >>> from minirad.graph.scalarize import from_chain
+    >>> h = from_chain([np.array([[1.0], [2.0], [3.0]]), np.ones((1, 3))])
+    >>> s = sample_paths(h, k=1, rng=0, entries=1)
+    >>> s.inside[1].tolist(), s.jacobian.tolist()      # entry 2 drawn: 3 x 3 = 9
+    ([0.0, 0.0, 3.0], [[9.0]])
     """
     draws = draws_per_vertex(g, k)
+    inside = entries_per_vertex(g, entries)
     on_paths(g)
     rng = _rng(rng)
     order, ptr = g.out_edges_csr
     visited = np.zeros(g.n_vertices, dtype=bool)
     visited[list(g.inputs)] = True
     counts = np.zeros(g.n_edges, dtype=np.int64)
+    sampled_inside = {}
     bounds = ptr.tolist()
     for v in range(g.n_vertices):
         if not visited[v] or bounds[v] == bounds[v + 1]:
@@ -265,47 +373,109 @@ def sample_paths(g: LCG, k=1, rng=None) -> PathSample:
         chosen = out if draws[v] == 0 else out[rng.integers(len(out), size=draws[v])]
         np.add.at(counts, chosen, 1)
         visited[g.targets[chosen]] = True
-    # the weights: each draw of v -> w adds (d_v / k_v) * dw/dv, so the edge's
+        if inside[v]:  # the second level: m_v of v's n_v entries
+            sampled_inside[v] = _read_only(
+                _entry_weights(rng, g.size(v), int(inside[v]))[0].reshape(g.shape(v)))
+    # the factors: each draw of v -> w adds (d_v / k_v) * dw/dv, so the edge's
     # label is multiplied by counts * d_v / k_v (by 1 where v keeps every edge)
     degree = np.diff(ptr)[g.sources]
     per_draw = np.where(draws[g.sources] > 0, degree / np.maximum(draws[g.sources], 1), 1.0)
-    factor = counts * per_draw
+    factors = counts * per_draw
     drawn = np.flatnonzero(counts)  # in edge order: still grouped by target
-    multiply, labels = g.algebra.multiply, g.labels
-    weights = np.zeros(g.n_edges)
-    weights[drawn] = [multiply(f, labels[e])
-                      for e, f in zip(drawn.tolist(), factor[drawn].tolist())]
-    q = LCG.from_trusted_arrays(g.names, g.sources[drawn], g.targets[drawn], weights[drawn],
-                                g.inputs, g.outputs, g.values, g.ops)
-    for array in (counts, weights, visited, draws):
+    if g.algebra is FLOATS:
+        weights = factors * g.partials
+        q = LCG.from_trusted_arrays(g.names, g.sources[drawn], g.targets[drawn],
+                                    weights[drawn], g.inputs, g.outputs, g.values, g.ops)
+    else:
+        weights = factors.copy()
+        labels = []
+        for e in drawn.tolist():
+            label, u = g.labels[e], int(g.sources[e])
+            if isinstance(label, float):
+                weights[e] = factors[e] * label
+                labels.append(float(weights[e]))
+                continue
+            if u in sampled_inside:
+                label = compose(label, Diagonal(sampled_inside[u], g.shape(u), ()))
+            if factors[e] != 1.0:  # a constant factor: structure kept, nothing retained
+                label = compose(Diagonal(np.asarray(factors[e]), label.out_shape, ()), label)
+            labels.append(label)
+        q = LCG(g.names, g.sources[drawn], g.targets[drawn], labels, g.inputs, g.outputs,
+                values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)
+    for array in (counts, factors, weights, visited, draws):
         array.flags.writeable = False
-    return PathSample(g, q, counts, weights, visited, draws)
+    return PathSample(g, q, counts, factors, weights, visited, draws, sampled_inside)
+
+
+def _draw_stack(g: LCG, draws: np.ndarray, inside: np.ndarray, c: int, rng):
+    """Algorithm 1 (both levels) for ``c`` samples at once, vertex by vertex in
+    topological order: every sample that visits ``v`` draws there, with one call
+    on the generator for all of them.  Returns the factors (c, n_edges) and, per
+    vertex sampled inside, the diagonals of its ``P_v`` (c, 1, n_v)."""
+    order, ptr = g.out_edges_csr
+    visited = np.zeros((c, g.n_vertices), dtype=bool)
+    visited[:, list(g.inputs)] = True
+    factors = np.zeros((c, g.n_edges))
+    diagonals = {}
+    for v in range(g.n_vertices):
+        out = order[ptr[v]:ptr[v + 1]]
+        who = np.flatnonzero(visited[:, v])
+        if not len(out) or not len(who):
+            continue
+        d, k = len(out), int(draws[v])
+        if k == 0:
+            counts = np.ones((len(who), d))
+        else:
+            picks = rng.integers(d, size=(len(who), k))
+            cells = (np.arange(len(who))[:, None] * d + picks).ravel()
+            counts = np.bincount(cells, minlength=len(who) * d).reshape(len(who), d)
+        factors[np.ix_(who, out)] = counts * (d / k if k else 1.0)
+        visited[who[:, None], g.targets[out][None, :]] |= counts > 0
+        if inside[v]:
+            weights = np.zeros((c, 1, g.size(v)))
+            weights[who, 0] = _entry_weights(rng, g.size(v), int(inside[v]), len(who))
+            diagonals[v] = weights
+    return factors, diagonals
+
+
+def _stacked_estimates(g: LCG, factors: np.ndarray, diagonals: dict) -> np.ndarray:
+    """The estimates of the samples whose draws are ``factors`` and ``diagonals`` (as
+    :func:`_draw_stack` returns them): reverse accumulation over the stack."""
+    layouts = {v: Layout(g.shape(v)) for v in diagonals}
+    steps = {v: (lambda adj, lay=layouts[v], w=w: lay.scale(adj, w))
+             for v, w in diagonals.items()}
+    return reverse_stack(g, len(factors), factors, steps)
 
 
 @takes_graph_or_function
-def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
+def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
                       direction: str | None = None, progress=None) -> np.ndarray:
-    """``n`` independent Algorithm 1 estimates at once, shape (n, n_outputs, n_inputs).
+    """``n`` independent Algorithm 1 estimates at once, shape (n, output entries,
+    input entries): (n, n_outputs, n_inputs) on a graph of numbers.
 
-    The same algorithm as :func:`sample_paths`, vectorised over the
-    samples instead of run once per sample: level by level through the
-    graph (vertices no edge joins), every sample that visits a vertex of
-    the level draws its successors there, all with one call on the
-    generator; see :mod:`minirad.randomized._batches`.  The estimates then come
-    from one sweep over the recorded draws of all samples together:
-    ``direction="reverse"`` runs reverse accumulation, ``"forward"``
-    forward accumulation; by default the one with fewer seeds (outputs vs
-    inputs); both give the same numbers.  Where every vertex draws once
-    (``k=1``), each sample's estimate is a product along one path per
-    input, and the samples run as walks instead, whatever the direction
-    (:func:`minirad.randomized._batches.walks`).  Each sample is a run of
-    Algorithm 1 with its law; only the order in which the generator's
-    numbers are used differs from calling :func:`sample_paths` ``n`` times,
-    so the same seed gives different (equally distributed) estimates.
-    Samples are processed in chunks of bounded memory; the same seed gives
-    the same array.  ``progress``, if given, is called as
-    ``progress(done, n)`` after each chunk (the command line shows it on
-    long runs).
+    The same algorithm as :func:`sample_paths` (``entries``: the second level, on
+    array graphs), vectorised over the samples instead of run once per sample:
+    vertex by vertex every sample that visits the vertex draws there, all with
+    one call on the generator, and one reverse sweep over the stack of samples
+    (:func:`minirad.randomized.stacked.reverse_stack`) gives the estimates.  Each
+    sample is a run of Algorithm 1 with its law; only the order in which the
+    generator's numbers are used differs from calling :func:`sample_paths` ``n``
+    times, so the same seed gives different (equally distributed) estimates.
+
+    On a graph of numbers a faster engine runs instead
+    (:mod:`minirad.randomized._batches`; the tests hold it equal to the
+    reference on the same draws): level by level through the graph, and one
+    sweep over the recorded draws of all samples together:
+    ``direction="reverse"`` runs reverse accumulation, ``"forward"`` forward
+    accumulation; by default the one with fewer seeds (outputs vs inputs); both
+    give the same numbers.  Where every vertex draws once (``k=1``), each
+    sample's estimate is a product along one path per input, and the samples
+    run as walks instead, whatever the direction
+    (:func:`minirad.randomized._batches.walks`).  On an array graph the sweep
+    is reverse (``direction`` may be None or ``"reverse"``).  Samples are
+    processed in chunks of bounded memory; the same seed gives the same array.
+    ``progress``, if given, is called as ``progress(done, n)`` after each chunk
+    (the command line shows it on long runs).
 
     >>> from minirad import examples
     >>> g = examples.lecture()
@@ -322,13 +492,38 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *,
     [[[4.0, 3.0]], [[4.0, 3.0]]]
     """
     draws = draws_per_vertex(g, k)
+    inside = entries_per_vertex(g, entries)
     n = number_of_estimates(n)
     rng = _rng(rng)
+    if direction not in (None, "reverse", "forward"):
+        raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
+    if g.algebra is not FLOATS:
+        if direction == "forward":
+            raise ValueError("on an array graph the sampled estimates are accumulated in "
+                             "reverse; pass direction=None or 'reverse'")
+        on_paths(g)
+        chunk = samples_per_chunk(g, n, g.n_edges)
+        parts = []
+        for start in range(0, n, chunk):
+            size = min(chunk, n - start)
+            parts.append(_stacked_estimates(g, *_draw_stack(g, draws, inside, size, rng)))
+            if progress is not None:
+                progress(start + size, n)
+        out = np.concatenate(parts)
+        bad = np.flatnonzero(~np.isfinite(out).all(axis=(1, 2)))
+        if len(bad):
+            check_finite(g, out[bad[0]], "sampling (Algorithm 1)",
+                         what=f" in estimate {bad[0] + 1} of {n}")
+        return out
+    return _engine_estimates(g, k, draws, n, rng, direction, progress)
+
+
+def _engine_estimates(g: LCG, k, draws: np.ndarray, n: int, rng, direction, progress):
+    """:func:`sampled_jacobians` on a graph of numbers, by the engine of
+    :mod:`minirad.randomized._batches`."""
     n_in, n_out = len(g.inputs), len(g.outputs)
     if direction is None:
         direction = "reverse" if n_out <= n_in else "forward"
-    if direction not in ("reverse", "forward"):
-        raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
     plan = _batch_plan(g, k, draws)
     width = n_out if direction == "reverse" else n_in
     # the table of values takes one float per (vertex, sample, seed); the draws
@@ -385,60 +580,22 @@ def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
 
 
 # ------------------------------------------------------------ exact variance
-def _adjoint_covariance(g: LCG, draws: np.ndarray, output: int, limit: int):
-    """Exact adjoints and the covariance of their estimates, for one output.
-
-    Returns ``(vertices, mean, cov)`` over the vertices on paths from the
-    inputs to ``output`` (none when no input reaches it).  See
-    :func:`path_sampling_variance` for the recursion."""
-    on = on_paths(g, outputs=[output], required=False)
-    vertices = np.flatnonzero(on)
-    size = len(vertices)
-    if size > limit:
-        raise ValueError(f"the exact variance keeps a dense {size} x {size} covariance for "
-                         f"output {g.names[output]}, more than max_vertices={limit}; estimate "
-                         f"the variance with compare() or raise max_vertices")
-    local = np.full(g.n_vertices, -1, dtype=np.int64)
-    local[vertices] = np.arange(size)
-    mean = np.zeros(size)
-    cov = np.zeros((size, size))
-    order, ptr = g.out_edges_csr
-    for a in range(size - 1, -1, -1):
-        v = vertices[a]
-        if v == output:
-            mean[a] = 1.0  # the seed is exact: it has no variance
-            continue
-        out = order[ptr[v]:ptr[v + 1]]
-        d = len(out)
-        succ = local[g.targets[out]]
-        keep = succ >= 0  # successors off the paths have estimate 0 always
-        s, p = succ[keep], g.partials[out][keep]
-        x = p * mean[s]
-        mean[a] = x.sum()
-        cov[a, a + 1:] = p @ cov[s, a + 1:]
-        cov[a + 1:, a] = cov[a, a + 1:]
-        propagated = p @ cov[np.ix_(s, s)] @ p
-        k = draws[v]
-        if k == 0:
-            cov[a, a] = propagated
-        else:
-            local_noise = (d * (x @ x) - x.sum() ** 2) / k
-            cov[a, a] = (local_noise + (1.0 - 1.0 / k) * propagated
-                         + (d / k) * (p * p) @ np.diag(cov)[s])
-    return vertices, mean, cov
-
-
 @takes_lcg
-def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT) -> np.ndarray:
-    r"""The exact variance of every entry of the Algorithm 1 estimate, (n_outputs, n_inputs).
+def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT, *,
+                           entries=None, covariance: bool = False) -> np.ndarray:
+    r"""The exact variance of every entry of the Algorithm 1 estimate, shape
+    (output entries, input entries): (n_outputs, n_inputs) on a graph of numbers.
+    With ``covariance``, the covariance of each row of the estimate instead, shape
+    (output entries, input entries, input entries).
 
-    No sampling: a recursion over the vertices in reverse topological order,
-    for one output ``y`` at a time.
+    No sampling: a recursion over the vertices in reverse topological order, for
+    one output entry ``y`` at a time (:func:`minirad.randomized.moments.estimate_variance`,
+    which also serves random matrix injection).
 
-    Derivation.  Fix ``y`` and write ``\bar z`` for dy/dz and ``\hat z`` for
-    its estimate (reverse accumulation on ``Q``).  Skipped vertices change
-    no input's estimate (a skipped vertex is unreachable from the inputs in
-    ``Q``), so we may let every vertex draw, independently.  Then
+    Derivation, on a graph of numbers.  Fix ``y`` and write ``ar z`` for dy/dz
+    and ``\hat z`` for its estimate (reverse accumulation on ``Q``).  Skipped
+    vertices change no input's estimate (a skipped vertex is unreachable from the
+    inputs in ``Q``), so we may let every vertex draw, independently.  Then
 
         \hat y = 1,    \hat z = \sum_s c_{zs} p_{zs} \hat s,
 
@@ -455,7 +612,7 @@ def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT
 
         C(a, b) = \sum_s p_{as} C(s, b),
 
-    and, by the law of total variance with ``x_s = p_{as} \bar s``,
+    and, by the law of total variance with ``x_s = p_{as} ar s``,
 
         C(a, a) = (d \sum_s x_s^2 - (\sum_s x_s)^2) / k
                   + (1 - 1/k) \sum_{s,t} p_{as} p_{at} C(s, t)
@@ -468,10 +625,13 @@ def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT
     diagonal is needed; for ``k > 1`` the covariances are needed because
     successors share descendants.  A vertex that keeps all its edges has
     ``c = 1``: only the middle term, with weight 1.  The variance of
-    ``J[y, theta]`` is ``C(theta, theta)``.
+    ``J[y, theta]`` is ``C(theta, theta)``.  On an array graph the same
+    recursion runs over the entries, partials becoming blocks, and a vertex
+    sampled inside adds ``(n Diag(M) - M) / m`` to its covariance, ``M`` the
+    second moment of its adjoint (the moments of ``P_v``).
 
-    Cost: a dense covariance over the R vertices on paths to ``y``, O(R^2)
-    memory and O(R * edges) time per output; ``R > max_vertices`` raises
+    Cost: a dense covariance over the R entries on paths to ``y``, O(R^2)
+    memory and O(R * edges) time per output entry; ``R > max_entries`` raises
     ``ValueError``.
 
     >>> from minirad import examples
@@ -482,14 +642,9 @@ def path_sampling_variance(g: LCG, k=1, max_vertices: int = EXACT_VARIANCE_LIMIT
     [[0.0]]
     """
     draws = draws_per_vertex(g, k)
+    inside = entries_per_vertex(g, entries)
     on_paths(g)
-    variance = np.zeros((len(g.outputs), len(g.inputs)))
-    for row, y in enumerate(g.outputs):
-        vertices, _, cov = _adjoint_covariance(g, draws, y, max_vertices)
-        if len(vertices) == 0:
-            continue  # no input reaches y: that row is exactly zero
-        where = np.searchsorted(vertices, g.inputs)
-        for col, theta in enumerate(g.inputs):
-            if where[col] < len(vertices) and vertices[where[col]] == theta:
-                variance[row, col] = max(cov[where[col], where[col]], 0.0)  # rounding
-    return variance
+    laws = {v: ProjectionLaw(Layout(g.shape(v)), "sample", int(m))
+            for v, m in enumerate(inside.tolist()) if m}
+    return estimate_variance(g, draws, vertex_laws=laws, max_entries=max_entries,
+                             covariance=covariance)

@@ -6,8 +6,8 @@ of the trace): :func:`mlp_program`, :func:`convnet_program`, :func:`irnn_program
 Tracing it gives a vector LCG whose ``outer`` edges keep the input of a linear
 or convolutional layer for that layer's weight gradient; the RAD estimators
 replace exactly those stored inputs (:func:`inject`, the paper's scheme of
-:func:`minirad.randomized.injection.sample_activations` with convolutions sampled per channel),
-so the reverse sweep passes ``W^T`` and the ReLU masks exactly.
+:func:`minirad.randomized.injection.sample_activations`, one seed per layer), so the
+reverse sweep passes ``W^T`` and the ReLU masks exactly.
 
 >>> from minirad.studies import mlp_numpy
 >>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
@@ -22,16 +22,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..exact.sweeps import gradient
-from ..graph.lcg import relabelled
 from ..graph.memory import memory
-from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
-from ..graph.patches import ProjectedPatches, SampledPatches
+from ..randomized.injection import inject_edge
 from ..rng import as_generator
 from ..tracing import trace
 from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
 from ..tracing.ops import relu
-from .activations import sample_pattern, signs
-from .memory import kept_entries
 
 __all__ = ["INJECTIONS", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
@@ -104,111 +100,32 @@ def traced(program, params, x, y):
 
 def inject(g, kind: str, fraction: float, rng=None):
     """The graph of an estimator: ``exact`` as is, otherwise every stored layer
-    input (the activation on an ``outer`` edge) sampled or projected.
+    input (the activation on an ``outer`` edge) sampled or projected by
+    :func:`minirad.randomized.injection.inject_edge`.
 
-    Fully connected layers keep ``ceil(f d)`` entries of each example's input,
-    as :func:`minirad.randomized.injection.sample_activations` does. Convolutions (the stored
-    im2col patches are gathered from an image) follow the paper's Figure 4: the
-    image is sampled over *spatial positions*, ``ceil(f H W)`` per example and
-    channel (``different_sample``), one set shared by the batch and the channels
-    (``same_sample``), or projected per channel row by one shared Rademacher
-    matrix (``project``). A stride-1 convolution's edge then keeps only those
-    numbers (:class:`~minirad.graph.patches.SampledPatches`,
-    :class:`~minirad.graph.patches.ProjectedPatches`, whose reverse step forms
-    no patches); another gathering gets the patches of the reduced image.
+    Fully connected layers keep ``ceil(f d)`` entries of each example's input
+    (``different_sample``), of every example's input at the same positions
+    (``same_sample``), or its projection by one shared Rademacher matrix
+    (``project``). Convolutions follow the paper's Figure 4: the image is sampled
+    over its spatial positions, ``ceil(f H W)`` per example and channel, and a
+    stride-1 convolution's edge keeps only those numbers (see
+    :func:`~minirad.randomized.injection.inject_edge`).
 
-    Every layer draws an integer seed from ``rng``, in the order of the layers,
-    and its pattern from :func:`minirad.studies.activations.sample_pattern` or
-    :func:`~minirad.studies.activations.signs`; the numpy floors do the same, so
-    on one seed both estimate with the same samples.
+    Every layer draws an integer seed from ``rng``, in the order of the layers, and
+    injects with it; for one seed, ``inject_edge`` draws the pattern
+    :func:`minirad.studies.activations.sample_pattern` or
+    :func:`~minirad.studies.activations.signs` draws, as the numpy floors do, so on
+    one seed both estimate with the same samples.
     """
     if kind == "exact":
         return g
     if kind not in INJECTIONS:
         raise ValueError(f"kind must be exact or one of {', '.join(INJECTIONS)}, not {kind!r}")
+    method, per_row = INJECTIONS[kind]
     gen = as_generator(rng)
-    labels, records = {}, []
-    for e, label in enumerate(g.labels):
-        if label.kind != "outer":
-            continue
-        labels[e], k, d = _kept_input(label, kind, fraction, int(gen.integers(2**63)))
-        records.append(dict(kind="edge", edge=[g.names[g.sources[e]], g.names[g.targets[e]]],
-                            method=INJECTIONS[kind][0], k=k, d=d, per_row=kind != "same_sample"))
-    return relabelled(g, labels, records)
-
-
-def _reduce_rows(rows, kind: str, fraction: float, seed: int):
-    """``rows P`` for (n, d) rows, the pattern drawn from ``seed``; returns it and k."""
-    n, d = rows.shape
-    k = kept_entries(d, fraction)
-    if kind == "project":
-        R = signs(d, k, seed, rows.dtype)
-        return (rows @ R) @ R.T / rows.dtype.type(k), k
-    picks = sample_pattern(kind, n, d, k, seed)
-    # how often each entry was drawn (repeats add up), one row per pattern
-    counts = np.bincount((np.arange(len(picks))[:, None] * d + picks).ravel(),
-                         minlength=len(picks) * d).reshape(len(picks), d)
-    return rows * (counts * (d / k)).astype(rows.dtype), k
-
-
-def _kept_record(kind: str, n: int, k: int, dtype) -> tuple:
-    """What a reduced layer input retains: ``k`` floats for each of its ``n`` rows (the
-    indices or signs are regenerated from the seed, as the paper's Table 1 counts)."""
-    return (Retained(fresh_key("sampled"), n * k * np.dtype(dtype).itemsize * 8,
-                     what=f"{kind} of the stored layer input, k={k} per row"),)
-
-
-def _windowed(label) -> bool:
-    """Whether the edge is a convolution's kernel edge that SampledPatches and
-    ProjectedPatches can stand for."""
-    gather = label.gathered[1]
-    return isinstance(gather, Im2Col) and gather.stride == 1 and label.side == "right"
-
-
-def _kept_input(label, kind: str, fraction: float, seed: int):
-    """The ``outer`` edge with its stored activation reduced, k and d."""
-    method = INJECTIONS[kind][0]
-    if label.gathered is not None:
-        # a convolution: sample or project the image (B, C, H, W) per (example, channel)
-        # row of spatial positions
-        source, gather = label.gathered
-        rows = source.reshape(-1, int(np.prod(source.shape[2:])))
-        n, d = rows.shape
-        k = kept_entries(d, fraction)
-        kept = _kept_record(kind, n, k, source.dtype)
-        if method == "sample" and _windowed(label):
-            # keep the k sampled entries of each row; the kernel gradient reads the adjoint's
-            # windows at those pixels (SampledPatches) instead of re-gathering the patches
-            picks = sample_pattern(kind, n, d, k, seed)
-            values = np.take_along_axis(rows, np.broadcast_to(picks, (n, k)), axis=1)
-            return SampledPatches(gather, picks, values, d / k, label.in_shape, method,
-                                  kept), k, d
-        if _windowed(label):
-            # keep rows @ R; the reverse step rebuilds the image, not its patches
-            return ProjectedPatches.project(gather, source, signs(d, k, seed, source.dtype),
-                                            1 / k, label.in_shape, method, kept), k, d
-        # otherwise (another gathering) gather the patches from the reduced image
-        reduced, _ = _reduce_rows(rows, kind, fraction, seed)
-        stored = gather.apply(reduced.reshape(source.shape))
-    else:
-        stored = label.stored
-        axis = -1 if label.side == "left" else (0 if stored.ndim == 1 else -2)
-        d = stored.shape[axis]
-        n, k = stored.size // d, kept_entries(d, fraction)
-        kept = _kept_record(kind, n, k, stored.dtype)
-    if label.gathered is None and kind == "project":
-        # x P = (x R) R^T / k has rank k: keep x R, apply R^T / k in the reverse sweep
-        # (the same numbers as the dense x P below, in a cheaper order)
-        op = ProjectedMatMul.project(stored, signs(d, k, seed, stored.dtype), label.side,
-                                     label.in_shape, 1 / k, method, kept)
-        return op, k, d
-    if label.gathered is None:
-        moved = np.moveaxis(stored, axis, -1)
-        reduced, _ = _reduce_rows(moved.reshape(-1, d), kind, fraction, seed)
-        stored = np.moveaxis(reduced.reshape(moved.shape), -1, axis)
-    op = InjectedMatMul(stored.astype(label.stored.dtype, copy=False), label.side,
-                        label.in_shape, k, method, kept)
-    return op, k, d
+    for e in [e for e, label in enumerate(g.labels) if label.kind == "outer"]:
+        g = inject_edge(g, e, fraction, method, per_row, rng=int(gen.integers(2**63)))
+    return g
 
 
 def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
