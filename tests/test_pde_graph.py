@@ -74,7 +74,7 @@ def test_long_horizons_are_refused():
 
 
 def test_eq8_graph_comes_from_edge_injection_with_the_sampler_draws():
-    """The sampled graph is the exact graph with P_n injected (minirad.randomized.injection.inject_edges) on
+    """The sampled graph is the exact graph with P_n injected (``inject_edges``) on
     dt diag(phi_n) and on phi_n's loss row, given the draws of row n of the sampler."""
     indices, _ = samples = sampler(P, 0.1, rng=5)
     g = pde_graph(P, THETA, samples)
