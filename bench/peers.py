@@ -319,7 +319,8 @@ def compare(benchmark: str, size, methods: list[Method], repeats: int,
     method's first result must equal its first result to ``rtol`` (:func:`agree`; every
     method starts from the same inputs), or the row is an error.  ``first_call_s`` is the
     first call (JAX compiles there, PyTorch warms up), ``median_s`` the median of the
-    ``repeats`` rounds after it.
+    ``repeats`` rounds after it and ``min_s`` their minimum (the steadier figure on a
+    loaded machine).
     """
     rows, calls = [], {}
     for method in methods:
@@ -348,7 +349,7 @@ def compare(benchmark: str, size, methods: list[Method], repeats: int,
         if label not in turns.median_s:
             continue
         row.update(median_s=turns.median_s[label], first_call_s=turns.first_s[label],
-                   repeats=repeats, status="ok")
+                   min_s=turns.min_s[label], repeats=repeats, status="ok")
         if row["baseline"]:
             row["note"] = f"the floor; in turns with the rows below, BLAS {threads}"
         if floor is not None and not agree(turns.first_result[label], floor, rtol):
