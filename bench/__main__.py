@@ -2,7 +2,7 @@
 
     python -m bench                      # full sizes; prints, writes no file
     python -m bench --check              # ... and PASS/FAIL per performance goal
-    python -m bench --quick              # tiny sizes, a smoke test (< ~20 s)
+    python -m bench --quick              # tiny sizes, a smoke test (about a minute)
     python -m bench --only trace         # one group (repeatable)
     python -m bench --output /tmp/results.md        # also write the report there
     python -m bench --check --output bench/RESULTS.md   # regenerate the committed one
