@@ -29,13 +29,12 @@ from functools import partial
 
 import numpy as np
 
+import minirad
 from bench.common import median_time, print_results, ratio_goal
 from bench.peers import Method, compare, value_and_gradient
 from bench.programs import mlp_gradient_by_hand, mlp_loss, relaxation, relaxation_by_hand
-from minirad import trace as scalar_trace
 from minirad.exact import sweeps
 from minirad.exact.sweeps import gradient
-from minirad.tracing.arrays import trace_arrays
 
 MLP = "MLP minibatch gradient"
 LOOP = "relaxation x <- x + 0.01 (c x - x^3), value and gradient"
@@ -91,10 +90,10 @@ def matmul_rows(n: int, repeats: int) -> list[dict]:
     X, Y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
 
     def arrays():
-        return gradient(trace_arrays(lambda X, Y: (X @ Y).sum(), X, Y))
+        return gradient(minirad.trace_arrays(lambda X, Y: (X @ Y).sum(), X, Y))
 
     def scalars():
-        g = scalar_trace(lambda x, y: np.sum(x.reshape(n, n) @ y.reshape(n, n)),
+        g = minirad.trace(lambda x, y: np.sum(x.reshape(n, n) @ y.reshape(n, n)),
                          X.ravel(), Y.ravel())
         row = sweeps.reverse_sweep(g).jacobian[0]
         return [row[:n * n].reshape(n, n), row[n * n:].reshape(n, n)]

@@ -276,8 +276,9 @@ def training_iteration(framework: str, program, constants, params, lr: float):
         return (params, m, v, t), value, grads
 
     arrays = [tools.asarray(p) for p in params]
+    # the step count as a typed array: a Python 0 would compile the step a second time
     state = [(arrays, [jnp.zeros_like(a) for a in arrays], [jnp.zeros_like(a) for a in arrays],
-              0)]
+              jnp.zeros((), jnp.int32))]
 
     def call():
         state[0], value, grads = jax.block_until_ready(step(inputs, state[0]))

@@ -55,6 +55,19 @@ def mlp_loss(kit, x, labels, *params):
     return kit.cross_entropy(mlp_logits(kit, params, x), labels)
 
 
+def cross_entropy_and_delta(z, labels):
+    """The mean softmax cross-entropy of the logits ``z`` (batch, classes) and its
+    gradient with respect to ``z``: ``(softmax(z) - one_hot(labels)) / batch``."""
+    shifted = z - z.max(axis=1, keepdims=True)
+    p = np.exp(shifted)
+    total = p.sum(axis=1, keepdims=True)
+    rows = np.arange(len(labels))
+    loss = np.mean(np.log(total[:, 0]) - shifted[rows, labels])
+    p /= total
+    p[rows, labels] -= 1
+    return loss, p / len(labels)
+
+
 def mlp_gradient_by_hand(x, labels, *params):
     """[loss, dW1, db1, ...]: the forward and backward pass written out in numpy."""
     activations, pre, h = [x], [], x
@@ -64,15 +77,7 @@ def mlp_gradient_by_hand(x, labels, *params):
         pre.append(z)
         h = np.maximum(z, 0) if i < n_layers - 1 else z
         activations.append(h)
-    z = pre[-1]
-    shifted = z - z.max(axis=1, keepdims=True)
-    p = np.exp(shifted)
-    total = p.sum(axis=1, keepdims=True)
-    rows = np.arange(len(labels))
-    loss = np.mean(np.log(total[:, 0]) - shifted[rows, labels])
-    p /= total
-    p[rows, labels] -= 1
-    delta = p / len(labels)
+    loss, delta = cross_entropy_and_delta(pre[-1], labels)
     grads = [None] * len(params)
     for i in reversed(range(n_layers)):
         grads[2 * i] = activations[i].T @ delta
@@ -136,8 +141,8 @@ def irnn_gradient_by_hand(x, labels, w_ih, b_ih, w_hh, b_hh, w, b):
         z = x_t @ w_ih + b_ih + h @ w_hh + b_hh
         masks.append(z > 0)
         h = np.maximum(z, 0)
-    loss, dw, db = mlp_gradient_by_hand(h, labels, w, b)  # the last layer is a one-layer MLP
-    dh = _softmax_minus_onehot(h @ w + b, labels) @ w.T
+    loss, delta = cross_entropy_and_delta(h @ w + b, labels)
+    dh = delta @ w.T
     grads = [np.zeros_like(a) for a in (w_ih, b_ih, w_hh, b_hh)]
     for x_t, h_prev, mask in zip(reversed(x), reversed(hs), reversed(masks)):
         dz = dh * mask
@@ -146,15 +151,7 @@ def irnn_gradient_by_hand(x, labels, w_ih, b_ih, w_hh, b_hh, w, b):
         grads[2] += h_prev.T @ dz
         grads[3] += dz.sum(axis=0)
         dh = dz @ w_hh.T
-    return [loss, *grads, dw, db]
-
-
-def _softmax_minus_onehot(z, labels):
-    """d(mean cross-entropy)/d logits."""
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    p[np.arange(len(labels)), labels] -= 1
-    return p / len(labels)
+    return [loss, *grads, h.T @ delta, delta.sum(axis=0)]
 
 
 # ------------------------------------------------------------------------ PDE
@@ -183,15 +180,15 @@ def pde_loss(kit, k, theta):
     """The study's loss (:func:`minirad.studies.pde.simulate`) at ``theta``, from the
     constants ``k`` of :func:`pde_constants` (as the kit's arrays)."""
     profiles = (theta @ k["select"]).reshape(3, 3).T @ k["basis"]   # C_n = f_n @ profiles
-    shift, bump, target0 = k["shift"], k["bump"], k["phi0"]
+    shift, bump, phi0 = k["shift"], k["bump"], k["phi0"]
 
     def step(state, inputs):
         phi, total = state
         factors, target_factor = inputs
         diagonal = (1 - 4 * k["r"]) + k["dt"] * (factors @ profiles).reshape(-1, 1)
         phi = diagonal * phi + k["r"] * (shift @ phi + phi @ shift)
-        error = phi - (target0 + target_factor * bump)
+        error = phi - (phi0 + target_factor * bump)
         return phi, total + (error * error).sum()
 
-    _, total = kit.repeat(step, (k["phi0"], 0.0), len(k["steps"][0]), k["steps"])
+    _, total = kit.repeat(step, (phi0, 0.0), len(k["steps"][0]), k["steps"])
     return total * k["scale"]
