@@ -24,9 +24,11 @@ turns, at the study's two horizons (4,096 steps, ``Reactor.quick()``; 40,961): t
 study's engine (the hand-written adjoint, the floor), ``minirad.trace_arrays`` +
 reverse sweep, its replay (issue 30; ``not built yet``), HIPS autograd, PyTorch
 eager and JAX ``jit`` with the time loop as ``lax.scan``, all on the same program
-(:func:`bench.programs.pde_loss`).  minirad's trace and autograd keep every
-intermediate array, about 130 KB a step (5 GB at 40,961 steps), so they run at
-4,096 steps only.
+(:func:`bench.programs.pde_loss`).  minirad's trace and HIPS autograd run at
+4,096 steps only: the trace keeps every intermediate array (150 KB a step, 6 GB
+at 40,961 steps), and both take about four times PyTorch's time (measured at 4,096
+steps, one CPU second per 700 to 900 steps), which at 40,961 steps would add
+minutes to the run for a ratio the 4,096-step table already gives.
 
     python -m bench.bench_pde            # full size
     python -m bench.bench_pde --quick    # 2,048 steps, one repeat
@@ -178,16 +180,17 @@ def peer_rows(p: Reactor, theta, repeats: int, traced: bool) -> list[dict]:
         out = pde_engine.run(p, [theta], ["exact"])
         return [out.losses[0], out.gradients[0]]
 
-    too_long = None if traced else (f"not run: keeps every intermediate array (about "
-                                     f"{p.n_steps * 130 / 1e6:.1f} GB); see {TRACED_STEPS:,} "
-                                     f"steps")
+    see = f"see {TRACED_STEPS:,} steps"
+    too_big = None if traced else (f"not run: the trace would keep about "
+                                   f"{p.n_steps * 150e3 / 1e9:.0f} GB; {see}")
+    too_slow = None if traced else f"not run: about four times PyTorch's time; {see}"
     methods = [Method(ENGINE, lambda: engine),
                Method("minirad trace_arrays + reverse sweep",
                       partial(value_and_gradient, "minirad", pde_loss, constants, [theta]),
-                      not_run=too_long),
+                      not_run=too_big),
                Method(REPLAY, None),
                Method("HIPS autograd", partial(value_and_gradient, "autograd", pde_loss,
-                                               constants, [theta]), "autograd", too_long),
+                                               constants, [theta]), "autograd", too_slow),
                Method("PyTorch eager", partial(value_and_gradient, "torch", pde_loss, constants,
                                                [theta]), "torch"),
                Method("JAX jit (lax.scan)", partial(value_and_gradient, "jax", pde_loss,
