@@ -11,7 +11,8 @@ returning a list of row dicts.  Every row has
 * ``median_s``: the median wall time in seconds, or ``None`` when nothing ran,
 
 and optionally ``status`` (``"ok"``, ``"skipped (not installed)"``,
-``"error: ..."``, ``"failed: ..."``, ``"timeout ..."``), ``note``, ``repeats``,
+``"not run: ..."``, ``"not built yet"``, ``"error: ..."``, ``"failed: ..."``,
+``"timeout ..."``), ``note``, ``repeats``,
 ``baseline`` (True marks the row that ratios in its group are taken against;
 by default the first timed row whose method starts with "minirad") and any
 extra columns, which the table shows as they are.
