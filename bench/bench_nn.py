@@ -4,7 +4,7 @@ The paper's MLP (784-300-300-300-10, batch 150, float32) and the study's ConvNet
 with each gradient estimator, and the bytes the MLP's backward pass keeps.
 
 An iteration is a forward pass that keeps what the backward pass needs, the
-backward pass, and an Adam step. ``vs minirad`` is the time over the baseline's
+backward pass, and an Adam step. ``vs baseline`` is the time over the baseline's
 (exact backprop, batch 150); the issue asks RAD to stay within 1.2x. Every table
 times its methods **in turns in one process** (one iteration of each, then the
 next round, ``repeats`` rounds; medians), so load from other work falls on all of
@@ -22,6 +22,15 @@ timing (threadpoolctl, when installed).
   trains it (channels 4, 8, 8, 8 on 28x28 images), baseline and the three RAD
   estimators; the floor is :mod:`minirad.studies.convnet_numpy`.
 
+* MLP, ConvNet and IRNN training iteration against the array peers: the
+  exact (baseline) iteration of each network the study trains, by the numpy
+  floor (the study's hand-written network; for the IRNN, which has none,
+  :func:`bench.programs.irnn_gradient_by_hand`), minirad on the graph (what the
+  study runs), minirad's replay (issue 30; ``not built yet``), HIPS autograd,
+  PyTorch eager with its Adam and JAX ``jit`` with Adam inside the compiled step
+  (:mod:`bench.peers`), ``first_call_s`` apart from the steady state.  The first
+  iteration's gradients must agree with the floor's.
+
     python -m bench.bench_nn              # full run
     python -m bench.bench_nn --quick      # fewer repeats, a tiny ConvNet
     python -m bench.bench_nn --convnet    # only the ConvNet rows
@@ -30,15 +39,13 @@ timing (threadpoolctl, when installed).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import statistics
 import sys
-import time
 
 import numpy as np
 
-from bench.common import find_row, goal, print_results, time_ratio
+from bench.common import find_row, goal, in_turns, one_blas_thread, print_results, time_ratio
+from bench.peers import Method, compare, training_iteration
+from bench.programs import convnet_loss, irnn_gradient_by_hand, irnn_loss, mlp_loss
 from minirad.studies import mlp_numpy, networks
 from minirad.studies.nn import ESTIMATORS, estimator_batch, estimator_kind
 from minirad.studies.training import Adam
@@ -48,27 +55,6 @@ GRAPH_BENCHMARK = "MLP training iteration on the graph (vs the floor)"
 CONV_BENCHMARK = "ConvNet training iteration on the graph (vs the floor)"
 MLP_SIZE = "784-300-300-300-10"
 RAD = ("same_sample", "different_sample", "project")
-
-
-def _one_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def in_turns(steps: dict, repeats: int) -> dict:
-    """``name -> median seconds`` of each step, timed one call each per round (A, B, C,
-    A, B, C, ...), the garbage of one call collected before the next starts."""
-    times = {name: [] for name in steps}
-    for _ in range(max(1, repeats)):
-        for name, step in steps.items():
-            gc.collect()
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _floor_step(name: str, x, y):
@@ -86,7 +72,6 @@ def _floor_step(name: str, x, y):
         optimizer.step(params, mlp_numpy.backward(params, tape), 1e-4)
         kept[:] = [mlp_numpy.tape_bytes(tape) / batch]
 
-    iteration()  # warm up
     return iteration, kept
 
 
@@ -102,7 +87,6 @@ def _engine_step(name: str, engine: str, x, y, net):
         pick = rng.integers(len(y), size=batch)
         optimizer.step(params, grad_fn(params, x[pick], y[pick], rng)[1], 1e-4)
 
-    iteration()  # warm up
     return iteration
 
 
@@ -110,7 +94,7 @@ def _floor_rows(x, y, repeats: int) -> list[dict]:
     steps, kept = {}, {}
     for name in ESTIMATORS:
         steps[name], kept[name] = _floor_step(name, x, y)
-    seconds = in_turns(steps, repeats)
+    seconds = in_turns(steps, repeats).median_s  # the first call warms up
     return [{"benchmark": BENCHMARK, "size": MLP_SIZE,
              "method": f"{name} (batch {estimator_batch(name)})", "median_s": seconds[name],
              "kept_bytes_per_example": kept[name][0], "baseline": name == "baseline",
@@ -123,7 +107,7 @@ def _graph_rows(benchmark: str, size: str, net, names, x, y, repeats: int) -> li
     for name in names:
         steps[name, "graph"] = _engine_step(name, "graph", x, y, net)
         steps[name, "floor"] = _engine_step(name, "floor", x, y, net)
-    seconds = in_turns(steps, repeats)
+    seconds = in_turns(steps, repeats).median_s  # the first call warms up
     rows = []
     for name in names:
         graph, floor = seconds[name, "graph"], seconds[name, "floor"]
@@ -132,6 +116,58 @@ def _graph_rows(benchmark: str, size: str, net, names, x, y, repeats: int) -> li
                      "median_s": graph, "floor_s": floor,
                      "graph_vs_floor": round(graph / floor, 2), "baseline": name == "baseline",
                      "repeats": repeats})
+    return rows
+
+
+PEER_BENCHMARK = "training iteration against the array peers"
+PEERS = (("HIPS autograd", "autograd"), ("PyTorch eager", "torch"), ("JAX jit", "jax"))
+LEARNING_RATE = 1e-3
+
+
+def _study_iteration(net, engine: str, params, x, y):
+    """The study's exact iteration (``networks.gradient_function``, then its Adam);
+    returns ``[loss, *gradients]``, taken before the step."""
+    grad_fn, params, optimizer = networks.gradient_function(net, "exact", 1.0, engine), \
+        [p.copy() for p in params], Adam()
+
+    def iteration():
+        loss, grads = grad_fn(params, x, y, 0)
+        optimizer.step(params, grads, LEARNING_RATE)
+        return [loss, *grads]
+    return iteration
+
+
+def _hand_iteration(by_hand, params, constants):
+    params, optimizer = [p.copy() for p in params], Adam()
+
+    def iteration():
+        out = by_hand(*constants, *params)
+        optimizer.step(params, out[1:], LEARNING_RATE)
+        return out
+    return iteration
+
+
+def peer_rows(networks_to_run, x, images, y, repeats: int) -> list[dict]:
+    """One table per network: every method's exact training iteration on one batch, in
+    turns; the first iteration's results must agree with the floor's."""
+    rows = []
+    for net, program, data in networks_to_run:
+        params = net.init(0)
+        inputs = {"mlp": x, "convnet": images, "irnn": net.inputs(x)}[net.name]
+        # the peers' IRNN reads its sequence time first (it loops over the leading axis)
+        constants = (np.ascontiguousarray(inputs.swapaxes(0, 1)) if net.name == "irnn"
+                     else inputs, y)
+        floor = (_hand_iteration(irnn_gradient_by_hand, params, constants) if net.floor is None
+                 else _study_iteration(net, "floor", params, inputs, y))
+        methods = [Method("numpy by hand (floor)", lambda floor=floor: floor),
+                   Method("minirad on the graph", lambda net=net, inputs=inputs, params=params:
+                          _study_iteration(net, "graph", params, inputs, y)),
+                   Method("minirad replay of the traced graph", None)]
+        methods += [Method(label, lambda f=framework, program=program, constants=constants,
+                           params=params: training_iteration(f, program, constants, params,
+                                                             LEARNING_RATE), framework)
+                    for label, framework in PEERS]
+        rows += compare(PEER_BENCHMARK, f"{net.name} {data}", methods, repeats, rtol=1e-3)
     return rows
 
 
@@ -146,13 +182,20 @@ def run(quick: bool = False, convnet_only: bool = False) -> list[dict]:
     images = gen.random((300, 1, 28, 28), dtype=np.float32)
     conv_size = f"channels {', '.join(map(str, channels))}, 1x28x28"
     rows = []
-    with _one_thread():
+    with one_blas_thread():
         if not convnet_only:
             rows += _floor_rows(x, y, repeats)
             rows += _graph_rows(GRAPH_BENCHMARK, MLP_SIZE, networks.mlp(), ESTIMATORS, x, y,
                                 repeats)
         rows += _graph_rows(CONV_BENCHMARK, conv_size, networks.convnet(channels),
                             ("baseline",) + RAD, images, y[:300], 1 if quick else 11)
+    batch = 20 if quick else 150
+    nets = [(networks.mlp(), mlp_loss, f"{MLP_SIZE}, batch {batch}"),
+            (networks.convnet(channels), convnet_loss, f"{conv_size}, batch {batch}"),
+            (networks.irnn(), irnn_loss, f"hidden 100, 28 steps of 28 pixels, batch {batch}")]
+    if convnet_only:
+        nets = nets[1:2]
+    rows += peer_rows(nets, x[:batch], images[:batch], y[:batch], 3 if quick else 11)
     return rows
 
 

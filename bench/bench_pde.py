@@ -19,6 +19,17 @@ taken on the same machine load:
 
 Each row's ``check`` column states its target and whether it was met.
 
+Then the exact gradient against the array peers (:mod:`bench.peers`), timed in
+turns, at the study's two horizons (4,096 steps, ``Reactor.quick()``; 40,961): the
+study's engine (the hand-written adjoint, the floor), ``minirad.trace`` +
+reverse sweep, its replay (issue 30; ``not built yet``), HIPS autograd, PyTorch
+eager and JAX ``jit`` with the time loop as ``lax.scan``, all on the same program
+(:func:`bench.programs.pde_loss`).  minirad's trace and HIPS autograd run at
+4,096 steps only: the trace keeps every intermediate array (150 KB a step, 6 GB
+at 40,961 steps), and both take about four times PyTorch's time (measured at 4,096
+steps, one CPU second per 700 to 900 steps), which at 40,961 steps would add
+minutes to the run for a ratio the 4,096-step table already gives.
+
     python -m bench.bench_pde            # full size
     python -m bench.bench_pde --quick    # 2,048 steps, one repeat
 """
@@ -28,10 +39,13 @@ from __future__ import annotations
 import argparse
 import math
 import tracemalloc
+from functools import partial
 
 import numpy as np
 
-from bench.common import median_time, print_results
+from bench.common import median_time, print_results, ratio_goal
+from bench.peers import Method, compare, value_and_gradient
+from bench.programs import pde_constants, pde_loss
 from minirad.checkpoint.schedules import StoreAll, Uniform, sqrt_every
 from minirad.studies import pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, initial_theta
@@ -143,7 +157,54 @@ def run(quick: bool = False) -> list[dict]:
         row.setdefault("repeats", repeats)
         row["baseline"] = row["method"].startswith(("bare numpy", "minirad forward simulation",
                                                     "minirad chain, every"))
+    horizons = (64,) if quick else (Reactor.quick().n_steps, p.n_steps)
+    for steps in horizons:
+        rows += peer_rows(Reactor.quick(n_steps=steps), theta, repeats,
+                          traced=steps <= TRACED_STEPS)
     return rows
+
+
+PEER_BENCHMARK = "PDE exact gradient against the array peers"
+ENGINE = "numpy by hand: pde_engine.run exact (floor)"
+REPLAY = "minirad replay of the traced graph"
+#: the longest horizon at which the methods that keep every intermediate array run
+TRACED_STEPS = 4096
+
+
+def peer_rows(p: Reactor, theta, repeats: int, traced: bool) -> list[dict]:
+    """The exact gradient (loss included) by the study's engine, minirad's tracer and the
+    peers, in turns; the results must agree with the engine's to 1e-8."""
+    constants = (pde_constants(p),)
+
+    def engine():
+        out = pde_engine.run(p, [theta], ["exact"])
+        return [out.losses[0], out.gradients[0]]
+
+    see = f"see {TRACED_STEPS:,} steps"
+    too_big = None if traced else (f"not run: the trace would keep about "
+                                   f"{p.n_steps * 150e3 / 1e9:.0f} GB; {see}")
+    too_slow = None if traced else f"not run: about four times PyTorch's time; {see}"
+    methods = [Method(ENGINE, lambda: engine),
+               Method("minirad trace + reverse sweep",
+                      partial(value_and_gradient, "minirad", pde_loss, constants, [theta]),
+                      not_run=too_big),
+               Method(REPLAY, None),
+               Method("HIPS autograd", partial(value_and_gradient, "autograd", pde_loss,
+                                               constants, [theta]), "autograd", too_slow),
+               Method("PyTorch eager", partial(value_and_gradient, "torch", pde_loss, constants,
+                                               [theta]), "torch"),
+               Method("JAX jit (lax.scan)", partial(value_and_gradient, "jax", pde_loss,
+                                                    constants, [theta]), "jax")]
+    # 1e-8: the engine sums the steps' terms in another order (by blocks of steps); over
+    # 40,961 steps that moves the gradient by about 1e-10 of its largest entry
+    return compare(PEER_BENCHMARK, f"{p.n_steps:,} steps", methods, repeats, rtol=1e-8)
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 30's goal for the PDE: the study's gradient by replay of its graph within
+    1.2x of the hand-written engine's time, at 40,961 steps."""
+    return [ratio_goal(rows, "PDE exact gradient, 40,961 steps: replay vs pde_engine",
+                       PEER_BENCHMARK, f"{Reactor().n_steps:,} steps", REPLAY, ENGINE, 1.2)]
 
 
 if __name__ == "__main__":

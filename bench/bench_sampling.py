@@ -12,7 +12,7 @@ Jacobian:
   sweep over the sampled edges (adjacency lists are built once, untimed).
 
 ``median_s`` is the median wall time **per estimate** (batch time over
-batch size), so ``vs minirad`` reads as "times slower than the batched
+batch size), so ``vs baseline`` reads as "times slower than the batched
 sampler".  The batched sampler and the literal loop are timed in turn,
 repeat after repeat (the goal is their ratio).  ``edges_stored_per_sample``
 is the mean number of edges in the sampled graph Q, beside ``full_edges``:

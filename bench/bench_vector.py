@@ -1,19 +1,22 @@
-"""The vector LCG against hand-written numpy and against scalar tracing.
+"""Array programs: minirad against numpy by hand, HIPS autograd, PyTorch and JAX.
 
-Two benchmarks, ratios in one run:
+Three benchmarks, ratios in one run:
 
 * ``MLP minibatch gradient``: one gradient of the RAD paper's MLP
-  (784-300-300-300-10, ReLU, softmax cross-entropy, batch 150, float32) by
-  ``minirad.trace`` + reverse sweep (``minirad.exact.sweeps.gradient``), against the
-  same forward and backward pass written by hand in numpy (the floor: no
-  graph, no dispatch), and against PyTorch on the CPU when it is installed.
-  Goal: minirad within 1.3x of the hand-written pass.
-* ``sum(X @ Y) gradient``: the lab's TrackedArray example at 100 x 100, by
-  array tracing against scalar tracing (``minirad.trace`` of lists of numbers,
-  arranged into object arrays of traced numbers, then ``reverse_sweep``).
-  Goal: array tracing >= 50x faster.
+  (784-300-300-300-10, ReLU, softmax cross-entropy, batch 150, float32).
+* ``relaxation x <- x + 0.01 (c x - x^3)``: 2,000 steps on a 961-vector (12,000
+  array operations), value and gradient with respect to ``x`` and ``c``: a program
+  of many small operations, where a tracer's own cost per operation shows.
+* ``sum(X @ Y) gradient``: the lab's TrackedArray example at 100 x 100, by array
+  tracing against scalar tracing (``minirad.trace`` of lists of numbers, arranged into object
+  arrays of traced numbers, then ``reverse_sweep``).  Goal: array tracing >= 50x faster.
 
-Gradients must agree between methods (else the row is an error).
+The first two time every method in turns in one process (:mod:`bench.peers`):
+the floor (the gradient written out by hand in numpy, :mod:`bench.programs`),
+``minirad.trace`` + reverse sweep, minirad's replay of a traced graph
+(issue 30; ``not built yet``), HIPS autograd, PyTorch eager and JAX ``jit`` (the
+loop as ``lax.scan``), all on one thread; ``first_call_s`` apart from the steady
+state.  Results must agree with the floor's, else the row is an error.
 
     python -m bench.bench_vector           # full sizes
     python -m bench.bench_vector --quick
@@ -22,23 +25,26 @@ Gradients must agree between methods (else the row is an error).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import statistics
-import time
+from functools import partial
 
 import numpy as np
 
-from bench.common import median_time, print_results, skipped_row, version
-from minirad import trace
+from bench.common import median_time, print_results, ratio_goal
+from bench.peers import Method, compare, value_and_gradient
+from bench.programs import mlp_gradient_by_hand, mlp_loss, relaxation, relaxation_by_hand
 from minirad.exact import sweeps
 from minirad.exact.sweeps import gradient
-from minirad.tracing.arrays import softmax_cross_entropy
-from minirad.tracing.ops import relu
 
 MLP = "MLP minibatch gradient"
+LOOP = "relaxation x <- x + 0.01 (c x - x^3), value and gradient"
 MATMUL = "sum(X @ Y) gradient"
 SIZES = (784, 300, 300, 300, 10)
+MLP_SIZE = "784-300-300-300-10, batch 150"
+LOOP_SIZE = "961-vector, 2,000 steps (12,000 ops)"
+FLOOR, MINIRAD, REPLAY = ("numpy by hand (floor)", "minirad trace + reverse sweep",
+                          "minirad replay of the traced graph")
+PEERS = (("HIPS autograd", "autograd"), ("PyTorch eager", "torch"), ("JAX jit", "jax"))
+LOOP_PEERS = PEERS[:2] + (("JAX jit (lax.scan)", "jax"),)
 
 
 def mlp_problem(batch: int, rng=0):
@@ -52,115 +58,30 @@ def mlp_problem(batch: int, rng=0):
     return X, labels, params
 
 
-def mlp_loss(X, labels, *params):
-    h = X
-    for i in range(0, len(params), 2):
-        h = h @ params[i] + params[i + 1]
-        if i < len(params) - 2:
-            h = relu(h)
-    return softmax_cross_entropy(h, labels)
-
-
-def minirad_gradient(X, labels, params):
-    g = trace(mlp_loss, X, labels, *params, wrt=range(2, 2 + len(params)))
-    return gradient(g)
-
-
-def numpy_gradient(X, labels, params):
-    """Forward and backward by hand: what any framework's work reduces to."""
-    activations, pre = [X], []
-    h = X
-    n_layers = len(params) // 2
-    for i in range(n_layers):
-        z = h @ params[2 * i] + params[2 * i + 1]
-        pre.append(z)
-        h = np.maximum(z, 0) if i < n_layers - 1 else z
-        activations.append(h)
-    z = pre[-1]
-    p = np.exp(z - z.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    p[np.arange(len(labels)), labels] -= 1
-    delta = p / len(labels)
-    grads = [None] * len(params)
-    for i in reversed(range(n_layers)):
-        grads[2 * i] = activations[i].T @ delta
-        grads[2 * i + 1] = delta.sum(axis=0)
-        if i:
-            delta = (delta @ params[2 * i].T) * (pre[i - 1] > 0)
-    return grads
-
-
-def torch_gradient(torch, X, labels, params):
-    tensors = [torch.from_numpy(p).requires_grad_() for p in params]
-    h = torch.from_numpy(X)
-    for i in range(0, len(tensors), 2):
-        h = h @ tensors[i] + tensors[i + 1]
-        if i < len(tensors) - 2:
-            h = torch.relu(h)
-    loss = torch.nn.functional.cross_entropy(h, torch.from_numpy(labels))
-    loss.backward()
-    return [t.grad.numpy() for t in tensors]
-
-
-def _agree(a, b) -> bool:
-    return all(np.allclose(x, y, rtol=1e-3, atol=1e-5) for x, y in zip(a, b))
-
-
-@contextlib.contextmanager
-def one_blas_thread():
-    """BLAS on one thread while timing, when threadpoolctl is installed: on a shared
-    2-core machine a multithreaded BLAS waits for its slowest thread, and those waits,
-    not the work, then dominate both methods' times.  Yields a description."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield "threads as configured (threadpoolctl not installed)"
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield "limited to 1 thread"
-
-
-def interleaved_times(functions, repeats: int):
-    """Wall times of each function, run in turn ``repeats`` times: on a shared machine the
-    load then falls on all of them alike.  Returns (medians, minima, last results)."""
-    times = [[] for _ in functions]
-    results = [None] * len(functions)
-    for _ in range(repeats):
-        for i, fn in enumerate(functions):
-            gc.collect()
-            start = time.perf_counter()
-            results[i] = fn()
-            times[i].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times], [min(t) for t in times], results
+def methods(floor, program, constants, params, peers=PEERS) -> list[Method]:
+    """The floor, minirad, its replay (not built yet) and the peers, for one program."""
+    return ([Method(FLOOR, lambda: floor),
+             Method(MINIRAD, lambda: value_and_gradient("minirad", program, constants, params)),
+             Method(REPLAY, None)]
+            + [Method(label, partial(value_and_gradient, framework, program, constants, params),
+                      framework) for label, framework in peers])
 
 
 def mlp_rows(batch: int, repeats: int) -> list[dict]:
     X, labels, params = mlp_problem(batch)
-    size = f"784-300-300-300-10, batch {batch}"
-    with one_blas_thread() as threads:
-        (t_mine, t_np), (best_mine, best_np), (mine, by_hand) = interleaved_times(
-            [lambda: minirad_gradient(X, labels, params),
-             lambda: numpy_gradient(X, labels, params)], repeats)
-    rows = [{"benchmark": MLP, "size": size, "method": "minirad trace + reverse sweep",
-             "median_s": t_mine, "repeats": repeats, "min s": best_mine},
-            {"benchmark": MLP, "size": size, "method": "numpy forward + backward by hand (floor)",
-             "median_s": t_np, "repeats": repeats, "min s": best_np,
-             "note": f"minirad / numpy: {t_mine / t_np:.2f}x by medians, "
-                     f"{best_mine / best_np:.2f}x by minima (goal <= 1.3x); BLAS {threads}"}]
-    if not _agree(mine, by_hand):
-        rows[1]["status"] = "error: gradients disagree with minirad's"
-    if version("torch") is None:
-        rows.append(skipped_row(MLP, size, "PyTorch CPU autograd", "torch"))
-    else:
-        import torch
+    return compare(MLP, f"784-300-300-300-10, batch {batch}",
+                   methods(lambda: mlp_gradient_by_hand(X, labels, *params), mlp_loss,
+                           (X, labels), params),
+                   repeats, rtol=1e-4)
 
-        t_torch, theirs = median_time(lambda: torch_gradient(torch, X, labels, params),
-                                      repeats)
-        rows.append({"benchmark": MLP, "size": size, "method": "PyTorch CPU autograd",
-                     "median_s": t_torch, "repeats": repeats,
-                     "status": "ok" if _agree(mine, theirs) else
-                     "error: gradients disagree with minirad's"})
-    return rows
+
+def loop_rows(n: int, steps: int, repeats: int) -> list[dict]:
+    rng = np.random.default_rng(0)
+    x, c = rng.uniform(-1, 1, n), rng.uniform(0.5, 1.5, n)
+    return compare(LOOP, f"{n}-vector, {steps:,} steps ({6 * steps:,} ops)",
+                   methods(lambda: relaxation_by_hand(x, c, steps),
+                           partial(relaxation, steps=steps), (), [x, c], LOOP_PEERS),
+                   repeats, rtol=1e-10)
 
 
 def matmul_rows(n: int, repeats: int) -> list[dict]:
@@ -168,18 +89,17 @@ def matmul_rows(n: int, repeats: int) -> list[dict]:
     X, Y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
 
     def arrays():
-        return gradient(trace(lambda X, Y: (X @ Y).sum(), X, Y))
+        return gradient(minirad.trace(lambda X, Y: (X @ Y).sum(), X, Y))
 
     def scalars():
         def program(x, y):  # lists of traced numbers, as n x n object arrays
             return np.sum(np.array(x, dtype=object).reshape(n, n)
                           @ np.array(y, dtype=object).reshape(n, n))
-        g = trace(program, X.ravel().tolist(), Y.ravel().tolist())
+        g = minirad.trace(program, X.ravel().tolist(), Y.ravel().tolist())
         row = sweeps.reverse_sweep(g).jacobian[0]
         return [row[:n * n].reshape(n, n), row[n * n:].reshape(n, n)]
-    with one_blas_thread():
-        t_array, a = median_time(arrays, repeats)
-        t_scalar, s = median_time(scalars, 1)
+    t_array, a = median_time(arrays, repeats)
+    t_scalar, s = median_time(scalars, 1)
     size = f"{n} x {n}"
     rows = [{"benchmark": MATMUL, "size": size, "method": "minirad array trace + gradient",
              "median_s": t_array, "repeats": repeats},
@@ -193,8 +113,27 @@ def matmul_rows(n: int, repeats: int) -> list[dict]:
 
 def run(quick: bool = False) -> list[dict]:
     if quick:
-        return mlp_rows(20, 3) + matmul_rows(20, 3)
-    return mlp_rows(150, 21) + matmul_rows(100, 5)
+        return mlp_rows(20, 3) + loop_rows(31, 50, 3) + matmul_rows(20, 3)
+    return mlp_rows(150, 21) + loop_rows(961, 2000, 11) + matmul_rows(100, 5)
+
+
+def goals(rows: list[dict]) -> list[dict]:
+    """Issue 30's goals for the tracer's cost, at the full sizes, read off this group's
+    rows: the loop's trace + gradient at most PyTorch eager's time; the MLP gradient at
+    most 1.1x the floor and faster than PyTorch eager; by replay both within 1.2x of
+    the floor."""
+    return [
+        ratio_goal(rows, "12,000-op loop: trace + gradient vs PyTorch eager", LOOP, LOOP_SIZE,
+                   MINIRAD, "PyTorch eager", 1.0),
+        ratio_goal(rows, "MLP gradient: trace + gradient vs the numpy floor", MLP, MLP_SIZE,
+                   MINIRAD, FLOOR, 1.1),
+        ratio_goal(rows, "MLP gradient: trace + gradient vs PyTorch eager", MLP, MLP_SIZE,
+                   MINIRAD, "PyTorch eager", 1.0),
+        ratio_goal(rows, "12,000-op loop: replay vs the numpy floor", LOOP, LOOP_SIZE, REPLAY,
+                   FLOOR, 1.2),
+        ratio_goal(rows, "MLP gradient: replay vs the numpy floor", MLP, MLP_SIZE, REPLAY,
+                   FLOOR, 1.2),
+    ]
 
 
 def main(argv=None) -> None:

@@ -11,7 +11,8 @@ returning a list of row dicts.  Every row has
 * ``median_s``: the median wall time in seconds, or ``None`` when nothing ran,
 
 and optionally ``status`` (``"ok"``, ``"skipped (not installed)"``,
-``"error: ..."``, ``"failed: ..."``, ``"timeout ..."``), ``note``, ``repeats``,
+``"not run: ..."``, ``"not built yet"``, ``"error: ..."``, ``"failed: ..."``,
+``"timeout ..."``), ``note``, ``repeats``,
 ``baseline`` (True marks the row that ratios in its group are taken against;
 by default the first timed row whose method starts with "minirad") and any
 extra columns, which the table shows as they are.
@@ -19,6 +20,7 @@ extra columns, which the table shows as they are.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.metadata
 import json
@@ -28,12 +30,15 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 
 SKIPPED = "skipped (not installed)"
+#: the status of a method that does not exist yet (replay, issue 30)
+NOT_BUILT = "not built yet"
 
 # the columns every table starts with; the rest are a module's extra columns
 _FIXED = ("benchmark", "size", "method", "median_s", "ratio", "status", "note",
@@ -54,6 +59,87 @@ def median_time(fn, repeats: int) -> tuple[float, object]:
         result = fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
+
+
+@contextlib.contextmanager
+def frozen_heap():
+    """Leave what is alive now out of every garbage collection until the block ends.
+
+    Once PyTorch and JAX are imported, a full collection walks their millions of objects
+    (half a second each on the loaded 2-core machine); frozen, neither the collections
+    between timed calls nor those the collector starts inside one walk them again.
+    The peers' tables (:func:`in_turns`) time this way; :func:`median_time` does not,
+    so the older groups measure as they always have.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@dataclass
+class Turns:
+    """What :func:`in_turns` measured, by step name: the first call's seconds and result,
+    the median and the minimum of the rounds after it, and the error of a step that
+    raised (that step is left out of everything else)."""
+
+    first_s: dict = field(default_factory=dict)
+    first_result: dict = field(default_factory=dict)
+    median_s: dict = field(default_factory=dict)
+    min_s: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)
+
+
+def in_turns(steps: dict, repeats: int) -> Turns:
+    """Time each step's first call (one after another), then ``repeats`` rounds in which
+    every step runs once (A, B, C, A, B, C, ...), the garbage of one call collected
+    before the next starts.
+
+    The first call is reported apart: it is where JAX compiles and PyTorch warms up.
+    Timing in turns makes load from other work on the machine fall on every step alike,
+    so their ratios mean something even when the seconds do not.
+    """
+    turns, times = Turns(), {}
+    with frozen_heap():
+        _time_in_turns(steps, repeats, turns, times)
+    turns.median_s = {name: statistics.median(t) for name, t in times.items()}
+    turns.min_s = {name: min(t) for name, t in times.items()}
+    return turns
+
+
+def _time_in_turns(steps: dict, repeats: int, turns: Turns, times: dict) -> None:
+    for name, step in steps.items():
+        gc.collect()
+        start = time.perf_counter()
+        try:
+            turns.first_result[name] = step()
+        except Exception as error:  # noqa: BLE001 - a failing peer becomes an error row
+            turns.errors[name] = f"{type(error).__name__}: {str(error)[:200]}"
+            continue
+        turns.first_s[name] = time.perf_counter() - start
+        times[name] = []
+    for _ in range(max(1, repeats)):
+        for name in times:
+            gc.collect()
+            start = time.perf_counter()
+            steps[name]()
+            times[name].append(time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """numpy's BLAS on one thread while timing, when threadpoolctl is installed: on a
+    shared 2-core machine a multithreaded BLAS waits for its slowest thread, and those
+    waits, not the work, then dominate the times.  Yields a description."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield "threads as configured (threadpoolctl not installed)"
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield "limited to 1 thread"
 
 
 # ------------------------------------------------------------------- peers
@@ -129,7 +215,8 @@ def machine() -> list[tuple[str, str]]:
             ("memory", memory_gib()),
             ("OS", platform.platform()),
             ("Python", f"{platform.python_version()} ({platform.python_implementation()})")]
-    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd", "jax"):
+    for package in ("minirad", "numpy", "scipy", "networkx", "micrograd", "autograd", "jax",
+                    "torch"):
         rows.append((package, version(package) or "not installed"))
     return rows
 
@@ -139,7 +226,7 @@ def add_ratios(rows: list[dict]) -> None:
     """Set ``ratio`` = median / baseline median within each (benchmark, size).
 
     The baseline is the row flagged ``baseline``, else the first timed row whose
-    method starts with "minirad".  A ratio above 1 means slower than minirad.
+    method starts with "minirad".  A ratio above 1 means slower than the baseline.
     """
     groups: dict = {}
     for row in rows:
@@ -202,7 +289,7 @@ def markdown_tables(rows: list[dict]) -> str:
         extra = []
         for row in group:
             extra += [k for k in row if k not in _FIXED and k not in extra]
-        header = ["size", "method", "median s", "vs minirad", "status"] + extra + ["note"]
+        header = ["size", "method", "median s", "vs baseline", "status"] + extra + ["note"]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for row in group:
             ratio = row.get("ratio")
@@ -225,7 +312,7 @@ def print_results(rows: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------- goals
-# A group may define ``goals(rows) -> list[dict]``: the targets of issue 16,
+# A group may define ``goals(rows) -> list[dict]``: the targets of issues 13, 16 and 30,
 # read off its own rows after a run (``python -m bench --check`` prints them).
 def find_row(rows: list[dict], benchmark: str, size, method: str) -> dict | None:
     """The timed row of one (benchmark, size, method), or None."""
@@ -253,6 +340,17 @@ def time_ratio(rows, benchmark, size, numerator: str, denominator: str) -> float
     if a is None or b is None or not b["median_s"]:
         return None
     return a["median_s"] / b["median_s"]
+
+
+def ratio_goal(rows, name: str, benchmark: str, size, method: str, against: str,
+               limit: float) -> dict:
+    """``method``'s median over ``against``'s at one size, at most ``limit``.  Not measured
+    when either did not run at that size; ``not built yet`` when the benchmark shows
+    either as not built."""
+    built = all(r.get("status") != NOT_BUILT for r in rows
+                if r.get("benchmark") == benchmark and r.get("method") in (method, against))
+    return goal(name, time_ratio(rows, benchmark, size, method, against), limit,
+                missing="not measured" if built else NOT_BUILT)
 
 
 def goals_table(goals: list[dict]) -> str:

@@ -101,7 +101,7 @@ def test_without_output_nothing_is_written_and_check_gives_verdicts(capsys):
     status = bench_main.main(["--quick", "--only", "paths", "--check"])
     printed = capsys.readouterr().out
     assert (committed.stat().st_mtime_ns if committed.exists() else None) == before
-    assert "## Goals (issue 16)" in printed
+    assert "## Goals" in printed
     verdicts = [line.rsplit("|", 2)[-2].strip() for line in printed.splitlines()
                 if line.startswith("| count_paths")]
     assert verdicts and set(verdicts) <= {"PASS", "FAIL"}
@@ -128,3 +128,112 @@ def test_the_trace_breakdown_runs_and_its_layers_add_up():
     assert all(t > 0 for t in medians.values())
     table = breakdown.report(medians, 2_000)
     assert "| floats |" in table and "end to end" in table
+
+
+# ------------------------------------------------- the array peers (issue 30)
+def test_in_turns_times_the_first_call_apart_and_keeps_a_failing_step_out():
+    calls = {"a": 0}
+
+    def a():
+        calls["a"] += 1
+        return calls["a"]
+
+    def broken():
+        raise RuntimeError("no such device")
+
+    turns = common.in_turns({"a": a, "broken": broken}, repeats=4)
+    assert calls["a"] == 5 and turns.first_result["a"] == 1     # one first call, 4 rounds
+    assert set(turns.median_s) == {"a"} and turns.first_s["a"] >= 0
+    assert "RuntimeError: no such device" in turns.errors["broken"]
+
+
+def test_results_must_agree_with_the_floor_or_the_row_is_an_error():
+    import numpy as np
+
+    import bench.peers as peers
+
+    floor = [np.float64(2.0), np.array([1.0, 0.0, -3.0])]
+    assert peers.agree([2.0, np.array([1.0, 1e-12, -3.0])], floor, rtol=1e-10)
+    assert not peers.agree([2.0, np.array([1.0, 1e-6, -3.0])], floor, rtol=1e-10)
+    assert not peers.agree([2.0, np.array([1.0, 0.0])], floor, rtol=1e-10)     # shape
+    methods = [peers.Method("floor", lambda: lambda: floor),
+               peers.Method("off by 1%", lambda: lambda: [2.02, floor[1]]),
+               peers.Method("replay", None)]
+    rows = peers.compare("b", 1, methods, repeats=2, rtol=1e-6)
+    assert [r["status"] for r in rows] == ["ok", "error: the result differs from the floor's",
+                                           common.NOT_BUILT]
+    assert rows[0]["baseline"] and rows[0]["first_call_s"] >= 0
+
+
+def test_peers_that_are_not_installed_are_skipped_rows(monkeypatch):
+    import bench.bench_vector as bench_vector
+    import bench.peers as peers
+
+    monkeypatch.setattr(peers, "version", lambda package: None)
+    rows = bench_vector.mlp_rows(batch=4, repeats=1)
+    by_method = {r["method"]: r for r in rows}
+    for label, framework in bench_vector.PEERS:
+        assert by_method[label]["status"] == common.SKIPPED
+        assert f"pip install {framework}" in by_method[label]["note"]
+    assert by_method[bench_vector.FLOOR]["status"] == "ok"
+    assert by_method[bench_vector.MINIRAD]["status"] == "ok"
+
+
+def test_issue_30_goals_read_the_full_size_rows():
+    import bench.bench_vector as v
+
+    def row(benchmark, size, method, seconds):
+        return {"benchmark": benchmark, "size": size, "method": method, "median_s": seconds}
+
+    rows = [row(v.MLP, v.MLP_SIZE, v.FLOOR, 1.0), row(v.MLP, v.MLP_SIZE, v.MINIRAD, 1.05),
+            row(v.MLP, v.MLP_SIZE, "PyTorch eager", 1.2),
+            {**row(v.MLP, v.MLP_SIZE, v.REPLAY, None), "status": common.NOT_BUILT},
+            row(v.LOOP, v.LOOP_SIZE, v.FLOOR, 1.0), row(v.LOOP, v.LOOP_SIZE, v.MINIRAD, 30.0),
+            row(v.LOOP, v.LOOP_SIZE, "PyTorch eager", 6.0), row(v.LOOP, v.LOOP_SIZE, v.REPLAY, 1.1)]
+    verdicts = {g["goal"]: (g["verdict"], g["value"]) for g in v.goals(rows)}
+    assert verdicts["12,000-op loop: trace + gradient vs PyTorch eager"] == ("FAIL", 5.0)
+    assert verdicts["MLP gradient: trace + gradient vs the numpy floor"] == ("PASS", 1.05)
+    assert verdicts["MLP gradient: trace + gradient vs PyTorch eager"][0] == "PASS"
+    assert verdicts["MLP gradient: replay vs the numpy floor"] == (common.NOT_BUILT, None)
+    assert verdicts["12,000-op loop: replay vs the numpy floor"][0] == "PASS"  # once it is built
+    quick = [dict(r, size="small") for r in rows]                  # not the goals' sizes
+    assert {g["verdict"] for g in v.goals(quick)} == {"not measured", common.NOT_BUILT}
+
+
+def test_the_floors_by_hand_match_the_traced_graphs_and_finite_differences():
+    import numpy as np
+
+    from bench import programs
+    from bench.peers import NUMPY, value_and_gradient
+
+    rng = np.random.default_rng(0)
+    x, labels = rng.standard_normal((6, 5)), rng.integers(0, 3, 6)
+    params = [rng.standard_normal(s) for s in ((5, 4), (4,), (4, 4), (4,), (4, 3), (3,))]
+    for by_hand, program, data in (
+            (programs.mlp_gradient_by_hand, programs.mlp_loss, (x, labels)),
+            (programs.irnn_gradient_by_hand, programs.irnn_loss,
+             (rng.standard_normal((7, 6, 5)), labels))):      # 7 steps, time first
+        loss, *grads = by_hand(*data, *params)
+        value, *traced_grads = value_and_gradient("minirad", program, data, params)()
+        assert np.isclose(loss, float(value), rtol=1e-12)
+        for mine, traced in zip(grads, traced_grads):
+            np.testing.assert_allclose(mine, traced, rtol=1e-10, atol=1e-12)
+        # one entry of the recurrent (or second) weight by a central difference
+        h, bumped = 1e-6, [p.copy() for p in params]
+        bumped[2][1, 2] += h
+        up = program(NUMPY, *data, *bumped)
+        bumped[2][1, 2] -= 2 * h
+        assert np.isclose(grads[2][1, 2], (up - program(NUMPY, *data, *bumped)) / (2 * h),
+                          rtol=1e-6, atol=1e-9)
+
+
+def test_the_pde_program_is_the_studys_loss():
+    import numpy as np
+
+    from bench.peers import NUMPY
+    from bench.programs import pde_constants, pde_loss
+    from minirad.studies.pde import Reactor, initial_theta, simulate
+
+    p = Reactor.quick(n_steps=40)
+    theta = initial_theta(rng=3)
+    assert np.isclose(pde_loss(NUMPY, pde_constants(p), theta), simulate(p, theta), rtol=1e-12)
