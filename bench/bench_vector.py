@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+import minirad
 from bench.common import median_time, print_results, ratio_goal
 from bench.peers import Method, compare, value_and_gradient
 from bench.programs import mlp_gradient_by_hand, mlp_loss, relaxation, relaxation_by_hand
