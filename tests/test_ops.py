@@ -6,16 +6,24 @@ import numpy as np
 import pytest
 
 from minirad import ops
+from minirad.tracing.catalog import DEFAULT_DOMAIN, DOMAINS
 from minirad.tracing.ops import OPS, evaluate
 
 POINTS = {"log": 1.3, "log1p": 0.4, "sqrt": 2.2, "relu": 0.7, "abs": -0.8}
 BINARY_POINTS = [(1.3, 0.6), (0.6, 1.3), (2.0, -0.5)]
+QUOTIENTS = ("remainder", "fmod", "floor_divide")   # their values jump where a/b is whole
+
+
+def _point(name: str) -> float:
+    """0.37, or the middle of the operation's domain when 0.37 lies outside it."""
+    low, high = DOMAINS.get(name, DEFAULT_DOMAIN)
+    return POINTS.get(name, 0.37 if low < 0.37 < high else (low + high) / 2)
 
 
 @pytest.mark.parametrize("name", [n for n, op in OPS.items() if op.arity == 1])
 def test_unary_partials_match_central_differences(name):
     op = OPS[name]
-    x = POINTS.get(name, 0.37)
+    x = _point(name)
     h = 1e-6
     _, (d,) = evaluate(op, (x,))
     fd = (op.value(x + h) - op.value(x - h)) / (2 * h)
@@ -26,8 +34,10 @@ def test_unary_partials_match_central_differences(name):
 @pytest.mark.parametrize("a, b", BINARY_POINTS)
 def test_binary_partials_match_central_differences(name, a, b):
     op = OPS[name]
-    if name == "pow" and a < 0:
+    if name in ("pow", "float_power") and a < 0:
         pytest.skip("a negative base has no real power for a general exponent")
+    if name in QUOTIENTS and (a / b).is_integer():
+        pytest.skip("a jump of the value: test_partials_at_the_jumps checks it")
     h = 1e-6
     _, (da, db) = evaluate(op, (a, b))
     assert da == pytest.approx((op.value(a + h, b) - op.value(a - h, b)) / (2 * h), rel=1e-7)
@@ -110,13 +120,20 @@ def test_huge_integers_elsewhere_are_value_errors_too():
 
 
 # ------------------------------------------------------------------ the kinks
-KINKS = {"abs": (0.0,), "relu": (0.0,), "maximum": (1.5, 1.5), "minimum": (1.5, 1.5)}
+# where the derivative jumps (the value is continuous) ...
+KINKS = {"abs": (0.0,), "relu": (0.0,), "maximum": (1.5, 1.5), "minimum": (1.5, 1.5),
+         "copysign": (0.0, -1.0), "hypot": (0.0, 0.0)}
+# ... and where the value jumps, with the partials the docstring states there
+JUMPS = {"sign": ((0.0,), (0.0,)), "floor": ((1.0,), (0.0,)), "ceil": ((1.0,), (0.0,)),
+         "trunc": ((-1.0,), (0.0,)), "rint": ((0.5,), (0.0,)),
+         "floor_divide": ((2.0, 1.0), (0.0, 0.0)), "remainder": ((2.0, 1.0), (1.0, -2.0)),
+         "fmod": ((-2.0, 1.0), (1.0, 2.0)), "heaviside": ((0.0, 0.5), (0.0, 1.0))}
 
 
 def test_the_kink_convention_is_in_the_table_and_the_docs():
-    assert {name for name, op in OPS.items() if op.kink} == set(KINKS)
+    assert {name for name, op in OPS.items() if op.kink} == set(KINKS) | set(JUMPS)
     kinks_section = ops.__doc__.split("Kinks\n-----")[1]
-    for name in KINKS:
+    for name in [*KINKS, *JUMPS]:
         assert f"``{name}" in kinks_section
 
 
@@ -125,10 +142,29 @@ def test_partials_at_the_kinks_follow_the_stated_convention():
     assert evaluate(OPS["relu"], (0.0,))[1] == (0.0,)
     assert evaluate(OPS["maximum"], (1.5, 1.5))[1] == (0.5, 0.5)
     assert evaluate(OPS["minimum"], (1.5, 1.5))[1] == (0.5, 0.5)
+    assert evaluate(OPS["copysign"], (0.0, -1.0))[1] == (0.0, 0.0)
+    assert evaluate(OPS["hypot"], (0.0, 0.0))[1] == (0.0, 0.0)
     # either side of a kink the ordinary derivative holds
     assert evaluate(OPS["maximum"], (1.5, 1.0))[1] == (1.0, 0.0)
     assert evaluate(OPS["minimum"], (1.5, 1.0))[1] == (0.0, 1.0)
     assert evaluate(OPS["abs"], (-1e-300,))[1] == (-1.0,)
+    assert evaluate(OPS["copysign"], (-2.0, -1.0))[1] == (1.0, 0.0)   # -|a| = a for a < 0
+
+
+@pytest.mark.parametrize("name", JUMPS)
+def test_partials_at_the_jumps_are_those_of_the_piece_the_value_is_on(name):
+    op = OPS[name]
+    point, stated = JUMPS[name]
+    value, partials = evaluate(op, point)
+    assert partials == stated
+    h = 1e-7
+    for i, d in enumerate(partials):
+        if (name, i) in (("heaviside", 0), ("sign", 0)):
+            continue   # their value at 0 lies on neither side's piece: 0 by convention
+        moved = [op.value(*[x + s * h if j == i else x for j, x in enumerate(point)])
+                 for s in (1, -1)]
+        # on one side at least, the value goes on along the piece with slope d
+        assert min(abs(moved[0] - value - h * d), abs(moved[1] - value + h * d)) < 1e-12, i
 
 
 def test_the_kink_convention_keeps_identities_exact():

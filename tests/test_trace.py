@@ -248,8 +248,13 @@ def test_numpy_ufuncs_map_onto_the_operation_table():
     expected -= np.diag(np.exp(x)) / 3.0
     expected += np.diag([1.0, 0.0])  # maximum(x, 0.1): x[0] = 0.3 passes, x[1] = -0.2 does not
     assert np.allclose(J, expected, rtol=1e-13)
-    with pytest.raises(TypeError, match="numpy's cosh .* has no entry in minirad's operation"):
-        trace(lambda x: np.cosh(x), 1.0)
+    # every ufunc of the table works on a traced number too (d cosh = sinh) ...
+    assert jacobian(lambda x: np.cosh(x), 1.0)[0, 0] == pytest.approx(np.sinh(1.0), rel=1e-15)
+    # ... and one without a derivative says why
+    with pytest.raises(TypeError, match="numpy's spacing has no derivative: it measures"):
+        trace(lambda x: np.spacing(x), 1.0)
+    with pytest.raises(TypeError, match="numpy's add.reduce .* no entry in minirad's operation"):
+        trace(lambda x: np.add.reduce(x), 1.0)
 
 
 def test_non_finite_inputs_and_errors_inside_numpy_are_reported_plainly():

@@ -59,6 +59,7 @@ import numpy as np
 
 from ..implicit import solves as implicit
 from . import operators as O
+from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
 from .lcg import LCG
 from .patches import ProjectedPatches, SampledPatches
@@ -439,9 +440,10 @@ class _Archive:
         return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
 
     def key(self, saved: str | None) -> str | None:
-        """Keys of vertex values stay; other keys get fresh ones (consistently within the
-        file), so they never collide with arrays made in this session."""
-        if saved is None or saved.startswith("value:"):
+        """Keys of vertex values stay, and so does the mark of an array rebuilt from the
+        shapes; other keys get fresh ones (consistently within the file), so they never
+        collide with arrays made in this session."""
+        if saved is None or saved.startswith("value:") or saved == O.FROM_SHAPES:
             return saved
         if saved not in self.keys:
             self.keys[saved] = O.fresh_key(saved.split("#")[0])
@@ -714,6 +716,15 @@ def _solves(kind: str):
     return build
 
 
+def _einsum(f: _Fields):
+    subscripts = f.param("subscripts", str)
+    count = subscripts.count(",")
+    if count >= MAX_OPERANDS:
+        f.r.fail(f"{f.where}.params.subscripts names more than {MAX_OPERANDS} operands")
+    return Einsum(subscripts, [f.floats(f"operand{i}") for i in range(count)],
+                  f.ints("position"), f.shape("variable_shape"), f.dtype(), f.retained())
+
+
 def _mask(f: _Fields):
     mask = f.array("mask")
     if mask.dtype != np.bool_:
@@ -749,7 +760,10 @@ _BUILDERS = {
     "transpose": lambda f: O.Transpose(f.shape("in_shape"), f.axes("axes"), f.dtype()),
     "im2col": lambda f: O.Im2Col(f.shape("in_shape"), f.shape("kernel"), f.ints("stride", 1),
                                  f.ints("padding"), f.dtype()),
-    "index": lambda f: O.Gather(f.shape("in_shape"), f.integers("positions"), f.dtype()),
+    "index": lambda f: O.Gather(f.shape("in_shape"), f.integers("positions"), f.dtype(),
+                                f.retained() if "retained" in f.params else None),
+    "cumsum": lambda f: O.CumSum(f.shape("shape"), f.axis("axis"), f.dtype()),
+    "einsum": _einsum,
     "concatenate": lambda f: O.Embed(f.shape("out_shape"), f.integers("positions"), f.dtype()),
     "solve": _solves("solve"),
     "solve_matrix": _solves("solve_matrix"),

@@ -654,6 +654,39 @@ class SumAxes(Operator):
         return "sum" if self.scale == 1.0 else "mean"
 
 
+class CumSum(Operator):
+    """``x -> np.cumsum(x, axis)``: the Jacobian of a running sum, lower triangular ones
+    along ``axis``; its transpose runs the sum backwards.  It keeps nothing.
+
+    >>> CumSum((3,), 0).apply_transpose(np.array([1.0, 2.0, 3.0]))
+    array([6., 5., 3.])
+    """
+
+    kind = "cumsum"
+
+    def __init__(self, shape, axis: int, dtype=np.float64):
+        shape = _shape(shape, "shape")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not (
+                -len(shape) <= axis < len(shape)):
+            raise ValueError(f"cumsum axis {axis!r} is out of range for shape {shape}")
+        super().__init__(shape, shape, dtype)
+        self.axis = int(axis) % len(shape)
+
+    @property
+    def flops(self):
+        return self.in_size
+
+    def _apply(self, xs):
+        return np.cumsum(xs, axis=self.axis + 1)
+
+    def _transpose(self, ys):
+        backwards = np.flip(ys, axis=self.axis + 1)
+        return np.flip(np.cumsum(backwards, axis=self.axis + 1), axis=self.axis + 1)
+
+    def spec(self):
+        return {"shape": list(self.in_shape), "axis": self.axis, "dtype": self.dtype.name}, {}
+
+
 class Broadcast(Operator):
     """``x -> broadcast_to(x, out_shape)`` (numpy rules); its transpose sums back."""
 
@@ -743,7 +776,8 @@ class Gather(Operator):
     needs no positions).  The operator holds ``positions`` (int64, one per output
     entry): it is retained (:func:`index_record`), but rebuilt from the index
     expression and the shapes, so :func:`minirad.graph.memory.memory` charges
-    it nothing and reports it as ``from_shapes``.
+    it nothing and reports it as ``from_shapes`` (unless ``retained`` says
+    otherwise: a sort's permutation is rebuilt by sorting again, from the values).
 
     >>> Gather((3,), np.array([2, -1, 0])).apply(np.array([10.0, 20.0, 30.0]))
     array([30.,  0., 10.])
@@ -751,7 +785,7 @@ class Gather(Operator):
 
     kind = "index"
 
-    def __init__(self, in_shape, positions, dtype=np.float64):
+    def __init__(self, in_shape, positions, dtype=np.float64, retained=None):
         in_shape = _shape(in_shape, "in_shape")
         positions = np.asarray(positions)
         if not np.issubdtype(positions.dtype, np.integer):
@@ -761,8 +795,9 @@ class Gather(Operator):
             raise ValueError(f"positions must lie in [-1, {size}) for an input of shape "
                              f"{in_shape}")
         self.positions = positions.astype(np.int64)
-        super().__init__(positions.shape, in_shape, dtype,
-                         (index_record(self.positions, "the positions an index reads"),))
+        if retained is None:
+            retained = (index_record(self.positions, "the positions an index reads"),)
+        super().__init__(positions.shape, in_shape, dtype, retained)
         flat = self.positions.reshape(-1)
         self._padded = bool((flat < 0).any())
         self._flat = np.where(flat < 0, size, flat)   # the zero column sits at the end
@@ -791,8 +826,8 @@ class Gather(Operator):
         return out[:, :size]
 
     def spec(self):
-        return ({"in_shape": list(self.in_shape), "dtype": self.dtype.name},
-                {"positions": self.positions})
+        return ({"in_shape": list(self.in_shape), "dtype": self.dtype.name,
+                 "retained": retained_spec(self)}, {"positions": self.positions})
 
 
 class Im2Col(Operator):

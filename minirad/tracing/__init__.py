@@ -8,7 +8,14 @@
   tape), the engine :func:`trace` runs programs of numbers on; the suite
   checks that both give the same graph, bit for bit;
 * :mod:`~minirad.tracing.arrays`: the tracer of numpy array programs, whose
-  edges carry Jacobian blocks;
+  edges carry Jacobian blocks, with the rules of arithmetic, ``@``, ``sum``,
+  indexing and joining; the other rules of numpy functions sit beside it, each
+  module registering its own: :mod:`~minirad.tracing.reductions` (max, prod,
+  var, cumsum, norm, ...), :mod:`~minirad.tracing.contractions` (dot, einsum,
+  tensordot, ...), :mod:`~minirad.tracing.linalg` (inv, det, slogdet,
+  cholesky) and :mod:`~minirad.tracing.rearrange` (what moves entries: tile,
+  repeat, sort, diag, ...); :mod:`~minirad.tracing.catalog` lists them all
+  with an example each, and writes ``docs/numpy_support.md``;
 * :mod:`~minirad.tracing.naming`: how all three name the vertices.
 """
 
@@ -19,6 +26,7 @@ from numbers import Real
 import numpy as np
 
 from ..graph.lcg import LCG
+from . import contractions, linalg, rearrange, reductions  # noqa: F401 - they register rules
 from .arrays import Tracked, trace_on_arrays
 from .naming import argument_positions, parameter_names
 from .tape import Var, trace_on_tape

@@ -89,7 +89,16 @@ from ..graph.operators import (
     matmul_shape,
 )
 from .naming import output_names
-from .ops import COMPARISONS, OPS, UFUNCS, NonFiniteError, Op, evaluate_array
+from .ops import (
+    COMPARISONS,
+    IDENTITIES,
+    NOT_DIFFERENTIABLE,
+    OPS,
+    UFUNCS,
+    NonFiniteError,
+    Op,
+    evaluate_array,
+)
 
 MAX_AXES = 31
 """The most axes a traced array may have: the sweeps stack arrays along one more axis,
@@ -122,7 +131,7 @@ class Tape:
         """Append a vertex whose value is ``value`` (made read-only); ``parents`` is a
         list of (Tracked, operator), the operators of a repeated parent added."""
         value = np.asarray(value)
-        _check_axes(value.shape, op.split("(")[0] or "an operation")
+        check_axes(value.shape, op.split("(")[0] or "an operation")
         if not np.all(np.isfinite(value)):
             raise ValueError(f"{op.split('(')[0] or 'an operation'} produced a non-finite "
                              f"value; the traced program must stay finite")
@@ -157,7 +166,7 @@ class Tape:
         entry = self.copies.get((id(x), target))
         if entry is not None and entry[0] is x and (entry[1] is x or np.array_equal(entry[1], x)):
             return entry[1]
-        _check_entries(x.shape, "a constant")
+        check_entries(x.shape, "a constant")
         copy = np.array(x, dtype=target)
         copy.flags.writeable = False
         self.copies[(id(x), target)] = (x, copy)
@@ -192,6 +201,17 @@ class Tape:
         if source is None:
             return (Retained(key, bits, what=what),)
         return (Retained(key, bits, recompute_from=source[0], source_bits=source[1],
+                         what=what),)
+
+    def retain_rebuilt(self, array: np.ndarray, source, what: str) -> tuple[Retained, ...]:
+        """Keeping ``array`` (a boolean one as one bit per entry), which the backward pass
+        can also rebuild from the value of ``source`` (a traced array): free when that
+        value is kept anyway."""
+        source_value = source.value
+        bits = 1 if array.dtype == np.bool_ else array.dtype.itemsize * 8
+        return (Retained(fresh_key("rebuilt"), int(array.size) * bits,
+                         recompute_from=self.key(source),
+                         source_bits=source_value.size * source_value.dtype.itemsize * 8,
                          what=what),)
 
     def retain_sparse(self, A) -> tuple[Retained, ...]:
@@ -251,22 +271,22 @@ class Tracked:
     # ------------------------------------------------ values, not derivatives
     # a comparison is a constant at the traced point: it reads the values
     def __eq__(self, other):
-        return np.equal(self.value, _value(other))
+        return np.equal(self.value, plain(other))
 
     def __ne__(self, other):
-        return np.not_equal(self.value, _value(other))
+        return np.not_equal(self.value, plain(other))
 
     def __lt__(self, other):
-        return np.less(self.value, _value(other))
+        return np.less(self.value, plain(other))
 
     def __le__(self, other):
-        return np.less_equal(self.value, _value(other))
+        return np.less_equal(self.value, plain(other))
 
     def __gt__(self, other):
-        return np.greater(self.value, _value(other))
+        return np.greater(self.value, plain(other))
 
     def __ge__(self, other):
-        return np.greater_equal(self.value, _value(other))
+        return np.greater_equal(self.value, plain(other))
 
     __hash__ = object.__hash__  # identity: equal values are still two vertices
 
@@ -361,52 +381,34 @@ class Tracked:
         return getitem(self, key)
 
     # ---------------------------------------------------------------- methods
-    def sum(self, axis=None, keepdims=False):
-        return sum_(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return mean(self, axis, keepdims)
-
-    def reshape(self, *shape):
+    # the ndarray methods that are numpy functions of x (x.max(axis=0) is np.max(x, 0)) go
+    # through the same rules, set below the class (_METHODS); these are the others
+    def reshape(self, *shape, order="C"):
+        _c_order("reshape", order)
         return reshape(self, shape[0] if len(shape) == 1 else shape)
 
     def transpose(self, *axes):
         return transpose(self, (axes[0] if len(axes) == 1 else axes) if axes else None)
 
-    def ravel(self):
-        return reshape(self, -1)
+    def flatten(self, order="C"):
+        _c_order("flatten", order)
+        return reshape(self, -1)   # a traced value is never written into: a copy is a view
 
-    flatten = ravel  # a traced value is never written into, so a copy is a view
-
-    def copy(self):
+    def copy(self, order="C"):
         return self  # read-only: a copy would be the same value
 
-    def astype(self, dtype):
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         return astype(self, dtype)
 
-    def dot(self, other):
-        return dot(self, other)
+    def conj(self):
+        return self   # real numbers
 
-    def clip(self, a_min=None, a_max=None):
-        return clip(self, a_min, a_max)
+    conjugate = conj
+    real = property(conj)
+    mT = property(lambda self: swapaxes(self, -1, -2))
 
-    def squeeze(self, axis=None):
-        return squeeze(self, axis)
-
-    def swapaxes(self, axis1, axis2):
-        return swapaxes(self, axis1, axis2)
-
-    def argmax(self, *args, **kwargs):
-        return self.value.argmax(*args, **kwargs)
-
-    def argmin(self, *args, **kwargs):
-        return self.value.argmin(*args, **kwargs)
-
-    def argsort(self, *args, **kwargs):
-        return self.value.argsort(*args, **kwargs)
-
-    def nonzero(self):
-        return self.value.nonzero()
+    def __round__(self, ndigits=None):
+        return _FUNCTIONS["round"](self, ndigits or 0)
 
     def __getattr__(self, name):
         # the ndarray methods and attributes without a rule: say so, and what to use
@@ -418,50 +420,74 @@ class Tracked:
     # ---------------------------------------------------------------- numpy
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         name = ufunc.__name__
-        if method == "__call__" and not kwargs:
-            if name in COMPARISONS:
-                return ufunc(*(_value(x) for x in inputs))
-            op = UFUNCS.get(name)
-            if op is not None:
-                return elementwise(op, *inputs)
-            if name in _UFUNC_RULES:
-                return _UFUNC_RULES[name](*inputs)
         if kwargs.get("out") is not None:
             raise TypeError(f"numpy's {name} with out=: a traced value cannot be written "
                             f"into an array; use the result it returns")
-        raise TypeError(f"numpy's {name} ({method}) is not supported on traced arrays; "
-                        f"supported: {SUPPORTED}")
+        if method != "__call__":
+            hint = _UFUNC_METHODS.get((name, method), "write it with the functions of the "
+                                                      "rules instead (np.sum, np.cumsum, ...)")
+            raise TypeError(f"numpy's {name}.{method} is not supported on traced arrays; "
+                            f"{hint}")
+        if name in COMPARISONS:
+            return ufunc(*(plain(x) for x in inputs), **kwargs)
+        if name in IDENTITIES and len(inputs) == 1 and not kwargs:
+            return inputs[0]   # +x
+        rule = _UFUNC_RULES.get(name)
+        if rule is not None:
+            return rule(*inputs, **kwargs)
+        op = UFUNCS.get(name)
+        if op is not None:
+            if kwargs:
+                raise TypeError(f"numpy's {name} with {', '.join(f'{k}=' for k in kwargs)}: "
+                                f"not supported on traced arrays; call np.{name} with its "
+                                f"operands alone")
+            return elementwise(op, *inputs)
+        if name in NOT_DIFFERENTIABLE:
+            raise TypeError(f"numpy's {name} has no derivative on traced arrays: "
+                            f"{NOT_DIFFERENTIABLE[name]}")
+        raise TypeError(f"numpy's {name} has no rule for traced arrays; {_HOW_TO_ADD}")
 
     def __array_function__(self, func, types, args, kwargs):
-        handler = _FUNCTIONS.get(func.__name__)
+        key = function_key(func)
+        handler = _FUNCTIONS.get(key)
         if handler is None:
-            raise TypeError(f"numpy.{func.__name__} is not supported on traced arrays; "
-                            f"supported: {SUPPORTED}; to add a rule, see "
-                            f"minirad.tracing.arrays.register")
+            raise TypeError(f"numpy.{key} has no rule for traced arrays; {_HOW_TO_ADD}")
         return handler(*args, **kwargs)
 
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 
-_NO_RULE = ("it has no rule yet; write it with the supported operations "
-            "(minirad.tracing.arrays.SUPPORTED)")
+_HOW_TO_ADD = ("docs/numpy_support.md (or minirad.tracing.arrays.supported()) lists what "
+               "traced arrays support; write it with those, or add a rule of your own with "
+               "minirad.tracing.arrays.register(numpy_function, rule)")
+_NO_RULE = f"it has no rule; {_HOW_TO_ADD}"
 _MUTATES = ("a traced array is never written into; make a new array instead (np.where, "
             "np.concatenate, np.stack)")
 _DROPS = ("it would drop the derivative; take minirad.detach(x) for the plain values on "
           "purpose")
 _METHOD_HINTS = {
-    **dict.fromkeys(("max", "min"), "reductions max/min have no rule yet; for the larger "
-                                     "of x and a constant use np.maximum(x, c)"),
     **dict.fromkeys(("item", "tolist", "tobytes", "tofile", "dump", "dumps", "view",
                      "getfield", "data", "ctypes", "flat", "base"),
                     _DROPS),
-    **dict.fromkeys(("fill", "put", "itemset", "setfield", "setflags", "resize", "sort",
-                     "partition", "byteswap"), _MUTATES),
+    **dict.fromkeys(("fill", "put", "itemset", "setfield", "setflags", "resize", "partition",
+                     "byteswap"), _MUTATES),
+    "sort": f"x.sort() sorts in place, and {_MUTATES}: np.sort(x) returns the sorted copy",
 }
+_UFUNC_METHODS = {("add", "reduce"): "use np.sum", ("multiply", "reduce"): "use np.prod",
+                  ("maximum", "reduce"): "use np.max", ("minimum", "reduce"): "use np.min",
+                  ("add", "accumulate"): "use np.cumsum",
+                  ("multiply", "accumulate"): "use np.cumprod",
+                  ("logaddexp", "reduce"): "use minirad.tracing.reductions.logsumexp"}
+
+
+def _c_order(what: str, order) -> None:
+    if order not in ("C", "A", "K"):
+        raise TypeError(f"x.{what}(order={order!r}): traced arrays are in C order; reshape "
+                        f"the transpose for another order")
 
 
 # --------------------------------------------------------------- helpers
-def _value(x):
+def plain(x):
     return x.value if isinstance(x, Tracked) else x
 
 
@@ -472,13 +498,13 @@ def _tape_of(*xs) -> Tape | None:
     return next(iter(tapes.values()), None)
 
 
-def _check_axes(shape, what: str) -> None:
+def check_axes(shape, what: str) -> None:
     if len(shape) > MAX_AXES:
         raise ValueError(f"{what}: a traced array has at most {MAX_AXES} axes, not "
                          f"{len(shape)}")
 
 
-def _check_entries(shape, what: str) -> None:
+def check_entries(shape, what: str) -> None:
     size = math.prod(shape)
     if size > MAX_ENTRIES:
         raise ValueError(f"{what} of shape {tuple(shape)} would have {size:.3g} entries; the "
@@ -515,13 +541,13 @@ def _operand(x, what: str, tape: Tape, dtype):
         if x.dtype.kind not in "biuf":
             raise TypeError(f"{what}: a constant array of dtype {x.dtype}; constants are "
                             f"real arrays (bool, int or float)")
-        _check_axes(x.shape, what)
+        check_axes(x.shape, what)
         return tape.constant(x, dtype)
     raise TypeError(f"{what}: unsupported operand of type {type(x).__name__}; traced arrays "
                     f"combine with numpy arrays and real numbers")
 
 
-def _operands(what: str, xs) -> tuple[Tape | None, list]:
+def traced_operands(what: str, xs) -> tuple[Tape | None, list]:
     tape = _tape_of(*xs)
     if tape is None:
         return None, list(xs)
@@ -530,13 +556,13 @@ def _operands(what: str, xs) -> tuple[Tape | None, list]:
 
 
 def _broadcast_shape(what: str, *xs) -> tuple:
-    shapes = [np.shape(_value(x)) for x in xs]
+    shapes = [np.shape(plain(x)) for x in xs]
     try:
         shape = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ValueError(f"{what}: shapes {' and '.join(map(str, shapes))} do not "
                          f"broadcast") from None
-    _check_entries(shape, what)
+    check_entries(shape, what)
     return shape
 
 
@@ -553,8 +579,8 @@ def elementwise(op: Op, *operands):
     arrays and constants: its array rule gives the value and each traced operand's
     partial, which becomes that edge's Jacobian block (a constant factor, a bit mask
     or a diagonal, after the broadcast), keeping what ``op.keeps`` names."""
-    tape, operands = _operands(op.name, operands)
-    values = tuple(_value(x) for x in operands)
+    tape, operands = traced_operands(op.name, operands)
+    values = tuple(plain(x) for x in operands)
     if tape is None:
         return evaluate_array(op, values, wrt=())[0]
     _broadcast_shape(op.name, *operands)  # refused before numpy allocates it
@@ -567,7 +593,7 @@ def elementwise(op: Op, *operands):
                          f"{detail}") from None
     parents = [(operands[i], _block(tape, op, i, d, operands, out))
                for i, d in zip(wrt, partials)]
-    return _record(tape, out, _template(op.template, operands, tape), parents)
+    return record(tape, out, template_text(op.template, operands, tape), parents)
 
 
 def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):
@@ -593,15 +619,15 @@ def where(condition, x=None, y=None):
     condition is read as a constant (the branch taken at the traced point); each
     traced branch's edge is a mask.  With the condition alone, its indices."""
     if x is None and y is None:
-        return np.nonzero(_value(condition))
+        return np.nonzero(plain(condition))
     if x is None or y is None:
         raise TypeError("where takes a condition alone, or a condition, x and y")
-    condition = np.asarray(_value(condition)).astype(bool)
-    tape, (x, y) = _operands("where", (x, y))
+    condition = np.asarray(plain(condition)).astype(bool)
+    tape, (x, y) = traced_operands("where", (x, y))
     if tape is None:
         return np.where(condition, x, y)
     shape = _broadcast_shape("where", condition, x, y)
-    out = np.asarray(np.where(condition, _value(x), _value(y)))
+    out = np.asarray(np.where(condition, plain(x), plain(y)))
     parents = []
     for branch, chosen in ((x, condition), (y, ~condition)):
         if isinstance(branch, Tracked):
@@ -609,8 +635,8 @@ def where(condition, x=None, y=None):
             kept = (Retained(fresh_key("mask"), int(mask.size), what="where condition"),)
             parents.append((branch, compose(Mask(mask, out.dtype, kept),
                                             _spread(branch, shape))))
-    template = f"where(c, {_template('{0}, {1}', [x, y], tape)})"
-    return _record(tape, out, template, parents)
+    template = f"where(c, {template_text('{0}, {1}', [x, y], tape)})"
+    return record(tape, out, template, parents)
 
 
 def clip(x, a_min=None, a_max=None):
@@ -633,7 +659,7 @@ def astype(x, dtype):
         return np.asarray(x).astype(dtype)
     if dtype == x.dtype:
         return x
-    return _record(x.tape, x.value.astype(dtype), f"{{0}}.astype({dtype.name})",
+    return record(x.tape, x.value.astype(dtype), f"{{0}}.astype({dtype.name})",
                    [(x, Identity(x.shape, dtype))])
 
 
@@ -645,11 +671,11 @@ def _sparse_matmul(a, b):
         return a @ b
     A = _sparse_constant(x.tape, A, x.dtype)
     shape = matmul_shape(A.shape, x.shape) if side == "left" else matmul_shape(x.shape, A.shape)
-    _check_entries(shape, "matmul")
+    check_entries(shape, "matmul")
     op = SparseMatMul(A, side, x.shape, x.tape.retain_sparse(A))
     out = np.asarray(op.apply(x.value)).reshape(shape)
     name = _constant_text(A, x.tape)
-    return _record(x.tape, out, f"{name} @ {{0}}" if side == "left" else f"{{0}} @ {name}",
+    return record(x.tape, out, f"{name} @ {{0}}" if side == "left" else f"{{0}} @ {name}",
                    [(x, op)])
 
 
@@ -674,17 +700,17 @@ def matmul(a, b):
     (write ``matmul(A, x)``: scipy's own ``A @ x`` does not hand over to traced arrays)."""
     if sparse.issparse(a) or sparse.issparse(b):
         return _sparse_matmul(a, b)
-    tape, (a, b) = _operands("matmul", (a, b))
-    av, bv = np.asarray(_value(a)), np.asarray(_value(b))
+    tape, (a, b) = traced_operands("matmul", (a, b))
+    av, bv = np.asarray(plain(a)), np.asarray(plain(b))
     shape = matmul_shape(av.shape, bv.shape)   # a ValueError naming both shapes
     if tape is None:
         return np.matmul(av, bv)
-    _check_entries(shape, "matmul")
+    check_entries(shape, "matmul")
     out = np.asarray(np.matmul(av, bv))
     parents = []
     for x, other, side in ((a, b, "right"), (b, a, "left")):
         if isinstance(x, Tracked):
-            stored = np.asarray(_value(other), dtype=out.dtype)
+            stored = np.asarray(plain(other), dtype=out.dtype)
             # multiplying by a parameter (an input, or a rearrangement of one) costs nothing
             # extra; by an activation, the activation is kept: the outer-product edge
             key = tape.key(other)
@@ -693,18 +719,7 @@ def matmul(a, b):
             kind = MatMul if parameter else Outer
             parents.append((x, kind(stored, side, x.shape, tape.retain(other),
                                     tape.gathers.get(key))))
-    return _record(tape, out, _template("{0} @ {1}", [a, b], tape), parents)
-
-
-def dot(a, b):
-    """``np.dot`` where it is ``*`` (a number on one side) or ``@`` (at most two axes)."""
-    da, db = np.ndim(_value(a)), np.ndim(_value(b))
-    if da == 0 or db == 0:
-        return elementwise(_MUL, a, b)
-    if da <= 2 and db <= 2:
-        return matmul(a, b)
-    raise TypeError(f"np.dot of shapes {np.shape(_value(a))} and {np.shape(_value(b))} has "
-                    f"no rule (it pairs axes unlike matmul); use @ / np.matmul, or reshape")
+    return record(tape, out, template_text("{0} @ {1}", [a, b], tape), parents)
 
 
 # ----------------------------------------------------------- reductions
@@ -726,7 +741,7 @@ def sum_(x, axis=None, keepdims=False):
         return np.sum(x, axis=axis, keepdims=keepdims)
     op = _axes_operator(x, axis, keepdims, scale_by_count=False)
     out = np.asarray(x.value.sum(axis=op.axes, keepdims=keepdims))
-    return _record(x.tape, out, "sum({0})" if axis is None else f"sum({{0}}, axis={axis})",
+    return record(x.tape, out, "sum({0})" if axis is None else f"sum({{0}}, axis={axis})",
                    [(x, op)])
 
 
@@ -735,14 +750,14 @@ def mean(x, axis=None, keepdims=False):
         return np.mean(x, axis=axis, keepdims=keepdims)
     op = _axes_operator(x, axis, keepdims, scale_by_count=True)
     out = np.asarray(x.value.mean(axis=op.axes, keepdims=keepdims))
-    return _record(x.tape, out, "mean({0})" if axis is None else f"mean({{0}}, axis={axis})",
+    return record(x.tape, out, "mean({0})" if axis is None else f"mean({{0}}, axis={axis})",
                    [(x, op)])
 
 
 # --------------------------------------------------------- data movement
-def _moved(x: Tracked, out: np.ndarray, template: str, op):
+def moved(x: Tracked, out: np.ndarray, template: str, op):
     x.tape.note_moved(value_key(x.tape.next_index), x)
-    return _record(x.tape, out, template, [(x, op)])
+    return record(x.tape, out, template, [(x, op)])
 
 
 def reshape(x, shape):
@@ -753,8 +768,8 @@ def reshape(x, shape):
     except (TypeError, ValueError) as error:
         raise ValueError(f"reshape: cannot reshape shape {x.shape} into {shape!r} "
                          f"({error})") from None
-    _check_axes(out.shape, "reshape")
-    return _moved(x, out, f"reshape({{0}}, {out.shape})", Reshape(x.shape, out.shape, x.dtype))
+    check_axes(out.shape, "reshape")
+    return moved(x, out, f"reshape({{0}}, {out.shape})", Reshape(x.shape, out.shape, x.dtype))
 
 
 def squeeze(x, axis=None):
@@ -775,7 +790,7 @@ def transpose(x, axes=None):
     except (TypeError, ValueError) as error:
         raise ValueError(f"transpose: axes {axes!r} for shape {x.shape}: {error}") from None
     out = x.value.transpose(op.axes).copy()  # C order (ascontiguousarray makes 0-d 1-d)
-    return _moved(x, out, "{0}.T" if axes is None else f"transpose({{0}}, {op.axes})", op)
+    return moved(x, out, "{0}.T" if axes is None else f"transpose({{0}}, {op.axes})", op)
 
 
 def swapaxes(x, axis1, axis2):
@@ -795,17 +810,22 @@ def getitem(x, key):
             isinstance(k, Tracked) for k in key)):
         raise TypeError("indexing with a traced array is not supported; index with constants "
                         "(a comparison such as x > 0 gives one)")
-    _check_entries(x.shape, "indexing")
+    check_entries(x.shape, "indexing")
     try:
         positions = np.arange(x.size).reshape(x.shape)[key]
     except (IndexError, TypeError, ValueError) as error:
         raise ValueError(f"index {key!r} is invalid for shape {x.shape}: {error}") from None
     positions = np.asarray(positions)
-    _check_axes(positions.shape, "indexing")
+    check_axes(positions.shape, "indexing")
     out = np.asarray(x.value.reshape(-1)[positions])
-    op = Gather(x.shape, positions, x.dtype)
+    # a boolean mask (x[x > 0]) is data, not a shape: the backward pass keeps its bits
+    masks = [k for k in (key if isinstance(key, tuple) else (key,))
+             if isinstance(k, np.ndarray) and k.dtype == np.bool_]
+    kept = (Retained(fresh_key("mask"), sum(int(k.size) for k in masks),
+                     what="the boolean mask"),) if masks else None
+    op = Gather(x.shape, positions, x.dtype, kept)
     x.tape.gathers[value_key(x.tape.next_index)] = (x.value, op)
-    return _moved(x, out, "{0}[" + _key_text(key) + "]", op)
+    return moved(x, out, "{0}[" + _key_text(key) + "]", op)
 
 
 def _key_text(key) -> str:
@@ -827,15 +847,15 @@ def _joined(what: str, arrays):
     """The pieces of a concatenate or stack: their tape, operands and values."""
     if isinstance(arrays, Tracked):
         raise TypeError(f"{what} takes a sequence of arrays, not one traced array")
-    tape, arrays = _operands(what, list(arrays))
-    return tape, arrays, [np.asarray(_value(a)) for a in arrays]
+    tape, arrays = traced_operands(what, list(arrays))
+    return tape, arrays, [np.asarray(plain(a)) for a in arrays]
 
 
 def concatenate(arrays, axis=0):
     tape, arrays, values = _joined("concatenate", arrays)
     if tape is None:
         return np.concatenate(values, axis=axis)
-    _check_entries((sum(v.size for v in values),), "concatenate")
+    check_entries((sum(v.size for v in values),), "concatenate")
     try:
         out = np.concatenate(values, axis=axis)
     except (TypeError, ValueError) as error:
@@ -846,24 +866,24 @@ def concatenate(arrays, axis=0):
     pieces = np.split(np.arange(out.size).reshape(out.shape), ends, axis=ax)
     parents = [(a, Embed(out.shape, p, out.dtype)) for a, p in zip(arrays, pieces)
                if isinstance(a, Tracked)]
-    return _record(tape, out, f"concatenate({_slots(arrays, tape)}, axis={axis})", parents)
+    return record(tape, out, f"concatenate({slots_text(arrays, tape)}, axis={axis})", parents)
 
 
 def stack(arrays, axis=0):
     tape, arrays, values = _joined("stack", arrays)
     if tape is None:
         return np.stack(values, axis=axis)
-    _check_entries((sum(v.size for v in values),), "stack")
+    check_entries((sum(v.size for v in values),), "stack")
     try:
         out = np.stack(values, axis=axis)
     except (TypeError, ValueError) as error:
         raise ValueError(f"stack: shapes {[v.shape for v in values]} differ, or axis {axis} "
                          f"is out of range ({error})") from None
-    _check_axes(out.shape, "stack")
+    check_axes(out.shape, "stack")
     positions = np.arange(out.size).reshape(out.shape)
     parents = [(a, Embed(out.shape, np.take(positions, i, axis=axis), out.dtype))
                for i, a in enumerate(arrays) if isinstance(a, Tracked)]
-    return _record(tape, out, f"stack({_slots(arrays, tape)}, axis={axis})", parents)
+    return record(tape, out, f"stack({slots_text(arrays, tape)}, axis={axis})", parents)
 
 
 # ------------------------------------------------------------- softmax
@@ -881,7 +901,7 @@ def softmax(x, axis=-1):
         raise ValueError(f"softmax: axis {axis!r} is out of range for shape {x.shape}")
     out = _softmax_values(x.value, axis)
     tape = x.tape
-    return _record(tape, out, f"softmax({{0}}, axis={axis})",
+    return record(tape, out, f"softmax({{0}}, axis={axis})",
                    [(x, Softmax(out, axis, tape.retain_value_of_next(out)))])
 
 
@@ -897,7 +917,7 @@ def softmax_cross_entropy(logits, labels):
         raise TypeError("softmax_cross_entropy: labels must be constants")
     if isinstance(labels, np.ma.MaskedArray):
         raise TypeError("softmax_cross_entropy: masked labels are not supported")
-    z = np.asarray(_value(logits))
+    z = np.asarray(plain(logits))
     if z.ndim not in (1, 2) or z.shape[-1] == 0:
         raise ValueError(f"softmax_cross_entropy: logits must have shape (B, C) or (C,) with "
                          f"C >= 1, not {z.shape}")
@@ -929,7 +949,7 @@ def softmax_cross_entropy(logits, labels):
     tape = logits.tape
     kept = (Retained(fresh_key("softmax"), grad.size * grad.dtype.itemsize * 8,
                      what="softmax probabilities"),)
-    return _record(tape, loss, "softmax_cross_entropy({0})",
+    return record(tape, loss, "softmax_cross_entropy({0})",
                    [(logits, Dense(grad.reshape(1, -1), (), z.shape, kept))])
 
 
@@ -954,24 +974,24 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     multiplied by the kernels.  The patch matrix is kept for dW but can be rebuilt
     from ``x``, so :func:`minirad.memory` counts ``x``."""
     stride, padding = _count(stride, "conv2d: stride", 1), _count(padding, "conv2d: padding", 0)
-    tape, (x, w) = _operands("conv2d", (x, w))
-    xv, wv = np.asarray(_value(x)), np.asarray(_value(w))
+    tape, (x, w) = traced_operands("conv2d", (x, w))
+    xv, wv = np.asarray(plain(x)), np.asarray(plain(w))
     if xv.ndim != 4 or wv.ndim != 4 or xv.shape[1] != wv.shape[1]:
         raise ValueError(f"conv2d: needs images (B, C, H, W) and kernels (F, C, kh, kw) with "
                          f"the same C; got shapes {xv.shape} and {wv.shape}")
     f, c, kh, kw = wv.shape
     b, _, h, wd = xv.shape
-    _check_entries((b, c, h + 2 * padding, wd + 2 * padding), "conv2d: the padded images")
+    check_entries((b, c, h + 2 * padding, wd + 2 * padding), "conv2d: the padded images")
     try:
         im2col = Im2Col(xv.shape, (kh, kw), stride, padding, xv.dtype)
     except ValueError as error:
         raise ValueError(f"conv2d: {error}") from None
-    _check_entries(im2col.out_shape, "conv2d: the patch matrix")
+    check_entries(im2col.out_shape, "conv2d: the patch matrix")
     ho, wo = im2col.pixels
     patches = im2col.apply(xv)
     if isinstance(x, Tracked):
         tape.gathers[value_key(tape.next_index)] = (xv, im2col)
-        cols = _moved(x, patches, "im2col({0})", im2col)
+        cols = moved(x, patches, "im2col({0})", im2col)
     else:
         cols = patches if tape is None else tape.own(patches)
         if tape is not None:
@@ -985,7 +1005,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
 def avg_pool2d(x, size: int = 2):
     """Average over non-overlapping ``size`` x ``size`` windows of (B, C, H, W) images."""
     size = _count(size, "avg_pool2d: size", 1)
-    xv = np.asarray(_value(x))
+    xv = np.asarray(plain(x))
     if xv.ndim != 4 or xv.shape[2] % size or xv.shape[3] % size:
         raise ValueError(f"avg_pool2d: needs images (B, C, H, W) with H and W divisible by "
                          f"{size}; got shape {xv.shape}")
@@ -999,7 +1019,7 @@ def _slot(i: int) -> str:
     return "{" + str(i) + "}"
 
 
-def _slots(xs, tape: Tape | None) -> str:
+def slots_text(xs, tape: Tape | None) -> str:
     """``{0}, c, {0}``: predecessor slots (a repeated operand keeps its slot), then constants."""
     seen: dict[int, int] = {}
     return ", ".join(_slot(seen.setdefault(x.index, len(seen))) if isinstance(x, Tracked)
@@ -1018,7 +1038,7 @@ def _constant_text(x, tape: Tape | None) -> str:
     return "c"
 
 
-def _template(pattern: str, xs, tape: Tape) -> str:
+def template_text(pattern: str, xs, tape: Tape) -> str:
     """``pattern`` over the operands: traced ones as predecessor slots (``a * a`` reads
     ``{0} * {0}``), constants written in."""
     slots, seen = [], {}
@@ -1030,7 +1050,7 @@ def _template(pattern: str, xs, tape: Tape) -> str:
     return pattern.format(*slots)
 
 
-def _record(tape: Tape, out, template: str, parents) -> Tracked:
+def record(tape: Tape, out, template: str, parents) -> Tracked:
     out = np.asarray(out)
     if not parents:
         return out
@@ -1047,66 +1067,206 @@ def name(x, label: str):
     return x
 
 
+def refuse_options(what: str, **options) -> None:
+    """A ``TypeError`` naming the options of a numpy call that a rule does not take
+    (those given other than None): ``out=``, ``where=``, ``initial=``, ..."""
+    given = [k for k, v in options.items() if v is not None]
+    if given:
+        raise TypeError(f"{what} with {', '.join(f'{k}=' for k in given)}: not supported on "
+                        f"traced arrays; call it without")
+
+
+def as_float_dtype(x, dtype, what: str):
+    """``x`` in the floating ``dtype`` a numpy call asked for (``np.sum(x, dtype=...)``),
+    or ``x`` itself for None."""
+    if dtype is None:
+        return x
+    if np.dtype(dtype).kind != "f":
+        raise TypeError(f"{what}(dtype={np.dtype(dtype)}) of a traced array would drop its "
+                        f"derivative; ask for a floating dtype")
+    return astype(x, dtype)
+
+
 def _values_only(function):
     """A numpy function that reads values only (indices, shapes, comparisons): it runs
     on the plain values, as a comparison does."""
     def on_values(*args, **kwargs):
-        return function(*(_value(a) for a in args),
-                        **{k: _value(v) for k, v in kwargs.items()})
+        return function(*(plain(a) for a in args),
+                        **{k: plain(v) for k, v in kwargs.items()})
     return on_values
+
+
+def _reduction(function):
+    """``np.sum`` or ``np.mean``: axes and keepdims, a floating dtype, nothing else."""
+    def rule(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None,
+             initial=None):
+        refuse_options(f"np.{function.__name__.rstrip('_')}", out=out, where=where,
+                       initial=initial)
+        return as_float_dtype(function(a, axis, keepdims), dtype, function.__name__)
+    return rule
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    refuse_options("np.clip", out=out)
+    return clip(a, a_min if min is None else min, a_max if max is None else max)
+
+
+def _round(a, decimals=0, out=None):
+    """``np.round``: a step in each entry, derivative 0 (see the Kinks of
+    :mod:`minirad.tracing.ops`); to whole numbers it is the table's ``rint``."""
+    refuse_options("np.round", out=out)
+    if decimals == 0 or not isinstance(a, Tracked):
+        return elementwise(OPS["rint"], a) if decimals == 0 else np.round(a, decimals)
+    result = np.round(a.value, decimals)
+    return record(a.tape, result, f"round({{0}}, {decimals})",
+                  [(a, Diagonal(np.zeros((), a.dtype), a.shape))])
+
+
+def _reshape_rule(a, shape=None, order="C", *, newshape=None, copy=None):
+    _c_order("reshape", order)
+    return reshape(a, shape if shape is not None else newshape)
+
+
+def _ravel_rule(a, order="C"):
+    _c_order("ravel", order)
+    return reshape(a, -1)
+
+
+def _joined_rule(function):
+    """``np.concatenate`` or ``np.stack``: the arrays and an axis."""
+    def rule(arrays, axis=0, out=None, *, dtype=None, casting=None):
+        refuse_options(f"np.{function.__name__}", out=out, dtype=dtype, casting=casting)
+        return function(arrays, axis)
+    return rule
 
 
 # numpy ufuncs that are array rules rather than entries of the table
 _UFUNC_RULES = {"matmul": matmul, "square": lambda x: elementwise(_POW, x, 2)}
 
+# numpy functions, by function_key: the rules of this module; the others register theirs
+# (minirad.tracing.reductions, .contractions, .linalg, .rearrange, minirad.implicit.solves)
 _FUNCTIONS = {
-    "sum": lambda x, axis=None, keepdims=False: sum_(x, axis, keepdims),
-    "mean": lambda x, axis=None, keepdims=False: mean(x, axis, keepdims),
-    "reshape": lambda x, shape=None, newshape=None: reshape(x, shape if shape is not None
-                                                            else newshape),
-    "ravel": lambda x: reshape(x, -1),
-    "squeeze": lambda x, axis=None: squeeze(x, axis),
-    "transpose": lambda x, axes=None: transpose(x, axes),
+    "sum": _reduction(sum_),
+    "mean": _reduction(mean),
+    "reshape": _reshape_rule,
+    "ravel": _ravel_rule,
+    "squeeze": lambda a, axis=None: squeeze(a, axis),
+    "transpose": lambda a, axes=None: transpose(a, axes),
+    "matrix_transpose": lambda x: swapaxes(x, -1, -2),
     "swapaxes": swapaxes,
-    "concatenate": lambda arrays, axis=0: concatenate(arrays, axis),
-    "stack": lambda arrays, axis=0: stack(arrays, axis),
-    "matmul": lambda a, b: matmul(a, b),
-    "dot": lambda a, b: dot(a, b),
+    "concatenate": _joined_rule(concatenate),
+    "stack": _joined_rule(stack),
     "where": where,
-    "clip": lambda a, a_min=None, a_max=None: clip(a, a_min, a_max),
-    "copy": lambda a: a,
-    **{f: _values_only(getattr(np, f)) for f in ("shape", "ndim", "size", "argmax", "argmin",
-                                                  "argsort", "nonzero", "flatnonzero",
-                                                  "count_nonzero", "isclose", "allclose",
-                                                  "array_equal", "result_type")},
+    "clip": _clip,
+    "copy": lambda a, order="K", subok=False: a,
+    "round": _round,
+    "around": _round,
+    "fix": lambda x, out=None: elementwise(OPS["trunc"], x),
+    "real": lambda val: val,
+    **{f: _values_only(getattr(np, f)) for f in (
+        "shape", "ndim", "size", "argmax", "argmin", "argsort", "argwhere", "nonzero",
+        "flatnonzero", "count_nonzero", "isclose", "allclose", "array_equal", "result_type",
+        "all", "any", "searchsorted", "iscomplexobj", "isrealobj")},
 }
 
+# the ndarray methods that are numpy functions of the array: x.max(axis=0) is
+# np.max(x, axis=0), whatever rule np.max has (looked up when called)
+_METHODS = ("sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "cumprod", "ravel",
+            "squeeze", "swapaxes", "dot", "clip", "trace", "diagonal", "repeat", "take",
+            "round", "argmax", "argmin", "argsort", "nonzero", "all", "any", "searchsorted")
 
-def register(function: str, handler) -> None:
-    """Let ``numpy.<function>`` called on traced arrays run ``handler`` instead.
 
-    For modules that add operations without editing this one
-    (:mod:`minirad.implicit.solves` registers ``np.linalg.solve``).  The handler
-    takes numpy's arguments and must record its own vertex
-    (``tape.new_vertex(value, template, [(operand, block), ...])``).
+def _method(function: str):
+    def method(self, *args, **kwargs):
+        return _FUNCTIONS[function](self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = function
+    method.__doc__ = f"``np.{function}(x, ...)``, with the same arguments."
+    return method
+
+
+for _name in _METHODS:
+    setattr(Tracked, _name, _method(_name))
+
+
+def function_key(function) -> str:
+    """numpy's name for ``function`` below the ``numpy`` namespace: ``"sum"`` for
+    ``np.sum``, ``"linalg.norm"`` for ``np.linalg.norm`` (a name given as text is kept).
+
+    >>> function_key(np.linalg.norm), function_key(np.max), function_key("linalg.inv")
+    ('linalg.norm', 'max', 'linalg.inv')
     """
-    if not isinstance(function, str) or not callable(handler):
-        raise TypeError("register takes a numpy function's name and a callable")
-    _FUNCTIONS[function] = handler
+    if isinstance(function, str):
+        return function
+    module = getattr(function, "__module__", None) or ""
+    parts = [p for p in module.split(".")[1:] if not p.startswith("_")]
+    return ".".join([*parts, function.__name__])
+
+
+def register(function, rule):
+    """Give ``function`` (a numpy function or ufunc, as ``np.sinc`` or
+    ``np.linalg.pinv``) a rule for traced arrays; returns the rule it had, if any
+    (``rule=None`` removes the rule, so ``register(f, previous)`` puts it back).
+
+    The rule is called with numpy's arguments whenever one of them is a traced
+    array.  It is one of:
+
+    * an :class:`~minirad.tracing.ops.Op`, an elementwise operation written as
+      the entries of the operation table are (its value and partials, for
+      arrays): the tracer records it as it records ``np.sin``;
+    * a function returning the result, either computed with operations the
+      tracer supports (their derivatives come with them), or recorded as one new
+      vertex by :func:`record` with a Jacobian block (an operator of
+      :mod:`minirad.graph.operators`) per traced operand.
+
+    >>> import minirad
+    >>> from minirad.tracing.ops import Op
+    >>> def slope(x, y):   # d sinc(x)/dx = (cos(pi x) - sinc(x)) / x, 0 at x = 0
+    ...     safe = np.where(x == 0, 1.0, x)
+    ...     return np.where(x == 0, 0.0, (np.cos(np.pi * x) - y) / safe)
+    >>> sinc = Op("sinc", "sinc({0})", np.sinc, (slope,), keeps=("x y",))
+    >>> previous = register(np.sinc, sinc)
+    >>> g = minirad.trace(lambda x: np.sinc(x).sum(), np.array([0.0, 0.5]))
+    >>> minirad.jacobian(g).round(4)                # 0, and (0 - 2/pi) / 0.5 = -4/pi
+    array([[ 0.    , -1.2732]])
+    >>> register(np.sinc, previous) is sinc         # as it was: no rule
+    True
+
+    :mod:`minirad.implicit.solves` registers ``np.linalg.solve`` this way, and
+    :mod:`minirad.tracing.reductions`, :mod:`~minirad.tracing.contractions`,
+    :mod:`~minirad.tracing.linalg` and :mod:`~minirad.tracing.rearrange` register
+    the rules of their numpy functions.
+    """
+    if not (isinstance(function, (str, np.ufunc)) or callable(function)):
+        raise TypeError(f"register takes a numpy function or ufunc, not "
+                        f"{type(function).__name__}")
+    if rule is not None and not (isinstance(rule, Op) or callable(rule)):
+        raise TypeError(f"a rule is an Op (an elementwise entry) or a function, not "
+                        f"{type(rule).__name__}")
+    if isinstance(rule, Op):
+        if rule.arity not in (1, 2):
+            raise ValueError(f"an elementwise rule has one or two operands, not {rule.arity}")
+        op = rule
+        rule = lambda *operands: elementwise(op, *operands)   # noqa: E731
+        rule.op = op
+    rules, key = ((_UFUNC_RULES, function.__name__) if isinstance(function, np.ufunc)
+                  else (_FUNCTIONS, function_key(function)))
+    previous = rules.pop(key, None) if rule is None else rules.get(key)
+    if rule is not None:
+        rules[key] = rule
+    return getattr(previous, "op", previous)
 
 
 def supported() -> str:
-    """What traced arrays support, read off the table and the rules above."""
-    table = sorted({op.ufunc or op.name for op in OPS.values() if op.name != "copy"})
-    return (f"+ - * / ** @, comparisons; numpy ufuncs and minirad.ops: {', '.join(table)}, "
-            f"square; numpy functions: {', '.join(sorted(_FUNCTIONS))}; methods: sum, mean, "
-            f"reshape, ravel, flatten, transpose/.T, swapaxes, squeeze, astype (floats), "
-            f"copy, dot, clip, argmax, argmin, argsort; indexing and slicing; in "
-            f"minirad.tracing.arrays: softmax, softmax_cross_entropy, conv2d, avg_pool2d, "
-            f"matmul by a scipy.sparse matrix")
-
-
-SUPPORTED = supported()
+    """What traced arrays support, read off the table and the registered rules
+    (``docs/numpy_support.md`` says it with each rule's edges and memory)."""
+    table = sorted({*UFUNCS, *_UFUNC_RULES, *IDENTITIES})
+    methods = sorted({*_METHODS, "reshape", "transpose", "T", "mT", "flatten", "copy",
+                      "astype", "conj"})
+    return (f"+ - * / ** @ and comparisons; numpy ufuncs (and minirad.ops): "
+            f"{', '.join(table)}; reading values only: {', '.join(COMPARISONS)}; numpy "
+            f"functions: {', '.join(sorted(_FUNCTIONS))}; methods: {', '.join(methods)}; "
+            f"indexing, slicing and boolean masks; in minirad.tracing.arrays: softmax, "
+            f"softmax_cross_entropy, conv2d, avg_pool2d, matmul by a scipy.sparse matrix")
 
 
 # ---------------------------------------------------------------- trace
@@ -1132,8 +1292,8 @@ def trace_on_arrays(f, args, wrt, names) -> LCG:
         if array.dtype.kind not in "iuf":
             raise TypeError(f"argument {position} ({label}) must be a real array, not "
                             f"{array.dtype}")
-        _check_axes(array.shape, f"argument {position} ({label})")
-        _check_entries(array.shape, f"argument {position} ({label})")
+        check_axes(array.shape, f"argument {position} ({label})")
+        check_entries(array.shape, f"argument {position} ({label})")
         array = np.array(array, dtype=array.dtype if array.dtype.kind == "f" else np.float64)
         if not np.all(np.isfinite(array)):
             raise ValueError(f"argument {position} ({label}) has a non-finite entry; trace "

@@ -10,10 +10,14 @@ partial is a boolean array, as for ``relu``).  Where one formula serves
 both (``a * b``, ``1.0 - y * y``) it is written once; where numbers need
 :mod:`math` and arrays :mod:`numpy` (``sin``), the entry has both.
 
-The functions below (``sin``, ``exp``, ...) work on traced numbers, traced
-arrays, plain numbers and numpy arrays alike, and numpy's own ufuncs
-(``np.sin(x)``, ``np.maximum(x, 0.0)``) map onto the same entries
-(:data:`UFUNCS`).
+The functions below (``sin``, ``exp``, ``hypot``, ...: one per entry but
+the arithmetic operators) work on traced numbers, traced arrays, plain
+numbers and numpy arrays alike, and numpy's own ufuncs (``np.sin(x)``,
+``np.maximum(x, 0.0)``, ``np.logaddexp(a, b)``) map onto the same entries
+(:data:`UFUNCS`): every elementwise numpy ufunc of real numbers that has a
+derivative somewhere is an entry, or an alias of one (``np.fmax`` is
+``maximum``); :data:`IDENTITIES` give their operand back, :data:`COMPARISONS`
+read values, and :data:`NOT_DIFFERENTIABLE` says why the rest are refused.
 
 >>> from minirad import ops
 >>> ops.sin(0.0), ops.sigmoid(0.0), ops.maximum(2.0, 3.0)
@@ -25,36 +29,59 @@ array([0., 2.])
 
 Adding an operation is one entry in ``_TABLE``: its name, a template, the
 rule for numbers and (where the formula differs) for arrays, what its
-backward pass keeps, and numpy's name for it.
+backward pass keeps, and numpy's name for it.  The shape of an entry
+(:class:`Op`) is what every reader of the table relies on (the two tracers
+of numbers, the array tracer, the generated table of
+``docs/numpy_support.md``): a new operation adds a row, not a field.
 
 Kinks
 -----
-Four operations have a kink, a point where the derivative jumps.  There
-minirad uses one fixed subgradient (an element of the set of slopes
-between the left and right derivatives), the same as PyTorch (JAX agrees on
-relu and on the ties):
+Some operations have a kink, a point where the derivative jumps, or a jump
+of the value itself.  There minirad uses one fixed subgradient (an element
+of the set of slopes between the left and right derivatives), the same as
+PyTorch (JAX agrees on relu and on the ties):
 
 * ``abs`` at 0: derivative **0**, the midpoint of [-1, 1] (and what a central
-  difference gives);
+  difference gives); ``copysign(a, b)`` in ``a`` at ``a = 0`` and ``hypot(a,
+  b)`` at ``a = b = 0`` take 0 the same way;
 * ``relu`` at 0: derivative **0**, the flat side (so a ReLU's Jacobian is a
   bit mask);
 * ``maximum(a, b)`` and ``minimum(a, b)`` at a tie ``a == b``: **1/2** to each
   operand, so ``maximum(x, x)`` has derivative 1 and ``maximum(a, b) +
-  minimum(a, b) = a + b`` keeps its derivative exactly.
+  minimum(a, b) = a + b`` keeps its derivative exactly;
+* the steps ``sign``, ``floor``, ``ceil``, ``trunc``, ``rint`` and
+  ``floor_divide``: derivative **0** everywhere, at their jumps too (the
+  derivative on either side); ``remainder`` and ``fmod`` take the derivative
+  of the piece their value lies on (1 in ``a``, minus the quotient in ``b``),
+  and ``heaviside(x, h)`` has derivative 0 in ``x`` and 1 in ``h`` where ``x
+  == 0``.
+
+The array rules beyond the table follow the same convention:
+``x.max()`` and ``x.min()`` (``np.max``, ``np.amax``, over any axes) share the
+derivative equally among the ``k`` entries that tie for the maximum, **1/k**
+each (with two entries, maximum's 1/2), so ``x.max()`` of ``[a, a]`` has
+gradient ``[1/2, 1/2]``; ``np.linalg.norm`` at the zero vector and ``np.std``
+of equal entries take 0, as ``abs`` does at 0.  Indexing at ``x.argmax()``
+is different: it is an index, a constant at the traced point, so
+``x[x.argmax()]`` gives all of the derivative to the first of the tied
+entries (numpy's argmax picks the first); ``np.sort`` likewise follows its
+stable permutation (equal entries keep their order), as JAX and PyTorch do.
 
 The price of the common convention: ``relu(x)`` and ``maximum(x, 0.0)`` agree
 everywhere except at exactly ``x = 0``, where their derivatives are 0 and
 1/2, both valid subgradients.  Each operation's ``kink`` field in the table
 says the same; the array rules follow it entry by entry.
 
->>> [evaluate(OPS[name], (0.0,))[1] for name in ("abs", "relu")]
-[(0.0,), (0.0,)]
+>>> [evaluate(OPS[name], (0.0,))[1] for name in ("abs", "relu", "floor")]
+[(0.0,), (0.0,), (0.0,)]
 >>> evaluate(OPS["maximum"], (1.0, 1.0))[1], evaluate(OPS["minimum"], (1.0, 1.0))[1]
 ((0.5, 0.5), (0.5, 0.5))
 
 ``pow`` has partials wherever they are finite, including at a zero base:
 d(a**0)/da = 0 for every a, and d(a**b)/db = 0 at a = 0 for b > 0 (0**b is 0
-for every positive b), as JAX gives.
+for every positive b), as JAX gives.  Where a derivative is infinite
+(``sqrt``, ``cbrt``, ``arcsin`` at its ends) or undefined (``arctan2(0, 0)``)
+the operation is refused with a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -205,6 +232,81 @@ def _smaller(first: bool):
     return partial
 
 
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_DEGREE = math.pi / 180.0
+
+
+def _zero(*args):
+    """The partial of a step (floor, sign, ...): 0 on either side of every jump."""
+    return 0.0
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow: the larger plus a correction."""
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+def _logaddexp2(a, b):
+    return max(a, b) + math.log1p(2.0 ** -abs(a - b)) / _LN2
+
+
+def _quotient(a, b, y):
+    """The whole number of b's that a - y is (a remainder y = a - q b): read off the
+    value computed, so the partial -q is that of the piece the value lies on."""
+    return round((a - y) / b)
+
+
+def _arctan2_partial(first: bool):
+    """d arctan2(a, b)/da = b / (a^2 + b^2) (``first``), d/db = -a / (a^2 + b^2)."""
+    def partial(a, b, y):
+        r = math.hypot(a, b)
+        return (b if first else -a) / r / r
+    return partial
+
+
+def _hypot_partial(first: bool):
+    """d hypot(a, b)/da = a / y (``first``) or b / y; 0 at a = b = 0 (see Kinks)."""
+    def partial(a, b, y):
+        return ((a if first else b) / y) if y else 0.0
+    return partial
+
+
+def _copysign_partial(a, b, y):
+    """d copysign(a, b)/da: the sign of a times the sign b lends; 0 at a = 0."""
+    return _sign(a) * math.copysign(1.0, b)
+
+
+def _heaviside(x, h):
+    return 0.0 if x < 0.0 else (h if x == 0.0 else 1.0)
+
+
+# ---------------------------------------------- array rules for the entries below
+def _quotient_array(a, b, y):
+    return -np.rint((a - y) / b)
+
+
+def _arctan2_array(first: bool):
+    def partial(a, b, y):
+        r = np.hypot(a, b)
+        return (b if first else -a) / r / r
+    return partial
+
+
+def _hypot_array(first: bool):
+    def partial(a, b, y):
+        mine = a if first else b
+        return np.where(y != 0, mine / np.where(y != 0, y, 1), 0.0)
+    return partial
+
+
+_STEP = "a jump: derivative 0 on either side and at it"
+
+
+def _steps(name: str, number: Callable, array: Callable) -> Op:
+    """A step function (floor, sign, ...): its derivative is 0 wherever it has one."""
+    return Op(name, f"{name}({{0}})", number, (_zero,), array, (_zero,), keeps=("",),
+              ufunc=name, kink=_STEP)
+
 _TABLE = [
     # binary ------------------------------------------------------------
     Op("add", "{0} + {1}", lambda a, b: a + b, (lambda a, b, y: 1.0, lambda a, b, y: 1.0),
@@ -217,6 +319,9 @@ _TABLE = [
        (lambda a, b, y: 1.0 / b, lambda a, b, y: -y / b), keeps=("b", "y b"), ufunc="divide"),
     Op("pow", "{0} ** {1}", _pow, (_pow_base, _pow_exponent),
        np.power, (_pow_base_array, _pow_exponent_array), keeps=("a b", "y a"), ufunc="power"),
+    Op("float_power", "float_power({0}, {1})", _pow, (_pow_base, _pow_exponent),
+       np.float_power, (_pow_base_array, _pow_exponent_array), keeps=("a b", "y a"),
+       ufunc="float_power"),
     Op("maximum", "maximum({0}, {1})", max,
        (lambda a, b, y: _tie(a, b, True), lambda a, b, y: _tie(a, b, False)),
        np.maximum, (_larger(True), _larger(False)), keeps=("a b", "a b"), ufunc="maximum",
@@ -225,34 +330,103 @@ _TABLE = [
        (lambda a, b, y: _tie_min(a, b, True), lambda a, b, y: _tie_min(a, b, False)),
        np.minimum, (_smaller(True), _smaller(False)), keeps=("a b", "a b"), ufunc="minimum",
        kink="a tie a == b: 1/2 to each operand"),
+    Op("arctan2", "arctan2({0}, {1})", math.atan2,
+       (_arctan2_partial(True), _arctan2_partial(False)),
+       np.arctan2, (_arctan2_array(True), _arctan2_array(False)), keeps=("a b", "a b"),
+       ufunc="arctan2"),
+    Op("hypot", "hypot({0}, {1})", math.hypot, (_hypot_partial(True), _hypot_partial(False)),
+       np.hypot, (_hypot_array(True), _hypot_array(False)), keeps=("a y", "b y"),
+       ufunc="hypot", kink="a = b = 0: derivative 0 in both"),
+    Op("logaddexp", "logaddexp({0}, {1})", _logaddexp,
+       (lambda a, b, y: math.exp(a - y), lambda a, b, y: math.exp(b - y)),
+       np.logaddexp, (lambda a, b, y: np.exp(a - y), lambda a, b, y: np.exp(b - y)),
+       keeps=("a y", "b y"), ufunc="logaddexp"),
+    Op("logaddexp2", "logaddexp2({0}, {1})", _logaddexp2,
+       (lambda a, b, y: 2.0 ** (a - y), lambda a, b, y: 2.0 ** (b - y)),
+       np.logaddexp2, (lambda a, b, y: np.exp2(a - y), lambda a, b, y: np.exp2(b - y)),
+       keeps=("a y", "b y"), ufunc="logaddexp2"),
+    Op("copysign", "copysign({0}, {1})", math.copysign, (_copysign_partial, _zero),
+       np.copysign, (lambda a, b, y: np.sign(a) * np.copysign(1.0, b), _zero),
+       keeps=("a b", ""), ufunc="copysign", kink="a = 0: derivative 0 in a (as abs)"),
+    Op("remainder", "remainder({0}, {1})", lambda a, b: a % b,
+       (lambda a, b, y: 1.0, lambda a, b, y: -_quotient(a, b, y)),
+       np.remainder, (lambda a, b, y: 1.0, _quotient_array), keeps=("", "a b y"),
+       ufunc="remainder", kink="a jump (a/b whole): the derivative of the piece it lies on"),
+    Op("fmod", "fmod({0}, {1})", math.fmod,
+       (lambda a, b, y: 1.0, lambda a, b, y: -_quotient(a, b, y)),
+       np.fmod, (lambda a, b, y: 1.0, _quotient_array), keeps=("", "a b y"), ufunc="fmod",
+       kink="a jump (a/b whole): the derivative of the piece it lies on"),
+    Op("floor_divide", "floor_divide({0}, {1})", lambda a, b: float(a // b), (_zero, _zero),
+       np.floor_divide, (_zero, _zero), keeps=("", ""), ufunc="floor_divide", kink=_STEP),
+    Op("heaviside", "heaviside({0}, {1})", _heaviside,
+       (_zero, lambda x, h, y: 1.0 if x == 0.0 else 0.0),
+       np.heaviside, (_zero, lambda x, h, y: np.equal(x, 0).astype(np.result_type(y))),
+       keeps=("", "a"), ufunc="heaviside", kink="x = 0: derivative 0 in x, 1 in h"),
     # unary -------------------------------------------------------------
     Op("neg", "-{0}", lambda x: -x, (lambda x, y: -1.0,), keeps=("",), ufunc="negative"),
     Op("abs", "abs({0})", abs, (lambda x, y: _sign(x),),
        np.abs, (lambda x, y: np.sign(x),), keeps=("x",), ufunc="absolute",
        kink="x = 0: derivative 0"),
+    _steps("sign", _sign, np.sign),
+    _steps("floor", lambda x: float(math.floor(x)), np.floor),
+    _steps("ceil", lambda x: float(math.ceil(x)), np.ceil),
+    _steps("trunc", lambda x: float(math.trunc(x)), np.trunc),
+    _steps("rint", lambda x: float(round(x)), np.rint),   # both round half to even
     Op("sin", "sin({0})", math.sin, (lambda x, y: math.cos(x),),
        np.sin, (lambda x, y: np.cos(x),), keeps=("x",), ufunc="sin"),
     Op("cos", "cos({0})", math.cos, (lambda x, y: -math.sin(x),),
        np.cos, (lambda x, y: -np.sin(x),), keeps=("x",), ufunc="cos"),
     Op("tan", "tan({0})", math.tan, (lambda x, y: 1.0 + y * y,),
        np.tan, keeps=("y",), ufunc="tan"),
+    Op("arcsin", "arcsin({0})", math.asin, (lambda x, y: 1.0 / math.sqrt(1.0 - x * x),),
+       np.arcsin, (lambda x, y: 1.0 / np.sqrt(1.0 - x * x),), keeps=("x",), ufunc="arcsin"),
+    Op("arccos", "arccos({0})", math.acos, (lambda x, y: -1.0 / math.sqrt(1.0 - x * x),),
+       np.arccos, (lambda x, y: -1.0 / np.sqrt(1.0 - x * x),), keeps=("x",), ufunc="arccos"),
+    Op("arctan", "arctan({0})", math.atan, (lambda x, y: 1.0 / (1.0 + x * x),), np.arctan,
+       keeps=("x",), ufunc="arctan"),
+    Op("sinh", "sinh({0})", math.sinh, (lambda x, y: math.cosh(x),),
+       np.sinh, (lambda x, y: np.cosh(x),), keeps=("x",), ufunc="sinh"),
+    Op("cosh", "cosh({0})", math.cosh, (lambda x, y: math.sinh(x),),
+       np.cosh, (lambda x, y: np.sinh(x),), keeps=("x",), ufunc="cosh"),
+    Op("tanh", "tanh({0})", math.tanh, (lambda x, y: 1.0 - y * y,), np.tanh, keeps=("y",),
+       ufunc="tanh"),
+    Op("arcsinh", "arcsinh({0})", math.asinh, (lambda x, y: 1.0 / math.hypot(x, 1.0),),
+       np.arcsinh, (lambda x, y: 1.0 / np.hypot(x, 1.0),), keeps=("x",), ufunc="arcsinh"),
+    Op("arccosh", "arccosh({0})", math.acosh,
+       (lambda x, y: 1.0 / (math.sqrt(x - 1.0) * math.sqrt(x + 1.0)),), np.arccosh,
+       (lambda x, y: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),), keeps=("x",),
+       ufunc="arccosh"),
+    Op("arctanh", "arctanh({0})", math.atanh, (lambda x, y: 1.0 / (1.0 - x * x),), np.arctanh,
+       keeps=("x",), ufunc="arctanh"),
     Op("exp", "exp({0})", math.exp, (lambda x, y: y,), np.exp, keeps=("y",), ufunc="exp"),
+    Op("exp2", "exp2({0})", math.exp2, (lambda x, y: y * _LN2,), np.exp2, keeps=("y",),
+       ufunc="exp2"),
+    Op("expm1", "expm1({0})", math.expm1, (lambda x, y: math.exp(x),),
+       np.expm1, (lambda x, y: np.exp(x),), keeps=("x",), ufunc="expm1"),
     Op("log", "log({0})", math.log, (lambda x, y: 1.0 / x,), np.log, keeps=("x",),
        ufunc="log"),
+    Op("log2", "log2({0})", math.log2, (lambda x, y: 1.0 / (x * _LN2),), np.log2,
+       keeps=("x",), ufunc="log2"),
+    Op("log10", "log10({0})", math.log10, (lambda x, y: 1.0 / (x * _LN10),), np.log10,
+       keeps=("x",), ufunc="log10"),
     Op("log1p", "log1p({0})", math.log1p, (lambda x, y: 1.0 / (1.0 + x),), np.log1p,
        keeps=("x",), ufunc="log1p"),
     Op("sqrt", "sqrt({0})", math.sqrt, (lambda x, y: 0.5 / y,), np.sqrt, keeps=("y",),
        ufunc="sqrt"),
-    Op("tanh", "tanh({0})", math.tanh, (lambda x, y: 1.0 - y * y,), np.tanh, keeps=("y",),
-       ufunc="tanh"),
+    Op("cbrt", "cbrt({0})", math.cbrt, (lambda x, y: 1.0 / (3.0 * y * y),), np.cbrt,
+       keeps=("y",), ufunc="cbrt"),
+    Op("reciprocal", "1 / {0}", lambda x: 1.0 / x, (lambda x, y: -y * y,), np.reciprocal,
+       keeps=("y",), ufunc="reciprocal"),
+    Op("deg2rad", "deg2rad({0})", lambda x: x * _DEGREE, (lambda x, y: _DEGREE,), np.deg2rad,
+       keeps=("",), ufunc="deg2rad"),
+    Op("rad2deg", "rad2deg({0})", lambda x: x / _DEGREE, (lambda x, y: 1.0 / _DEGREE,),
+       np.rad2deg, keeps=("",), ufunc="rad2deg"),
     Op("sigmoid", "sigmoid({0})", _sigmoid, (lambda x, y: y * (1.0 - y),), _sigmoid_array,
        keeps=("y",)),
     Op("relu", "relu({0})", lambda x: x if x > 0.0 else 0.0,
        (lambda x, y: 1.0 if x > 0.0 else 0.0,),
        lambda x: np.maximum(x, 0.0), (lambda x, y: np.greater(x, 0.0),), keeps=("y",),
        kink="x = 0: derivative 0"),
-    Op("arctan", "arctan({0})", math.atan, (lambda x, y: 1.0 / (1.0 + x * x),), np.arctan,
-       keeps=("x",), ufunc="arctan"),
     # the unit edge that gives an output its own vertex
     Op("copy", "{0}", lambda x: x, (lambda x, y: 1.0,), keeps=("",)),
 ]
@@ -262,13 +436,34 @@ OPS: dict[str, Op] = {op.name: op for op in _TABLE}
 
 UFUNCS: dict[str, Op] = {op.ufunc: op for op in _TABLE if op.ufunc}
 """The entries by numpy's name for them: ``np.sin(x)`` on a traced value records
-``UFUNCS["sin"]``."""
-UFUNCS["true_divide"] = OPS["div"]  # numpy < 2 names its division so
+``UFUNCS["sin"]``.  numpy's other names for the same functions are aliases here
+(``np.fabs`` is ``absolute`` on real numbers, ``np.fmax`` is ``maximum`` on finite ones)."""
+UFUNCS.update({"true_divide": OPS["div"],   # numpy < 2 names its division so
+               "fabs": OPS["abs"], "fmax": OPS["maximum"],
+               "fmin": OPS["minimum"], "radians": OPS["deg2rad"], "degrees": OPS["rad2deg"]})
+
+IDENTITIES = ("positive", "conjugate")
+"""numpy ufuncs that give a real operand back unchanged (``np.positive(x)`` is ``+x``, and
+``np.conj`` of a real number is itself): on a traced value they return it, as ``+x`` does."""
 
 COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-               "isfinite", "isnan", "isinf", "signbit")
+               "isfinite", "isnan", "isinf", "signbit", "logical_and", "logical_or",
+               "logical_xor", "logical_not")
 """numpy ufuncs that read a traced value without differentiating it: their
 results are plain booleans (at the traced point a comparison is a constant)."""
+
+NOT_DIFFERENTIABLE = {
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_count", "invert",
+                     "left_shift", "right_shift", "gcd", "lcm", "isnat"),
+                    "it works on integers (or dates), which have no derivative"),
+    **dict.fromkeys(("frexp", "ldexp"), "it splits or builds a float from an integer "
+                                        "exponent; write x * 2.0 ** e instead"),
+    **dict.fromkeys(("nextafter", "spacing"), "it measures floating-point spacing, not a "
+                                              "function of real numbers"),
+}
+"""numpy ufuncs on numbers that are neither an entry nor a comparison, and why: their
+message when called on a traced value.  (``square``, ``matmul``, ``modf``, ``divmod``
+and the vector products are array rules of :mod:`minirad.tracing.arrays`.)"""
 
 
 class NonFiniteError(ValueError):
@@ -422,12 +617,26 @@ def _function(name: str):
     return function
 
 
-# one function per operation of one operand, named as in the table, so that a new
-# entry is a new function too: sin, cos, tan, exp, log, log1p, sqrt, tanh, sigmoid,
-# relu, arctan (negation and abs are the operators - and abs())
+def _function_of_two(name: str):
+    """The operation ``name`` of the table as a function of two arguments."""
+    op = OPS[name]
+
+    def function(a, b):
+        return apply(op, a, b)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (f"``{op.template.format('a', 'b')}`` of traced numbers or arrays, "
+                        f"numbers, or elementwise of numpy arrays.")
+    return function
+
+
+# one function per operation, named as in the table, so that a new entry is a new
+# function too: sin, cos, ..., hypot, logaddexp, ... (the arithmetic operators are
+# + - * / ** and unary - +, abs() is abs, copy is for outputs only)
+_OPERATORS = ("add", "sub", "mul", "div", "pow", "neg", "abs", "copy")
 for _op in _TABLE:
-    if _op.arity == 1 and _op.name not in ("neg", "abs", "copy"):
-        globals()[_op.name] = _function(_op.name)
+    if _op.name not in _OPERATORS and _op.name not in ("maximum", "minimum"):
+        globals()[_op.name] = (_function if _op.arity == 1 else _function_of_two)(_op.name)
 
 
 def maximum(x, y):

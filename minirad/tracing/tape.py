@@ -52,7 +52,17 @@ from ..graph.lcg import LCG
 from ..graph.names import VertexNames, VertexOps
 from . import ops as ops_module
 from .naming import named_vertices
-from .ops import COMPARISONS, OPS, UFUNCS, NonFiniteError, Op, apply, evaluate
+from .ops import (
+    COMPARISONS,
+    IDENTITIES,
+    NOT_DIFFERENTIABLE,
+    OPS,
+    UFUNCS,
+    NonFiniteError,
+    Op,
+    apply,
+    evaluate,
+)
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
@@ -317,10 +327,15 @@ class Var:
         """np.sin(x), np.float64(2) * x, W_row * x: numpy ufuncs map onto the table;
         comparisons and predicates (np.greater, np.isfinite) read the values."""
         name = ufunc.__name__
+        if name in IDENTITIES and method == "__call__" and len(inputs) == 1 and not kwargs:
+            return inputs[0]   # +x
+        if name in NOT_DIFFERENTIABLE:
+            raise TypeError(f"numpy's {name} has no derivative: {NOT_DIFFERENTIABLE[name]}")
         if method != "__call__" or kwargs or (name not in UFUNCS and name not in COMPARISONS
                                               and name != "square"):
-            raise TypeError(f"numpy's {name} ({method}) has no entry in minirad's operation "
-                            f"table; use arithmetic or minirad.ops: {_OPS_FUNCTIONS}")
+            shown = name if method == "__call__" else f"{name}.{method}"
+            raise TypeError(f"numpy's {shown} has no entry in minirad's operation table; "
+                            f"use arithmetic or minirad.ops: {_OPS_FUNCTIONS}")
         if name in COMPARISONS:
             def scalar(*xs):
                 return ufunc(*(_value(x) for x in xs))
