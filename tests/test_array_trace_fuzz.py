@@ -124,21 +124,25 @@ def plain(program, args):
         return float(program(*args))
 
 
-def central(program, args, h):
-    """Central differences of the program on plain float64 arrays."""
+def central(program, args, h, sides=(1, -1)):
+    """Central differences of the program on plain float64 arrays (with ``sides=(1, 0)``
+    forward differences, with ``(0, -1)`` backward ones)."""
     columns = []
     for i, a in enumerate(args):
         for j in range(a.size):
             up, down = [x.copy() for x in args], [x.copy() for x in args]
-            up[i].reshape(-1)[j] += h
-            down[i].reshape(-1)[j] -= h
-            columns.append((plain(program, up) - plain(program, down)) / (2 * h))
+            up[i].reshape(-1)[j] += sides[0] * h
+            down[i].reshape(-1)[j] += sides[1] * h
+            columns.append((plain(program, up) - plain(program, down)) /
+                           ((sides[0] - sides[1]) * h))
     return np.array(columns)
 
 
 def check_gradient(program, args, g) -> str:
-    """'right', 'not smooth' (central differences disagree between step sizes: a kink
-    or a branch within reach) or 'float32'; anything wrong fails the test."""
+    """'right', 'not smooth' (central differences disagree between step sizes, or
+    differences forward and backward disagree: a kink or a branch within reach; a
+    piecewise linear kink, np.where(x > 0, x, 0.1 * x) at 0, fools the first test) or
+    'float32'; anything wrong fails the test."""
     row = minirad.jacobian(g)[0]
     assert np.all(np.isfinite(row))
     if any(a.dtype != np.float64 for a in args):
@@ -148,6 +152,9 @@ def check_gradient(program, args, g) -> str:
     coarse, fine = central(program, args, 1e-4), central(program, args, 1e-6)
     scale = 1.0 + np.abs(coarse)
     if not (np.all(np.isfinite(coarse)) and np.all(np.abs(coarse - fine) <= 1e-4 * scale)):
+        return "not smooth"
+    forward, backward = central(program, args, 1e-6, (1, 0)), central(program, args, 1e-6, (0, -1))
+    if not np.all(np.abs(forward - backward) <= 1e-3 * scale):
         return "not smooth"
     assert np.all(np.abs(row - coarse) <= 1e-5 * scale), (row, coarse)
     return "right"

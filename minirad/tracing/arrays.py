@@ -445,22 +445,27 @@ class Tracked:
         if name in NOT_DIFFERENTIABLE:
             raise TypeError(f"numpy's {name} has no derivative on traced arrays: "
                             f"{NOT_DIFFERENTIABLE[name]}")
-        raise TypeError(f"numpy's {name} has no rule for traced arrays; {_HOW_TO_ADD}")
+        raise TypeError(f"numpy's {name} has no rule for traced arrays; "
+                        f"{_how_to_add(f'np.{name}')}")
 
     def __array_function__(self, func, types, args, kwargs):
         key = function_key(func)
         handler = _FUNCTIONS.get(key)
         if handler is None:
-            raise TypeError(f"numpy.{key} has no rule for traced arrays; {_HOW_TO_ADD}")
+            raise TypeError(f"numpy.{key} has no rule for traced arrays; "
+                            f"{_how_to_add(f'np.{key}')}")
         return handler(*args, **kwargs)
 
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 
-_HOW_TO_ADD = ("docs/numpy_support.md (or minirad.tracing.arrays.supported()) lists what "
-               "traced arrays support; write it with those, or add a rule of your own with "
-               "minirad.tracing.arrays.register(numpy_function, rule)")
-_NO_RULE = f"it has no rule; {_HOW_TO_ADD}"
+def _how_to_add(function: str) -> str:
+    return (f"docs/numpy_support.md (or minirad.tracing.arrays.supported()) lists what traced "
+            f"arrays support; write it with those, or add a rule of your own with "
+            f"minirad.tracing.arrays.register({function}, rule)")
+
+
+_NO_RULE = f"it has no rule; {_how_to_add('np.<function>')}"
 _MUTATES = ("a traced array is never written into; make a new array instead (np.where, "
             "np.concatenate, np.stack)")
 _DROPS = ("it would drop the derivative; take minirad.detach(x) for the plain values on "
