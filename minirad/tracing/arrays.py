@@ -1145,8 +1145,15 @@ def _joined_rule(function):
     return rule
 
 
-# numpy ufuncs that are array rules rather than entries of the table
-_UFUNC_RULES = {"matmul": matmul, "square": lambda x: elementwise(_POW, x, 2)}
+# numpy ufuncs that are array rules rather than entries of the table: their pieces are
+_UFUNC_RULES = {
+    "matmul": matmul,
+    "square": lambda x: elementwise(_POW, x, 2),
+    # the fractional and whole parts, each with the sign of x
+    "modf": lambda x: (elementwise(OPS["fmod"], x, 1.0), elementwise(OPS["trunc"], x)),
+    "divmod": lambda a, b: (elementwise(OPS["floor_divide"], a, b),
+                            elementwise(OPS["remainder"], a, b)),
+}
 
 # numpy functions, by function_key: the rules of this module; the others register theirs
 # (minirad.tracing.reductions, .contractions, .linalg, .rearrange, minirad.implicit.solves)

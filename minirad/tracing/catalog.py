@@ -172,9 +172,15 @@ def _elementwise() -> list[Example]:
             examples.append(Example(f"ops.{op.name}(x)", "elementwise",
                                     lambda xp, x, name=op.name: getattr(ops, name)(x),
                                     (operand,), jax=False, rule=f"minirad.ops.{op.name}"))
-    square = Operand(ELEMENTWISE_SHAPE)
+    plain = Operand(ELEMENTWISE_SHAPE)
     examples.append(Example("np.square(x)", "elementwise", lambda xp, x: xp.square(x),
-                            (square,), rule="np.square"))
+                            (plain,), rule="np.square"))
+    examples.append(Example("np.modf(x)[0]", "elementwise", lambda xp, x: xp.modf(x)[0],
+                            (plain,), rule="np.modf"))
+    quotients = Operand(ELEMENTWISE_SHAPE, DOMAINS["remainder"])
+    examples.append(Example("np.divmod(a, b)[1]", "elementwise",
+                            lambda xp, a, b: xp.divmod(a, b)[1], (quotients, quotients),
+                            rule="np.divmod"))
     return examples
 
 
@@ -257,7 +263,8 @@ LINEAR_ALGEBRA = _examples("linear algebra", [
     ("np.linalg.det(A)", lambda xp, a: xp.linalg.det(a), (M,)),
     ("np.linalg.slogdet(A)[1]", lambda xp, a: xp.linalg.slogdet(a)[1], (M,)),
     ("np.linalg.cholesky(B @ B.T + 3 I)",
-     lambda xp, b: xp.linalg.cholesky(b @ b.T + 3 * xp.eye(3)), (_x(3, 3),)),
+     lambda xp, b: xp.linalg.cholesky(b @ b.T + 3 * xp.eye(3, dtype=b.dtype)),
+     (_x(3, 3),)),
     ("np.linalg.cholesky(A)", lambda xp, a: xp.linalg.cholesky(a), (SPD,)),
     ("np.linalg.solve(A, b)", lambda xp, a, b: xp.linalg.solve(a, b), (M, _x(3))),
 ]) + _examples("linear algebra", [
@@ -362,10 +369,16 @@ def _elementwise_rows(examples) -> list[str]:
     return rows
 
 
+# the ufuncs that are made of entries: which entry, as what
+_PIECES = {"np.square": (OPS["pow"], "x ** 2"),
+           "np.modf": (OPS["fmod"], "(fmod(x, 1), trunc(x))"),
+           "np.divmod": (OPS["remainder"], "(floor_divide(a, b), remainder(a, b))")}
+
+
 def _entry(example: Example):
     """The table's entry an elementwise example shows, and its template."""
-    if example.rule == "np.square":
-        return OPS["pow"], "x ** 2"
+    if example.rule in _PIECES:
+        return _PIECES[example.rule]
     name = example.rule.split(",")[0].removeprefix("np.").removeprefix("minirad.ops.")
     op = UFUNCS.get(name) or OPS[name]
     return op, op.template.format(*(("x",) if op.arity == 1 else ("a", "b")))
