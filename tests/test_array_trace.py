@@ -209,7 +209,8 @@ def test_gradient_of_mlp_matches_a_hand_written_backward_pass():
 # ----------------------------------------------------------------------- refusals
 def test_unsupported_numpy_function_is_named():
     with pytest.raises(TypeError, match=r"numpy.linalg.pinv has no rule for traced arrays; "
-                                        r"docs/numpy_support.md .*register\(np.linalg.pinv, rule\)"):
+                                        r"docs/numpy_support.md .*"
+                                        r"register\(np.linalg.pinv, rule\)"):
         trace(lambda a: np.linalg.pinv(a), np.ones((3, 3)))
     with pytest.raises(TypeError, match="numpy's spacing has no derivative .* floating-point"):
         trace(lambda a: np.spacing(a), np.ones(3))
