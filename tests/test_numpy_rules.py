@@ -265,6 +265,8 @@ def test_register_refuses_what_is_not_a_rule():
 
 
 # ---------------------------------------------------------------- the page
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.2.0",
+                    reason="the page is written with every rule, np.matvec's included")
 def test_the_committed_page_is_the_one_the_catalog_writes():
     page = (ROOT / "docs" / "numpy_support.md").read_text(encoding="utf-8")
     assert page == supported_table(), ("docs/numpy_support.md is stale: run python -m "

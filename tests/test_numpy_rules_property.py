@@ -71,7 +71,8 @@ plans = st.lists(st.tuples(st.sampled_from(NAMES), st.lists(st.integers(0, 7), m
                  min_size=1, max_size=3)
 seeds = st.integers(0, 2 ** 32 - 1)
 FIXED = settings(derandomize=True, deadline=None, database=None,
-                 phases=[Phase.generate, Phase.shrink], suppress_health_check=[HealthCheck.too_slow])
+                 phases=[Phase.generate, Phase.shrink],
+                 suppress_health_check=[HealthCheck.too_slow])
 
 
 def scale_of(expected) -> float:

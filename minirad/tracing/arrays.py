@@ -1268,6 +1268,18 @@ def register(function, rule):
     return getattr(previous, "op", previous)
 
 
+def register_rules(rules: dict) -> None:
+    """:func:`register` each rule under its numpy name (``"linalg.norm"`` for
+    ``np.linalg.norm``), leaving out the functions this numpy does not have
+    (``np.matvec`` came with numpy 2.2)."""
+    for path, rule in rules.items():
+        function = np
+        for part in path.split("."):
+            function = getattr(function, part, None)
+        if function is not None:
+            register(function, rule)
+
+
 def supported() -> str:
     """What traced arrays support, read off the table and the registered rules
     (``docs/numpy_support.md`` says it with each rule's edges and memory)."""

@@ -28,7 +28,7 @@ import inspect
 import math
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sparse
@@ -86,7 +86,7 @@ class Example:
     operands: tuple
     jax: bool = True          # jax.numpy spells it the same way
     rule: str = ""            # what the table says the rule is (aliases, conventions)
-    constants: dict = field(default_factory=dict)
+    numpy: str = "1.24.0"     # the numpy that has the function (np.matvec came with 2.2)
 
     def arguments(self, rng, dtype=np.float64) -> list[np.ndarray]:
         return [operand.draw(rng, dtype) for operand in self.operands]
@@ -199,7 +199,14 @@ LAPLACIAN = sparse.diags([[-1.0] * 3, [2.0] * 4, [-1.0] * 3], [-1, 0, 1], format
 
 
 def _examples(group: str, rows, jax: bool = True) -> list[Example]:
-    return [Example(name, group, program, operands, jax) for name, program, operands in rows]
+    return [Example(name, group, program, operands, jax, numpy=_SINCE.get(name, "1.24.0"))
+            for name, program, operands in rows]
+
+
+# the examples of functions that came with numpy 2
+_SINCE = {"np.cumulative_sum(x, axis=1)": "2.1.0", "np.cumulative_prod(x, axis=1)": "2.1.0",
+          "np.linalg.vector_norm(x)": "2.0.0", "np.linalg.matrix_norm(x)": "2.0.0",
+          "np.vecdot(a, b)": "2.0.0", "np.matvec(A, v)": "2.2.0", "np.vecmat(v, A)": "2.2.0"}
 
 
 REDUCTIONS = _examples("reductions", [
@@ -324,8 +331,9 @@ MINIRAD = _examples("minirad's own", [
 ], jax=False)
 
 EXAMPLES: dict[str, Example] = {e.name: e for e in (
-    _elementwise() + REDUCTIONS + LINEAR_ALGEBRA + SHAPES + MINIRAD)}
-"""Every example by its name: how a student writes the call."""
+    _elementwise() + REDUCTIONS + LINEAR_ALGEBRA + SHAPES + MINIRAD)
+    if np.lib.NumpyVersion(np.__version__) >= e.numpy}
+"""Every example by its name: how a student writes the call (those this numpy has)."""
 
 GROUPS = ("elementwise", "reductions", "linear algebra", "shapes and selection",
           "minirad's own")

@@ -32,7 +32,7 @@ from .arrays import (
     plain,
     record,
     refuse_options,
-    register,
+    register_rules,
     reshape,
     slots_text,
     traced_operands,
@@ -237,9 +237,9 @@ def _linalg_outer(x1, x2, /):
     return outer(x1, x2)
 
 
-for _function, _rule in ((np.einsum, einsum), (np.dot, dot), (np.vdot, vdot),
-                         (np.inner, inner), (np.outer, outer), (np.tensordot, tensordot),
-                         (np.linalg.tensordot, tensordot), (np.linalg.outer, _linalg_outer),
-                         (np.linalg.vecdot, vecdot), (np.linalg.matmul, matmul),
-                         (np.vecdot, vecdot), (np.matvec, matvec), (np.vecmat, vecmat)):
-    register(_function, _rule)
+register_rules({
+    "einsum": einsum, "dot": dot, "vdot": vdot, "inner": inner, "outer": outer,
+    "tensordot": tensordot, "linalg.tensordot": tensordot, "linalg.outer": _linalg_outer,
+    "linalg.vecdot": vecdot, "linalg.matmul": matmul, "vecdot": vecdot, "matvec": matvec,
+    "vecmat": vecmat,
+})

@@ -44,7 +44,7 @@ from ..graph.operators import (
     compose,
     fresh_key,
 )
-from .arrays import Tracked, record, register
+from .arrays import Tracked, record, register_rules
 from .reductions import products_of_others
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -170,6 +170,5 @@ def cholesky(a, /, *, upper=False):
                   [(a, block)])
 
 
-for _function, _rule in ((np.linalg.inv, inv), (np.linalg.det, det),
-                         (np.linalg.slogdet, slogdet), (np.linalg.cholesky, cholesky)):
-    register(_function, _rule)
+register_rules({"linalg.inv": inv, "linalg.det": det, "linalg.slogdet": slogdet,
+                "linalg.cholesky": cholesky})

@@ -233,6 +233,9 @@ def _smaller(first: bool):
 
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+# Python 3.11 has both; before, the same values (cbrt to within an ulp)
+_exp2 = getattr(math, "exp2", lambda x: 2.0 ** x)
+_cbrt = getattr(math, "cbrt", lambda x: math.copysign(abs(x) ** (1.0 / 3.0), x))
 _DEGREE = math.pi / 180.0
 
 
@@ -399,7 +402,7 @@ _TABLE = [
     Op("arctanh", "arctanh({0})", math.atanh, (lambda x, y: 1.0 / (1.0 - x * x),), np.arctanh,
        keeps=("x",), ufunc="arctanh"),
     Op("exp", "exp({0})", math.exp, (lambda x, y: y,), np.exp, keeps=("y",), ufunc="exp"),
-    Op("exp2", "exp2({0})", math.exp2, (lambda x, y: y * _LN2,), np.exp2, keeps=("y",),
+    Op("exp2", "exp2({0})", _exp2, (lambda x, y: y * _LN2,), np.exp2, keeps=("y",),
        ufunc="exp2"),
     Op("expm1", "expm1({0})", math.expm1, (lambda x, y: math.exp(x),),
        np.expm1, (lambda x, y: np.exp(x),), keeps=("x",), ufunc="expm1"),
@@ -413,7 +416,7 @@ _TABLE = [
        keeps=("x",), ufunc="log1p"),
     Op("sqrt", "sqrt({0})", math.sqrt, (lambda x, y: 0.5 / y,), np.sqrt, keeps=("y",),
        ufunc="sqrt"),
-    Op("cbrt", "cbrt({0})", math.cbrt, (lambda x, y: 1.0 / (3.0 * y * y),), np.cbrt,
+    Op("cbrt", "cbrt({0})", _cbrt, (lambda x, y: 1.0 / (3.0 * y * y),), np.cbrt,
        keeps=("y",), ufunc="cbrt"),
     Op("reciprocal", "1 / {0}", lambda x: 1.0 / x, (lambda x, y: -y * y,), np.reciprocal,
        keeps=("y",), ufunc="reciprocal"),

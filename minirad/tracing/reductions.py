@@ -49,7 +49,7 @@ from .arrays import (
     elementwise,
     record,
     refuse_options,
-    register,
+    register_rules,
     sum_,
 )
 from .ops import OPS
@@ -353,14 +353,13 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 # ------------------------------------------------------------------- the rules
-for _function, _rule in ((np.max, amax), (np.amax, amax), (np.min, amin), (np.amin, amin),
-                         (np.ptp, ptp), (np.prod, prod), (np.var, var), (np.std, std),
-                         (np.cumsum, cumsum), (np.cumprod, cumprod),
-                         (np.cumulative_sum, _cumulative(cumsum, "cumulative_sum")),
-                         (np.cumulative_prod, _cumulative(cumprod, "cumulative_prod")),
-                         (np.linalg.norm, norm), (np.linalg.vector_norm, vector_norm),
-                         (np.linalg.matrix_norm, matrix_norm)):
-    register(_function, _rule)
+register_rules({
+    "max": amax, "amax": amax, "min": amin, "amin": amin, "ptp": ptp, "prod": prod,
+    "var": var, "std": std, "cumsum": cumsum, "cumprod": cumprod,
+    "cumulative_sum": _cumulative(cumsum, "cumulative_sum"),
+    "cumulative_prod": _cumulative(cumprod, "cumulative_prod"),
+    "linalg.norm": norm, "linalg.vector_norm": vector_norm, "linalg.matrix_norm": matrix_norm,
+})
 
-__all__ = ["amax", "amin", "cumprod", "cumsum", "logsumexp", "matrix_norm",
-           "norm", "prod", "ptp", "std", "var", "vector_norm"]
+__all__ = ["amax", "amin", "cumprod", "cumsum", "logsumexp", "matrix_norm", "norm", "prod",
+           "products_of_others", "ptp", "std", "var", "vector_norm"]
