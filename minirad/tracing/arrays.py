@@ -8,17 +8,24 @@ with the operator that is the local Jacobian block (see
 :mod:`minirad.graph.operators`).  Plain arrays and numbers are constants:
 they appear inside operators, never as vertices.
 
-Elementwise operations (``+ - * / **``, ``np.sin``, ``np.exp``, ...,
+Elementwise operations (``+ - * / **``, every numpy ufunc with a
+derivative: ``np.sin``, ``np.logaddexp``, ``np.floor``, ..., and
 ``minirad.ops.relu``) come from the one table of :mod:`minirad.tracing.ops`,
-whose array rules give each partial as a diagonal (a bit mask for a ReLU);
-the rest are the array rules below: ``@`` / ``np.matmul`` (also by a
-constant ``scipy.sparse`` matrix: write :func:`matmul`), ``np.dot``,
-``sum`` / ``mean``, ``reshape``, ``ravel``, ``transpose``, indexing and
-slicing, ``np.concatenate`` / ``np.stack``, ``np.where``, ``np.clip``,
-:func:`softmax`, :func:`softmax_cross_entropy`, :func:`conv2d` and
-:func:`avg_pool2d`.  :data:`SUPPORTED` lists them all, and :func:`register`
-adds one.  The helpers also run on plain arrays, so one program serves both.
-float32 inputs stay float32 throughout.
+whose array rules give each partial as a diagonal (a bit mask for a ReLU).
+The rest are array rules, each the numpy function's own name and arguments
+(and its ndarray method: ``x.max(axis=0)`` is ``np.max(x, axis=0)``).  This
+module holds ``@`` / ``np.matmul`` (also by a constant ``scipy.sparse``
+matrix: write :func:`matmul`), ``sum`` / ``mean``, ``reshape``, ``ravel``,
+``transpose``, indexing, slicing and boolean masks, ``np.concatenate`` /
+``np.stack``, ``np.where``, ``np.clip``, ``np.round``, :func:`softmax`,
+:func:`softmax_cross_entropy`, :func:`conv2d` and :func:`avg_pool2d`; the
+modules beside it register the others (:mod:`~minirad.tracing.reductions`,
+:mod:`~minirad.tracing.contractions`, :mod:`~minirad.tracing.linalg`,
+:mod:`~minirad.tracing.rearrange`).  ``docs/numpy_support.md`` lists them
+all, with what each rule's edges keep; :func:`supported` lists the names,
+and :func:`register` adds a rule of your own.  The helpers also run on plain
+arrays, so one program serves both.  float32 inputs stay float32 throughout
+(where numpy's own rules keep them so).
 
 >>> import numpy as np
 >>> from minirad import ops, trace
@@ -49,11 +56,25 @@ comparison is a constant.  So ``np.where(x > 0, x, 0.0)`` and ``if x[0] >
 0:`` work, and the graph holds for the branch taken at that point.
 
 What it refuses, with a ``TypeError`` or ``ValueError`` that says what to
-use instead: numpy functions and ndarray methods without a rule (``x.max()``,
-``np.cumsum``), writing into a traced array (``x[0] = 1``) or writing a
-traced value into a plain one, ``float(x)``, masked arrays, arrays of more
-than :data:`MAX_AXES` axes or :data:`MAX_ENTRIES` entries, and any
+use instead: numpy functions and ndarray methods without a rule (naming the
+function, and :func:`register` to give it one), ufuncs without a derivative
+(``np.spacing``, the bitwise ones), options a rule does not take (``out=``,
+``where=``), writing into a traced array (``x[0] = 1``, ``x.sort()``) or
+writing a traced value into a plain one, ``float(x)``, masked arrays, arrays
+of more than :data:`MAX_AXES` axes or :data:`MAX_ENTRIES` entries, and any
 non-finite value or derivative.
+
+Writing a rule
+--------------
+A rule computes the value with numpy on the plain values (``x.value``) and
+records one vertex with :func:`record`: the value, a template, and one pair
+(traced operand, Jacobian block) per traced operand, the block an operator of
+:mod:`minirad.graph.operators` whose :class:`~minirad.graph.operators.Retained`
+records say what the backward pass keeps (:meth:`Tape.retain` and
+:meth:`Tape.retain_rebuilt` make them).  :func:`traced_operands` turns the
+constants among the operands into the trace's read-only copies,
+:func:`refuse_options` names numpy options the rule does not take, and
+:func:`register` (or :func:`register_rules`) files it under numpy's name.
 """
 
 from __future__ import annotations
@@ -237,7 +258,7 @@ class Tracked:
     """A traced array: a value plus its vertex on the tape.
 
     Behaves like a read-only numpy array for the supported operations
-    (:data:`SUPPORTED`); anything else raises ``TypeError`` naming it.
+    (:func:`supported`); anything else raises ``TypeError`` naming it.
     """
 
     __slots__ = ("tape", "index", "value")
@@ -493,6 +514,7 @@ def _c_order(what: str, order) -> None:
 
 # --------------------------------------------------------------- helpers
 def plain(x):
+    """The value of a traced array (anything else as it is): what a rule computes with."""
     return x.value if isinstance(x, Tracked) else x
 
 
@@ -504,12 +526,15 @@ def _tape_of(*xs) -> Tape | None:
 
 
 def check_axes(shape, what: str) -> None:
+    """Refuse a shape of more than :data:`MAX_AXES` axes, naming ``what`` made it."""
     if len(shape) > MAX_AXES:
         raise ValueError(f"{what}: a traced array has at most {MAX_AXES} axes, not "
                          f"{len(shape)}")
 
 
 def check_entries(shape, what: str) -> None:
+    """Refuse a shape of more than :data:`MAX_ENTRIES` entries before anything that size
+    is allocated, naming ``what`` would have made it."""
     size = math.prod(shape)
     if size > MAX_ENTRIES:
         raise ValueError(f"{what} of shape {tuple(shape)} would have {size:.3g} entries; the "
@@ -553,6 +578,8 @@ def _operand(x, what: str, tape: Tape, dtype):
 
 
 def traced_operands(what: str, xs) -> tuple[Tape | None, list]:
+    """The trace of the operands ``xs`` (None if none is traced) and the operands, each
+    constant array as the trace's read-only copy (integers and booleans as floats)."""
     tape = _tape_of(*xs)
     if tape is None:
         return None, list(xs)
@@ -761,6 +788,8 @@ def mean(x, axis=None, keepdims=False):
 
 # --------------------------------------------------------- data movement
 def moved(x: Tracked, out: np.ndarray, template: str, op):
+    """Record ``out``, a rearrangement of ``x`` by the operator ``op`` (which only moves
+    entries): the memory count then knows ``out`` can be rebuilt from ``x``."""
     x.tape.note_moved(value_key(x.tape.next_index), x)
     return record(x.tape, out, template, [(x, op)])
 
@@ -1056,6 +1085,9 @@ def template_text(pattern: str, xs, tape: Tape) -> str:
 
 
 def record(tape: Tape, out, template: str, parents) -> Tracked:
+    """The vertex of ``out`` on ``tape``, with one edge per (traced operand, Jacobian
+    block) in ``parents`` (a plain array when there are none: a constant); ``template``
+    shows the operation over ``{0}``, ``{1}``, ... (:func:`template_text` writes one)."""
     out = np.asarray(out)
     if not parents:
         return out
