@@ -577,9 +577,6 @@ def _scalar_type(tape: Tape) -> type:
                                    da, out)
             return new
 
-    # numpy calls x.tanh(), x.exp(), ... on the elements of object arrays
-    for name in _SHARED_NAMES:
-        setattr(Scalar, name, lambda self, _op=OPS[name]: self._record(_op, (self,)))
     Scalar.tape = tape
     Scalar.__name__ = Scalar.__qualname__ = "Var"  # what error messages and type() show
     return Scalar
@@ -590,11 +587,13 @@ def _value(x):
 
 
 # functions that numpy and minirad name alike: numpy calls x.sin(), x.exp(), ... on
-# the elements of object arrays, so np.tanh(W @ x) works
+# the elements of object arrays, so np.tanh(W @ x) works.  Set once here, on the base
+# class: each trace's scalars record them through their own fast _record, and a new
+# trace makes no more methods than before, however long the table grows.
 _SHARED_NAMES = tuple(op.ufunc for op in OPS.values()
                       if op.arity == 1 and op.ufunc and op.ufunc == op.name)
 for _name in _SHARED_NAMES:
-    setattr(Var, _name, lambda self, _op=OPS[_name]: _unary(_op, self))
+    setattr(Var, _name, lambda self, _op=OPS[_name]: self._record(_op, (self,)))
 
 # what a user may call from minirad.tracing.ops (the table minus operators and copies)
 _OPS_FUNCTIONS = ", ".join(name for name in OPS if hasattr(ops_module, name))
