@@ -321,7 +321,7 @@ def test_data_arguments_of_a_program_of_numbers_are_constants():
 
 
 def test_a_new_entry_in_the_table_is_all_an_operation_needs(monkeypatch):
-    # issue 33 adds rules as entries: cosh here, for numbers and arrays, by numpy's name
+    # an operation is one entry: cosh again here (issue 33 added it), for numbers and arrays
     from minirad.tracing.ops import Op
     cosh = Op("cosh", "cosh({0})", math.cosh, (lambda x, y: math.sinh(x),),
               np.cosh, (lambda x, y: np.sinh(x),), keeps=("x",), ufunc="cosh")
