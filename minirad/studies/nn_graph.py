@@ -26,6 +26,7 @@ from ..graph.lcg import relabelled
 from ..graph.memory import memory
 from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
 from ..graph.patches import ProjectedPatches, SampledPatches
+from ..randomized.injection import sample_activations
 from ..rng import as_generator
 from ..tracing.arrays import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
 from .activations import sample_pattern, signs
@@ -41,6 +42,7 @@ INJECTIONS = {
     "different_sample": ("sample", True),
     "same_sample": ("sample", False),
     "project": ("rademacher", False),
+    "different_project": ("rademacher", True),
 }
 
 
@@ -119,12 +121,20 @@ def inject(g, kind: str, fraction: float, rng=None):
     and its pattern from :func:`minirad.studies.activations.sample_pattern` or
     :func:`~minirad.studies.activations.signs`; the numpy floors do the same, so
     on one seed both estimate with the same samples.
+
+    ``different_project`` (the paper's Appendix A, its Figure 9) projects every
+    example's stored input by its own Rademacher matrix: that is
+    :func:`~minirad.randomized.injection.sample_activations` with
+    ``method="rademacher", per_row=True``, which draws from ``rng`` itself (the
+    numpy floors have no such estimator).
     """
     if kind == "exact":
         return g
     if kind not in INJECTIONS:
         raise ValueError(f"kind must be exact or one of {', '.join(INJECTIONS)}, not {kind!r}")
     gen = as_generator(rng)
+    if kind == "different_project":
+        return sample_activations(g, fraction, "rademacher", per_row=True, rng=gen)
     labels, records = {}, []
     for e, label in enumerate(g.labels):
         if label.kind != "outer":
