@@ -269,7 +269,8 @@ def run_figures(out_dir: str, config: FiguresConfig | None = None, progress=True
         mlp_times = iteration_times("mlp", data, config, list(mlp))
         plots.plot_curves(mlp, mlp_times, f"MNIST MLP {'-'.join(map(str, config.sizes))}, "
                           f"f = {config.fraction:g}, every estimator with its tuned learning "
-                          f"rate and weight decay (paper Figure 8)", paths["fig8"])
+                          f"rate and weight decay (paper Figure 8)", paths["fig8"],
+                          loss_note=" on all 4,000 training images")
         irnn = training_curves("irnn", data, config, progress=progress)
         irnn_times = iteration_times("irnn", data, config, list(irnn))
         steps = 784 // config.irnn_pixels_per_step
