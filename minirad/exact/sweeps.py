@@ -83,6 +83,13 @@ reference):
 
 ``engine="auto"`` picks one from the graph's size and number of levels.
 
+The reverse functions take ``wrt=`` (the inputs whose cotangents are wanted)
+and two options of the reference recurrence from the ChainRules notes,
+:mod:`minirad.exact.cotangents`: ``accumulate="in_place"`` adds each term
+into the sweep's own accumulator (``add!!``) and ``lazy=True`` defers every
+cotangent until a wanted input needs it.  The numbers are the reference's,
+bit for bit; only the arrays allocated (and, lazily, the work) change.
+
 >>> from minirad import examples
 >>> g = examples.lecture()
 >>> result = reverse_sweep(g)
