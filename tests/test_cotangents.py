@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import array_programs, random_dags
 
-from bench.bench_vector import mlp_loss, mlp_problem
 from minirad import examples
 from minirad.exact import cotangents
 from minirad.exact.sweeps import gradient, reverse_sweep, vjp
+from minirad.studies import mlp_numpy, nn_graph
 from minirad.tracing.arrays import trace_arrays
 
 OPTIONS = [("in_place", False), ("plain", True), ("in_place", True)]
@@ -81,8 +81,10 @@ def test_options_on_graphs_of_numbers_give_the_reference_engines_numbers(g, data
 
 
 def test_the_papers_mlp_gradient_is_the_same_in_float32():
-    X, labels, params = mlp_problem(6)
-    g = trace_arrays(mlp_loss, X, labels, *params, wrt=range(2, 2 + len(params)))
+    params = mlp_numpy.init_mlp((784, 300, 300, 300, 10), rng=0)    # float32
+    rng = np.random.default_rng(0)
+    X, labels = rng.random((6, 784), dtype=np.float32), np.arange(6) % 10
+    g = nn_graph.traced(nn_graph.mlp_program, params, X, labels)
     plain = gradient(g)
     assert all(p.dtype == np.float32 for p in plain)
     for accumulate, lazy in OPTIONS:
