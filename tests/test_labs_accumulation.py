@@ -8,39 +8,37 @@ import operator
 
 import numpy as np
 import pytest
-from oracles import expect_failure, solved_lab
+from oracles import expect_failure, lab_solution
 
 from minirad.exact.cotangents import add_bang
 from minirad.labs.checks_accumulation import check_add_bang
 
-STEM = "lab7_tracked_arrays"
+
+def lab7(name, tmp_path_factory):
+    return lab_solution("lab7_tracked_arrays", name, tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def lab7(tmp_path_factory):
-    result = solved_lab(STEM, tmp_path_factory)
-    assert result.ok, result
-    return result.namespace
-
-
-def test_the_check_accepts_the_lab_solution_and_minirad(lab7, capsys):
-    check_add_bang(lab7["add_bang"])
+def test_the_check_accepts_the_lab_solution_and_minirad(tmp_path_factory, capsys):
+    solution = lab7("add_bang", tmp_path_factory)
+    capsys.readouterr()  # what the notebook printed, if it ran just now
+    check_add_bang(solution)
     check_add_bang(lambda total, term, own: add_bang(operator.add, total, term, own))
     assert capsys.readouterr().out.count("Exercise 7.4 passed: ") == 2
 
 
-def test_the_lab_counts_what_the_notes_count(lab7):
+def test_the_lab_counts_what_the_notes_count(tmp_path_factory):
     data = np.arange(1.0, 7.0)
-    backward, plain, bang = lab7["backward"], lab7["accum_counted"], lab7["accum_bang"]
-    first_two = lab7["sum_first_and_second"]
+    backward, plain, bang, first_two, mysum = (
+        lab7(name, tmp_path_factory) for name in
+        ("backward", "accum_counted", "accum_bang", "sum_first_and_second", "mysum"))
     # the notes: a-bar, b-bar and their sum; add!! writes b-bar into a-bar
     assert backward(first_two, data, plain)[1] == 3
     assert backward(first_two, data, bang)[1] == 2
     # mysum over n entries: n index pullbacks and n - 1 sums; add!! makes no sum
     n = len(data)
-    grad, count = backward(lab7["mysum"], data, plain)
+    grad, count = backward(mysum, data, plain)
     assert count == 2 * n - 1 and np.array_equal(grad, np.ones(n))
-    assert backward(lab7["mysum"], data, bang)[1] == n
+    assert backward(mysum, data, bang)[1] == n
 
 
 def always_new(total, term, own):
