@@ -22,15 +22,17 @@ def _name(estimator: str) -> str:
 
 
 def _log_y(ax) -> None:
-    """A log-scale y axis labelled with plain numbers (0.3, not 3 x 10^-1), on the
-    minor ticks too when the data span less than a decade."""
-    from matplotlib.ticker import FuncFormatter
+    """A log-scale y axis labelled with plain numbers (0.3, not 3 x 10^-1): at 1, 2, 3
+    and 5 times the powers of ten, or at every multiple when the data span less
+    than a factor of three.  Call it after plotting."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:.3g}")
-    ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
-    ax.tick_params(axis="y", which="minor", labelsize=7)
+    low, high = ax.get_ylim()
+    subs = (1.0, 2.0, 3.0, 5.0) if high / low > 3 else tuple(range(1, 10))
+    ax.yaxis.set_major_locator(LogLocator(subs=subs))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def plot_sample_positions(different: dict, same: dict, path: str, channels: int = 4) -> None:
@@ -136,6 +138,9 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
         ax.axhline(np.mean(base), color=COLORS_ALL["baseline"], lw=1,
                    label=f"baseline (batch {base_runs[0].batch}, all the memory; band: its "
                          f"seeds)")
+        ax.annotate(f"baseline {np.mean(base):.3g}", (1, np.mean(base)),
+                    xycoords=("axes fraction", "data"), xytext=(-4, 4),
+                    textcoords="offset points", ha="right", fontsize=8)
         for name, marker in (("different_sample", "o"), ("project", "s"),
                              ("reduced_batch", "^")):
             group = [r for r in runs if r.estimator == name]
@@ -157,7 +162,7 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
     _log_y(ax_loss)
     ax_loss.set_ylabel("final training loss (log scale)")
     ax_acc.set_ylabel("final test accuracy (%)")
-    ax_loss.legend(fontsize=8)
+    ax_loss.legend(fontsize=8, loc="upper right")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save_figure(fig, path)
