@@ -24,12 +24,12 @@ def _name(estimator: str) -> str:
 def _log_y(ax) -> None:
     """A log-scale y axis labelled with plain numbers (0.3, not 3 x 10^-1): at 1, 2, 3
     and 5 times the powers of ten, or at every multiple when the data span less
-    than a factor of three.  Call it after plotting."""
+    than a decade.  Call it after plotting."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ax.set_yscale("log")
     low, high = ax.get_ylim()
-    subs = (1.0, 2.0, 3.0, 5.0) if high / low > 3 else tuple(range(1, 10))
+    subs = (1.0, 2.0, 3.0, 5.0) if high / low > 10 else tuple(range(1, 10))
     ax.yaxis.set_major_locator(LogLocator(subs=subs))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -129,7 +129,7 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
     """Figure 10: final training loss and test accuracy against the kept fraction; the
     reduced batch is drawn at the fraction whose memory its batch matches, the
     baseline as a band (its seeds' range)."""
-    fig = Figure(figsize=(12.5, 4.8))
+    fig = Figure(figsize=(12.5, 5.4))
     ax_loss, ax_acc = fig.subplots(1, 2)
     for ax, field, scale in ((ax_loss, "train_loss", 1), (ax_acc, "test_accuracy", 100)):
         base_runs = [r for r in runs if r.estimator == "baseline"]
@@ -162,7 +162,8 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
     _log_y(ax_loss)
     ax_loss.set_ylabel("final training loss (log scale)")
     ax_acc.set_ylabel("final test accuracy (%)")
-    ax_loss.legend(fontsize=8, loc="upper right")
+    handles, labels = ax_loss.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     save_figure(fig, path)
