@@ -33,6 +33,7 @@ from ..graph.files import write_atomically
 from . import memory, networks, nn_graph
 from .nn import (
     ALL_ESTIMATORS,
+    ESTIMATORS,
     PAPER_HYPERPARAMETERS,
     estimator_batch,
     estimator_kind,
@@ -163,7 +164,7 @@ def training_curves(network: str, data, config: FiguresConfig, estimators=None,
     :class:`Curve` per seed, every run on the traced graph."""
     if network == "mlp":
         net, iterations, seeds = networks.mlp(config.sizes), config.iterations, config.seeds
-        names = estimators or [n for n in ALL_ESTIMATORS if n != "different_project"]
+        names = estimators or ESTIMATORS
         decay_every, eval_examples = config.decay_every, None
     elif network == "irnn":
         net = networks.irnn(pixels_per_step=config.irnn_pixels_per_step)
