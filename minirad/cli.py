@@ -662,7 +662,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true",
                    help="pde: go on with an interrupted run saved in the output folder")
     p.add_argument("--paper-figures", action="store_true",
-                   help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, about 20 "
+                   help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, 5 to 15 "
                         "minutes) or 7a (pde, seconds)")
 
     p = command("lab", cmd_lab)

@@ -47,7 +47,7 @@ __all__ = ["FILES", "Curve", "FiguresConfig", "fraction_sweep", "iteration_times
 
 @dataclass(frozen=True)
 class FiguresConfig:
-    """Sizes of the runs behind Figures 4 and 8-10 (the defaults: about 20 minutes on
+    """Sizes of the runs behind Figures 4 and 8-10 (the defaults: 5 to 15 minutes on
     two busy cores; the paper trained 20,000 MNIST iterations per run)."""
 
     batch: int = 150
