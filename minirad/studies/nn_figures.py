@@ -48,7 +48,8 @@ __all__ = ["FILES", "Curve", "FiguresConfig", "fraction_sweep", "iteration_times
 @dataclass(frozen=True)
 class FiguresConfig:
     """Sizes of the runs behind Figures 4 and 8-10 (the defaults: 5 to 15 minutes on
-    two busy cores; the paper trained 20,000 MNIST iterations per run)."""
+    two cores, depending on their load; the paper trained 20,000 MNIST iterations
+    per run)."""
 
     batch: int = 150
     fraction: float = 0.1
