@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..graph.labels import FLOATS
-from ..graph.lcg import INTERMEDIATE, LCG, takes_lcg
+from ..graph.lcg import LCG, takes_lcg
 from ._cheapest import cheapest
 from .overflow import check_finite
 from .result import Accumulation
@@ -428,7 +428,8 @@ def back_eliminate(g: LCG, i, j) -> LCG:
 
 
 @takes_lcg
-def vertex_order_as_edges(g: LCG, order, direction: str = FRONT) -> tuple[tuple[str, str, str], ...]:
+def vertex_order_as_edges(g: LCG, order, direction: str = FRONT
+                          ) -> tuple[tuple[str, str, str], ...]:
     """The edge sequence that eliminates the vertices of ``order`` one by one.
 
     ``direction="front"`` front-eliminates each vertex's in-edges (in operand
