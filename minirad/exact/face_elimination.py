@@ -318,7 +318,7 @@ def _vertex(dual: _Dual, given, what: str) -> int:
     a collection of paths."""
     g = dual.g
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
-        raise TypeError(f"{what} is {given!r}; name a dual vertex by its path, e.g. "
+        raise TypeError(f"{what} names a dual vertex by {given!r}; name it by its path, e.g. "
                         f"('x1', 'v2'), or by a list of paths")
     given = list(given)
     single = given and not any(isinstance(p, (list, tuple)) for p in given)
