@@ -368,10 +368,10 @@ def edge_beats_vertex() -> LCG:
         x -> a, x -> b, a -> b, a -> c, x -> d, b -> d, c -> d, a -> y, c -> y, d -> y
 
     Every vertex order costs 7 or 8 multiplications, the best edge sequence
-    6 (:mod:`minirad.exact.edge_elimination`): it back-eliminates ``a -> b``
-    and ``d -> y`` but front-eliminates ``x -> b``, ``a -> c`` and ``x -> a``,
-    treating the two ends of one vertex differently, which no vertex order
-    can.  Found by
+    6 (:mod:`minirad.exact.edge_elimination`): back ``a -> b``, front
+    ``x -> b``, back ``d -> y``, front ``a -> c``, front ``x -> a``.  It takes
+    ``a``'s out-edge ``a -> b`` first and its in-edge ``x -> a`` last, where a
+    vertex order removes all of a vertex's edges in one step.  Found by
     ``minirad.studies.elimination_gaps.search_gap("edge", "vertex", max_edges=10,
     tries=300, rng=1)`` (the 44th random graph it drew; 31,602 random graphs
     with at most 9 edges showed no gap), vertices renamed and the random
