@@ -22,8 +22,8 @@ Exercise 4.4 passed: edge elimination agrees with minirad in 34 steps, 6 sequenc
 >>> check_eliminate_edge(keeps_the_edge)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 4.4 (eliminate one edge), on figure1(), front-eliminating \
-x1 -> v2: your result still has the edge x1 -> v2; the eliminated edge must go
+minirad.labs.checks.CheckFailed: Exercise 4.4 (eliminate one edge), on figure1(), \
+front-eliminating x1 -> v2: your result still has the edge x1 -> v2; the eliminated edge must go
 """
 
 from __future__ import annotations
