@@ -79,9 +79,9 @@ DIRECTIONS = (FRONT, BACK)
 STRATEGIES = ("markowitz", "optimal")
 
 #: the exhaustive search is refused on graphs with more edges than this
-OPTIMAL_EDGES = 16
+OPTIMAL_EDGES = 14
 #: ... and stops past this many distinct structures
-OPTIMAL_STATES = 3_000_000
+OPTIMAL_STATES = 200_000
 
 
 @dataclass(frozen=True)

@@ -74,9 +74,9 @@ __all__ = [
 STRATEGIES = ("optimal",)
 
 #: the exhaustive search is refused on graphs with more edges than this
-OPTIMAL_EDGES = 12
+OPTIMAL_EDGES = 10
 #: ... and stops past this many distinct dual structures
-OPTIMAL_STATES = 400_000
+OPTIMAL_STATES = 50_000
 
 #: a dual vertex by name: its LCG paths, each a tuple of vertex names, in sorted order
 Paths = tuple[tuple[str, ...], ...]
