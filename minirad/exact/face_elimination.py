@@ -36,9 +36,11 @@ sums all the paths from one input to one output: its label is a Jacobian
 entry.  Front-eliminating the LCG edge ``i -> j`` is eliminating every face
 out of its dual vertex, back-eliminating it every face into it
 (:func:`edges_as_faces`), so edge and vertex elimination are face
-elimination in particular orders; other orders can be cheaper still
-(``examples.face_beats_edge()``).  One face costs one multiplication; labels
-are combined through the graph's algebra.
+elimination in particular orders, and the face optimum is never above the
+edge optimum.  Naumann reports graphs where it is strictly below; none of
+the some 14,000 graphs of 8 to 14 edges searched while writing this module
+(random and exhaustively enumerated small DAGs) showed one.  One face
+costs one multiplication; labels are combined through the graph's algebra.
 
 >>> from minirad import examples
 >>> g = examples.lab()  # f = x*y + sin(x): v2 = x*y, v3 = sin(x)
