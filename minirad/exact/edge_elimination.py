@@ -66,6 +66,7 @@ import numpy as np
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, takes_lcg
 from ._cheapest import cheapest
+from .elimination import elimination_order
 from .overflow import check_finite
 from .result import Accumulation
 
@@ -443,13 +444,11 @@ def vertex_order_as_edges(g: LCG, order, direction: str = FRONT
     >>> vertex_order_as_edges(examples.lab(), ["v2", "v3"])
     (('x', 'v2', 'front'), ('y', 'v2', 'front'), ('x', 'v3', 'front'))
     """
-    from .elimination import elimination_order  # validates the order, names or strategy
-
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be {FRONT!r} or {BACK!r}, not {direction!r}")
     work = _Edges(g)
     sequence = []
-    for v in map(g.index, elimination_order(g, order)):
+    for v in map(g.index, elimination_order(g, order)):  # validated names or a strategy
         if work.pred[v] is None:
             continue
         forward = direction == FRONT and work.pred[v] or not work.succ[v]

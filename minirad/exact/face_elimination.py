@@ -81,7 +81,7 @@ OPTIMAL_EDGES = 10
 OPTIMAL_STATES = 50_000
 
 #: a dual vertex by name: its LCG paths, each a tuple of vertex names, in sorted order
-Paths = tuple[tuple[str, ...], ...]
+DualName = tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,11 @@ class FaceStep:
     ``label`` the label of ``into`` after the step.
     """
 
-    face: tuple[Paths, Paths]
-    into: Paths
+    face: tuple[DualName, DualName]
+    into: DualName
     absorbed: bool
-    merged: tuple[Paths, ...]
-    removed: tuple[Paths, ...]
+    merged: tuple[DualName, ...]
+    removed: tuple[DualName, ...]
     multiplications: int
     additions: int
     label: object = field(default=None, compare=False)
@@ -121,7 +121,7 @@ class FaceElimination(Accumulation):
     multiplications: int
     additions: int
     method: str = "face elimination"
-    sequence: tuple[tuple[Paths, Paths], ...] = field(default=(), kw_only=True)
+    sequence: tuple[tuple[DualName, DualName], ...] = field(default=(), kw_only=True)
     steps: tuple[FaceStep, ...] = field(default=(), kw_only=True)
     dual: nx.DiGraph = field(default=None, kw_only=True)
     duals: tuple[nx.DiGraph, ...] = field(default=(), kw_only=True)
@@ -284,21 +284,22 @@ class _Dual:
         row = {y: r for r, y in enumerate(g.outputs)}
         column = {x: c for c, x in enumerate(g.inputs)}
         J = np.zeros((len(g.outputs), len(g.inputs)))
-        for a, label in self.label.items():
+        for a, label in self.label.items():  # sources and sinks carry no label
             path = next(iter(paths[a]))
-            if len(path) > 1:
-                J[row[path[-1]], column[path[0]]] = label
+            J[row[path[-1]], column[path[0]]] = label
         J.flags.writeable = False
         return J
 
     def joining(self, u: int, v: int) -> int:
         """The dual vertex whose paths run from ``u`` to ``v`` (one while only whole
-        LCG edges have been eliminated)."""
-        paths = self.registry.paths
-        return next(a for a in self.pred if not self.registry.is_end(a)
-                    and (lambda p: (p[0], p[-1]))(next(iter(paths[a]))) == (u, v))
+        LCG edges have been eliminated; all paths of a dual vertex share their ends)."""
+        for a in self.pred:
+            path = next(iter(self.registry.paths[a]))
+            if len(path) > 1 and (path[0], path[-1]) == (u, v):
+                return a
+        raise ValueError(f"no dual vertex joins {self.g.names[u]} to {self.g.names[v]}")
 
-    def names(self, a: int) -> Paths:
+    def names(self, a: int) -> DualName:
         names = self.g.names
         return tuple(sorted(tuple(names[v] for v in p) for p in self.registry.paths[a]))
 
@@ -460,7 +461,7 @@ def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> Fa
 
 
 @takes_lcg
-def edges_as_faces(g: LCG, sequence) -> tuple[tuple[Paths, Paths], ...]:
+def edges_as_faces(g: LCG, sequence) -> tuple[tuple[DualName, DualName], ...]:
     """The faces whose elimination is the edge elimination ``sequence``.
 
     Front-eliminating ``i -> j`` eliminates the faces from its dual vertex
