@@ -520,10 +520,14 @@ def cmd_study(args) -> None:
         if args.steps is not None or args.iterations is not None or args.resume:
             raise UsageError("--steps, --iterations and --resume apply to the pde study "
                              "only")
-        from .studies import nn
+        from .studies import nn, nn_figures
 
         try:
-            result = nn.run_study(folder, quick=args.quick)
+            if args.paper_figures:
+                result = nn_figures.run_figures(folder, nn_figures.FiguresConfig.quick()
+                                                if args.quick else None)
+            else:
+                result = nn.run_study(folder, quick=args.quick)
         except ModuleNotFoundError as error:  # an optional extra (mlxtend) is missing
             raise UsageError(str(error)) from None
         for path in result["paths"].values():
@@ -531,6 +535,17 @@ def cmd_study(args) -> None:
         return
     from .studies.pde_figures import StudyConfig, run_study
 
+    if args.paper_figures:
+        if args.iterations is not None or args.resume:
+            raise UsageError("--iterations and --resume do not apply to --paper-figures")
+        from .studies.pde_sampling import run_figure
+
+        steps = args.steps if args.steps is not None else (
+            StudyConfig.quick() if args.quick else StudyConfig()).n_steps
+        if steps < 1:
+            raise UsageError(f"--steps must be a positive integer, not {steps}")
+        print(run_figure(folder, steps))
+        return
     if args.quick and (args.steps is not None or args.iterations is not None):
         raise UsageError("--quick sets its own --steps and --iterations; give one or "
                          "the other")
@@ -683,6 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pde: Adam iterations; the paper's 800 if not given")
     p.add_argument("--resume", action="store_true",
                    help="pde: go on with an interrupted run saved in the output folder")
+    p.add_argument("--paper-figures", action="store_true",
+                   help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, 5 to 15 "
+                        "minutes) or 7a (pde, seconds)")
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions"],

@@ -42,7 +42,8 @@ def test_traced_mlp_and_convnet_equal_the_numpy_floor():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
 
 
-@pytest.mark.parametrize("kind", sorted(graph.INJECTIONS))
+# different project (Figure 9 only) has no numpy floor: the injection module draws it
+@pytest.mark.parametrize("kind", sorted(set(graph.INJECTIONS) - {"different_project"}))
 def test_graph_estimators_equal_the_floors_on_the_same_samples(kind):
     """The injections on the traced graph and the hand-written floors draw one seed
     per layer from the same generator, so on one seed they estimate with the same
@@ -160,7 +161,7 @@ def test_graph_injections_are_unbiased(kind):
     assert_power(estimates, exact, covariance)
 
 
-@pytest.mark.parametrize("kind", sorted(graph.INJECTIONS))
+@pytest.mark.parametrize("kind", sorted(set(graph.INJECTIONS) - {"different_project"}))  # no floor
 def test_a_biased_injection_fails_the_comparison_with_the_floors(kind, monkeypatch):
     """The graph estimators are held equal to the hand-written floors on the same samples
     (above, to 1e-10): a 5% bias inside the injection, every injected label scaled by

@@ -503,3 +503,112 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 #   order (Griewank and Naumann). Which graph in the table would you try it on?
 # * Lab 5 keeps the graph but gives up exactness: it samples a few edges at
 #   each vertex and still gets the Jacobian right **on average**.
+
+# %% [markdown]
+# ## 8. Exercise 4.4: eliminating one edge at a time
+#
+# This section takes up the second question of "Going further". A vertex
+# step applies the chain rule to **every** path through a vertex at once.
+# Naumann's **edge elimination** applies it to the paths through a single
+# edge $i \to j$, in one of two directions ($c_{ji}$ is the partial on
+# $i \to j$):
+#
+# * **front elimination** ($j$ an intermediate): for every successor $k$ of
+#   $j$, add $c_{kj}\,c_{ji}$ to the edge $i \to k$ (creating it if needed),
+#   then delete $i \to j$. Cost: $|\mathrm{succ}(j)|$ multiplications. If $j$
+#   has no in-edge left, no input reaches it any more: $j$ goes, with its
+#   out-edges.
+# * **back elimination** ($i$ an intermediate): for every predecessor $h$ of
+#   $i$, add $c_{ji}\,c_{ih}$ to the edge $h \to j$, then delete $i \to j$.
+#   Cost: $|\mathrm{pred}(i)|$ multiplications. If $i$ has no out-edge left,
+#   it reaches no output any more: $i$ goes, with its in-edges.
+#
+# Front-eliminating all the in-edges of a vertex is eliminating the vertex;
+# so is back-eliminating all its out-edges. Mixing the two, edge by edge,
+# can be cheaper than every vertex order. `examples.edge_beats_vertex()` is
+# such a graph (found by a search over random graphs,
+# `minirad.studies.elimination_gaps`): every vertex order costs at least 7
+# multiplications, the best edge sequence 6.
+
+# %%
+from minirad.draw.edge_steps import edge_elimination_strip
+from minirad.exact.edge_elimination import eliminate_edges
+from minirad.labs.checks_edges import check_eliminate_edge
+
+beats = examples.edge_beats_vertex()
+best_edges = eliminate_edges(beats, "optimal")
+print("cheapest vertex order:", elimination_cost(beats, "optimal"), "(multiplications, additions)")
+print("cheapest edge sequence:", (best_edges.multiplications, best_edges.additions))
+for step in best_edges.sequence:
+    print("   ", step)
+labs.show(edge_elimination_strip(beats, "optimal", title="edge_beats_vertex(): the cheapest "
+                                 "edge sequence"), "lab4_edge_beats_vertex")
+
+# %% [markdown]
+# **What to look for.** Each row is one step: on the left the eliminated
+# edge (orange) and the products it forms (coloured paths), on the right
+# where they landed. Vertex `a` loses its out-edge `a -> b` by back
+# elimination in the first step, but its in-edge `x -> a` only in the last,
+# by front elimination: a vertex order would have to treat all of `a`'s
+# edges in one step.
+#
+# **Exercise 4.4.** Complete `eliminate_edge(edges, i, j, direction)`. It
+# receives an edge dict as in Exercise 4.1, the edge `i -> j` and the
+# direction, `"front"` or `"back"` (the check only asks for steps the
+# definitions allow: `j` is an intermediate for front, `i` for back), and
+# **returns a new dict** for the graph after the step, following the two
+# definitions above. In a dict a vertex exists only through its edges, so
+# deleting `j` (or `i`) is deleting its remaining edges.
+
+# %%
+def eliminate_edge(edges, i, j, direction):
+    """Front- or back-eliminate the edge i -> j of the edge dict; return a new dict."""
+    # BEGIN SOLUTION Exercise 4.4: eliminate one edge
+    new = dict(edges)
+    c_ji = new.pop((i, j))
+    if direction == "front":  # i joins every successor k of j
+        for (a, k), c_kj in edges.items():
+            if a == j:
+                new[i, k] = new.get((i, k), 0.0) + c_kj * c_ji  # parallel paths add up
+        if not any(b == j for _, b in new):  # nothing reaches j any more: it goes
+            new = {(a, b): c for (a, b), c in new.items() if a != j}
+    else:  # every predecessor h of i joins j
+        for (h, b), c_ih in edges.items():
+            if b == i:
+                new[h, j] = new.get((h, j), 0.0) + c_ji * c_ih
+        if not any(a == i for a, _ in new):  # i reaches nothing any more: it goes
+            new = {(a, b): c for (a, b), c in new.items() if b != i}
+    return new
+    # END SOLUTION
+
+
+# %% [markdown]
+# The check replays front-only, back-only and mixed sequences on five
+# graphs (among them `edge_beats_vertex()` in its cheapest sequence) and
+# compares each of your steps with `minirad.exact.edge_elimination`.
+
+# %%
+check_eliminate_edge(eliminate_edge)
+
+# %% [markdown]
+# Replay the cheapest sequence with your own function and count its
+# multiplications as the definitions price them: what is left is the
+# Jacobian, for 6 multiplications where vertex elimination needs 7.
+
+# %%
+edges = labs.edge_dict(beats)
+multiplications = 0
+for i, j, direction in best_edges.sequence:
+    partners = [b for a, b in edges if a == j] if direction == "front" else \
+        [a for a, b in edges if b == i]
+    multiplications += len(partners)
+    edges = eliminate_edge(edges, i, j, direction)
+print("what is left:", edges, "after", multiplications, "multiplications")
+assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(beats)[0, 0])
+
+# %% [markdown]
+# Elimination goes one level further still: Naumann's **face elimination**
+# (`minirad.exact.face_elimination`) works on the dual graph, whose
+# vertices are the LCG's edges, and eliminates one *pair* of consecutive
+# edges at a time. Every edge sequence is a face sequence of the same cost,
+# so its optimum can only be lower.

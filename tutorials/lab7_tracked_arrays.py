@@ -465,3 +465,201 @@ labs.show(fig, "lab7_network_fit")
 #   Which one handles a graph 5000 operations deep?
 # * What does the pullback of `X * Y` (entrywise) store? And of `X @ Y`?
 #   Lab 8 counts what reverse mode must keep in memory.
+
+# %% [markdown]
+# ## 7. Exercise 7.4: accumulating in place, as the ChainRules notes do
+#
+# Your `accum` adds the pullbacks of a variable's uses with `+`. The
+# ChainRules notes on gradient accumulation (the course's seed 002) count
+# what that costs for `sum_first_and_second(X) = X[1] + X[2]`: the pullback
+# of each index writes a fresh array of `X`'s shape ($\bar a$ and $\bar b$:
+# zeros with the output's gradient at one position), and $\bar X = \bar a
+# + \bar b$ is a third array. **Three allocations.** But $\bar a$ is used
+# for nothing else: adding $\bar b$ into it, `ā .+= b̄`, gives $\bar X$
+# with **two**. ChainRules calls such an addition `add!!`, a
+# *maybe-mutating* add: it writes into its first argument when it may, and
+# allocates when it must.
+#
+# When may it? Only when the array is **ours**: made by this backward pass
+# and seen by no one else. Look at your `add` from Exercise 7.3: its
+# pullback returns `wobble` itself, the result's gradient. Writing into that
+# array would change the gradient of the result, and of the *other* operand,
+# which received the same array. A seed passed in by the caller is not
+# ours either, nor is a read-only array (`np.broadcast_to` makes those), and
+# a float32 buffer cannot hold a float64 sum, nor a `(1, 3)` row a `(2, 3)`
+# sum. A sum we had to allocate, on the other hand, is ours from then on.
+#
+# **Exercise 7.4.** Write `add_bang(total, term, own)`: it returns the pair
+# `(total + term, own)`. When `own` is true and `total` is a writeable
+# array whose dtype and shape the sum keeps, add the term into it
+# (`np.add(total, term, out=total)`) and return it; otherwise return a new
+# `total + term`, which is then ours (`own=True`) if it is an array. Plain
+# numbers cannot be written into: for them it is `+` with `own=False`.
+# The check compares with numpy's `total + term` bit for bit (adding in place
+# rounds exactly as `+` does) and watches which arrays you wrote into.
+
+# %%
+from minirad.labs.checks_accumulation import check_add_bang
+
+
+# BEGIN SOLUTION Exercise 7.4: add!!
+def add_bang(total, term, own):
+    can_hold = (isinstance(total, np.ndarray) and total.flags.writeable
+                and np.result_type(total, term) == total.dtype
+                and np.broadcast_shapes(total.shape, np.shape(term)) == total.shape)
+    if own and can_hold:
+        np.add(total, term, out=total)
+        return total, True
+    total = total + term
+    return total, isinstance(total, np.ndarray)
+# END SOLUTION
+
+
+# %%
+check_add_bang(add_bang)
+
+# %% [markdown]
+# Now the backward pass itself. `accum_counted` is your `accum` with two
+# changes: it starts from the first term instead of from zeros, and it
+# counts the arrays it makes (a pullback's result that is not a view of the
+# result's gradient, and every sum). `accum_bang` adds with your `add_bang`,
+# keeping track of which accumulators are its own: the first term is, unless
+# it shares memory with the gradient it came from.
+
+# %%
+allocations = {"count": 0}
+
+
+def made(array, source=None):
+    """Count ``array`` when it is a new buffer (not a view of ``source``)."""
+    if isinstance(array, np.ndarray) and (source is None or not np.shares_memory(array, source)):
+        allocations["count"] += 1
+    return array
+
+
+def accum_counted(x):
+    if x.grad is None:
+        total = None
+        for child, pullback in x.children:
+            wobble = accum_counted(child)
+            term = made(pullback(wobble), wobble)
+            total = term if total is None else made(total + term)
+        x.grad = np.zeros_like(x.data) if total is None else total
+    return x.grad
+
+
+def accum_bang(x):
+    if x.grad is None:
+        total, own = None, False
+        for child, pullback in x.children:
+            wobble = accum_bang(child)
+            term = pullback(wobble)
+            fresh = not np.shares_memory(term, wobble)
+            made(term, wobble)
+            if total is None:
+                total, own = term, fresh and term.flags.writeable
+            else:
+                new_total, own = add_bang(total, term, own)
+                if new_total is not total:
+                    made(new_total)
+                total = new_total
+        x.grad = np.zeros_like(x.data) if total is None else total
+    return x.grad
+
+
+def getindex(X, i):
+    """X[i] as a tracked scalar; the pullback writes a fresh array, as in the notes."""
+    z = TArray(X.data[i])
+
+    def pullback(wobble):
+        grad = np.zeros_like(X.data)
+        grad[i] = wobble
+        return grad
+
+    X.children.append((z, pullback))
+    return z
+
+
+def backward(program, data, accumulate):
+    """Run program on a tracked copy of data, seed its result with 1, count allocations."""
+    X = TArray(data)
+    result = program(X)
+    result.grad = np.ones_like(result.data)
+    allocations["count"] = 0
+    return accumulate(X), allocations["count"]
+
+
+def sum_first_and_second(X):
+    return add(getindex(X, 0), getindex(X, 1))
+
+
+def mysum(X):  # the notes' second example: total += X[i] for every i
+    total = getindex(X, 0)
+    for i in range(1, len(X.data)):
+        total = add(total, getindex(X, i))
+    return total
+
+
+data = np.arange(1.0, 7.0)
+for name, program in (("sum_first_and_second", sum_first_and_second), ("mysum", mysum)):
+    plain, n_plain = backward(program, data, accum_counted)
+    mine, n_mine = backward(program, data, accum_bang)
+    assert np.array_equal(plain, mine)
+    print(f"{name:>20}: {n_plain:2} allocations with +, {n_mine:2} with add!!   "
+          f"(gradient {mine})")
+
+# %% [markdown]
+# The notes' count: 3 against 2 for `sum_first_and_second`. For `mysum`
+# over six entries, each index writes a fresh array (6) and `+` adds them
+# in 5 more; `add!!` writes the five sums into the first array.
+#
+# Counting by hand is one view; the memory allocator is another. With `X`
+# of a million entries (8 MB) tracemalloc's peak, in units of one such
+# array, shows the third array `+` needs while the other two are alive:
+
+# %%
+import tracemalloc
+
+big = np.random.default_rng(0).standard_normal(1_000_000)
+for accumulate in (accum_counted, accum_bang):
+    X = TArray(big)
+    result = sum_first_and_second(X)
+    result.grad = np.ones_like(result.data)
+    tracemalloc.start()
+    accumulate(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    print(f"{accumulate.__name__:>14}: peak {peak / big.nbytes:.2f} arrays of X's size")
+
+# %% [markdown]
+# minirad's reverse sweep has the same option (`accumulate="in_place"`),
+# and a second one from the notes: `lazy=True` leaves every cotangent as a
+# *thunk* (what to add, not yet added) until an input you asked for needs
+# it, so a branch that leads to no such input is never computed. Both give
+# the same bits as the plain sweep. On a traced program where `x` is used
+# three times, and where a second input `d` is not asked for:
+
+# %%
+from minirad.exact import cotangents
+
+x0, d0 = np.arange(4.0), np.arange(4.0)
+g = trace(lambda x, d: (x * 2.0 + x * 3.0 + x * 4.0).sum() + np.exp(d).sum(), x0, d0)
+seed = {g.outputs[0]: np.ones(())}
+x_only = [g.index("x")]
+for label, options in (("plain", dict()), ("in place", dict(accumulate="in_place")),
+                       ("lazy, x wanted", dict(lazy=True, wanted=x_only)),
+                       ("both", dict(accumulate="in_place", lazy=True, wanted=x_only))):
+    swept = cotangents.reverse(g, seed, **options)
+    print(f"{label:>14}: {swept.allocations} arrays allocated, {swept.deferred} thunks never "
+          f"forced, dx = {swept.values[g.index('x')]}")
+print(block_gradient(g, wrt="x", accumulate="in_place", lazy=True))
+
+# %% [markdown]
+# **What to look for.** In place, the two sums of `x`'s three terms cost
+# nothing; lazily, the branch through `d` (`d`, `exp(d)` and its sum) stays
+# three thunks that nobody forces, and their two arrays are never made. The
+# last line is the same through `gradient`, the function you would call.
+# The notes go one step further: an *inplaceable thunk* adds the pullback
+# of `X[i]` straight into the accumulator (`ā[i] += ȳ`), so `mysum` needs
+# one array instead of six. Which of your pullbacks could do that, and
+# what would it have to be given?

@@ -83,6 +83,13 @@ reference):
 
 ``engine="auto"`` picks one from the graph's size and number of levels.
 
+The reverse functions take ``wrt=`` (the inputs whose cotangents are wanted)
+and two options of the reference recurrence from the ChainRules notes,
+:mod:`minirad.exact.cotangents`: ``accumulate="in_place"`` adds each term
+into the sweep's own accumulator (``add!!``) and ``lazy=True`` defers every
+cotangent until a wanted input needs it.  The numbers are the reference's,
+bit for bit; only the arrays allocated (and, lazily, the work) change.
+
 >>> from minirad import examples
 >>> g = examples.lecture()
 >>> result = reverse_sweep(g)
@@ -115,7 +122,7 @@ import numpy as np
 from ..graph import labels
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable, takes_lcg
-from . import _engines
+from . import _engines, cotangents
 from .overflow import check_finite
 from .result import Accumulation, check_size
 
@@ -150,13 +157,16 @@ def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
     return tuple(chosen)
 
 
-def _check_engine(g: LCG, engine) -> str:
+def _check_engine(g: LCG, engine, plain: bool = True) -> str:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
     if g.algebra is not FLOATS and engine not in ("auto", "reference"):
         raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
                          f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
+    if not plain and engine not in ("auto", "reference"):
+        raise ValueError(f"accumulate and lazy are options of the 'reference' engine ('auto' "
+                         f"picks it); engine {engine!r} accumulates plainly")
     return engine
 
 
@@ -238,6 +248,15 @@ def _results(g: LCG, values, vertices, stack: tuple, seeds_first: bool):
 
 
 # ------------------------------------------------------------------ engines
+def _reverse(g: LCG, seeds: dict, wanted, accumulate: str, lazy: bool):
+    """One reverse sweep from ``seeds``: the reference recurrence, or the same
+    recurrence with the accumulation options of :mod:`minirad.exact.cotangents`
+    (``wanted``: the cotangents a lazy sweep forces; None for all)."""
+    if cotangents.check_options(accumulate, lazy):
+        return labels.reverse(g, seeds)
+    return cotangents.reverse(g, seeds, wanted=wanted, accumulate=accumulate, lazy=lazy)
+
+
 def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
     """The label recurrence itself, one column of seeds at a time."""
     sweep = labels.forward if forward else labels.reverse
@@ -294,11 +313,12 @@ _KEPT_VALUES = 1 << 25
 
 
 def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
-           keep_values: bool) -> tuple[np.ndarray | None, np.ndarray]:
+           keep_values: bool, far=None) -> tuple[np.ndarray | None, np.ndarray]:
     """Per-vertex values (or None) and their rows at the far end (outputs for a
-    forward sweep, inputs for a reverse one), one column per seed."""
+    forward sweep, the inputs ``far`` or all of them for a reverse one), one column
+    per seed."""
     n, k = g.n_vertices, len(chosen)
-    far = list(g.outputs if forward else g.inputs)
+    far = list(far if far is not None else g.outputs if forward else g.inputs)
     block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
     values = None
     ends = np.empty((len(far), k))
@@ -314,14 +334,16 @@ def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
     return values, ends
 
 
-def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: bool):
-    """The reference recurrence on a graph with arrays, seeded with the unit vectors
-    of every entry of each chosen vertex, stacked (in chunks of about
-    ``_BLOCK_VALUES`` values per vertex when the values are not kept).
+def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: bool,
+                  far=None, sweep=None):
+    """The reference recurrence (or ``sweep(g, seeds)``, one with options), seeded with
+    the unit vectors of every entry of each chosen vertex, stacked (in chunks of
+    about ``_BLOCK_VALUES`` values per vertex when the values are not kept).
 
-    Returns the per-vertex values (or None), the Jacobian (far entries x seed
-    entries for a forward sweep) and the operation counts."""
-    far = g.outputs if forward else g.inputs
+    Returns the per-vertex values (or None), the Jacobian (entries of ``far``, by
+    default the outputs or inputs, x seed entries for a forward sweep) and the
+    operation counts."""
+    far = far if far is not None else g.outputs if forward else g.inputs
     sizes = [math.prod(g.shapes[v]) for v in chosen]
     far_at = np.cumsum([0] + [math.prod(g.shapes[v]) for v in far])
     k = sum(sizes)
@@ -332,7 +354,7 @@ def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: b
                          f"{k * entries:,} numbers, above the limit of {_KEPT_VALUES:,}; pass "
                          f"keep_values=False (the Jacobian alone is swept in bounded blocks)")
     widest = max((math.prod(shape) for shape in g.shapes), default=1)
-    sweep = labels.forward if forward else labels.reverse
+    sweep = sweep or (labels.forward if forward else labels.reverse)
     ends = np.zeros((int(far_at[-1]), k))
     kept = [[] for _ in range(g.n_vertices)] if keep_values else None
     multiplications = additions = 0
@@ -409,32 +431,54 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
 
 
 @takes_lcg
-def reverse_sweep(g: LCG, outputs=None, engine: str = "auto",
-                  keep_values: bool = True) -> Accumulation:
+def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
+                  wrt=None, accumulate: str = "plain", lazy: bool = False) -> Accumulation:
     """Adjoints of every vertex for each selected output.
 
     ``outputs`` is None (all outputs), one output or a sequence of outputs.
-    ``jacobian`` has one row per entry of the selected outputs; ``adjoints``
+    ``jacobian`` has one row per entry of the selected outputs and one column
+    per entry of the inputs ``wrt`` (None: all inputs, in order); ``adjoints``
     has shape ``(n_vertices, n_rows)`` on a graph of numbers and holds one
     ``(n_rows,) + shape`` array per vertex on a graph with arrays, or is
     None with ``keep_values=False``.
+
+    ``accumulate="in_place"`` and ``lazy=True`` run the reference recurrence
+    with the accumulation of :mod:`minirad.exact.cotangents` (an add that
+    writes into the sweep's own buffers; cotangents computed only when a
+    ``wrt`` input needs them, so with ``keep_values=False`` a branch that
+    reaches none of them is never computed).  The numbers are the reference
+    engine's, bit for bit; ``multiplications`` and ``additions`` count what
+    was done.
 
     >>> from minirad import examples
     >>> r = reverse_sweep(examples.lecture())
     >>> r.adjoints[:, 0].round(3).tolist()
     [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
+    >>> r = reverse_sweep(examples.lecture(), wrt="x2", keep_values=False, lazy=True)
+    >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
+    (array([[1.716]]), 5)
     """
-    engine = _check_engine(g, engine)
+    plain = cotangents.check_options(accumulate, lazy)
+    engine = _check_engine(g, engine, plain)
     chosen = _select(g, outputs, g.outputs, "output")
-    if g.algebra is not FLOATS:
-        adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values)
-        check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
-        return Accumulation(jac_t.T, mults, adds, "reverse", adjoints=adjoints, seeds=chosen,
-                            shapes=_shapes(g, chosen, g.inputs))
-    adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, backward=True)
-    return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
-                        counts=lambda: _sweep_cost(g, chosen, False))
+    columns = _select(g, wrt, g.inputs, "input")
+    if g.algebra is FLOATS and plain:
+        adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values, columns)
+        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+        return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
+                            counts=lambda: _sweep_cost(g, chosen, False))
+
+    def sweep(h, seeds):
+        return _reverse(h, seeds, None if keep_values else columns, accumulate, lazy)
+
+    adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values, columns, sweep)
+    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+    shapes = _shapes(g, chosen, columns)
+    if g.algebra is FLOATS:   # the layout of a graph of numbers: (n_vertices, n_rows)
+        shapes = None
+        adjoints = None if adjoints is None else np.array(adjoints).reshape(g.n_vertices, -1)
+    return Accumulation(jac_t.T, mults, adds, "reverse", adjoints=adjoints, seeds=chosen,
+                        shapes=shapes)
 
 
 @takes_lcg
@@ -467,12 +511,16 @@ def jvp(g: LCG, v, engine: str = "auto"):
 
 
 @takes_lcg
-def vjp(g: LCG, u, engine: str = "auto"):
-    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out.
+def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+        lazy: bool = False):
+    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
+    (per input of ``wrt`` when given: one input or a sequence of them).
 
     On a graph whose inputs and outputs are numbers, ``u`` has shape
     ``(n_outputs,)`` or ``(k, n_outputs)`` and the result ``(n_inputs,)`` or
-    ``(k, n_inputs)``; with arrays, see the module docstring.
+    ``(k, n_inputs)``; with arrays, see the module docstring.  ``accumulate``
+    and ``lazy`` are the options of :func:`reverse_sweep`: the same numbers,
+    bit for bit, with fewer arrays allocated.
 
     >>> from minirad import examples
     >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
@@ -484,23 +532,30 @@ def vjp(g: LCG, u, engine: str = "auto"):
     >>> dA                                                 # the outer product a x^T
     array([[1., 2.],
            [0., 0.]])
+    >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
+    [array([1., 0.])]
     """
-    engine = _check_engine(g, engine)
-    if g.algebra is not FLOATS:
+    plain = cotangents.check_options(accumulate, lazy)
+    engine = _check_engine(g, engine, plain)
+    columns = _select(g, wrt, g.inputs, "input")
+    if g.algebra is not FLOATS or not plain:
         seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
-        return _results(g, labels.reverse(g, seeds).values, g.inputs, stack, True)
+        values = _reverse(g, seeds, columns, accumulate, lazy).values
+        return _results(g, values, columns, stack, True)
     block, flat = _seed_block("u", u, len(g.outputs), seeds_first=True)
     seeds = np.zeros((g.n_vertices, block.shape[1]))
     seeds[list(g.outputs), :] = block
-    result = _propagate(g, seeds, False, engine)[list(g.inputs), :].T
+    result = _propagate(g, seeds, False, engine)[list(columns), :].T
     return result[0] if flat else result
 
 
 @takes_lcg
-def gradient(g: LCG, engine: str = "auto"):
+def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+             lazy: bool = False):
     """The gradient of a graph whose one output is a number: one reverse sweep
-    seeded with 1 in the output's dtype, one entry per input as :func:`vjp`
-    returns them (a float array on a graph of numbers, else a list of arrays).
+    seeded with 1 in the output's dtype, one entry per input (of ``wrt``) as
+    :func:`vjp` returns them (a float array on a graph of numbers, else a list
+    of arrays), with :func:`vjp`'s options.
 
     >>> from minirad import examples
     >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
@@ -514,11 +569,13 @@ def gradient(g: LCG, engine: str = "auto"):
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
                          f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
-    engine = _check_engine(g, engine)
-    if g.algebra is FLOATS:
-        return vjp(g, [1.0], engine)
+    plain = cotangents.check_options(accumulate, lazy)
+    engine = _check_engine(g, engine, plain)
+    if g.algebra is FLOATS and plain:
+        return vjp(g, [1.0], engine, wrt=wrt)
+    columns = _select(g, wrt, g.inputs, "input")
     y = g.outputs[0]
     # seeded in the output's dtype: a float32 program's gradient is float32, as it would be
     # by hand, and the same bits as a hand-written backward pass
-    values = labels.reverse(g, {y: np.ones((), dtype=g.dtypes[y])}).values
-    return _results(g, values, g.inputs, (), True)
+    values = _reverse(g, {y: np.ones((), dtype=g.dtypes[y])}, columns, accumulate, lazy).values
+    return _results(g, values, columns, (), True)

@@ -10,6 +10,10 @@ Estimators (all at minibatch 150 except the last; fraction f = 0.1):
 * ``reduced_batch``: exact backprop on the smaller batch with the same memory
   (:func:`~minirad.studies.memory.equal_memory_batch`: 18 for the MLP).
 
+A sixth, ``different_project`` (a Rademacher projection per example, the
+paper's Appendix A), trains only for the paper's Figure 9
+(:mod:`minirad.studies.nn_figures`).
+
 Only the stored input of each linear (or convolutional) layer is randomized;
 the adjoint passes exactly through ``W^T`` and the ReLU masks (paper Sec. 4.2).
 The study writes into its folder
@@ -43,11 +47,14 @@ from .data import mnist_split
 from .noise import Setting, full_gradient, gradient_noise
 from .training import train
 
-__all__ = ["ESTIMATORS", "PAPER_HYPERPARAMETERS", "StudyConfig", "budget_allocation",
-           "convnet_noise", "estimator_batch", "estimator_kind", "measured_bytes", "mlp_noise",
-           "run_budget_study", "run_study", "train_estimator", "train_network", "train_other"]
+__all__ = ["ALL_ESTIMATORS", "ESTIMATORS", "PAPER_HYPERPARAMETERS", "StudyConfig",
+           "budget_allocation", "convnet_noise", "estimator_batch", "estimator_kind",
+           "measured_bytes", "mlp_noise", "one_blas_thread", "run_budget_study", "run_study",
+           "train_estimator", "train_network", "train_other"]
 
 ESTIMATORS = ("baseline", "same_sample", "different_sample", "project", "reduced_batch")
+#: with Appendix A's "different project", which only the paper's Figure 9 trains
+ALL_ESTIMATORS = ESTIMATORS[:4] + ("different_project",) + ESTIMATORS[4:]
 
 # (learning rate, weight decay) released with the paper for MNIST, tuned per estimator
 PAPER_HYPERPARAMETERS = {
@@ -63,8 +70,8 @@ PAPER_ORDER = ("baseline", "different_sample", "reduced_batch", "same_sample")
 
 
 def _check_estimator(name: str) -> str:
-    if name not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, not {name!r}")
+    if name not in ALL_ESTIMATORS:
+        raise ValueError(f"estimator must be one of {', '.join(ALL_ESTIMATORS)}, not {name!r}")
     return name
 
 
@@ -132,11 +139,12 @@ class StudyConfig:
 def train_network(net: networks.Network, name: str, data, *, seed: int, iterations: int,
                   lr: float, weight_decay: float = 0.0, decay_every: int | None = None,
                   batch: int = 150, fraction: float = 0.1, engine: str = "graph",
-                  evaluations: int = 10, eval_examples: int | None = None, progress=True):
+                  evaluations: int = 10, eval_examples: int | None = None, progress=True,
+                  evaluate=None):
     """Train ``net`` with one estimator (Adam, L2 weight decay, x0.6 steps, batches with
     replacement); returns the :class:`~.training.History` whose evaluations are
     ``(training loss, test accuracy)``, the loss over the first ``eval_examples``
-    training images (all when None).
+    training images (all when None), or what ``evaluate(params)`` returns.
 
     With ``engine="graph"`` every step traces the network, injects the estimator
     on the graph and sweeps it in reverse; ``"floor"`` runs the numpy network on
@@ -144,7 +152,7 @@ def train_network(net: networks.Network, name: str, data, *, seed: int, iteratio
     """
     x_eval, y_eval = data.x_train[:eval_examples], data.y_train[:eval_examples]
 
-    def evaluate(p):
+    def loss_and_accuracy(p):
         return (networks.evaluate(net, p, x_eval, y_eval)[0],
                 networks.evaluate(net, p, data.x_test, data.y_test)[1])
 
@@ -152,7 +160,8 @@ def train_network(net: networks.Network, name: str, data, *, seed: int, iteratio
                  net.init(seed), net.inputs(data.x_train), data.y_train,
                  batch=estimator_batch(name, batch, fraction, rules=net.rules),
                  iterations=iterations, lr=lr, weight_decay=weight_decay,
-                 decay_every=decay_every, rng=1000 + seed, eval_fn=evaluate,
+                 decay_every=decay_every, rng=1000 + seed,
+                 eval_fn=evaluate or loss_and_accuracy,
                  eval_every=max(1, iterations // evaluations), progress=progress,
                  label=f"{net.name} {name} seed {seed}")
 
@@ -302,7 +311,7 @@ def budget_allocation(data, config: StudyConfig, pilot, uniform_runs=None,
             "uniform_runs": uniform_runs, "allocated_runs": allocated_runs}
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """Matrices of a few hundred rows gain little from BLAS threads, and on a shared
     two-core machine threads that wait for each other made an iteration 3x slower."""
     try:
@@ -315,7 +324,7 @@ def _one_blas_thread():
 def run_study(out_dir: str = "nn_study", quick: bool = False, config: StudyConfig | None = None,
               progress=True) -> dict:
     """Run the whole study and write its pictures and table into ``out_dir``."""
-    with _one_blas_thread():
+    with one_blas_thread():
         return _run_study(out_dir, config or (StudyConfig.quick() if quick else StudyConfig()),
                           progress)
 
@@ -494,7 +503,7 @@ def _budget_intro(config: StudyConfig) -> list[str]:
 def run_budget_study(out_dir: str, config: StudyConfig | None = None, progress=True) -> dict:
     """Only the budget part: ``nn_budget.png`` and ``nn_budget.md`` in ``out_dir``."""
     config = config or StudyConfig()
-    with _one_blas_thread():
+    with one_blas_thread():
         os.makedirs(out_dir, exist_ok=True)
         data = mnist_split(rng=0)
         pilot = train_estimator("baseline", data,

@@ -39,6 +39,7 @@ INJECTIONS = {
     "different_sample": ("sample", True),
     "same_sample": ("sample", False),
     "project": ("rademacher", False),
+    "different_project": ("rademacher", True),
 }
 
 
@@ -116,6 +117,10 @@ def inject(g, kind: str, fraction: float, rng=None):
     :func:`minirad.studies.activations.sample_pattern` or
     :func:`~minirad.studies.activations.signs` draws, as the numpy floors do, so on
     one seed both estimate with the same samples.
+
+    ``different_project`` (the paper's Appendix A, its Figure 9) projects every
+    example's stored input by its own Rademacher matrix (``method="rademacher",
+    per_row=True``; the numpy floors have no such estimator).
     """
     if kind == "exact":
         return g

@@ -1,0 +1,123 @@
+"""Pictures of edge elimination: each step as a pair, what it multiplies and what it changes.
+
+A vertex elimination step is drawn on one graph (:func:`minirad.draw.render.render`
+with the step as highlight).  An edge step is drawn as two pictures, made
+of render's own path highlights, with every vertex kept in its place:
+
+* **before**: the graph just before the step; each product the step forms
+  is a coloured path (``i -> j -> k`` for front elimination of ``i -> j``,
+  ``h -> i -> j`` for back elimination), its value in the legend;
+* **after**: the graph the step leaves; each edge a product landed on is
+  drawn in its product's colour, "new" for fill-in, "was ..." for an edge
+  the product was added to.  A vertex the step deleted is named in the title.
+
+:func:`edge_step_pictures` draws one step, :func:`edge_elimination_strip`
+a whole sequence as one matplotlib Figure, a row per step.
+
+>>> from minirad import examples
+>>> from minirad.exact.edge_elimination import eliminate_edges
+>>> g = examples.lab()
+>>> result = eliminate_edges(g, [("x", "v2", "front")])
+>>> before, after = edge_step_pictures(g, result.steps[0])
+>>> print(before.options["title"])
+front-eliminate x → v2: |succ(v2)| = 1 multiplication, 0 additions
+>>> "new x → f: x → v2 → f" in before.source, "new: x → f" in after.source
+(True, True)
+"""
+
+from __future__ import annotations
+
+from ..exact.edge_elimination import FRONT, EdgeStep, eliminate_edges
+from ..graph.lcg import LCG, plural
+from .render import (
+    PATH_COLORS,
+    STEP_EDGE_COLOR,
+    Paths,
+    has_dot,
+    layout_positions,
+    render,
+    save,
+    strip,
+)
+
+#: the products' colours: render's path colours but the eliminated edge's orange
+PRODUCT_COLORS = tuple(c for c in PATH_COLORS if c.lower() != "#e69f00")
+
+__all__ = ["edge_elimination_strip", "edge_step_pictures", "step_title"]
+
+
+def step_title(step: EdgeStep) -> str:
+    """One line saying what an edge step does and what it costs."""
+    i, j = step.edge
+    degree = f"|succ({j})|" if step.direction == FRONT else f"|pred({i})|"
+    return (f"{step.direction}-eliminate {i} → {j}: {degree} = "
+            f"{plural(step.multiplications, 'multiplication')}, "
+            f"{plural(step.additions, 'addition')}")
+
+
+def _products(step: EdgeStep) -> list[tuple[tuple[str, ...], tuple[str, str]]]:
+    """Each product of the step as (its path, the edge it lands on), in partner order."""
+    i, j = step.edge
+    if step.direction == FRONT:
+        return [((i, j, k), (i, k)) for k in step.partners]
+    return [((h, i, j), (h, j)) for h in step.partners]
+
+
+def edge_step_pictures(before: LCG, step: EdgeStep, **options) -> tuple:
+    """The two drawings of one edge step (see the module docstring).
+
+    ``before`` is the graph just before the step (``EdgeElimination.graphs[i]``
+    for ``steps[i]``, which needs ``keep_graphs=True``); the graph after it
+    is made by taking the step again.  Other keyword arguments go to
+    :func:`minirad.draw.render.render`; both pictures share ``positions``
+    (from :func:`minirad.draw.render.layout_positions` of ``before`` when
+    ``dot`` is installed), so every vertex stays in its place.
+    """
+    i, j = step.edge
+    after = eliminate_edges(before, [(i, j, step.direction)]).graph
+    if has_dot() and "positions" not in options:
+        options = dict(options, positions=layout_positions(before))
+    products = _products(step)
+    colors = [PRODUCT_COLORS[n % len(PRODUCT_COLORS)] for n in range(len(products))]
+    new = set(step.fill_in)
+    made = [f"{'new' if target in new else 'added to'} {target[0]} → {target[1]}"
+            for _, target in products]
+    # the eliminated edge first, in the colour vertex steps give the edges they remove
+    first = render(before, Paths([(i, j)] + [path for path, _ in products],
+                                 labels=[f"eliminated ({step.direction})"] + made,
+                                 colors=[STEP_EDGE_COLOR] + colors),
+                   title=options.pop("title", None) or step_title(step), **options)
+    landed = [target for _, target in products]
+    notes = ["new" if target in new else f"updated, was {before.partial(*target):.4g}"
+             for target in landed]
+    gone = (f"; {', '.join(step.removed)} deleted (no {'in' if step.direction == FRONT else 'out'}"
+            f"-edge left)") if step.removed else ""
+    second = render(after, Paths(landed, labels=notes, colors=colors),
+                    title=f"after it: {i} → {j} eliminated{gone}", **options)
+    return first, second
+
+
+def edge_elimination_strip(g: LCG, sequence="optimal", path=None, dpi: int = 110, *,
+                           title: str | None = None, **options):
+    """Every step of an edge elimination as a row of two pictures, in one Figure.
+
+    ``sequence`` is as for :func:`minirad.exact.edge_elimination.eliminate_edges`;
+    ``title`` goes above all the rows; saved to ``path`` when given.
+
+    >>> from minirad import examples
+    >>> figure = edge_elimination_strip(examples.lab(), "optimal", title="lab")
+    >>> len(figure.axes), figure.get_suptitle()
+    (4, 'lab')
+    """
+    result = eliminate_edges(g, sequence, keep_graphs=True)
+    if has_dot() and "positions" not in options:
+        options = dict(options, positions=layout_positions(g))
+    drawings = []
+    for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
+        pair = edge_step_pictures(before, step, title=f"step {number}/{len(result.steps)}: "
+                                  f"{step_title(step)}", **options)
+        drawings += pair
+    figure = strip(drawings, ncols=2, dpi=dpi, title=title)
+    if path is not None:
+        save(figure, path, dpi=dpi)
+    return figure
