@@ -83,3 +83,7 @@ def argument_positions(wrt, count: int) -> list[int]:
             valid = f"0..{count - 1}" if count else "none (no arguments)"
             raise ValueError(f"wrt must list argument positions {valid}, not {position!r}")
     return sorted(set(int(p) for p in wrt))
+
+# what to do when a traced number meets an array: the program is an array program
+ARRAY_HINT = ("; to trace a program that makes arrays, give trace its numbers as numpy "
+              "arrays (np.asarray(2.0) is a number as an array of shape ())")

@@ -51,7 +51,7 @@ import numpy as np
 from ..graph.lcg import LCG
 from ..graph.names import VertexNames, VertexOps
 from . import ops as ops_module
-from .naming import named_vertices
+from .naming import ARRAY_HINT, named_vertices
 from .ops import (
     COMPARISONS,
     IDENTITIES,
@@ -207,7 +207,8 @@ def _constant(x, op: Op, tape: Tape) -> float:
     if isinstance(x, Var):
         _mixed(op)
     raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
-                    f"scalars combine with other traced scalars and real numbers")
+                    f"scalars combine with other traced scalars and real numbers"
+                    f"{ARRAY_HINT if isinstance(x, np.ndarray) else ''}")
 
 
 # Templates with a constant written in, per operation and constant.  A program

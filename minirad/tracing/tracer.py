@@ -36,7 +36,7 @@ from numbers import Real
 import numpy as np
 
 from ..graph.lcg import LCG
-from .naming import argument_positions, named_vertices, parameter_names
+from .naming import ARRAY_HINT, argument_positions, named_vertices, parameter_names
 from .ops import OPS, NonFiniteError, evaluate
 
 
@@ -180,7 +180,8 @@ def _number(x, op, recorder: Recorder) -> float:
         return x.value
     if isinstance(x, bool) or not isinstance(x, Real):
         raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
-                        f"numbers combine with other traced numbers and real numbers")
+                        f"numbers combine with other traced numbers and real numbers"
+                        f"{ARRAY_HINT if isinstance(x, np.ndarray) else ''}")
     try:
         return float(x)
     except OverflowError:
