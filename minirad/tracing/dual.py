@@ -297,8 +297,10 @@ def _tangent(tangent, value):
     if isinstance(tangent, (bool, np.bool_)) or not isinstance(tangent, (Real, np.ndarray)):
         raise TypeError(f"a tangent is a number or a numpy array, not a "
                         f"{type(tangent).__name__}")
-    tangent = np.asarray(tangent, dtype=np.float64) if isinstance(tangent, np.ndarray) \
-        else float(tangent)
+    if isinstance(tangent, np.ndarray):
+        tangent = np.asarray(tangent, dtype=np.float64)
+    elif not isinstance(tangent, float):  # a float (or a subclass: a counting tangent) stays
+        tangent = float(tangent)
     shape = np.shape(value)
     if shape and np.shape(tangent) not in ((), shape):
         raise ValueError(f"the tangent of an array of shape {shape} has that shape, not "
