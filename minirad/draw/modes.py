@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.lcg import LCG, reachable
-from .plots import COLORS, _figure
+from .figure import Figure
+from .render import PATH_COLORS as COLORS
 
 __all__ = ["lecture_family", "mode_costs", "plot_mode_costs", "sweep_cost"]
 
@@ -127,7 +128,7 @@ def plot_mode_costs(sizes=(2, 4, 8, 16, 32, 64), title: str | None = None):
     shown = {"duals": "forward mode, dual numbers (n passes)",
              "forward sweep": "forward sweep on the graph (n seeds)",
              "reverse sweep": "reverse sweep (one seed)"}
-    figure = _figure(14.0, 4.6)
+    figure = Figure(figsize=(14.0, 4.6), layout="constrained")
     bars, lines, ratio = figure.subplots(1, 3, gridspec_kw={"width_ratios": [0.8, 1.2, 1.0]})
 
     heights = [lecture[m] for m in methods]
