@@ -118,7 +118,7 @@ class Symbolic:
                             f"{', '.join(sorted(RULES))}")
         return Symbolic(RULES[op.name](*map(_expr, args)))
 
-    def _binary(name, reflected=False):   # noqa: N805 (builds the methods below)
+    def _binary(name, reflected=False):   # builds the methods below, then goes
         def method(self, other):
             if not isinstance(other, (Symbolic, int, float, np.integer, np.floating)):
                 return NotImplemented

@@ -89,7 +89,7 @@ def plot_reintegration(problems):
                       label=states if k == 0 else None, log=True, bottom=FLOOR)
             text = ("non-finite" if not np.isfinite(error) else
                     f"{error:.0e}" if error < CEILING else f"> {CEILING:.0e}\n({error:.0e})")
-            right.text(x, shown * 10, f"{text}\n{got.stored_states} kept", ha="center",
+            right.text(x, shown * 10, f"{text}\n{got.stored_states}\nkept", ha="center",
                        va="bottom", fontsize=7)
     left.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
     left.set_xlim(1.02, -0.02)

@@ -463,7 +463,7 @@ def convergence(problem: ODEProblem, refinements=(1, 2, 4, 8), states: str = "st
 
 
 # ------------------------------------------------------------- problems
-def oscillator(n_steps: int = 400, T: float = 10.0) -> ODEProblem:
+def oscillator(n_steps: int = 100, T: float = 10.0) -> ODEProblem:
     """A damped oscillator ``x'' = -k x - c x'`` as ``u = (x, v)``, ``p = (k, c)``,
     with the terminal cost ``|u(T) - (0.2, -0.1)|^2 / 2``.
 
@@ -478,7 +478,7 @@ def oscillator(n_steps: int = 400, T: float = 10.0) -> ODEProblem:
                       np.array([2.0, 0.3]), terminal=squared_distance([0.2, -0.1]))
 
 
-def lotka_volterra(n_steps: int = 500, T: float = 5.0) -> ODEProblem:
+def lotka_volterra(n_steps: int = 100, T: float = 5.0) -> ODEProblem:
     """Predator and prey: ``x' = a x - b x y``, ``y' = -c y + d x y``,
     ``p = (a, b, c, d)``, fitted to data: the running cost
     ``|u(t) - d(t)|^2 / 2`` with ``d(t) = (1 + sin t / 2, 1 + cos t / 2)``,
