@@ -363,7 +363,8 @@ def build_figures(folder="figures", progress: Callable[[str], object] | None = p
     picture).  ``progress(message)`` is called once per entry of
     :data:`FIGURES`, after its files are written (``None``: silent).  A
     figure whose optional dependency is missing (:attr:`Entry.needs`) is
-    skipped, and its message says which extra to install.  Deterministic: fixed seeds (:data:`SEEDS`), no timestamps.
+    skipped, and its message says which extra to install.  Deterministic:
+    fixed seeds (:data:`SEEDS`), no timestamps.
     """
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)

@@ -142,9 +142,11 @@ class Symbolic:
     def __abs__(self):
         return Symbolic(RULES["abs"](self.expr))
 
-    def __bool__(self):
+    def _no_branch(self, *other):
         raise TypeError("a program run on symbols cannot branch on a value (if x > 0, max, "
                         "...); write the branch with ops.maximum, ops.relu or ops.abs")
+
+    __bool__ = __lt__ = __le__ = __gt__ = __ge__ = _no_branch
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,9 @@ def test_a_neural_network_right_hand_side():
 
 
 # fourth order, measured: the least-squares slope of log gap against log h over h, h/2, h/4
-# (measured 4.00, 4.06, 4.10; the gallery's adjoint_convergence.png goes on to h/8). Lotka-Volterra's gap has a bump
-# (a local slope of 5) between h = 0.25 and 0.17, so its h starts below.
+# (measured 4.00, 4.06, 4.10; the gallery's adjoint_convergence.png goes on to h/8).
+# Lotka-Volterra's gap has a bump (a local slope of 5) between h = 0.25 and 0.17, so its h
+# starts below.
 ORDERS = {
     "oscillator": lambda: ode.oscillator(n_steps=20),          # h from 0.5 to 0.125
     "lotka-volterra": lambda: ode.lotka_volterra(n_steps=32),  # h from 0.156 to 0.039
