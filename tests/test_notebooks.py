@@ -5,7 +5,7 @@ cell error fails, and so does a picture that reaches the notebook only as a
 text repr (``<Figure size 640x480 with 1 Axes>``, ``[<minirad.draw.render.Drawing
 at 0x...>]``), which is what a student would see.  Each value minirad returns
 as a picture is also checked on its own in one kernel.  Each lab's handout is
-executed too, up to its first stub. The nine labs take a few minutes
+executed too, up to its first stub. The ten labs take a few minutes
 together on one core.
 """
 
