@@ -207,6 +207,11 @@ def test_bad_input():
         replace(problem, n_steps=0)
     with pytest.raises(ValueError, match="step h must be a positive number"):
         replace(problem, h=float("nan"))
+    with pytest.raises(ValueError, match="u0 must be a 1-D array of finite numbers"):
+        replace(problem, u0=np.array(1.0))
+    wrong_shape = replace(problem, f=lambda u, p: u[:1])
+    with pytest.raises(ValueError, match=r"f\(u0, p\) has shape \(1,\)"):
+        ode.discrete_gradient(wrong_shape, problem.parameters)
     vector_cost = replace(problem, terminal=lambda u: u * u)
     with pytest.raises(ValueError, match=r"the cost must be a number, but terminal\(u0\) has "
                                          r"shape \(2,\)"):

@@ -19,8 +19,9 @@ there are two ways to ``dG/dp``:
       lambda(T) = phi_u(u(T))^T,     lambda' = -f_u^T lambda - g_u^T,
       dG/dp = integral_0^T (lambda^T f_p + g_p) dt
 
-  solved backwards in time by RK4, the integral as a third component ``mu``
-  beside ``lambda`` and ``u`` (:func:`continuous_gradient`).
+  solved backwards in time by RK4, the integral as a component ``mu``
+  beside ``lambda`` (:func:`continuous_gradient`).  ``u0`` does not depend
+  on p here; if it did, ``lambda(0)^T du0/dp`` would be added.
 
 Neither forms a Jacobian.  ``f_u^T lambda + g_u^T`` and ``lambda^T f_p + g_p``
 are together one vector-Jacobian product: trace ``(u, p) -> (f(u, p),
@@ -118,6 +119,11 @@ class ODEProblem:
                 and self.h > 0):
             raise ValueError(f"{self.name}: the step h must be a positive number, not "
                              f"{self.h!r}")
+        u0 = np.asarray(self.u0)
+        if u0.ndim != 1 or not np.issubdtype(u0.dtype, np.number) or not np.all(
+                np.isfinite(u0)):
+            raise ValueError(f"{self.name}: u0 must be a 1-D array of finite numbers, not "
+                             f"{self.u0!r:.60}")
 
     @property
     def T(self) -> float:
@@ -147,6 +153,10 @@ def _check_parameters(problem: ODEProblem, p) -> np.ndarray:
                          f"{problem.parameters.shape}, got {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError("parameters must be finite")
+    slope = np.shape(problem.f(problem.u0, p))
+    if slope != np.shape(problem.u0):
+        raise ValueError(f"{problem.name}: f(u, p) must have the shape of u, "
+                         f"{np.shape(problem.u0)}, but f(u0, p) has shape {slope}")
     costs = [("terminal(u0)", problem.terminal, (problem.u0,)),
              ("running(u0, p, 0)", problem.running, (problem.u0, p, 0.0))]
     for call, cost, args in costs:
