@@ -36,7 +36,7 @@ Swell(n_inputs=8, formula_nodes=9, derivative_nodes=64, cse_nodes=52, lcg_edges=
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -195,9 +195,18 @@ def jacobian(f: Callable, *point: float) -> np.ndarray:
 
 
 def _entries(exprs) -> list:
-    if hasattr(exprs, "args") and not isinstance(exprs, Iterable):   # one expression
-        return [exprs]
-    return [sympy().sympify(e) for e in exprs]
+    """One expression, or a list, tuple or Matrix of them, as a list of expressions."""
+    sp = sympy()
+    if isinstance(exprs, sp.MatrixBase):
+        return list(exprs)
+    entries = []
+    for e in exprs if isinstance(exprs, (list, tuple)) else [exprs]:
+        try:
+            entries.append(sp.sympify(e, strict=True))   # strict: no parsing of strings
+        except sp.SympifyError:
+            raise TypeError(f"give SymPy expressions (one, a list or a Matrix), not "
+                            f"{type(e).__name__} {e!r:.40}") from None
+    return entries
 
 
 def tree_size(exprs) -> int:

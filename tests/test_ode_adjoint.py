@@ -218,6 +218,8 @@ def test_bad_input():
         ode.continuous_gradient(vector_cost, problem.parameters)
     with pytest.raises(ValueError, match="at least two different positive integers"):
         ode.convergence(problem, refinements=(2, 2))
+    with pytest.raises(ValueError, match="at least one ODEProblem"):
+        plot_convergence([])
 
 
 def test_reintegration_picture_reports_the_overflow():

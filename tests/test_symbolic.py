@@ -167,6 +167,11 @@ def test_bad_input():
         symbolic.formula(branching, 1.0)
     with pytest.raises(ValueError, match="depth must be a positive integer"):
         examples.composition_program(0)
+    for wrong in ("x + 1", [sp.Symbol("x"), object()]):
+        with pytest.raises(TypeError, match="give SymPy expressions"):
+            symbolic.tree_size(wrong)
+    x = sp.Symbol("x")
+    assert symbolic.tree_size(sp.Matrix([[x + 1, 2 * x]])) == 6    # a Matrix: its entries
 
 
 def test_swell_picture_draws_the_measurements():

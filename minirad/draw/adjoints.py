@@ -117,17 +117,18 @@ def plot_convergence(problems, refinements=(1, 2, 4, 8)):
     the discrete adjoint against the step size h, for each problem at
     ``h / r`` for ``r`` in ``refinements``; the legend gives each line's
     least-squares slope, and a dashed guide has slope 4, RK4's order."""
+    runs = [convergence(problem, refinements) for problem in problems]
+    if not runs:
+        raise ValueError("plot_convergence needs at least one ODEProblem")
     fig = _figure(6.4, 4.6)
     ax = fig.subplots()
-    lowest, highest = np.inf, 0.0
-    for k, problem in enumerate(problems):
-        run = convergence(problem, refinements)
+    for k, (problem, run) in enumerate(zip(problems, runs)):
         ax.loglog(run.step_sizes, run.gaps, "o-", color=PATH_COLORS[k % len(PATH_COLORS)],
                   label=f"{problem.name}: slope {run.order:.2f}")
-        lowest, highest = min(lowest, run.step_sizes.min()), max(highest, run.step_sizes.max())
-        anchor = (run.step_sizes[0], run.gaps[0])
-    h = np.array([lowest, highest])
-    ax.loglog(h, anchor[1] * 3 * (h / anchor[0]) ** 4, "--", color="#777777",
+    h = np.array([min(run.step_sizes.min() for run in runs),
+                  max(run.step_sizes.max() for run in runs)])
+    top = runs[-1]       # the guide runs 3 times above the last problem's coarsest gap
+    ax.loglog(h, 3 * top.gaps[0] * (h / top.step_sizes[0]) ** 4, "--", color="#777777",
               label="slope 4 (guide)")
     ax.set_xlabel("step size h")
     ax.set_ylabel("|continuous - discrete| / |discrete|")
