@@ -104,9 +104,13 @@ def _why_no_variance(g, sampled: list[int]) -> str | None:
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         return "the exact variance is computed for one scalar output (a loss)"
     for e in sampled:
-        if not isinstance(g.labels[e], MatMul) or g.labels[e].gathered is not None:
-            return (f"edge {g.names[g.sources[e]]} -> {g.names[g.targets[e]]} gathers its "
-                    f"activation (a convolution); its variance is not computed here")
+        edge = f"edge {g.names[g.sources[e]]} -> {g.names[g.targets[e]]}"
+        if not isinstance(g.labels[e], MatMul):
+            return (f"{edge} is a {g.labels[e].kind}, not a product with a stored array; "
+                    f"only those are sampled here")
+        if g.labels[e].gathered is not None:
+            return (f"{edge} gathers its activation (a convolution); its variance is not "
+                    f"computed here")
     for a in sampled:
         for b in sampled:
             if a != b and _reaches(g, int(g.targets[a]), int(g.sources[b])):

@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..graph.lcg import LCG
@@ -50,14 +51,22 @@ def box_size(lines: list[str]) -> tuple[float, float]:
             max(28.0, len(lines) * LINE_HEIGHT + 12.0))
 
 
-def stand_in(g) -> LCG:
-    """A scalar LCG with ``g``'s vertices and edges (every partial 1): what the layout reads."""
-    if isinstance(g, LCG):
-        return g
-    edges = [(g.names[u], g.names[v], 1.0) for u, v in zip(g.sources.tolist(),
-                                                           g.targets.tolist())]
-    return LCG.from_edges(edges, inputs=[g.names[v] for v in g.inputs],
-                          outputs=[g.names[v] for v in g.outputs])
+#: names that DOT reads as they are; others (``<b>`` starts an HTML label there) are replaced
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\[\]]+")
+
+
+def stand_in(g) -> tuple[LCG, list[str]]:
+    """A scalar LCG with ``g``'s vertices and edges, every partial 1 (what the layout
+    reads), and its name for each vertex of ``g``: the same, unless DOT could misread
+    one (then ``n0``, ``n1``, ...)."""
+    names = list(g.names)
+    if not all(_PLAIN_NAME.fullmatch(name) for name in names):
+        names = [f"n{v}" for v in range(g.n_vertices)]
+    elif isinstance(g, LCG):
+        return g, names
+    edges = [(names[u], names[v], 1.0) for u, v in zip(g.sources.tolist(), g.targets.tolist())]
+    return LCG.from_edges(edges, inputs=[names[v] for v in g.inputs],
+                          outputs=[names[v] for v in g.outputs]), names
 
 
 def _matplotlib_spots(g: LCG) -> dict:
@@ -84,13 +93,13 @@ def positions(g, lines: list[list[str]] | None = None) -> Positions:
         raise ValueError(f"the graph has {g.n_vertices} vertices; the page lays out at most "
                          f"{MAX_VERTICES}, as minirad's drawings do; explore a smaller subgraph")
     lines = lines or [[name] for name in g.names]
-    scalar = stand_in(g)
+    scalar, names = stand_in(g)
     if has_dot():
         spots, layout = layout_positions(scalar, legend=False, edge_labels=False), "dot"
     else:
         spots, layout = _matplotlib_spots(scalar), "matplotlib"
-    x = [spots[name][0] for name in g.names]
-    y = [-spots[name][1] for name in g.names]  # SVG's y grows downwards
+    x = [spots[name][0] for name in names]
+    y = [-spots[name][1] for name in names]  # SVG's y grows downwards
     sizes = [box_size(text) for text in lines]
     stretch = 1.0
     for a in range(len(x)):

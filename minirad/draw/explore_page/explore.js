@@ -331,7 +331,7 @@
     $("elim-total").textContent = String(intermediates.length);
     const buttons = $("elim-orders");
     Object.keys(E.orders).forEach((name) => {
-      const b = el("button", { "data-order": name, id: "play-" + name }, name + " (" + E.orders[name].multiplications + ")");
+      const b = el("button", { "data-order": name, id: "play-" + name }, name + " (" + E.orders[name].multiplications + " mult.)");
       b.addEventListener("click", () => play(name));
       buttons.appendChild(b);
     });
@@ -546,7 +546,7 @@
     }
     function plot(node, series, band, exact, label) {
       clear(node);
-      const W = 360, H = 170, left = 52, right = 10, top = 10, bottom = 28;
+      const W = 360, H = 180, left = 52, right = 10, top = 24, bottom = 22;
       node.setAttribute("viewBox", "0 0 " + W + " " + H);
       const c = current(), N = c.n;
       const finite = (x) => typeof x === "number";
@@ -561,10 +561,10 @@
       const Y = (y) => top + (H - top - bottom) * (1 - (y - lo) / (hi - lo));
       node.append(svgEl("line", { class: "axis", x1: left, y1: H - bottom, x2: W - right, y2: H - bottom }),
         svgEl("line", { class: "axis", x1: left, y1: top, x2: left, y2: H - bottom }),
-        svgEl("text", { x: left - 4, y: top + 8, "text-anchor": "end" }, fmt(hi, 3)),
+        svgEl("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, fmt(hi, 3)),
         svgEl("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, fmt(lo, 3)),
-        svgEl("text", { x: left, y: H - 8 }, "1"), svgEl("text", { x: W - right, y: H - 8, "text-anchor": "end" }, String(N) + " estimates"),
-        svgEl("text", { x: (left + W) / 2, y: H - 8, "text-anchor": "middle" }, label));
+        svgEl("text", { x: left, y: H - 6 }, "1"), svgEl("text", { x: W - right, y: H - 6, "text-anchor": "end" }, String(N) + " estimates"),
+        svgEl("text", { x: left, y: 12 }, label));
       if (band) {
         const up = [], down = [];
         series.forEach((y, i) => { if (finite(y) && finite(band[i])) { up.push([X(i), Y(y + 2 * band[i])]); down.push([X(i), Y(y - 2 * band[i])]); } });
