@@ -83,7 +83,8 @@ class Page:
 
     def _repr_html_(self) -> str:
         # a frame keeps the page's style and script apart from the notebook's
-        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" title="{html.escape(self.data["title"])}" '
+        title = html.escape(self.data["title"])
+        return (f'<iframe srcdoc="{html.escape(self.html, quote=True)}" title="{title}" '
                 f'style="width: 100%; height: 820px; border: 1px solid #ccc"></iframe>')
 
     def __repr__(self) -> str:

@@ -34,7 +34,6 @@ layer and against many sampled gradients.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..exact.blocks import gradient, reverse_sweep
