@@ -94,7 +94,7 @@
     while (t1 > 0.5 && inside(bezier(a, chosen, b, t1), box(v), 0)) t1 -= 0.005;
     const points = [];
     for (let i = 0; i <= 24; i++) points.push(bezier(a, chosen, b, t0 + (t1 - t0) * i / 24));
-    const result = { points, middle: bezier(a, chosen, b, (t0 + t1) / 2) };
+    const result = { points };
     routes.set(key, result);
     return result;
   }
@@ -110,10 +110,22 @@
       [end[0] - fx * size + fy * size * 0.45, end[1] - fy * size - fx * size * 0.45]];
     g.appendChild(svgEl("path", { class: "head", d: "M" + head.map((p) => p.join(",")).join("L") + "Z" }));
     edgeLayer.appendChild(g);
-    if (edge.label) {
+  }
+  // Each label at the first place along its edge (the middle first) where it covers
+  // no vertex and no label placed before it.
+  function placeLabels(edges) {
+    const placed = [];
+    const free = (p, w, h) => placed.every((q) => Math.abs(p[0] - q[0]) > (w + q[2]) / 2 + 2 || Math.abs(p[1] - q[1]) > (h + q[3]) / 2 + 1)
+      && G.names.every((_, v) => !inside(p, { x: L.x[v], y: L.y[v], w: L.width[v] / 2 + w / 2, h: L.height[v] / 2 + h / 2 }, 0));
+    edges.forEach((edge) => {
+      if (!edge.label) return;
+      const points = route(edge.u, edge.v).points, w = edge.label.length * 6.3 + 4, h = 13;
+      const spots = [12, 9, 15, 7, 17, 5, 19, 3, 21].map((i) => points[i]);
+      const spot = spots.find((p) => free(p, w, h)) || spots[0];
+      placed.push([spot[0], spot[1], w, h]);
       labelLayer.appendChild(svgEl("text", { class: "elabel" + (edge.cls && edge.cls.includes("dim") ? " dim" : ""),
-        x: r.middle[0].toFixed(1), y: r.middle[1].toFixed(1) }, edge.label));
-    }
+        x: spot[0].toFixed(1), y: spot[1].toFixed(1) }, edge.label));
+    });
   }
 
   const vertexNodes = [], vertexNotes = [];
@@ -131,7 +143,7 @@
     g.appendChild(shapeFor(v));
     const lines = L.lines[v];
     lines.forEach((line, i) => g.appendChild(svgEl("text", { x: L.x[v], y: L.y[v] + (i - (lines.length - 1) / 2) * 16 }, line)));
-    const note = svgEl("text", { class: "vnote", x: L.x[v], y: L.y[v] + L.height[v] / 2 + 10 }, "");
+    const note = svgEl("text", { class: "vnote", x: L.x[v] + L.width[v] / 2 + 5, y: L.y[v] - L.height[v] / 2 + 2 }, "");
     g.appendChild(note);
     vertexNodes.push(g);
     vertexNotes.push(note);
@@ -145,6 +157,7 @@
     // dim edges first, so that highlighted ones are drawn over them
     const order = view.edges.slice().sort((a, b) => (b.cls || "").includes("dim") - (a.cls || "").includes("dim"));
     order.forEach(drawEdge);
+    placeLabels(order.slice().reverse());  // the highlighted edges' labels get the best places
     for (let v = 0; v < n; v++) {
       const node = vertexNodes[v];
       node.setAttribute("class", "vertex " + G.kinds[v] + " " + ((view.vertexClass && view.vertexClass[v]) || "")
@@ -546,7 +559,7 @@
     }
     function plot(node, series, band, exact, label) {
       clear(node);
-      const W = 360, H = 180, left = 52, right = 10, top = 24, bottom = 22;
+      const W = 360, H = 150, left = 52, right = 10, top = 24, bottom = 22;
       node.setAttribute("viewBox", "0 0 " + W + " " + H);
       const c = current(), N = c.n;
       const finite = (x) => typeof x === "number";
