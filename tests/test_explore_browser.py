@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_explore import small_mlp
 
-from minirad import eliminate, examples, memory, sample_activations, sampled_jacobians
+from minirad import LCG, eliminate, examples, memory, sample_activations, sampled_jacobians
 from minirad.draw.explore import explore
 from minirad.exact.sweeps import reverse_sweep
 
@@ -32,8 +32,10 @@ def chromium():
 def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pages")
     made = {}
+    one_edge = LCG.from_edges([("x", "y", 2.0)], inputs=["x"], outputs=["y"])
     for name, g in (("figure1", examples.figure1()), ("lecture", examples.lecture()),
-                    ("mlp", small_mlp()[0]), ("dag", examples.random_dag(3, 14, 2, rng=0))):
+                    ("mlp", small_mlp()[0]), ("dag", examples.random_dag(3, 14, 2, rng=0)),
+                    ("one_edge", one_edge)):
         made[name] = (g, explore(g).save(folder / f"{name}.html"))
     return made
 
@@ -196,4 +198,18 @@ def test_no_network_and_readable_on_a_phone(chromium, pages):
     graph, panel = chromium.evaluate("""[document.getElementById('graph-box'),
         document.getElementById('panel-exact')].map((n) => n.getBoundingClientRect().top)""")
     assert panel > graph
+    assert chromium.errors == []
+
+
+@pytest.mark.parametrize("name", ["dag", "one_edge", "mlp"])
+def test_every_panel_opens_and_works_without_error(chromium, pages, name):
+    opened(chromium, pages, name)
+    for tab in chromium.evaluate("[...document.querySelectorAll('[role=tab]:not([hidden])')]"
+                                 ".map((t) => t.id)"):
+        chromium.click(f"#{tab}")
+        for button in chromium.evaluate(
+                "[...document.querySelectorAll('[role=tabpanel]:not([hidden]) button')]"
+                ".filter((b) => !b.disabled && b.id).map((b) => b.id)"):
+            chromium.click(f"#{button}")
+            chromium.evaluate("document.getElementById('elim-pause')?.click()")
     assert chromium.errors == []

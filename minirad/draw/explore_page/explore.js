@@ -233,7 +233,7 @@
       const value = s.values[v];
       if (value === null) return "no adjoint";
       if (typeof value === "object") return "‖ā‖ = " + fmt(value.norm, 4);
-      return (s.direction === "forward" ? "ẋ = " : "ā = ") + fmt(value, 4);
+      return (s.direction === "forward" ? "v̇ = " : "ā = ") + fmt(value, 4);
     }
     function status() {
       const s = sweep();
