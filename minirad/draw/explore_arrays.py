@@ -49,10 +49,6 @@ MAX_PROBES = 4000
 FRACTIONS = (1.0, 0.5, 0.25, 0.1, 0.05)
 
 
-def _bytes_text(x: float) -> str:
-    return f"{x:,.0f} B" if x == int(x) else f"{x:,.1f} B"
-
-
 def graph_section(g) -> dict:
     """Vertices (name, kind, shape, operation) and edges (ends, operator kind, flops,
     bytes the operator lists as retained) of an array graph."""
@@ -175,7 +171,7 @@ def memory_section(g, fractions=FRACTIONS, seed: int = 0) -> dict:
     full = memory(g)
     sampled = [e for e, op in enumerate(g.labels) if op.kind == "outer"]
     steps = [dict(fraction=None, per_edge=list(full.per_edge), total=full.total,
-                  total_text=_bytes_text(full.total), ks=[None] * len(sampled),
+                  ks=[None] * len(sampled),
                   variance=[0.0] * len(g.inputs))]
     try:
         shares, why = edge_variances(g, sampled), None
@@ -190,7 +186,7 @@ def memory_section(g, fractions=FRACTIONS, seed: int = 0) -> dict:
             variance = [number(sum(float(shares[i][g.names[x]].sum()) / k
                                    for i, k in enumerate(ks))) for x in g.inputs]
         steps.append(dict(fraction=f, per_edge=list(m.per_edge), total=m.total,
-                          total_text=_bytes_text(m.total), ks=ks, variance=variance))
+                          ks=ks, variance=variance))
     norms = [number(float(np.sum(np.asarray(x, dtype=float) ** 2))) for x in gradient(g)] \
         if why is None or "scalar output" not in why else None
     return dict(notes=list(full.notes), sampled=sampled, steps=steps, seed=seed,
