@@ -405,6 +405,46 @@ def cmd_figures(args) -> None:
     print(f"{len(written)} files written to {args.output}")
 
 
+def _graph_to_explore(args):
+    """The graph named by ``minirad explore``'s first argument (and point)."""
+    from .graph.vfile import load_vector
+    from .graph.vgraph import VectorLCG
+
+    target = args.graph
+    if target.lower().endswith((".json", ".npz")) and not args.point:
+        if not os.path.isfile(target):
+            raise UsageError(f"no such file: {target}")
+        return load_vector(target) if target.lower().endswith(".npz") else LCG.from_json(target)
+    f = _load_function(target)
+    if not args.point:  # a function that builds a graph, such as minirad.examples:figure1
+        g = _run_user_code(target, f)
+        if not isinstance(g, (LCG, VectorLCG)):
+            raise UsageError(f"{target}() returned {type(g).__name__}, not a graph; give the "
+                             f"point to trace it at (minirad explore {target} 2.0 5.0 -o ...)")
+        return g
+    point = [_parse_point(x) for x in args.point]
+    if args.arrays:
+        from .tracing.arrays import trace_arrays
+
+        return _run_user_code(target, trace_arrays, f, *point)
+    return _run_user_code(target, trace, f, *point)
+
+
+def cmd_explore(args) -> None:
+    from .draw.explore import explore
+
+    if not args.output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"cannot write the page to {args.output!r}: use a name ending in .html")
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
+    g = _graph_to_explore(args)
+    page = explore(g, title=args.title, samples=args.samples)
+    page.save(args.output)
+    print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
+          f"open it in a browser, no server needed")
+
+
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
     from .labs.notebook import write_notebooks
@@ -567,6 +607,13 @@ _COMMANDS = {
               "randomized backward passes (Sec. 4). pde: reaction-diffusion control (Sec. 5) "
               "with the exact gradient, the eq. 8 estimator at several fractions, the authors' "
               "released sampler and gradient checkpointing."),
+    "explore": ("write one self-contained web page to explore a graph",
+                "Write one HTML file (no server, no network) in which a student steps through "
+                "a sweep, eliminates vertices, lists Bauer's paths, draws Algorithm 1 samples "
+                "and, for an array graph, trades memory for variance. GRAPH is a saved LCG "
+                "(.json) or array graph (.npz), or MODULE:FUNCTION with a point to trace the "
+                "function at, or without one a function returning a graph (e.g. "
+                "minirad.examples:figure1)."),
     "lab": ("write the labs as Jupyter notebooks",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
             "replaced by stubs) or with the solutions."),
@@ -646,6 +693,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pde: Adam iterations; the paper's 800 if not given")
     p.add_argument("--resume", action="store_true",
                    help="pde: go on with an interrupted run saved in the output folder")
+
+    p = command("explore", cmd_explore)
+    p.add_argument("graph", metavar="GRAPH_OR_MODULE:FUNCTION",
+                   help="g.json, g.npz, MODULE:FUNCTION or FILE.py:FUNCTION")
+    p.add_argument("point", nargs="*",
+                   help="the point to trace the function at: a number, or 1,2,3 for a vector")
+    p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
+    p.add_argument("--arrays", action="store_true",
+                   help="trace with minirad.trace_arrays (an array graph with a Memory panel)")
+    p.add_argument("--title", help="the page's title (default: the graph's summary)")
+    p.add_argument("--samples", type=int, default=100,
+                   help="Algorithm 1 estimates stored per k and seed")
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions"],

@@ -213,7 +213,7 @@ def test_help_shows_each_default_once_and_every_command_is_described(capsys):
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     assert set(commands) == {"demo", "wengert", "trace", "jacobian", "render", "compare",
-                             "figures", "lab", "study"}
+                             "figures", "lab", "study", "explore"}
     for name, sub in commands.items():
         assert sub.description and len(sub.description) > 40, name
         text = sub.format_help()
