@@ -114,6 +114,7 @@ html_theme_options = {
 html_context = {"default_mode": "auto"}
 html_static_path: list[str] = []
 html_show_sourcelink = True
+html_sourcelink_suffix = ""  # "Show Source" of a lab page is its notebook, as it is
 html_last_updated_fmt = None
 
 

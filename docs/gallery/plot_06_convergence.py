@@ -3,10 +3,10 @@ The running mean converges like one over the square root of n
 ==============================================================
 
 The relative error of the mean of ``n`` path-sampling estimates on the
-layered graph, for 1, 2 and 4 draws per vertex. On log axes every curve
-follows a line of slope -1/2: the estimates are unbiased and independent,
-so the error of their mean falls like ``1/sqrt(n)``; more draws per vertex
-lower the line.
+layered graph, for 1, 2 and 4 draws per vertex. On log axes each curve
+wanders around its dotted line of slope -1/2, the error expected from the
+exact variance: the estimates are unbiased and independent, so the error of
+their mean falls like ``1/sqrt(n)``; more draws per vertex lower the line.
 """
 
 from minirad import plots
