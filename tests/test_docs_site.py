@@ -62,7 +62,7 @@ class _Links(HTMLParser):
             self.targets.append(target)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(page: Path) -> _Links:
     parser = _Links()
     parser.feed(page.read_text(encoding="utf-8", errors="replace"))

@@ -40,7 +40,8 @@ class Site:
                        for folder in mirrored}
 
     def copy(self) -> None:
-        """Copy the mirrored folders' Markdown pages and pictures, pictures listed last."""
+        """Copy the mirrored folders' Markdown pages and pictures; each README lists its
+        folder's pictures at its end, and the other pages are marked as reached from it."""
         for source, target in self.copies.items():
             if target.exists():
                 shutil.rmtree(target)
@@ -49,8 +50,13 @@ class Site:
                 into = target / here.relative_to(source)
                 into.mkdir(parents=True, exist_ok=True)
                 for name in files:
-                    if name.endswith((".md", *PICTURES)):
+                    if name.endswith(PICTURES) or name == "README.md":
                         shutil.copyfile(here / name, into / name)
+                    elif name.endswith(".md"):
+                        # reached from its README, not listed in the table of contents
+                        text = (here / name).read_text(encoding="utf-8")
+                        (into / name).write_text("---\norphan: true\n---\n\n" + text,
+                                                 encoding="utf-8")
                 pictures = sorted(name for name in files if name.endswith(PICTURES))
                 readme = into / "README.md"
                 if pictures and readme.exists():
@@ -91,7 +97,7 @@ class Site:
                 return match[0]
             path, _, anchor = target.partition("#")
             if not (origin.parent / path).exists():
-                return match[0]  # not a file of the repository (code, or a broken link Sphinx reports)
+                return match[0]  # not a file: code, or a broken link that Sphinx reports
             copy = self.on_site(origin.parent / path)
             if copy is None:
                 return match["text"]
