@@ -19,3 +19,4 @@ print(g.wengert())
 # ``exp(1) = 2.718`` and ``x2 → v3`` carries ``cos(2) = -0.4161``.
 drawing = minirad.render(g, show_ops=True, show_values=True, legend=True,
                          title="Figure 1(c): the LCG at (x1, x2) = (1, 2)")
+drawing

@@ -21,6 +21,7 @@ for route in routes:
 # All four paths, each in its own colour; an edge shared by several paths
 # gets one strand per path.
 all_paths = minirad.render(g, routes, title="The four input-output paths of Figure 1")
+all_paths
 
 # %%
 # The two paths from ``x2`` nearly cancel: their products add up to the small
@@ -28,3 +29,4 @@ all_paths = minirad.render(g, routes, title="The four input-output paths of Figu
 print(minirad.jacobian(g).round(4))
 from_x2 = minirad.render(g, [r for r in routes if r[0] == "x2"],
                          title="The two paths from x2")
+from_x2

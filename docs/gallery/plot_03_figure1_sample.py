@@ -21,3 +21,4 @@ print("exact:   ", minirad.jacobian(g).round(4))
 # Drawn edges are red, with their draw count and sampled weight; the edges
 # left out are dashed grey.
 drawing = minirad.render(g, sample, title="One Algorithm 1 sample, k = 1, seed 0")
+drawing

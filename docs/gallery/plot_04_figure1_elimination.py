@@ -22,3 +22,4 @@ print("Jacobian:", result.jacobian.round(4))
 # edges, and the fill-in edges it creates (dashed); the last drawing is the
 # bipartite graph that remains.
 steps = minirad.render_elimination(g, "markowitz", title="Figure 1, Markowitz order")
+steps

@@ -16,3 +16,4 @@ print(g)
 
 figure = plots.plot_compare(g, k=1, n=2000, rng=SEEDS["heatmaps"], exact_std=True,
                             title="Path sampling on interleaved layers: k = 1, n = 2000")
+figure

@@ -15,3 +15,4 @@ from minirad.gallery import SEEDS, layered_multi
 g = layered_multi(n_inputs=4, width=4, depth=2, n_outputs=3, rng=SEEDS["layered_graph"])
 figure = plots.plot_convergence(g, ks=(1, 2, 4), n=5000, rng=SEEDS["convergence"],
                                 title="Relative error of the running mean, k = 1, 2, 4")
+figure

@@ -14,3 +14,4 @@ from minirad import plots
 figure = plots.plot_variance_vs_depth(
     width=4, depths=range(1, 13), fraction=0.25, rng=0,
     title="Relative variance against depth: width 4, each vertex keeps 25% of its out-edges")
+figure

@@ -18,3 +18,4 @@ print(minirad.path_sampling_variance(g, k=1).round(3))
 
 figure = plots.plot_variance_vs_k(g, ks=(1, 2, 4, 8, 16), n=4000, rng=3,
                                   title="Figure 1: variance of path sampling against k")
+figure

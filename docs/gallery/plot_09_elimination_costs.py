@@ -25,3 +25,4 @@ for name, g in graphs.items():
     print(name.replace("\n", " "), costs)
 
 figure = plots.plot_elimination_costs(graphs)
+figure

@@ -29,6 +29,7 @@ g = minirad.trace_arrays(mlp, X, W1, W2, wrt=[1, 2])
 print(g)
 print("bytes kept per example:", minirad.memory(g).per_example(3))
 drawing = minirad.render_vector(g, title="Figure 3(a): a two-layer ReLU MLP", batch=3)
+drawing
 
 # %%
 # Sampling the stored activations (Sec. 4.2 of the paper) keeps ``k = 2``
@@ -38,3 +39,4 @@ sampled = minirad.sample_activations(g, 2, rng=0)
 print("bytes kept per example:", minirad.memory(sampled).per_example(3))
 sampled_drawing = minirad.render_vector(sampled, title="The same graph, activations sampled",
                                         batch=3)
+sampled_drawing
