@@ -1,10 +1,20 @@
-"""A headless Chromium driven over the Chrome DevTools Protocol, for the page tests.
+"""A headless Chromium driven over the Chrome DevTools Protocol, for the tests of web
+pages (the explorable LCG and the documentation site).
 
 Debian's ``chromium`` package is the browser (``.ci/run`` installs it);
 websocket-client (the ``browser`` extra) carries the protocol.  Nothing is
 downloaded at run time.  The browser runs with a fresh profile, no network
 services and no sandbox (the tests run as root in CI), and is ended by its
-own process id.
+own process id.  A test opens a page, reads the DOM with JavaScript, and
+looks at what the page logged and fetched::
+
+    with Browser() as page:
+        page.open("file:///.../index.html")     # or a path, or an http:// URL
+        page.evaluate("document.title")
+        page.errors        # console errors, uncaught exceptions, failed loads
+        page.requests      # every URL the page asked for
+
+:func:`why_not` says why the tests cannot run here (None when they can).
 """
 
 from __future__ import annotations
@@ -94,7 +104,11 @@ class Browser:
             self.errors.append(details.get("exception", {}).get("description")
                                or details.get("text", "exception"))
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-            self.errors.append(params["entry"].get("text", ""))
+            entry = params["entry"]
+            if not entry.get("url", "").endswith("/favicon.ico"):   # asked for by the browser
+                self.errors.append(f"{entry.get('text', '')} {entry.get('url', '')}".strip())
+        elif method == "Network.loadingFailed" and not params.get("canceled"):
+            self.errors.append(f"failed to load ({params.get('errorText')})")
         elif method == "Network.requestWillBeSent":
             self.requests.append(params.get("request", {}).get("url", ""))
         elif method == "Page.loadEventFired":
@@ -112,17 +126,43 @@ class Browser:
                 return message.get("result", {})
             self._event(message)
 
-    def open(self, path: str, width: int = 1280, height: int = 800, mobile: bool = False) -> None:
-        """Load a local file at the given window size and wait for it to load."""
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def open(self, where: str, width: int = 1280, height: int = 800, mobile: bool = False,
+             quiet: float = 0.0) -> Browser:
+        """Load a local file or a URL at the given window size, wait for it to load
+        and then until it has made no request for ``quiet`` seconds (scripts such as
+        MathJax fetch more after the load); ``errors`` and ``requests`` start afresh."""
+        import websocket
+
         self.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
                   deviceScaleFactor=1, mobile=mobile)
-        self.loaded = False
-        self.send("Page.navigate", url="file://" + os.path.abspath(path))
+        self.loaded, self.errors, self.requests = False, [], []
+        url = where if "://" in where else "file://" + os.path.abspath(where)
+        self.url = url
+        self.send("Page.navigate", url=url)
         end = time.monotonic() + self.timeout
         while not self.loaded:
             if time.monotonic() > end:
-                raise TimeoutError(f"{path} did not load")
+                raise TimeoutError(f"{where} did not load")
             self._event(json.loads(self.socket.recv()))
+        heard = len(self.requests)
+        settle = time.monotonic() + quiet
+        while time.monotonic() < settle and time.monotonic() < end:
+            self.socket.settimeout(max(0.01, settle - time.monotonic()))
+            try:
+                self._event(json.loads(self.socket.recv()))
+            except websocket.WebSocketTimeoutException:
+                break
+            finally:
+                self.socket.settimeout(self.timeout)
+            if len(self.requests) != heard:   # a new request: wait another quiet spell
+                heard, settle = len(self.requests), time.monotonic() + quiet
+        return self
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression in the page (JSON-like values)."""
