@@ -20,8 +20,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
 import browser as chromium_driver
+import pytest
 from oracles import ROOT
 
 import minirad
