@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arguments import check_memory
 from ..exact import blocks
 from ..tracing.arrays import trace_arrays
 
@@ -93,12 +94,20 @@ def _rk4_step(problem, u, p):
 
 
 def solve(problem: ODEProblem, p) -> np.ndarray:
-    """Every state of the forward RK4 solve, shape ``(n_steps + 1, n)``."""
+    """Every state of the forward RK4 solve, shape ``(n_steps + 1, n)``; a
+    ``ValueError`` if the solve overflows (a step too large for RK4's stability)."""
     p = _check_parameters(problem, p)
+    check_memory(8 * (problem.n_steps + 1) * len(problem.u0),
+                 f"{problem.name}: the {problem.n_steps + 1:,} states of the solve")
     u = np.empty((problem.n_steps + 1, len(problem.u0)))
     u[0] = problem.u0
-    for n in range(problem.n_steps):
-        u[n + 1] = _rk4_step(problem, u[n], p)
+    with np.errstate(over="ignore", invalid="ignore"):  # reported below, with the step
+        for n in range(problem.n_steps):
+            u[n + 1] = _rk4_step(problem, u[n], p)
+    if not np.all(np.isfinite(u)):
+        first = int(np.argmax(~np.isfinite(u).all(axis=1)))
+        raise ValueError(f"{problem.name}: the RK4 solve overflowed at step {first} of "
+                         f"{problem.n_steps} (step h = {problem.h:g}); take more, smaller steps")
     return u
 
 
@@ -262,6 +271,27 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
 
 
 # ------------------------------------------------------------- problems
+def _positive(name: str, value, integer: bool = False):
+    """``value`` checked to be a positive finite number (a positive int if ``integer``)."""
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+        raise TypeError(f"{name} must be a positive {'integer' if integer else 'number'}, "
+                        f"not a {type(value).__name__}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive {'integer' if integer else 'finite number'}"
+                         f", not {value!r}")
+    return value
+
+
+def _step_size(n_steps, T) -> float:
+    """The RK4 step ``T / n_steps`` for ``n_steps`` steps up to time ``T``."""
+    _positive("n_steps", n_steps, integer=True)
+    h = _positive("T", T) / n_steps
+    if not h > 0:
+        raise ValueError(f"T = {T!r} over {n_steps} steps is a step of 0: use fewer steps")
+    return h
+
+
 def oscillator(n_steps: int = 400, T: float = 10.0) -> ODEProblem:
     """A damped oscillator ``x'' = -k x - c x'`` as ``u = (x, v)``, ``p = (k, c)``.
 
@@ -279,7 +309,8 @@ def oscillator(n_steps: int = 400, T: float = 10.0) -> ODEProblem:
         return np.array([[0.0, 0.0], [-u[0], -u[1]]])
 
     return ODEProblem("damped oscillator", f, f_u, f_p, np.array([1.0, 0.0]),
-                      np.array([0.2, -0.1]), T / n_steps, n_steps, np.array([2.0, 0.3]))
+                      np.array([0.2, -0.1]), _step_size(n_steps, T), n_steps,
+                      np.array([2.0, 0.3]))
 
 
 def lotka_volterra(n_steps: int = 500, T: float = 5.0) -> ODEProblem:
@@ -298,7 +329,7 @@ def lotka_volterra(n_steps: int = 500, T: float = 5.0) -> ODEProblem:
         return np.array([[x, -x * y, 0.0, 0.0], [0.0, 0.0, -y, x * y]])
 
     return ODEProblem("Lotka-Volterra", f, f_u, f_p, np.array([1.0, 1.0]),
-                      np.array([2.0, 0.5]), T / n_steps, n_steps,
+                      np.array([2.0, 0.5]), _step_size(n_steps, T), n_steps,
                       np.array([1.5, 1.0, 3.0, 1.0]))
 
 
@@ -314,6 +345,12 @@ def diffusion(n_grid: int = 31, n_steps: int = 400, D: float = 0.25,
     >>> problem.u0.shape, problem.h        # dx = 1/8: h = 0.25 * (1/64) / 0.25
     ((7,), 0.015625)
     """
+    _positive("n_grid", n_grid, integer=True)
+    _positive("n_steps", n_steps, integer=True)
+    _positive("D", D)
+    if _positive("ratio", ratio) > 0.69:  # past it the steps grow without bound: NaN gradients
+        raise ValueError(f"ratio = {ratio!r} makes RK4 unstable on this grid (h times the "
+                         f"fastest decay rate, 4 ratio, must stay below 2.78): use ratio <= 0.69")
     dx = 1.0 / (n_grid + 1)
     x = np.linspace(dx, 1 - dx, n_grid)
     L = (np.diag(np.full(n_grid, -2.0)) + np.diag(np.ones(n_grid - 1), 1)
