@@ -59,14 +59,15 @@ def memory_available() -> int | None:
 def format_bytes(n: int) -> str:
     """A number of bytes in binary units.
 
-    >>> format_bytes(512), format_bytes(3 * 2**29), format_bytes(10 ** 30)
-    ('512 B', '1.5 GiB', '~7.5e11 EiB')
+    >>> format_bytes(512), format_bytes(3 * 2**29), format_bytes(10 ** 30), format_bytes(10 ** 400)
+    ('512 B', '1.5 GiB', '8.67e+11 EiB', '~8.7e381 EiB')
     """
     n = int(n)
     for power, unit in enumerate(("B", "KiB", "MiB", "GiB", "TiB", "PiB")):
         if n < 1024 ** (power + 1):
             return f"{n} B" if power == 0 else f"{n / 1024 ** power:.3g} {unit}"
-    return f"{format_count(n >> 60) if n >> 60 >= 1000 else f'{n / 2**60:.3g}'} EiB"
+    exbibytes = n >> 60
+    return f"{format_count(exbibytes) if exbibytes > 10**300 else f'{n / 2**60:.3g}'} EiB"
 
 
 def check_memory(needed: int, what: str, advice=None) -> None:
@@ -79,7 +80,7 @@ def check_memory(needed: int, what: str, advice=None) -> None:
     >>> check_memory(10 ** 30, "a table of 10**30 entries")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: a table of 10**30 entries would need ~7.5e11 EiB of memory, more than ...
+    ValueError: a table of 10**30 entries would need 8.67e+11 EiB of memory, more than ...
     """
     available = memory_available()
     if available is not None and needed > available:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import sysconfig
@@ -113,7 +114,10 @@ def _load_function(spec: str):
             raise UsageError(f"no such file: {module_name}")
         loader_spec = importlib.util.spec_from_file_location("_minirad_user_module", module_name)
         module = importlib.util.module_from_spec(loader_spec)
-        _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        try:
+            _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        except SyntaxError as error:  # with no line to show (null bytes, a bad encoding)
+            raise UsageError(f"cannot read {module_name} as Python source: {error.msg}") from None
     else:
         sys.path.insert(0, os.getcwd())  # let `minirad trace mymodule:f` find ./mymodule.py
         try:
@@ -140,8 +144,10 @@ def _parse_point(text: str):
 
 
 def _load_graph(path: str) -> LCG:
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
     return LCG.from_json(path)
 
 
@@ -257,7 +263,7 @@ def cmd_render(args) -> None:
         raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
                          f"{args.max_vertices} that can be read in one picture; pass "
                          f"--max-vertices {g.n_vertices} to draw it anyway")
-    if args.timeout <= 0:
+    if not 0 < args.timeout < math.inf:  # also refuses nan
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     title = None
     if args.sample:
@@ -356,6 +362,7 @@ NOISE_RATIO = 10.0
 
 def cmd_compare(args) -> None:
     from .randomized.experiments import check_compare, compare
+    from .rng import as_generator
 
     _check_picture_path(args.output)
     if not 1 <= args.precision <= 17:
@@ -364,6 +371,7 @@ def cmd_compare(args) -> None:
     g = _load_graph(args.file)
     k = _parse_k(args.k)
     check_compare(g, k, args.samples)  # a bad or too large --k or --samples: before any work
+    as_generator(args.seed)
     digits = args.precision
     print(f"drawing {plural(args.samples, 'Algorithm 1 estimate')} ({_describe_k(k)}; seed "
           f"{args.seed}) ...", flush=True)

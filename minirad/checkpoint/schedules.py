@@ -206,8 +206,8 @@ def sqrt_every(n_steps: int) -> int:
 
     >>> sqrt_every(100), uniform_peak_stored(100, 8), uniform_peak_stored(100, 10)
     (8, 19, 19)
-    >>> sqrt_every(10**12)
-    999999
+    >>> sqrt_every(10**12), uniform_peak_stored(10**12, 999_001)  # 10**6 holds as many
+    (999001, 1999999)
     """
     _check_counts(n_steps, 1)
     n = int(n_steps)
