@@ -70,10 +70,15 @@ def format_bytes(n: int) -> str:
     return f"{format_count(exbibytes) if exbibytes > 10**300 else f'{n / 2**60:.3g}'} EiB"
 
 
+#: smaller needs are not checked: asking the system costs more than such an allocation
+CHECKED_FROM = 1 << 26  # 64 MiB
+
+
 def check_memory(needed: int, what: str, advice=None) -> None:
     """Refuse, before allocating, what memory cannot hold: a ``ValueError`` saying
     how much ``what`` would need and how much there is; ``advice(available)``, if
-    given, adds what would fit.  Counts a user types (samples, draws, steps) go
+    given, adds what would fit (needs up to :data:`CHECKED_FROM` bytes pass
+    unchecked).  Counts a user types (samples, draws, steps) go
     through here, so that a typo of a few zeros is one clear line, not numpy's
     ``MemoryError`` or minutes of swapping.
 
@@ -82,6 +87,8 @@ def check_memory(needed: int, what: str, advice=None) -> None:
     ...
     ValueError: a table of 10**30 entries would need 8.67e+11 EiB of memory, more than ...
     """
+    if needed <= CHECKED_FROM:
+        return
     available = memory_available()
     if available is not None and needed > available:
         more = advice(available) if advice is not None else ""

@@ -375,6 +375,7 @@ def test_the_library_checks_n_against_memory_at_the_boundary(monkeypatch):
 
     g = examples.figure1()  # 16 bytes per estimate (two float64 entries)
     monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 16 * 1000)
+    monkeypatch.setattr(minirad._arguments, "CHECKED_FROM", 0)  # check even a few KiB
     assert sampled_jacobians(g, 1, 1000, rng=0).shape == (1000, 1, 2)
     with pytest.raises(ValueError, match="1,001 estimates of a 1 x 2 Jacobian would need "
                                          "15.6 KiB .* at most 1,000 fit"):
