@@ -56,6 +56,15 @@ def memory_available() -> int | None:
     return min(limits) if limits else None
 
 
+def format_number(n: int) -> str:
+    """A count with thousands separators; past 100 digits as ``~m.me<exponent>``.
+
+    >>> format_number(10 ** 11), format_number(10 ** 5000)
+    ('100,000,000,000', '~1.0e5000')
+    """
+    return f"{n:,}" if abs(n) < 10**100 else format_count(n)
+
+
 def format_bytes(n: int) -> str:
     """A number of bytes in binary units.
 

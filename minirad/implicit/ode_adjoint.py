@@ -35,12 +35,13 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._arguments import check_memory
+from .._arguments import check_memory, format_number
 from ..exact import blocks
 from ..tracing.arrays import trace_arrays
 
@@ -98,7 +99,7 @@ def solve(problem: ODEProblem, p) -> np.ndarray:
     ``ValueError`` if the solve overflows (a step too large for RK4's stability)."""
     p = _check_parameters(problem, p)
     check_memory(8 * (problem.n_steps + 1) * len(problem.u0),
-                 f"{problem.name}: the {problem.n_steps + 1:,} states of the solve")
+                 f"{problem.name}: the {format_number(problem.n_steps + 1)} states of the solve")
     u = np.empty((problem.n_steps + 1, len(problem.u0)))
     u[0] = problem.u0
     with np.errstate(over="ignore", invalid="ignore"):  # reported below, with the step
@@ -277,18 +278,27 @@ def _positive(name: str, value, integer: bool = False):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
         raise TypeError(f"{name} must be a positive {'integer' if integer else 'number'}, "
                         f"not a {type(value).__name__}")
-    if not (np.isfinite(value) and value > 0):
+    try:  # (float() of an int past 1e308 overflows: not a usable size either)
+        usable = value > 0 if integer else value > 0 and math.isfinite(float(value))
+    except OverflowError:
+        usable = False
+    if not usable:
+        shown = format_number(value) if isinstance(value, (int, np.integer)) else repr(value)
         raise ValueError(f"{name} must be a positive {'integer' if integer else 'finite number'}"
-                         f", not {value!r}")
+                         f", not {shown}")
     return value
 
 
 def _step_size(n_steps, T) -> float:
     """The RK4 step ``T / n_steps`` for ``n_steps`` steps up to time ``T``."""
     _positive("n_steps", n_steps, integer=True)
-    h = _positive("T", T) / n_steps
+    try:
+        h = _positive("T", T) / n_steps
+    except OverflowError:  # n_steps past 1e308
+        h = 0.0
     if not h > 0:
-        raise ValueError(f"T = {T!r} over {n_steps} steps is a step of 0: use fewer steps")
+        raise ValueError(f"T = {T!r} over {format_number(n_steps)} steps is a step of 0: use fewer "
+                         f"steps")
     return h
 
 

@@ -42,7 +42,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._arguments import check_memory, number_of_estimates, takes_graph_or_function
+from .._arguments import check_memory, format_number, number_of_estimates, takes_graph_or_function
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
@@ -406,7 +406,8 @@ def check_sizes(g: LCG, k, n: int, copies: int = 1) -> None:
     draws = draws_per_vertex(g, k)
     n = number_of_estimates(n)
     each = 8 * copies * len(g.outputs) * len(g.inputs)
-    check_memory(each * n, f"{n:,} estimates of a {len(g.outputs)} x {len(g.inputs)} Jacobian",
+    check_memory(each * n, f"{format_number(n)} estimates of a {len(g.outputs)} x "
+                           f"{len(g.inputs)} Jacobian",
                  lambda available: f"; at most {available // max(each, 1):,} fit")
     plan = _batch_plan(g, k, draws)
     if not plan.single:  # walks keep no draws (see _batches.walks)
