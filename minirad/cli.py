@@ -528,13 +528,12 @@ def cmd_study(args) -> None:
         from dataclasses import replace
 
         cfg = replace(cfg, **overrides)
-    if "n_steps" in overrides:  # the exact gradient (reverse mode) keeps every step's state
-        from ._arguments import check_memory
-        from .studies.pde import Reactor, exact_retained_bytes
+    from ._arguments import check_memory
+    from .studies.pde import Reactor, exact_retained_bytes
 
-        check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
-                     f"--steps {cfg.n_steps} (the exact gradient stores the state of every "
-                     f"step)")
+    # the exact gradient (reverse mode) keeps the state of every step
+    check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
+                 f"--steps {cfg.n_steps} (the exact gradient stores the state of every step)")
     command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
     try:
         written = run_study(folder, cfg, command=command, resume=args.resume)
