@@ -124,7 +124,7 @@ def _load_function(spec: str):
             module = _run_user_code(f"importing {module_name}", importlib.import_module,
                                     module_name)
         except ImportError as error:
-            raise UsageError(f"cannot import module {module_name!r}: {error}") from None
+            raise UsageError(f"cannot import module {module_name!r}: {_message(error)}") from None
     try:
         return getattr(module, function_name)
     except AttributeError:
