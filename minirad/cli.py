@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import sysconfig
@@ -43,9 +44,18 @@ class UserCodeError(Exception):
             filename, lineno, name, line = frame
             where = f"\n  at {_shown_path(filename)}:{lineno} in {name}" + (
                 f": {line.strip()}" if line else "")
-        message = str(original)
+        message = _message(original)
         super().__init__(f"error in {what}: {type(original).__name__}"
                          f"{': ' + message if message else ''}{where}")
+
+
+def _message(error: BaseException) -> str:
+    """``str(error)``, or a note saying why not: a user's exception class may
+    raise from its own ``__str__``."""
+    try:
+        return str(error)
+    except Exception as failure:
+        return f"(its message cannot be shown: its __str__ raised {type(failure).__name__})"
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -104,14 +114,17 @@ def _load_function(spec: str):
             raise UsageError(f"no such file: {module_name}")
         loader_spec = importlib.util.spec_from_file_location("_minirad_user_module", module_name)
         module = importlib.util.module_from_spec(loader_spec)
-        _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        try:
+            _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        except SyntaxError as error:  # with no line to show (null bytes, a bad encoding)
+            raise UsageError(f"cannot read {module_name} as Python source: {error.msg}") from None
     else:
         sys.path.insert(0, os.getcwd())  # let `minirad trace mymodule:f` find ./mymodule.py
         try:
             module = _run_user_code(f"importing {module_name}", importlib.import_module,
                                     module_name)
         except ImportError as error:
-            raise UsageError(f"cannot import module {module_name!r}: {error}") from None
+            raise UsageError(f"cannot import module {module_name!r}: {_message(error)}") from None
     try:
         return getattr(module, function_name)
     except AttributeError:
@@ -131,8 +144,10 @@ def _parse_point(text: str):
 
 
 def _load_graph(path: str) -> LCG:
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
     return LCG.from_json(path)
 
 
@@ -248,7 +263,7 @@ def cmd_render(args) -> None:
         raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
                          f"{args.max_vertices} that can be read in one picture; pass "
                          f"--max-vertices {g.n_vertices} to draw it anyway")
-    if args.timeout <= 0:
+    if not 0 < args.timeout < math.inf:  # also refuses nan
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     title = None
     if args.sample:
@@ -346,9 +361,8 @@ NOISE_RATIO = 10.0
 
 
 def cmd_compare(args) -> None:
-    from ._arguments import number_of_estimates
-    from .randomized.experiments import compare
-    from .randomized.sampling import draws_per_vertex
+    from .randomized.experiments import check_compare, compare
+    from .rng import as_generator
 
     _check_picture_path(args.output)
     if not 1 <= args.precision <= 17:
@@ -356,8 +370,8 @@ def cmd_compare(args) -> None:
                          f"{args.precision}")
     g = _load_graph(args.file)
     k = _parse_k(args.k)
-    draws_per_vertex(g, k)  # refuse a bad --k or --samples before announcing any work
-    number_of_estimates(args.samples)
+    check_compare(g, k, args.samples)  # a bad or too large --k or --samples: before any work
+    as_generator(args.seed)
     digits = args.precision
     print(f"drawing {plural(args.samples, 'Algorithm 1 estimate')} ({_describe_k(k)}; seed "
           f"{args.seed}) ...", flush=True)
@@ -373,7 +387,10 @@ def cmd_compare(args) -> None:
     print(_format_jacobian(g, result.mean, digits))
     if result.n > 1:
         print("\nstandard error of the mean:")
-        print(_format_jacobian(g, result.stderr, digits))
+        stderr = result.stderr
+        if result.exact_variance is not None:  # where no estimate can vary, only rounding did
+            stderr = np.where(result.exact_variance == 0, 0.0, stderr)
+        print(_format_jacobian(g, stderr, digits))
     else:
         print("\nstandard error of the mean: undefined with one estimate (the spread of the "
               "estimates needs at least two to measure); use --samples 2 or more")
@@ -551,6 +568,12 @@ def cmd_study(args) -> None:
         from dataclasses import replace
 
         cfg = replace(cfg, **overrides)
+    from ._arguments import check_memory
+    from .studies.pde import Reactor, exact_retained_bytes
+
+    # the exact gradient (reverse mode) keeps the state of every step
+    check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
+                 f"--steps {cfg.n_steps} (the exact gradient stores the state of every step)")
     command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
     try:
         written = run_study(folder, cfg, command=command, resume=args.resume)
@@ -558,6 +581,15 @@ def cmd_study(args) -> None:
         raise UsageError(str(error)) from None
     for path in written:
         print(path)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals are one line (``minirad compare: error:
+    ...``) and exit status 1, as every other refusal of the command, instead of
+    the usage text and status 2."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -621,7 +653,7 @@ _COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="minirad", formatter_class=_HelpFormatter,
         description="Automatic differentiation as graph computation: linearized computational "
                     "graphs, exact Jacobians and randomized AD.")
@@ -722,8 +754,13 @@ def _one_line_warnings(command: str):
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as error:  # one line, as every other refusal (see _Parser)
+        print(error, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings(args.command)
@@ -739,7 +776,7 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError) as error:
         if args.debug:
             raise
-        print(f"minirad {args.command}: error: {error}", file=sys.stderr)
+        print(f"minirad {args.command}: error: {_message(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -242,3 +242,43 @@ def test_convergence_picture_labels_each_measured_slope():
         f"damped oscillator: slope {slopes[0]:.2f}", f"decay: slope {slopes[1]:.2f}",
         "slope 4 (guide)"]
     np.testing.assert_allclose(lines[1].get_xdata(), [0.25, 0.125])
+
+
+# ------------------------------------------------------------ bad input
+@pytest.mark.parametrize("make", [ode.oscillator, ode.lotka_volterra])
+def test_steps_and_horizon_are_checked(make):
+    for options, error, words in (({"n_steps": 0}, ValueError, "n_steps must be a positive"),
+                                  ({"n_steps": -3}, ValueError, "n_steps must be a positive"),
+                                  ({"n_steps": 2.5}, TypeError, "n_steps must be a positive"),
+                                  ({"n_steps": True}, TypeError, "not a bool"),
+                                  ({"T": float("nan")}, ValueError, "T must be a positive"),
+                                  ({"T": float("inf")}, ValueError, "T must be a positive"),
+                                  ({"T": 0.0}, ValueError, "T must be a positive"),
+                                  ({"T": "10"}, TypeError, "T must be a positive")):
+        with pytest.raises(error, match=words):
+            make(**options)
+
+
+def test_diffusion_grid_and_stability_are_checked():
+    for options, words in (({"n_grid": 0}, "n_grid"), ({"D": float("nan")}, "D must be"),
+                           ({"ratio": -0.1}, "ratio must be"), ({"n_steps": 0}, "n_steps")):
+        with pytest.raises(ValueError, match=words):
+            ode.diffusion(**options)
+    # RK4's stability interval on the negative axis ends at -2.785: 4 ratio must stay below
+    with pytest.raises(ValueError, match="unstable"):
+        ode.diffusion(ratio=0.7)
+    assert np.isfinite(ode.continuous_gradient(ode.diffusion(n_grid=15, n_steps=60, ratio=0.69),
+                                               [0.5, 1.0]).gradient).all()
+
+
+def test_a_solve_that_overflows_or_cannot_fit_is_refused(monkeypatch):
+    import minirad._arguments
+
+    problem = ode.oscillator(n_steps=1, T=1e300)  # one step of 1e300: RK4 overflows
+    for method in (ode.solve, ode.discrete_gradient, ode.continuous_gradient):
+        with pytest.raises(ValueError, match="overflowed at step 1 of 1"):
+            method(problem, problem.parameters)
+    monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 2**30)
+    big = ode.oscillator(n_steps=10**9)  # (10**9 + 1) states of 2 floats: 14.9 GiB
+    with pytest.raises(ValueError, match="1,000,000,001 states of the solve would need 14.9 GiB"):
+        ode.solve(big, big.parameters)

@@ -60,12 +60,14 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from numbers import Integral
 
 import numpy as np
 
+from .._arguments import check_memory, format_number
 from ..exact import blocks
 from ..graph.vgraph import VectorLCG
 from ..tracing.arrays import trace_arrays
@@ -182,16 +184,24 @@ def _rk4_step(problem: ODEProblem, u, p, t: float):
 
 
 def _forward(problem: ODEProblem, p):
+    check_memory(8 * (problem.n_steps + 1) * len(problem.u0),
+                 f"{problem.name}: the {format_number(problem.n_steps + 1)} states of the solve")
     u = np.empty((problem.n_steps + 1, len(problem.u0)))
     u[0], running = problem.u0, 0.0
-    for n in range(problem.n_steps):
-        u[n + 1], cost = _rk4_step(problem, u[n], p, n * problem.h)
-        running += cost
+    with np.errstate(over="ignore", invalid="ignore"):  # reported below, with the step
+        for n in range(problem.n_steps):
+            u[n + 1], cost = _rk4_step(problem, u[n], p, n * problem.h)
+            running += cost
+    if not (np.all(np.isfinite(u)) and np.isfinite(running)):
+        first = int(np.argmax(~np.isfinite(u).all(axis=1)))
+        raise ValueError(f"{problem.name}: the RK4 solve overflowed at step {first} of "
+                         f"{problem.n_steps} (step h = {problem.h:g}); take more, smaller steps")
     return u, running
 
 
 def solve(problem: ODEProblem, p) -> np.ndarray:
-    """Every state of the forward RK4 solve, shape ``(n_steps + 1, n)``."""
+    """Every state of the forward RK4 solve, shape ``(n_steps + 1, n)``; a
+    ``ValueError`` if the solve overflows (a step too large for RK4's stability)."""
     return _forward(problem, _check_parameters(problem, p))[0]
 
 
@@ -473,6 +483,36 @@ def convergence(problem: ODEProblem, refinements=(1, 2, 4, 8), states: str = "st
 
 
 # ------------------------------------------------------------- problems
+def _positive(name: str, value, integer: bool = False):
+    """``value`` checked to be a positive finite number (a positive int if ``integer``)."""
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kinds):
+        raise TypeError(f"{name} must be a positive {'integer' if integer else 'number'}, "
+                        f"not a {type(value).__name__}")
+    try:  # (float() of an int past 1e308 overflows: not a usable size either)
+        usable = value > 0 if integer else value > 0 and math.isfinite(float(value))
+    except OverflowError:
+        usable = False
+    if not usable:
+        shown = format_number(value) if isinstance(value, (int, np.integer)) else repr(value)
+        raise ValueError(f"{name} must be a positive {'integer' if integer else 'finite number'}"
+                         f", not {shown}")
+    return value
+
+
+def _step_size(n_steps, T) -> float:
+    """The RK4 step ``T / n_steps`` for ``n_steps`` steps up to time ``T``."""
+    _positive("n_steps", n_steps, integer=True)
+    try:
+        h = _positive("T", T) / n_steps
+    except OverflowError:  # n_steps past 1e308
+        h = 0.0
+    if not h > 0:
+        raise ValueError(f"T = {T!r} over {format_number(n_steps)} steps is a step of 0: use fewer "
+                         f"steps")
+    return h
+
+
 def oscillator(n_steps: int = 100, T: float = 10.0) -> ODEProblem:
     """A damped oscillator ``x'' = -k x - c x'`` as ``u = (x, v)``, ``p = (k, c)``,
     with the terminal cost ``|u(T) - (0.2, -0.1)|^2 / 2``.
@@ -484,7 +524,7 @@ def oscillator(n_steps: int = 100, T: float = 10.0) -> ODEProblem:
     def f(u, p):   # np.stack, not np.array: traced arrays go through it too
         return np.stack([u[1], -p[0] * u[0] - p[1] * u[1]])
 
-    return ODEProblem("damped oscillator", f, np.array([1.0, 0.0]), T / n_steps, n_steps,
+    return ODEProblem("damped oscillator", f, np.array([1.0, 0.0]), _step_size(n_steps, T), n_steps,
                       np.array([2.0, 0.3]), terminal=squared_distance([0.2, -0.1]))
 
 
@@ -507,7 +547,7 @@ def lotka_volterra(n_steps: int = 100, T: float = 5.0) -> ODEProblem:
         r = u - np.array([1.0 + 0.5 * np.sin(t), 1.0 + 0.5 * np.cos(t)])
         return 0.5 * (r * r).sum()
 
-    return ODEProblem("Lotka-Volterra", f, np.array([1.0, 1.0]), T / n_steps, n_steps,
+    return ODEProblem("Lotka-Volterra", f, np.array([1.0, 1.0]), _step_size(n_steps, T), n_steps,
                       np.array([1.5, 1.0, 3.0, 1.0]), terminal=squared_distance([2.0, 0.5]),
                       running=data_misfit)
 
@@ -524,6 +564,12 @@ def diffusion(n_grid: int = 31, n_steps: int = 400, D: float = 0.25,
     >>> problem.u0.shape, problem.h        # dx = 1/8: h = 0.25 * (1/64) / 0.25
     ((7,), 0.015625)
     """
+    _positive("n_grid", n_grid, integer=True)
+    _positive("n_steps", n_steps, integer=True)
+    _positive("D", D)
+    if _positive("ratio", ratio) > 0.69:  # past it the steps grow without bound: NaN gradients
+        raise ValueError(f"ratio = {ratio!r} makes RK4 unstable on this grid (h times the "
+                         f"fastest decay rate, 4 ratio, must stay below 2.78): use ratio <= 0.69")
     dx = 1.0 / (n_grid + 1)
     x = np.linspace(dx, 1 - dx, n_grid)
     L = (np.diag(np.full(n_grid, -2.0)) + np.diag(np.ones(n_grid - 1), 1)
