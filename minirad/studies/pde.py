@@ -57,7 +57,7 @@ from ..checkpoint.schedules import Chain, StoreAll, gradient
 from ..rng import as_generator
 
 __all__ = [
-    "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
+    "ADAM_BETAS", "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
     "exact_retained_bytes", "initial_state", "initial_theta", "rad_gradient", "sample_count",
     "sampler", "simulate", "source_profile", "step", "target",
 ]
@@ -381,7 +381,11 @@ def exact_retained_bytes(p: Reactor) -> int:
 
 
 # ------------------------------------------------------------------ Adam
-def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=(0.9, 0.999),
+#: Adam's decay rates of its two moments (Kingma and Ba's defaults)
+ADAM_BETAS = (0.9, 0.999)
+
+
+def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=ADAM_BETAS,
          eps: float = 1e-8, resume: dict | None = None, on_iteration=None):
     """Adam (Kingma and Ba) on ``grad_fn(theta, i) -> (loss, gradient)``; returns
     (theta, losses).  The loss recorded at iteration i is that of the parameters the

@@ -24,7 +24,6 @@ them without drawing):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -40,9 +39,10 @@ from ..rng import as_generator
 from . import pde_engine
 from .pde import Reactor, adam, exact_gradient, initial_theta, rad_gradient, sample_count
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
+from .pde_state import STATE_FILE, generator, load_state, save_state
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "relative_noise", "released_bias", "report", "run_study", "saved_progress", "tradeoff"]
+           "relative_noise", "released_bias", "report", "run_study", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
@@ -102,59 +102,24 @@ def _label(kind, variant="eq8") -> str:
 
 
 # ------------------------------------------------------------- optimise
-#: the file in the study's folder that lets an interrupted optimisation go on
-STATE_FILE = "pde_optimise_state.json"
-
-
-def _run_key(cfg: StudyConfig) -> dict:
-    """What a saved optimisation must agree with to be continued."""
-    return {"n_steps": cfg.n_steps, "iterations": cfg.iterations, "lr": cfg.lr,
-            "fractions": list(cfg.fractions), "released": list(cfg.released),
-            "seed": cfg.seed}
-
-
-def saved_progress(path: str, cfg: StudyConfig) -> dict | None:
-    """The optimisation state saved at ``path`` (None if there is none), checked against
-    ``cfg``: a state saved by another configuration is refused, not mixed in."""
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-        key, done = state["config"], int(state["done"])
-        losses = np.array(state["losses"], dtype=float)
-        arrays = {name: np.array(state[name], dtype=float) for name in ("theta", "m", "v")}
-        rng_state, seconds = state["rng"], float(state["seconds"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a saved optimisation of the pde study "
-                         f"({error}); remove it to start again") from None
-    if key != _run_key(cfg):
-        changed = sorted(k for k in _run_key(cfg) if key.get(k) != _run_key(cfg)[k])
-        raise ValueError(f"{path} was saved by a run with other settings ({', '.join(changed)}"
-                         f"); continue it with the same settings or remove it")
-    members = 1 + len(cfg.fractions) + len(cfg.released)
-    if losses.shape != (done, members) or any(a.shape != (members, 7) for a in arrays.values()):
-        raise ValueError(f"{path} is damaged: {done} iterations but losses of shape "
-                         f"{losses.shape}; remove it to start again")
-    return {"done": done, "losses": list(losses), "rng": rng_state, "seconds": seconds,
-            **arrays}
-
-
 def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
              resume: bool = False) -> dict:
     """Adam from one initial theta for every member; returns labels, kinds, variants and
     the loss at each iteration (iterations, members), plus seconds per iteration.
 
     With ``state_path`` the run saves its state there after every iteration (Adam's
-    moments, the losses, the generator); ``resume=True`` continues from that file and
-    ends with exactly the numbers an uninterrupted run gives."""
+    moments, the losses, the generator: :mod:`minirad.studies.pde_state`); ``resume=True``
+    continues from that file, which must exist and pass every check, and ends with
+    exactly the numbers an uninterrupted run gives."""
     progress = progress or (lambda *a, **k: None)
     p = Reactor(n_steps=cfg.n_steps)
     kinds = ["exact", *cfg.fractions, *cfg.released]
     variants = ["eq8"] * (1 + len(cfg.fractions)) + ["released"] * len(cfg.released)
     theta0 = np.tile(initial_theta(rng=cfg.seed), (len(kinds), 1))
-    rng = as_generator(cfg.seed + 1)
-    saved = saved_progress(state_path, cfg) if (resume and state_path) else None
+    rng = generator(cfg)
+    if resume and not state_path:
+        raise ValueError("resume=True needs the state_path of the saved run")
+    saved = load_state(state_path, cfg) if resume else None
     if saved is not None:
         rng.bit_generator.state = saved["rng"]
     earlier = saved["seconds"] if saved else 0.0
@@ -166,13 +131,7 @@ def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
         return out.losses, out.gradients
 
     def save(state):
-        record = {"config": _run_key(cfg), "done": state["done"],
-                  "seconds": earlier + time.perf_counter() - start,
-                  "rng": rng.bit_generator.state,
-                  **{name: np.asarray(state[name]).tolist()
-                     for name in ("theta", "m", "v", "losses")}}
-        text = json.dumps(record)
-        write_atomically(state_path, lambda f: f.write(text.encode("utf-8")))
+        save_state(state_path, cfg, state, rng, earlier + time.perf_counter() - start)
 
     thetas, losses = adam(grad_fn, theta0, cfg.iterations, lr=cfg.lr, resume=saved,
                           on_iteration=save if state_path else None)
@@ -646,7 +605,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
         raise ValueError(f"{folder} holds an unfinished run ({state_path}); continue it "
                          f"with resume (--resume) or remove that file to start again")
     if resume:
-        saved_progress(state_path, cfg)   # refuse a mismatched state before any work
+        load_state(state_path, cfg)   # refuse a missing or mismatched state before any work
     if not os.path.isdir(folder):
         os.makedirs(folder)
     progress = progress or Progress()
