@@ -248,8 +248,8 @@ def test_adam_bounds_hold_for_any_gradients_and_are_reached_at_the_first_step():
         grads = rng.standard_normal((steps, 4)) * 10.0 ** rng.integers(-6, 7, size=(steps, 1))
         grads[rng.random(steps) < 0.3] = 0.0
         seen = []
-        theta, _ = adam(lambda th, i: (0.0, grads[i]), np.zeros(4), steps, lr=0.01,
-                        on_iteration=seen.append)
+        theta, _ = adam(lambda th, i, grads=grads: (0.0, grads[i]), np.zeros(4), steps,
+                        lr=0.01, on_iteration=seen.append)
         s, reach = pde_state.adam_bounds(steps)
         last = seen[-1]
         assert np.all(last["m"] ** 2 <= s * last["v"] * (1 + 1e-9) + 1e-300)

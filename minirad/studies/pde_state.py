@@ -179,8 +179,8 @@ def _check(record, cfg, where: str) -> dict:
             missing and f"it lacks {', '.join(missing)}",
             extra and f"it has fields no state has: {', '.join(map(repr, extra[:5]))}"])))
     if record["format"] != FORMAT or record["version"] != VERSION:
-        raise _Refused(f"its format is {_short(record['format'])} version {_short(record['version'])}, "
-                       f"not {FORMAT!r} version {VERSION}")
+        raise _Refused(f"its format is {_short(record['format'])} version "
+                       f"{_short(record['version'])}, not {FORMAT!r} version {VERSION}")
     _check_config(record["config"], record["config_sha256"], cfg, where)
     members, done = _members(cfg), record["done"]
     if not _is_int(done) or not 1 <= done <= cfg.iterations:
