@@ -49,7 +49,13 @@ def test_quick_config_and_estimators():
 
 
 def test_cli_study(tmp_path, monkeypatch, capsys):
+    """The command runs on a damaged MNIST cache: one line says it is rebuilt."""
     monkeypatch.setattr(nn.StudyConfig, "quick", classmethod(lambda cls: tiny()))
-    assert cli.main(["study", "nn", "--quick", "-o", str(tmp_path)]) == 0
-    assert "nn_study.md" in capsys.readouterr().out
-    assert (tmp_path / "nn_training.png").is_file()
+    cache = tmp_path / "cache" / "minirad"
+    cache.mkdir(parents=True)
+    (cache / "mnist_5k.npz").write_bytes(b"PK\x03\x04 and then nothing a zip holds")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cli.main(["study", "nn", "--quick", "-o", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert "nn_study.md" in out and (tmp_path / "out" / "nn_training.png").is_file()
+    assert err.count("not a usable MNIST cache") == 1 and "rebuilding it from" in err
