@@ -59,6 +59,11 @@ def test_tradeoff_counts_follow_the_schedules():
     assert rows["binomial, 2 snapshots"]["held_bytes"] == 3 * 961 * 8  # 2 + the one in use
     assert all(r["noise"] == 0 for m, r in rows.items() if not m.startswith("RAD"))
     assert all(r["noise"] > 0 for m, r in rows.items() if m.startswith("RAD"))
+    # measured beside every count: never below it (tracemalloc sees what is held), and a
+    # combined schedule holds every step's draws (drawn up front) on top of its count
+    assert all(r["measured"] >= 0.9 * r["held_bytes"] for r in rows.values())
+    both = next(r for m, r in rows.items() if "+" in m and r["fraction"] == 0.1)
+    assert both["measured"] >= both["held_bytes"] + 33 * 97 * 2
 
 
 @pytest.mark.parametrize("argv, message", [
