@@ -227,7 +227,7 @@ def _measured(function, *args, **kwargs):
 
 
 def test_the_reference_holds_what_its_docstring_says_beyond_its_count():
-    """rad_gradient's docstring: about 400 bytes a step more than it counts (the
+    """rad_gradient's docstring: about 420 bytes a step more than it counts (the
     residual's Python objects), and under checkpoints all N+1 rows of draws besides.
     Measured as the growth from 400 to 800 steps, so fixed buffers cancel."""
     theta = initial_theta(rng=0)

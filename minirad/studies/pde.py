@@ -387,7 +387,7 @@ def rad_gradient(p: Reactor, theta, fraction: float, rng=None, variant: str = "e
     docstring).  Any checkpointing schedule; its checkpoints hold whole states.
 
     This is the reference, one residual object per step in the schedule's list: measured
-    with tracemalloc it holds about 400 bytes a step more than it counts (the arrays'
+    with tracemalloc it holds about 420 bytes a step more than it counts (the arrays'
     and the tuple's headers, the schedule's bookkeeping), 5x the count at fraction 0.01;
     and it draws every step's samples up front, so under checkpoints it also holds all
     N+1 rows of indices, which ``peak_bytes`` does not count.  The study's engine
