@@ -37,7 +37,8 @@ def test_damaged_cache_is_rebuilt(cache_home):
     folder = cache_home / "minirad"
     folder.mkdir()
     (folder / "mnist_5k.npz").write_bytes(b"not an npz file")
-    images, _ = data.mnist_5k()
+    with pytest.warns(UserWarning, match="not a usable MNIST cache: File is not a zip file"):
+        images, _ = data.mnist_5k()
     assert images.shape == (5000, 784)
     with np.load(folder / "mnist_5k.npz") as stored:
         assert stored["images"].shape == (5000, 784)
