@@ -7,8 +7,9 @@ them without drawing):
   the released sampler), all members stepped in one time loop (the paper's Figure 7b);
 * :func:`memory`: bytes retained per fraction, counted and measured (tracemalloc);
 * :func:`noise`: the spread of one estimate against k and against the number of steps;
-* :func:`tradeoff`: bytes held against forward steps against noise for reverse mode,
-  checkpointing budgets, RAD fractions and RAD combined with checkpoints;
+* :func:`tradeoff`: bytes held (counted and measured) against forward steps against
+  noise for reverse mode, checkpointing budgets, RAD fractions and RAD combined with
+  checkpoints;
 * :func:`released_bias`: the mean of many estimates against the exact gradient;
 * :func:`adjoint`: the continuous adjoint solved backwards with stored, checkpointed and
   re-integrated states against the reverse sweep (:mod:`minirad.studies.pde_adjoint`),
@@ -50,7 +51,7 @@ from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
 from .pde_state import STATE_FILE, generator, load_state, save_state
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "relative_noise", "released_bias", "report", "run_study", "tradeoff"]
+           "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
