@@ -203,11 +203,12 @@ def test_a_few_damaged_states_through_the_command_line(tmp_path, capsys):
     text = path.read_bytes()
     argv = ["study", "pde", "--steps", "24", "--iterations", "5", "--resume", "-o",
             str(tmp_path)]
-    rng = np.random.default_rng(7)
-    for _ in range(6):
+    rng, tried = np.random.default_rng(7), 0
+    while tried < 6:
         damaged, _ = _mutate(text, rng)
         if damaged == text:
             continue
+        tried += 1
         path.write_bytes(damaged)
         assert main(argv) == 1
         err = capsys.readouterr().err
