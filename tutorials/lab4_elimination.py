@@ -66,7 +66,7 @@ from minirad.exact.sweeps import reverse_sweep
 # Here is the paper's Figure 1 again, at $(x_1, x_2) = (1, 2)$, and its first
 # elimination step in forward order: vertex `v2` ($a = e^{x_1}$).
 #
-# To eliminate its vertices by clicking, in any order, open [its explorable page](../figures/explore/figure1.html) (Eliminate panel; made by `minirad explore minirad.examples:figure1 -o figure1.html`).
+# To eliminate its vertices by clicking, in any order, make Figure 1's explorable page with `minirad explore minirad.examples:figure1 -o figure1.html` and open `figure1.html` in a browser (Eliminate panel).
 
 # %%
 g = examples.figure1()

@@ -71,7 +71,7 @@ from minirad.randomized.sampling import path_sampling_variance, sample_paths, sa
 # Reverse mode on $Q$ (the drawn edges with their weights) then gives the
 # estimate $\hat J$. Let us run it once on Figure 1 with $k = 1$.
 #
-# To draw samples by clicking and watch their mean close in on the Jacobian, open [Figure 1's explorable page](../figures/explore/figure1.html) (Sample panel; made by `minirad explore minirad.examples:figure1 -o figure1.html`).
+# To draw samples by clicking and watch their mean close in on the Jacobian, make Figure 1's explorable page with `minirad explore minirad.examples:figure1 -o figure1.html` and open `figure1.html` in a browser (Sample panel).
 
 # %%
 g = examples.figure1()
