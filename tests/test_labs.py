@@ -422,12 +422,11 @@ def write(tmp_path, text, name="lab0_demo.py"):
 
 
 def test_cells_markdown_and_header(tmp_path):
-    cells = notebook.parse_cells(LAB_TEXT, "lab0_demo.py")
-    assert [c.kind for c in cells] == ["markdown", "code", "code", "markdown", "code"]
+    cells = notebook.read_lab(write(tmp_path, LAB_TEXT)).cells
+    assert [c.cell_type for c in cells] == ["markdown", "code", "code", "markdown", "code"]
     assert cells[0].source == "# Lab 0\n\nSome *prose*."
     assert cells[3].source == "## Markdown, short tag"
     assert cells[4].source == "value = double(3)"
-    assert cells[1].line == 13  # 1-based line of `import math`
 
 
 def test_handout_stubs_keep_indentation_and_compile(tmp_path):
@@ -455,9 +454,11 @@ def test_solutions_drop_only_the_markers(tmp_path):
 
 
 def test_notebook_structure_is_valid_nbformat(tmp_path):
-    nb = notebook.to_notebook(write(tmp_path, LAB_TEXT), solutions=False)
+    (path,) = notebook.write_notebooks(write(tmp_path, LAB_TEXT), tmp_path / "out")
+    nb = json.loads(Path(path).read_text())
     assert (nb["nbformat"], nb["nbformat_minor"]) == (4, 4)
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert nb["metadata"]["minirad"] == {"source": "lab0_demo.py", "form": "handout"}
     for cell in nb["cells"]:
         assert isinstance(cell["source"], list)
         assert all(line.endswith("\n") for line in cell["source"][:-1])
@@ -552,5 +553,5 @@ def test_lab_cell_count_matches_markers():
     for lab in LABS:
         text = lab.read_text()
         markers = sum(1 for line in text.splitlines() if line.startswith("# %%"))
-        assert len(notebook.parse_cells(text, lab.name)) == markers, lab.name
+        assert len(notebook.read_lab(lab).cells) == markers, lab.name
 
