@@ -31,7 +31,13 @@ from .checks import (
     show,
     time_limit,
 )
-from .checks_arrays import ARRAY_RULES, check_pullbacks, check_scalar_tracer
+from .checks_arrays import (
+    ARRAY_RULES,
+    check_matmul_pullback,
+    check_other_pullbacks,
+    check_pullbacks,
+    check_scalar_tracer,
+)
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_memory import (
     check_checkpointed_gradient,
@@ -51,10 +57,12 @@ from .checks_more import (
 )
 from .checks_rad_nn import check_different_sample, check_same_sample, check_z_scores
 from .checks_sparse import check_column_colouring, check_implicit_gradient
+from .exercise import EXERCISES, Exercise, exercises_of_lab
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 __all__ = [
-    "ARRAY_RULES", "check_pullbacks", "check_scalar_tracer",
+    "ARRAY_RULES", "EXERCISES", "Exercise", "check_matmul_pullback", "check_other_pullbacks",
+    "check_pullbacks", "check_scalar_tracer", "exercises_of_lab",
     "check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
     "check_uniform_cost",
     "CheckFailed", "call_student", "check_central_difference", "check_column_colouring",

@@ -34,8 +34,16 @@ from ..tracing import ops
 from ..tracing.arrays import sigmoid, trace_arrays
 from ..tracing.tape import trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .exercise import exercise
 
-__all__ = ["ARRAY_RULES", "check_pullbacks", "check_scalar_tracer"]
+__all__ = [
+    "ARRAY_RULES", "check_matmul_pullback", "check_other_pullbacks", "check_pullbacks",
+    "check_scalar_tracer",
+]
+
+#: what the exercises of this module ask the student to write, in minirad
+TRACER_REFERENCE = ("minirad.tracing.tape", "minirad.tracing.arrays", "minirad.exact.sweeps",
+                    "minirad.exact.blocks", "minirad.exact._engines", "minirad.exact.jacobians")
 
 
 def _num(x) -> str:
@@ -77,6 +85,8 @@ def _scalar_hint(name: str, point, mine) -> str:
     return ""
 
 
+@exercise("7.1", "a scalar tracer", takes=("gradient",), points=4, minutes=40, seconds=60,
+          reference=TRACER_REFERENCE)
 def check_scalar_tracer(gradient: Callable) -> None:
     """Exercise 7.1: ``gradient(f, x, y)`` differentiates ``f(x, y, sin)`` with your tracer.
 
@@ -94,9 +104,11 @@ def check_scalar_tracer(gradient: Callable) -> None:
     >>> def gradient(f, x, y):
     ...     g = trace(lambda a, b: f(a, b, ops.sin), x, y)
     ...     return reverse_sweep(g).jacobian[0]
-    >>> check_scalar_tracer(gradient)
-    Exercise 7.1 passed: your tracer agrees with minirad.trace and with finite differences on \
-9 programs
+    >>> check_scalar_tracer(gradient)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
+reference -- your function called minirad's trace (minirad.tracing.tape), ...
     """
     exercise, topic = "Exercise 7.1", "scalar tracer"
     cases = _scalar_cases()
@@ -256,3 +268,22 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     passed(exercise, f"the pullback{'s' if len(rules) > 1 else ''} of {names} "
                      f"agree{'' if len(rules) > 1 else 's'} with minirad and with finite "
                      f"differences on {cases} cases")
+
+
+@exercise("7.2", "matmul pullback", takes=("matmul", "vjp"), points=2, minutes=15, seconds=30,
+          reference=TRACER_REFERENCE)
+def check_matmul_pullback(matmul: Callable, vjp: Callable) -> None:
+    """Exercise 7.2: the pullbacks of your ``matmul``, run through your ``vjp``
+    (see :func:`check_pullbacks`)."""
+    check_pullbacks({"matmul": matmul}, vjp)
+
+
+@exercise("7.3", "the other pullbacks", takes=("tsum", "add", "sub", "abs2", "tsigmoid", "hcat",
+                                               "vjp"),
+          points=4, minutes=30, seconds=60, reference=TRACER_REFERENCE)
+def check_other_pullbacks(tsum: Callable, add: Callable, sub: Callable, abs2: Callable,
+                          tsigmoid: Callable, hcat: Callable, vjp: Callable) -> None:
+    """Exercise 7.3: the pullbacks of sum, +, -, abs2, sigmoid and hcat, run through your
+    ``vjp`` (see :func:`check_pullbacks`)."""
+    check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2, "sigmoid": tsigmoid,
+                     "hcat": hcat}, vjp)

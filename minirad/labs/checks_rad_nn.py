@@ -16,9 +16,14 @@ adjoint of the layer's output) are checked without looking inside them:
   of 600 draws; below 1e-4 for the whole check).
 
 >>> import numpy as np
->>> from minirad.studies.activations import keep_input, restore_input
->>> def different(x, delta, f, rng):   # minirad standing in for a student's answer
-...     return restore_input(keep_input(x, "different_sample", f, rng)).T @ delta
+>>> from minirad.studies.memory import kept_entries
+>>> def different(x, delta, f, rng):   # each row draws its own k features
+...     B, d = x.shape
+...     k = kept_entries(d, f)
+...     P = np.zeros((B, d))
+...     for row in P:
+...         np.add.at(row, rng.integers(0, d, size=k), d / k)
+...     return (x * P).T @ delta
 >>> check_different_sample(different)
 Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 5 \
 layers (3000 estimates)
@@ -42,6 +47,7 @@ import numpy as np
 
 from ..studies.memory import kept_entries
 from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .exercise import exercise
 
 __all__ = ["check_different_sample", "check_same_sample", "check_z_scores"]
 
@@ -213,6 +219,8 @@ def _check_sampler(fn: Callable, exercise: str, topic: str, shared: bool) -> Non
                      f"unbiased on {len(_LAYERS)} layers ({len(_LAYERS) * _ESTIMATES} estimates)")
 
 
+@exercise("9.1", "different-sample weight gradient", takes=("different_sample_grad",),
+          points=3, minutes=25, seconds=60, reference=("minirad.studies.activations",))
 def check_different_sample(fn: Callable) -> None:
     """Exercise 9.1: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by different sample.
 
@@ -234,6 +242,8 @@ def check_different_sample(fn: Callable) -> None:
     _check_sampler(fn, "Exercise 9.1", "different-sample weight gradient", shared=False)
 
 
+@exercise("9.3", "same-sample weight gradient", takes=("same_sample_grad",), points=2,
+          minutes=15, seconds=60, reference=("minirad.studies.activations",))
 def check_same_sample(fn: Callable) -> None:
     """Exercise 9.3: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by same sample.
 
@@ -243,8 +253,14 @@ def check_same_sample(fn: Callable) -> None:
     sample gives one row's worth of repeats per call, not ``B``).
 
     >>> from minirad.studies.activations import keep_input, restore_input
-    >>> check_same_sample(lambda x, delta, f, rng:
-    ...     restore_input(keep_input(x, "same_sample", f, rng)).T @ delta)
+    >>> from minirad.studies.memory import kept_entries
+    >>> def same(x, delta, f, rng):       # one draw of k features for the whole batch
+    ...     d = x.shape[1]
+    ...     k = kept_entries(d, f)
+    ...     P = np.zeros(d)
+    ...     np.add.at(P, rng.integers(0, d, size=k), d / k)
+    ...     return (x * P).T @ delta
+    >>> check_same_sample(same)
     Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 5 \
 layers (3000 estimates)
     """
@@ -318,6 +334,8 @@ def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
     return ""
 
 
+@exercise("9.2", "z-scores", takes=("z_scores",), points=1, minutes=10, seconds=30,
+          reference=("minirad.labs.checks_rad_nn:reference_z_scores", "minirad.draw.plots:z_scores"))
 def check_z_scores(fn: Callable) -> None:
     """Exercise 9.2: ``fn(estimates, exact)`` returns the z-score of every entry.
 
@@ -331,8 +349,11 @@ def check_z_scores(fn: Callable) -> None:
     standard deviation, ``ddof=0``, a reversed sign, an absolute value, and
     ``nan`` where an entry never varies.
 
-    >>> check_z_scores(reference_z_scores)
-    Exercise 9.2 passed: z-scores agree with minirad on 4 cases
+    >>> check_z_scores(reference_z_scores)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
+gradient, exact all zeros: used the reference -- your function called minirad's ...
     """
     exercise, topic = "Exercise 9.2", "z-scores"
     cases = _z_cases()
