@@ -335,7 +335,8 @@ def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
 
 
 @exercise("9.2", "z-scores", takes=("z_scores",), points=1, minutes=10, seconds=30,
-          reference=("minirad.labs.checks_rad_nn:reference_z_scores", "minirad.draw.plots:z_scores"))
+          reference=("minirad.labs.checks_rad_nn:reference_z_scores",
+                     "minirad.draw.plots:z_scores"))
 def check_z_scores(fn: Callable) -> None:
     """Exercise 9.2: ``fn(estimates, exact)`` returns the z-score of every entry.
 

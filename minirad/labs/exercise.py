@@ -160,7 +160,7 @@ def _code_objects(obj, module_name: str, found: dict) -> None:
         stack += [c for c in current.co_consts if isinstance(c, types.CodeType)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference_codes(reference: tuple[str, ...]) -> dict[int, tuple[str, types.CodeType]]:
     """``{id(code): (name, code)}`` for every function of the named modules or functions."""
     found: dict = {}
