@@ -57,8 +57,11 @@ from .checks_more import (
 )
 from .checks_rad_nn import check_different_sample, check_same_sample, check_z_scores
 from .checks_sparse import check_column_colouring, check_implicit_gradient
+from . import hints
 from .exercise import EXERCISES, Exercise, exercises_of_lab
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
+
+hints.install()  # in a Jupyter kernel, a failed check shows its hint first
 
 __all__ = [
     "ARRAY_RULES", "EXERCISES", "Exercise", "check_matmul_pullback", "check_other_pullbacks",
