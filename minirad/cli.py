@@ -407,11 +407,21 @@ def cmd_figures(args) -> None:
 
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
+    if args.form == "grade":
+        from .labs.grade import grade, summary
+
+        reports = grade(args.paths, args.output or "minirad-grades",
+                        progress=lambda report: print(summary(report), flush=True))
+        print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
+              f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
+        return
     from .labs.notebook import write_notebooks
 
-    if not os.path.exists(args.source):
-        raise UsageError(f"no such file or folder: {args.source}")
-    written = write_notebooks(args.source, args.output, solutions=args.form == "solutions")
+    if len(args.paths) != 1 or not args.output:
+        raise UsageError(f"lab {args.form} takes one lab file or folder and -o FOLDER")
+    if not os.path.exists(args.paths[0]):
+        raise UsageError(f"no such file or folder: {args.paths[0]}")
+    written = write_notebooks(args.paths[0], args.output, solutions=args.form == "solutions")
     for path in written:
         print(f"wrote {path}")
 
@@ -567,9 +577,12 @@ _COMMANDS = {
               "randomized backward passes (Sec. 4). pde: reaction-diffusion control (Sec. 5) "
               "with the exact gradient, the eq. 8 estimator at several fractions, the authors' "
               "released sampler and gradient checkpointing."),
-    "lab": ("write the labs as Jupyter notebooks",
+    "lab": ("write the labs as notebooks, or grade submissions",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
-            "replaced by stubs) or with the solutions."),
+            "replaced by stubs) or with the solutions; or grade submitted notebooks, each in "
+            "a fresh kernel, every exercise checked by the grader under its time limit, into "
+            "scores.csv, a JSON report per submission and Gradescope's results.json. The exit "
+            "status is 0 whatever the students scored."),
 }
 
 
@@ -648,10 +661,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pde: go on with an interrupted run saved in the output folder")
 
     p = command("lab", cmd_lab)
-    p.add_argument("form", choices=["handout", "solutions"],
-                   help="handout: exercises replaced by stubs; solutions: complete")
-    p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
-    p.add_argument("-o", "--output", required=True, help="folder for the .ipynb files")
+    p.add_argument("form", choices=["handout", "solutions", "grade"],
+                   help="handout: exercises replaced by stubs; solutions: complete; grade: "
+                        "grade submitted notebooks (or lab scripts), each in a fresh kernel")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="handout, solutions: a lab file or a folder of them (e.g. tutorials/); "
+                        "grade: the submissions")
+    p.add_argument("-o", "--output",
+                   help="handout, solutions: folder for the .ipynb files; grade: folder for "
+                        "the scores (default minirad-grades)")
     return parser
 
 
