@@ -16,6 +16,7 @@ For instructors (the ``minirad lab`` command calls these)::
 True
 """
 
+from . import hints
 from .checks import (
     CheckFailed,
     call_student,
@@ -57,7 +58,6 @@ from .checks_more import (
 )
 from .checks_rad_nn import check_different_sample, check_same_sample, check_z_scores
 from .checks_sparse import check_column_colouring, check_implicit_gradient
-from . import hints
 from .exercise import EXERCISES, Exercise, exercises_of_lab
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
