@@ -34,7 +34,7 @@ import numpy as np
 
 import minirad
 from minirad import examples, labs, ops
-from minirad.exact.elimination import eliminate, elimination_cost, elimination_order
+from minirad.exact.elimination import eliminate, elimination_cost
 from minirad.draw.plots import plot_elimination_costs
 from minirad.draw.render import Eliminating, elimination_strip, render, render_elimination
 from minirad.exact.sweeps import reverse_sweep
@@ -326,7 +326,7 @@ assert cost["1 input, 6 outputs", "markowitz"] == cost["1 input, 6 outputs", "op
 assert cost["6 inputs, 1 output", "markowitz"] > cost["6 inputs, 1 output", "optimal"]
 assert cost["interleaved(3, 3)", "markowitz"] == cost["interleaved(3, 3)", "forward"] + 1
 assert cost["Figure 1", "optimal"] + 1 == min(cost["Figure 1", o] for o in orders[:3])
-print("optimal order for Figure 1:", elimination_order(g, "optimal"))
+print("optimal order for Figure 1:", eliminate(g, "optimal").order)
 labs.show(elimination_strip(g, "optimal", ncols=3), "lab4_figure1_optimal")
 
 # %% [markdown]
