@@ -214,7 +214,7 @@ def matmul(X, Y):
 
 
 # %%
-labs.check_pullbacks({"matmul": matmul}, vjp)
+labs.check_matmul_pullback(matmul, vjp)
 
 # %% [markdown]
 # ## 4. Exercise 7.3: the other rules
@@ -276,8 +276,7 @@ def hcat(*xs):
 
 
 # %%
-labs.check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2,
-                      "sigmoid": tsigmoid, "hcat": hcat}, vjp)
+labs.check_other_pullbacks(tsum, add, sub, abs2, tsigmoid, hcat, vjp)
 
 # %% [markdown]
 # The rules compose. A whole loss, squared error of a one-layer sigmoid
