@@ -329,11 +329,33 @@ division by zero
     return result
 
 
-def _number(x) -> str:
+def _number(x, digits: int = 6) -> str:
     if not isinstance(x, (float, np.floating)):
         return str(x)
-    text = f"{x:.6g}"
+    text = f"{x:.{digits}g}"
     return "0" if text == "-0" else text
+
+
+def _two_numbers(mine, expected) -> tuple[str, str]:
+    """Both numbers with as many digits as it takes to tell them apart.
+
+    >>> _two_numbers(np.float32(0.568985), 0.5689853)
+    ('0.568985', '0.5689853')
+    """
+    for digits in range(6, 18):
+        a, b = _number(float(mine), digits), _number(float(expected), digits)
+        if a != b:
+            return a, b
+    return a, b
+
+
+def _low_precision(result) -> np.dtype | None:
+    """The dtype of an answer held in fewer bits than a float64 (float32, float16), or None."""
+    try:
+        dtype = np.asarray(result).dtype
+    except (TypeError, ValueError):
+        return None
+    return dtype if dtype.kind == "f" and dtype.itemsize < 8 else None
 
 
 def as_numbers(result, where: str, advice: str = ", which is not an array of numbers",
@@ -359,7 +381,9 @@ def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jaco
     """Raise :class:`CheckFailed` unless ``result`` matches ``expected``.
 
     Shapes must agree exactly (a transposed answer is named as such); entries
-    must agree to ``rtol`` relative to the largest expected entry.
+    must agree to ``rtol`` relative to the largest expected entry.  An answer
+    in float32 (or float16) is held to that type's own precision instead, a
+    few units of its last digit; a miss beyond it names the type.
 
     >>> compare_jacobian([[1.0, 3.2]], np.array([[1.0, 1.7]]), "on lab()")
     Traceback (most recent call last):
@@ -376,14 +400,20 @@ def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jaco
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     error = np.abs(mine - expected)
     error[np.isnan(error)] = np.inf
-    if np.all(error <= rtol * scale):
+    low = _low_precision(result)
+    tolerance = max(rtol, 8 * float(np.finfo(low).eps)) if low is not None else rtol
+    if np.all(error <= tolerance * scale):
         return
     i = np.unravel_index(np.argmax(error), error.shape)
     index = ", ".join(str(int(k)) for k in i)
-    message = (f"{where}: your {what} entry [{index}] is {_number(mine[i])}, expected "
-               f"{_number(expected[i])}")
+    shown, wanted = _two_numbers(mine[i], expected[i])
+    message = f"{where}: your {what} entry [{index}] is {shown}, expected {wanted}"
     if mine.ndim == 2 and mine.shape[0] == mine.shape[1] and np.allclose(mine.T, expected):
         message += " -- you seem to have returned the transpose (rows are outputs)"
+    elif low is not None:
+        message += (f" -- your answer is {low}, which keeps about "
+                    f"{np.finfo(low).precision} digits; the miss is larger than that type's "
+                    f"rounding, so the numbers themselves are off")
     raise CheckFailed(message)
 
 
@@ -526,6 +556,12 @@ def check_directional_difference(fn: Callable) -> None:
                     hint = " -- your number matches the one-sided (forward) difference"
                 elif abs(value * np.linalg.norm(delta) - exact) <= allowed:
                     hint = " -- it looks as if you normalised delta; use it as given"
+                elif abs(value - 2 * exact) <= 2 * allowed:
+                    hint = (" -- that is twice delta . grad f: the two points are 2h apart, so "
+                            "divide by 2h, not h")
+                elif abs(2 * value - exact) <= allowed:
+                    hint = (" -- that is half of delta . grad f: divide the difference by 2h, "
+                            "not by 4h (or h / 2 steps)")
                 raise CheckFailed(f"{where}: your estimate is {value:.10g}, but delta . grad "
                                   f"f(x) = {exact:.10g} (a central difference is off by only "
                                   f"{abs(reference - exact):.2g} here){hint}")

@@ -206,6 +206,11 @@ def _pullback_hint(rule: str, index: int, mine: np.ndarray, arrays, wobble) -> s
     return ""
 
 
+_MATMUL_SHAPES = (" -- the shapes do not fit: a pullback takes the wobble, shaped like Z = X @ Y "
+                  "(n, l), back to its input's shape: into X (n, m) it is wobble @ Y^T, "
+                  "(n, l)(l, m); into Y (m, l) it is X^T @ wobble, (m, n)(n, l)")
+
+
 def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     """Exercises 7.2 and 7.3: pullbacks of tracked-array operations.
 
@@ -240,7 +245,14 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
             wobble = rng.standard_normal(np.shape(value))
             where = location(exercise, f"pullback of {rule}",
                              " and ".join(f"an array of shape {s}" for s in shapes))
-            result = call_student(vjp, where, op, *[a.copy() for a in arrays], wobble=wobble)
+            try:
+                result = call_student(vjp, where, op, *[a.copy() for a in arrays],
+                                      wobble=wobble)
+            except CheckFailed as failure:
+                if rule == "matmul" and isinstance(failure.__cause__, ValueError):
+                    raise CheckFailed(f"{failure}{_MATMUL_SHAPES}",
+                                      reason=failure.reason) from failure.__cause__
+                raise
             if not isinstance(result, (list, tuple)) or len(result) != len(arrays):
                 raise CheckFailed(f"{where}: vjp returned {type(result).__name__}; it returns a "
                                   f"list with one gradient per input ({len(arrays)})")

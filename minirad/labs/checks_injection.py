@@ -299,5 +299,11 @@ figure1(): used the reference -- your function called minirad's path_sampling_va
                     raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
                                       f"is M(z) = d_z * sum over successors s of "
                                       f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
+            if mine.shape == expected.shape and np.any(mine < -1e-9 * max(1.0, mine.max())):
+                i = np.unravel_index(np.argmin(mine), mine.shape)
+                raise CheckFailed(f"{failure} -- your entry [{i[0]}, {i[1]}] is negative, and a "
+                                  f"variance never is: the second moment M(x) is at least "
+                                  f"(dy/dx)^2, so M is too small (each draw's term needs the "
+                                  f"factor d_z, and the partial squared)") from None
             raise
     passed(exercise, f"exact k = 1 variance agrees with minirad on {len(graphs)} graphs")

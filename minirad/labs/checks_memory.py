@@ -55,13 +55,13 @@ _TABLE1_CASES = [
 ]
 
 
-def _table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, logits="whole",
-                    relu_at_baseline=False, relu_bytes=1 / 8, keep=None, relu_on_output=False
-                    ) -> float:
+def _table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, biases=True,
+                    logits="whole", relu_at_baseline=False, relu_bytes=1 / 8, keep=None,
+                    relu_on_output=False) -> float:
     """Table 1's total under the rules, with one rule changed (a slip) by a keyword."""
     keep = keep or (lambda d, f: math.ceil(round(f * d, 9)))
     inputs, outputs = sizes[:-1], sizes[1:]
-    params = sum(a * b + b for a, b in zip(inputs, outputs))
+    params = sum(a * b + (b if biases else 0) for a, b in zip(inputs, outputs))
     relu_units = sum(outputs[:-1]) + (outputs[-1] if relu_on_output else 0)
     if fraction == 1.0:
         floats = sum(inputs) + sizes[-1]
@@ -84,6 +84,10 @@ _TABLE1_SLIPS = {
         dict(weights=False),
         "Table 1's peak memory includes the weights and biases (4 bytes per parameter), "
         "kept once for the whole batch"),
+    "biases left out": (
+        dict(biases=False),
+        "the parameters are the weights AND the biases: a layer from d_in to d_out has "
+        "d_in * d_out + d_out of them"),
     "logits left out": (
         dict(logits="none"),
         "the logits (the last layer's output) are kept too, for the loss's backward pass"),

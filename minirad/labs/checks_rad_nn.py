@@ -25,8 +25,8 @@ adjoint of the layer's output) are checked without looking inside them:
 ...         np.add.at(row, rng.integers(0, d, size=k), d / k)
 ...     return (x * P).T @ delta
 >>> check_different_sample(different)
-Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 5 \
-layers (3000 estimates)
+Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 6 \
+layers (3600 estimates)
 >>> def unscaled(x, delta, f, rng):    # a slip: the d/k left out
 ...     return different(x, delta, f, rng) * f
 >>> check_different_sample(unscaled)  # doctest: +ELLIPSIS
@@ -56,8 +56,10 @@ Z_LIMIT = 5.0
 _ESTIMATES = 600
 _PROBES = 300  # a third of them where every row is a sample of its own
 
-# (B, d, out, f): the second has 0.28 * 25 = 7.000000000000001, whose plain ceil is 8
-_LAYERS = [(4, 5, 3, 0.4), (6, 25, 2, 0.28), (3, 8, 4, 0.5), (5, 10, 3, 0.05), (4, 3, 2, 1.0)]
+# (B, d, out, f): the second has 0.28 * 25 = 7.000000000000001, whose plain ceil is 8; the
+# last has f d = 2.1, where floor (2) and ceil (3) differ and d/k = 7/3 is not 1/f
+_LAYERS = [(4, 5, 3, 0.4), (6, 25, 2, 0.28), (3, 8, 4, 0.5), (5, 10, 3, 0.05), (4, 3, 2, 1.0),
+           (4, 7, 3, 0.3)]
 
 
 def _name(B, d, out, f) -> str:
@@ -128,10 +130,20 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                           f"{scale:.6g}{hint}")
     counts = np.rint(counts).astype(int)
     drawn = counts.sum(axis=1)
+    by_f = G.T * f  # the counts, had the student scaled by 1/f instead of d/k
+    if (np.any(drawn != k) and not math.isclose(1 / f, scale)
+            and np.allclose(by_f, np.rint(by_f)) and np.allclose(by_f.sum(axis=1), k)):
+        raise CheckFailed(f"{where}: with x all ones and delta = I your x P scales each draw by "
+                          f"1/f = {1 / f:.6g}; the scale is d/k = {d}/{k} = {scale:.6g}, "
+                          f"because k = ceil(f d) = {k} draws are made, not f d = {f * d:.6g}")
     if np.any(drawn != k):
         wrong = int(drawn[drawn != k][0])
         hint = ""
-        if naive != k and wrong == naive:
+        floor = math.floor(round(f * d, 9))
+        if floor != k and np.all(drawn == floor):
+            hint = (f" -- that is floor(f d) = {floor}; RAD keeps ceil(f d) = {k}, rounding up "
+                    f"(a fraction of a feature cannot be kept, so keep one more)")
+        elif naive != k and wrong == naive:
             hint = (f" -- in floating point {f} * {d} = {f * d!r}, whose ceil is {naive}; use "
                     f"kept_entries(d, f), which rounds before the ceil")
         elif wrong == d and d != k:
@@ -261,8 +273,8 @@ def check_same_sample(fn: Callable) -> None:
     ...     np.add.at(P, rng.integers(0, d, size=k), d / k)
     ...     return (x * P).T @ delta
     >>> check_same_sample(same)
-    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 5 \
-layers (3000 estimates)
+    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 6 \
+layers (3600 estimates)
     """
     _check_sampler(fn, "Exercise 9.3", "same-sample weight gradient", shared=True)
 
