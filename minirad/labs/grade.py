@@ -76,6 +76,7 @@ class Report:
     scores: list[ExerciseScore] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
+    executed: object = field(default=None, repr=False)  # the first kernel's cells and outputs
 
     @property
     def total(self) -> float:
@@ -261,6 +262,8 @@ def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
                 break
             current = None
             with _Kernel(folder, _kernel_env(folder)) as kernel:
+                if report.executed is None:
+                    report.executed = kernel.nb
                 watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _kill,
                                            (kernel.client,))
                 watchdog.daemon = True
