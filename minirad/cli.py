@@ -412,6 +412,7 @@ def cmd_lab(args) -> None:
 
         reports = grade(args.paths, args.output or "minirad-grades",
                         exercise_seconds=args.exercise_seconds,
+                        cell_seconds=args.cell_seconds,
                         progress=lambda report: print(summary(report), flush=True))
         print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
               f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
@@ -674,6 +675,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exercise-seconds", type=float, metavar="SECONDS",
                    help="grade: allow every exercise's check this long instead of the limit "
                         "declared with it (e.g. on a slow machine)")
+    p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
+                   help="grade: stop any one cell of a submission after this long (default "
+                        "180)")
     return parser
 
 

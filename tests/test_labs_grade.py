@@ -137,7 +137,7 @@ def test_a_loop_is_stopped_and_a_kernel_that_exits_or_deletes_does_not_stop_the_
     good = write(notebook_of("lab1_finite_differences"), tmp_path / "good.ipynb")
     scored = tmp_path / "scores"
     assert main(["lab", "grade", str(loop), str(vandal), str(good), "-o", str(scored),
-                 "--exercise-seconds", "5"]) == 0
+                 "--exercise-seconds", "5", "--cell-seconds", "10"]) == 0
 
     reports = {Path(r["submission"]).stem: r for r in
                (json.loads((scored / f"{stem}.json").read_text())

@@ -228,9 +228,11 @@ def _kernel_env(folder: str) -> dict:
 
 
 def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
-                     exercise_seconds: float | None = None) -> Report:
+                     exercise_seconds: float | None = None,
+                     cell_seconds: float = CELL_SECONDS) -> Report:
     """Grade one submission (see the module's docstring); never raises for what the
-    student did.  ``exercise_seconds`` overrides every exercise's declared limit."""
+    student did.  ``exercise_seconds`` overrides every exercise's declared limit;
+    ``cell_seconds`` limits each of the student's cells."""
     from nbclient.exceptions import DeadKernelError
 
     from .notebook import read_submission
@@ -273,7 +275,7 @@ def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
                         if index in skipped:
                             continue
                         current = ("cell", index)
-                        kernel.run(source, min(CELL_SECONDS, deadline - time.monotonic() + 1))
+                        kernel.run(source, min(cell_seconds, deadline - time.monotonic() + 1))
                     kernel.run("from minirad.labs.grade import grade_in_kernel as "
                                "_minirad_grade_in_kernel", 60)
                     while pending:
@@ -386,7 +388,8 @@ def write_reports(reports: list[Report], out_dir) -> list[str]:
 
 
 def grade(submissions, out_dir, notebook_seconds: float = NOTEBOOK_SECONDS,
-          exercise_seconds: float | None = None, progress=None) -> list[Report]:
+          exercise_seconds: float | None = None, cell_seconds: float = CELL_SECONDS,
+          progress=None) -> list[Report]:
     """Grade every submission in turn and write the reports into ``out_dir``."""
     paths = [os.fspath(p) for p in submissions]
     for path in paths:
@@ -394,7 +397,7 @@ def grade(submissions, out_dir, notebook_seconds: float = NOTEBOOK_SECONDS,
             raise ValueError(f"no such submission: {path}")
     reports = []
     for path in paths:
-        report = grade_submission(path, notebook_seconds, exercise_seconds)
+        report = grade_submission(path, notebook_seconds, exercise_seconds, cell_seconds)
         reports.append(report)
         if progress is not None:
             progress(report)

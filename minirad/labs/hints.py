@@ -61,9 +61,10 @@ def failure_report(error: BaseException) -> list[str]:
     return lines
 
 
-def show_failure(shell, etype, value, tb, tb_offset=None) -> list[str]:
-    """IPython's custom exception handler for CheckFailed (see :func:`install`)."""
-    return failure_report(value)
+def show_failure(shell, etype, value, tb, tb_offset=None) -> None:
+    """IPython's custom exception handler for CheckFailed (see :func:`install`): it sends
+    the cell's error itself, as IPython leaves that to a custom handler."""
+    shell._showtraceback(etype, value, failure_report(value))
 
 
 def install() -> bool:
