@@ -19,8 +19,9 @@ import pytest
 
 from minirad import labs
 from minirad.cli import main
-from minirad.labs import grade, notebook
+from minirad.labs import grade, instructors, notebook
 from minirad.labs.exercise import EXERCISES, exercises_of_lab, reference_codes
+from minirad.labs.mistakes import MISTAKES, catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
@@ -192,3 +193,26 @@ def test_identify_lab_prefers_the_metadata():
     nb = notebook.to_notebook(LABS[0], solutions=False)
     assert grade.identify_lab(nb, "renamed.ipynb") == lab_number(LABS[0])
     assert labs.EXERCISES is EXERCISES
+
+
+# ------------------------------------------------- the catalogue of mistakes
+def test_every_planted_mistake_scores_zero_and_the_guide_shows_what_the_check_said(tmp_path):
+    """The catalogue in INSTRUCTORS.md is the checks' own output on the planted mistakes:
+    every one is rejected (by the check of its own exercise, which takes only that
+    exercise's names), and the guide is regenerated from them without a change."""
+    entries = catalogue()
+    assert len(entries) == sum(len(m) for m in MISTAKES.values()) >= 60
+    assert {number for number in MISTAKES} == set(EXERCISES)  # every exercise has some
+    accepted = [(e.number, e.mistake) for e in entries if e.status == "passed"]
+    assert not accepted, accepted
+    for entry in entries:
+        assert entry.message.startswith(f"Exercise {entry.number} "), entry
+        assert entry.status in grade.STATUSES and entry.status != "used the reference"
+    guide = (ROOT / "tutorials" / "INSTRUCTORS.md").read_text()
+    assert instructors.update(guide, entries) == guide, \
+        "run: python -m minirad.labs.instructors tutorials/INSTRUCTORS.md"
+    # through the grader's own entry point, as a notebook would be graded
+    number, (mistake, answer) = "2.1", MISTAKES["2.1"][0]
+    namespace = dict(zip(EXERCISES[number].takes, answer()))
+    outcome = grade.grade_in_kernel(number, namespace, str(tmp_path / "r.json"), False)
+    assert outcome["status"] == "wrong answer" and "ADD" in outcome["message"]

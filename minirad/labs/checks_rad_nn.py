@@ -109,6 +109,14 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                           f"is the same, {G[0].round(6).tolist()}: you sampled the adjoint "
                           f"delta (the outputs); RAD samples the stored input x, the layer's "
                           f"input features, and keeps delta exact")
+    floor = math.floor(round(f * d, 9))
+    if 0 < floor != k:   # k taken as floor(f d), consistently (scale d/floor)
+        counts = G.T * floor / d
+        if np.allclose(counts, np.rint(counts)) and np.allclose(counts.sum(axis=1), floor):
+            raise CheckFailed(f"{where}: with x all ones and delta = I a row of your x P holds "
+                              f"{floor} draws of d/{floor}: that is floor(f d) = {floor}; RAD "
+                              f"keeps k = ceil(f d) = {k}, rounding up (a fraction of a feature "
+                              f"cannot be kept, so keep one more)")
     naive = math.ceil(f * d)
     if naive != k:   # k computed as ceil(f * d) in floating point, consistently
         counts = G.T * naive / d
@@ -139,8 +147,7 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
     if np.any(drawn != k):
         wrong = int(drawn[drawn != k][0])
         hint = ""
-        floor = math.floor(round(f * d, 9))
-        if floor != k and np.all(drawn == floor):
+        if 0 < floor != k and np.all(drawn == floor):
             hint = (f" -- that is floor(f d) = {floor}; RAD keeps ceil(f d) = {k}, rounding up "
                     f"(a fraction of a feature cannot be kept, so keep one more)")
         elif naive != k and wrong == naive:
