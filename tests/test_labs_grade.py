@@ -212,7 +212,7 @@ def test_every_planted_mistake_scores_zero_and_the_guide_shows_what_the_check_sa
     assert instructors.update(guide, entries) == guide, \
         "run: python -m minirad.labs.instructors tutorials/INSTRUCTORS.md"
     # through the grader's own entry point, as a notebook would be graded
-    number, (mistake, answer) = "2.1", MISTAKES["2.1"][0]
+    number, (_, answer) = "2.1", MISTAKES["2.1"][0]
     namespace = dict(zip(EXERCISES[number].takes, answer()))
     outcome = grade.grade_in_kernel(number, namespace, str(tmp_path / "r.json"), False)
     assert outcome["status"] == "wrong answer" and "ADD" in outcome["message"]

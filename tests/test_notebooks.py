@@ -19,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 from minirad.labs import grade, notebook
 from minirad.labs.exercise import exercises_of_lab

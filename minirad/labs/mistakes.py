@@ -357,6 +357,14 @@ def _one(fn):
     return lambda: (fn,)
 
 
+def _variance_slip(i: int):
+    return _one(lambda g: list(_planted_variances(g).values())[i])
+
+
+def _table1_slip(variant: dict):
+    return lambda sizes, f, batch: _table1_variant(sizes, f, batch, **variant)
+
+
 #: exercise number -> [(the mistake, a function returning the wrong definitions)]
 MISTAKES = {
     "1.1": [
@@ -412,8 +420,7 @@ MISTAKES = {
         ("numbers from numpy's global generator", _one(_sampler(draw=_global_rng))),
     ],
     "5.2": [
-        (slip, (lambda i: lambda: (lambda g: list(_planted_variances(g).values())[i],))(i))
-        for i, slip in enumerate(("partials not squared", "the factor d left out",
+        (slip, _variance_slip(i)) for i, slip in enumerate(("partials not squared", "the factor d left out",
                                   "the second moment, J^2 not subtracted"))
     ],
     "6.1": [
@@ -431,8 +438,7 @@ MISTAKES = {
          _one(lambda f_x, f_p, g_x: -np.linalg.solve(f_x, g_x) @ f_p)),
     ],
     "7.1": [
-        (f"a tracer with a {slip}", (lambda slip: lambda: (_tracer(slip),))(slip))
-        for slip in ("swapped product", "lost minus", "sin' = sin", "overwritten adjoint")
+        (f"a tracer with a {slip}", _one(_tracer(slip))) for slip in ("swapped product", "lost minus", "sin' = sin", "overwritten adjoint")
     ],
     "7.2": [
         ("the gradient into X transposed",
@@ -448,9 +454,7 @@ MISTAKES = {
                                               lambda w, x, z: w * x * (1 - x)))),
     ],
     "8.1": [
-        (slip, (lambda variant: lambda: (lambda s, f, b: _table1_variant(s, f, b, **variant),))(
-            variant))
-        for slip, variant in (("8-byte floats", dict(float_bytes=8)),
+        (slip, _one(_table1_slip(variant))) for slip, variant in (("8-byte floats", dict(float_bytes=8)),
                               ("the biases left out", dict(biases=False)),
                               ("ReLU masks counted as bytes", dict(relu_bytes=1)),
                               ("floor(f d) where the rule says ceil",
