@@ -420,7 +420,8 @@ MISTAKES = {
         ("numbers from numpy's global generator", _one(_sampler(draw=_global_rng))),
     ],
     "5.2": [
-        (slip, _variance_slip(i)) for i, slip in enumerate(("partials not squared", "the factor d left out",
+        (slip, _variance_slip(i))
+        for i, slip in enumerate(("partials not squared", "the factor d left out",
                                   "the second moment, J^2 not subtracted"))
     ],
     "6.1": [
@@ -438,7 +439,8 @@ MISTAKES = {
          _one(lambda f_x, f_p, g_x: -np.linalg.solve(f_x, g_x) @ f_p)),
     ],
     "7.1": [
-        (f"a tracer with a {slip}", _one(_tracer(slip))) for slip in ("swapped product", "lost minus", "sin' = sin", "overwritten adjoint")
+        (f"a tracer with a {slip}", _one(_tracer(slip)))
+        for slip in ("swapped product", "lost minus", "sin' = sin", "overwritten adjoint")
     ],
     "7.2": [
         ("the gradient into X transposed",
@@ -454,7 +456,8 @@ MISTAKES = {
                                               lambda w, x, z: w * x * (1 - x)))),
     ],
     "8.1": [
-        (slip, _one(_table1_slip(variant))) for slip, variant in (("8-byte floats", dict(float_bytes=8)),
+        (slip, _one(_table1_slip(variant)))
+        for slip, variant in (("8-byte floats", dict(float_bytes=8)),
                               ("the biases left out", dict(biases=False)),
                               ("ReLU masks counted as bytes", dict(relu_bytes=1)),
                               ("floor(f d) where the rule says ceil",
