@@ -109,8 +109,12 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                           f"is the same, {G[0].round(6).tolist()}: you sampled the adjoint "
                           f"delta (the outputs); RAD samples the stored input x, the layer's "
                           f"input features, and keeps delta exact")
+    as_k = G.T / scale
+    right = np.allclose(as_k, np.rint(as_k)) and np.allclose(as_k.sum(axis=1), k)
     floor = math.floor(round(f * d, 9))
-    if 0 < floor != k:   # k taken as floor(f d), consistently (scale d/floor)
+    # k taken as floor(f d), consistently (scale d/floor); not when the answer also reads as
+    # k draws of d/k (3 draws of one feature, 3 x 7/3 = 7, is also 2 draws of 7/2)
+    if 0 < floor != k and not right:
         counts = G.T * floor / d
         if np.allclose(counts, np.rint(counts)) and np.allclose(counts.sum(axis=1), floor):
             raise CheckFailed(f"{where}: with x all ones and delta = I a row of your x P holds "
@@ -118,7 +122,7 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                               f"keeps k = ceil(f d) = {k}, rounding up (a fraction of a feature "
                               f"cannot be kept, so keep one more)")
     naive = math.ceil(f * d)
-    if naive != k:   # k computed as ceil(f * d) in floating point, consistently
+    if naive != k and not right:   # k computed as ceil(f * d) in floating point
         counts = G.T * naive / d
         if np.allclose(counts, np.rint(counts)) and np.allclose(counts.sum(axis=1), naive):
             raise CheckFailed(f"{where}: with x all ones and delta = I a row of your x P holds "
