@@ -28,6 +28,9 @@
 # * the **reverse sweep** (reverse mode, adjoints, backpropagation),
 #
 # and replays the lecture's tangent and adjoint traces number by number.
+# (Griewank and Walther, *Evaluating Derivatives*, 2008, chapters 2-4, treat
+# both modes and their cost in full; Baydin et al., "Automatic
+# differentiation in machine learning: a survey", 2018, is a shorter tour.)
 #
 # **You need:** Lab 1, the chain rule, Python loops over lists.
 # **Exercises:** 2.1 (forward sweep) and 2.2 (reverse sweep); they are the core

@@ -44,7 +44,8 @@ from minirad.exact.sweeps import forward_sweep, reverse_sweep
 # ## 1. The formula
 #
 # Write $\theta_i$ for the inputs, $y_j$ for the outputs and $z$ for any
-# variable. Bauer's formula (eq. 1 in the paper) says
+# variable. Bauer's formula (Bauer, "Computational graphs and rounding
+# error", 1974; eq. 1 in the RAD paper) says
 #
 # $$\frac{\partial y_j}{\partial \theta_i}
 #   = \sum_{\text{paths } p \text{ from } \theta_i \text{ to } y_j}\;

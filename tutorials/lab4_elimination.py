@@ -61,7 +61,10 @@ from minirad.exact.sweeps import reverse_sweep
 # graph as it is at that moment (earlier steps may have given $v$ new
 # neighbours). Each product that lands on an existing edge also costs one
 # addition. This number, $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$, is
-# called the **Markowitz degree** of $v$.
+# called the **Markowitz degree** of $v$. (Vertex elimination and its
+# orders are treated in Griewank and Walther, *Evaluating Derivatives*,
+# 2008, ch. 9, and Naumann, *The Art of Differentiating Computer Programs*,
+# 2012.)
 #
 # Here is the paper's Figure 1 again, at $(x_1, x_2) = (1, 2)$, and its first
 # elimination step in forward order: vertex `v2` ($a = e^{x_1}$).
@@ -422,7 +425,8 @@ print(P.astype(int))
 # of the sum is one entry of the Jacobian, and the pattern says which: one
 # sweep, two columns. Grouping columns so that no row holds two of a group
 # is colouring a graph whose vertices are the columns, joined when they
-# share a row.
+# share a row (Gebremedhin, Manne and Pothen, "What color is your Jacobian?",
+# 2005).
 #
 # **Exercise 4.3.** Complete `colour_columns(P)`: given a Boolean pattern
 # `P` (rows: outputs, columns: inputs), return a list with one colour

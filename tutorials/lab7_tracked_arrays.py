@@ -48,7 +48,9 @@ from minirad.exact.sweeps import reverse_sweep
 # %% [markdown]
 # ## 1. Exercise 7.1: a scalar tracer in twenty lines
 #
-# A tracer needs two things.
+# A tracer needs two things (the operator-overloading design of most AD
+# tools; Baydin et al., "Automatic differentiation in machine learning: a
+# survey", 2018, section 3).
 #
 # * **Operator overloading:** a number type `Var` whose `+`, `-`, `*` (and a
 #   function `sin`) compute the value *and* record what they did.

@@ -238,7 +238,8 @@ labs.show(fig, "lab8_table1_parts")
 # states from the segment's checkpoint, keeps them, reverses the segment's
 # steps from last to first, and drops them. With $e \approx \sqrt n$ it
 # holds about $2\sqrt n$ states instead of $n$, at the price of about one
-# extra forward sweep.
+# extra forward sweep: the schedule Chen et al. ("Training deep nets with
+# sublinear memory cost", 2016) use for deep networks.
 #
 # **Exercise 8.2.** Write `checkpointed_gradient(step, vjp, seed, x0, n,
 # every)`, returning `lam_0`. Keep nothing you do not need (the check
@@ -353,7 +354,8 @@ labs.check_uniform_cost(uniform_cost)
 # ### The binomial schedule
 #
 # Uniform spacing is not the best one can do. Griewank's **binomial**
-# schedule (the *revolve* algorithm) places checkpoints recursively: with
+# schedule (Griewank 1992; the *revolve* algorithm of Griewank and Walther,
+# 2000) places checkpoints recursively: with
 # $s$ snapshots it reverses a chain of $n$ steps in the fewest forward steps
 # any schedule holding $s$ states can manage (minirad: `Binomial(s)`, closed
 # form `binomial_forward_steps`). Here are the three schedules on a chain of
