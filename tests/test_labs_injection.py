@@ -144,7 +144,7 @@ def test_variance_check_names_each_slip(tmp_path_factory):
     for slip, wrong in (("forgets to square", 0), ("leaves out the factor d", 1),
                         ("without subtracting", 2)):
         expect_failure(labs.check_variance_k1,
-                       lambda g, i=wrong: list(checks_injection._planted_variances(g).values())[i],
+                       lambda g, i=wrong: list(checks_injection.planted_variances(g).values())[i],
                        "Exercise 5.2 (variance of Algorithm 1, k = 1), on figure1()", slip)
     expect_failure(labs.check_variance_k1, lambda g: variance_k1(g) / 2,
                    "on figure1()", "expected")
@@ -161,7 +161,7 @@ def test_planted_variances_are_really_wrong_and_the_reference_matches_sampling()
     measured variance is within 10%, a miss with a chance far below 1e-6 for this graph)."""
     g = examples.interleaved(3, 3, partials="random", rng=0)
     exact = path_sampling_variance(g, 1)
-    for wrong in checks_injection._planted_variances(g).values():
+    for wrong in checks_injection.planted_variances(g).values():
         assert not np.allclose(wrong, exact)
     measured = sampled_jacobians(g, 1, 20000, rng=5).var(axis=0, ddof=1)
     np.testing.assert_allclose(measured, exact, rtol=0.1)

@@ -239,7 +239,7 @@ def _variance_graphs() -> dict[str, LCG]:
     }
 
 
-def _planted_variances(g: LCG) -> dict[str, np.ndarray]:
+def planted_variances(g: LCG) -> dict[str, np.ndarray]:
     """The variance that three common slips in the k = 1 recursion would compute."""
     def recursion(step, subtract=True):
         out = np.zeros((len(g.outputs), len(g.inputs)))
@@ -294,7 +294,7 @@ figure1(): used the reference -- your function called minirad's path_sampling_va
             compare_jacobian(result, expected, where, what="variance", rtol=1e-8)
         except CheckFailed as failure:
             mine = np.asarray(result, dtype=float)
-            for slip, wrong in _planted_variances(g).items():
+            for slip, wrong in planted_variances(g).items():
                 if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
                     raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
                                       f"is M(z) = d_z * sum over successors s of "

@@ -55,7 +55,7 @@ _TABLE1_CASES = [
 ]
 
 
-def _table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, biases=True,
+def table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, biases=True,
                     logits="whole", relu_at_baseline=False, relu_bytes=1 / 8, keep=None,
                     relu_on_output=False) -> float:
     """Table 1's total under the rules, with one rule changed (a slip) by a keyword."""
@@ -159,7 +159,7 @@ batch) cases
                               f"return the total in bytes, one number") from None
         wheres.append(where)
     expected = [total_bytes(mlp(sizes), f, batch) for sizes, f, batch in _TABLE1_CASES]
-    assert expected == [_table1_variant(*case) for case in _TABLE1_CASES]  # two codings agree
+    assert expected == [table1_variant(*case) for case in _TABLE1_CASES]  # two codings agree
     same = lambda a, b: math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9)  # noqa: E731
     for i, (mine, want) in enumerate(zip(answers, expected)):
         if same(mine, want):
@@ -167,7 +167,7 @@ batch) cases
         message = f"{wheres[i]}: your total is {mine:,.2f} bytes, expected {want:,.2f}"
         if math.isclose(mine, want / 1e6, rel_tol=1e-9):
             raise CheckFailed(message + " -- return bytes, not megabytes")
-        slips = [([_table1_variant(*case, **variant) for case in _TABLE1_CASES], hint)
+        slips = [([table1_variant(*case, **variant) for case in _TABLE1_CASES], hint)
                  for variant, hint in _TABLE1_SLIPS.values()]
         raise CheckFailed(message + _named_slip(answers, slips, i, same))
     passed(exercise, f"Table 1's accounting agrees with minirad on {len(_TABLE1_CASES)} "

@@ -25,8 +25,8 @@ import numpy as np
 from ..studies.memory import kept_entries
 from ..studies.pde import index_dtype
 from .checks import CheckFailed
-from .checks_injection import _planted_variances
-from .checks_memory import _table1_variant
+from .checks_injection import planted_variances
+from .checks_memory import table1_variant
 from .exercise import EXERCISES
 
 __all__ = ["MISTAKES", "Entry", "catalogue"]
@@ -358,11 +358,11 @@ def _one(fn):
 
 
 def _variance_slip(i: int):
-    return _one(lambda g: list(_planted_variances(g).values())[i])
+    return _one(lambda g: list(planted_variances(g).values())[i])
 
 
 def _table1_slip(variant: dict):
-    return lambda sizes, f, batch: _table1_variant(sizes, f, batch, **variant)
+    return lambda sizes, f, batch: table1_variant(sizes, f, batch, **variant)
 
 
 #: exercise number -> [(the mistake, a function returning the wrong definitions)]
