@@ -676,8 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade: allow every exercise's check this long instead of the limit "
                         "declared with it (e.g. on a slow machine)")
     p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
-                   help="grade: stop any one cell of a submission after this long (default "
-                        "180)")
+                   help="grade: stop any one cell of a submission after this long")
     return parser
 
 

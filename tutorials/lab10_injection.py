@@ -134,9 +134,9 @@ rng = np.random.default_rng(7)
 chain = [rng.standard_normal((3, 1)), rng.standard_normal((3, 3)),
          rng.standard_normal((3, 3)), rng.standard_normal((1, 3))]
 exact_chain = chain_product(chain)[0, 0]
-estimates = injected_estimates(chain, sampling_P, 1, 20000, np.random.default_rng(8), [1, 2, 3])
+estimates = injected_estimates(chain, sampling_P, 1, 10000, np.random.default_rng(8), [1, 2, 3])
 stderr = estimates.std(ddof=1) / np.sqrt(len(estimates))
-print(f"exact dy/dtheta = {exact_chain:.4f}; mean of 20000 injected estimates = "
+print(f"exact dy/dtheta = {exact_chain:.4f}; mean of 10000 injected estimates = "
       f"{estimates.mean():.4f} +/- {stderr:.4f} "
       f"(z = {(estimates.mean() - exact_chain) / stderr:.2f})")
 
@@ -152,7 +152,7 @@ rows = []
 for kind, make_P in (("sample", sampling_P), ("rademacher", rademacher_P)):
     for where in positions:
         exact_var = injection_variance(chain, k=1, kind=kind, where=where)[0, 0]
-        measured = injected_estimates(chain, make_P, 1, 20000, np.random.default_rng(9),
+        measured = injected_estimates(chain, make_P, 1, 10000, np.random.default_rng(9),
                                       where).var(ddof=1)
         rows.append((kind, len(where), exact_var, measured))
         print(f"{kind:<11} {len(where)} injection(s): variance {exact_var:9.3f} exact, "
@@ -166,7 +166,7 @@ for kind, color, marker in (("sample", "#0072B2", "o"), ("rademacher", "#D55E00"
             color=color, marker=marker, label=f"{kind} P: exact")
     ax.plot(counts, [m / exact_chain**2 for k_, _, _, m in rows if k_ == kind], "x",
             color="black", markersize=9)
-ax.plot([], [], "x", color="black", label="measured (20000 estimates)")
+ax.plot([], [], "x", color="black", label="measured (10000 estimates)")
 ax.set_yscale("log")
 ax.set_xticks([1, 2, 3])
 ax.set_xlabel("number of injected matrices (k = 1 of 3 components each)")
