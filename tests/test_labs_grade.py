@@ -216,3 +216,36 @@ def test_every_planted_mistake_scores_zero_and_the_guide_shows_what_the_check_sa
     namespace = dict(zip(EXERCISES[number].takes, answer()))
     outcome = grade.grade_in_kernel(number, namespace, str(tmp_path / "r.json"), False)
     assert outcome["status"] == "wrong answer" and "ADD" in outcome["message"]
+
+
+# the minirad function each exercise asks the student to write, by the name it has in minirad
+ANSWERS = {
+    "2.1": {"forward_sweep"}, "2.2": {"reverse_sweep"}, "3.1": {"count_paths", "path_jacobian"},
+    "4.1": {"eliminate_vertex"}, "4.2": {"elimination_order"}, "4.3": {"colour_columns"},
+    "5.1": {"sample_paths"}, "5.2": {"path_sampling_variance"},
+    "8.1": {"total_bytes", "table1_rows"}, "8.2": {"Uniform"},
+    "8.3": {"uniform_forward_steps", "uniform_peak_stored"}, "9.1": {"keep_input"},
+    "9.2": {"reference_z_scores"}, "9.3": {"keep_input"},
+    "10.1": {"sampling_projection", "injected_products"},
+    "10.2": {"rademacher_projection", "injected_products"},
+}
+
+
+@pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
+def test_a_handout_neither_imports_nor_calls_minirad_s_answer_to_its_exercises(lab):
+    """Where a later cell needs an exercise's result it calls the student's function
+    (or uses a recorded value): the handout never reaches for minirad's own."""
+    import ast
+
+    forbidden = set().union(*[ANSWERS.get(spec.number, set())
+                              for spec in exercises_of_lab(lab_number(lab))])
+    found = set()
+    for cell in notebook.to_notebook(lab, solutions=False).cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.ImportFrom):
+                found |= {alias.name for alias in node.names} & forbidden
+            elif isinstance(node, ast.Attribute) and node.attr in forbidden:
+                found.add(node.attr)
+    assert not found, found
