@@ -464,11 +464,23 @@ def cmd_explore(args) -> None:
 
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
+    if args.form == "grade":
+        from .labs.grade import grade, summary
+
+        reports = grade(args.paths, args.output or "minirad-grades",
+                        exercise_seconds=args.exercise_seconds,
+                        cell_seconds=args.cell_seconds,
+                        progress=lambda report: print(summary(report), flush=True))
+        print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
+              f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
+        return
     from .labs.notebook import write_notebooks
 
-    if not os.path.exists(args.source):
-        raise UsageError(f"no such file or folder: {args.source}")
-    written = write_notebooks(args.source, args.output, solutions=args.form == "solutions")
+    if len(args.paths) != 1 or not args.output:
+        raise UsageError(f"lab {args.form} takes one lab file or folder and -o FOLDER")
+    if not os.path.exists(args.paths[0]):
+        raise UsageError(f"no such file or folder: {args.paths[0]}")
+    written = write_notebooks(args.paths[0], args.output, solutions=args.form == "solutions")
     for path in written:
         print(f"wrote {path}")
 
@@ -646,9 +658,12 @@ _COMMANDS = {
                 "(.json) or array graph (.npz), or MODULE:FUNCTION with a point to trace the "
                 "function at, or without one a function returning a graph (e.g. "
                 "minirad.examples:figure1)."),
-    "lab": ("write the labs as Jupyter notebooks",
+    "lab": ("write the labs as notebooks, or grade submissions",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
-            "replaced by stubs) or with the solutions."),
+            "replaced by stubs) or with the solutions; or grade submitted notebooks, each in "
+            "a fresh kernel, every exercise checked by the grader under its time limit, into "
+            "scores.csv, a JSON report per submission and Gradescope's results.json. The exit "
+            "status is 0 whatever the students scored."),
 }
 
 
@@ -739,10 +754,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Algorithm 1 estimates stored per k and seed")
 
     p = command("lab", cmd_lab)
-    p.add_argument("form", choices=["handout", "solutions"],
-                   help="handout: exercises replaced by stubs; solutions: complete")
-    p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
-    p.add_argument("-o", "--output", required=True, help="folder for the .ipynb files")
+    p.add_argument("form", choices=["handout", "solutions", "grade"],
+                   help="handout: exercises replaced by stubs; solutions: complete; grade: "
+                        "grade submitted notebooks (or lab scripts), each in a fresh kernel")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="handout, solutions: a lab file or a folder of them (e.g. tutorials/); "
+                        "grade: the submissions")
+    p.add_argument("-o", "--output",
+                   help="handout, solutions: folder for the .ipynb files; grade: folder for "
+                        "the scores (default minirad-grades)")
+    p.add_argument("--exercise-seconds", type=float, metavar="SECONDS",
+                   help="grade: allow every exercise's check this long instead of the limit "
+                        "declared with it (e.g. on a slow machine)")
+    p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
+                   help="grade: stop any one cell of a submission after this long")
     return parser
 
 

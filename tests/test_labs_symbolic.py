@@ -1,4 +1,4 @@
-"""Lab 10's check accepts the reference solution and minirad's count, and rejects
+"""Lab 11's check accepts the reference solution and minirad's count, and rejects
 planted wrong answers with a targeted hint (one of them, a count that visits every
 node, only by the time limit: that test takes the check's 5 seconds)."""
 
@@ -19,12 +19,12 @@ def test_the_cases_are_counted_independently():
     assert max(expected for _, expected in tree_size_cases().values()) == 5 * 2**39 - 1
 
 
-def test_accepts_the_reference_and_minirad(tmp_path_factory, capsys):
-    solution = lab_solution("lab10_symbolic", "tree_size", tmp_path_factory)
+def test_accepts_the_reference_and_refuses_minirads_own(tmp_path_factory, capsys):
+    solution = lab_solution("lab11_symbolic", "tree_size", tmp_path_factory)
     capsys.readouterr()
     check_tree_size(solution)
-    check_tree_size(symbolic.tree_size)
-    assert capsys.readouterr().out.count("Exercise 10.1 passed") == 2
+    assert capsys.readouterr().out.count("Exercise 11.1 passed") == 1
+    expect_failure(check_tree_size, symbolic.tree_size, "used the reference")
 
 
 def distinct_nodes(e):
@@ -58,4 +58,4 @@ def test_a_count_that_visits_every_node_is_stopped_with_a_hint():
 
     message = expect_failure(check_tree_size, naive, "x_40", f"longer than {SECONDS:g} s",
                              "2.7e+12 nodes", "remember the size of each distinct")
-    assert "Exercise 10.1 (tree size)" in message
+    assert "Exercise 11.1 (tree size)" in message

@@ -1,6 +1,6 @@
-"""Exercise check on symbolic differentiation (lab 10).
+"""Exercise check on symbolic differentiation (lab 11).
 
-* Exercise 10.1: the number of nodes of a SymPy expression tree, every
+* Exercise 11.1: the number of nodes of a SymPy expression tree, every
   repeated subexpression counted again (:func:`check_tree_size`), on the
   lecture's formulas, their derivatives, and a composition whose tree has
   2.7e12 nodes: counting them one by one never ends, remembering the size of
@@ -11,12 +11,17 @@ Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
 Needs SymPy (``pip install 'minirad[symbolic]'``).
 
 >>> from minirad import symbolic
->>> check_tree_size(symbolic.tree_size)
-Exercise 10.1 passed: tree sizes agree on 8 expressions, up to 2.7e+12 nodes
+>>> def tree_size(e, sizes=None):            # remember each distinct subexpression's size
+...     sizes = {} if sizes is None else sizes
+...     if e not in sizes:
+...         sizes[e] = 1 + sum(tree_size(a, sizes) for a in e.args)
+...     return sizes[e]
+>>> check_tree_size(tree_size)
+Exercise 11.1 passed: tree sizes agree on 8 expressions, up to 2.7e+12 nodes
 >>> check_tree_size(lambda e: len(set(symbolic.sympy().preorder_traversal(e))))
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 10.1 (tree size), on x*sin(x): your function \
+minirad.labs.checks.CheckFailed: Exercise 11.1 (tree size), on x*sin(x): your function \
 returned 3, expected 4 -- you counted each distinct subexpression once, which is the size of \
 the graph; a tree writes a subexpression out again every time it is used
 """
@@ -28,6 +33,7 @@ from numbers import Integral
 
 from .. import examples, symbolic
 from .checks import CheckFailed, call_student, location, passed
+from .exercise import exercise
 
 __all__ = ["check_tree_size", "tree_size_cases"]
 
@@ -102,14 +108,16 @@ def _hint(fn, cases) -> str:
     return ""
 
 
+@exercise("11.1", "tree size", takes=("tree_size",), points=3, minutes=20, seconds=30,
+          reference=("minirad.symbolic:tree_size", "minirad.symbolic:cse_size"))
 def check_tree_size(fn: Callable) -> None:
-    """Exercise 10.1: ``fn(e)`` returns the number of nodes of the tree of the
+    """Exercise 11.1: ``fn(e)`` returns the number of nodes of the tree of the
     SymPy expression ``e``: one for the node, plus the sizes of its
     arguments ``e.args`` (a symbol or a number has none), every repeated
     subexpression counted each time it appears."""
     cases = tree_size_cases()
     for name, (e, expected) in cases.items():
-        where = location("Exercise 10.1", "tree size", name)
+        where = location("Exercise 11.1", "tree size", name)
         slow = (f": this tree has {expected:.2g} nodes, too many to visit one by one; "
                 f"remember the size of each distinct subexpression (a dict), as Lab 3 "
                 f"counted paths")
@@ -121,5 +129,5 @@ def check_tree_size(fn: Callable) -> None:
             raise CheckFailed(f"{where}: your function returned {answer}, expected "
                               f"{expected}{_hint(fn, cases)}")
     largest = max(expected for _, expected in cases.values())
-    passed("Exercise 10.1", f"tree sizes agree on {len(cases)} expressions, up to "
+    passed("Exercise 11.1", f"tree sizes agree on {len(cases)} expressions, up to "
                             f"{largest:.2g} nodes")

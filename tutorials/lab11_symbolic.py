@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Lab 10: Symbolic differentiation and expression swell
+# # Lab 11: Symbolic differentiation and expression swell
 #
 # Before automatic differentiation there was, and still is, **symbolic
 # differentiation**: write the function as a formula, apply the sum, product
@@ -32,7 +32,7 @@
 #   before and after common-subexpression elimination, against the LCG.
 #
 # **You need:** Lab 2 (the LCG), and SymPy: `pip install 'minirad[symbolic]'`.
-# **Exercise:** 10.1 (tree size), followed by its check cell.
+# **Exercise:** 11.1 (tree size), followed by its check cell.
 #
 # Pictures open inline in Jupyter; when you run this file as a script they are
 # saved as PNG files in `lab_output/` (or the folder named by the environment
@@ -47,7 +47,6 @@ import sympy as sp
 import minirad
 from minirad import examples, labs, symbolic
 from minirad.draw.swell import plot_swell
-from minirad.labs.checks_symbolic import check_tree_size
 
 # %% [markdown]
 # ## 1. The same program, run on symbols
@@ -109,9 +108,9 @@ for depth in (1, 2, 3):
     print(depth, symbolic.formula(examples.composition_program(depth), 0.5).outputs[0])
 
 # %% [markdown]
-# ## 3. Exercise 10.1: the size of a tree
+# ## 3. Exercise 11.1: the size of a tree
 #
-# **Exercise 10.1.** Complete `tree_size(e)`: the number of nodes of the tree
+# **Exercise 11.1.** Complete `tree_size(e)`: the number of nodes of the tree
 # of the SymPy expression `e`, counting a subexpression again each time it
 # appears. A node counts 1, plus the sizes of its arguments `e.args` (a symbol
 # or a number has no arguments). Return a Python `int`.
@@ -129,7 +128,7 @@ for depth in (1, 2, 3):
 # %%
 def tree_size(e):
     """The number of nodes of the expression tree of e, repeats counted again."""
-    # BEGIN SOLUTION Exercise 10.1: tree size
+    # BEGIN SOLUTION Exercise 11.1: tree size
     sizes = {}
 
     def size(node):
@@ -142,7 +141,7 @@ def tree_size(e):
 
 
 # %%
-check_tree_size(tree_size)
+labs.check_tree_size(tree_size)
 
 # %% [markdown]
 # ## 4. Expression swell, measured
@@ -178,7 +177,7 @@ for n in range(1, 9):
           f"{s.lcg_edges:>10}")
 
 # %%
-labs.show(plot_swell(sizes=(2, 4, 8, 16, 32), depths=tuple(range(1, 9))), "lab10_swell")
+labs.show(plot_swell(sizes=(2, 4, 8, 16, 32), depths=tuple(range(1, 9))), "lab11_swell")
 
 # %% [markdown]
 # **What to look for.** On the right the tree of the derivative grows by a
