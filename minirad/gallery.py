@@ -14,7 +14,8 @@ to look for in each):
 >>> [figure.name for figure in FIGURES]  # doctest: +NORMALIZE_WHITESPACE
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
- 'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration']
+ 'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration',
+ 'adjoint_convergence', 'symbolic_swell']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -31,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -237,12 +239,15 @@ def _elimination_costs(folder: str) -> list[str]:
 @dataclass(frozen=True)
 class Entry:
     """One figure of the gallery: ``make(folder)`` writes the files named by
-    ``files()`` into ``folder`` and returns their paths."""
+    ``files()`` into ``folder`` and returns their paths.  ``needs`` names an
+    optional dependency and the extra that installs it, ``("sympy",
+    "symbolic")``; without it the build skips the figure and says so."""
 
     name: str
     files: Callable[[], list[str]]
     make: Callable[[str], list[str]]
     description: str
+    needs: tuple[str, str] | None = None
 
 
 def _figure3(folder: str) -> list[str]:
@@ -283,6 +288,21 @@ def _adjoint_reintegration(folder: str) -> list[str]:
     return [_save(plot_reintegration(problems), folder, "adjoint_reintegration.png")]
 
 
+def _adjoint_convergence(folder: str) -> list[str]:
+    from .draw.adjoints import plot_convergence
+    from .implicit import ode_adjoint
+
+    problems = [ode_adjoint.oscillator(n_steps=20), ode_adjoint.lotka_volterra(n_steps=32),
+                ode_adjoint.diffusion(n_grid=15, n_steps=20, ratio=0.6)]
+    return [_save(plot_convergence(problems), folder, "adjoint_convergence.png")]
+
+
+def _symbolic_swell(folder: str) -> list[str]:
+    from .draw.swell import plot_swell
+
+    return [_save(plot_swell(), folder, "symbolic_swell.png")]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -321,6 +341,11 @@ FIGURES: tuple[Entry, ...] = (
           "strategy on an arrow"),
     Entry("adjoint_reintegration", _one("adjoint_reintegration.png"), _adjoint_reintegration,
           "the continuous adjoint with stored, checkpointed and re-integrated states"),
+    Entry("adjoint_convergence", _one("adjoint_convergence.png"), _adjoint_convergence,
+          "the gap between the continuous and the discrete adjoint against the step size"),
+    Entry("symbolic_swell", _one("symbolic_swell.png"), _symbolic_swell,
+          "SymPy's derivatives (trees, after CSE) against the LCG's edges as programs grow",
+          needs=("sympy", "symbolic")),
 )
 
 
@@ -336,13 +361,20 @@ def build_figures(folder="figures", progress: Callable[[str], object] | None = p
     The folder is created if needed; files of the same names are replaced
     (each through a temporary file, so a failure leaves no half-written
     picture).  ``progress(message)`` is called once per entry of
-    :data:`FIGURES`, after its files are written (``None``: silent).
-    Deterministic: fixed seeds (:data:`SEEDS`), no timestamps.
+    :data:`FIGURES`, after its files are written (``None``: silent).  A
+    figure whose optional dependency is missing (:attr:`Entry.needs`) is
+    skipped, and its message says which extra to install.  Deterministic:
+    fixed seeds (:data:`SEEDS`), no timestamps.
     """
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     written: list[str] = []
     for number, figure in enumerate(FIGURES, 1):
+        if figure.needs and importlib.util.find_spec(figure.needs[0]) is None:
+            if progress is not None:
+                progress(f"[{number}/{len(FIGURES)}] {figure.name}: skipped, it needs "
+                         f"{figure.needs[0]} (pip install 'minirad[{figure.needs[1]}]')")
+            continue
         paths = figure.make(folder)
         written += paths
         if progress is not None:

@@ -26,9 +26,10 @@ from ..graph.lcg import LCG
 from ..rng import seed_from
 from .chains import injection_variance
 from .layered import chain_from_graph
-from .sampling import draws_per_vertex, path_sampling_variance, sampled_jacobians
+from .sampling import check_sizes, draws_per_vertex, path_sampling_variance, sampled_jacobians
 
-__all__ = ["FAMILIES", "Comparison", "DepthStudy", "compare", "variance_by_depth"]
+__all__ = ["FAMILIES", "Comparison", "DepthStudy", "check_compare", "compare",
+           "variance_by_depth"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -93,6 +94,7 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Compariso
     >>> compare(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=10, rng=0).exact.tolist()
     [[4.0, 3.0]]
     """
+    check_compare(g, k, n)
     draws = draws_per_vertex(g, k)
     estimates = sampled_jacobians(g, k, n, rng, progress=progress)
     exact = reverse_sweep(g).jacobian
@@ -120,6 +122,21 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, progress=None) -> Compariso
         array.flags.writeable = False
     return Comparison(exact, estimates, mean, variance, stderr, z, running_error,
                       exact_variance, draws)
+
+
+def check_compare(g: LCG, k=1, n: int = 1000) -> None:
+    """Refuse, without drawing anything, what :func:`compare` would refuse about
+    ``k`` and ``n``: a bad value, or more estimates or draws than memory holds.
+
+    >>> from minirad import examples
+    >>> check_compare(examples.figure1(), k=1, n=10 ** 12)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 1,000,000,000,000 estimates of a 1 x 2 Jacobian would need 58.2 TiB of ...
+    """
+    # compare holds the estimates, their running means and numpy's temporaries of
+    # them: about four copies at the peak (3.3 to 3.5 measured with tracemalloc)
+    check_sizes(g, k, n, copies=4)
 
 
 # ----------------------------------------------------- Section 3.3: depth
