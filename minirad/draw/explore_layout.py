@@ -3,9 +3,8 @@
 With the graphviz ``dot`` program installed the positions are dot's layered
 layout, read by :func:`minirad.draw.render.layout_positions`; without it they
 are the rows and columns of minirad's matplotlib drawing
-(:func:`minirad.draw.render.draw_matplotlib`), read off the figure.  An array
-graph is laid out through a stand-in scalar LCG with its vertices and edges,
-so both kinds of graph come out in the one bottom-up style.
+(:func:`minirad.draw.render.draw_matplotlib`), read off the figure: the one
+renderer lays out graphs of numbers and of arrays in the same bottom-up style.
 
 The page draws its own SVG from these positions (y grows downwards there),
 so that edges made later, by vertex elimination, are drawn the same way as
@@ -56,14 +55,12 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\[\]]+")
 
 
 def stand_in(g) -> tuple[LCG, list[str]]:
-    """A scalar LCG with ``g``'s vertices and edges, every partial 1 (what the layout
-    reads), and its name for each vertex of ``g``: the same, unless DOT could misread
-    one (then ``n0``, ``n1``, ...)."""
-    names = list(g.names)
-    if not all(_PLAIN_NAME.fullmatch(name) for name in names):
-        names = [f"n{v}" for v in range(g.n_vertices)]
-    elif isinstance(g, LCG):
-        return g, names
+    """The graph to lay out and its name for each vertex of ``g``: ``g`` itself, unless
+    DOT could misread a name; then a graph of numbers with ``g``'s edges (every partial
+    1: the layout reads only the structure) and vertices ``n0``, ``n1``, ..."""
+    if all(_PLAIN_NAME.fullmatch(name) for name in g.names):
+        return g, list(g.names)
+    names = [f"n{v}" for v in range(g.n_vertices)]
     edges = [(names[u], names[v], 1.0) for u, v in zip(g.sources.tolist(), g.targets.tolist())]
     return LCG.from_edges(edges, inputs=[names[v] for v in g.inputs],
                           outputs=[names[v] for v in g.outputs]), names
@@ -84,7 +81,7 @@ def _matplotlib_spots(g: LCG) -> dict:
 
 
 def positions(g, lines: list[list[str]] | None = None) -> Positions:
-    """Centres and sizes of the vertices of ``g`` (an LCG or an array graph).
+    """Centres and sizes of the vertices of ``g`` (any LCG).
 
     ``lines`` is the text of each vertex box (default: its name).  Vertices in
     one row are spread apart when their boxes would touch.
@@ -93,11 +90,11 @@ def positions(g, lines: list[list[str]] | None = None) -> Positions:
         raise ValueError(f"the graph has {g.n_vertices} vertices; the page lays out at most "
                          f"{MAX_VERTICES}, as minirad's drawings do; explore a smaller subgraph")
     lines = lines or [[name] for name in g.names]
-    scalar, names = stand_in(g)
+    laid_out, names = stand_in(g)
     if has_dot():
-        spots, layout = layout_positions(scalar, legend=False, edge_labels=False), "dot"
+        spots, layout = layout_positions(laid_out, legend=False, edge_labels=False), "dot"
     else:
-        spots, layout = _matplotlib_spots(scalar), "matplotlib"
+        spots, layout = _matplotlib_spots(laid_out), "matplotlib"
     x = [spots[name][0] for name in names]
     y = [-spots[name][1] for name in names]  # SVG's y grows downwards
     sizes = [box_size(text) for text in lines]
