@@ -1,10 +1,10 @@
 """Where the explorable page puts each vertex: the places minirad's own drawings use.
 
-With the graphviz ``dot`` program installed the positions are dot's layered
-layout, read by :func:`minirad.draw.render.layout_positions`; without it they
-are the rows and columns of minirad's matplotlib drawing
-(:func:`minirad.draw.render.draw_matplotlib`), read off the figure: the one
-renderer lays out graphs of numbers and of arrays in the same bottom-up style.
+The positions are those of :func:`minirad.draw.render.layout_positions`: with
+the graphviz ``dot`` program installed dot's layered layout, without it the
+rows and columns of minirad's matplotlib drawing
+(:func:`minirad.draw.render.draw_matplotlib`).  The one renderer lays out
+graphs of numbers and of arrays in the same bottom-up style.
 
 The page draws its own SVG from these positions (y grows downwards there),
 so that edges made later, by vertex elimination, are drawn the same way as
@@ -24,10 +24,8 @@ import re
 from dataclasses import dataclass
 
 from ..graph.lcg import LCG
-from .render import MAX_VERTICES, draw_matplotlib, has_dot, layout_positions
+from .render import MAX_VERTICES, has_dot, layout_positions
 
-#: points per unit of the matplotlib layout (a vertex is one unit wide, a row one unit high)
-_UNIT_X, _UNIT_Y = 110.0, 90.0
 #: the width of one character and the height of one line of a vertex's text, in points
 CHAR_WIDTH, LINE_HEIGHT = 7.4, 16.0
 
@@ -66,20 +64,6 @@ def stand_in(g) -> tuple[LCG, list[str]]:
                           outputs=[names[v] for v in g.outputs]), names
 
 
-def _matplotlib_spots(g: LCG) -> dict:
-    """name -> (x, y) of the matplotlib drawing, in its own units (y upwards)."""
-    figure = draw_matplotlib(g, edge_labels=False, legend=False)
-    texts = figure.axes[0].texts[:g.n_vertices]  # the vertices are drawn first, in order
-    spots = {}
-    for v, text in enumerate(texts):
-        if text.get_text().split("\n")[0] != g.names[v]:
-            raise RuntimeError(f"the matplotlib drawing did not put vertex {g.names[v]} where "
-                               f"minirad.draw.explore_layout expects it; its layout changed")
-        x, y = text.get_position()
-        spots[g.names[v]] = (float(x) * _UNIT_X, float(y) * _UNIT_Y)
-    return spots
-
-
 def positions(g, lines: list[list[str]] | None = None) -> Positions:
     """Centres and sizes of the vertices of ``g`` (any LCG).
 
@@ -91,10 +75,8 @@ def positions(g, lines: list[list[str]] | None = None) -> Positions:
                          f"{MAX_VERTICES}, as minirad's drawings do; explore a smaller subgraph")
     lines = lines or [[name] for name in g.names]
     laid_out, names = stand_in(g)
-    if has_dot():
-        spots, layout = layout_positions(laid_out, legend=False, edge_labels=False), "dot"
-    else:
-        spots, layout = _matplotlib_spots(laid_out), "matplotlib"
+    spots = layout_positions(laid_out, legend=False, edge_labels=False)
+    layout = "dot" if has_dot() else "matplotlib"
     x = [spots[name][0] for name in names]
     y = [-spots[name][1] for name in names]  # SVG's y grows downwards
     sizes = [box_size(text) for text in lines]
