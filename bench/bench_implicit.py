@@ -27,10 +27,10 @@ import time
 import numpy as np
 
 from bench.common import print_results
+from minirad import trace
 from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.implicit.solves import solve_root
-from minirad.tracing.arrays import trace_arrays
 
 
 def problem(n: int):
@@ -54,7 +54,7 @@ def problem(n: int):
 
 
 def _gradient(program, p):
-    g = trace_arrays(program, p)
+    g = trace(program, p)
     return g, gradient(g)[0]
 
 

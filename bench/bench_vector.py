@@ -4,13 +4,14 @@ Two benchmarks, ratios in one run:
 
 * ``MLP minibatch gradient``: one gradient of the RAD paper's MLP
   (784-300-300-300-10, ReLU, softmax cross-entropy, batch 150, float32) by
-  ``trace_arrays`` + reverse sweep (``minirad.exact.sweeps.gradient``), against the
+  ``minirad.trace`` + reverse sweep (``minirad.exact.sweeps.gradient``), against the
   same forward and backward pass written by hand in numpy (the floor: no
   graph, no dispatch), and against PyTorch on the CPU when it is installed.
   Goal: minirad within 1.3x of the hand-written pass.
 * ``sum(X @ Y) gradient``: the lab's TrackedArray example at 100 x 100, by
-  array tracing against scalar tracing (``minirad.trace`` on object arrays
-  of traced scalars, then ``reverse_sweep``).  Goal: array tracing >= 50x faster.
+  array tracing against scalar tracing (``minirad.trace`` of lists of numbers,
+  arranged into object arrays of traced numbers, then ``reverse_sweep``).
+  Goal: array tracing >= 50x faster.
 
 Gradients must agree between methods (else the row is an error).
 
@@ -29,10 +30,11 @@ import time
 import numpy as np
 
 from bench.common import median_time, print_results, skipped_row, version
-from minirad import trace as scalar_trace
+from minirad import trace
 from minirad.exact import sweeps
 from minirad.exact.sweeps import gradient
-from minirad.tracing.arrays import relu, softmax_cross_entropy, trace_arrays
+from minirad.tracing.arrays import softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 MLP = "MLP minibatch gradient"
 MATMUL = "sum(X @ Y) gradient"
@@ -60,7 +62,7 @@ def mlp_loss(X, labels, *params):
 
 
 def minirad_gradient(X, labels, params):
-    g = trace_arrays(mlp_loss, X, labels, *params, wrt=range(2, 2 + len(params)))
+    g = trace(mlp_loss, X, labels, *params, wrt=range(2, 2 + len(params)))
     return gradient(g)
 
 
@@ -139,7 +141,7 @@ def mlp_rows(batch: int, repeats: int) -> list[dict]:
         (t_mine, t_np), (best_mine, best_np), (mine, by_hand) = interleaved_times(
             [lambda: minirad_gradient(X, labels, params),
              lambda: numpy_gradient(X, labels, params)], repeats)
-    rows = [{"benchmark": MLP, "size": size, "method": "minirad trace_arrays + reverse sweep",
+    rows = [{"benchmark": MLP, "size": size, "method": "minirad trace + reverse sweep",
              "median_s": t_mine, "repeats": repeats, "min s": best_mine},
             {"benchmark": MLP, "size": size, "method": "numpy forward + backward by hand (floor)",
              "median_s": t_np, "repeats": repeats, "min s": best_np,
@@ -166,18 +168,20 @@ def matmul_rows(n: int, repeats: int) -> list[dict]:
     X, Y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
 
     def arrays():
-        return gradient(trace_arrays(lambda X, Y: (X @ Y).sum(), X, Y))
+        return gradient(trace(lambda X, Y: (X @ Y).sum(), X, Y))
 
     def scalars():
-        g = scalar_trace(lambda x, y: np.sum(x.reshape(n, n) @ y.reshape(n, n)),
-                         X.ravel(), Y.ravel())
+        def program(x, y):  # lists of traced numbers, as n x n object arrays
+            return np.sum(np.array(x, dtype=object).reshape(n, n)
+                          @ np.array(y, dtype=object).reshape(n, n))
+        g = trace(program, X.ravel().tolist(), Y.ravel().tolist())
         row = sweeps.reverse_sweep(g).jacobian[0]
         return [row[:n * n].reshape(n, n), row[n * n:].reshape(n, n)]
     with one_blas_thread():
         t_array, a = median_time(arrays, repeats)
         t_scalar, s = median_time(scalars, 1)
     size = f"{n} x {n}"
-    rows = [{"benchmark": MATMUL, "size": size, "method": "minirad trace_arrays + gradient",
+    rows = [{"benchmark": MATMUL, "size": size, "method": "minirad array trace + gradient",
              "median_s": t_array, "repeats": repeats},
             {"benchmark": MATMUL, "size": size, "method": "minirad scalar trace + reverse_sweep",
              "median_s": t_scalar, "repeats": 1,

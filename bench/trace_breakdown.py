@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+import minirad
 from bench.bench_trace import INPUTS, program, steps_for
 from minirad import ops
 from minirad.tracing import tape as trace_module
@@ -262,7 +263,7 @@ def measure(size: int, repeats: int) -> dict[str, float]:
         times["release"].append(released - edged)
         gc.collect()
         start = clock()
-        trace_module.trace(lambda x, y, z: program(x, y, z, steps, ops.relu), *INPUTS)
+        minirad.trace(lambda x, y, z: program(x, y, z, steps, ops.relu), *INPUTS)
         times["trace"].append(clock() - start)
     return {name: statistics.median(ts) for name, ts in times.items()}
 

@@ -47,9 +47,8 @@ from .randomized.experiments import Comparison, compare
 from .randomized.injection import inject_edge, inject_vertex, sample_activations
 from .randomized.sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .tracing import arrays as array_trace
-from .tracing import ops
-from .tracing.arrays import trace_arrays
-from .tracing.tape import Var, detach, trace
+from .tracing import detach, ops, trace
+from .tracing.tape import Var
 
 __all__ = [
     "LCG", "Var", "trace", "detach", "ops", "examples", "save_graph", "load_graph",
@@ -65,7 +64,7 @@ __all__ = [
     # pictures
     "render", "render_elimination", "draw_matplotlib", "save", "plots",
     # the vector LCG (arrays and Jacobian blocks)
-    "LCG", "trace_arrays", "OPERATORS", "memory", "Memory", "scalarize",
+    "LCG", "OPERATORS", "memory", "Memory", "scalarize",
     "inject_vertex", "inject_edge", "sample_activations",
     "operators", "array_trace", "vinject",
     # sparsity and colouring; implicit operators (solves, roots)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .exact.result import format_count
 from .graph.lcg import LCG
-from .tracing.tape import trace
+from .tracing import trace
 
 
 def number_of_estimates(n) -> int:

@@ -28,7 +28,7 @@ from .exact.result import format_count
 from .graph.files import load_graph, save_graph
 from .graph.labels import FLOATS
 from .graph.lcg import LCG, plural
-from .tracing.tape import trace
+from .tracing import trace
 
 
 class UsageError(ValueError):
@@ -466,11 +466,7 @@ def _graph_to_explore(args):
             raise UsageError(f"{target}() returned {type(g).__name__}, not a graph; give the "
                              f"point to trace it at (minirad explore {target} 2.0 5.0 -o ...)")
         return g
-    point = [_parse_point(x) for x in args.point]
-    if args.arrays:
-        from .tracing.arrays import trace_arrays
-
-        return _run_user_code(target, trace_arrays, f, *point)
+    point = [_parse_point(x) for x in args.point]  # a vector is an array: a graph of arrays
     return _run_user_code(target, trace, f, *point)
 
 
@@ -682,9 +678,9 @@ _COMMANDS = {
     "explore": ("write one self-contained web page to explore a graph",
                 "Write one HTML file (no server, no network) in which a student steps through "
                 "a sweep, eliminates vertices, lists Bauer's paths, draws Algorithm 1 samples "
-                "and, for an array graph, trades memory for variance. GRAPH is a saved LCG "
-                "(.json) or array graph (.npz), or MODULE:FUNCTION with a point to trace the "
-                "function at, or without one a function returning a graph (e.g. "
+                "and, for a graph of arrays, trades memory for variance. GRAPH is a saved LCG "
+                "(.json, or .npz for a graph of arrays), or MODULE:FUNCTION with a point to "
+                "trace the function at, or without one a function returning a graph (e.g. "
                 "minirad.examples:figure1)."),
     "lab": ("write the labs as notebooks, or grade submissions",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
@@ -774,10 +770,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("graph", metavar="GRAPH_OR_MODULE:FUNCTION",
                    help="g.json, g.npz, MODULE:FUNCTION or FILE.py:FUNCTION")
     p.add_argument("point", nargs="*",
-                   help="the point to trace the function at: a number, or 1,2,3 for a vector")
+                   help="the point to trace the function at: a number, or 1,2,3 for a vector "
+                        "(an array: the page of a graph of arrays, with a Memory panel)")
     p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
-    p.add_argument("--arrays", action="store_true",
-                   help="trace with minirad.trace_arrays (an array graph with a Memory panel)")
     p.add_argument("--title", help="the page's title (default: the graph's summary)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")

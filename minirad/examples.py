@@ -14,8 +14,7 @@ import numpy as np
 from .graph.lcg import LCG
 from .randomized.layered import layer_names
 from .rng import as_generator as _rng
-from .tracing import ops
-from .tracing.tape import trace
+from .tracing import ops, trace
 
 
 # ------------------------------------------------------------------ programs
@@ -399,7 +398,9 @@ def figure3(injected: bool = False, rng=0) -> LCG:
     (LCG(6 vertices: 2 inputs, 3 intermediates, 1 output; 5 edges), (3, 5))
     """
     from .randomized.injection import sample_activations
-    from .tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+    from .tracing import trace
+    from .tracing.arrays import name, softmax_cross_entropy
+    from .tracing.ops import relu
 
     r = _rng(rng)
     X = r.standard_normal((3, 4)).astype(np.float32)
@@ -410,6 +411,6 @@ def figure3(injected: bool = False, rng=0) -> LCG:
         a1 = name(relu(h1), "a1")
         h2 = name(a1 @ W2, "h2")
         return softmax_cross_entropy(h2, classes)
-    g = trace_arrays(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
+    g = trace(mlp, X, r.standard_normal((4, 5)).astype(np.float32),
                      r.standard_normal((5, 2)).astype(np.float32), wrt=[1, 2])
     return sample_activations(g, 2, rng=r) if injected else g

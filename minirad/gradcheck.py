@@ -36,10 +36,11 @@ from numbers import Real
 
 import numpy as np
 
-from .exact.jacobians import jacobian, trace_at
+from .exact.jacobians import jacobian
 from .exact.result import entry_name
 from .graph.lcg import LCG
 from .rng import as_generator
+from .tracing import trace
 
 _EPS = np.finfo(np.float64).eps
 SCHEMES = ("central", "forward")
@@ -307,7 +308,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) \
             or directions < 0:
         raise ValueError(f"directions must be a non-negative integer, got {directions!r}")
-    g = trace_at(f, args)
+    g = trace(f, *args)
     exact = jacobian(g, method=method, order=order)
     numeric = numerical_jacobian(f, *args, h=h)
     if numeric.shape != exact.shape:  # f behaves differently on floats than when traced

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tracing.tape import trace
+from .tracing import trace
 
 __all__ = ["RULES", "Formula", "Swell", "Symbolic", "cse_size", "derivative", "formula",
            "jacobian", "swell", "sympy", "tree_size"]

@@ -6,21 +6,13 @@ import numpy as np
 import pytest
 
 import minirad
-from minirad import ops
+from minirad import ops, trace
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient, jvp, vjp
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
-from minirad.tracing.arrays import (
-    avg_pool2d,
-    conv2d,
-    name,
-    relu,
-    sigmoid,
-    softmax,
-    softmax_cross_entropy,
-    trace_arrays,
-)
+from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax, softmax_cross_entropy
+from minirad.tracing.ops import relu, sigmoid
 
 RNG = np.random.default_rng(3)
 
@@ -90,7 +82,7 @@ PROGRAMS = {
 @pytest.mark.parametrize("key", PROGRAMS)
 def test_traced_operation_matches_central_differences(key):
     f, args = PROGRAMS[key]
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     numeric = central_differences(f, args)
     for method in ("forward", "reverse"):
         np.testing.assert_allclose(jacobian(g, method=method), numeric, rtol=1e-6, atol=1e-7,
@@ -103,7 +95,7 @@ def test_traced_operation_matches_central_differences(key):
 
 def test_jvp_vjp_and_gradient_agree():
     f, args = PROGRAMS["conv2d"]
-    g = trace_arrays(lambda x, w: (conv2d(x, w, padding=1) ** 2).sum(), *args)
+    g = trace(lambda x, w: (conv2d(x, w, padding=1) ** 2).sum(), *args)
     grads = gradient(g)
     t = [normal(*a.shape) for a in args]
     (directional,) = jvp(g, t)
@@ -137,10 +129,10 @@ SCALAR_TWINS = {
 @pytest.mark.parametrize("key", SCALAR_TWINS)
 def test_scalarize_equals_the_scalar_trace(key):
     vector_f, scalar_f, args = SCALAR_TWINS[key]
-    g = trace_arrays(vector_f, *args)
+    g = trace(vector_f, *args)
     s = scalarize(g)
     twin = minirad.trace(_scalar_program(scalar_f, [a.shape for a in args]),
-                         *[a.ravel() for a in args])
+                         *[a.ravel().tolist() for a in args])
     expected = minirad.jacobian(twin)
     for method in ("reverse", "forward", "bauer", "eliminate"):
         np.testing.assert_allclose(minirad.jacobian(s, method=method), expected, rtol=1e-10,
@@ -150,7 +142,7 @@ def test_scalarize_equals_the_scalar_trace(key):
 
 
 def test_scalarize_refuses_large_graphs():
-    g = trace_arrays(lambda a: (a * a).sum(), np.ones(1000))
+    g = trace(lambda a: (a * a).sum(), np.ones(1000))
     with pytest.raises(ValueError, match="above the limit of 100"):
         scalarize(g, limit=100)
 
@@ -177,7 +169,7 @@ def paper_mlp(batch=150, dtype=np.float32, rng=0):
 
 def test_paper_mlp_memory_at_baseline_is_6776_bytes_per_example():
     mlp, params = paper_mlp()
-    g = trace_arrays(mlp, *params)
+    g = trace(mlp, *params)
     assert all(dt == np.float32 for dt in g.dtypes)
     assert g.value("y").dtype == np.float32
     assert all(gr.dtype == np.float32 for gr in gradient(g))
@@ -195,12 +187,12 @@ def test_paper_mlp_memory_at_baseline_is_6776_bytes_per_example():
 
 def test_memory_follows_dtype():
     mlp, params = paper_mlp(batch=4, dtype=np.float64)
-    assert memory(trace_arrays(mlp, *params)).per_example(4) == 2 * 6776
+    assert memory(trace(mlp, *params)).per_example(4) == 2 * 6776
 
 
 def test_gradient_of_mlp_matches_a_hand_written_backward_pass():
     mlp, params = paper_mlp(batch=5, dtype=np.float64, rng=1)
-    g = trace_arrays(mlp, *params)
+    g = trace(mlp, *params)
     grads = gradient(g)
     # finite differences on a few random entries of each parameter
     rng = np.random.default_rng(5)
@@ -216,53 +208,57 @@ def test_gradient_of_mlp_matches_a_hand_written_backward_pass():
 
 # ----------------------------------------------------------------------- refusals
 def test_unsupported_numpy_function_is_named():
-    with pytest.raises(TypeError, match="numpy's sin .* not supported.*supported: @/matmul"):
-        trace_arrays(lambda a: np.sin(a), np.ones(3))
-    with pytest.raises(TypeError, match="numpy.cumsum is not supported"):
-        trace_arrays(lambda a: np.cumsum(a), np.ones(3))
+    with pytest.raises(TypeError, match="numpy.cumsum is not supported.*supported: .*sin"):
+        trace(lambda a: np.cumsum(a), np.ones(3))
+    with pytest.raises(TypeError, match="numpy's fmod .* not supported"):
+        trace(lambda a: np.fmod(a, 2.0), np.ones(3))
 
 
 def test_shape_mismatch_names_both_shapes_and_the_op():
     with pytest.raises(ValueError, match=r"matmul: shapes \(2, 3\) and \(2, 3\) do not align"):
-        trace_arrays(lambda a: a @ a, np.ones((2, 3)))
+        trace(lambda a: a @ a, np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"add: shapes \(3,\) and \(4,\) do not broadcast"):
-        trace_arrays(lambda a, b: a + b, np.ones(3), np.ones(4))
+        trace(lambda a, b: a + b, np.ones(3), np.ones(4))
 
 
 def test_bad_arguments_and_values():
     with pytest.raises(ValueError, match="non-finite"):
-        trace_arrays(lambda a: a * 2.0, np.array([1.0, np.inf]))
-    with pytest.raises(ValueError, match="log: the argument has an entry <= 0"):
-        trace_arrays(lambda a: np.log(a), np.array([1.0, -1.0]))
+        trace(lambda a: a * 2.0, np.array([1.0, np.inf]))
+    with pytest.raises(ValueError, match=r"log at vertex v1 is not finite: the result is nan at "
+                                         r"index \(1,\), where the operands are -1.0"):
+        trace(lambda a: np.log(a), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match=r"sqrt at vertex v1 is not finite: its derivative is "
+                                         r"inf at index \(0,\)"):
+        trace(lambda a: np.sqrt(a), np.array([0.0, 1.0]))
     with pytest.raises(TypeError, match="must be a real array"):
-        trace_arrays(lambda a: a, np.array(["x"]))
-    with pytest.raises(TypeError, match="truth value"):
-        trace_arrays(lambda a: a if a else a, np.ones(1))
+        trace(lambda a: a, np.array(["x"]))
+    with pytest.raises(ValueError, match="truth value .* shape \\(2,\\) is ambiguous"):
+        trace(lambda a: a if a else a, np.ones(2))
     with pytest.raises(ValueError, match="wrt must list"):
-        trace_arrays(lambda a: a, np.ones(1), wrt=[3])
+        trace(lambda a: a, np.ones(1), wrt=[3])
     with pytest.raises(ValueError, match="labels must lie"):
-        trace_arrays(lambda z: softmax_cross_entropy(z, np.array([5])), np.ones((1, 3)))
+        trace(lambda z: softmax_cross_entropy(z, np.array([5])), np.ones((1, 3)))
 
 
 def test_outputs_that_are_inputs_or_reused_get_copies():
-    g = trace_arrays(lambda a: (a, a * 2.0, (a * 2.0).sum()), np.ones(2))
+    g = trace(lambda a: (a, a * 2.0, (a * 2.0).sum()), np.ones(2))
     assert [g.kind(v) for v in g.outputs] == ["output"] * 3
     assert g.labels[g.in_edges_ptr[g.outputs[0]]].kind == "identity"
-    assert g.names[g.outputs[0]] == "y0"
+    assert [g.names[v] for v in g.outputs] == ["y[0]", "y[1]", "y[2]"]  # as for numbers
 
 
 def test_program_runs_on_plain_arrays_too():
     x = normal(2, 2, 4, 4)
     w = normal(3, 2, 3, 3)
     plain = conv2d(x, w, padding=1)
-    g = trace_arrays(lambda x, w: conv2d(x, w, padding=1), x, w)
+    g = trace(lambda x, w: conv2d(x, w, padding=1), x, w)
     np.testing.assert_allclose(g.value(g.outputs[0]), plain)
     assert relu(np.array([-1.0, 1.0])).tolist() == [0.0, 1.0]
     assert ops is not None
 
 
 def test_iterating_over_rows_and_read_only_values():
-    g = trace_arrays(lambda X: sum(row * row for row in X).sum(), np.arange(6.0).reshape(3, 2))
+    g = trace(lambda X: sum(row * row for row in X).sum(), np.arange(6.0).reshape(3, 2))
     np.testing.assert_allclose(gradient(g)[0], 2 * np.arange(6.0).reshape(3, 2))
     with pytest.raises(ValueError, match="read-only"):
         g.values[0][0, 0] = 1.0
@@ -288,7 +284,7 @@ def test_constant_sparse_matrices():
         for _ in range(2):
             u = u + 0.1 * (dense @ u)
         return np.tanh(u)
-    g = trace_arrays(step, u0, laplacian, wrt=[0])
+    g = trace(step, u0, laplacian, wrt=[0])
     assert "L @ v" in g.wengert().replace("v0", "v")
     np.testing.assert_allclose(jacobian(g), central_differences(step_dense, [u0]), rtol=1e-6,
                                atol=1e-8)
@@ -310,8 +306,8 @@ def test_ties_follow_the_scalar_kink_convention():
     """maximum/minimum with a constant give 1/2 at a tie (minirad.ops' convention),
     relu gives 0 at 0; the array tracer and the scalar tracer agree entry by entry."""
     import minirad
-    from minirad import ops
-    from minirad.tracing.arrays import maximum, minimum, relu, trace_arrays
+    from minirad import ops, trace
+    from minirad.tracing.ops import maximum, minimum, relu
 
     x = np.array([0.0, 1.0, -1.0, 0.0])
     cases = [
@@ -320,8 +316,8 @@ def test_ties_follow_the_scalar_kink_convention():
         (lambda v: relu(v).sum(), lambda a: ops.relu(a)),
     ]
     for array_program, scalar_program in cases:
-        (grad,) = gradient(trace_arrays(array_program, x))
+        (grad,) = gradient(trace(array_program, x))
         scalar = [minirad.jacobian(minirad.trace(scalar_program, float(a)))[0, 0] for a in x]
         np.testing.assert_array_equal(grad, scalar)
-    (grad,) = gradient(trace_arrays(cases[0][0], x))
+    (grad,) = gradient(trace(cases[0][0], x))
     assert grad[0] == 2.0  # 3 * 1/2 + 1/2 at the tie

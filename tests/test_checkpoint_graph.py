@@ -5,6 +5,7 @@ closed-form counts; graphs that are not chains are refused by name."""
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.checkpoint.on_graph import chain_shape, gradient
 from minirad.checkpoint.schedules import (
     Binomial,
@@ -18,7 +19,8 @@ from minirad.checkpoint.schedules import (
 from minirad.exact.sweeps import gradient as full_gradient
 from minirad.studies.pde import Reactor, initial_theta
 from minirad.studies.pde_graph import pde_graph
-from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 
 def schedules(n):
@@ -86,7 +88,7 @@ def rnn(T, collect):
             terms.append(0.5 * (h * h).sum())
         return np.stack(terms).sum() if collect else terms[-1]
 
-    return trace_arrays(f, h0, W, X)
+    return trace(f, h0, W, X)
 
 
 def test_rnn_with_per_step_loss_terms():
@@ -125,7 +127,7 @@ def test_deep_mlp_layers(dtype):
             h = name(relu(h @ W), f"h{layer + 1}")
         return softmax_cross_entropy(h, labels)
 
-    g = trace_arrays(f, *Ws)
+    g = trace(f, *Ws)
     states = ["Ws0"] + [f"h{layer}" for layer in range(1, 13)]
     assert g.names[0] == "Ws0"
     assert check_every_schedule(g, states=states) == 12
@@ -142,7 +144,7 @@ def test_shared_weights_used_twice_a_step_and_a_state_read_twice():
             h = name(np.tanh(W @ h) + (W @ h) * 0.3 + h * h * 0.1, f"h{t + 1}")
         return (h * h).sum()
 
-    g = trace_arrays(f, np.array([0.3, -0.5, 0.9]), W)
+    g = trace(f, np.array([0.3, -0.5, 0.9]), W)
     check_every_schedule(g, states=["h"] + [f"h{t}" for t in range(1, 8)])
 
 
@@ -154,7 +156,7 @@ def skip_graph():
         h3 = name(np.tanh(W @ h2) + h1, "h3")        # a skip connection over h2
         return (h3 * h3).sum()
 
-    return trace_arrays(f, np.ones(2), np.eye(2))
+    return trace(f, np.ones(2), np.eye(2))
 
 
 def test_a_skip_connection_is_refused_by_name():
@@ -183,9 +185,9 @@ def test_bad_input_is_named():
         chain_shape(g, states="h1")
     with pytest.raises(ValueError, match="unknown vertex"):
         chain_shape(g, start="nope")
-    two = trace_arrays(lambda x: x * 2.0, np.ones(3))
+    two = trace(lambda x: x * 2.0, np.ones(3))
     with pytest.raises(ValueError, match="one scalar loss"):
         chain_shape(two)
     with pytest.raises(ValueError, match="does not depend on the start vertex"):
-        chain_shape(trace_arrays(lambda a, b: (a * a).sum(), np.ones(2), np.ones(2)),
+        chain_shape(trace(lambda a, b: (a * a).sum(), np.ones(2), np.ones(2)),
                     start="b")

@@ -367,9 +367,9 @@ def test_jacobian_of_a_graph_of_arrays_reports_its_operation_counts(tmp_path, ca
     W -> W@x and x -> W@x cost 6 each per seed, tanh's diagonal 2, the sum 2.
     reverse: one seed (y), every edge once: 6 + 6 + 2 + 2 = 16;
     forward: 6 seeds of W through 6 + 2 + 2, 3 seeds of x through 6 + 2 + 2: 90."""
-    from minirad import trace_arrays
+    from minirad import trace
 
-    g = trace_arrays(lambda W, x: np.tanh(W @ x).sum(), np.full((2, 3), 0.1), np.ones(3))
+    g = trace(lambda W, x: np.tanh(W @ x).sum(), np.full((2, 3), 0.1), np.ones(3))
     path = saved(tmp_path, g, "g.npz")
     for method, count in (("reverse", 16), ("forward", 90)):
         assert main(["jacobian", path, "--method", method]) == 0

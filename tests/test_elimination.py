@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import array_programs, close, rational_jacobian
 
-from minirad import LCG, examples
+from minirad import LCG, examples, trace
 from minirad.exact.elimination import (
     OPTIMAL_LIMIT,
     SEARCH_LIMIT,
@@ -30,7 +30,6 @@ from minirad.exact.jacobians import jacobian
 from minirad.exact.orders import chain_labels, optimal_chain
 from minirad.graph.operators import OPERATORS, Dense, Diagonal, Operator
 from minirad.graph.scalarize import from_chain
-from minirad.tracing.arrays import trace_arrays
 
 # ------------------------------------------------------------------ oracles
 
@@ -499,7 +498,7 @@ def test_the_textbook_matrix_chain():
 @given(array_programs(max_steps=3), st.data())
 def test_every_graph_an_array_elimination_passes_through_has_the_jacobian(program, data):
     f, args = program
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     exact = jacobian(g)
     order = data.draw(st.permutations(g.intermediates))
     result = eliminate(g, list(order), keep_graphs=True)
@@ -528,7 +527,7 @@ def test_every_graph_an_array_elimination_passes_through_has_the_jacobian(progra
 @given(array_programs(max_steps=3))
 def test_the_optimal_order_of_a_small_array_graph_is_the_cheapest_of_all(program):
     f, args = program
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     if len(g.intermediates) > 5:
         return   # brute force over 720 orders or more: too slow for the suite
     costs = [elimination_cost(g, list(p)) for p in itertools.permutations(g.intermediates)]
@@ -538,7 +537,7 @@ def test_the_optimal_order_of_a_small_array_graph_is_the_cheapest_of_all(program
 def test_optimal_on_arrays_is_limited_unless_the_graph_is_a_chain():
     long_chain = from_chain([np.ones((2, 2))] * (SEARCH_LIMIT + 5))
     assert eliminate(long_chain, "optimal").multiplications == 8 * (SEARCH_LIMIT + 4)
-    wide = trace_arrays(lambda x: sum(np.tanh(x * float(k)) for k in range(1, 6)), np.ones(2))
+    wide = trace(lambda x: sum(np.tanh(x * float(k)) for k in range(1, 6)), np.ones(2))
     assert len(wide.intermediates) > SEARCH_LIMIT
     with pytest.raises(ValueError, match=f"limited to {SEARCH_LIMIT} intermediates"):
         eliminate(wide, "optimal")
@@ -548,7 +547,7 @@ def test_optimal_on_arrays_is_limited_unless_the_graph_is_a_chain():
 def test_elimination_costs_on_arrays_are_flops():
     # y = exp(x) * x: two diagonal paths of 3 entries; eliminating exp(x) multiplies
     # two diagonals (3) and adds the product to the direct edge (3)
-    g = trace_arrays(lambda x: np.exp(x) * x, np.array([0.0, 1.0, 2.0]))
+    g = trace(lambda x: np.exp(x) * x, np.array([0.0, 1.0, 2.0]))
     result = eliminate(g, "forward")
     assert (result.multiplications, result.additions) == (3, 3)
     x = np.array([0.0, 1.0, 2.0])
@@ -564,7 +563,7 @@ def test_bad_orders_on_arrays():
     with pytest.raises(ValueError, match="unknown elimination strategy 'sideways'"):
         eliminate(g, "sideways")
     with pytest.raises(ValueError, match="not a chain"):
-        chain_labels(trace_arrays(lambda a, b: a * b, np.ones(2), np.ones(2)))
+        chain_labels(trace(lambda a, b: a * b, np.ones(2), np.ones(2)))
     partial = eliminate(g, ["v1"])
     assert partial.jacobian is None and partial.blocks is None
     assert math.isfinite(eliminate(g).operations)

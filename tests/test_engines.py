@@ -27,7 +27,7 @@ GRAPHS = {
     "two_outputs": examples.two_outputs(),
     "random_dag": examples.random_dag(4, 30, 3, rng=2),
     "wide": examples.random_layered(30, 4, 5, rng=1),
-    "deep": minirad.trace(_deep_program, np.linspace(0.1, 1.0, 120)),
+    "deep": minirad.trace(_deep_program, np.linspace(0.1, 1.0, 120).tolist()),
     "no_edges": minirad.LCG.from_edges([], ["x"], ["y"], vertices=["x", "y"]),
 }
 

@@ -15,7 +15,7 @@ from minirad import (
     sample_activations,
     sampled_jacobians,
     save_graph,
-    trace_arrays,
+    trace,
 )
 from minirad.cli import main
 from minirad.draw import explore_arrays, explore_data
@@ -23,7 +23,7 @@ from minirad.draw.explore import explore
 from minirad.draw.explore_layout import positions
 from minirad.exact.paths import count_paths
 from minirad.exact.sweeps import gradient, reverse_sweep
-from minirad.tracing.arrays import relu
+from minirad.tracing.ops import relu
 
 
 def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
@@ -35,7 +35,7 @@ def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
     def loss(W1, W2):
         return (relu(X @ W1) @ W2).sum()
 
-    return trace_arrays(loss, *weights), X, weights
+    return trace(loss, *weights), X, weights
 
 
 def stored_data(page):
@@ -184,7 +184,7 @@ def test_memory_section_bytes_are_minirads():
 def test_variance_refused_where_a_path_meets_two_sampled_edges():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((3, 3))
-    g = trace_arrays(lambda W, V: ((A @ W) @ (A @ V)).sum(), np.eye(3), np.eye(3))
+    g = trace(lambda W, V: ((A @ W) @ (A @ V)).sum(), np.eye(3), np.eye(3))
     products = [e for e, op in enumerate(g.labels) if op.kind in ("matmul", "outer")]
     with pytest.raises(ValueError, match="a path meets two sampled edges"):
         explore_arrays.one_draw_variance(g, edges=products)
@@ -271,6 +271,11 @@ def test_command_writes_pages_from_a_builder_a_traced_function_and_files(tmp_pat
     save_graph(g, tmp_path / "mlp.npz")
     assert main(["explore", str(tmp_path / "mlp.npz"), "-o", str(out)]) == 0
     assert stored_data_of(out)["memory"]["steps"][0]["total"] == memory(g).total
+    module = tmp_path / "norm.py"  # a vector point is an array: the page of a graph of arrays
+    module.write_text("def f(x):\n    return (x * x).sum()\n")
+    assert main(["explore", f"{module}:f", "1,2,3", "-o", str(out)]) == 0
+    assert stored_data_of(out)["kind"] == "arrays"
+    assert stored_data_of(out)["graph"]["shapes"][0] == "R^(3)"
     assert "open it in a browser" in capsys.readouterr().out
 
 

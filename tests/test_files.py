@@ -17,22 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracles import random_lcgs
 
-from minirad import LCG, examples, load_graph, save_graph
+from minirad import LCG, examples, load_graph, save_graph, trace
 from minirad.graph.files import MAX_RATIO
 from minirad.graph.lcg import relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import Added, Dense, Identity, ProjectedMatMul
 from minirad.randomized.injection import inject_edge, inject_vertex, sample_activations
-from minirad.tracing.arrays import (
-    avg_pool2d,
-    conv2d,
-    matmul,
-    name,
-    relu,
-    softmax,
-    softmax_cross_entropy,
-    trace_arrays,
-)
+from minirad.tracing.arrays import avg_pool2d, conv2d, matmul, name, softmax, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 
 def full_jacobian(g):
@@ -46,7 +38,7 @@ def full_jacobian(g):
 # ------------------------------------------------------------------ graphs
 def mlp_graph():
     X = np.random.default_rng(0).standard_normal((4, 3))
-    return trace_arrays(lambda W, b: softmax_cross_entropy(
+    return trace(lambda W, b: softmax_cross_entropy(
         name(relu(X @ W + b), "a") @ np.ones((2, 3)), np.array([0, 1, 2, 0])),
         np.random.default_rng(1).standard_normal((3, 2)), np.zeros(2))
 
@@ -60,24 +52,24 @@ def every_kind_graph():
         s = softmax(c.reshape(1, -1) * 2.0, axis=1)                 # reshape, softmax
         t = np.concatenate([s[0], np.exp(v)[:, 0], v.T.sum(axis=0)])   # concatenate, transpose
         return (np.maximum(t, 0.1) / (1.0 + v.sum() ** 2)).mean()   # mask, broadcast, pow
-    return trace_arrays(f, rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((3, 1)) * 0.1)
+    return trace(f, rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((3, 1)) * 0.1)
 
 
 def solve_graph():
     A = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
-    return trace_arrays(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(), A, np.ones(3))
+    return trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(), A, np.ones(3))
 
 
 def sparse_graph():
     import scipy.sparse as sp
 
     A = sp.random(5, 5, density=0.4, format="csr", random_state=1)
-    return trace_arrays(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
+    return trace(lambda x: np.tanh(matmul(A, x)).sum(), np.ones(5))
 
 
 def injected_graph():
     X = np.random.default_rng(3).standard_normal((4, 6)).astype(np.float32)
-    g = trace_arrays(lambda W, V: (relu(X @ W) @ V).sum(),
+    g = trace(lambda W, V: (relu(X @ W) @ V).sum(),
                      np.ones((6, 3), np.float32), np.ones((3, 2), np.float32))
     g = sample_activations(g, 2, rng=0)
     return inject_vertex(g, g.names[g.n_vertices - 2], 1, "rademacher", rng=1)
@@ -85,13 +77,13 @@ def injected_graph():
 
 def projected_graph():
     X = np.random.default_rng(4).standard_normal((3, 5))
-    g = trace_arrays(lambda W: relu(X @ W).sum(), np.ones((5, 2)))
+    g = trace(lambda W: relu(X @ W).sum(), np.ones((5, 2)))
     return inject_edge(g, next(e for e, op in enumerate(g.labels) if op.kind == "outer"), 2,
                        "rademacher", rng=0)
 
 
 def float32_sums_graph():
-    return trace_arrays(lambda a: (a * a + a @ np.ones((3, 3), np.float32) - a).sum(),
+    return trace(lambda a: (a * a + a @ np.ones((3, 3), np.float32) - a).sum(),
                         np.ones(3, np.float32))
 
 
@@ -100,7 +92,7 @@ def hand_labelled_graph():
     elimination makes them): labels no tracer writes."""
     rng = np.random.default_rng(5)
     X = rng.standard_normal((3, 5))
-    g = trace_arrays(lambda W: relu(X @ W).sum(), np.ones((5, 2)))
+    g = trace(lambda W: relu(X @ W).sum(), np.ones((5, 2)))
     kinds = [op.kind for op in g.labels]
     outer, mask = g.labels[kinds.index("outer")], g.labels[kinds.index("mask")]
     projected = ProjectedMatMul.project(outer.stored, rng.standard_normal((5, 2)), outer.side,

@@ -160,7 +160,7 @@ TRACED = [
     (examples.figure1_program, (1.0, 2.0)),
     (examples.two_outputs_program, (1.5, 0.5)),
     (softmax_cross_entropy, ([0.2, -1.0, 0.5],)),
-    (polynomial, (np.array([1.0, -2.0, 0.5, 0.25]), 1.3)),
+    (polynomial, ([1.0, -2.0, 0.5, 0.25], 1.3)),
     (mlp, ([0.1, -0.4, 0.7, 0.3], (1.0, -2.0))),
 ]
 

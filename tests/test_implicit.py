@@ -15,13 +15,12 @@ import pytest
 import scipy.linalg as linalg
 import scipy.sparse
 
-from minirad import jacobian, load_graph, save_graph
+from minirad import jacobian, load_graph, save_graph, trace
 from minirad.exact.sparsity import pattern
 from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
 from minirad.implicit.solves import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
-from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(17)
 N = 4
@@ -72,7 +71,7 @@ def test_operators_obey_the_dot_product_identity_and_match_dense(rhs):
 
 
 def test_operators_retain_the_factors_not_the_inverse():
-    g = trace_arrays(lambda A, b: (solve(A, b) ** 2).sum(), A0, B0)
+    g = trace(lambda A, b: (solve(A, b) ** 2).sum(), A0, B0)
     kinds = [op.kind for op in g.labels]
     assert kinds[:2] == ["solve_matrix", "solve"]
     lu_keys = [{r.key for r in op.retained if r.what == "LU factors"} for op in g.labels[:2]]
@@ -92,7 +91,7 @@ def test_traced_solve_gradient_matches_central_differences(rhs):
         x = np.linalg.solve(A, b)
         return (W @ x) ** 2 if x.ndim == 1 else (x * x).sum()
 
-    g = trace_arrays(program, A0, b)
+    g = trace(program, A0, b)
     dA, db = gradient(g)
     np.testing.assert_allclose(dA, central(lambda A: loss_of_solve(A, b), A0), rtol=1e-6)
     np.testing.assert_allclose(db, central(lambda v: loss_of_solve(A0, v), b), rtol=1e-6)
@@ -103,11 +102,11 @@ def test_traced_solve_gradient_matches_central_differences(rhs):
 
 
 def test_constant_matrix_or_constant_right_hand_side():
-    g = trace_arrays(lambda b: solve(A0, b).sum(), B0)
+    g = trace(lambda b: solve(A0, b).sum(), B0)
     assert [op.kind for op in g.labels][0] == "solve"
     np.testing.assert_allclose(gradient(g)[0], np.linalg.solve(A0.T, np.ones(N)),
                                rtol=1e-12)
-    g = trace_arrays(lambda A: solve(A, B0).sum(), A0)
+    g = trace(lambda A: solve(A, B0).sum(), A0)
     assert g.labels[0].kind == "solve_matrix"
     np.testing.assert_allclose(gradient(g)[0],
                                central(lambda A: np.linalg.solve(A, B0).sum(), A0), rtol=1e-6)
@@ -124,8 +123,8 @@ def test_solve_against_unrolled_richardson_iterations():
             x = x - (A @ x - b) / 12.0
         return (x * x).sum()
 
-    implicit = trace_arrays(lambda A, b: (solve(A, b) * solve(A, b)).sum(), A, B0)
-    through = trace_arrays(unrolled, A, B0)
+    implicit = trace(lambda A, b: (solve(A, b) * solve(A, b)).sum(), A, B0)
+    through = trace(unrolled, A, B0)
     for mine, theirs in zip(gradient(implicit), gradient(through)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-10)
     assert through.n_vertices > 100 * implicit.n_vertices / 5
@@ -133,14 +132,14 @@ def test_solve_against_unrolled_richardson_iterations():
 
 def test_float32_stays_float32():
     A, b = A0.astype(np.float32), B0.astype(np.float32)
-    g = trace_arrays(lambda A, b: solve(A, b).sum(), A, b)
+    g = trace(lambda A, b: solve(A, b).sum(), A, b)
     assert g.values[g.outputs[0]].dtype == np.float32 or g.dtypes[g.outputs[0]] == np.float32
     assert {op.dtype for op in g.labels[:2]} == {np.dtype(np.float32)}
 
 
 def test_pattern_of_a_vector_graph_with_solves_is_its_scalar_pattern():
     A = np.diag([2.0, 3.0, 4.0])
-    g = trace_arrays(lambda b: np.exp(solve(A, b)) * 2.0, np.array([1.0, 2.0, 3.0]))
+    g = trace(lambda b: np.exp(solve(A, b)) * 2.0, np.array([1.0, 2.0, 3.0]))
     P = pattern(g)
     assert np.array_equal(P, np.eye(3, dtype=bool))             # A diagonal: A^{-1} diagonal
     assert np.array_equal(P, pattern(scalarize(g)))
@@ -153,7 +152,7 @@ def cubic(x, p):
 
 def test_root_by_hand():
     p = np.array([2.0, 10.0, -2.0])
-    g = trace_arrays(lambda p: solve_root(cubic, np.zeros(3), p), p)
+    g = trace(lambda p: solve_root(cubic, np.zeros(3), p), p)
     x = g.values[g.outputs[0]]
     np.testing.assert_allclose(x, [1.0, 2.0, -1.0], rtol=1e-12)
     assert g.labels[0].kind == "implicit"
@@ -179,9 +178,9 @@ def root_loss_unrolled(p, iterations=60):
 
 def test_root_gradient_against_central_differences_and_unrolled_iterations():
     p = np.array([1.0, -2.0, 0.5, 1.5])
-    implicit = trace_arrays(lambda p: (lambda x: (x * x).sum())(solve_root(coupled, np.zeros(3),
+    implicit = trace(lambda p: (lambda x: (x * x).sum())(solve_root(coupled, np.zeros(3),
                                                                            p)), p)
-    through = trace_arrays(root_loss_unrolled, p)
+    through = trace(root_loss_unrolled, p)
     got = gradient(implicit)[0]
     np.testing.assert_allclose(got, central(lambda q: root_loss_unrolled(q, 200), p), rtol=1e-7)
     np.testing.assert_allclose(got, gradient(through)[0], rtol=1e-9)
@@ -212,7 +211,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"b must have shape \(2,\) or \(2, k\)"):
         solve(np.eye(2), np.ones(3))
     with pytest.raises(ValueError, match="singular"):
-        trace_arrays(lambda b: solve(np.ones((2, 2)), b), np.ones(2))
+        trace(lambda b: solve(np.ones((2, 2)), b), np.ones(2))
     with pytest.raises(ValueError, match="no root to tolerance"):
         solve_root(lambda x, p: x * x + p, np.array([0.7]), np.array([1.0]), max_iter=5)
     with pytest.raises(ValueError, match="as many equations as unknowns"):
@@ -253,7 +252,7 @@ def saved_and_loaded(g, tmp_path):
 @pytest.mark.parametrize("rhs", [(N,), (N, 2)])
 def test_a_graph_with_solves_survives_the_file(tmp_path, rhs):
     b0 = RNG.standard_normal(rhs)
-    g = trace_arrays(lambda A, b: loss_of_solve(A, b), A0, b0)
+    g = trace(lambda A, b: loss_of_solve(A, b), A0, b0)
     h, path = saved_and_loaded(g, tmp_path)
     assert [getattr(op, "kind", "number") for op in h.labels] == [
         getattr(op, "kind", "number") for op in g.labels]
@@ -286,7 +285,7 @@ def test_a_graph_with_a_root_survives_the_file(tmp_path, f, p, sparse_f_p):
     def loss(q):
         x = solve_root(f, np.zeros(3), q)
         return (x * x).sum()
-    g = trace_arrays(loss, p)
+    g = trace(loss, p)
     h, _ = saved_and_loaded(g, tmp_path)
     assert h.labels[0].kind == "implicit"
     np.testing.assert_array_equal(gradient(h)[0], gradient(g)[0])
@@ -299,7 +298,7 @@ def test_a_graph_with_a_root_survives_the_file(tmp_path, f, p, sparse_f_p):
 
 def test_a_float32_solve_stays_float32_through_the_file(tmp_path):
     A, b = A0.astype(np.float32), B0.astype(np.float32)
-    g = trace_arrays(lambda A, b: (solve(A, b) ** 2).sum(), A, b)
+    g = trace(lambda A, b: (solve(A, b) ** 2).sum(), A, b)
     h, _ = saved_and_loaded(g, tmp_path)
     assert [op.dtype for op in h.labels] == [op.dtype for op in g.labels]
     np.testing.assert_array_equal(gradient(h)[1], gradient(g)[1])
@@ -307,7 +306,7 @@ def test_a_float32_solve_stays_float32_through_the_file(tmp_path):
 
 
 def _tampered(tmp_path, change_manifest=None, change_arrays=None):
-    g = trace_arrays(lambda A, b: (solve(A, b) ** 2).sum(), A0, B0)
+    g = trace(lambda A, b: (solve(A, b) ** 2).sum(), A0, B0)
     good = tmp_path / "good.npz"
     save_graph(g, good)
     with np.load(good, allow_pickle=False) as z:
@@ -359,8 +358,8 @@ def test_tampered_manifests_are_refused(tmp_path, change, message):
 
 
 def test_a_tampered_root_is_refused(tmp_path):
-    g = trace_arrays(lambda q: solve_root(coupled, np.zeros(3), q).sum(),
-                     np.array([1.0, -2.0, 0.5, 1.5]))
+    g = trace(lambda q: solve_root(coupled, np.zeros(3), q).sum(),
+              np.array([1.0, -2.0, 0.5, 1.5]))
     save_graph(g, tmp_path / "root.npz")
     with np.load(tmp_path / "root.npz") as z:
         arrays = {k: z[k] for k in z.files}

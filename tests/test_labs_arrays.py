@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 from oracles import expect_failure, solved_lab
 
-from minirad import labs, ops
+from minirad import labs, ops, trace
 from minirad.exact.sweeps import reverse_sweep
 from minirad.exact.sweeps import vjp as block_vjp
-from minirad.tracing.arrays import trace_arrays
-from minirad.tracing.tape import trace
 
 STEM = "lab7_tracked_arrays"
 
@@ -39,7 +37,7 @@ def test_checks_accept_the_lab_solutions(lab7, capsys):
 
 
 def minirad_vjp(op, *arrays, wobble):
-    return block_vjp(trace_arrays(lambda *xs: op(*xs), *arrays), [np.asarray(wobble)])
+    return block_vjp(trace(lambda *xs: op(*xs), *arrays), [np.asarray(wobble)])
 
 
 def test_the_pullback_oracle_accepts_minirad_but_the_exercises_refuse_it(capsys):

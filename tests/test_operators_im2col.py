@@ -8,12 +8,13 @@ import json
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.exact.sweeps import gradient
 from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
 from minirad.studies import convnet_numpy
-from minirad.tracing.arrays import conv2d, trace_arrays
+from minirad.tracing.arrays import conv2d
 
 RNG = np.random.default_rng(41)
 
@@ -75,7 +76,7 @@ def test_traced_convolution_equals_the_floor_and_central_differences():
 
     def f(x, w):
         return (np.tanh(conv2d(x, w, padding=2)) * weights).sum()
-    g = trace_arrays(f, x, w)
+    g = trace(f, x, w)
     dx, dw = gradient(g)
     h = 1e-6
     for array, grad in ((x, dx), (w, dw)):
@@ -91,11 +92,13 @@ def test_traced_convolution_equals_the_floor_and_central_differences():
 
 def test_the_patch_edge_charges_the_image_and_remembers_how_to_gather():
     x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
-    g = trace_arrays(lambda w: conv2d(x, w, padding=2).sum(),
-                     RNG.standard_normal((4, 3, 5, 5)).astype(np.float32))
+    g = trace(lambda w: conv2d(x, w, padding=2).sum(),
+              RNG.standard_normal((4, 3, 5, 5)).astype(np.float32))
     outer = next(op for op in g.labels if op.kind == "outer")
     source, gather = outer.gathered
-    assert isinstance(gather, Im2Col) and source is x
+    # the graph's own read-only copy of the image, so refilling x later changes nothing
+    assert isinstance(gather, Im2Col) and np.array_equal(source, x) and source is not x
+    assert not source.flags.writeable
     np.testing.assert_array_equal(gather.apply(source), outer.stored)
     # the patches (25x the image) can be rebuilt from the image: the image is what counts
     assert memory(g).total == x.nbytes
@@ -103,8 +106,8 @@ def test_the_patch_edge_charges_the_image_and_remembers_how_to_gather():
 
 def test_files_keep_the_gathering_and_read_the_older_positions(tmp_path):
     x = RNG.standard_normal((1, 2, 5, 5))
-    g = trace_arrays(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
-                     RNG.standard_normal((3, 2, 3, 3)))
+    g = trace(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
+              RNG.standard_normal((3, 2, 3, 3)))
     save_graph(g, tmp_path / "g.npz")
     h = load_graph(tmp_path / "g.npz")
     e = next(e for e, op in enumerate(g.labels) if op.kind == "outer")

@@ -5,12 +5,12 @@ the adjoint identity, stacks, costs, what it retains, the file, bad input."""
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.exact.jacobians import jacobian
 from minirad.graph.files import load_graph, save_graph
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory
 from minirad.graph.operators import MatMul, ProjectedMatMul, Retained
-from minirad.tracing.arrays import trace_arrays
 
 RNG = np.random.default_rng(31)
 
@@ -91,7 +91,7 @@ def test_it_keeps_only_the_thin_product_and_costs_the_thin_order():
 
 def test_a_graph_with_a_projected_edge_survives_the_file(tmp_path):
     X = RNG.standard_normal((5, 6))
-    g = trace_arrays(lambda W: np.tanh(X @ W).sum(), RNG.standard_normal((6, 2)))
+    g = trace(lambda W: np.tanh(X @ W).sum(), RNG.standard_normal((6, 2)))
     op = ProjectedMatMul.project(X, _signs(6, 3), "left", (6, 2), scale=1 / 3)
     labels = [op if label.kind == "outer" else label for label in g.labels]
     h = LCG(g.names, g.sources, g.targets, labels, g.inputs, g.outputs, values=g.values,

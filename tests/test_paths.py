@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from oracles import array_programs, close, dense_jacobian, random_dags
 
 import minirad
-from minirad import LCG, examples
+from minirad import LCG, examples, trace
 from minirad.exact.paths import (
     bauer,
     bauer_reference,
@@ -32,7 +32,6 @@ from minirad.exact.paths import (
 from minirad.graph import labels
 from minirad.graph.operators import Dense, Diagonal, Identity
 from minirad.graph.scalarize import from_chain, scalarize
-from minirad.tracing.arrays import trace_arrays
 
 # ----------------------------------------------------------------- helpers
 
@@ -283,7 +282,7 @@ def test_path_counts_at_both_levels():
     assert count_paths(g).tolist() == [[1]]              # one path of arrays
     assert count_scalar_paths(g).tolist() == [[9]]       # 3 x 3 paths of numbers
     assert minirad.count_paths(scalarize(g)).tolist() == [[9]]
-    g = trace_arrays(program, *A_B)
+    g = trace(program, *A_B)
     assert count_paths(g).tolist() == [[3, 2]]
     np.testing.assert_array_equal(count_scalar_paths(g), count_paths(scalarize(g)))
 
@@ -292,7 +291,7 @@ def test_path_counts_at_both_levels():
 @given(array_programs(max_steps=5))
 def test_scalar_path_counts_are_those_of_the_scalarized_graph(program):
     f, args = program
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     counts = count_scalar_paths(g)
     assert counts.dtype == object
     np.testing.assert_array_equal(counts, count_paths(scalarize(g)))
@@ -325,7 +324,7 @@ def test_bauer_costs_one_product_per_path():
 
 
 def test_the_shared_label_recurrences_run_unchanged_on_arrays():
-    g = trace_arrays(program, *A_B)
+    g = trace(program, *A_B)
     result = bauer(g)
     for c, s in enumerate(g.inputs):
         block = labels.path_sum(g, s, g.outputs[0])          # Bauer, in minirad.graph.labels
@@ -338,7 +337,7 @@ def test_the_shared_label_recurrences_run_unchanged_on_arrays():
 
 
 def test_paths_and_path_products_on_arrays():
-    g = trace_arrays(program, *A_B)
+    g = trace(program, *A_B)
     a, y = g.index("a"), g.outputs[0]
     found = list(paths(g, "a", y))
     assert sorted(found) == sorted(nx_paths(g, a, y)) and len(found) == 3

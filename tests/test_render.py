@@ -545,7 +545,9 @@ def test_elimination_strip_has_one_legend():
 def lab8_graph():
     """Lab 8's two-layer network on a batch of 4 (float32): nine array edges, two of
     them bias additions, with the labels that used to be printed over each other."""
-    from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+    from minirad import trace
+    from minirad.tracing.arrays import name, softmax_cross_entropy
+    from minirad.tracing.ops import relu
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 6)).astype(np.float32)
@@ -553,7 +555,7 @@ def lab8_graph():
     def two_layers(W1, b1, W2, b2):
         a = name(relu(name(x @ W1 + b1, "h")), "a")
         return softmax_cross_entropy(name(a @ W2 + b2, "logits"), np.array([0, 2, 1, 0]))
-    return trace_arrays(two_layers, rng.standard_normal((6, 5)).astype(np.float32),
+    return trace(two_layers, rng.standard_normal((6, 5)).astype(np.float32),
                         np.zeros(5, np.float32), rng.standard_normal((5, 3)).astype(np.float32),
                         np.zeros(3, np.float32))
 

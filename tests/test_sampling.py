@@ -457,8 +457,7 @@ def test_bad_direction():
 
 def test_sampled_jacobians_and_compare_take_a_function_and_a_point():
     """Issue 10: like jacobian(f, *point). The oracle: the same call on the traced graph."""
-    from minirad import ops
-    from minirad.tracing.tape import trace
+    from minirad import ops, trace
 
     def f(x1, x2):
         return ops.log(x1) + x1 * x2 - ops.sin(x2)

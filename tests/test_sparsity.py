@@ -28,7 +28,6 @@ from minirad.exact.sparsity import (
 )
 from minirad.exact.sweeps import forward_sweep, reverse_sweep
 from minirad.graph.scalarize import scalarize
-from minirad.tracing.arrays import trace_arrays
 
 small_dags = random_dags((1, 5), (0, 12), (1, 5), (0.1, 0.6))
 
@@ -226,15 +225,15 @@ VECTOR_PROGRAMS = {
 @pytest.mark.parametrize("name", VECTOR_PROGRAMS)
 def test_vector_pattern_is_the_scalarized_pattern(name):
     program, args = VECTOR_PROGRAMS[name]
-    g = trace_arrays(program, *args)
+    g = trace(program, *args)
     P = pattern(g)
     assert np.array_equal(P, pattern(scalarize(g)))
     assert not np.any((jacobian(g) != 0) & ~P)
 
 
 def test_vector_pattern_keeps_diagonal_blocks_diagonal():
-    g = trace_arrays(*VECTOR_PROGRAMS["solve with a diagonal"][:1],
-                     *VECTOR_PROGRAMS["solve with a diagonal"][1])
+    g = trace(*VECTOR_PROGRAMS["solve with a diagonal"][:1],
+              *VECTOR_PROGRAMS["solve with a diagonal"][1])
     assert np.array_equal(pattern(g), np.eye(4, dtype=bool))
     assert plan(g).best.sweeps == 1   # a diagonal Jacobian: one sweep, any direction
 
@@ -242,7 +241,7 @@ def test_vector_pattern_keeps_diagonal_blocks_diagonal():
 @pytest.mark.parametrize("name", VECTOR_PROGRAMS)
 def test_vector_strategies_recover_the_block_jacobian(name):
     program, args = VECTOR_PROGRAMS[name]
-    g = trace_arrays(program, *args)
+    g = trace(program, *args)
     J = jacobian(g)
     p = plan(g)
     for s in p.seedings:

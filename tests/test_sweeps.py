@@ -17,11 +17,10 @@ from hypothesis import strategies as st
 from oracles import array_programs, close, dense_jacobian, random_dags
 
 import minirad
-from minirad import LCG, examples, ops
+from minirad import LCG, examples, ops, trace
 from minirad.exact.sweeps import Accumulation, forward_sweep, gradient, jvp, reverse_sweep, vjp
 from minirad.graph import labels
 from minirad.graph.scalarize import from_chain, scalarize
-from minirad.tracing.arrays import trace_arrays
 
 ENGINES = ["loop", "levels", "triangular", "auto"]
 
@@ -231,7 +230,7 @@ def test_engines_agree_on_a_deep_traced_program():
             s = ops.sin(s) * x[i] + s / (1 + i)
         return s
 
-    g = minirad.trace(chain, np.linspace(0.1, 1.0, 500))  # ~2,000 edges, ~1,500 levels
+    g = minirad.trace(chain, np.linspace(0.1, 1.0, 500).tolist())  # ~2,000 edges, ~1,500 levels
     reference = reverse_sweep(g, engine="loop").jacobian
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(reverse_sweep(g, engine=engine).jacobian, reference,
@@ -246,7 +245,7 @@ def test_auto_sends_deep_graphs_to_the_solver():
             s = s * x[i] + ops.sin(s)
         return s
 
-    g = minirad.trace(chain, np.full(2000, 0.5))
+    g = minirad.trace(chain, np.full(2000, 0.5).tolist())
     expected = vjp(g, [1.0], engine="loop")
     # the first sweep goes straight to the solver: nothing about levels is computed
     np.testing.assert_allclose(vjp(g, [1.0], engine="auto"), expected, rtol=1e-10)
@@ -364,7 +363,7 @@ def flat(entries):
 @given(array_programs(max_steps=4), st.integers(0, 2**32 - 1))
 def test_array_sweeps_are_products_with_the_scalarized_jacobian(program, seed):
     f, args = program
-    g = trace_arrays(f, *args)
+    g = trace(f, *args)
     J = minirad.jacobian(scalarize(g))          # the oracle: a graph of numbers
     rng = np.random.default_rng(seed)
     t = [rng.standard_normal(g.shape(x)) for x in g.inputs]
@@ -390,7 +389,7 @@ def test_array_sweeps_are_products_with_the_scalarized_jacobian(program, seed):
 def test_array_sweeps_keep_tangents_and_adjoints_of_every_vertex():
     # y = A @ x with x = tanh(w): dy/dw = A diag(1 - tanh(w)^2)
     A, w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0.1, -0.3])
-    g = trace_arrays(lambda A, w: A @ np.tanh(w), A, w)
+    g = trace(lambda A, w: A @ np.tanh(w), A, w)
     expected = A * (1 - np.tanh(w) ** 2)
     r = forward_sweep(g, inputs="w")
     np.testing.assert_allclose(r.jacobian, expected, rtol=1e-15)
@@ -407,7 +406,7 @@ def test_array_sweeps_keep_tangents_and_adjoints_of_every_vertex():
 
 
 def test_sweep_costs_respect_structure():
-    g = trace_arrays(lambda x: np.tanh(np.exp(x)), np.ones(100) * 0.1)
+    g = trace(lambda x: np.tanh(np.exp(x)), np.ones(100) * 0.1)
     # 100 unit tangents through two diagonal edges of 100 flops each: 100 x 200,
     # where two dense 100 x 100 blocks would cost 100 x 20,000
     assert forward_sweep(g).multiplications == 100 * 200
@@ -416,12 +415,12 @@ def test_sweep_costs_respect_structure():
     assert labels.forward(g, {x: np.ones(100)}).multiplications == 200
     assert labels.forward(g, {x: np.ones((3, 100))}).multiplications == 600
     # one adjoint back through a sum (100) and two diagonals (100 each)
-    h = trace_arrays(lambda x: np.tanh(np.exp(x)).sum(), np.ones(100) * 0.1)
+    h = trace(lambda x: np.tanh(np.exp(x)).sum(), np.ones(100) * 0.1)
     assert reverse_sweep(h).multiplications == 300 and reverse_sweep(h).additions == 0
     # an explicit matrix costs m x n per tangent
     assert forward_sweep(from_chain([np.ones((50, 100))])).multiplications == 100 * 5000
     # where paths meet, an addition per entry: y = exp(x) + x gets two terms of 4 entries
-    k = trace_arrays(lambda x: np.exp(x) + x, np.ones(4))
+    k = trace(lambda x: np.exp(x) + x, np.ones(4))
     assert reverse_sweep(k).additions == 4 * 4    # 4 unit adjoints of 4 entries each
 
 
@@ -433,7 +432,7 @@ def test_sweeping_in_blocks_without_keeping_values(kind, monkeypatch):
         g = examples.random_dag(7, 20, 5, 0.3, rng=11)
         block = 2 * g.n_vertices                      # blocks of two seeds
     else:
-        g = trace_arrays(lambda W, x: np.tanh(W @ x) * x[:2], np.ones((2, 5)) * 0.3, np.ones(5))
+        g = trace(lambda W, x: np.tanh(W @ x) * x[:2], np.ones((2, 5)) * 0.3, np.ones(5))
         block = 2 * 10                                # the widest vertex has 10 entries
     full_f, full_r = forward_sweep(g), reverse_sweep(g)
     monkeypatch.setattr(module, "_BLOCK_VALUES", block)
@@ -448,7 +447,7 @@ def test_sweeping_in_blocks_without_keeping_values(kind, monkeypatch):
 
 def test_the_forms_of_tangents_and_results_follow_the_vertices():
     # numbers in, numbers out, arrays in between: the flat form on both sides
-    g = trace_arrays(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), 0.5, 2.0)
+    g = trace(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), 0.5, 2.0)
     assert g.algebra is not labels.FLOATS and g.shape("s") == () and g.shape("t") == ()
     e = math.exp(0.5)
     np.testing.assert_allclose(jvp(g, [1.0, 0.0]), [3 * e * 2.0], rtol=1e-15)
@@ -458,7 +457,7 @@ def test_the_forms_of_tangents_and_results_follow_the_vertices():
     np.testing.assert_allclose(vjp(g, [[1.0], [2.0]]), [[6 * e, 3 * e], [12 * e, 6 * e]],
                                rtol=1e-15)                                     # rows
     # an array input: one entry per input, a number as a float, None for zero
-    h = trace_arrays(lambda s, x: s * x, 2.0, np.array([1.0, 3.0]))
+    h = trace(lambda s, x: s * x, 2.0, np.array([1.0, 3.0]))
     ds, dx = vjp(h, [np.array([1.0, 1.0])])
     assert isinstance(ds, float) and ds == 4.0
     np.testing.assert_array_equal(dx, [2.0, 2.0])
@@ -468,7 +467,7 @@ def test_the_forms_of_tangents_and_results_follow_the_vertices():
 
 def test_gradient_keeps_the_programs_precision():
     W = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    g = trace_arrays(lambda W: (np.tanh(W) ** 2).sum(), W)
+    g = trace(lambda W: (np.tanh(W) ** 2).sum(), W)
     (dW,) = gradient(g)
     assert dW.dtype == np.float32
     by_hand = 2 * np.tanh(W) * (1 - np.tanh(W) ** 2)
@@ -478,7 +477,7 @@ def test_gradient_keeps_the_programs_precision():
 
 
 def test_bad_tangents_and_engines_on_arrays():
-    g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="v has 1 entries; give one per vertex"):
         jvp(g, [np.ones(2)])
     with pytest.raises(ValueError, match=r"the entry of v for A has shape \(2,\); expected "
@@ -502,6 +501,6 @@ def test_bad_tangents_and_engines_on_arrays():
         reverse_sweep(g, outputs="A")
     # 4,000 unit tangents kept at 12,001 entries: refused before allocating (the Jacobian
     # alone, 1 x 4,000, is swept in bounded blocks with keep_values=False)
-    wide = trace_arrays(lambda x: np.tanh(np.exp(x)).sum(), np.zeros(4000))
+    wide = trace(lambda x: np.tanh(np.exp(x)).sum(), np.zeros(4000))
     with pytest.raises(ValueError, match="pass keep_values=False"):
         forward_sweep(wide)

@@ -5,23 +5,19 @@ file format (round trip and hostile files)."""
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.exact.jacobians import jacobian
 from minirad.graph.lcg import LCG, relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import OPERATORS, Diagonal, Mask
 from minirad.graph.scalarize import scalarize, vertex_copies
-from minirad.tracing.arrays import (
-    conv2d,
-    name,
-    relu,
-    softmax_cross_entropy,
-    trace_arrays,
-)
+from minirad.tracing.arrays import conv2d, name, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 
 def small_graph():
     X = np.random.default_rng(0).standard_normal((4, 3))
-    return trace_arrays(lambda W, b: softmax_cross_entropy(
+    return trace(lambda W, b: softmax_cross_entropy(
         name(relu(X @ W + b), "a") @ np.ones((2, 3)), np.array([0, 1, 2, 0])),
         np.random.default_rng(1).standard_normal((3, 2)), np.zeros(2))
 
@@ -100,17 +96,17 @@ def test_relabelled_checks_the_new_labels():
 def test_memory_rules():
     x = np.ones((4, 3), np.float32)
     # a ReLU whose output is kept anyway (the next layer's activation) costs nothing
-    g = trace_arrays(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
-                     np.ones((2, 2), np.float32))
+    g = trace(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
+              np.ones((2, 2), np.float32))
     m = memory(g)
     assert m.total == 4 * 3 * 4 + 4 * 2 * 4          # x and relu(x @ W), floats
     assert dict(zip([op.kind for op in g.labels], m.per_edge))["mask"] == 0
     # an array used by two edges is stored once
-    g = trace_arrays(lambda a: (x * a + x * a * 2.0).sum(), np.ones((4, 3), np.float32))
+    g = trace(lambda a: (x * a + x * a * 2.0).sum(), np.ones((4, 3), np.float32))
     assert memory(g).total == 48                # x, for both products; "* 2.0" keeps nothing
     # im2col columns are rebuilt from the image: the image is what is kept
     img = np.ones((2, 1, 6, 6), np.float32)
-    g = trace_arrays(lambda w: conv2d(img, w, padding=1).sum(), np.ones((4, 1, 3, 3), np.float32))
+    g = trace(lambda w: conv2d(img, w, padding=1).sum(), np.ones((4, 1, 3, 3), np.float32))
     assert memory(g).total == img.nbytes
 
 

@@ -10,7 +10,7 @@ import pytest
 from test_array_trace import paper_mlp
 
 import minirad
-from minirad import LCG
+from minirad import LCG, trace
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient
 from minirad.graph.files import load_graph, save_graph
@@ -24,14 +24,8 @@ from minirad.randomized.injection import (
     random_basis,
     sample_activations,
 )
-from minirad.tracing.arrays import (
-    avg_pool2d,
-    conv2d,
-    name,
-    relu,
-    softmax_cross_entropy,
-    trace_arrays,
-)
+from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 # Statistical tests: every entry's mean over N draws (500 here) must lie within 5 standard
 # errors of the exact value; a two-sided 5-sigma miss has probability 5.7e-7 per entry, so
@@ -53,7 +47,7 @@ def assert_unbiased(samples, exact):
 @pytest.mark.parametrize("method", ["sample", "rademacher"])
 def test_paper_mlp_at_fraction_01_keeps_8285_bytes_per_example(method, per_row):
     mlp, params = paper_mlp()
-    g = trace_arrays(mlp, *params)
+    g = trace(mlp, *params)
     h = sample_activations(g, 0.1, method=method, per_row=per_row, rng=0)
     # (79 + 30 + 30 + 30 + 10) floats of 4 bytes + (300 + 300 + 300) one-bit ReLU masks
     assert memory(h).per_example(150) == (79 + 30 + 30 + 30 + 10) * 4 + 900 / 8 == 828.5
@@ -67,7 +61,7 @@ def small_network(seed=0):
 
     def f(W, V):
         return (np.tanh(name(relu(X @ W), "a") @ V) ** 2).sum()
-    return trace_arrays(f, rng.standard_normal((4, 3)), rng.standard_normal((3, 2)))
+    return trace(f, rng.standard_normal((4, 3)), rng.standard_normal((3, 2)))
 
 
 @pytest.mark.parametrize("how", ["vertex per-row", "vertex shared", "vertex flat", "edge per-row",
@@ -191,7 +185,7 @@ def paper_convnet(batch=2, rng=0):
         h = relu(conv2d(h, W3, padding=2))
         h = avg_pool2d(relu(conv2d(h, W4, padding=2)), 2).reshape(batch, -1)
         return softmax_cross_entropy(h @ W5, labels)
-    return trace_arrays(net, x, *params, wrt=range(1, 6))
+    return trace(net, x, *params, wrt=range(1, 6))
 
 
 def test_paper_convnet_memory_and_where_it_differs_from_appendix_a():
@@ -220,8 +214,8 @@ def test_paper_convnet_memory_and_where_it_differs_from_appendix_a():
 def test_sampling_a_gathered_source_is_unbiased(per_row):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((2, 1, 4, 4))
-    g = trace_arrays(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
-                     rng.standard_normal((2, 1, 3, 3)))
+    g = trace(lambda w: (np.tanh(conv2d(x, w, padding=1)) ** 2).sum(),
+              rng.standard_normal((2, 1, 3, 3)))
     edge = next(e for e, op in enumerate(g.labels) if op.kind == "outer")
     assert g.labels[edge].gathered is not None
     exact = gradient(g)[0].ravel()

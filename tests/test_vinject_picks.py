@@ -6,13 +6,14 @@ import math
 import numpy as np
 import pytest
 
+from minirad import trace
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient
 from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import memory
 from minirad.graph.operators import Projection, compose
 from minirad.randomized.injection import inject_edge, inject_edges, random_basis
-from minirad.tracing.arrays import name, trace_arrays
+from minirad.tracing.arrays import name
 
 # Statistical test: each of the 5 gradient entries' mean over 2000 draws must lie within 5
 # standard errors of the exact value; a two-sided 5-sigma miss has probability 5.7e-7, so
@@ -23,7 +24,7 @@ Z = 5.0
 def two_uses():
     """x is kept by two diagonal edges: d exp(x)/dx keeps exp(x), d(x*x)/dx keeps x."""
     x = np.array([0.3, -1.2, 0.7, 2.0, -0.4])
-    return trace_arrays(lambda x: (np.exp(x) * 0.5 + name(x * x, "sq")).sum(), x)
+    return trace(lambda x: (np.exp(x) * 0.5 + name(x * x, "sq")).sum(), x)
 
 
 def dense_projection(picks, d):
@@ -98,7 +99,7 @@ def test_same_array_same_picks_share_one_copy():
 
 def test_picks_on_a_multiplication_edge_sample_each_row():
     X = np.arange(12.0).reshape(3, 4)
-    g = trace_arrays(lambda W: (X @ W).sum(), np.ones((4, 2)))
+    g = trace(lambda W: (X @ W).sum(), np.ones((4, 2)))
     picks = np.array([[0, 0], [1, 3], [2, 2]])        # row r of X keeps entries picks[r]
     h = inject_edge(g, ("W", "v1"), picks=picks)
     stored = np.stack([X[r] @ dense_projection(picks[r], 4) for r in range(3)])

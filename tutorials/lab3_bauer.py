@@ -36,8 +36,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import LCG, examples, labs
-from minirad.exact.paths import path_product, paths
 from minirad.draw.render import PATH_COLORS, Paths, render
+from minirad.exact.paths import path_product, paths
 from minirad.exact.sweeps import forward_sweep, reverse_sweep
 
 # %% [markdown]

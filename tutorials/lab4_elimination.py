@@ -34,9 +34,9 @@ import numpy as np
 
 import minirad
 from minirad import examples, labs, ops
-from minirad.exact.elimination import eliminate, elimination_cost
 from minirad.draw.plots import plot_elimination_costs
 from minirad.draw.render import Eliminating, elimination_strip, render, render_elimination
+from minirad.exact.elimination import eliminate, elimination_cost
 from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]
@@ -413,8 +413,8 @@ for name, order in (("forward", "forward"), ("reverse", "reverse"), ("your Marko
 # only inputs $i-1, i, i+1$: a tridiagonal Jacobian.
 
 # %%
-from minirad.exact.compressed import plan, recover
 from minirad.draw.patterns import plot_pattern, plot_strategies
+from minirad.exact.compressed import plan, recover
 from minirad.exact.sparsity import pattern
 
 band = examples.banded(8)

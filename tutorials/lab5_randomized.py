@@ -37,10 +37,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import examples, labs
-from minirad.randomized.experiments import compare, variance_by_depth
-from minirad.exact.jacobians import jacobian
 from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
 from minirad.draw.render import render
+from minirad.exact.jacobians import jacobian
+from minirad.randomized.experiments import compare, variance_by_depth
 from minirad.randomized.sampling import sampled_jacobians
 
 # %% [markdown]

@@ -38,8 +38,8 @@ import numpy as np
 import minirad
 from minirad import examples, labs
 from minirad.draw.render import render
-from minirad.randomized.sampling import sample_paths
 from minirad.exact.sweeps import reverse_sweep
+from minirad.randomized.sampling import sample_paths
 
 # %% [markdown]
 # ## 1. The objective
@@ -528,10 +528,10 @@ labs.check_implicit_gradient(implicit_gradient)
 # graph.
 
 # %%
+from minirad import trace
 from minirad.exact.sweeps import gradient as exact_gradient
-from minirad.tracing.arrays import trace_arrays
-from minirad.implicit.solves import solve_root
 from minirad.graph.memory import memory
+from minirad.implicit.solves import solve_root
 
 A = np.array([[3.0, 1.0], [0.5, 4.0]])
 
@@ -548,8 +548,8 @@ def through_iterations(p, steps=60):
 
 
 p0 = np.array([1.0, -2.0])
-implicit = trace_arrays(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
-unrolled = trace_arrays(through_iterations, p0)
+implicit = trace(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
+unrolled = trace(through_iterations, p0)
 for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
     print(f"{label:<24} {g.n_vertices:>4} vertices, {memory(g).total:>7,.0f} bytes kept, "
           f"gradient {exact_gradient(g)[0].round(10)}")

@@ -40,8 +40,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs, ops, trace
-from minirad.tracing.arrays import sigmoid as minirad_sigmoid
-from minirad.tracing.arrays import trace_arrays
 from minirad.exact.sweeps import gradient as block_gradient
 from minirad.exact.sweeps import reverse_sweep
 
@@ -288,7 +286,7 @@ labs.check_other_pullbacks(tsum, add, sub, abs2, tsigmoid, hcat, vjp)
 rng = np.random.default_rng(0)
 W0, X0, T0 = rng.standard_normal((2, 3)), rng.standard_normal((3, 5)), rng.standard_normal((2, 5))
 yours = vjp(lambda W, X, T: tsum(abs2(sub(tsigmoid(matmul(W, X)), T))), W0, X0, T0, wobble=1.0)
-g = trace_arrays(lambda W, X, T: ((minirad_sigmoid(W @ X) - T) ** 2).sum(), W0, X0, T0)
+g = trace(lambda W, X, T: ((ops.sigmoid(W @ X) - T) ** 2).sum(), W0, X0, T0)
 theirs = block_gradient(g)
 for name, a, b in zip("WXT", yours, theirs):
     print(f"d loss / d{name}: largest difference {np.max(np.abs(a - b)):.2e}")

@@ -36,8 +36,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minirad import labs, render
-from minirad.tracing.arrays import name, relu, softmax_cross_entropy, trace_arrays
+from minirad import labs, render, trace
 from minirad.checkpoint.schedules import (
     Binomial,
     Chain,
@@ -46,10 +45,12 @@ from minirad.checkpoint.schedules import (
     gradient,
     sqrt_every,
 )
+from minirad.graph.memory import memory
 from minirad.studies import memory as table1
 from minirad.studies import mlp_numpy, nn_graph, pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
-from minirad.graph.memory import memory
+from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 # %% [markdown]
 # ## 1. What the backward pass needs, read off the vector LCG
@@ -76,7 +77,7 @@ def two_layers(W1, b1, W2, b2):
     return softmax_cross_entropy(name(a @ W2 + b2, "logits"), labels)
 
 
-g = trace_arrays(two_layers, W1, b1, W2, b2)
+g = trace(two_layers, W1, b1, W2, b2)
 kept = memory(g)
 print(f"{'edge':<22}{'operator':<11}{'bytes':>6}  why it costs nothing")
 for e in range(g.n_edges):

@@ -51,11 +51,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs
+from minirad.graph.memory import memory as graph_memory
 from minirad.studies import convnet_numpy, memory, mlp_numpy, nn_graph
 from minirad.studies.data import mnist_split
 from minirad.studies.memory import kept_entries
 from minirad.studies.training import train
-from minirad.graph.memory import memory as graph_memory
 
 try:  # one BLAS thread: these matrices are small, and threads fight on a busy machine
     from threadpoolctl import threadpool_limits

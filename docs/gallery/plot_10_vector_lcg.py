@@ -5,14 +5,15 @@ A small network as an LCG of arrays (the paper's Figure 3)
 For array programs the graph has one vertex per array and one edge per
 Jacobian block, each stored as a structured operator. Here is a two-layer
 ReLU network on a batch of 3 examples, traced with
-:func:`minirad.trace_arrays`, with the bytes each edge keeps for the
+:func:`minirad.trace`, with the bytes each edge keeps for the
 backward pass.
 """
 
 import numpy as np
 
 import minirad
-from minirad.tracing.arrays import relu, softmax_cross_entropy
+from minirad.tracing.arrays import softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((3, 4)).astype(np.float32)
@@ -25,7 +26,7 @@ def mlp(X, W1, W2):
     return softmax_cross_entropy(relu(X @ W1) @ W2, labels)
 
 
-g = minirad.trace_arrays(mlp, X, W1, W2, wrt=[1, 2])
+g = minirad.trace(mlp, X, W1, W2, wrt=[1, 2])
 print(g)
 print("bytes kept per example:", minirad.memory(g).per_example(3))
 drawing = minirad.render(g, title="Figure 3(a): a two-layer ReLU MLP", batch=3)

@@ -42,14 +42,14 @@ adjoints are final by then.  To save memory for real, give
 :func:`minirad.studies.pde.chain` does).
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays
+>>> from minirad import trace
 >>> from minirad.exact.sweeps import gradient as full_gradient
 >>> from minirad.checkpoint.schedules import Binomial, binomial_forward_steps
 >>> def mlp(x, W):                              # eight tanh layers sharing W
 ...     for _ in range(8):
 ...         x = np.tanh(x @ W)
 ...     return (x * x).sum()
->>> g = trace_arrays(mlp, np.ones(3), np.eye(3) * 0.9)
+>>> g = trace(mlp, np.ones(3), np.eye(3) * 0.9)
 >>> shape = chain_shape(g)
 >>> [g.names[s] for s in shape.states][:4], shape.n_steps   # every vertex no edge skips
 (['x', 'v2', 'v3', 'v4'], 17)

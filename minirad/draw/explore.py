@@ -120,7 +120,7 @@ def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples:
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
     if not isinstance(g, LCG):
-        raise TypeError(f"explore draws an LCG (minirad.trace or minirad.trace_arrays), not "
+        raise TypeError(f"explore draws an LCG (minirad.trace), not "
                         f"{type(g).__name__}; trace the function first")
     if g.algebra is FLOATS:  # a graph of numbers: every panel but Memory
         _check_options(list(ks), list(seeds), samples)

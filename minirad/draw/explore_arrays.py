@@ -25,9 +25,9 @@ exact up to rounding; the tests hold it against the closed form of an MLP
 layer and against many sampled gradients.
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays
+>>> from minirad import trace
 >>> X = np.array([[1.0, 2.0], [3.0, 0.0]])
->>> g = trace_arrays(lambda W: (X @ W).sum(), np.ones((2, 1)))
+>>> g = trace(lambda W: (X @ W).sum(), np.ones((2, 1)))
 >>> one_draw_variance(g)["W"].ravel().tolist()   # (d - 1) * sum over rows of x^2, d = 2
 [10.0, 4.0]
 """

@@ -27,23 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.lcg import LCG
-from ..tracing.arrays import trace_arrays
-from ..tracing.tape import trace
+from ..tracing import trace
 from .elimination import eliminate
 from .paths import DEFAULT_MAX_PATHS, bauer
 from .sweeps import forward_sweep, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
-
-
-def trace_at(f, args) -> LCG:
-    """``f`` traced at ``args``: by :func:`minirad.trace_arrays` (one input per array)
-    when some argument is a numpy array that is not 1-D, else by
-    :func:`minirad.trace` (numbers, and one input per element of a 1-D sequence).
-    The Jacobian is the same either way: columns are the entries in order."""
-    if any(isinstance(a, np.ndarray) and a.ndim != 1 for a in args):
-        return trace_arrays(f, *args)
-    return trace(f, *args)
 
 
 def _as_graph(g_or_f, args) -> LCG:
@@ -53,7 +42,7 @@ def _as_graph(g_or_f, args) -> LCG:
                             f"only for a function to trace at, e.g. jacobian(f, 2.0, 5.0)")
         return g_or_f
     if callable(g_or_f):
-        return trace_at(g_or_f, args)
+        return trace(g_or_f, *args)
     raise TypeError(f"jacobian needs an LCG or a function to trace, not "
                     f"{type(g_or_f).__name__}")
 
@@ -124,12 +113,12 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     >>> jacobian(lambda x: x[0] * x[1], [3.0, 4.0], method="forward")
     array([[4., 3.]])
 
-    A graph with arrays (:func:`minirad.trace_arrays`) gives the same matrix, its
+    A graph of arrays (:func:`minirad.trace` of an array program) gives the same matrix, its
     rows and columns the array entries in C order:
 
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> jacobian(trace_arrays(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
+    >>> from minirad import trace
+    >>> jacobian(trace(lambda x: x[0] * x[1], np.array([3.0, 4.0])), method="eliminate")
     array([[4., 3.]])
     >>> jacobian(lambda W, x: W @ x, np.eye(2), np.array([1.0, 2.0]))   # dy/dW, dy/dx
     array([[1., 2., 0., 0., 1., 0.],

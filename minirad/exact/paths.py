@@ -180,8 +180,8 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     sweep would hold more than ``limit`` entries.
 
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> g = trace_arrays(lambda x: np.exp(x).sum() * x, np.ones(2))
+    >>> from minirad import trace
+    >>> g = trace(lambda x: np.exp(x).sum() * x, np.ones(2))
     >>> count_scalar_paths(g)          # y[i] <- x[i] twice (direct and via the sum), x[j] once
     array([[2, 1],
            [1, 2]], dtype=object)

@@ -96,8 +96,8 @@ array([[5.5  , 1.716]])
 The same calls on a program of arrays:
 
 >>> import numpy as np
->>> from minirad import trace_arrays
->>> h = trace_arrays(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
+>>> from minirad import trace
+>>> h = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
 >>> gradient(h)
 [array([2., 4., 6.])]
 >>> reverse_sweep(h).jacobian, reverse_sweep(h).multiplications   # two VJPs of 3 flops
@@ -386,8 +386,8 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
     >>> r.jacobian.round(3), r.multiplications, r.additions
     (array([[1.716]]), 5, 1)
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> h = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     >>> r = forward_sweep(h, inputs="x")
     >>> r.jacobian                                    # dy/dx = A
     array([[1., 0.],
@@ -450,8 +450,8 @@ def jvp(g: LCG, v, engine: str = "auto"):
     >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
     array([4.5839])
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
     [array([1., 0.])]
     """
@@ -478,8 +478,8 @@ def vjp(g: LCG, u, engine: str = "auto"):
     >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
     array([-1.05  , -1.4049])
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> g = trace_arrays(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
     >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
     >>> dA                                                 # the outer product a x^T
     array([[1., 2.],
@@ -506,8 +506,8 @@ def gradient(g: LCG, engine: str = "auto"):
     >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
     [2.5838531634528574, 2.0]
     >>> import numpy as np
-    >>> from minirad import trace_arrays
-    >>> gradient(trace_arrays(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
+    >>> from minirad import trace
+    >>> gradient(trace(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
     [array([[2., 2.],
            [2., 2.]], dtype=float32)]
     """

@@ -36,8 +36,8 @@ True
 A graph of arrays, with a linear solve whose two edges share one LU factorisation:
 
 >>> import numpy as np
->>> from minirad import memory, trace_arrays
->>> g = trace_arrays(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
+>>> from minirad import memory, trace
+>>> g = trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
 ...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> h = load_graph(save_graph(g, os.path.join(folder, "solve.npz")))
 >>> h.same_as(g), memory(h).per_edge == memory(g).per_edge   # the LU kept once
@@ -140,9 +140,9 @@ def save_graph(g: LCG, path) -> str:
     ``.npz``).
 
     >>> import os, tempfile
-    >>> from minirad import examples, trace_arrays
+    >>> from minirad import examples, trace
     >>> import numpy as np
-    >>> g = trace_arrays(lambda x: (x * x).sum(), np.ones(3))
+    >>> g = trace(lambda x: (x * x).sum(), np.ones(3))
     >>> save_graph(g, os.path.join(tempfile.mkdtemp(), "g.json"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -1250,8 +1250,14 @@ def _dtype_column(dtypes, n: int):
 
 
 def _read_only(x) -> np.ndarray:
-    """A read-only copy of ``x``: the graph keeps the values as traced, whatever the
-    caller later writes into its own arrays."""
+    """``x`` as the graph keeps it, unchanged whatever the caller later writes into its
+    own arrays: ``x`` itself if nothing can write to it (read-only down to the memory
+    it views, as the array tracer's values are), else a read-only copy."""
+    frozen = x
+    while isinstance(frozen, np.ndarray) and not frozen.flags.writeable:
+        frozen = frozen.base
+    if frozen is None:
+        return x
     array = np.array(x)  # a copy: a view would change when the caller refills its buffer
     array.flags.writeable = False
     return array

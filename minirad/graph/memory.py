@@ -68,9 +68,9 @@ def memory(g: LCG) -> Memory:
     float label (an edge between two numbers) keeps itself: 8 bytes.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays, relu
+    >>> from minirad import ops, trace
     >>> x = np.ones((4, 3), dtype=np.float32)
-    >>> g = trace_arrays(lambda W: relu(x @ W).sum(), np.ones((3, 2), np.float32))
+    >>> g = trace(lambda W: ops.relu(x @ W).sum(), np.ones((3, 2), np.float32))
     >>> m = memory(g)     # x (4x3 floats) for dW; the ReLU mask (8 bits) for the relu
     >>> m.total, m.per_edge
     (49.0, (48.0, 1.0, 0.0))

@@ -36,8 +36,8 @@ def scalarize(g: LCG, limit: int = SCALARIZE_LIMIT) -> LCG:
     scalar edges or vertices.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda x: (x * x).sum(), np.array([1.0, 2.0]))
+    >>> from minirad import trace
+    >>> g = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0]))
     >>> s = scalarize(g)
     >>> s.n_vertices, s.n_edges, [s.partial(u, v) for u, v, _ in s.edges()]
     (5, 4, [2.0, 4.0, 1.0, 1.0])

@@ -26,7 +26,7 @@ there are two ways to ``dG/dp``:
 Neither forms a Jacobian.  ``f_u^T lambda + g_u^T`` and ``lambda^T f_p + g_p``
 are together one vector-Jacobian product: trace ``(u, p) -> (f(u, p),
 g(u, p, t))`` at the point into an LCG of arrays (:func:`linearize`, with
-:func:`minirad.tracing.arrays.trace_arrays`) and sweep it backwards from the
+:func:`minirad.trace`) and sweep it backwards from the
 seeds ``(lambda, 1)`` (:func:`minirad.exact.sweeps.vjp`).  That is the
 neural-ODE form: ``f`` may be any numpy program the array tracer follows, a
 neural network included, and the backward solve is a sequence of its
@@ -70,7 +70,7 @@ import numpy as np
 from .._arguments import check_memory, format_number
 from ..exact.sweeps import gradient, vjp
 from ..graph.lcg import LCG
-from ..tracing.arrays import trace_arrays
+from ..tracing import trace
 
 __all__ = [
     "STATES", "Convergence", "Gradient", "ODEProblem", "continuous_gradient", "convergence",
@@ -93,7 +93,7 @@ class ODEProblem:
 
     ``f(u, p)`` returns an array shaped like ``u``; ``terminal(u)`` and
     ``running(u, p, t)`` return a number; all three are numpy code that
-    :func:`minirad.tracing.arrays.trace_arrays` can follow (``+ - * /``,
+    :func:`minirad.trace` can follow (``+ - * /``,
     ``@``, indexing, ``np.stack``, ``np.exp``, ...), because their
     derivatives are taken by tracing them.  One of the costs may be
     ``None``.  ``parameters`` is a default p.
@@ -229,8 +229,8 @@ def linearize(problem: ODEProblem, u, p, t: float) -> LCG:
     """
     running = problem.running
     if running is None:
-        return trace_arrays(problem.f, u, p)
-    return trace_arrays(lambda u, p: (problem.f(u, p), running(u, p, t)), u, p)
+        return trace(problem.f, u, p)
+    return trace(lambda u, p: (problem.f(u, p), running(u, p, t)), u, p)
 
 
 def _pull(graph: LCG, lam: np.ndarray, weight: float):
@@ -246,7 +246,7 @@ def _slope(graph: LCG) -> np.ndarray:
 def _terminal_gradient(problem: ODEProblem, u: np.ndarray) -> np.ndarray:
     if problem.terminal is None:
         return np.zeros_like(u)
-    return gradient(trace_arrays(problem.terminal, u))[0]
+    return gradient(trace(problem.terminal, u))[0]
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ def discrete_gradient(problem: ODEProblem, p) -> Gradient:
 
 def traced_gradient(problem: ODEProblem, p) -> Gradient:
     """Discretise, then differentiate, literally: trace the RK4 loop and the cost
-    into one LCG of arrays (:func:`minirad.tracing.arrays.trace_arrays`) and run its
+    into one LCG of arrays (:func:`minirad.trace`) and run its
     reverse sweep.  The same numbers as :func:`discrete_gradient`, which is
     that sweep taken one stage at a time.
 
@@ -320,7 +320,7 @@ def traced_gradient(problem: ODEProblem, p) -> Gradient:
             total = total + cost
         return total + (problem.terminal(u) if problem.terminal is not None else 0.0)
 
-    g = trace_arrays(program, p)
+    g = trace(program, p)
     return Gradient("reverse sweep on the vector LCG", gradient(g)[0],
                     problem.n_steps + 1, 0, solve(problem, p))
 

@@ -16,13 +16,13 @@ took.  Differentiating *through* the iterations gives the same gradient at
 convergence, but keeps every iterate (:func:`solve_root` against an
 unrolled loop: see ``tests/test_implicit.py`` and ``bench``).
 
-Inside :func:`minirad.tracing.arrays.trace_arrays`, ``np.linalg.solve`` on
+Inside :func:`minirad.trace`, ``np.linalg.solve`` on
 traced arrays records a solve (this module registers it):
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays
+>>> from minirad import trace
 >>> A, b = np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0])
->>> g = trace_arrays(lambda A, b: np.linalg.solve(A, b).sum(), A, b)
+>>> g = trace(lambda A, b: np.linalg.solve(A, b).sum(), A, b)
 >>> [op.kind for op in g.labels]
 ['solve_matrix', 'solve', 'sum']
 """
@@ -39,7 +39,8 @@ import scipy.sparse as sparse
 from ..exact.jacobians import jacobian
 from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import arrays as array_trace
-from ..tracing.arrays import Tracked, trace_arrays
+from ..tracing import trace
+from ..tracing.arrays import Tracked
 
 __all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
            "solve_root"]
@@ -295,7 +296,7 @@ class ImplicitSolution(Operator):
 
 def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
     """f(x, p) and its Jacobians f_x, f_p, by tracing f once and one stacked sweep."""
-    g = trace_arrays(f, x, p)
+    g = trace(f, x, p)
     if len(g.outputs) != 1:
         raise ValueError(f"f must return one array (the residual), not {len(g.outputs)}")
     value = np.asarray(g.values[g.outputs[0]], dtype=np.float64).reshape(-1)
@@ -310,15 +311,15 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
     vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.
 
-    ``f(x, p)`` is a numpy function that :func:`~minirad.tracing.arrays.trace_arrays`
+    ``f(x, p)`` is a numpy function that :func:`minirad.trace`
     can trace; its Jacobians come from tracing it.  ``x0`` is a constant
     (1-D); ``p`` may be a traced array (then the result is traced) or a plain one.
     The iterates are not recorded: only the solution and the edge.
 
     >>> import numpy as np
-    >>> from minirad.tracing.arrays import trace_arrays
+    >>> from minirad import trace
     >>> f = lambda x, p: x ** 3 + x - p                  # x(p): x^3 + x = p
-    >>> g = trace_arrays(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
+    >>> g = trace(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
     >>> float(g.values[g.outputs[0]])                    # x = 1
     1.0
     >>> from minirad.exact.sweeps import gradient

@@ -52,8 +52,7 @@ import numpy as np
 
 from .. import examples
 from ..graph.lcg import LCG
-from ..tracing import ops
-from ..tracing.tape import trace
+from ..tracing import ops, trace
 from .exercise import UsedReference, current_exercise, exercise, guard_reference
 
 __all__ = [

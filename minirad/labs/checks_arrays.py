@@ -2,7 +2,7 @@
 
 Same contract as :mod:`minirad.labs.checks`.  Two oracles stand behind
 every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
-scalars, :func:`~minirad.tracing.arrays.trace_arrays` with
+scalars, :func:`minirad.trace` of arrays with
 :func:`minirad.exact.sweeps.vjp` for arrays) and central finite differences,
 which know nothing of either.
 
@@ -12,10 +12,10 @@ that type) that tracks the arrays, runs ``op`` on them, seeds the result with
 ``wobble`` and returns the gradient of every input.
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays
+>>> from minirad import trace
 >>> from minirad.exact.sweeps import vjp as block_vjp
 >>> def vjp(op, *arrays, wobble):   # minirad standing in for a student's type
-...     return block_vjp(trace_arrays(lambda *xs: op(*xs), *arrays), [wobble])
+...     return block_vjp(trace(lambda *xs: op(*xs), *arrays), [wobble])
 >>> check_pullbacks({"matmul": lambda X, Y: X @ Y}, vjp)
 Exercise 7.2 passed: the pullback of matmul agrees with minirad and with finite differences \
 on 3 cases
@@ -30,9 +30,7 @@ import numpy as np
 
 from ..exact.sweeps import reverse_sweep
 from ..exact.sweeps import vjp as block_vjp
-from ..tracing import ops
-from ..tracing.arrays import sigmoid, trace_arrays
-from ..tracing.tape import trace
+from ..tracing import ops, trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed
 from .exercise import exercise
 
@@ -42,8 +40,9 @@ __all__ = [
 ]
 
 #: what the exercises of this module ask the student to write, in minirad
-TRACER_REFERENCE = ("minirad.tracing.tape", "minirad.tracing.arrays", "minirad.exact.sweeps",
-                    "minirad.exact._engines", "minirad.exact.jacobians")
+TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.tape",
+                    "minirad.tracing.arrays", "minirad.exact.sweeps", "minirad.exact._engines",
+                    "minirad.exact.jacobians")
 
 
 def _num(x) -> str:
@@ -100,7 +99,7 @@ def check_scalar_tracer(gradient: Callable) -> None:
 
     >>> from minirad import ops
     >>> from minirad.exact.sweeps import reverse_sweep
-    >>> from minirad.tracing.tape import trace
+    >>> from minirad import trace
     >>> def gradient(f, x, y):
     ...     g = trace(lambda a, b: f(a, b, ops.sin), x, y)
     ...     return reverse_sweep(g).jacobian[0]
@@ -108,7 +107,7 @@ def check_scalar_tracer(gradient: Callable) -> None:
     Traceback (most recent call last):
     ...
     minirad.labs.checks.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
-reference -- your function called minirad's trace (minirad.tracing.tape), ...
+reference -- your function called minirad's trace (minirad.tracing), ...
     """
     exercise, topic = "Exercise 7.1", "scalar tracer"
     cases = _scalar_cases()
@@ -146,7 +145,7 @@ ARRAY_RULES: dict[str, Callable] = {
     "add": lambda X, Y: X + Y,
     "sub": lambda X, Y: X - Y,
     "abs2": lambda x: x * x,
-    "sigmoid": sigmoid,
+    "sigmoid": ops.sigmoid,
     "hcat": lambda A, B, C: _concat(A, B, C),
 }
 
@@ -221,7 +220,7 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     list of the inputs' gradients.  Each rule is run on two or three shape
     cases with seeded random inputs and wobbles; each gradient is compared
     with minirad's VJP (:func:`minirad.exact.sweeps.vjp` on
-    :func:`~minirad.tracing.arrays.trace_arrays`) and with central
+    :func:`minirad.trace`) and with central
     differences, and the message names the rule, the input and the shapes,
     with a hint for a transposed matmul rule, a missing minus, a missing 2,
     a sigmoid derivative taken at the input, a sum that does not spread.
@@ -256,7 +255,7 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
             if not isinstance(result, (list, tuple)) or len(result) != len(arrays):
                 raise CheckFailed(f"{where}: vjp returned {type(result).__name__}; it returns a "
                                   f"list with one gradient per input ({len(arrays)})")
-            g = trace_arrays(lambda *xs, f=reference: f(*xs), *arrays)
+            g = trace(lambda *xs, f=reference: f(*xs), *arrays)
             expected = block_vjp(g, [np.asarray(wobble)])
             fd = _fd_vjp(reference, arrays, wobble)
             for i, (got, want, check) in enumerate(zip(result, expected, fd)):

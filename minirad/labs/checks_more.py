@@ -35,8 +35,7 @@ from ..exact.elimination import eliminate_vertex, elimination_order
 from ..exact.sweeps import reverse_sweep
 from ..graph.lcg import LCG
 from ..randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
-from ..tracing import ops
-from ..tracing.tape import trace
+from ..tracing import ops, trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed, time_limit
 from .exercise import exercise
 

@@ -114,7 +114,7 @@ def _global_rng(rng, d, k):
 def _descend(sign=-1.0, rated=True):
     def descend(f, rate, *args):
         from ..exact.sweeps import reverse_sweep
-        from ..tracing.tape import trace
+        from ..tracing import trace
 
         gradient = reverse_sweep(trace(f, *args)).jacobian[0]
         return tuple(float(x + sign * (rate if rated else 1.0) * d)
@@ -126,7 +126,7 @@ def _sgd(exact=False, fresh=False, start_row=True):
     def sgd(f, start, rate, steps, k=None, rng=None):
         from ..exact.sweeps import reverse_sweep
         from ..randomized.sampling import sample_paths
-        from ..tracing.tape import trace
+        from ..tracing import trace
 
         point = np.array(start, dtype=float)
         path = [point] if start_row else []

@@ -18,10 +18,10 @@ pass, so the Jacobian becomes an unbiased estimate that needs less memory:
 rounded up).  The graph records every injection in ``g.injections``.
 
 >>> import numpy as np
->>> from minirad.tracing.arrays import trace_arrays, relu
+>>> from minirad import ops, trace
 >>> from minirad.graph.memory import memory
 >>> X = np.ones((4, 10), np.float32)
->>> g = trace_arrays(lambda W: relu(X @ W).sum(), np.ones((10, 3), np.float32))
+>>> g = trace(lambda W: ops.relu(X @ W).sum(), np.ones((10, 3), np.float32))
 >>> memory(g).total                    # X (40 floats) and the ReLU mask (12 bits)
 161.5
 >>> h = sample_activations(g, 0.2, rng=0)
@@ -190,13 +190,13 @@ def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = Tr
     the same array and are given the same picks share the sampled copy: one
     sample of a state serving two uses, as in the RAD paper's eq. 8.
 
-    >>> from minirad.tracing.arrays import trace_arrays
+    >>> from minirad import trace
     >>> X = np.arange(12.0).reshape(3, 4)
-    >>> g = trace_arrays(lambda W: (X @ W).sum(), np.ones((4, 2)))
+    >>> g = trace(lambda W: (X @ W).sum(), np.ones((4, 2)))
     >>> h = inject_edge(g, ("W", "v1"), 2, rng=0)     # each row of X keeps 2 of its 4
     >>> h.labels[0].retained_bytes, g.labels[0].retained_bytes
     (48.0, 96.0)
-    >>> g = trace_arrays(lambda x: np.exp(x).sum(), np.zeros(4))
+    >>> g = trace(lambda x: np.exp(x).sum(), np.zeros(4))
     >>> h = inject_edge(g, ("x", "v1"), picks=[3, 0, 3])   # P = diag(4/3 x [1, 0, 0, 2])
     >>> h.labels[0].d, h.labels[0].retained_bytes         # 3 floats and 3 one-byte indices
     (array([1.33333333, 0.        , 0.        , 2.66666667]), 27.0)
@@ -211,8 +211,8 @@ def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = 
     as one call per edge), building the new graph once.  ``picks``, when given, has
     one entry per edge.
 
-    >>> from minirad.tracing.arrays import trace_arrays
-    >>> g = trace_arrays(lambda x: (np.exp(x) * x).sum(), np.zeros(4))
+    >>> from minirad import trace
+    >>> g = trace(lambda x: (np.exp(x) * x).sum(), np.zeros(4))
     >>> h = inject_edges(g, [("x", "v1"), ("x", "v2")], 2, rng=0)   # the two uses of x
     >>> [(r["edge"], r["k"]) for r in h.injections]
     [(['x', 'v1'], 2), (['x', 'v2'], 2)]

@@ -27,7 +27,9 @@ from ..graph.memory import memory
 from ..graph.operators import Im2Col, InjectedMatMul, ProjectedMatMul, Retained, fresh_key
 from ..graph.patches import ProjectedPatches, SampledPatches
 from ..rng import as_generator
-from ..tracing.arrays import avg_pool2d, conv2d, name, relu, softmax_cross_entropy, trace_arrays
+from ..tracing import trace
+from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from ..tracing.ops import relu
 from .activations import sample_pattern, signs
 from .memory import kept_entries
 
@@ -97,7 +99,7 @@ def irnn_program(x, y):
 
 def traced(program, params, x, y):
     """The vector LCG of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
-    return trace_arrays(program(x, y), *params)
+    return trace(program(x, y), *params)
 
 
 def inject(g, kind: str, fraction: float, rng=None):

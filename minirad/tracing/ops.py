@@ -1,14 +1,31 @@
-"""Elementary functions: one table with each operation's value and local partials.
+"""Elementary functions: one table, each operation once, for numbers and arrays.
 
-The tracer (:mod:`minirad.trace`) reads this table to record a vertex and
-its incoming edges; the functions below (``sin``, ``exp``, ...) work on
-traced scalars and plain numbers alike, and elementwise on numpy arrays.
+Each entry of :data:`OPS` holds an operation's value and local partials,
+its rule for numbers beside its rule for numpy arrays.  Both tracers read
+it: the tracer of numbers (:mod:`minirad.tracing.tracer`, and the opcode
+tape behind :func:`minirad.trace`) records one edge per operand with the
+partial as its label; the array tracer (:mod:`minirad.tracing.arrays`)
+records the partial as a diagonal Jacobian block (a bit mask where the
+partial is a boolean array, as for ``relu``).  Where one formula serves
+both (``a * b``, ``1.0 - y * y``) it is written once; where numbers need
+:mod:`math` and arrays :mod:`numpy` (``sin``), the entry has both.
+
+The functions below (``sin``, ``exp``, ...) work on traced numbers, traced
+arrays, plain numbers and numpy arrays alike, and numpy's own ufuncs
+(``np.sin(x)``, ``np.maximum(x, 0.0)``) map onto the same entries
+(:data:`UFUNCS`).
 
 >>> from minirad import ops
 >>> ops.sin(0.0), ops.sigmoid(0.0), ops.maximum(2.0, 3.0)
 (0.0, 0.5, 3.0)
 >>> OPS["mul"].partials[0](2.0, 5.0, 10.0)   # d(a*b)/da = b
 5.0
+>>> ops.relu(np.array([-1.0, 2.0]))           # the array rule, on a plain array
+array([0., 2.])
+
+Adding an operation is one entry in ``_TABLE``: its name, a template, the
+rule for numbers and (where the formula differs) for arrays, what its
+backward pass keeps, and numpy's name for it.
 
 Kinks
 -----
@@ -28,7 +45,7 @@ relu and on the ties):
 The price of the common convention: ``relu(x)`` and ``maximum(x, 0.0)`` agree
 everywhere except at exactly ``x = 0``, where their derivatives are 0 and
 1/2, both valid subgradients.  Each operation's ``kink`` field in the table
-says the same.
+says the same; the array rules follow it entry by entry.
 
 >>> [evaluate(OPS[name], (0.0,))[1] for name in ("abs", "relu")]
 [(0.0,), (0.0,)]
@@ -53,25 +70,52 @@ import numpy as np
 class Op:
     """An elementary operation.
 
-    ``value(*args)`` computes the result; ``partials[i](*args, out)`` the
-    local derivative of the result with respect to argument ``i``, given the
-    arguments and the result (which many rules reuse: d exp = exp).
-    ``template`` shows the operation over its operands ``{0}``, ``{1}``;
-    ``kink`` names the subgradient used at a kink, for the four operations
-    that have one.
+    For numbers: ``value(*args)`` computes the result; ``partials[i](*args,
+    out)`` the local derivative of the result with respect to argument
+    ``i``, given the arguments and the result (which many rules reuse: d exp
+    = exp).  For numpy arrays: ``array_value`` and ``array_partials``, the
+    same rules elementwise (None: the rules for numbers work on arrays as
+    written).  An array partial may be a number (a constant factor), an
+    array (a diagonal Jacobian block) or a boolean array (a bit mask, which
+    the backward pass rebuilds from the result).
+
+    ``keeps[i]`` names the arrays partial ``i`` is worked out from, which the
+    backward pass must keep (for a mask: nothing but the bits): operands by
+    their parameter names (``x`` for one operand, ``a`` and ``b`` for two)
+    and ``y`` for the result, space-separated.  ``template`` shows the
+    operation over its operands ``{0}``, ``{1}``; ``ufunc`` is numpy's name
+    for it (``np.<ufunc>`` on a traced value records this entry); ``kink``
+    names the subgradient used at a kink, for the four operations that have
+    one.
     """
 
     name: str
     template: str
     value: Callable[..., float]
     partials: tuple[Callable[..., float], ...]
+    array_value: Callable[..., np.ndarray] | None = None
+    array_partials: tuple[Callable[..., np.ndarray], ...] | None = None
+    keeps: tuple[str, ...] = ()
+    ufunc: str | None = None
     kink: str = ""  # the subgradient taken where the derivative jumps (see Kinks above)
 
     @property
     def arity(self) -> int:
         return len(self.partials)
 
+    @property
+    def on_arrays(self) -> tuple[Callable, tuple[Callable, ...]]:
+        """The value and partials for numpy arrays."""
+        return self.array_value or self.value, self.array_partials or self.partials
 
+    def kept(self, i: int) -> tuple[int, ...]:
+        """Which arrays partial ``i`` keeps: operand positions, and ``arity`` for the result."""
+        names = ("x", "y") if self.arity == 1 else ("a", "b", "y")
+        words = self.keeps[i].split() if i < len(self.keeps) else ()
+        return tuple(names.index(word) for word in words)
+
+
+# --------------------------------------------------------- rules for numbers
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -97,6 +141,9 @@ def _pow_base(a, b, y):
     return b * _pow(a, b - 1.0)
 
 
+_POW_EXPONENT = "a**b is differentiable in b only for a > 0, or a = 0 with b > 0"
+
+
 def _pow_exponent(a, b, y):
     """d(a**b)/db = a**b * log(a) for a > 0, and 0 at a = 0 for b > 0 (0**b is 0 for
     every positive b); elsewhere a**b is not differentiable in b."""
@@ -104,7 +151,7 @@ def _pow_exponent(a, b, y):
         return y * math.log(a)
     if a == 0.0 and b > 0.0:
         return 0.0
-    raise ValueError("a**b is differentiable in b only for a > 0, or a = 0 with b > 0")
+    raise ValueError(_POW_EXPONENT)
 
 
 def _tie(a, b, first: bool) -> float:
@@ -121,41 +168,107 @@ def _tie_min(a, b, first: bool) -> float:
     return 1.0 if (a < b) == first else 0.0
 
 
+# ---------------------------------------------------------- rules for arrays
+# (evaluated with numpy's floating-point warnings off: a non-finite entry is
+# refused by evaluate_array, with the entry that made it)
+def _sigmoid_array(x):
+    e = np.exp(-np.abs(x))  # never overflows; the two branches of _sigmoid at once
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(np.result_type(x, np.float32))
+
+
+def _pow_base_array(a, b, y):
+    return np.where(np.equal(b, 0), 0.0, b * a ** (b - 1))
+
+
+def _pow_exponent_array(a, b, y):
+    positive = np.greater(a, 0)
+    if not np.all(positive | (np.equal(a, 0) & np.greater(b, 0))):
+        raise ValueError(_POW_EXPONENT)
+    return np.where(positive, y * np.log(np.where(positive, a, 1)), 0.0)
+
+
+def _larger(first: bool):
+    """d max(a, b)/da (``first``) or d/db on arrays: a mask of where that operand is the
+    larger, or 1/2 at ties (then a diagonal)."""
+    def partial(a, b, y):
+        mine, other = (a, b) if first else (b, a)
+        tie = np.equal(a, b)
+        return np.where(tie, 0.5, mine > other) if np.any(tie) else np.greater(mine, other)
+    return partial
+
+
+def _smaller(first: bool):
+    def partial(a, b, y):
+        mine, other = (a, b) if first else (b, a)
+        tie = np.equal(a, b)
+        return np.where(tie, 0.5, mine < other) if np.any(tie) else np.less(mine, other)
+    return partial
+
+
 _TABLE = [
     # binary ------------------------------------------------------------
-    Op("add", "{0} + {1}", lambda a, b: a + b, (lambda a, b, y: 1.0, lambda a, b, y: 1.0)),
-    Op("sub", "{0} - {1}", lambda a, b: a - b, (lambda a, b, y: 1.0, lambda a, b, y: -1.0)),
-    Op("mul", "{0} * {1}", lambda a, b: a * b, (lambda a, b, y: b, lambda a, b, y: a)),
+    Op("add", "{0} + {1}", lambda a, b: a + b, (lambda a, b, y: 1.0, lambda a, b, y: 1.0),
+       keeps=("", ""), ufunc="add"),
+    Op("sub", "{0} - {1}", lambda a, b: a - b, (lambda a, b, y: 1.0, lambda a, b, y: -1.0),
+       keeps=("", ""), ufunc="subtract"),
+    Op("mul", "{0} * {1}", lambda a, b: a * b, (lambda a, b, y: b, lambda a, b, y: a),
+       keeps=("b", "a"), ufunc="multiply"),
     Op("div", "{0} / {1}", lambda a, b: a / b,
-       (lambda a, b, y: 1.0 / b, lambda a, b, y: -y / b)),
-    Op("pow", "{0} ** {1}", _pow, (_pow_base, _pow_exponent)),
+       (lambda a, b, y: 1.0 / b, lambda a, b, y: -y / b), keeps=("b", "y b"), ufunc="divide"),
+    Op("pow", "{0} ** {1}", _pow, (_pow_base, _pow_exponent),
+       np.power, (_pow_base_array, _pow_exponent_array), keeps=("a b", "y a"), ufunc="power"),
     Op("maximum", "maximum({0}, {1})", max,
        (lambda a, b, y: _tie(a, b, True), lambda a, b, y: _tie(a, b, False)),
+       np.maximum, (_larger(True), _larger(False)), keeps=("a b", "a b"), ufunc="maximum",
        kink="a tie a == b: 1/2 to each operand"),
     Op("minimum", "minimum({0}, {1})", min,
        (lambda a, b, y: _tie_min(a, b, True), lambda a, b, y: _tie_min(a, b, False)),
+       np.minimum, (_smaller(True), _smaller(False)), keeps=("a b", "a b"), ufunc="minimum",
        kink="a tie a == b: 1/2 to each operand"),
     # unary -------------------------------------------------------------
-    Op("neg", "-{0}", lambda x: -x, (lambda x, y: -1.0,)),
-    Op("abs", "abs({0})", abs, (lambda x, y: _sign(x),), kink="x = 0: derivative 0"),
-    Op("sin", "sin({0})", math.sin, (lambda x, y: math.cos(x),)),
-    Op("cos", "cos({0})", math.cos, (lambda x, y: -math.sin(x),)),
-    Op("tan", "tan({0})", math.tan, (lambda x, y: 1.0 + y * y,)),
-    Op("exp", "exp({0})", math.exp, (lambda x, y: y,)),
-    Op("log", "log({0})", math.log, (lambda x, y: 1.0 / x,)),
-    Op("log1p", "log1p({0})", math.log1p, (lambda x, y: 1.0 / (1.0 + x),)),
-    Op("sqrt", "sqrt({0})", math.sqrt, (lambda x, y: 0.5 / y,)),
-    Op("tanh", "tanh({0})", math.tanh, (lambda x, y: 1.0 - y * y,)),
-    Op("sigmoid", "sigmoid({0})", _sigmoid, (lambda x, y: y * (1.0 - y),)),
+    Op("neg", "-{0}", lambda x: -x, (lambda x, y: -1.0,), keeps=("",), ufunc="negative"),
+    Op("abs", "abs({0})", abs, (lambda x, y: _sign(x),),
+       np.abs, (lambda x, y: np.sign(x),), keeps=("x",), ufunc="absolute",
+       kink="x = 0: derivative 0"),
+    Op("sin", "sin({0})", math.sin, (lambda x, y: math.cos(x),),
+       np.sin, (lambda x, y: np.cos(x),), keeps=("x",), ufunc="sin"),
+    Op("cos", "cos({0})", math.cos, (lambda x, y: -math.sin(x),),
+       np.cos, (lambda x, y: -np.sin(x),), keeps=("x",), ufunc="cos"),
+    Op("tan", "tan({0})", math.tan, (lambda x, y: 1.0 + y * y,),
+       np.tan, keeps=("y",), ufunc="tan"),
+    Op("exp", "exp({0})", math.exp, (lambda x, y: y,), np.exp, keeps=("y",), ufunc="exp"),
+    Op("log", "log({0})", math.log, (lambda x, y: 1.0 / x,), np.log, keeps=("x",),
+       ufunc="log"),
+    Op("log1p", "log1p({0})", math.log1p, (lambda x, y: 1.0 / (1.0 + x),), np.log1p,
+       keeps=("x",), ufunc="log1p"),
+    Op("sqrt", "sqrt({0})", math.sqrt, (lambda x, y: 0.5 / y,), np.sqrt, keeps=("y",),
+       ufunc="sqrt"),
+    Op("tanh", "tanh({0})", math.tanh, (lambda x, y: 1.0 - y * y,), np.tanh, keeps=("y",),
+       ufunc="tanh"),
+    Op("sigmoid", "sigmoid({0})", _sigmoid, (lambda x, y: y * (1.0 - y),), _sigmoid_array,
+       keeps=("y",)),
     Op("relu", "relu({0})", lambda x: x if x > 0.0 else 0.0,
-       (lambda x, y: 1.0 if x > 0.0 else 0.0,), kink="x = 0: derivative 0"),
-    Op("arctan", "arctan({0})", math.atan, (lambda x, y: 1.0 / (1.0 + x * x),)),
+       (lambda x, y: 1.0 if x > 0.0 else 0.0,),
+       lambda x: np.maximum(x, 0.0), (lambda x, y: np.greater(x, 0.0),), keeps=("y",),
+       kink="x = 0: derivative 0"),
+    Op("arctan", "arctan({0})", math.atan, (lambda x, y: 1.0 / (1.0 + x * x),), np.arctan,
+       keeps=("x",), ufunc="arctan"),
     # the unit edge that gives an output its own vertex
-    Op("copy", "{0}", lambda x: x, (lambda x, y: 1.0,)),
+    Op("copy", "{0}", lambda x: x, (lambda x, y: 1.0,), keeps=("",)),
 ]
 
 OPS: dict[str, Op] = {op.name: op for op in _TABLE}
 """Every elementary operation by name."""
+
+UFUNCS: dict[str, Op] = {op.ufunc: op for op in _TABLE if op.ufunc}
+"""The entries by numpy's name for them: ``np.sin(x)`` on a traced value records
+``UFUNCS["sin"]``."""
+UFUNCS["true_divide"] = OPS["div"]  # numpy < 2 names its division so
+
+COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+               "isfinite", "isnan", "isinf", "signbit")
+"""numpy ufuncs that read a traced value without differentiating it: their
+results are plain booleans (at the traced point a comparison is a constant)."""
 
 
 class NonFiniteError(ValueError):
@@ -201,22 +314,87 @@ def evaluate(op: Op, args: tuple, wrt=None) -> tuple[float, tuple[float, ...]]:
     return out, tuple(partials)
 
 
+def _first_bad(array, args) -> str:
+    """Where ``array`` is first not finite, and the operands there."""
+    where = np.unravel_index(int(np.flatnonzero(~np.isfinite(array))[0]), np.shape(array))
+    shown = []
+    for a in args:
+        a = np.broadcast_to(a, np.shape(array))
+        shown.append(repr(float(a[where])))
+    return f"at index {tuple(int(i) for i in where)}, where the operands are {', '.join(shown)}"
+
+
+def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
+    """Value and local partials of ``op`` on numpy arrays (and numbers), elementwise,
+    checked finite: the array counterpart of :func:`evaluate`.  A partial is a number,
+    an array or a boolean mask (see :class:`Op`).
+
+    >>> out, (d,) = evaluate_array(OPS["tanh"], (np.zeros(2),))
+    >>> out, d
+    (array([0., 0.]), array([1., 1.]))
+    >>> evaluate_array(OPS["log"], (np.array([1.0, -1.0]),))
+    Traceback (most recent call last):
+    ...
+    minirad.tracing.ops.NonFiniteError: log: the result is nan at index (1,), where ...
+    """
+    value, rules = op.on_arrays
+    with np.errstate(all="ignore"):
+        try:
+            out = np.asarray(value(*args))
+        except (ArithmeticError, ValueError) as error:
+            raise NonFiniteError(f"{op.name} is undefined here ({error})") from None
+        if out.dtype.kind != "f":
+            raise TypeError(f"{op.name} gave a result of dtype {out.dtype}; minirad "
+                            f"differentiates floating-point arrays")
+        if not np.all(np.isfinite(out)):
+            first = out.flat[np.flatnonzero(~np.isfinite(out))[0]]
+            raise NonFiniteError(f"{op.name}: the result is {first} {_first_bad(out, args)}")
+        partials = []
+        for i in range(op.arity) if wrt is None else wrt:
+            which = "its derivative" if op.arity == 1 else f"its derivative in argument {i}"
+            try:
+                d = rules[i](*args, out)
+            except (ArithmeticError, ValueError) as error:
+                raise NonFiniteError(f"{op.name}: {which} is not finite here "
+                                     f"({error})") from None
+            if np.asarray(d).dtype != np.bool_ and not np.all(np.isfinite(d)):
+                first = np.asarray(d).flat[np.flatnonzero(~np.isfinite(d))[0]]
+                raise NonFiniteError(f"{op.name}: {which} is {first} "
+                                     f"{_first_bad(np.asarray(d), args)}")
+            partials.append(d)
+    return out, tuple(partials)
+
+
+def _real_array(x, op: Op) -> np.ndarray:
+    if x.dtype.kind in "iu":
+        return x.astype(np.float64)
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op.name} does not support arrays of dtype {x.dtype}; use real "
+                        f"numbers, traced values or numpy arrays of them")
+    return x
+
+
 def apply(op: Op, *args):
-    """Apply ``op`` to traced scalars, plain numbers or numpy arrays."""
+    """Apply ``op`` to traced values, plain numbers or numpy arrays."""
     for x in args:
         record = getattr(x, "_record", None)
         if record is not None:
             return record(op, args)
-    if any(isinstance(x, np.ndarray) for x in args):
+    arrays = [x for x in args if isinstance(x, np.ndarray)]
+    if any(x.dtype == object for x in arrays):
+        # an object array of traced numbers: one operation per element
         result = np.frompyfunc(lambda *xs: apply(op, *xs), op.arity, 1)(*args)
-        # plain numbers in, plain float array out; traced scalars stay an object array
         if all(type(r) is float for r in np.ravel(result)):
             return np.asarray(result, dtype=float)
         return result
     for x in args:
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating,
+                                                     np.ndarray)):
             raise TypeError(f"{op.name} does not support {type(x).__name__} operands; use "
-                            f"numbers, traced scalars or numpy arrays of them")
+                            f"numbers, traced values or numpy arrays of them")
+    if arrays:
+        args = tuple(_real_array(x, op) if isinstance(x, np.ndarray) else x for x in args)
+        return evaluate_array(op, args, wrt=())[0]
     try:
         floats = tuple(float(x) for x in args)
     except OverflowError:  # an int beyond 1.8e308, such as 2**2000
@@ -227,8 +405,8 @@ def apply(op: Op, *args):
 
 def _function(name: str):
     """The operation ``name`` of the table as a function of one argument: a
-    traced scalar (which records it), a number, or a numpy array (elementwise).
-    Tracing calls these once per operation, so a traced scalar is served
+    traced value (which records it), a number, or a numpy array (elementwise).
+    Tracing calls these once per operation, so a traced value is served
     first and in one call; everything else goes through :func:`apply`."""
     op = OPS[name]
 
@@ -239,27 +417,24 @@ def _function(name: str):
         return apply(op, x)
 
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = (f"``{op.template.format('x')}`` of a traced scalar, a number, or "
-                        f"elementwise of a numpy array.")
+    function.__doc__ = (f"``{op.template.format('x')}`` of a traced number or array, a "
+                        f"number, or elementwise of a numpy array.")
     return function
 
 
-sin = _function("sin")
-cos = _function("cos")
-tan = _function("tan")
-exp = _function("exp")
-log = _function("log")
-log1p = _function("log1p")
-sqrt = _function("sqrt")
-tanh = _function("tanh")
-sigmoid = _function("sigmoid")
-relu = _function("relu")
-arctan = _function("arctan")
+# one function per operation of one operand, named as in the table, so that a new
+# entry is a new function too: sin, cos, tan, exp, log, log1p, sqrt, tanh, sigmoid,
+# relu, arctan (negation and abs are the operators - and abs())
+for _op in _TABLE:
+    if _op.arity == 1 and _op.name not in ("neg", "abs", "copy"):
+        globals()[_op.name] = _function(_op.name)
 
 
 def maximum(x, y):
+    """The larger of ``x`` and ``y`` (elementwise); 1/2 to each at a tie (see Kinks)."""
     return apply(OPS["maximum"], x, y)
 
 
 def minimum(x, y):
+    """The smaller of ``x`` and ``y`` (elementwise); 1/2 to each at a tie (see Kinks)."""
     return apply(OPS["minimum"], x, y)

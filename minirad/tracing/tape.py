@@ -1,5 +1,7 @@
-"""Tracing: run a Python function on traced scalars and record its LCG.
+"""The opcode tape: the engine :func:`minirad.trace` runs programs of numbers on.
 
+Read :mod:`minirad.tracing.tracer` first: it is the same tracer written
+plainly, and this module records the same graph, bit for bit, faster.
 Every arithmetic operation on a :class:`Var` appends one vertex (its value
 and operation) and one edge per traced operand (its local partial, taken
 from :data:`minirad.ops.OPS`) to a tape.  Python numbers are constants: they
@@ -15,8 +17,9 @@ LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
 
 What is recorded, and when.  The graph is the one you would get by calling
 :func:`minirad.ops.evaluate` on every operation and appending its vertex and
-in-edges at once (``tests/test_trace_reference.py`` checks this, bit for
-bit, against a tracer written that plain way).  For speed the tape holds
+in-edges at once, as :mod:`minirad.tracing.tracer` does
+(``tests/test_trace_reference.py`` checks the two against each other, bit
+for bit, on random programs).  For speed the tape holds
 less: per operation a code, its operand numbers and its value, plus the
 constant it was given (``0.5 * x``) or a partial that cannot be worked out
 later (``sin``: its ``cos``).  Partials of sums, products, constants,
@@ -38,9 +41,7 @@ tracer needs take that before anything is recorded.
 
 from __future__ import annotations
 
-import inspect
 import math
-import operator
 import sys
 from collections import Counter
 from numbers import Integral, Real
@@ -50,7 +51,8 @@ import numpy as np
 from ..graph.lcg import LCG
 from ..graph.names import VertexNames, VertexOps
 from . import ops as ops_module
-from .ops import OPS, NonFiniteError, Op, apply, evaluate
+from .naming import named_vertices
+from .ops import COMPARISONS, OPS, UFUNCS, NonFiniteError, Op, apply, evaluate
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
@@ -312,19 +314,21 @@ class Var:
 
     # ---------------------------------------------------------------- numpy
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """np.sin(x), np.float64(2) * x, W_row * x: numpy ufuncs map onto the table."""
+        """np.sin(x), np.float64(2) * x, W_row * x: numpy ufuncs map onto the table;
+        comparisons and predicates (np.greater, np.isfinite) read the values."""
         name = ufunc.__name__
-        if method != "__call__" or kwargs or (name not in _UFUNC_OPS
-                                              and name not in _COMPARISONS):
+        if method != "__call__" or kwargs or (name not in UFUNCS and name not in COMPARISONS
+                                              and name != "square"):
             raise TypeError(f"numpy's {name} ({method}) has no entry in minirad's operation "
                             f"table; use arithmetic or minirad.ops: {_OPS_FUNCTIONS}")
-        if name in _COMPARISONS:
-            compare = _COMPARISONS[name]
-
+        if name in COMPARISONS:
             def scalar(*xs):
-                return compare(*(_value(x) for x in xs))
+                return ufunc(*(_value(x) for x in xs))
+        elif name == "square":
+            def scalar(x):
+                return x ** 2
         else:
-            op = OPS[_UFUNC_OPS[name]]
+            op = UFUNCS[name]
 
             def scalar(*xs):
                 return apply(op, *xs)
@@ -334,7 +338,6 @@ class Var:
                      for x in inputs]
             return np.frompyfunc(scalar, len(inputs), 1)(*boxed)
         return scalar(*inputs)
-
 
 
 def _scalar_type(tape: Tape) -> type:
@@ -571,33 +574,15 @@ def _value(x):
     return x.value if isinstance(x, Var) else x
 
 
-def detach(x):
-    """The plain value of a traced scalar (anything else unchanged): a constant
-    from here on, so no derivative flows through it.  Use it on purpose only.
-
-    >>> from minirad import jacobian
-    >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
-    array([[3.]])
-    """
-    return _value(x)
-
-
-# functions that numpy and minirad name alike
-_SHARED_NAMES = ("sin", "cos", "tan", "exp", "log", "log1p", "sqrt", "tanh", "arctan")
-
-# numpy calls x.sin(), x.exp(), ... on the elements of object arrays: np.tanh(W @ x) works
+# functions that numpy and minirad name alike: numpy calls x.sin(), x.exp(), ... on
+# the elements of object arrays, so np.tanh(W @ x) works
+_SHARED_NAMES = tuple(op.ufunc for op in OPS.values()
+                      if op.arity == 1 and op.ufunc and op.ufunc == op.name)
 for _name in _SHARED_NAMES:
     setattr(Var, _name, lambda self, _op=OPS[_name]: _unary(_op, self))
 
-_UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div",
-              "true_divide": "div", "power": "pow", "negative": "neg", "absolute": "abs",
-              "maximum": "maximum", "minimum": "minimum",
-              **{name: name for name in _SHARED_NAMES}}
 # what a user may call from minirad.tracing.ops (the table minus operators and copies)
 _OPS_FUNCTIONS = ", ".join(name for name in OPS if hasattr(ops_module, name))
-
-_COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
-                "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
 
 
 def _mixed(op: Op):
@@ -811,32 +796,12 @@ def _templates(listed, codes, numbers, repeated):
 
 
 # -------------------------------------------------------------------- trace
-def parameter_names(f, count: int) -> list[str]:
-    """Names for ``count`` arguments of ``f``: its parameter names where it has
-    them (``*args`` numbered), ``x0, x1, ...`` beyond.  Both tracers name their
-    inputs this way.
-
-    >>> parameter_names(lambda a, *rest: None, 3)
-    ['a', 'rest0', 'rest1']
-    """
-    try:
-        parameters = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        parameters = []
-    names = []
-    for p in parameters:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind is p.VAR_POSITIONAL:
-            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
-    names.extend(f"x{j}" for j in range(len(names), count))
-    return names[:count]
-
-
-def _make_inputs(tape: Tape, args, names):
-    """Traced arguments and the name of every input vertex."""
-    traced, input_names = [], []
-    for position, (arg, name) in enumerate(zip(args, names)):
+def _make_inputs(tape: Tape, args, wrt, names):
+    """The arguments to call ``f`` with (those at ``wrt`` traced, the rest as they
+    are) and the name of every input vertex."""
+    call, input_names = list(args), []
+    for position in wrt:
+        arg, name = args[position], names[position]
         if isinstance(arg, Real) and not isinstance(arg, bool):
             if isinstance(arg, Integral) and abs(int(arg)) > sys.float_info.max:
                 raise ValueError(f"argument {position} ({name}) is an integer too large for a "
@@ -844,30 +809,25 @@ def _make_inputs(tape: Tape, args, names):
             if not math.isfinite(arg):
                 raise ValueError(f"argument {position} ({name}) is {arg}; trace needs finite "
                                  f"inputs")
-            traced.append(tape.new_input(float(arg)))
+            call[position] = tape.new_input(float(arg))
             input_names.append(name)
             continue
-        if isinstance(arg, (str, bytes)) or not hasattr(arg, "__len__"):
+        if isinstance(arg, (str, bytes)) or not isinstance(arg, (list, tuple)):
             raise TypeError(f"argument {position} ({name}) is a {type(arg).__name__}; trace "
-                            f"takes floats or 1-D sequences of floats")
+                            f"takes numbers, lists of numbers and numpy arrays")
         array = np.asarray(arg)
         if array.ndim != 1 or not (np.issubdtype(array.dtype, np.number)
                                    and not np.issubdtype(array.dtype, np.complexfloating)):
-            raise TypeError(f"argument {position} ({name}) must be a float or a 1-D sequence "
-                            f"of floats; got shape {array.shape}, dtype {array.dtype}")
+            raise TypeError(f"argument {position} ({name}) must be a number or a list of "
+                            f"numbers; got shape {array.shape}, dtype {array.dtype}")
         bad = np.flatnonzero(~np.isfinite(array))
         if len(bad):
             raise ValueError(f"argument {position} ({name}) element {bad[0]} is "
                              f"{array[bad[0]]}; trace needs finite inputs")
         elements = [tape.new_input(float(x)) for x in array.tolist()]
         input_names.extend(f"{name}[{j}]" for j in range(len(elements)))
-        if isinstance(arg, np.ndarray):
-            packed = np.empty(len(elements), dtype=object)
-            packed[:] = elements
-            traced.append(packed)
-        else:
-            traced.append(type(arg)(elements) if isinstance(arg, (list, tuple)) else elements)
-    return traced, input_names
+        call[position] = type(arg)(elements)
+    return call, input_names
 
 
 def _flatten_result(result):
@@ -875,13 +835,13 @@ def _flatten_result(result):
         return [result], False
     if isinstance(result, np.ndarray):
         if result.ndim > 1:
-            raise TypeError(f"f returned an array of shape {result.shape}; trace supports "
-                            f"scalar, tuple/list or 1-D array results")
+            raise TypeError(f"f returned an array of shape {result.shape}; a program of "
+                            f"numbers returns a number, a tuple/list or a 1-D array of them")
         return list(result.reshape(-1)), True
     if isinstance(result, (tuple, list)):
         return list(result), True
-    raise TypeError(f"f returned a {type(result).__name__}; trace supports a scalar, a "
-                    f"tuple/list or a 1-D array of scalars")
+    raise TypeError(f"f returned a {type(result).__name__}; a program of numbers returns a "
+                    f"number, a tuple/list or a 1-D array of them")
 
 
 def _int_array(numbers: list[int]) -> np.ndarray:
@@ -896,17 +856,19 @@ def _root_cause(error: BaseException) -> BaseException:
     return error if cause is None else cause
 
 
-def trace(f, *args) -> LCG:
-    """Run ``f(*args)`` on traced scalars and return its LCG.
+def trace_on_tape(f, args, wrt, names) -> LCG:
+    """Run ``f(*args)`` with the arguments at positions ``wrt`` traced (numbers, or
+    lists of numbers: one input per element, named ``x[0]``, ``x[1]``, ...) and the
+    rest passed as they are; ``names`` names every argument.  What
+    :func:`minirad.trace` calls for a program of numbers.
 
-    Arguments are floats or 1-D sequences / arrays of floats (one input per
-    element, named ``x[0]``, ``x[1]``, ... after the parameter).  ``f`` may
-    return a scalar, a tuple/list or a 1-D array: one output per element,
-    named ``y`` (a single scalar) or ``y[0]``, ``y[1]``, ... (``f`` instead
-    of ``y`` when a parameter is called ``y``).  An output that
-    is also an input, is used later, or is returned twice gets a fresh
-    vertex joined by a unit ``copy`` edge, so outputs never have successors.
+    ``f`` may return a number, a tuple/list or a 1-D array: one output per element,
+    named ``y`` (a single number) or ``y[0]``, ``y[1]``, ... (``f`` instead of
+    ``y`` when a parameter is called ``y``).  An output that is also an input, is
+    used later, or is returned twice gets a fresh vertex joined by a unit ``copy``
+    edge, so outputs never have successors.
 
+    >>> from minirad import trace
     >>> g = trace(lambda x: (x * x, x), 3.0)
     >>> print(g.wengert())
     v0 = x         = 3.0
@@ -915,7 +877,7 @@ def trace(f, *args) -> LCG:
     """
     tape = Tape()
     try:
-        return _trace_on(tape, f, args)
+        return _trace_on(tape, f, args, wrt, names)
     finally:
         # the tape is read once, here; its scalars' class is a reference cycle
         # (as every class is) that holds the columns until the cyclic collector
@@ -923,9 +885,8 @@ def trace(f, *args) -> LCG:
         tape.release()
 
 
-def _trace_on(tape: Tape, f, args) -> LCG:
-    names = parameter_names(f, len(args))
-    traced, input_names = _make_inputs(tape, args, names)
+def _trace_on(tape: Tape, f, args, wrt, names) -> LCG:
+    traced, input_names = _make_inputs(tape, args, wrt, names)
     n_inputs = len(tape.values)
     try:
         result = f(*traced)
@@ -957,29 +918,11 @@ def _trace_on(tape: Tape, f, args) -> LCG:
             v = tape.constant(float(r))
         else:
             raise TypeError(f"output {position} is a {type(r).__name__}; outputs must be traced "
-                            f"scalars or numbers")
+                            f"numbers or numbers")
         outputs.append(v)
 
     n = len(tape.values)
-    named = dict(enumerate(input_names))  # every other vertex is v<its number>
-    # outputs are y (or f, when a parameter is already called y, as in f(x, y))
-    base = next((b for b in ("y", "f", "out") if not any(
-        name == b or name.startswith(b + "[") for name in input_names)), "y")
-    output_names = [f"{base}[{j}]" for j in range(len(outputs))] if several else [base]
-    named.update(zip(outputs, output_names))
-    # a parameter called "v3" keeps its name and vertex 3, if it would be called
-    # so too, is primed; only inputs can collide with the other names ("v<i>"
-    # and the output names differ), so only they are looked at
-    numbered = VertexNames(n, {})
-    clashes = sorted(v for v in map(numbered.find, input_names) if v >= 0 and v not in named)
-    taken = set(named.values())
-    for v in clashes:
-        name = f"v{v}'"
-        while name in taken:
-            name += "'"
-        named[v] = name
-        taken.add(name)
-    vertex_names = VertexNames(n, named)
+    vertex_names = VertexNames(n, named_vertices(n, input_names, outputs, several))
     if operands is None:
         operands = _int_array(tape.operands)
     elif len(operands) < len(tape.operands):  # the copies made for the outputs

@@ -1,0 +1,85 @@
+"""How a trace names its vertices: inputs after the function's parameters,
+outputs ``y`` (or ``y[0]``, ``y[1]``, ...), everything else ``v<number>``.
+
+Every tracer names its graphs this way (:mod:`minirad.tracing.tracer`,
+:mod:`minirad.tracing.tape`, :mod:`minirad.tracing.arrays`).
+
+>>> parameter_names(lambda a, *rest: None, 3)
+['a', 'rest0', 'rest1']
+>>> output_names(["x", "y"], 2, several=True)     # a parameter is called y: outputs are f
+['f[0]', 'f[1]']
+>>> named_vertices(4, ["v2", "b"], [3], several=False)   # an input called v2 keeps it
+{0: 'v2', 1: 'b', 3: 'y', 2: "v2'"}
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from ..graph.names import VertexNames
+
+
+def parameter_names(f, count: int) -> list[str]:
+    """Names for ``count`` arguments of ``f``: its parameter names where it has
+    them (``*args`` numbered), ``x0, x1, ...`` beyond."""
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for p in parameters:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
+    names.extend(f"x{j}" for j in range(len(names), count))
+    return names[:count]
+
+
+def output_names(input_names, count: int, several: bool) -> list[str]:
+    """The names of ``count`` outputs: ``y``, or ``y[0], y[1], ...`` when ``f``
+    returned ``several`` (a tuple, a list or a vector); ``f`` (or ``out``) instead
+    of ``y`` when an input is already called so."""
+    base = next((b for b in ("y", "f", "out") if not any(
+        name == b or name.startswith(b + "[") for name in input_names)), "y")
+    return [f"{base}[{j}]" for j in range(count)] if several else [base] * count
+
+
+def named_vertices(n: int, input_names, outputs, several: bool) -> dict[int, str]:
+    """The names of a graph of ``n`` vertices that are not ``v<number>``: the inputs
+    (vertices 0, 1, ...), the ``outputs`` and, primed, any vertex whose ``v<number>``
+    an input has taken (a parameter called ``v3``)."""
+    named = dict(enumerate(input_names))
+    named.update(zip(outputs, output_names(input_names, len(outputs), several)))
+    # only inputs can collide with the other names ("v<i>" and the output names differ)
+    numbered = VertexNames(n, {})
+    clashes = sorted(v for v in map(numbered.find, input_names) if v >= 0 and v not in named)
+    taken = set(named.values())
+    for v in clashes:
+        name = f"v{v}'"
+        while name in taken:
+            name += "'"
+        named[v] = name
+        taken.add(name)
+    return named
+
+
+def argument_positions(wrt, count: int) -> list[int]:
+    """``wrt`` (positions of the arguments to differentiate by, or one position, or
+    None for all ``count``) as a sorted list, checked."""
+    if wrt is None:
+        return list(range(count))
+    if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, (bool, np.bool_)):
+        wrt = [wrt]
+    try:
+        wrt = list(wrt)
+    except TypeError:
+        raise TypeError(f"wrt must list argument positions, not {wrt!r}") from None
+    for position in wrt:
+        if isinstance(position, (bool, np.bool_)) or not isinstance(
+                position, (int, np.integer)) or not 0 <= position < count:
+            valid = f"0..{count - 1}" if count else "none (no arguments)"
+            raise ValueError(f"wrt must list argument positions {valid}, not {position!r}")
+    return sorted(set(int(p) for p in wrt))
