@@ -170,9 +170,11 @@ def formula(f: Callable, *point: float) -> Formula:
     (x2*exp(2*x1)*sin(x2),)
     """
     graph = trace(f, *point)
-    if len(graph.inputs) != len(point):
+    shapes = [graph.shape(v) for v in graph.inputs]
+    if len(graph.inputs) != len(point) or any(shapes):
         raise ValueError(f"formula takes one number per argument of f, not arrays: "
-                         f"{len(point)} arguments made {len(graph.inputs)} inputs")
+                         f"{len(point)} arguments made {len(graph.inputs)} inputs of shapes "
+                         f"{', '.join(map(str, shapes))}")
     symbols = tuple(sympy().Symbol(graph.name(v), real=True) for v in graph.inputs)
     result = f(*map(Symbolic, symbols))
     results = result if isinstance(result, (tuple, list)) else (result,)

@@ -102,13 +102,16 @@ def test_trace_then_wengert(tmp_path, capsys, monkeypatch):
             return ops.tanh(x[0] * w + x[1])
     """))
     monkeypatch.chdir(tmp_path)
-    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.json"]) == 0
-    g = load_graph(tmp_path / "f.json")
-    assert [g.name(v) for v in g.inputs] == ["x[0]", "x[1]", "w"]
+    # a vector is a numpy array, so the graph has array vertices: an .npz archive
+    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.json"]) == 1
+    assert "save it as an .npz archive" in capsys.readouterr().err
+    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.npz"]) == 0
+    g = load_graph(tmp_path / "f.npz")
+    assert [(g.name(v), g.shape(v)) for v in g.inputs] == [("x", (2,)), ("w", ())]
     capsys.readouterr()
-    assert main(["wengert", "f.json"]) == 0
+    assert main(["wengert", "f.npz"]) == 0
     assert capsys.readouterr().out.strip() == g.wengert()
-    assert main(["trace", "prog.py:f", "1,2", "0.5", "-o", "g.json"]) == 0
+    assert main(["trace", "prog.py:f", "1,2", "0.5", "-o", "g.npz"]) == 0
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -186,8 +189,8 @@ USER_PROGRAM = textwrap.dedent("""
 def test_a_vector_argument_is_a_numpy_array(tmp_path, monkeypatch):
     (tmp_path / "prog.py").write_text(USER_PROGRAM)
     monkeypatch.chdir(tmp_path)
-    assert main(["trace", "prog.py:f", "1,2,3", "-o", "f.json"]) == 0
-    g = load_graph(tmp_path / "f.json")
+    assert main(["trace", "prog.py:f", "1,2,3", "-o", "f.npz"]) == 0
+    g = load_graph(tmp_path / "f.npz")
     # hand derivation: d/dx0 = 3 cos(1), d/dx1 = 1, d/dx2 = 0 (x2 enters only through n)
     assert np.allclose(jacobian(g), [[3 * np.cos(1.0), 1.0, 0.0]], rtol=1e-15, atol=0)
 
