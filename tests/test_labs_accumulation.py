@@ -1,6 +1,6 @@
 """Lab 7's last section (add!!): the check accepts the lab's solution, refuses minirad's
-own add!! as the reference, rejects planted slips with a message naming the case and the slip, and the
-lab's counts are the ChainRules notes' (3 allocations with +, 2 with add!!)."""
+own add!! as the reference, rejects planted slips with a message naming the case and the
+slip, and the lab's counts are the ChainRules notes' (3 allocations with +, 2 with add!!)."""
 
 from __future__ import annotations
 

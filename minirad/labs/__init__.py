@@ -32,6 +32,7 @@ from .checks import (
     show,
     time_limit,
 )
+from .checks_accumulation import check_add_bang
 from .checks_arrays import (
     ARRAY_RULES,
     check_matmul_pullback,
@@ -39,7 +40,6 @@ from .checks_arrays import (
     check_pullbacks,
     check_scalar_tracer,
 )
-from .checks_accumulation import check_add_bang
 from .checks_edges import check_eliminate_edge
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_memory import (
@@ -67,7 +67,8 @@ from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 hints.install()  # in a Jupyter kernel, a failed check shows its hint first
 
 __all__ = [
-    "ARRAY_RULES", "check_add_bang", "check_eliminate_edge", "EXERCISES", "Exercise", "check_matmul_pullback", "check_other_pullbacks",
+    "ARRAY_RULES", "check_add_bang", "check_eliminate_edge", "EXERCISES", "Exercise",
+    "check_matmul_pullback", "check_other_pullbacks",
     "check_pullbacks", "check_scalar_tracer", "exercises_of_lab",
     "check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
     "check_uniform_cost",
