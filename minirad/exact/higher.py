@@ -168,7 +168,7 @@ def gradient_graph(f, *args, wrt=None) -> LCG:
     the adjoint of a vertex ``v3`` is ``v̄3`` (the last of the recorded sums that
     make it), the outputs are the adjoints of the inputs (``x̄1``, ...), and the
     other vertices of the reverse pass (partials, products, partial sums) are
-    ``b0``, ``b1``, ...  :func:`backward_vertices` tells the two parts apart.
+    ``b₀``, ``b₁``, ...  :func:`backward_vertices` tells the two parts apart.
 
     >>> G = gradient_graph(lambda x: x * x * x, 2.0)     # d/dx x^3 = 3x^2
     >>> G.value(G.outputs[0]), G.n_vertices - len(backward_vertices(G))
@@ -205,7 +205,7 @@ def _named(G: LCG, tape, adjoints: dict) -> LCG:
     if tape[result][0] is not None:
         names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
     for v in range(n_forward, G.n_vertices):
-        names[v] = f"b{v - n_forward}"
+        names[v] = _backward_name(v - n_forward)
     for i, w in enumerate(G.outputs):  # the gradient: the inputs' adjoints
         if w >= n_forward:
             names[w] = _bar(names[G.inputs[i]])
@@ -214,11 +214,19 @@ def _named(G: LCG, tape, adjoints: dict) -> LCG:
         a = adjoints.get(u)
         if isinstance(a, Traced) and a.index >= n_forward and outer[u] >= 0:
             bar = _bar(names[outer[u]])
-            if bar not in taken and names[a.index].startswith("b"):
+            if bar not in taken and a.index not in G.outputs:
                 names[a.index] = bar
                 taken.add(bar)
     return LCG(names, G.sources, G.targets, G.labels, G.inputs, G.outputs, values=G.values,
                ops=G.ops)
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _backward_name(j: int) -> str:
+    """``b₀``, ``b₁``, ...: subscripts, which no parameter name of ``f`` can hold."""
+    return "b" + str(j).translate(_SUBSCRIPTS)
 
 
 def _bar(name: str) -> str:
@@ -229,7 +237,7 @@ def _bar(name: str) -> str:
 def backward_vertices(G: LCG) -> list[int]:
     """The vertices :func:`gradient_graph` recorded during the reverse pass."""
     return [v for v, name in enumerate(G.names) if "\u0304" in name or (
-        name.startswith("b") and name[1:].isdigit())]
+        name[:1] == "b" and name[1:] and set(name[1:]) <= set("₀₁₂₃₄₅₆₇₈₉"))]
 
 
 def hessian(f, *args, wrt=None) -> np.ndarray:
