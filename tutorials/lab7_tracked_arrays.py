@@ -650,7 +650,7 @@ x_only = [g.index("x")]
 for label, options in (("plain", dict()), ("in place", dict(accumulate="in_place")),
                        ("lazy, x wanted", dict(lazy=True, wanted=x_only)),
                        ("both", dict(accumulate="in_place", lazy=True, wanted=x_only))):
-    swept = cotangents.reverse(g, seed, **options)
+    swept = cotangents.reverse_accumulation(g, seed, **options)
     print(f"{label:>14}: {swept.allocations} arrays allocated, {swept.deferred} thunks never "
           f"forced, dx = {swept.values[g.index('x')]}")
 print(block_gradient(g, wrt="x", accumulate="in_place", lazy=True))

@@ -42,7 +42,7 @@ from minirad.checkpoint.schedules import (
     Chain,
     StoreAll,
     binomial_forward_steps,
-    gradient,
+    reverse_chain,
     sqrt_every,
 )
 from minirad.graph.memory import memory
@@ -379,7 +379,7 @@ def timeline(n, schedule):
         checkpointed_gradient(step, lambda i, x, lam: vjp(i, x, lam)[0], lambda x: 1.0,
                               0.0, n, schedule)
         return events, None
-    result = gradient(Chain(step=step, vjp=vjp, seed=lambda i, x: 1.0 if i == n else None),
+    result = reverse_chain(Chain(step=step, vjp=vjp, seed=lambda i, x: 1.0 if i == n else None),
                       0.0, n, schedule)
     return events, result
 
