@@ -348,7 +348,7 @@ FIGURES: tuple[Entry, ...] = (
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
     Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png",
                                      "figure3_blocks.png"),
-          _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
+          _figure3, "Figure 3: the LCG of arrays of a small MLP, exact and with activation "
                     "sampling, with the memory each edge keeps"),
     Entry("sparsity", _one("sparsity_pattern.png", "sparsity_strategies.png"), _sparsity,
           "a tridiagonal pattern with its seed groups; sweeps and multiplications per "

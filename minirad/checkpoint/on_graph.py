@@ -1,4 +1,4 @@
-"""Gradient checkpointing on a chain-shaped vector LCG.
+"""Gradient checkpointing on a chain-shaped LCG of arrays.
 
 :mod:`minirad.checkpoint.schedules` reverses a chain given by step functions.  This
 module reads the chain out of a :class:`~minirad.LCG` (PDE time
@@ -24,7 +24,7 @@ the next.  ``states=None`` takes every chain vertex that no edge skips
 operations into one step, or when per-step terms are collected by a vertex
 other than ``L`` (``np.stack(terms).sum()``).
 
-**What runs.**  A vector LCG records one forward run: its operators already
+**What runs.**  An LCG of arrays records one forward run: its operators already
 hold what every step's reverse needs.  So a forward step here reads
 ``x_{i+1}`` from the record instead of computing it, and the schedule's
 counts and peaks (:class:`~minirad.checkpoint.schedules.ChainGradient`) are those a
@@ -77,7 +77,7 @@ __all__ = ["ChainShape", "CheckpointedGradient", "chain_shape", "checkpointed_gr
 
 @dataclass(frozen=True)
 class ChainShape:
-    """A vector LCG read as a chain (see the module docstring).
+    """An LCG of arrays read as a chain (see the module docstring).
 
     ``states`` are the vertex numbers ``s_0 < ... < s_n``; ``loss`` is the output;
     ``side`` the side vertices; ``blocks[i]`` the edge numbers ``(first, stop)``
@@ -132,7 +132,7 @@ def chain_shape(g: LCG, start=None, states=None) -> ChainShape:
     (names or numbers, ``start`` first; default: every chain vertex no edge skips).
     Raises ``ValueError`` naming what breaks the chain shape."""
     if not isinstance(g, LCG):
-        raise TypeError(f"chain_shape reads a vector LCG (minirad.LCG), "
+        raise TypeError(f"chain_shape reads an LCG of arrays (minirad.LCG), "
                         f"not {type(g).__name__}")
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"a chain ends in one scalar loss; this graph has outputs of shapes "

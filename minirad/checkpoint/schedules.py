@@ -32,7 +32,7 @@ The chain is given by functions, so any state type works (arrays, tuples):
   sweep needs of ``x_i``.  A residual smaller than the state (a sample of
   it, as in randomized AD) combined with checkpoints gives both savings.
 
-A chain-shaped vector LCG (a traced RNN or MLP, the PDE's graph) is read as
+A chain-shaped LCG of arrays (a traced RNN or MLP, the PDE's graph) is read as
 such a chain by :mod:`minirad.checkpoint.on_graph`.
 
 >>> import numpy as np

@@ -321,7 +321,7 @@ def traced_gradient(problem: ODEProblem, p) -> Gradient:
         return total + (problem.terminal(u) if problem.terminal is not None else 0.0)
 
     g = trace(program, p)
-    return Gradient("reverse sweep on the vector LCG", gradient(g)[0],
+    return Gradient("reverse sweep on the LCG of arrays", gradient(g)[0],
                     problem.n_steps + 1, 0, integrate(problem, p))
 
 
