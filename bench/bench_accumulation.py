@@ -100,7 +100,8 @@ def rows_for(name: str, size: str, g, wrt, repeats: int) -> list[dict]:
     rows = []
     for (method, (accumulate, lazy)), seconds, fn, result in zip(METHODS.items(), medians, runs,
                                                                  results):
-        swept = cotangents.reverse(g, seeds, wanted=wanted, accumulate=accumulate, lazy=lazy)
+        swept = cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
+                                                lazy=lazy)
         row = {"benchmark": BENCHMARK, "size": f"{name}: {size}", "method": method,
                "median_s": seconds, "repeats": repeats, "allocations": swept.allocations,
                "allocated MB": swept.allocated_bytes / 1e6, "peak MB": peak_bytes(fn) / 1e6,
