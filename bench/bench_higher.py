@@ -40,6 +40,22 @@ from minirad.tracing.dual import Dual
 BENCHMARK = "one Hessian-vector product against one gradient (the lecture's y over n inputs)"
 
 
+def _steps(f, x, v) -> dict:
+    """The methods timed, by name: each a call with no arguments."""
+    n = len(x)
+    steps = {
+        "minirad gradient (trace + reverse sweep)": lambda: gradient(trace(f, *x)),
+        "gradient, the recorded reverse pass on floats":
+            lambda: recorded_gradient(f, x, list(range(n)), list(x))[0],
+        "hvp, duals over the recorded reverse pass": lambda: hvp(f, *x, v=v),
+        "hvp, gradient graph + forward sweep": lambda: jvp(gradient_graph(f, *x), v),
+    }
+    if n <= 64:  # n passes: quadratic in n
+        steps["gradient by duals, n passes"] = lambda: [
+            f(*(Dual(a, float(i == j)) for i, a in enumerate(x))).tangent for j in range(n)]
+    return steps
+
+
 def run(quick: bool = False) -> list[dict]:
     sizes = [8] if quick else [8, 64, 512]
     repeats = 3 if quick else 9
@@ -47,16 +63,7 @@ def run(quick: bool = False) -> list[dict]:
     for n in sizes:
         f, x = lecture_family(n)
         v = np.cos(np.arange(n))
-        steps = {
-            "minirad gradient (trace + reverse sweep)": lambda: gradient(trace(f, *x)),
-            "gradient, the recorded reverse pass on floats":
-                lambda: recorded_gradient(f, x, list(range(n)), list(x))[0],
-            "hvp, duals over the recorded reverse pass": lambda: hvp(f, *x, v=v),
-            "hvp, gradient graph + forward sweep": lambda: jvp(gradient_graph(f, *x), v),
-        }
-        if n <= 64:  # n passes: quadratic in n
-            steps["gradient by duals, n passes"] = lambda: [
-                f(*(Dual(a, float(i == j)) for i, a in enumerate(x))).tangent for j in range(n)]
+        steps = _steps(f, x, v)
         turns = in_turns(steps, repeats)
         costs = mode_costs(f, *x)
         g, G = trace(f, *x), gradient_graph(f, *x)
