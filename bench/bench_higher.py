@@ -46,7 +46,7 @@ def _steps(f, x, v) -> dict:
     steps = {
         "minirad gradient (trace + reverse sweep)": lambda: gradient(trace(f, *x)),
         "gradient, the recorded reverse pass on floats":
-            lambda: recorded_gradient(f, x, list(range(n)), list(x))[0],
+            lambda: recorded_gradient(f, x, list(range(n)), list(x)).gradient,
         "hvp, duals over the recorded reverse pass": lambda: hvp(f, *x, v=v),
         "hvp, gradient graph + forward sweep": lambda: jvp(gradient_graph(f, *x), v),
     }

@@ -85,6 +85,21 @@ def test_the_forward_part_is_the_program_itself_and_the_outputs_its_gradient():
     assert all(G.ops[v] != "input" for v in backward_vertices(G))
 
 
+def test_names_tell_the_two_parts_apart_whatever_the_program():
+    # an input called b0, and work done after the result (which the gradient ignores)
+    def f(b0, x):
+        result = b0 * x * x
+        ops.sin(x)  # dead: computed, never used
+        return result
+
+    G = gradient_graph(f, 2.0, 3.0)
+    back = backward_vertices(G)
+    assert G.index("b0") not in back and len(set(G.names)) == G.n_vertices
+    assert G.op(G.index("y")) == "{0} * {1}"  # the result, not the dead sin
+    assert G.n_vertices - len(back) == trace(f, 2.0, 3.0).n_vertices  # the dead sin too
+    np.testing.assert_allclose(G.values[list(G.outputs)], [9.0, 12.0])
+
+
 def test_the_gradient_of_a_gradient_is_the_second_derivative():
     # f = x sin x: f' = sin x + x cos x, f'' = 2 cos x - x sin x
     x = 0.7

@@ -658,7 +658,7 @@ class Part:
     """A part of the graph in its own colour, with one legend entry: its vertices
     get a bold border of that colour and the edges into them that colour (the
     reverse pass that :func:`minirad.exact.higher.gradient_graph` records after
-    the program, say).  Draws with paths, which it is laid under."""
+    the program, say).  Paths drawn in the same picture go over it."""
 
     vertices: object
     label: str = "part"

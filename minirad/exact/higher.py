@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import inspect
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 
@@ -101,12 +102,26 @@ def _checked(flat: list) -> list:
     return flat
 
 
-def recorded_gradient(f, args, positions, inputs) -> tuple[list, list]:
+class ReversePass(NamedTuple):
+    """What :func:`recorded_gradient` recorded: the gradient (one adjoint per input, of
+    the values' type: float, dual or traced number), the tape (``(op, operands,
+    value)`` per vertex, ``op`` None for an input), the adjoint of every vertex the
+    sweep reached, and the vertex of ``f``'s result (None for a constant)."""
+
+    gradient: list
+    tape: list
+    adjoints: dict
+    result: int | None
+
+
+def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     """Run ``f`` on :class:`Recorded` numbers whose values are ``inputs`` (one per
     number of the differentiated arguments), then its reverse sweep on those
-    values.  Returns the gradient (one adjoint per input, in the type of the
-    values: float, dual or traced), the tape, ``(op, operands, value)`` per
-    vertex with ``op`` None for an input, and the adjoint of each vertex reached."""
+    values.
+
+    >>> recorded_gradient(lambda x, y: x * y, (3.0, 4.0), [0, 1], [3.0, 4.0]).gradient
+    [4.0, 3.0]
+    """
     tape = []
     numbers = iter(Recorded(tape, i, x) for i, x in enumerate(inputs))
     tape.extend((None, (), x) for x in inputs)
@@ -127,7 +142,7 @@ def recorded_gradient(f, args, positions, inputs) -> tuple[list, list]:
         result = result[()]
     if not isinstance(result, Recorded):
         if isinstance(result, Real) and not isinstance(result, bool):
-            return [0.0] * len(inputs), tape, {}  # a constant: its gradient is zero
+            return ReversePass([0.0] * len(inputs), tape, {}, None)  # a constant: zero
         raise TypeError(f"f returned a {type(result).__name__}; a gradient is of a function "
                         f"with one number as its result")
     if result.recorder is not tape:
@@ -145,7 +160,8 @@ def recorded_gradient(f, args, positions, inputs) -> tuple[list, list]:
             if term is not None:
                 u = operands[i].index
                 adjoints[u] = term if u not in adjoints else adjoints[u] + term
-    return [adjoints.get(i, 0.0) for i in range(len(inputs))], tape, adjoints
+    return ReversePass([adjoints.get(i, 0.0) for i in range(len(inputs))], tape, adjoints,
+                       result.index)
 
 
 def _times(adjoint, partial):
@@ -184,25 +200,24 @@ def gradient_graph(f, *args, wrt=None) -> LCG:
 
     def gradient_of_f(*outer):
         numbers = _flat_arguments(outer, positions)
-        gradient, seen["tape"], seen["adjoints"] = recorded_gradient(f, args, positions,
-                                                                     numbers)
-        return tuple(gradient)
+        seen["pass"] = recorded_gradient(f, args, positions, numbers)
+        return tuple(seen["pass"].gradient)
 
     try:
         gradient_of_f.__signature__ = inspect.signature(f)
     except (TypeError, ValueError):
         pass
     G = tracer.trace(gradient_of_f, *outer_args, wrt=positions)
-    return _named(G, seen["tape"], seen["adjoints"])
+    return _named(G, seen["pass"])
 
 
-def _named(G: LCG, tape, adjoints: dict) -> LCG:
+def _named(G: LCG, recorded: ReversePass) -> LCG:
     """``G`` with the names of :func:`gradient_graph`."""
-    names = list(G.names)
+    names, tape, adjoints, result = list(G.names), recorded.tape, recorded.adjoints, \
+        recorded.result
     outer = [value.index if isinstance(value, Traced) else -1 for _, _, value in tape]
     n_forward = max(outer) + 1
-    result = max(range(len(tape)), key=lambda u: outer[u])
-    if tape[result][0] is not None:
+    if result is not None and tape[result][0] is not None:
         names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
     for v in range(n_forward, G.n_vertices):
         names[v] = _backward_name(v - n_forward)
@@ -266,7 +281,7 @@ def hvp(f, *args, v, wrt=None) -> np.ndarray:
     if v.ndim not in (1, 2) or len(v) != len(flat):
         raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)},) or "
                          f"k vectors as columns ({len(flat)}, k)")
-    gradient, _, _ = recorded_gradient(f, args, positions,
-                                    [Dual(float(x), t) for x, t in zip(flat, v)])
+    gradient = recorded_gradient(f, args, positions,
+                                 [Dual(float(x), t) for x, t in zip(flat, v)]).gradient
     zero = np.zeros(v.shape[1:])
     return np.array([g.tangent if isinstance(g, Dual) else zero for g in gradient])

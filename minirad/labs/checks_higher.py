@@ -190,7 +190,7 @@ def _minirad_gradient(f, *xs):
     hands to the student's hvp): minirad's recorded reverse pass."""
     from ..exact.higher import recorded_gradient
 
-    return recorded_gradient(f, xs, list(range(len(xs))), list(xs))[0]
+    return recorded_gradient(f, xs, list(range(len(xs))), list(xs)).gradient
 
 
 @exercise("12.2", "Hessian-vector product", takes=("hvp",), points=3, minutes=25, seconds=60,
