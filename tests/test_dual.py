@@ -108,5 +108,7 @@ def test_bad_input_is_refused_with_a_message():
         Dual(1.0, 1.0) + "a"
     with pytest.raises(ValueError, match="log"):
         ops.log(Dual(-1.0, 1.0))
+    with pytest.raises(ValueError, match="several directions at once"):
+        Dual(1.0, np.ones(3)) * np.ones((2, 2))
     with pytest.raises(ValueError, match="one tangent per argument"):
         jvp_by_duals(lambda x: x, (1.0,), (1.0, 2.0))

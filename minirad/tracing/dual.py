@@ -215,6 +215,11 @@ def _apply(op: Op, args):
     values = tuple(_operand(_value(a), f"an operand of {op.name}") for a in args)
     duals = [i for i, a in enumerate(args) if isinstance(a, Dual)]
     if any(isinstance(v, np.ndarray) for v in values):
+        for i in duals:
+            if not isinstance(args[i].value, np.ndarray) and np.ndim(args[i].tangent):
+                raise ValueError(f"{op.name}: a dual number with a vector of tangents meets "
+                                 f"an array; several directions at once are for programs of "
+                                 f"numbers")
         value, partials = evaluate_array(op, values, duals)
     else:
         value, partials = evaluate(op, values, duals)
