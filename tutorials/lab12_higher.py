@@ -57,7 +57,7 @@ from minirad import labs, ops, render
 from minirad.draw.modes import mode_costs, plot_mode_costs
 from minirad.draw.render import Part
 from minirad.exact import higher
-from minirad.randomized.sampling import sampled_jacobians
+from minirad.randomized.sampling import path_sampling_variance, sampled_jacobians
 from minirad.tracing import dual
 
 # %% [markdown]
@@ -252,13 +252,17 @@ print(H, "\nby hand:\n", by_hand)
 # %% [markdown]
 # Algorithm 1 on the gradient graph samples paths of the *recorded* graph:
 # each estimate is a random sparse version of it, and the mean of many is the
-# Hessian (unbiased, as Lab 5 proved for any LCG):
+# Hessian (unbiased, as Lab 5 proved for any LCG). The z-scores divide each
+# entry's error by its standard error, from the exact variance of Lab 5:
+# for an unbiased estimator they are draws of a standard normal, mostly
+# between -2 and 2.
 
 # %%
-estimates = sampled_jacobians(G, k=1, n=20000, rng=12)
-print("mean of 20000 sampled Hessians:\n", estimates.mean(axis=0).round(3))
-print("standard error of the mean:\n",
-      (estimates.std(axis=0) / np.sqrt(len(estimates))).round(3))
+n = 200_000
+estimates = sampled_jacobians(G, k=1, n=n, rng=12)
+standard_error = np.sqrt(path_sampling_variance(G, k=1) / n)
+print(f"mean of {n} sampled Hessians:\n", estimates.mean(axis=0).round(3))
+print("z-scores:\n", ((estimates.mean(axis=0) - H) / standard_error).round(2))
 
 # %% [markdown]
 # ## 4. Exercise 12.2: forward over reverse on your own tracer
