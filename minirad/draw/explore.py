@@ -116,8 +116,8 @@ def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples:
     ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
     precomputed: ``samples`` estimates, the first dozen from runs of
     ``sample_paths`` shown with their draws, the rest from ``sampled_jacobians``);
-    ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the kept fractions of the Memory
-    panel's slider, each drawn by ``sample_activations`` with ``seed``.
+    ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the
+    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with ``seed``.
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
     if not isinstance(g, LCG):
