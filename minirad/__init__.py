@@ -49,11 +49,11 @@ from .randomized.injection import (
 )
 from .randomized.sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
 from .tracing import arrays as array_trace
-from .tracing import detach, ops, trace
+from .tracing import detach, ops, replay, trace
 from .tracing.tape import Var
 
 __all__ = [
-    "LCG", "Var", "trace", "detach", "ops", "examples", "save_graph", "load_graph",
+    "LCG", "Var", "trace", "replay", "detach", "ops", "examples", "save_graph", "load_graph",
     # exact Jacobians
     "jacobian", "accumulate", "Accumulation", "forward_sweep", "reverse_sweep", "jvp", "vjp",
     "bauer", "count_paths", "path_jacobian", "path_product", "paths",

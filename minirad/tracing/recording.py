@@ -1,0 +1,227 @@
+"""What an array trace writes down so that its graph can run again at new inputs
+(:func:`minirad.tracing.replay.replay` reads it).
+
+While :func:`minirad.trace` runs a numpy program on traced arrays, every call the
+program itself makes to a rule (``x * y``, ``np.sum``, ``x @ W``,
+``minirad.ops.relu``, ``softmax_cross_entropy``, ...) is written down as a
+:class:`Step`: the rule, its arguments with each traced operand replaced by its
+vertex number (a :class:`Slot`), and the vertices the call made.  The rules that
+rule calls in turn are not steps of their own: they run again with it.  Each
+value the program *read* (a comparison such as ``x > 0``, ``bool(x)``,
+``np.argmax``, :func:`minirad.detach`) is written down as a :class:`Read`, with
+what it gave.
+
+Replaying reruns the steps, in order, on the new values, so the library's own
+rules make every value and every Jacobian block again while the program's Python
+does not run; and it reads every read again: when one gives something else,
+the program would have taken another path, and replay refuses.
+
+A constant array a step used is kept as the trace's read-only copy, so changing
+the caller's array after tracing changes nothing; a constant that *is* a
+non-differentiated argument of the traced function is written down as that
+argument (an :class:`Argument`), so that replay can pass a new one (a new
+minibatch).  A constant the program derived from such an argument in Python
+(``x[:, t]``) cannot be derived again without running the program: it is kept,
+and replay refuses a new value of that argument.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["Argument", "Derived", "Read", "Recorded", "Recording", "Slot", "Step", "Traced",
+           "call", "read", "recorded", "replayable"]
+
+
+class Traced:
+    """The base class of a traced array (:class:`minirad.tracing.arrays.Tracked`): what a
+    recording recognises as an operand.  It has a ``tape``, an ``index`` and a ``value``."""
+
+    __slots__ = ()
+
+
+class Slot(NamedTuple):
+    """A traced operand, by its vertex number."""
+
+    index: int
+
+
+class Argument(NamedTuple):
+    """A non-differentiated argument of the traced function, used as it is."""
+
+    position: int
+
+
+class Derived(NamedTuple):
+    """A constant the program computed in Python from the argument at ``position``
+    (a slice of it, say): kept as ``array``, valid while that argument is unchanged."""
+
+    position: int
+    array: np.ndarray
+
+
+class Step(NamedTuple):
+    """One call of ``rule`` by the program: it made the vertices ``first .. stop - 1``."""
+
+    rule: Any
+    args: tuple
+    kwargs: dict
+    first: int
+    stop: int
+
+
+class Read(NamedTuple):
+    """The program read its values: ``reader`` on the plain values gave ``result``."""
+
+    reader: Any
+    args: tuple
+    kwargs: dict
+    result: Any
+
+
+class Recording:
+    """The steps and reads of one trace, in the order the program made them, and the
+    non-differentiated arguments (id -> (position, the argument))."""
+
+    __slots__ = ("events", "depth", "arguments")
+
+    def __init__(self):
+        self.events: list[Step | Read] = []
+        self.depth = 0
+        self.arguments: dict[int, tuple[int, Any]] = {}
+
+
+def _tape_in(items):
+    """The tape of the first traced operand among ``items`` (one level into lists)."""
+    for x in items:
+        if isinstance(x, Traced):
+            return x.tape
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                if isinstance(y, Traced):
+                    return y.tape
+    return None
+
+
+def call(rule, args: tuple, kwargs: dict):
+    """``rule(*args, **kwargs)``, written down as a step of the trace when the program
+    itself made the call (not a rule within a rule) and it made vertices."""
+    tape = _tape_in(args) or (_tape_in(kwargs.values()) if kwargs else None)
+    if tape is None or tape.recording.depth:
+        return rule(*args, **kwargs)
+    recording = tape.recording
+    first = len(tape.values)
+    recording.depth = 1
+    try:
+        result = rule(*args, **kwargs)
+    finally:
+        recording.depth = 0
+    if len(tape.values) > first:
+        recording.events.append(Step(rule, _frozen(args, tape), _frozen(kwargs, tape), first,
+                                     len(tape.values)))
+    return result
+
+
+def replayable(rule):
+    """``rule`` as a function whose calls by the program are steps (see :func:`call`)."""
+    def recorded(*args, **kwargs):
+        return call(rule, args, kwargs)
+    recorded.__name__, recorded.__qualname__ = rule.__name__, rule.__qualname__
+    recorded.__doc__, recorded.__wrapped__ = rule.__doc__, rule
+    return recorded
+
+
+def read(reader, *args, **kwargs):
+    """``reader`` on the plain values of ``args`` (a comparison, ``bool``, ``argmax``):
+    written down with its result when the program itself read them."""
+    result = reader(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
+    tape = _tape_in(args) or (_tape_in(kwargs.values()) if kwargs else None)
+    if tape is not None and not tape.recording.depth:
+        kept = np.array(result) if isinstance(result, np.ndarray) else result
+        tape.recording.events.append(Read(reader, _frozen(args, tape), _frozen(kwargs, tape),
+                                          kept))
+    return result
+
+
+def _plain(x):
+    if isinstance(x, Traced):
+        return x.value
+    if isinstance(x, (list, tuple)) and any(isinstance(y, Traced) for y in x):
+        return type(x)(_plain(y) for y in x)
+    return x
+
+
+def _frozen(x, tape):
+    """``x`` as a step keeps it: traced operands as slots, arguments by position, other
+    constant arrays as read-only copies (the trace's own copy when it made one)."""
+    if isinstance(x, Traced):
+        return Slot(x.index)
+    if isinstance(x, tuple):
+        return tuple(_frozen(y, tape) for y in x)
+    if isinstance(x, list):
+        return [_frozen(y, tape) for y in x]
+    if isinstance(x, dict):
+        return {k: _frozen(v, tape) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return _constant(x, tape)
+    return x
+
+
+def _constant(x: np.ndarray, tape):
+    arguments = tape.recording.arguments
+    entry = arguments.get(id(x))
+    if entry is not None and entry[1] is x:
+        return Argument(entry[0])
+    copy = tape.copies.get((id(x), x.dtype))
+    if copy is not None and copy[0] is x:
+        kept = copy[1]
+    elif not x.flags.writeable and x.base is None:
+        kept = x
+    else:
+        kept = np.array(x)
+        kept.flags.writeable = False
+    for position, argument in arguments.values():
+        if isinstance(argument, np.ndarray) and np.may_share_memory(x, argument):
+            return Derived(position, kept)
+    return kept
+
+
+class Recorded(NamedTuple):
+    """What a graph traced from an array program keeps for replay (in its memo
+    ``"tracing.recorded"``): the events, the call (``args``: each differentiated
+    argument as the array traced, the others as given; ``snapshots``: copies of the
+    arguments a :class:`Derived` constant came from), the positions differentiated,
+    the parameter names, the vertices the program returned (``several``: as a tuple)
+    and the vertex names it gave (:func:`minirad.tracing.arrays.name`)."""
+
+    events: tuple
+    args: tuple
+    snapshots: dict
+    wrt: tuple
+    names: tuple
+    returned: tuple
+    several: bool
+    vertex_names: tuple
+
+
+def recorded(tape, args, wrt, names, returned, several) -> Recorded:
+    """The :class:`Recorded` of a finished trace (``returned``: vertex numbers)."""
+    derived = {event_arg.position for event in tape.recording.events
+               for event_arg in _walk((event.args, event.kwargs))
+               if isinstance(event_arg, Derived)}
+    snapshots = {p: np.array(args[p]) for p in derived}
+    return Recorded(tuple(tape.recording.events), tuple(args), snapshots, tuple(wrt),
+                    tuple(names), tuple(returned), several, tuple(tape.names))
+
+
+def _walk(x):
+    if isinstance(x, (Slot, Argument, Derived)):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _walk(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _walk(y)
