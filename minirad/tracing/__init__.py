@@ -33,7 +33,7 @@ from . import contractions, linalg, rearrange, reductions  # noqa: F401 - they r
 from .arrays import Tracked, trace_on_arrays
 from .naming import argument_positions, parameter_names
 from .recording import read
-from .replay import replay
+from .replay import replay  # noqa: F401 - minirad.tracing.replay is the API
 from .tape import Var, trace_on_tape
 
 

@@ -110,7 +110,6 @@ from ..graph.operators import (
     matmul_shape,
 )
 from .naming import output_names
-from .recording import Recording, Traced, call, read, recorded, replayable
 from .ops import (
     COMPARISONS,
     IDENTITIES,
@@ -121,6 +120,7 @@ from .ops import (
     Op,
     evaluate_array,
 )
+from .recording import Recording, Traced, call, read, recorded, replayable
 
 MAX_AXES = 31
 """The most axes a traced array may have: the sweeps stack arrays along one more axis,

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = ["Argument", "Derived", "Read", "Recorded", "Recording", "Slot", "Step", "Traced",
-           "call", "read", "recorded", "replayable"]
+           "call", "on_values", "read", "recorded", "replayable"]
 
 
 class Traced:
@@ -136,13 +136,18 @@ def replayable(rule):
 def read(reader, *args, **kwargs):
     """``reader`` on the plain values of ``args`` (a comparison, ``bool``, ``argmax``):
     written down with its result when the program itself read them."""
-    result = reader(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
+    result = on_values(reader, args, kwargs)
     tape = _tape_in(args) or (_tape_in(kwargs.values()) if kwargs else None)
     if tape is not None and not tape.recording.depth:
         kept = np.array(result) if isinstance(result, np.ndarray) else result
         tape.recording.events.append(Read(reader, _frozen(args, tape), _frozen(kwargs, tape),
                                           kept))
     return result
+
+
+def on_values(reader, args, kwargs):
+    """``reader(*args, **kwargs)`` with every traced operand replaced by its value."""
+    return reader(*(_plain(a) for a in args), **{k: _plain(v) for k, v in kwargs.items()})
 
 
 def _plain(x):

@@ -56,7 +56,7 @@ import numpy as np
 
 from ..graph.lcg import LCG
 from .arrays import Tape, Tracked, finish, input_vertex
-from .recording import Argument, Derived, Read, Recorded, Slot
+from .recording import Argument, Derived, Read, Recorded, Slot, on_values
 
 __all__ = ["recorded_program", "replay"]
 
@@ -103,7 +103,7 @@ def replay(g, *args) -> LCG:
         event_args = _resolved(event.args, tape, kept, args)
         event_kwargs = _resolved(event.kwargs, tape, kept, args)
         if isinstance(event, Read):
-            _check_read(event, event.reader(*event_args, **event_kwargs), tape)
+            _check_read(event, on_values(event.reader, event_args, event_kwargs), tape)
             continue
         if tape.next_index != event.first:
             raise ValueError(f"replay: vertex v{tape.next_index} ({g.ops[tape.next_index]}) "
@@ -118,8 +118,9 @@ def replay(g, *args) -> LCG:
                              f"its values: trace it again at these inputs")
     if tape.next_index != len(kept.vertex_names):
         raise ValueError(f"replay: the trace made {len(kept.vertex_names)} vertices and the "
-                         f"recorded rules {tape.next_index}: a vertex was made outside them "
-                         f"(by a function the program called directly); trace it again")
+                         f"recorded rules {tape.next_index}: a vertex was made outside the rules "
+                         f"it recorded (by a function the program called directly); trace it "
+                         f"again")
     tape.names[:] = kept.vertex_names
     results = [_tracked(tape, v) for v in kept.returned]
     h = finish(tape, results, [kept.names[p] for p in kept.wrt], kept.several)
