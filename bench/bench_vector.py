@@ -14,9 +14,10 @@ Three benchmarks, ratios in one run:
 The first two time every method in turns in one process (:mod:`bench.peers`):
 the floor (the gradient written out by hand in numpy, :mod:`bench.programs`),
 ``minirad.trace`` + reverse sweep, minirad's replay of the traced graph
-(:func:`minirad.replay` + reverse sweep, traced once before the timing), HIPS autograd, PyTorch eager and JAX ``jit`` (the
-loop as ``lax.scan``), all on one thread; ``first_call_s`` apart from the steady
-state.  Results must agree with the floor's, else the row is an error.
+(:func:`minirad.replay` + reverse sweep, traced once before the timing), HIPS
+autograd, PyTorch eager and JAX ``jit`` (the loop as ``lax.scan``), all on one
+thread; ``first_call_s`` apart from the steady state.  Results must agree with the
+floor's, else the row is an error.
 
     python -m bench.bench_vector           # full sizes
     python -m bench.bench_vector --quick
