@@ -15,7 +15,7 @@ to look for in each):
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
  'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration',
- 'edge_beats_vertex']
+ 'edge_beats_vertex', 'adjoint_convergence', 'symbolic_swell']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,12 +239,15 @@ def _elimination_costs(folder: str) -> list[str]:
 @dataclass(frozen=True)
 class Entry:
     """One figure of the gallery: ``make(folder)`` writes the files named by
-    ``files()`` into ``folder`` and returns their paths."""
+    ``files()`` into ``folder`` and returns their paths.  ``needs`` names an
+    optional dependency and the extra that installs it, ``("sympy",
+    "symbolic")``; without it the build skips the figure and says so."""
 
     name: str
     files: Callable[[], list[str]]
     make: Callable[[str], list[str]]
     description: str
+    needs: tuple[str, str] | None = None
 
 
 def _figure3(folder: str) -> list[str]:
@@ -298,6 +302,21 @@ def _edge_beats_vertex(folder: str) -> list[str]:
     return [_save(figure, folder, "edge_beats_vertex.png", dpi=110)]
 
 
+def _adjoint_convergence(folder: str) -> list[str]:
+    from .draw.adjoints import plot_convergence
+    from .implicit import ode_adjoint
+
+    problems = [ode_adjoint.oscillator(n_steps=20), ode_adjoint.lotka_volterra(n_steps=32),
+                ode_adjoint.diffusion(n_grid=15, n_steps=20, ratio=0.6)]
+    return [_save(plot_convergence(problems), folder, "adjoint_convergence.png")]
+
+
+def _symbolic_swell(folder: str) -> list[str]:
+    from .draw.swell import plot_swell
+
+    return [_save(plot_swell(), folder, "symbolic_swell.png")]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -338,6 +357,11 @@ FIGURES: tuple[Entry, ...] = (
           "the continuous adjoint with stored, checkpointed and re-integrated states"),
     Entry("edge_beats_vertex", _one("edge_beats_vertex.png"), _edge_beats_vertex,
           "edge elimination beating every vertex order, step by step"),
+    Entry("adjoint_convergence", _one("adjoint_convergence.png"), _adjoint_convergence,
+          "the gap between the continuous and the discrete adjoint against the step size"),
+    Entry("symbolic_swell", _one("symbolic_swell.png"), _symbolic_swell,
+          "SymPy's derivatives (trees, after CSE) against the LCG's edges as programs grow",
+          needs=("sympy", "symbolic")),
 )
 
 
@@ -353,13 +377,20 @@ def build_figures(folder="figures", progress: Callable[[str], object] | None = p
     The folder is created if needed; files of the same names are replaced
     (each through a temporary file, so a failure leaves no half-written
     picture).  ``progress(message)`` is called once per entry of
-    :data:`FIGURES`, after its files are written (``None``: silent).
-    Deterministic: fixed seeds (:data:`SEEDS`), no timestamps.
+    :data:`FIGURES`, after its files are written (``None``: silent).  A
+    figure whose optional dependency is missing (:attr:`Entry.needs`) is
+    skipped, and its message says which extra to install.  Deterministic:
+    fixed seeds (:data:`SEEDS`), no timestamps.
     """
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     written: list[str] = []
     for number, figure in enumerate(FIGURES, 1):
+        if figure.needs and importlib.util.find_spec(figure.needs[0]) is None:
+            if progress is not None:
+                progress(f"[{number}/{len(FIGURES)}] {figure.name}: skipped, it needs "
+                         f"{figure.needs[0]} (pip install 'minirad[{figure.needs[1]}]')")
+            continue
         paths = figure.make(folder)
         written += paths
         if progress is not None:

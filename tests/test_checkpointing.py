@@ -201,3 +201,73 @@ def test_bad_input_is_refused_with_a_clear_message():
         gradient(lambda i, x: x, 0.3, 3)
     with pytest.raises(ValueError, match="seed of the last state"):
         gradient(Chain(step=chain.step, vjp=chain.vjp), 0.3, 3)
+
+
+# ------------------------------------------- large sizes: closed forms, no recursion
+def _peak_by_segments(n, every):
+    """Uniform's peak from its definition: reversing segment j holds checkpoints
+    0..j and that segment's states (checkpoint j among them)."""
+    return max(j + min(every, n - j * every) for j in range(-(-n // every)))
+
+
+def _repetition_by_counting(n, s):
+    r = 0
+    while math.comb(s + r, s) < n:
+        r += 1
+    return r
+
+
+def test_closed_forms_equal_their_definitions_on_small_sizes():
+    for n in range(1, 150):
+        for every in range(1, n + 3):
+            assert uniform_peak_stored(n, every) == _peak_by_segments(n, every), (n, every)
+    for n in range(1, 700):
+        best = min(range(1, n + 1), key=lambda e: (_peak_by_segments(n, e), e))
+        assert sqrt_every(n) == best, n
+    for n in range(1, 200):
+        for s in range(1, 10):
+            assert repetition_number(n, s) == _repetition_by_counting(n, s), (n, s)
+
+
+def test_counts_at_large_sizes_are_fast_and_match_the_closed_forms(monkeypatch):
+    import minirad.checkpoint.schedules as schedules
+
+    calls = []
+    capacity = schedules.binomial_capacity
+    monkeypatch.setattr(schedules, "binomial_capacity",
+                        lambda s, r: calls.append(1) or capacity(s, r))
+    # one snapshot: beta(1, r) = r + 1, and each step is advanced to from x_0
+    assert repetition_number(10**8, 1) == 10**8 - 1
+    assert binomial_forward_steps(10**9, 1) == 10**9 * (10**9 - 1) // 2
+    # two snapshots: beta(2, r) = (r + 1)(r + 2) / 2, the least r reaching n
+    n = 10**15 + 7
+    r = math.isqrt(2 * n)
+    while (r + 1) * (r + 2) // 2 >= n:
+        r -= 1
+    assert repetition_number(n, 2) == r + 1
+    assert len(calls) < 400  # a bisection: about 2 log2(n) coefficients per search, not r
+    # Uniform: the spacing holds no more than any other near sqrt(n), which all hold more
+    n = 10**6
+    k = sqrt_every(n)
+    e = np.arange(1, 3 * math.isqrt(n))
+    peaks = e + -(-n // e) - 2 + (n % e == 0)  # uniform_peak_stored below n
+    assert uniform_peak_stored(n, k) == peaks.min() and k == e[np.argmin(peaks)]
+    assert uniform_peak_stored(n, k) <= 2 * math.sqrt(n)
+
+
+@pytest.mark.parametrize("n, s", [(1300, 1200), (1500, 1000), (1000, 1000)])
+def test_binomial_with_a_thousand_snapshots_runs_without_recursion(n, s):
+    got = gradient(scalar_chain(n), 0.3, n, Binomial(s))
+    assert got.forward_steps == binomial_forward_steps(n, s) + 1
+    assert got.peak_stored == min(s, n) + (s < n)  # the snapshots and the residual in use
+    assert got.state_bar == gradient(scalar_chain(n), 0.3, n).state_bar  # bit for bit
+
+
+def test_binomial_schedule_equals_the_dynamic_programme():
+    """The schedule's advances against the minimum over every first split, an
+    oracle that shares no code with the closed form the schedule follows."""
+    for s in range(1, 6):
+        for n in range(1, 41):
+            got = gradient(scalar_chain(n), 0.3, n, Binomial(s))
+            assert got.forward_steps == binomial_forward_steps_dp(n, s) + 1, (n, s)
+            assert got.peak_stored <= min(s, n) + 1

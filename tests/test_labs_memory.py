@@ -57,12 +57,17 @@ def right_budget(p, budget):
     return min(p.size, budget // (p.n_steps * (8 + index_bytes(p))))
 
 
-def test_checks_accept_minirad_itself(capsys):
-    labs.check_table1_bytes(lambda sizes, f, batch: total_bytes(mlp(sizes), f, batch))
-    labs.check_checkpointed_gradient(minirad_schedule)
-    labs.check_uniform_cost(lambda n, e: (uniform_forward_steps(n, e), uniform_peak_stored(n, e)))
+def test_checks_refuse_minirad_itself_and_accept_a_right_budget(capsys):
+    expect_failure(labs.check_table1_bytes,
+                   lambda sizes, f, batch: total_bytes(mlp(sizes), f, batch),
+                   "Exercise 8.1", "used the reference", "total_bytes")
+    expect_failure(labs.check_checkpointed_gradient, minirad_schedule, "Exercise 8.2",
+                   "used the reference", "gradient (minirad.checkpoint.schedules)")
+    expect_failure(labs.check_uniform_cost,
+                   lambda n, e: (uniform_forward_steps(n, e), uniform_peak_stored(n, e)),
+                   "Exercise 8.3", "used the reference", "uniform_forward_steps")
     labs.check_rad_budget(right_budget)
-    assert capsys.readouterr().out.count("passed:") == 4
+    assert capsys.readouterr().out.count("passed:") == 1
 
 
 def test_stubs_pass_through():

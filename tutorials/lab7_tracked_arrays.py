@@ -46,7 +46,9 @@ from minirad.exact.sweeps import reverse_sweep
 # %% [markdown]
 # ## 1. Exercise 7.1: a scalar tracer in twenty lines
 #
-# A tracer needs two things.
+# A tracer needs two things (the operator-overloading design of most AD
+# tools; Baydin et al., "Automatic differentiation in machine learning: a
+# survey", 2018, section 3).
 #
 # * **Operator overloading:** a number type `Var` whose `+`, `-`, `*` (and a
 #   function `sin`) compute the value *and* record what they did.
@@ -212,7 +214,7 @@ def matmul(X, Y):
 
 
 # %%
-labs.check_pullbacks({"matmul": matmul}, vjp)
+labs.check_matmul_pullback(matmul, vjp)
 
 # %% [markdown]
 # ## 4. Exercise 7.3: the other rules
@@ -274,8 +276,7 @@ def hcat(*xs):
 
 
 # %%
-labs.check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2,
-                      "sigmoid": tsigmoid, "hcat": hcat}, vjp)
+labs.check_other_pullbacks(tsum, add, sub, abs2, tsigmoid, hcat, vjp)
 
 # %% [markdown]
 # The rules compose. A whole loss, squared error of a one-layer sigmoid

@@ -540,7 +540,7 @@ labs.show(fig, "lab9_training")
 #   independent.) How does it compare with the reduced batch's variance?
 #   `minirad.studies.budget` uses this to spend a memory budget unevenly
 #   across layers.
-# * Replace $P$ by Lab 5's Rademacher projection (the paper's "project"
+# * Replace $P$ by Lab 10's Rademacher projection (the paper's "project"
 #   estimator) and repeat the training run. What does it keep, and why can
 #   it share one $R$ across the minibatch without starving any weight?
 # * Write `different_sample_grad` for a convolution: sample spatial

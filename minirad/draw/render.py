@@ -1209,7 +1209,7 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
                    positions=positions, max_vertices=max_vertices, batch=batch)
     dot = _to_dot(_scene(g, highlights, **options))
     dot.lcg, dot.highlights, dot.options = g, highlights, options
-    return dot
+    return dot  # (no warning about a missing dot here: the DOT text needs none)
 
 
 # -------------------------------------------------------------------- save

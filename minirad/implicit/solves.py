@@ -330,8 +330,18 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     pv = np.asarray(p.value if isinstance(p, Tracked) else p, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"solve_root: x0 must be a 1-D array, not shape {x.shape}")
-    if not (isinstance(max_iter, int) and max_iter >= 1):
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(pv))):
+        raise ValueError("solve_root: x0 and p must be finite")
+    if isinstance(max_iter, bool) or not (isinstance(max_iter, int) and max_iter >= 1):
         raise ValueError(f"max_iter must be a positive int, not {max_iter!r}")
+    # NaN would accept no iterate and then return the last one as a root; a
+    # tolerance of 1 or more accepts points that are no root at all (x0 itself)
+    what = "tol must be a number in [0, 1), the relative residual accepted (|f| <= tol (1 + |x|))"
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer,
+                                                                 np.floating)):
+        raise TypeError(f"{what}, not a {type(tol).__name__}")
+    if not 0 <= tol < 1:
+        raise ValueError(f"{what}, not {tol!r}")
     for _ in range(max_iter):
         value, f_x, f_p = _residual_jacobians(f, x, pv)
         if np.linalg.norm(value) <= tol * (1.0 + np.linalg.norm(x)):
