@@ -154,8 +154,9 @@ class Tape:
         """Append a vertex whose value is ``value`` (made read-only); ``parents`` is a
         list of (Tracked, operator), the operators of a repeated parent added."""
         value = np.asarray(value)
-        check_axes(value.shape, op.split("(")[0] or "an operation")
-        if not np.all(np.isfinite(value)):
+        if value.ndim > MAX_AXES:
+            check_axes(value.shape, op.split("(")[0] or "an operation")
+        if not np.isfinite(value).all():
             raise ValueError(f"{op.split('(')[0] or 'an operation'} produced a non-finite "
                              f"value; the traced program must stay finite")
         value.flags.writeable = False
@@ -548,7 +549,13 @@ def check_entries(shape, what: str) -> None:
 
 def _float_dtype(xs) -> np.dtype:
     """The floating dtype of the traced operands among ``xs``."""
-    return np.result_type(*[x.dtype for x in xs if isinstance(x, Tracked)], np.float32)
+    dtypes = [x.value.dtype for x in xs if isinstance(x, Tracked)]
+    if dtypes[0] in _SINGLE_OR_DOUBLE and all(d == dtypes[0] for d in dtypes):
+        return dtypes[0]   # what result_type gives, without its cost per operation
+    return np.result_type(*dtypes, np.float32)
+
+
+_SINGLE_OR_DOUBLE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _operand(x, what: str, tape: Tape, dtype):
@@ -593,6 +600,8 @@ def traced_operands(what: str, xs) -> tuple[Tape | None, list]:
 
 def _broadcast_shape(what: str, *xs) -> tuple:
     shapes = [np.shape(plain(x)) for x in xs]
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0]   # nothing to broadcast, and it was checked when it was made
     try:
         shape = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -1427,5 +1436,6 @@ def finish(tape: Tape, results: list, input_names: list, several: bool) -> LCG:
             label += "'"
         taken[label] = i
         vertex_names[i] = label
-    return LCG(vertex_names, tape.sources, tape.targets, tape.operators,
-               range(tape.n_inputs), outputs, values=tape.values, ops=tape.ops)
+    # the tape guarantees what the constructor checks (see LCG.from_trusted_blocks)
+    return LCG.from_trusted_blocks(vertex_names, tape.sources, tape.targets, tape.operators,
+                                   range(tape.n_inputs), outputs, tape.values, tape.ops)

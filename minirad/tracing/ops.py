@@ -544,7 +544,7 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
         if out.dtype.kind != "f":
             raise TypeError(f"{op.name} gave a result of dtype {out.dtype}; minirad "
                             f"differentiates floating-point arrays")
-        if not np.all(np.isfinite(out)):
+        if not np.isfinite(out).all():
             first = out.flat[np.flatnonzero(~np.isfinite(out))[0]]
             raise NonFiniteError(f"{op.name}: the result is {first} {_first_bad(out, args)}")
         partials = []
@@ -555,7 +555,7 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
             except (ArithmeticError, ValueError) as error:
                 raise NonFiniteError(f"{op.name}: {which} is not finite here "
                                      f"({error})") from None
-            if np.asarray(d).dtype != np.bool_ and not np.all(np.isfinite(d)):
+            if np.asarray(d).dtype != np.bool_ and not np.isfinite(d).all():
                 first = np.asarray(d).flat[np.flatnonzero(~np.isfinite(d))[0]]
                 raise NonFiniteError(f"{op.name}: {which} is {first} "
                                      f"{_first_bad(np.asarray(d), args)}")

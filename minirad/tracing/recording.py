@@ -85,12 +85,13 @@ class Recording:
     """The steps and reads of one trace, in the order the program made them, and the
     non-differentiated arguments (id -> (position, the argument))."""
 
-    __slots__ = ("events", "depth", "arguments")
+    __slots__ = ("events", "depth", "arguments", "derived")
 
     def __init__(self):
         self.events: list[Step | Read] = []
         self.depth = 0
         self.arguments: dict[int, tuple[int, Any]] = {}
+        self.derived: set[int] = set()   # positions of arguments a Derived came from
 
 
 def _tape_in(items):
@@ -119,7 +120,8 @@ def call(rule, args: tuple, kwargs: dict):
     finally:
         recording.depth = 0
     if len(tape.values) > first:
-        recording.events.append(Step(rule, _frozen(args, tape), _frozen(kwargs, tape), first,
+        recording.events.append(Step(rule, _frozen(args, tape),
+                                     _frozen(kwargs, tape) if kwargs else {}, first,
                                      len(tape.values)))
     return result
 
@@ -163,8 +165,10 @@ def _frozen(x, tape):
     constant arrays as read-only copies (the trace's own copy when it made one)."""
     if isinstance(x, Traced):
         return Slot(x.index)
+    if isinstance(x, (float, int, str)) or x is None:
+        return x
     if isinstance(x, tuple):
-        return tuple(_frozen(y, tape) for y in x)
+        return tuple([_frozen(y, tape) for y in x])
     if isinstance(x, list):
         return [_frozen(y, tape) for y in x]
     if isinstance(x, dict):
@@ -189,6 +193,7 @@ def _constant(x: np.ndarray, tape):
         kept.flags.writeable = False
     for position, argument in arguments.values():
         if isinstance(argument, np.ndarray) and np.may_share_memory(x, argument):
+            tape.recording.derived.add(position)
             return Derived(position, kept)
     return kept
 
@@ -213,20 +218,7 @@ class Recorded(NamedTuple):
 
 def recorded(tape, args, wrt, names, returned, several) -> Recorded:
     """The :class:`Recorded` of a finished trace (``returned``: vertex numbers)."""
-    derived = {event_arg.position for event in tape.recording.events
-               for event_arg in _walk((event.args, event.kwargs))
-               if isinstance(event_arg, Derived)}
-    snapshots = {p: np.array(args[p]) for p in derived}
+    snapshots = {p: np.array(args[p]) for p in tape.recording.derived}
     return Recorded(tuple(tape.recording.events), tuple(args), snapshots, tuple(wrt),
                     tuple(names), tuple(returned), several, tuple(tape.names))
 
-
-def _walk(x):
-    if isinstance(x, (Slot, Argument, Derived)):
-        yield x
-    elif isinstance(x, (tuple, list)):
-        for y in x:
-            yield from _walk(y)
-    elif isinstance(x, dict):
-        for y in x.values():
-            yield from _walk(y)
