@@ -189,3 +189,18 @@ def test_a_constant_changed_after_tracing_does_not_change_the_replay():
     g = minirad.trace(lambda x: arrays.matmul(A, x).sum(), np.ones(2))
     A[:] = 5.0       # the trace kept its own copy: replay uses that one
     assert gradient(replay(g, np.ones(2)))[0].tolist() == [1.0, 1.0]
+
+
+def test_the_tracer_builds_the_graph_the_checked_constructor_builds():
+    """The tracer skips the constructor's checks (LCG.from_trusted_blocks): the graph is
+    the one the constructor makes of the same columns, a block between two numbers
+    turned into its float."""
+    def f(W, x):
+        s = (ops.tanh(x @ W) ** 2).sum()
+        return s * 3.0 - s / 2.0
+    g = minirad.trace(f, np.arange(6.0).reshape(3, 2) / 10, np.ones(3), wrt=[0])
+    checked = LCG(g.names, g.sources, g.targets, g.labels, g.inputs, g.outputs,
+                  values=g.values, ops=g.ops)
+    assert g.same_as(checked)
+    floats = [e for e, label in enumerate(g.labels) if isinstance(label, float)]
+    assert floats and all(type(checked.labels[e]) is float for e in floats)

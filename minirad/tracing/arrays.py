@@ -120,7 +120,7 @@ from .ops import (
     Op,
     evaluate_array,
 )
-from .recording import Recording, Traced, call, read, recorded, replayable
+from .recording import Operand, Recording, call, read, recorded, replayable
 
 MAX_AXES = 31
 """The most axes a traced array may have: the sweeps stack arrays along one more axis,
@@ -257,7 +257,7 @@ class Tape:
         self.derived[result_key] = (root, bits)
 
 
-class Tracked(Traced):
+class Tracked(Operand):
     """A traced array: a value plus its vertex on the tape.
 
     Behaves like a read-only numpy array for the supported operations

@@ -31,11 +31,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["Argument", "Derived", "Read", "Recorded", "Recording", "Slot", "Step", "Traced",
+__all__ = ["Argument", "Derived", "Operand", "Read", "Recorded", "Recording", "Slot", "Step",
            "call", "on_values", "read", "recorded", "replayable"]
 
 
-class Traced:
+class Operand:
     """The base class of a traced array (:class:`minirad.tracing.arrays.Tracked`): what a
     recording recognises as an operand.  It has a ``tape``, an ``index`` and a ``value``."""
 
@@ -97,11 +97,11 @@ class Recording:
 def _tape_in(items):
     """The tape of the first traced operand among ``items`` (one level into lists)."""
     for x in items:
-        if isinstance(x, Traced):
+        if isinstance(x, Operand):
             return x.tape
         if isinstance(x, (list, tuple)):
             for y in x:
-                if isinstance(y, Traced):
+                if isinstance(y, Operand):
                     return y.tape
     return None
 
@@ -153,9 +153,9 @@ def on_values(reader, args, kwargs):
 
 
 def _plain(x):
-    if isinstance(x, Traced):
+    if isinstance(x, Operand):
         return x.value
-    if isinstance(x, (list, tuple)) and any(isinstance(y, Traced) for y in x):
+    if isinstance(x, (list, tuple)) and any(isinstance(y, Operand) for y in x):
         return type(x)(_plain(y) for y in x)
     return x
 
@@ -163,7 +163,7 @@ def _plain(x):
 def _frozen(x, tape):
     """``x`` as a step keeps it: traced operands as slots, arguments by position, other
     constant arrays as read-only copies (the trace's own copy when it made one)."""
-    if isinstance(x, Traced):
+    if isinstance(x, Operand):
         return Slot(x.index)
     if isinstance(x, (float, int, str)) or x is None:
         return x

@@ -95,6 +95,7 @@ def replay(g, *args) -> LCG:
         _same_shape(kept, position, args[position])
         input_vertex(tape, args[position], position, kept.names[position])
     tape.n_inputs = len(tape.values)
+    tape.recording.depth = 1   # the rules rerun are not steps of a new recording
     for position, arg in enumerate(args):
         if position not in kept.wrt:
             _check_constant(kept, position, arg)
