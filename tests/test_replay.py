@@ -204,3 +204,13 @@ def test_the_tracer_builds_the_graph_the_checked_constructor_builds():
     assert g.same_as(checked)
     floats = [e for e, label in enumerate(g.labels) if isinstance(label, float)]
     assert floats and all(type(checked.labels[e]) is float for e in floats)
+
+
+def test_indices_read_from_the_values_are_checked():
+    def f(x):
+        (big,) = np.where(x)            # the indices of the nonzero entries: a value read
+        return (x[big] * 2.0).sum()
+    g = minirad.trace(f, np.array([0.0, 3.0, 4.0]))
+    assert gradient(replay(g, np.array([0.0, 1.0, 1.0])))[0].tolist() == [0.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="read differently"):
+        replay(g, np.array([1.0, 0.0, 1.0]))

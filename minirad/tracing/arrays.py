@@ -666,7 +666,7 @@ def where(condition, x=None, y=None):
     condition is read as a constant (the branch taken at the traced point); each
     traced branch's edge is a mask.  With the condition alone, its indices."""
     if x is None and y is None:
-        return np.nonzero(plain(condition))
+        return read(np.nonzero, condition)   # indices: a value read, as argmax is
     if x is None or y is None:
         raise TypeError("where takes a condition alone, or a condition, x and y")
     condition = np.asarray(plain(condition)).astype(bool)

@@ -8,8 +8,9 @@ program itself makes to a rule (``x * y``, ``np.sum``, ``x @ W``,
 vertex number (a :class:`Slot`), and the vertices the call made.  The rules that
 rule calls in turn are not steps of their own: they run again with it.  Each
 value the program *read* (a comparison such as ``x > 0``, ``bool(x)``,
-``np.argmax``, :func:`minirad.detach`) is written down as a :class:`Read`, with
-what it gave.
+``np.argmax``, ``np.where(x)``, :func:`minirad.detach`) is written down as a
+:class:`Read`, with what it gave; a read within a rule that made vertices is
+that rule's own, and happens again when it runs again.
 
 Replaying reruns the steps, in order, on the new values, so the library's own
 rules make every value and every Jacobian block again while the program's Python
@@ -85,11 +86,12 @@ class Recording:
     """The steps and reads of one trace, in the order the program made them, and the
     non-differentiated arguments (id -> (position, the argument))."""
 
-    __slots__ = ("events", "depth", "arguments", "derived")
+    __slots__ = ("events", "depth", "arguments", "derived", "pending")
 
     def __init__(self):
         self.events: list[Step | Read] = []
         self.depth = 0
+        self.pending: list[Read] = []    # reads within the call under way
         self.arguments: dict[int, tuple[int, Any]] = {}
         self.derived: set[int] = set()   # positions of arguments a Derived came from
 
@@ -114,7 +116,7 @@ def call(rule, args: tuple, kwargs: dict):
         return rule(*args, **kwargs)
     recording = tape.recording
     first = len(tape.values)
-    recording.depth = 1
+    recording.depth, recording.pending = 1, []
     try:
         result = rule(*args, **kwargs)
     finally:
@@ -123,6 +125,8 @@ def call(rule, args: tuple, kwargs: dict):
         recording.events.append(Step(rule, _frozen(args, tape),
                                      _frozen(kwargs, tape) if kwargs else {}, first,
                                      len(tape.values)))
+    else:   # a call that only read values (np.where(x), a rule's argmax): its reads count
+        recording.events += recording.pending
     return result
 
 
@@ -136,14 +140,17 @@ def replayable(rule):
 
 
 def read(reader, *args, **kwargs):
-    """``reader`` on the plain values of ``args`` (a comparison, ``bool``, ``argmax``):
-    written down with its result when the program itself read them."""
+    """``reader`` on the plain values of ``args`` (a comparison, ``bool``, ``argmax``),
+    written down with its result."""
     result = on_values(reader, args, kwargs)
     tape = _tape_in(args) or (_tape_in(kwargs.values()) if kwargs else None)
-    if tape is not None and not tape.recording.depth:
+    if tape is not None:
         kept = np.array(result) if isinstance(result, np.ndarray) else result
-        tape.recording.events.append(Read(reader, _frozen(args, tape), _frozen(kwargs, tape),
-                                          kept))
+        event = Read(reader, _frozen(args, tape), _frozen(kwargs, tape), kept)
+        recording = tape.recording
+        # within a call, the read counts only if the call makes no vertex (else the rule
+        # runs again on replay and reads again itself)
+        (recording.pending if recording.depth else recording.events).append(event)
     return result
 
 
