@@ -303,12 +303,12 @@ def _edge_beats_vertex(folder: str) -> list[str]:
 
 
 def _adjoint_convergence(folder: str) -> list[str]:
-    from .draw.adjoints import plot_convergence
+    from .draw.adjoints import plot_adjoint_convergence
     from .implicit import ode_adjoint
 
     problems = [ode_adjoint.oscillator(n_steps=20), ode_adjoint.lotka_volterra(n_steps=32),
                 ode_adjoint.diffusion(n_grid=15, n_steps=20, ratio=0.6)]
-    return [_save(plot_convergence(problems), folder, "adjoint_convergence.png")]
+    return [_save(plot_adjoint_convergence(problems), folder, "adjoint_convergence.png")]
 
 
 def _symbolic_swell(folder: str) -> list[str]:
@@ -348,7 +348,7 @@ FIGURES: tuple[Entry, ...] = (
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
     Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png",
                                      "figure3_blocks.png"),
-          _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
+          _figure3, "Figure 3: the LCG of arrays of a small MLP, exact and with activation "
                     "sampling, with the memory each edge keeps"),
     Entry("sparsity", _one("sparsity_pattern.png", "sparsity_strategies.png"), _sparsity,
           "a tridiagonal pattern with its seed groups; sweeps and multiplications per "

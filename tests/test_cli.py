@@ -459,6 +459,24 @@ def test_an_interrupt_while_starting_exits_quietly_with_130(capsys, monkeypatch)
     assert stop.value.code == 130 and capsys.readouterr().err == ""
 
 
+def test_the_command_s_launcher_exits_quietly_when_interrupted_while_minirad_loads():
+    # a fresh interpreter whose import of minirad's graph module is "interrupted", as a
+    # Ctrl-C in the second the package takes to load would be; the console script
+    # `minirad` runs minirad_command.main
+    program = ("import sys\n"
+               "class Interrupt:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name == 'minirad.graph.lcg':\n"
+               "            raise KeyboardInterrupt\n"
+               "sys.meta_path.insert(0, Interrupt())\n"
+               "import minirad_command\n"
+               "sys.argv = ['minirad', 'demo']\n"
+               "sys.exit(minirad_command.main())\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, timeout=120)
+    assert (run.returncode, run.stderr) == (130, "")
+
+
 def test_an_interrupt_during_a_run_exits_quietly_with_130(tmp_path):
     import signal
     import time

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from minirad import vjp
-from minirad.draw.adjoints import plot_convergence, plot_reintegration
+from minirad.draw.adjoints import plot_adjoint_convergence, plot_reintegration
 from minirad.implicit import ode_adjoint as ode
 
 PROBLEMS = {
@@ -219,7 +219,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="at least two different positive integers"):
         ode.convergence(problem, refinements=(2, 2))
     with pytest.raises(ValueError, match="at least one ODEProblem"):
-        plot_convergence([])
+        plot_adjoint_convergence([])
 
 
 def test_reintegration_picture_reports_the_overflow():
@@ -235,7 +235,7 @@ def test_reintegration_picture_reports_the_overflow():
 
 def test_convergence_picture_labels_each_measured_slope():
     problems = [ode.oscillator(n_steps=16), decay(8)]
-    fig = plot_convergence(problems, refinements=(1, 2))
+    fig = plot_adjoint_convergence(problems, refinements=(1, 2))
     lines = fig.axes[0].get_lines()
     slopes = [ode.convergence(p, refinements=(1, 2)).order for p in problems]
     assert [line.get_label() for line in lines] == [
@@ -275,10 +275,10 @@ def test_a_solve_that_overflows_or_cannot_fit_is_refused(monkeypatch):
     import minirad._arguments
 
     problem = ode.oscillator(n_steps=1, T=1e300)  # one step of 1e300: RK4 overflows
-    for method in (ode.solve, ode.discrete_gradient, ode.continuous_gradient):
+    for method in (ode.integrate, ode.discrete_gradient, ode.continuous_gradient):
         with pytest.raises(ValueError, match="overflowed at step 1 of 1"):
             method(problem, problem.parameters)
     monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 2**30)
     big = ode.oscillator(n_steps=10**9)  # (10**9 + 1) states of 2 floats: 14.9 GiB
     with pytest.raises(ValueError, match="1,000,000,001 states of the solve would need 14.9 GiB"):
-        ode.solve(big, big.parameters)
+        ode.integrate(big, big.parameters)

@@ -40,7 +40,7 @@ def test_study_writes_figures_and_table(tmp_path):
         assert set(result[f"{network}_runs"]) == set(nn.ESTIMATORS)
         assert f"## Training the {'ConvNet' if network == 'convnet' else 'IRNN'}" in text
         assert f"| reduced_batch | {reduced} |" in text
-    assert "The MLP trains on the traced vector LCG" in text
+    assert "The MLP trains on the traced LCG of arrays" in text
 
 
 def test_quick_config_and_estimators():

@@ -521,7 +521,7 @@ def implicit_gradient(f_x, f_p, g_x):
 labs.check_implicit_gradient(implicit_gradient)
 
 # %% [markdown]
-# The vector LCG does the same on its own: `minirad.implicit.solves.solve_root`
+# An LCG of arrays does the same on its own: `minirad.implicit.solves.solve_root`
 # runs Newton's method and records **one** edge from $p$ to $x$ whose
 # operator is $-f_x^{-1} f_p$, applied by solves. Compare with tracing a
 # fixed-point iteration step by step: the same gradient from a far smaller

@@ -23,7 +23,7 @@
 #
 # In this lab you build both kinds of tracer yourself, the second one on the
 # pattern of the lab seed's `TrackedArray` (written in Julia there, in
-# Python here), check them against minirad's scalar tracer and vector LCG,
+# Python here), check them against minirad's tracer and its LCG of arrays,
 # measure how much faster arrays are, and train a small network with your
 # own code.
 #
@@ -199,7 +199,7 @@ def vjp(op, *arrays, wobble):
 # **Exercise 7.2.** Complete `matmul(X, Y)`: it has computed `Z`; append
 # `(Z, pullback)` to `X.children` and to `Y.children`. The check calls
 # `vjp(matmul, X, Y, wobble=...)` on three pairs of shapes (none square, so
-# a transposed rule shows) and compares with minirad's vector LCG and with
+# a transposed rule shows) and compares with minirad's LCG of arrays and with
 # finite differences.
 
 # %%
@@ -280,7 +280,7 @@ labs.check_other_pullbacks(tsum, add, sub, abs2, tsigmoid, hcat, vjp)
 
 # %% [markdown]
 # The rules compose. A whole loss, squared error of a one-layer sigmoid
-# model, through your type and through minirad's vector LCG:
+# model, through your type and through minirad's LCG of arrays:
 
 # %%
 rng = np.random.default_rng(0)
@@ -650,7 +650,7 @@ x_only = [g.index("x")]
 for label, options in (("plain", dict()), ("in place", dict(accumulate="in_place")),
                        ("lazy, x wanted", dict(lazy=True, wanted=x_only)),
                        ("both", dict(accumulate="in_place", lazy=True, wanted=x_only))):
-    swept = cotangents.reverse(g, seed, **options)
+    swept = cotangents.reverse_accumulation(g, seed, **options)
     print(f"{label:>14}: {swept.allocations} arrays allocated, {swept.deferred} thunks never "
           f"forced, dx = {swept.values[g.index('x')]}")
 print(block_gradient(g, wrt="x", accumulate="in_place", lazy=True))

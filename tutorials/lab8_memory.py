@@ -42,7 +42,7 @@ from minirad.checkpoint.schedules import (
     Chain,
     StoreAll,
     binomial_forward_steps,
-    gradient,
+    reverse_chain,
     sqrt_every,
 )
 from minirad.graph.memory import memory
@@ -53,9 +53,9 @@ from minirad.tracing.arrays import name, softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 # %% [markdown]
-# ## 1. What the backward pass needs, read off the vector LCG
+# ## 1. What the backward pass needs, read off the LCG of arrays
 #
-# In the vector LCG (Lab 7, the paper's Figure 3) every edge carries a
+# In the LCG of arrays (Lab 7, the paper's Figure 3) every edge carries a
 # linear operator, and each operator lists the arrays its transpose needs:
 # `minirad.memory(g)` adds them up. Take a two-layer network on a
 # minibatch of 4 examples with 6 features, 32-bit floats:
@@ -153,7 +153,7 @@ labs.check_table1_bytes(table1_bytes)
 
 # %% [markdown]
 # Your numbers beside the printed table (MB = $10^6$ bytes), and beside what
-# minirad's vector LCG keeps when it traces the real network on two examples
+# minirad's LCG of arrays keeps when it traces the real network on two examples
 # (`memory` of the traced graph, and of the graph with every stored input
 # sampled by random matrix injection, Lab 5):
 
@@ -379,7 +379,7 @@ def timeline(n, schedule):
         checkpointed_gradient(step, lambda i, x, lam: vjp(i, x, lam)[0], lambda x: 1.0,
                               0.0, n, schedule)
         return events, None
-    result = gradient(Chain(step=step, vjp=vjp, seed=lambda i, x: 1.0 if i == n else None),
+    result = reverse_chain(Chain(step=step, vjp=vjp, seed=lambda i, x: 1.0 if i == n else None),
                       0.0, n, schedule)
     return events, result
 

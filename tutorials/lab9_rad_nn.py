@@ -69,7 +69,7 @@ print(f"training images {data.x_train.shape}, test images {data.x_test.shape}")
 # %% [markdown]
 # ## 1. What the backward pass keeps, read off the graph
 #
-# minirad can trace a small network into a vector LCG (the graph whose
+# minirad can trace a small network into an LCG of arrays (the graph whose
 # vertices are arrays) and count what its reverse sweep keeps. We trace a
 # two-layer network on 150 images, then let `nn_graph.inject` replace every
 # stored layer input by a sample of 10% of its entries (the paper's

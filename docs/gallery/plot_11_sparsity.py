@@ -8,8 +8,9 @@ column in one reverse sweep: on a tridiagonal Jacobian three sweeps do the
 work of ten.
 """
 
-from minirad import compressed, examples, sparsity
+from minirad import examples
 from minirad.draw.patterns import plot_pattern, plot_strategies
+from minirad.exact import compressed, sparsity
 
 g = examples.banded(10)
 print(sparsity.pattern(g).astype(int))
@@ -21,7 +22,7 @@ pattern
 # colouring saves a sweep: both need 8. A mixed strategy gives the dense
 # parts sweeps of their own and colours what is left, now sparse: 3 sweeps in
 # all. Counted in multiplications, plain reverse mode stays cheapest (44
-# against 60). :func:`minirad.compressed.plan` prices every strategy and
+# against 60). :func:`minirad.exact.compressed.plan` prices every strategy and
 # picks by either criterion.
 arrow = examples.arrow(8)
 print("fewest sweeps:", compressed.plan(arrow, by="passes").best.name)

@@ -32,7 +32,7 @@ The chain is given by functions, so any state type works (arrays, tuples):
   sweep needs of ``x_i``.  A residual smaller than the state (a sample of
   it, as in randomized AD) combined with checkpoints gives both savings.
 
-A chain-shaped vector LCG (a traced RNN or MLP, the PDE's graph) is read as
+A chain-shaped LCG of arrays (a traced RNN or MLP, the PDE's graph) is read as
 such a chain by :mod:`minirad.checkpoint.on_graph`.
 
 >>> import numpy as np
@@ -40,8 +40,8 @@ such a chain by :mod:`minirad.checkpoint.on_graph`.
 >>> chain = Chain(step=lambda i, x: a * x + np.sin(x),
 ...               vjp=lambda i, x, lam: ((a + np.cos(x)) * lam, None),
 ...               seed=lambda i, x: 1.0 if i == 8 else None)
->>> full = gradient(chain, 0.5, 8)                       # d x_8 / d x_0
->>> cheap = gradient(chain, 0.5, 8, Binomial(snapshots=2))
+>>> full = reverse_chain(chain, 0.5, 8)                       # d x_8 / d x_0
+>>> cheap = reverse_chain(chain, 0.5, 8, Binomial(snapshots=2))
 >>> bool(full.state_bar == cheap.state_bar), full.forward_steps, cheap.forward_steps
 (True, 8, 15)
 >>> binomial_forward_steps(8, 2) + 1
@@ -61,7 +61,7 @@ import numpy as np
 
 __all__ = [
     "Binomial", "Chain", "ChainGradient", "StoreAll", "Uniform", "binomial_capacity",
-    "binomial_forward_steps", "binomial_forward_steps_dp", "gradient", "repetition_number",
+    "binomial_forward_steps", "binomial_forward_steps_dp", "reverse_chain", "repetition_number",
     "sqrt_every", "uniform_forward_steps", "uniform_peak_stored",
 ]
 
@@ -98,7 +98,7 @@ class Binomial:
 
 @dataclass(frozen=True)
 class ChainGradient:
-    """The result of :func:`gradient`.
+    """The result of :func:`reverse_chain`.
 
     ``state_bar`` is the cotangent of ``x_0``; ``param_bar`` the total of the
     steps' parameter cotangents (``None`` if every step returned ``None``);
@@ -159,7 +159,7 @@ def binomial_forward_steps(n_steps: int, snapshots: int) -> int:
     ``s`` snapshots: ``r n - beta(s + 1, r - 1)``.
 
     It counts the advances needed to bring each ``x_i`` into hand for its
-    reverse step (one snapshot holds ``x_0``); :func:`gradient` calls ``step``
+    reverse step (one snapshot holds ``x_0``); :func:`reverse_chain` calls ``step``
     once more, to compute ``x_n`` itself.
 
     >>> binomial_forward_steps(5, 1)   # one snapshot: 4 + 3 + 2 + 1 advances
@@ -344,7 +344,7 @@ class _Run:
 
 
 # -------------------------------------------------------------- schedules
-def gradient(chain: Chain, x0, n_steps: int, schedule=None) -> ChainGradient:
+def reverse_chain(chain: Chain, x0, n_steps: int, schedule=None) -> ChainGradient:
     """Reverse the chain ``x_{i+1} = step(i, x_i)``, ``i < n_steps``, under a schedule
     (default :class:`StoreAll`).  See the module docstring for an example.
     """

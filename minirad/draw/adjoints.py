@@ -20,7 +20,7 @@ grows by orders of magnitude per unit of time until it overflows.
 discrete adjoint against the step size on log-log axes, one line per
 problem with its fitted slope (:func:`minirad.implicit.ode_adjoint.convergence`).
 
->>> fig = plot_convergence([ode_adjoint.oscillator(n_steps=16)], refinements=(1, 2))
+>>> fig = plot_adjoint_convergence([ode_adjoint.oscillator(n_steps=16)], refinements=(1, 2))
 >>> fig.axes[0].get_lines()[0].get_label()
 'damped oscillator: slope 3.97'
 """
@@ -32,7 +32,7 @@ import numpy as np
 from ..implicit.ode_adjoint import STATES, continuous_gradient, convergence, discrete_gradient
 from .render import PATH_COLORS
 
-__all__ = ["plot_convergence", "plot_reintegration"]
+__all__ = ["plot_adjoint_convergence", "plot_reintegration"]
 
 #: errors are drawn on a log scale clipped to [FLOOR, CEILING]; beyond is "overflow"
 FLOOR, CEILING = 1e-17, 1e40
@@ -112,7 +112,7 @@ def plot_reintegration(problems):
     return fig
 
 
-def plot_convergence(problems, refinements=(1, 2, 4, 8)):
+def plot_adjoint_convergence(problems, refinements=(1, 2, 4, 8)):
     """The relative gap between the continuous adjoint (stored states) and
     the discrete adjoint against the step size h, for each problem at
     ``h / r`` for ``r`` in ``refinements``; the legend gives each line's

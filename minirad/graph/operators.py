@@ -1,6 +1,6 @@
-"""Linear operators: the edge labels of the vector LCG.
+"""Linear operators: the edge labels of an LCG of arrays.
 
-In the vector LCG (RAD paper Sec. 3.2, Fig. 3) a vertex holds an array and
+In an LCG of arrays (RAD paper Sec. 3.2, Fig. 3) a vertex holds an array and
 the edge ``u -> v`` holds the local Jacobian dv/du as a *linear operator*
 from arrays of ``u``'s shape to arrays of ``v``'s shape.  An operator is
 never stored as a matrix unless it has to be: a ReLU keeps a bit mask, an

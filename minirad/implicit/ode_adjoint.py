@@ -75,7 +75,7 @@ from ..tracing import trace
 __all__ = [
     "STATES", "Convergence", "Gradient", "ODEProblem", "continuous_gradient", "convergence",
     "diffusion", "discrete_gradient", "linearize", "loss", "lotka_volterra", "oscillator",
-    "solve", "squared_distance", "traced_gradient",
+    "integrate", "squared_distance", "traced_gradient",
 ]
 
 STATES = ("stored", "checkpoints", "reintegrate")
@@ -199,7 +199,7 @@ def _forward(problem: ODEProblem, p):
     return u, running
 
 
-def solve(problem: ODEProblem, p) -> np.ndarray:
+def integrate(problem: ODEProblem, p) -> np.ndarray:
     """Every state of the forward RK4 solve, shape ``(n_steps + 1, n)``; a
     ``ValueError`` if the solve overflows (a step too large for RK4's stability)."""
     return _forward(problem, _check_parameters(problem, p))[0]
@@ -279,7 +279,7 @@ def discrete_gradient(problem: ODEProblem, p) -> Gradient:
     """
     p = _check_parameters(problem, p)
     h = problem.h
-    u = solve(problem, p)
+    u = integrate(problem, p)
     lam = _terminal_gradient(problem, u[-1])
     grad = np.zeros_like(p)
     for n in range(problem.n_steps - 1, -1, -1):
@@ -321,8 +321,8 @@ def traced_gradient(problem: ODEProblem, p) -> Gradient:
         return total + (problem.terminal(u) if problem.terminal is not None else 0.0)
 
     g = trace(program, p)
-    return Gradient("reverse sweep on the vector LCG", gradient(g)[0],
-                    problem.n_steps + 1, 0, solve(problem, p))
+    return Gradient("reverse sweep on the LCG of arrays", gradient(g)[0],
+                    problem.n_steps + 1, 0, integrate(problem, p))
 
 
 # ---------------------------------------------------- differentiate, then discretise
@@ -357,7 +357,7 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
                          f"{states!r}")
     p = _check_parameters(problem, p)
     N, h = problem.n_steps, problem.h
-    forward = solve(problem, p)
+    forward = integrate(problem, p)
     lam = _terminal_gradient(problem, forward[N])
     mu = np.zeros_like(p)
     used = np.full_like(forward, np.nan)
@@ -518,7 +518,7 @@ def oscillator(n_steps: int = 100, T: float = 10.0) -> ODEProblem:
     with the terminal cost ``|u(T) - (0.2, -0.1)|^2 / 2``.
 
     >>> problem = oscillator(n_steps=10)
-    >>> solve(problem, problem.parameters).shape
+    >>> integrate(problem, problem.parameters).shape
     (11, 2)
     """
     def f(u, p):   # np.stack, not np.array: traced arrays go through it too

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, gradient, uniform_forward_steps, uniform_peak_stored
+from ..checkpoint.schedules import Chain, reverse_chain, uniform_forward_steps, uniform_peak_stored
 from ..studies.memory import mlp, total_bytes
 from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
 from .checks import CheckFailed, as_numbers, call_student, location, passed
@@ -215,7 +215,7 @@ class _Probe:
     def reference(self) -> np.ndarray:
         chain = Chain(step=self._step, vjp=lambda i, x, lam: (self._vjp(i, x, lam), None),
                       seed=lambda i, x: 2 * x if i == self.n else None)
-        return gradient(chain, self.x0, self.n).state_bar
+        return reverse_chain(chain, self.x0, self.n).state_bar
 
     def reset(self) -> None:
         self.steps, self.vjps, self.alive, self.peak = 0, [], 0, 0
@@ -268,7 +268,7 @@ _CHECKPOINT_CASES = [(1, 1), (10, 3), (16, 4), (20, 1), (20, 20), (50, 7), (100,
 
 
 @exercise("8.2", "the sqrt(N) schedule", takes=("checkpointed_gradient",), points=4,
-          minutes=35, seconds=60, reference=("minirad.checkpoint.schedules:gradient",
+          minutes=35, seconds=60, reference=("minirad.checkpoint.schedules:reverse_chain",
                                              "minirad.checkpoint.on_graph"))
 def check_checkpointed_gradient(fn: Callable) -> None:
     """Exercise 8.2: ``fn(step, vjp, seed, x0, n, every)`` reverses a chain with checkpoints.
@@ -286,16 +286,16 @@ def check_checkpointed_gradient(fn: Callable) -> None:
     segment's last state, the state of the wrong side of a step, and segments
     reversed in the wrong order.
 
-    >>> from minirad.checkpoint.schedules import Chain, Uniform, gradient
+    >>> from minirad.checkpoint.schedules import Chain, Uniform, reverse_chain
     >>> def fn(step, vjp, seed, x0, n, every):
     ...     chain = Chain(step=step, vjp=lambda i, x, lam: (vjp(i, x, lam), None),
     ...                   seed=lambda i, x: seed(x) if i == n else None)
-    ...     return gradient(chain, x0, n, Uniform(every)).state_bar
+    ...     return reverse_chain(chain, x0, n, Uniform(every)).state_bar
     >>> check_checkpointed_gradient(fn)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     minirad.labs.checks.CheckFailed: Exercise 8.2 (sqrt(N) checkpointing), on a chain of n=1 \
-steps, every=1: used the reference -- your function called minirad's gradient ...
+steps, every=1: used the reference -- your function called minirad's reverse_chain ...
     """
     exercise, topic = "Exercise 8.2", "sqrt(N) checkpointing"
     rng = np.random.default_rng(8)

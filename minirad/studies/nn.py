@@ -471,7 +471,7 @@ def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
 
 
 def _engine_text(engine: str) -> str:
-    return ("traced vector LCG (estimators injected on the graph)" if engine == "graph"
+    return ("traced LCG of arrays (estimators injected on the graph)" if engine == "graph"
             else "hand-written numpy network (tested equal to the graph on the same samples)")
 
 

@@ -1,4 +1,4 @@
-"""The study's networks as traced programs on the vector LCG, the estimators as
+"""The study's networks as traced programs on the LCG of arrays, the estimators as
 injections on the graph, and the memory as the graph's own accounting.
 
 Training traces each network once and replays its graph at every later minibatch
@@ -8,7 +8,7 @@ running the network's Python again.
 
 Each network is a plain numpy program of its parameters (the data are constants
 of the trace): :func:`mlp_program`, :func:`convnet_program`, :func:`irnn_program`.
-Tracing it gives a vector LCG whose ``outer`` edges keep the input of a linear
+Tracing it gives an LCG of arrays whose ``outer`` edges keep the input of a linear
 or convolutional layer for that layer's weight gradient; the RAD estimators
 replace exactly those stored inputs (:func:`inject`, the paper's scheme of
 :func:`minirad.randomized.injection.sample_activations`, one seed per layer), so the
@@ -166,7 +166,7 @@ class Replayed:
 
 
 def traced(program, params, x, y):
-    """The vector LCG of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
+    """The LCG of arrays of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
     return trace(program(x, y), *params)
 
 

@@ -15,7 +15,7 @@ mean squared error per grid point and per step,
 ``L = (1/N) sum_{n=1..N} (1/d) |phi_n - target(t_n)|^2``,
 ``target = phi_0 + 1/4 sin(pi t) sin(2 pi x) sin(pi y)``.
 
-The gradient is a chain reversed by :func:`minirad.checkpoint.schedules.gradient`:
+The gradient is a chain reversed by :func:`minirad.checkpoint.schedules.reverse_chain`:
 the reverse sweep needs, for step ``n``, the state ``phi_n`` twice, in the
 loss's seed ``2 (phi_n - target_n) / (N d)`` and in the edge
 ``d phi_{n+1} / d C_n = dt diag(phi_n)``.  Everything else (``C_n``, the
@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, StoreAll, gradient
+from ..checkpoint.schedules import Chain, StoreAll, reverse_chain
 from ..rng import as_generator
 
 __all__ = [
@@ -344,7 +344,7 @@ def exact_gradient(p: Reactor, theta, schedule=None, details: bool = False):
             _add_exactly(squares, float(np.sum((phi - target(p, n * p.dt)) ** 2)))
         return c.seed(n, phi)
 
-    result = gradient(Chain(step=c.step, vjp=c.vjp, seed=seed), initial_state(p), p.n_steps,
+    result = reverse_chain(Chain(step=c.step, vjp=c.vjp, seed=seed), initial_state(p), p.n_steps,
                       StoreAll() if schedule is None else schedule)
     loss = math.fsum(squares) / (p.n_steps * p.size)
     return (loss, result.param_bar, result) if details else (loss, result.param_bar)
@@ -394,7 +394,7 @@ def rad_gradient(p: Reactor, theta, fraction: float, rng=None, variant: str = "e
     (:mod:`minirad.studies.pde_engine`) keeps what it counts.
     """
     samples = sampler(p, fraction, rng, variant)
-    result = gradient(chain(p, theta, samples), initial_state(p), p.n_steps,
+    result = reverse_chain(chain(p, theta, samples), initial_state(p), p.n_steps,
                       StoreAll() if schedule is None else schedule)
     k = samples[0].shape[1]
     retained = p.n_steps * k * (8 + samples[0].itemsize)

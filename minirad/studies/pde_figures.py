@@ -249,7 +249,7 @@ def noise(cfg: StudyConfig, progress=None) -> dict:
 # ------------------------------------------------------------- tradeoff
 def tradeoff(cfg: StudyConfig, progress=None) -> list[dict]:
     """Held bytes, forward steps and noise of each way to get a gradient, on the study's
-    horizon, by the reference chain (:func:`minirad.checkpoint.schedules.gradient`).
+    horizon, by the reference chain (:func:`minirad.checkpoint.schedules.reverse_chain`).
     ``held_bytes`` is counted by the schedule's ledger (the arrays it holds at its peak);
     ``measured`` is tracemalloc's peak during the gradient less that of the plain forward
     loop (``forward_peak``): it adds the Python objects that hold each step's residual
