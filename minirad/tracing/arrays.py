@@ -150,13 +150,15 @@ class Tape:
         self.gathers: dict[str, tuple] = {}   # key -> (source array, gathering operator)
         self.recording = Recording()   # what replay reruns (minirad.tracing.recording)
 
-    def new_vertex(self, value: np.ndarray, op: str, parents, name=None) -> Tracked:
+    def new_vertex(self, value: np.ndarray, op: str, parents, name=None,
+                   finite: bool = False) -> Tracked:
         """Append a vertex whose value is ``value`` (made read-only); ``parents`` is a
-        list of (Tracked, operator), the operators of a repeated parent added."""
+        list of (Tracked, operator), the operators of a repeated parent added.
+        ``finite=True``: the caller has checked every entry is finite."""
         value = np.asarray(value)
         if value.ndim > MAX_AXES:
             check_axes(value.shape, op.split("(")[0] or "an operation")
-        if not np.isfinite(value).all():
+        if not finite and not np.isfinite(value).all():
             raise ValueError(f"{op.split('(')[0] or 'an operation'} produced a non-finite "
                              f"value; the traced program must stay finite")
         value.flags.writeable = False
@@ -626,7 +628,7 @@ def elementwise(op: Op, *operands):
     partial, which becomes that edge's Jacobian block (a constant factor, a bit mask
     or a diagonal, after the broadcast), keeping what ``op.keeps`` names."""
     tape, operands = traced_operands(op.name, operands)
-    values = tuple(plain(x) for x in operands)
+    values = tuple([plain(x) for x in operands])
     if tape is None:
         return evaluate_array(op, values, wrt=())[0]
     _broadcast_shape(op.name, *operands)  # refused before numpy allocates it
@@ -639,7 +641,9 @@ def elementwise(op: Op, *operands):
                          f"{detail}") from None
     parents = [(operands[i], _block(tape, op, i, d, operands, out))
                for i, d in zip(wrt, partials)]
-    return record(tape, out, template_text(op.template, operands, tape), parents)
+    # evaluate_array checked the value finite
+    return tape.new_vertex(out, template_text(op.template, operands, tape), parents,
+                           finite=True)
 
 
 def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):

@@ -86,6 +86,7 @@ the operation is refused with a ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,9 +138,14 @@ class Op:
 
     def kept(self, i: int) -> tuple[int, ...]:
         """Which arrays partial ``i`` keeps: operand positions, and ``arity`` for the result."""
-        names = ("x", "y") if self.arity == 1 else ("a", "b", "y")
-        words = self.keeps[i].split() if i < len(self.keeps) else ()
-        return tuple(names.index(word) for word in words)
+        return _kept(self, i)
+
+
+@functools.lru_cache(maxsize=1024)   # read at every traced operation; an Op never changes
+def _kept(op: Op, i: int) -> tuple[int, ...]:
+    names = ("x", "y") if op.arity == 1 else ("a", "b", "y")
+    words = op.keeps[i].split() if i < len(op.keeps) else ()
+    return tuple(names.index(word) for word in words)
 
 
 # --------------------------------------------------------- rules for numbers
