@@ -24,6 +24,15 @@ argument (an :class:`Argument`), so that replay can pass a new one (a new
 minibatch).  A constant the program derived from such an argument in Python
 (``x[:, t]``) cannot be derived again without running the program: it is kept,
 and replay refuses a new value of that argument.
+
+>>> import numpy as np
+>>> from minirad import ops, trace
+>>> g = trace(lambda x: ops.relu(x * 2.0).sum() if (x > -5).all() else x.sum(), np.ones(3))
+>>> events = g.memos["tracing.recorded"].events
+>>> [type(event).__name__ for event in events]        # x > -5, then *, relu, sum
+['Read', 'Step', 'Step', 'Step']
+>>> events[1].args[1:], (events[1].first, events[1].stop)   # x * 2.0 made vertex 1
+((Slot(index=0), 2.0), (1, 2))
 """
 
 from __future__ import annotations
