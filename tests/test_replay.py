@@ -11,10 +11,13 @@ from minirad import ops
 from minirad.exact.sweeps import gradient
 from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory
+from minirad.graph.operators import Diagonal
 from minirad.randomized.injection import inject_edge
 from minirad.studies import convnet_numpy, mlp_numpy
 from minirad.studies import nn_graph as graph
-from minirad.tracing import arrays, reductions
+from minirad.tracing import arrays
+from minirad.tracing.catalog import EXAMPLES
+from minirad.tracing.recording import replayable
 from minirad.tracing.replay import replay
 
 
@@ -178,10 +181,20 @@ def test_replay_refuses_graphs_without_a_recording():
         replay(hand)
     with pytest.raises(TypeError, match="graph made by minirad.trace"):
         replay("g")
-    # a rule called directly, not through numpy: its vertex was not recorded
-    g = minirad.trace(lambda x: reductions.logsumexp(x * 2.0), np.ones(3))
+    # a rule of the program's own called directly, not through numpy: not recorded
+    def double(x):
+        return arrays.record(x.tape, 2.0 * x.value, "2 {0}", [(x, Diagonal(np.array(2.0)))])
+    g = minirad.trace(lambda x: double(x * 3.0).sum(), np.ones(3))
     with pytest.raises(ValueError, match="outside the rules"):
         replay(g, np.zeros(3))
+    g = minirad.trace(lambda x: double(x * 3.0), np.ones(3))      # the last vertex
+    with pytest.raises(ValueError, match="outside the rules"):
+        replay(g, np.zeros(3))
+    # registered, or wrapped as replayable, it is recorded like numpy's own
+    def program(x):
+        return replayable(double)(x * 3.0).sum()
+    g = minirad.trace(program, np.ones(3))
+    assert replay(g, np.zeros(3)).same_as(minirad.trace(program, np.zeros(3)))
 
 
 def test_a_constant_changed_after_tracing_does_not_change_the_replay():
@@ -214,3 +227,24 @@ def test_indices_read_from_the_values_are_checked():
     assert gradient(replay(g, np.array([0.0, 1.0, 1.0])))[0].tolist() == [0.0, 2.0, 2.0]
     with pytest.raises(ValueError, match="read differently"):
         replay(g, np.array([1.0, 0.0, 1.0]))
+
+
+# the examples whose program reads its values (a comparison) to build its graph
+READS_VALUES = {"np.where(x > 0, x, 0.1 * x)"}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_rule_replays_to_the_graph_traced_afresh(name):
+    """Every rule of docs/numpy_support.md, traced at one draw of its operands and
+    replayed at another, gives the graph tracing the second draw gives, bit for bit;
+    a program that reads its values may instead be refused, and only for that."""
+    example = EXAMPLES[name]
+    f = example.function()
+    first, second = (example.arguments(np.random.default_rng(seed)) for seed in (0, 1))
+    g = minirad.trace(f, *first)
+    try:
+        h = replay(g, *second)
+    except ValueError as error:
+        assert name in READS_VALUES and "read differently" in str(error)
+        return
+    assert h.same_as(minirad.trace(f, *second))

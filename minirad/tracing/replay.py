@@ -108,9 +108,7 @@ def replay(g, *args) -> LCG:
             continue
         if tape.next_index != event.first:
             raise ValueError(f"replay: vertex v{tape.next_index} ({g.ops[tape.next_index]}) "
-                             f"was made outside the rules the trace recorded (by a function "
-                             f"the program called directly, not through numpy or an "
-                             f"operator); trace the program again instead")
+                             f"was made outside the rules the trace recorded: {_OUTSIDE}")
         event.rule(*event_args, **event_kwargs)
         if tape.next_index != event.stop:
             raise ValueError(f"replay: {getattr(event.rule, '__name__', 'a rule')} made "
@@ -120,8 +118,7 @@ def replay(g, *args) -> LCG:
     if tape.next_index != len(kept.vertex_names):
         raise ValueError(f"replay: the trace made {len(kept.vertex_names)} vertices and the "
                          f"recorded rules {tape.next_index}: a vertex was made outside the rules "
-                         f"it recorded (by a function the program called directly); trace it "
-                         f"again")
+                         f"it recorded: {_OUTSIDE}")
     tape.names[:] = kept.vertex_names
     results = [_tracked(tape, v) for v in kept.returned]
     h = finish(tape, results, [kept.names[p] for p in kept.wrt], kept.several)
@@ -129,7 +126,15 @@ def replay(g, *args) -> LCG:
     return h
 
 
+_OUTSIDE = ("by a rule of the program's own that it called directly, not through numpy or "
+            "an operator; give the rule to minirad.tracing.arrays.register, or wrap it in "
+            "minirad.tracing.recording.replayable, or trace the program again instead")
+
+
 def _tracked(tape: Tape, v: int) -> Tracked:
+    if v >= len(tape.values):   # an operand the recorded rules have not made
+        raise ValueError(f"replay: vertex v{v} was made outside the rules the trace "
+                         f"recorded: {_OUTSIDE}")
     return Tracked(tape, v, tape.values[v])
 
 
