@@ -44,6 +44,12 @@ that is not differentiated may change only when the program used it as it is
 (a new minibatch ``x`` for ``x @ W``); a number among them, or an array the
 program sliced in Python (``x[:, t]``), must stay the same.
 
+A rule of the program's own that it calls directly, neither registered
+(:func:`minirad.tracing.arrays.register`) nor wrapped in
+:func:`minirad.tracing.recording.replayable`, makes vertices replay cannot make
+again: it refuses them.  Every rule of ``docs/numpy_support.md`` replays
+(``tests/test_replay.py`` replays each at new operands).
+
 What replay cannot see: a program that reads ``x.value`` itself, or keeps state
 between calls.  A graph of numbers (the opcode tape) and a graph not made by
 :func:`minirad.trace` (built by hand, loaded, injected) have no recording:
