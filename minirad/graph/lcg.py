@@ -287,7 +287,7 @@ class LCG:
         guarantees what :class:`LCG` would check: names unique, vertices numbered
         topologically, edges grouped by target in operand order and never repeated,
         one operator per edge mapping its source's shape to its target's, and one
-        finite read-only array per vertex.  An operator between two numbers becomes
+        finite array per vertex.  An operator between two numbers becomes
         its float, as the constructor makes it.  (:meth:`from_trusted_arrays` is the
         same for graphs of numbers.)
 
@@ -308,8 +308,10 @@ class LCG:
         labels = tuple(float(label.to_dense()[0, 0]) if shapes[u] == () == shapes[v] and
                        isinstance(label, Operator) else label
                        for u, v, label in zip(sources, targets, labels))
+        # a value that views memory someone else can write is copied, as the constructor does
+        values = tuple(_read_only(x) for x in values)
         g = cls.__new__(cls)
-        g._set(tuple(names), ops, tuple(values), src, dst, labels, tuple(inputs),
+        g._set(tuple(names), ops, values, src, dst, labels, tuple(inputs),
                tuple(outputs), tuple(x.dtype for x in values), (), shapes)
         return g
 
