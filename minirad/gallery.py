@@ -15,7 +15,8 @@ to look for in each):
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
  'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration',
- 'edge_beats_vertex', 'adjoint_convergence', 'symbolic_swell']
+ 'edge_beats_vertex', 'adjoint_convergence', 'symbolic_swell', 'gradient_graph',
+ 'mode_costs']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -315,6 +316,29 @@ def _symbolic_swell(folder: str) -> list[str]:
     from .draw.swell import plot_swell
 
     return [_save(plot_swell(), folder, "symbolic_swell.png")]
+def _gradient_graph(folder: str) -> list[str]:
+    from .draw.render import Part
+    from .exact.higher import backward_vertices, gradient_graph, hessian
+    from .tracing import ops
+
+    f = lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2)  # noqa: E731 - the lecture's
+    G = gradient_graph(f, 2.0, 5.0)
+    H = hessian(f, 2.0, 5.0)
+    drawing = render(
+        G, Part(backward_vertices(G), "the reverse pass, recorded: partials, adjoint products "
+                                      "and sums (orange)"),
+        show_ops=True,
+        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse pass "
+              "recorded as more vertices:\nthe outputs x̄1, x̄2 are the gradient; the Jacobian "
+              f"of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
+              f"[{H[1, 0]:.4g}, {H[1, 1]:.4g}]]")
+    return [_save(drawing, folder, "gradient_graph.png")]
+
+
+def _mode_costs(folder: str) -> list[str]:
+    from .draw.modes import plot_mode_costs
+
+    return [_save(plot_mode_costs(), folder, "mode_costs.png")]
 
 
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
@@ -362,6 +386,11 @@ FIGURES: tuple[Entry, ...] = (
     Entry("symbolic_swell", _one("symbolic_swell.png"), _symbolic_swell,
           "SymPy's derivatives (trees, after CSE) against the LCG's edges as programs grow",
           needs=("sympy", "symbolic")),
+    Entry("gradient_graph", _one("gradient_graph.png"), _gradient_graph,
+          "the lecture's example with its reverse pass recorded as more vertices"),
+    Entry("mode_costs", _one("mode_costs.png"), _mode_costs,
+          "multiplications of dual numbers, forward and reverse sweeps, and a "
+          "Hessian-vector product"),
 )
 
 

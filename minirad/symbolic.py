@@ -62,6 +62,37 @@ def _sigmoid(x):
     return 1 / (1 + sympy().exp(-x))
 
 
+_STEPS: dict = {}
+
+
+def _step(name: str):
+    """A piecewise-constant function (``floor``, ``sign``, ...) as SymPy sees it with
+    minirad's convention: derivative 0 everywhere, its jumps included (SymPy's own
+    ``floor`` has no derivative and its ``sign`` a Dirac delta).  ``lambdify``
+    evaluates it with numpy's function of the same name."""
+    if name not in _STEPS:
+        sp = sympy()
+
+        def fdiff(self, argindex=1):
+            return sp.S.Zero
+
+        def numpycode(self, printer):
+            return f"numpy.{name}({printer._print(self.args[0])})"
+
+        _STEPS[name] = type(f"step_{name}", (sp.Function,),
+                            {"nargs": 1, "fdiff": fdiff, "_numpycode": numpycode})
+    return _STEPS[name]
+
+
+def _cbrt(x):
+    return _step("sign")(x) * sympy().Abs(x) ** sympy().Rational(1, 3)
+
+
+def _heaviside(x, h):
+    sp = sympy()
+    return sp.Piecewise((0, x < 0), (h, sp.Eq(x, 0)), (1, True))
+
+
 #: each elementary operation of minirad.tracing.ops.OPS as SymPy builds it
 RULES: dict[str, Callable] = {
     "add": lambda a, b: a + b,
@@ -85,6 +116,36 @@ RULES: dict[str, Callable] = {
     "relu": lambda x: sympy().Max(x, 0),
     "arctan": lambda x: sympy().atan(x),
     "copy": lambda x: x,
+    "arcsin": lambda x: sympy().asin(x),
+    "arccos": lambda x: sympy().acos(x),
+    "arcsinh": lambda x: sympy().asinh(x),
+    "arccosh": lambda x: sympy().acosh(x),
+    "arctanh": lambda x: sympy().atanh(x),
+    "sinh": lambda x: sympy().sinh(x),
+    "cosh": lambda x: sympy().cosh(x),
+    "exp2": lambda x: 2 ** x,
+    "expm1": lambda x: sympy().exp(x) - 1,
+    "log2": lambda x: sympy().log(x) / sympy().log(2),
+    "log10": lambda x: sympy().log(x) / sympy().log(10),
+    "cbrt": _cbrt,
+    "reciprocal": lambda x: 1 / x,
+    "deg2rad": lambda x: x * sympy().pi / 180,
+    "rad2deg": lambda x: x * 180 / sympy().pi,
+    "sign": lambda x: _step("sign")(x),
+    "floor": lambda x: _step("floor")(x),
+    "ceil": lambda x: _step("ceil")(x),
+    "trunc": lambda x: _step("trunc")(x),
+    "rint": lambda x: _step("rint")(x),
+    "arctan2": lambda a, b: sympy().atan2(a, b),
+    "hypot": lambda a, b: sympy().sqrt(a ** 2 + b ** 2),
+    "logaddexp": lambda a, b: sympy().log(sympy().exp(a) + sympy().exp(b)),
+    "logaddexp2": lambda a, b: sympy().log(2 ** a + 2 ** b) / sympy().log(2),
+    "float_power": lambda a, b: a ** b,
+    "copysign": lambda a, b: sympy().Abs(a) * _step("sign")(b),
+    "floor_divide": lambda a, b: _step("floor")(a / b),
+    "fmod": lambda a, b: a - b * _step("trunc")(a / b),
+    "remainder": lambda a, b: a - b * _step("floor")(a / b),
+    "heaviside": _heaviside,
 }
 
 

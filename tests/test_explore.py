@@ -13,6 +13,7 @@ from minirad import (
     examples,
     memory,
     sample_activations,
+    sample_paths,
     sampled_jacobians,
     save_graph,
     trace,
@@ -73,7 +74,11 @@ def test_running_statistics_equal_numpy_on_the_first_n_estimates():
     g = examples.lecture()
     section = explore_data.sample_section(g, ks=(2,), seeds=(1,), n=50)
     case = section["menu"][0]
-    estimates = sampled_jacobians(g, 2, 50, rng=1).reshape(50, -1)
+    # the first 12 are the single runs the page steps through, the rest drawn in a batch
+    rng = np.random.default_rng(1)
+    first = [sample_paths(g, 2, rng=rng).jacobian.ravel() for _ in range(12)]
+    estimates = np.concatenate([first, sampled_jacobians(g, 2, 38, rng=rng).reshape(38, -1)])
+    assert [single["estimate"] for single in case["singles"]] == [list(e) for e in first]
     assert np.array_equal(np.array(case["estimates"]), estimates)  # stored in full
     for count in (2, 7, 50):
         first = estimates[:count]

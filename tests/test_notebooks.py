@@ -129,7 +129,8 @@ def test_a_failed_check_shows_its_hint_first_and_only_the_student_s_frames(tmp_p
 @pytest.mark.drawing
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
-        "from minirad import examples, plots, render, render_elimination, draw_matplotlib\n"
+        "from minirad import examples, plots, render, render_elimination\n"
+        "from minirad.draw.render import draw_matplotlib\n"
         "from minirad.draw.render import elimination_strip\n"
         "import minirad\n"
         "print(minirad.__file__)\n"

@@ -539,7 +539,6 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 # %%
 from minirad.draw.edge_steps import edge_elimination_strip
 from minirad.exact.edge_elimination import eliminate_edges
-from minirad.labs.checks_edges import check_eliminate_edge
 
 beats = examples.edge_beats_vertex()
 best_edges = eliminate_edges(beats, "optimal")
@@ -594,7 +593,7 @@ def eliminate_edge(edges, i, j, direction):
 # compares each of your steps with `minirad.exact.edge_elimination`.
 
 # %%
-check_eliminate_edge(eliminate_edge)
+labs.check_eliminate_edge(eliminate_edge)
 
 # %% [markdown]
 # Replay the cheapest sequence with your own function and count its

@@ -500,9 +500,6 @@ labs.show(fig, "lab7_network_fit")
 # rounds exactly as `+` does) and watches which arrays you wrote into.
 
 # %%
-from minirad.labs.checks_accumulation import check_add_bang
-
-
 # BEGIN SOLUTION Exercise 7.4: add!!
 def add_bang(total, term, own):
     can_hold = (isinstance(total, np.ndarray) and total.flags.writeable
@@ -517,7 +514,7 @@ def add_bang(total, term, own):
 
 
 # %%
-check_add_bang(add_bang)
+labs.check_add_bang(add_bang)
 
 # %% [markdown]
 # Now the backward pass itself. `accum_counted` is your `accum` with two

@@ -13,7 +13,8 @@ nothing fetched when it is opened), with a panel per way of looking at it:
 * **Paths**: Bauer's paths of each Jacobian entry (up to a limit, with the
   exact count), one highlighted, with its product and the sum;
 * **Sample**: Algorithm 1 runs with their drawn edges and weights, and the
-  running mean, standard error and variance of ``sampled_jacobians`` against
+  running mean, standard error and variance of the estimates (those runs
+  first, then more from ``sampled_jacobians`` on the same generator) against
   the exact value and the exact variance, for a menu of k and seeds;
 * **Memory** (array graphs): the bytes each edge keeps, and a slider for the
   kept fraction of sampled activations with the memory and the exact
@@ -113,10 +114,10 @@ def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples:
     """The explorable page of ``g``, an LCG of numbers or of arrays (at most 200 vertices).
 
     ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
-    precomputed: ``samples`` estimates of ``sampled_jacobians`` and a dozen
-    runs of ``sample_paths``); ``max_paths`` bounds the paths listed per
-    Jacobian entry; ``fractions`` are the kept fractions of the Memory
-    panel's slider, each drawn by ``sample_activations`` with ``seed``.
+    precomputed: ``samples`` estimates, the first dozen from runs of
+    ``sample_paths`` shown with their draws, the rest from ``sampled_jacobians``);
+    ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the
+    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with ``seed``.
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
     if not isinstance(g, LCG):

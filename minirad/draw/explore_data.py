@@ -153,12 +153,15 @@ def _running(estimates: np.ndarray) -> dict:
 
 
 def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int = 12) -> dict:
-    """For each k and seed: ``sampled_jacobians(g, k, n, rng=seed)`` with its running
-    mean, standard error and variance (the first :data:`MAX_ENTRIES` entries), and
-    ``runs`` single runs of Algorithm 1 (``sample_paths`` on one generator made from
-    the seed) with their drawn edges, weights, skipped vertices and estimates.  The
-    estimates and means are kept in full, the standard errors and variances to
-    :data:`SPREAD_DIGITS` significant digits (the page prints fewer)."""
+    """For each k and seed, ``n`` estimates of Algorithm 1 with their running mean,
+    standard error and variance (the first :data:`MAX_ENTRIES` entries).  The first
+    ``runs`` of them (at most ``n``) are single runs of ``sample_paths`` on one generator
+    made from the seed, kept with their drawn edges, weights and skipped vertices, so
+    that the samples a student steps through are the first ones the running mean
+    averages; the rest come from ``sampled_jacobians(g, k, n - runs, rng)`` on the same
+    generator afterwards (the same law, drawn in batches).  The estimates and means are
+    kept in full, the standard errors and variances to :data:`SPREAD_DIGITS`
+    significant digits (the page prints fewer)."""
     entries = min(MAX_ENTRIES, len(g.outputs) * len(g.inputs))
     exact = reverse_sweep(g, keep_values=False).jacobian.ravel()[:entries]
     menu = []
@@ -168,20 +171,25 @@ def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int =
         except ValueError as error:  # too many vertices for the dense covariance
             variance = str(error)
         for seed in seeds:
-            estimates = sampled_jacobians(g, k, n, rng=seed).reshape(n, -1)[:, :entries]
-            running = _running(estimates)
             rng = as_generator(seed)
-            singles = []
-            for _ in range(runs):
+            singles, first = [], []
+            for _ in range(min(runs, n)):
                 s = sample_paths(g, k, rng=rng)
                 drawn = np.flatnonzero(s.counts)
+                first.append(np.asarray(s.jacobian, dtype=np.float64).ravel())
                 singles.append(dict(edges=drawn.tolist(), counts=s.counts[drawn].tolist(),
                                     weights=numbers(s.weights[drawn]),
                                     skipped=np.flatnonzero(~s.visited).tolist(),
                                     estimate=numbers(s.jacobian.ravel()[:entries]),
                                     edges_stored=s.edges_stored,
                                     vertices_stored=s.vertices_stored))
-            menu.append(dict(k=k, seed=seed, n=n, exact_variance=variance,
+            parts = [np.array(first)]
+            if n > len(first):
+                parts.append(sampled_jacobians(g, k, n - len(first), rng=rng)
+                             .reshape(n - len(first), -1))
+            estimates = np.concatenate(parts)[:, :entries]
+            running = _running(estimates)
+            menu.append(dict(k=k, seed=seed, n=n, runs=len(singles), exact_variance=variance,
                              estimates=[numbers(row) for row in estimates],
                              mean=[numbers(row) for row in running["mean"]],
                              stderr=[numbers(row, SPREAD_DIGITS) for row in running["stderr"]],

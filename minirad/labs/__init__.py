@@ -41,6 +41,7 @@ from .checks_arrays import (
     check_scalar_tracer,
 )
 from .checks_edges import check_eliminate_edge
+from .checks_higher import check_dual_numbers, check_hvp
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_memory import (
     check_checkpointed_gradient,
@@ -81,4 +82,5 @@ __all__ = [
     "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
     "time_limit", "to_notebook", "write_notebooks",
     "check_different_sample", "check_same_sample", "check_z_scores", "check_tree_size",
+    "check_dual_numbers", "check_hvp",
 ]

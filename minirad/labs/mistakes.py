@@ -402,6 +402,81 @@ def _tree_size_slip(kind: str):
     return _one(count)
 
 
+class _Dual:
+    """A correct dual number, the base of the planted slips of Exercise 12.1."""
+
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    @classmethod
+    def lift(cls, x):
+        return x if isinstance(x, _Dual) else cls(x, 0.0)
+
+    def __add__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value + other.value, self.tangent + other.tangent)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value - other.value, self.tangent - other.tangent)
+
+    def __rsub__(self, other):
+        return self.lift(other) - self
+
+    def __mul__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value * other.value,
+                          self.tangent * other.value + self.value * other.tangent)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value / other.value, (self.tangent * other.value - self.value
+                                                     * other.tangent) / other.value ** 2)
+
+    def __rtruediv__(self, other):
+        return self.lift(other) / self
+
+    def __neg__(self):
+        return type(self)(-self.value, -self.tangent)
+
+    def sin(self):
+        return type(self)(math.sin(self.value), math.cos(self.value) * self.tangent)
+
+    def cos(self):
+        return type(self)(math.cos(self.value), -math.sin(self.value) * self.tangent)
+
+    def exp(self):
+        return type(self)(math.exp(self.value), math.exp(self.value) * self.tangent)
+
+    def log(self):
+        return type(self)(math.log(self.value), self.tangent / self.value)
+
+
+def _dual_slip(name: str, method):
+    """``_Dual`` with one method replaced by a wrong one."""
+    return _one(type("Dual", (_Dual,), {name: method}))
+
+
+def _hvp_slip(kind: str):
+    """A wrong Hessian-vector product for Exercise 12.2, built on the gradient and Dual
+    the check hands in."""
+    def hvp(f, x, v, gradient, Dual):
+        if kind == "difference":  # the gradient differenced along v
+            h = 1e-6
+            ahead = gradient(f, *(a + h * b for a, b in zip(x, v)))
+            return [(float(p) - float(q)) / h for p, q in zip(ahead, gradient(f, *x))]
+        seeds = {"gradient": v, "ones": [1.0] * len(x),
+                 "first": [v[0]] + [0.0] * (len(x) - 1)}[kind]
+        adjoints = gradient(f, *(Dual(a, t) for a, t in zip(x, seeds)))
+        read = (lambda a: a.value) if kind == "gradient" else (lambda a: a.tangent)
+        return [float(read(a)) if isinstance(a, Dual) else 0.0 for a in adjoints]
+    return _one(hvp)
+
+
 def _variance_slip(i: int):
     return _one(lambda g: list(planted_variances(g).values())[i])
 
@@ -564,6 +639,30 @@ MISTAKES = {
         ("only the leaves counted", _tree_size_slip("leaves")),
         ("sympy.count_ops (operations, not nodes)", _tree_size_slip("count_ops")),
         ("one short: the node itself not counted", _tree_size_slip("one short")),
+    ],
+    "12.1": [
+        ("the product rule as a' b'", _dual_slip(
+            "__mul__", lambda self, other: type(self)(
+                self.value * self.lift(other).value, self.tangent * self.lift(other).tangent))),
+        ("the quotient rule with a plus", _dual_slip(
+            "__truediv__", lambda self, other: type(self)(
+                self.value / self.lift(other).value,
+                (self.tangent * self.lift(other).value + self.value * self.lift(other).tangent)
+                / self.lift(other).value ** 2))),
+        ("cos' = sin, the sign lost", _dual_slip(
+            "cos", lambda self: type(self)(math.cos(self.value),
+                                           math.sin(self.value) * self.tangent))),
+        ("log' = y instead of 1/y", _dual_slip(
+            "log", lambda self: type(self)(math.log(self.value), self.tangent * self.value))),
+        ("__rsub__ as d - c", _dual_slip("__rsub__", lambda self, other: self - other)),
+        ("no __rmul__: 2.0 * d fails",
+         _dual_slip("__rmul__", lambda self, other: NotImplemented)),
+    ],
+    "12.2": [
+        ("the gradient's values returned, not their tangents", _hvp_slip("gradient")),
+        ("every input seeded with tangent 1", _hvp_slip("ones")),
+        ("only the first input seeded", _hvp_slip("first")),
+        ("a difference quotient of the gradient along v", _hvp_slip("difference")),
     ],
 }
 

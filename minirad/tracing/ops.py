@@ -303,8 +303,8 @@ def _arctan2_array(first: bool):
 
 def _hypot_array(first: bool):
     def partial(a, b, y):
-        mine = a if first else b
-        return np.where(y != 0, mine / np.where(y != 0, y, 1), 0.0)
+        # written as one quotient of two wheres, so it runs on traced numbers too
+        return np.where(y != 0, a if first else b, 0.0) / np.where(y != 0, y, 1)
     return partial
 
 
@@ -355,8 +355,8 @@ _TABLE = [
        np.logaddexp2, (lambda a, b, y: np.exp2(a - y), lambda a, b, y: np.exp2(b - y)),
        keeps=("a y", "b y"), ufunc="logaddexp2"),
     Op("copysign", "copysign({0}, {1})", math.copysign, (_copysign_partial, _zero),
-       np.copysign, (lambda a, b, y: np.sign(a) * np.copysign(1.0, b), _zero),
-       keeps=("a b", ""), ufunc="copysign", kink="a = 0: derivative 0 in a (as abs)"),
+       np.copysign, (lambda a, b, y: np.sign(a) * np.sign(y), _zero),  # y's sign is b's
+       keeps=("a y", ""), ufunc="copysign", kink="a = 0: derivative 0 in a (as abs)"),
     Op("remainder", "remainder({0}, {1})", lambda a, b: a % b,
        (lambda a, b, y: 1.0, lambda a, b, y: -_quotient(a, b, y)),
        np.remainder, (lambda a, b, y: 1.0, _quotient_array), keeps=("", "a b y"),
@@ -369,7 +369,7 @@ _TABLE = [
        np.floor_divide, (_zero, _zero), keeps=("", ""), ufunc="floor_divide", kink=_STEP),
     Op("heaviside", "heaviside({0}, {1})", _heaviside,
        (_zero, lambda x, h, y: 1.0 if x == 0.0 else 0.0),
-       np.heaviside, (_zero, lambda x, h, y: np.equal(x, 0).astype(np.result_type(y))),
+       np.heaviside, (_zero, lambda x, h, y: np.equal(x, 0) * np.ones_like(y)),
        keeps=("", "a"), ufunc="heaviside", kink="x = 0: derivative 0 in x, 1 in h"),
     # unary -------------------------------------------------------------
     Op("neg", "-{0}", lambda x: -x, (lambda x, y: -1.0,), keeps=("",), ufunc="negative"),
@@ -567,6 +567,32 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
                                      f"{_first_bad(np.asarray(d), args)}")
             partials.append(d)
     return out, tuple(partials)
+
+
+def traced_partials(op: Op, args: tuple, out, wrt=None) -> tuple:
+    """The local partials of ``op`` computed on traced numbers (or dual numbers):
+    ``args`` and ``out`` are the operands and the result as values of another trace,
+    so each partial comes back as a value of that trace too, a function of the
+    operands that can itself be differentiated (what a recorded backward pass needs).
+
+    The rules run are the array rules, written with numpy, which applies ``np.cos``
+    and the like to traced numbers by calling their methods; a partial that does
+    not depend on a traced operand (the 1 of a sum, the mask of a relu) comes back
+    as a float.
+
+    >>> from minirad.tracing.tracer import trace
+    >>> g = trace(lambda x: traced_partials(OPS["sin"], (x,), sin(x))[0], 0.0)
+    >>> g.ops[-1], g.value(g.outputs[0])      # d sin(x)/dx = cos(x), recorded
+    ('cos({0})', 1.0)
+    """
+    rules = op.on_arrays[1]
+    partials = []
+    for i in range(op.arity) if wrt is None else wrt:
+        d = rules[i](*args, out)
+        if isinstance(d, np.ndarray):  # np.where over traced numbers: a 0-d object array
+            d = d[()]
+        partials.append(d if hasattr(d, "_record") else float(d))
+    return tuple(partials)
 
 
 def _real_array(x, op: Op) -> np.ndarray:

@@ -160,11 +160,13 @@ class Traced:
                         f"derivative; use minirad.ops (ops.sin, ...) instead of math")
 
 
-# numpy applies np.sin, np.exp, ... to an object it does not know by calling its
-# method of that name: so np.tanh(W @ x) works on (object arrays of) traced numbers
+# numpy applies np.sin, np.exp, np.hypot, ... to an object it does not know by calling
+# its method of that name: so np.tanh(W @ x) works on (object arrays of) traced numbers
 for _op in OPS.values():
     if _op.arity == 1 and _op.ufunc == _op.name:
         setattr(Traced, _op.name, lambda self, _op=_op: self._record(_op, (self,)))
+    elif _op.arity == 2 and _op.ufunc == _op.name:
+        setattr(Traced, _op.name, lambda self, other, _op=_op: self._record(_op, (self, other)))
 
 
 def _value(x):

@@ -602,10 +602,10 @@
         { id: "sample-exact-" + e, text: fmt(S.exact[e]) },
         { id: "sample-variance-" + e, text: exactVariance ? fmt(exactVariance[e], 4) : "–" }]);
       table($("sample-table"), ["entry", "last estimate", "mean of " + drawn, "std. error", "exact", "exact variance"], rows);
-      $("sample-note").textContent = "The estimates are minirad.sampled_jacobians(g, " + c.k + ", " + c.n + ", rng=" + c.seed + ")[:" + drawn + "]"
+      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng) above, in order"
+        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng) on the same generator afterwards (the same law, drawn in batches)" : "")
         + (S.all_entries > S.entries.length ? " (the first " + S.entries.length + " of " + S.all_entries + " entries)" : "")
-        + "; exact variance: minirad.path_sampling_variance(g, " + c.k + ")" + (exactVariance ? "" : ": " + c.exact_variance)
-        + ". The batched sampler uses the generator's numbers in another order than sample_paths, so these are other runs than those above, with the same law.";
+        + "; exact variance: minirad.path_sampling_variance(g, " + c.k + ")" + (exactVariance ? "" : ": " + c.exact_variance) + ".";
       $("draw-1").disabled = $("draw-10").disabled = $("draw-all").disabled = drawn >= c.n;
     }
     function draw(count) { drawn = Math.min(current().n, drawn + count); many(); }
