@@ -248,3 +248,21 @@ def test_every_rule_replays_to_the_graph_traced_afresh(name):
         assert name in READS_VALUES and "read differently" in str(error)
         return
     assert h.same_as(minirad.trace(f, *second))
+
+
+def test_a_recording_replays_without_holding_the_graphs_values():
+    """What a loop keeps between iterations: recorded_program(g) replays as g does, and
+    holds none of g's intermediate values (they are freed with the graph)."""
+    import gc
+    import weakref
+
+    from minirad.tracing.replay import recorded_program
+    gen = np.random.default_rng(6)
+    x, c = gen.uniform(-1, 1, 50), gen.uniform(0.5, 1.5, 50)
+    g = minirad.trace(relaxation, x, c)
+    recording = recorded_program(g)
+    intermediate = weakref.ref(g.values[g.n_vertices // 2])
+    del g
+    gc.collect()
+    assert intermediate() is None
+    assert replay(recording, c, x).same_as(minirad.trace(relaxation, c, x))

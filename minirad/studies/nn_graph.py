@@ -36,6 +36,7 @@ from ..tracing import replay, trace
 from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
 from ..tracing.naming import parameter_names
 from ..tracing.ops import relu
+from ..tracing.replay import recorded_program
 
 __all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
@@ -134,19 +135,21 @@ class Replayed:
 
     def __init__(self, program):
         self.program = program
-        self.graphs: dict[tuple, object] = {}
+        # per shape of minibatch, the recording of its trace (none of the graph's values,
+        # so a long run holds no graph between iterations)
+        self.recordings: dict[tuple, object] = {}
 
     def __call__(self, params, x, y):
         pieces = _DATA.get(self.program, lambda x: [x])(x)
         y = np.asarray(y)
         arguments = [*pieces, y, *params]
         key = tuple((a.shape, a.dtype.str) for a in arguments)
-        g = self.graphs.get(key)
-        if g is not None:
-            return replay(g, *arguments)
+        recording = self.recordings.get(key)
+        if recording is not None:
+            return replay(recording, *arguments)
         g = trace(self._function(x, y, len(pieces), len(params)), *arguments,
                   wrt=range(len(pieces) + 1, len(arguments)))
-        self.graphs[key] = g
+        self.recordings[key] = recorded_program(g)
         return g
 
     def _function(self, x, y, n_pieces: int, n_params: int):

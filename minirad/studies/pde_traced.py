@@ -33,6 +33,7 @@ import numpy as np
 
 from ..exact.sweeps import gradient
 from ..tracing import replay, trace
+from ..tracing.replay import recorded_program
 from .pde import Reactor, check_theta, initial_state, target
 
 __all__ = ["ReplayedGradient", "loss"]
@@ -67,12 +68,13 @@ class ReplayedGradient:
     traced at the first call, replayed at every later one."""
 
     def __init__(self, p: Reactor):
-        self.p, self.graph = p, None
+        self.p, self.recording = p, None   # the trace's recording, none of its values
 
     def __call__(self, theta):
         theta = check_theta(theta)
-        if self.graph is None:
-            self.graph = g = trace(lambda theta: loss(self.p, theta), theta)
+        if self.recording is None:
+            g = trace(lambda theta: loss(self.p, theta), theta)
+            self.recording = recorded_program(g)
         else:
-            g = replay(self.graph, theta)
+            g = replay(self.recording, theta)
         return float(g.values[g.outputs[0]]), gradient(g)[0]

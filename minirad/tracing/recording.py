@@ -219,8 +219,9 @@ class Recorded(NamedTuple):
     ``"tracing.recorded"``): the events, the call (``args``: each differentiated
     argument as the array traced, the others as given; ``snapshots``: copies of the
     arguments a :class:`Derived` constant came from), the positions differentiated,
-    the parameter names, the vertices the program returned (``several``: as a tuple)
-    and the vertex names it gave (:func:`minirad.tracing.arrays.name`)."""
+    the parameter names, the vertices the program returned (``several``: as a tuple),
+    the vertex names it gave (:func:`minirad.tracing.arrays.name`) and each vertex's
+    operation.  It holds none of the graph's values."""
 
     events: tuple
     args: tuple
@@ -230,11 +231,13 @@ class Recorded(NamedTuple):
     returned: tuple
     several: bool
     vertex_names: tuple
+    vertex_ops: tuple
 
 
 def recorded(tape, args, wrt, names, returned, several) -> Recorded:
     """The :class:`Recorded` of a finished trace (``returned``: vertex numbers)."""
     snapshots = {p: np.array(args[p]) for p in tape.recording.derived}
     return Recorded(tuple(tape.recording.events), tuple(args), snapshots, tuple(wrt),
-                    tuple(names), tuple(returned), several, tuple(tape.names))
+                    tuple(names), tuple(returned), several, tuple(tape.names),
+                    tuple(tape.ops))
 

@@ -68,7 +68,10 @@ __all__ = ["recorded_program", "replay"]
 
 
 def recorded_program(g) -> Recorded:
-    """What ``g`` keeps for :func:`replay`, or a ``ValueError`` saying why it has none."""
+    """What ``g`` keeps for :func:`replay` (none of its values: keep this rather than the
+    graph between replays), or a ``ValueError`` saying why it has none."""
+    if isinstance(g, Recorded):
+        return g
     if not isinstance(g, LCG):
         raise TypeError(f"replay takes a graph made by minirad.trace, not "
                         f"{type(g).__name__}")
@@ -85,6 +88,8 @@ def replay(g, *args) -> LCG:
     """The graph ``minirad.trace`` would make of the same program at the arguments
     ``args`` (all of them, as passed to ``trace``; the same positions differentiated),
     made by rerunning the rules the trace recorded: the program itself does not run.
+    ``g`` is a traced graph (or a replayed one), or its :func:`recorded_program`, which
+    holds none of the graph's values: what a loop keeps between iterations.
 
     Raises ``ValueError`` when the program would take another path at ``args`` (a
     value it read reads differently), when an argument's shape or dtype differs from
@@ -113,7 +118,8 @@ def replay(g, *args) -> LCG:
             _check_read(event, on_values(event.reader, event_args, event_kwargs), tape)
             continue
         if tape.next_index != event.first:
-            raise ValueError(f"replay: vertex v{tape.next_index} ({g.ops[tape.next_index]}) "
+            raise ValueError(f"replay: vertex v{tape.next_index} "
+                             f"({kept.vertex_ops[tape.next_index]}) "
                              f"was made outside the rules the trace recorded: {_OUTSIDE}")
         event.rule(*event_args, **event_kwargs)
         if tape.next_index != event.stop:
