@@ -152,19 +152,25 @@ def _tracked(tape: Tape, v: int) -> Tracked:
 
 def _resolved(x, tape: Tape, kept: Recorded, args):
     """The arguments of a step on the replay's tape and the new arguments."""
-    if isinstance(x, Slot):
+    kind = type(x)   # by exact type first: this runs for every operand of every step
+    if kind is Slot:
         return _tracked(tape, x.index)
-    if isinstance(x, Argument):
+    if kind is tuple:
+        return tuple([_resolved(y, tape, kept, args) for y in x])
+    if kind in _AS_THEY_ARE:
+        return x
+    if kind is Argument:
         return args[x.position]
-    if isinstance(x, Derived):
+    if kind is Derived:
         return x.array
-    if isinstance(x, tuple):
-        return tuple(_resolved(y, tape, kept, args) for y in x)
-    if isinstance(x, list):
+    if kind is list:
         return [_resolved(y, tape, kept, args) for y in x]
-    if isinstance(x, dict):
+    if kind is dict:
         return {k: _resolved(v, tape, kept, args) for k, v in x.items()}
     return x
+
+
+_AS_THEY_ARE = (float, int, str, bool, type(None), np.ndarray)
 
 
 def _same_shape(kept: Recorded, position: int, arg) -> None:
