@@ -266,3 +266,16 @@ def test_a_recording_replays_without_holding_the_graphs_values():
     gc.collect()
     assert intermediate() is None
     assert replay(recording, c, x).same_as(minirad.trace(relaxation, c, x))
+
+
+def test_elementwise_steps_with_constant_arrays_and_numpy_scalars_replay_too():
+    """Replay reruns an elementwise step directly when its constants are plain numbers;
+    with a constant array, an integer array or a numpy scalar it reruns the whole rule:
+    both give the fresh trace's graph."""
+    C, steps = np.array([1.0, 2.0, 3.0]), np.arange(3)
+
+    def f(x):
+        return (x * C + steps - np.float64(0.5) * x + 2 * x).sum()
+    g = minirad.trace(f, np.ones(3))
+    assert replay(g, np.array([0.5, -1.0, 2.0])).same_as(
+        minirad.trace(f, np.array([0.5, -1.0, 2.0])))

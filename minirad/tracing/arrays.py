@@ -628,10 +628,17 @@ def elementwise(op: Op, *operands):
     partial, which becomes that edge's Jacobian block (a constant factor, a bit mask
     or a diagonal, after the broadcast), keeping what ``op.keeps`` names."""
     tape, operands = traced_operands(op.name, operands)
-    values = tuple([plain(x) for x in operands])
     if tape is None:
-        return evaluate_array(op, values, wrt=())[0]
+        return evaluate_array(op, tuple([plain(x) for x in operands]), wrt=())[0]
     _broadcast_shape(op.name, *operands)  # refused before numpy allocates it
+    return elementwise_vertex(tape, op, operands, template_text(op.template, operands, tape))
+
+
+def elementwise_vertex(tape: Tape, op: Op, operands, template: str) -> Tracked:
+    """The vertex of ``op`` on operands :func:`elementwise` has checked (traced arrays of
+    ``tape``, numbers, the trace's constant copies), shown as ``template``; what a replay
+    calls directly when it knows the operands are what they were when traced."""
+    values = tuple([plain(x) for x in operands])
     wrt = [i for i, x in enumerate(operands) if isinstance(x, Tracked)]
     try:
         out, partials = evaluate_array(op, values, wrt)
@@ -642,8 +649,7 @@ def elementwise(op: Op, *operands):
     parents = [(operands[i], _block(tape, op, i, d, operands, out))
                for i, d in zip(wrt, partials)]
     # evaluate_array checked the value finite
-    return tape.new_vertex(out, template_text(op.template, operands, tape), parents,
-                           finite=True)
+    return tape.new_vertex(out, template, parents, finite=True)
 
 
 def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):

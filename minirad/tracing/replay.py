@@ -61,7 +61,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.lcg import LCG
-from .arrays import Tape, Tracked, finish, input_vertex
+from .arrays import Tape, Tracked, elementwise, elementwise_vertex, finish, input_vertex
 from .recording import Argument, Derived, Read, Recorded, Slot, on_values
 
 __all__ = ["recorded_program", "replay"]
@@ -121,7 +121,13 @@ def replay(g, *args) -> LCG:
             raise ValueError(f"replay: vertex v{tape.next_index} "
                              f"({kept.vertex_ops[tape.next_index]}) "
                              f"was made outside the rules the trace recorded: {_OUTSIDE}")
-        event.rule(*event_args, **event_kwargs)
+        if event.rule is _ELEMENTWISE and _numbers_and_slots(event.args[1:]):
+            # the operands are the traced ones at the same shapes, the constants the same
+            # numbers: the checks and the template of a first trace need not run again
+            elementwise_vertex(tape, event_args[0], event_args[1:],
+                               kept.vertex_ops[event.first])
+        else:
+            event.rule(*event_args, **event_kwargs)
         if tape.next_index != event.stop:
             raise ValueError(f"replay: {getattr(event.rule, '__name__', 'a rule')} made "
                              f"{tape.next_index - event.first} vertices where the trace made "
@@ -136,6 +142,13 @@ def replay(g, *args) -> LCG:
     h = finish(tape, results, [kept.names[p] for p in kept.wrt], kept.several)
     h.memo("tracing.recorded", lambda: kept)
     return h
+
+
+_ELEMENTWISE = elementwise.__wrapped__   # the rule a step records (not its recording wrapper)
+
+
+def _numbers_and_slots(operands) -> bool:
+    return all(type(x) is Slot or type(x) in (float, int) for x in operands)
 
 
 _OUTSIDE = ("by a rule of the program's own that it called directly, not through numpy or "
