@@ -138,7 +138,10 @@ class Op:
 
     def kept(self, i: int) -> tuple[int, ...]:
         """Which arrays partial ``i`` keeps: operand positions, and ``arity`` for the result."""
-        return _kept(self, i)
+        try:
+            return _kept(self, i)
+        except TypeError:   # an Op of one's own with an unhashable field: worked out each time
+            return _kept.__wrapped__(self, i)
 
 
 @functools.lru_cache(maxsize=1024)   # read at every traced operation; an Op never changes
