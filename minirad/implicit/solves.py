@@ -41,6 +41,7 @@ from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import arrays as array_trace
 from ..tracing import trace
 from ..tracing.arrays import Tracked
+from ..tracing.recording import replayable
 
 __all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
            "solve_root"]
@@ -307,6 +308,7 @@ def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
     return value, J[:, :x.size], J[:, x.size:]
 
 
+@replayable   # called directly, not through numpy: its calls are steps of the recording
 def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
     vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.

@@ -8,7 +8,9 @@ imports this package.
 * :mod:`minirad.studies.pde`: reaction-diffusion control (paper Sec. 5,
   Appendix B), with :mod:`minirad.studies.pde_graph` (the simulation as a
   LCG of arrays, the reference), :mod:`minirad.studies.pde_engine` (the batched
-  fast path) and :mod:`minirad.studies.pde_figures` (``minirad study pde``);
+  fast path), :mod:`minirad.studies.pde_traced` (the loss as a numpy program,
+  traced and replayed by the library) and :mod:`minirad.studies.pde_figures`
+  (``minirad study pde``);
 * :mod:`minirad.studies.elimination_gaps`: a search of small random graphs
   for gaps between the vertex, edge and face elimination optima.
 """

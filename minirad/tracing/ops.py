@@ -86,6 +86,7 @@ the operation is refused with a ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,9 +138,17 @@ class Op:
 
     def kept(self, i: int) -> tuple[int, ...]:
         """Which arrays partial ``i`` keeps: operand positions, and ``arity`` for the result."""
-        names = ("x", "y") if self.arity == 1 else ("a", "b", "y")
-        words = self.keeps[i].split() if i < len(self.keeps) else ()
-        return tuple(names.index(word) for word in words)
+        try:
+            return _kept(self, i)
+        except TypeError:   # an Op of one's own with an unhashable field: worked out each time
+            return _kept.__wrapped__(self, i)
+
+
+@functools.lru_cache(maxsize=1024)   # read at every traced operation; an Op never changes
+def _kept(op: Op, i: int) -> tuple[int, ...]:
+    names = ("x", "y") if op.arity == 1 else ("a", "b", "y")
+    words = op.keeps[i].split() if i < len(op.keeps) else ()
+    return tuple(names.index(word) for word in words)
 
 
 # --------------------------------------------------------- rules for numbers
@@ -544,7 +553,7 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
         if out.dtype.kind != "f":
             raise TypeError(f"{op.name} gave a result of dtype {out.dtype}; minirad "
                             f"differentiates floating-point arrays")
-        if not np.all(np.isfinite(out)):
+        if not np.isfinite(out).all():
             first = out.flat[np.flatnonzero(~np.isfinite(out))[0]]
             raise NonFiniteError(f"{op.name}: the result is {first} {_first_bad(out, args)}")
         partials = []
@@ -555,7 +564,7 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
             except (ArithmeticError, ValueError) as error:
                 raise NonFiniteError(f"{op.name}: {which} is not finite here "
                                      f"({error})") from None
-            if np.asarray(d).dtype != np.bool_ and not np.all(np.isfinite(d)):
+            if np.asarray(d).dtype != np.bool_ and not np.isfinite(d).all():
                 first = np.asarray(d).flat[np.flatnonzero(~np.isfinite(d))[0]]
                 raise NonFiniteError(f"{op.name}: {which} is {first} "
                                      f"{_first_bad(np.asarray(d), args)}")
