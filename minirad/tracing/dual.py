@@ -38,14 +38,23 @@ from numbers import Real
 
 import numpy as np
 
-from .ops import COMPARISONS, IDENTITIES, OPS, UFUNCS, Op, evaluate, evaluate_array
+from .ops import (
+    COMPARISONS,
+    IDENTITIES,
+    OPS,
+    UFUNCS,
+    ComparesValues,
+    Op,
+    evaluate,
+    evaluate_array,
+)
 
 # numpy functions linear in their array arguments: the tangent goes through them as is
 _LINEAR = {np.stack, np.concatenate, np.sum, np.reshape, np.transpose, np.ravel,
            np.squeeze, np.expand_dims, np.moveaxis, np.swapaxes, np.mean}
 
 
-class Dual:
+class Dual(ComparesValues):
     """A value and its tangent (a float, an array of the value's shape, or for a
     number a vector: one tangent per direction)."""
 
@@ -112,26 +121,6 @@ class Dual:
     def __rmatmul__(self, other):
         return _matmul(other, self)
 
-    # comparisons read the values: at this point a comparison is a constant
-    def __lt__(self, other):
-        return self.value < _value(other)
-
-    def __le__(self, other):
-        return self.value <= _value(other)
-
-    def __gt__(self, other):
-        return self.value > _value(other)
-
-    def __ge__(self, other):
-        return self.value >= _value(other)
-
-    def __eq__(self, other):
-        return self.value == _value(other)
-
-    def __ne__(self, other):
-        return self.value != _value(other)
-
-    __hash__ = object.__hash__
 
     def __bool__(self):
         return bool(self.value != 0.0)
