@@ -38,13 +38,13 @@ front-eliminating x1 -> v2: your result still has the edge x1 -> v2; the elimina
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from .. import examples
 from ..exact.edge_elimination import FRONT, eliminate_edges, vertex_order_as_edges
 from ..graph.lcg import LCG
 from .checks import CheckFailed, call_student, location, passed
-from .checks_more import edge_dict
+from .checks_more import as_edge_dict, edge_dict
 from .exercise import exercise
 
 __all__ = ["check_eliminate_edge"]
@@ -63,23 +63,6 @@ def _walks() -> list[tuple[str, LCG, tuple]]:
         ("lab()", lab, (("v3", "f", "back"), ("x", "v2", "front"), ("y", "v2", "front"))),
         ("random_dag(3, 6, 2, rng=0)", random, eliminate_edges(random, "markowitz").sequence),
     ]
-
-
-def _as_edges(result, where: str) -> dict:
-    if not isinstance(result, Mapping):
-        raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return a "
-                          f"new dict {{(u, w): partial}} holding the edges after the step")
-    edges = {}
-    for key, value in result.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) for x in key)):
-            raise CheckFailed(f"{where}: your dict has the key {key!r}; keys are pairs of vertex "
-                              f"names such as ('x1', 'v2'), as in the dict you were given")
-        try:
-            edges[key] = float(value)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{where}: your dict maps {key} to {value!r}, which is not a "
-                              f"number") from None
-    return edges
 
 
 def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
@@ -138,7 +121,8 @@ def check_eliminate_edge(fn: Callable) -> None:
                 raise CheckFailed(f"{where}: your function changed the dict it was given; "
                                   f"build and return a new dict instead (start from a copy)")
             g = eliminate_edges(g, [(i, j, direction)]).graph
-            _compare(_as_edges(result, where), edge_dict(g), given, (i, j, direction), where)
+            mine = as_edge_dict(result, where, after="the step")
+            _compare(mine, edge_dict(g), given, (i, j, direction), where)
             done.append(f"{direction} {i} -> {j}")
             steps += 1
     passed(exercise, f"edge elimination agrees with minirad in {steps} steps, {len(walks)} "

@@ -152,10 +152,12 @@ def _elimination_walks():
     ]
 
 
-def _as_edge_dict(result, where: str) -> dict:
+def as_edge_dict(result, where: str, after: str = "the elimination") -> dict:
+    """A student's edge dict with float partials; a ``CheckFailed`` naming the first
+    thing that is not one (the lab's exercises on edge dicts share it)."""
     if not isinstance(result, Mapping):
         raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return a "
-                          f"new dict {{(u, w): partial}} holding the edges after the elimination")
+                          f"new dict {{(u, w): partial}} holding the edges after {after}")
     clean = {}
     for key, value in result.items():
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) for x in key)):
@@ -225,7 +227,7 @@ eliminating v2: used the reference -- your function called minirad's eliminate_v
             if handed != given:
                 raise CheckFailed(f"{where}: your function changed the dict it was given; "
                                   f"build and return a new dict instead (start from a copy)")
-            mine = _as_edge_dict(result, where)
+            mine = as_edge_dict(result, where)
             g = eliminate_vertex(g, v)
             expected = edge_dict(g)
             stale = sorted(k for k in mine if v in k)
