@@ -44,6 +44,8 @@ def cheapest(start: Hashable, moves: Callable[[Hashable], Iterable], finished: C
     ``max_states`` distinct structures the search stops with a
     ``ValueError`` rather than exhausting memory.
     """
+    if limit is not None and estimate(start) > limit:
+        return None
     best = {start: ((0, 0), None, None)}  # state -> (cost so far, previous state, move)
     heap = [((estimate(start), 0), 0, (0, 0), start)]
     pushed = 1

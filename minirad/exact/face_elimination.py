@@ -37,9 +37,13 @@ entry.  Front-eliminating the LCG edge ``i -> j`` is eliminating every face
 out of its dual vertex, back-eliminating it every face into it
 (:func:`edges_as_faces`), so edge and vertex elimination are face
 elimination in particular orders, and the face optimum is never above the
-edge optimum.  Naumann reports graphs where it is strictly below; none of
-the some 14,000 graphs of 8 to 14 edges searched while writing this module
-(random and exhaustively enumerated small DAGs) showed one.  One face
+edge optimum.  Naumann reports graphs where it is strictly below; none has
+been found among the thousands of small graphs searched so far
+(:mod:`minirad.studies.elimination_gaps` says which), although the steps
+here are his (and those of his ANGEL library) and reach dual graphs no edge
+sequence reaches: eliminating two faces ``(i1->j, j->k1)`` and
+``(i2->j, j->k2)`` leaves ``i1->j`` meeting only ``j->k2``, where every edge
+sequence leaves every edge into ``j`` meeting every edge out of it.  One face
 costs one multiplication; labels are combined through the graph's algebra.
 
 >>> from minirad import examples
