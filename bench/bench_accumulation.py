@@ -29,11 +29,14 @@ from __future__ import annotations
 
 import argparse
 import tracemalloc
+from functools import partial
 
 import numpy as np
 
-from bench.bench_vector import interleaved_times, mlp_loss, mlp_problem, one_blas_thread
-from bench.common import print_results
+from bench.bench_vector import mlp_problem
+from bench.common import in_turns, one_blas_thread, print_results
+from bench.peers import minirad_kit
+from bench.programs import mlp_loss
 from minirad import trace
 from minirad.exact import cotangents
 from minirad.exact.sweeps import gradient
@@ -48,7 +51,8 @@ METHODS = {"minirad plain (the reference)": ("plain", False),
 
 def mlp_graph(batch: int):
     X, labels, params = mlp_problem(batch)
-    return trace(mlp_loss, X, labels, *params, wrt=range(2, 2 + len(params))), None
+    program = partial(mlp_loss, minirad_kit())
+    return trace(program, X, labels, *params, wrt=range(2, 2 + len(params))), None
 
 
 def irnn_graph(batch: int):
@@ -88,11 +92,16 @@ def rows_for(name: str, size: str, g, wrt, repeats: int) -> list[dict]:
     runs = [lambda options=options: gradient(g, wrt=wrt, accumulate=options[0], lazy=options[1])
             for options in METHODS.values()]
     with one_blas_thread():   # in turns, so that load from other work falls on all alike
-        medians, _, results = interleaved_times(runs, repeats)
+        turns = in_turns(dict(zip(METHODS, runs)), repeats)
+    if turns.errors:  # errors are strings here; the group's runner reports them as a row
+        raise RuntimeError("; ".join(f"{name}: {error}" for name, error in turns.errors.items()))
+    medians = [turns.median_s[method] for method in METHODS]
+    results = [turns.first_result[method] for method in METHODS]
     rows = []
     for (method, (accumulate, lazy)), seconds, fn, result in zip(METHODS.items(), medians, runs,
                                                                  results):
-        swept = cotangents.reverse(g, seeds, wanted=wanted, accumulate=accumulate, lazy=lazy)
+        swept = cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
+                                                lazy=lazy)
         row = {"benchmark": BENCHMARK, "size": f"{name}: {size}", "method": method,
                "median_s": seconds, "repeats": repeats, "allocations": swept.allocations,
                "allocated MB": swept.allocated_bytes / 1e6, "peak MB": peak_bytes(fn) / 1e6,

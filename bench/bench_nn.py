@@ -14,10 +14,11 @@ timing (threadpoolctl, when installed).
 * MLP training iteration (numpy floor): the hand-written network of
   :mod:`minirad.studies.mlp_numpy`; ``kept_bytes_per_example`` is what its tape
   holds (6,776 at baseline and 828.5 at f = 0.1, so RAD keeps 0.122x).
-* MLP training iteration on the graph: trace the forward pass, inject the
-  estimator on the graph, reverse sweep (what ``minirad study nn`` runs by
-  default), with ``graph_vs_floor``, its time over the floor's for the same
-  estimator and batch (timed in the same turns).
+* MLP training iteration on the graph: the graph of the forward pass (traced at
+  the first iteration, replayed at the others), the estimator injected on it,
+  reverse sweep (what ``minirad study nn`` runs by default), with
+  ``graph_vs_floor``, its time over the floor's for the same estimator and batch
+  (timed in the same turns).
 * ConvNet training iteration on the graph: the same for the ConvNet as the study
   trains it (channels 4, 8, 8, 8 on 28x28 images), baseline and the three RAD
   estimators; the floor is :mod:`minirad.studies.convnet_numpy`.
@@ -25,8 +26,10 @@ timing (threadpoolctl, when installed).
 * MLP, ConvNet and IRNN training iteration against the array peers: the
   exact (baseline) iteration of each network the study trains, by the numpy
   floor (the study's hand-written network; for the IRNN, which has none,
-  :func:`bench.programs.irnn_gradient_by_hand`), minirad on the graph (what the
-  study runs), minirad's replay (issue 30; ``not built yet``), HIPS autograd,
+  :func:`bench.programs.irnn_gradient_by_hand`), minirad on the graph traced
+  afresh at every iteration, minirad's replay (what the study runs: traced at the
+  first iteration, replayed at the others, :class:`minirad.studies.nn_graph.Replayed`),
+  HIPS autograd,
   PyTorch eager with its Adam and JAX ``jit`` with Adam inside the compiled step
   (:mod:`bench.peers`), ``first_call_s`` apart from the steady state.  The first
   iteration's gradients must agree with the floor's.
@@ -46,7 +49,7 @@ import numpy as np
 from bench.common import find_row, goal, in_turns, one_blas_thread, print_results, time_ratio
 from bench.peers import Method, compare, training_iteration
 from bench.programs import convnet_loss, irnn_gradient_by_hand, irnn_loss, mlp_loss
-from minirad.studies import mlp_numpy, networks
+from minirad.studies import mlp_numpy, networks, nn_graph
 from minirad.studies.nn import ESTIMATORS, estimator_batch, estimator_kind
 from minirad.studies.training import Adam
 
@@ -137,6 +140,17 @@ def _study_iteration(net, engine: str, params, x, y):
     return iteration
 
 
+def _traced_iteration(net, params, x, y):
+    """The exact iteration with the network traced afresh every time (no replay)."""
+    params, optimizer = [p.copy() for p in params], Adam()
+
+    def iteration():
+        loss, grads = nn_graph.loss_and_grad(params, x, y, program=net.program)
+        optimizer.step(params, grads, LEARNING_RATE)
+        return [loss, *grads]
+    return iteration
+
+
 def _hand_iteration(by_hand, params, constants):
     params, optimizer = [p.copy() for p in params], Adam()
 
@@ -161,8 +175,10 @@ def peer_rows(networks_to_run, x, images, y, repeats: int) -> list[dict]:
                  else _study_iteration(net, "floor", params, inputs, y))
         methods = [Method("numpy by hand (floor)", lambda floor=floor: floor),
                    Method("minirad on the graph", lambda net=net, inputs=inputs, params=params:
-                          _study_iteration(net, "graph", params, inputs, y)),
-                   Method("minirad replay of the traced graph", None)]
+                          _traced_iteration(net, params, inputs, y)),
+                   Method("minirad replay of the traced graph",
+                          lambda net=net, inputs=inputs, params=params:
+                          _study_iteration(net, "graph", params, inputs, y))]
         methods += [Method(label, lambda f=framework, program=program, constants=constants,
                            params=params: training_iteration(f, program, constants, params,
                                                              LEARNING_RATE), framework)

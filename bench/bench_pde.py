@@ -22,11 +22,13 @@ Each row's ``check`` column states its target and whether it was met.
 Then the exact gradient against the array peers (:mod:`bench.peers`), timed in
 turns, at the study's two horizons (4,096 steps, ``Reactor.quick()``; 40,961): the
 study's engine (the hand-written adjoint, the floor), ``minirad.trace`` +
-reverse sweep, its replay (issue 30; ``not built yet``), HIPS autograd, PyTorch
-eager and JAX ``jit`` with the time loop as ``lax.scan``, all on the same program
-(:func:`bench.programs.pde_loss`).  minirad's trace and HIPS autograd run at
-4,096 steps only: the trace keeps every intermediate array (150 KB a step, 6 GB
-at 40,961 steps), and both take about four times PyTorch's time (measured at 4,096
+reverse sweep, its replay (:func:`minirad.replay` of the graph traced once before
+the timing, then the reverse sweep), HIPS autograd, PyTorch eager and JAX ``jit``
+with the time loop as ``lax.scan``, all on the same program
+(:func:`bench.programs.pde_loss`).  minirad's trace, its replay and HIPS autograd
+run at 4,096 steps only: a traced graph keeps every intermediate array (150 KB a
+step, 6 GB at 40,961 steps, and a replay makes a second graph beside the first),
+and all three take about four times PyTorch's time or more (measured at 4,096
 steps, one CPU second per 700 to 900 steps), which at 40,961 steps would add
 minutes to the run for a ratio the 4,096-step table already gives.
 
@@ -44,7 +46,7 @@ from functools import partial
 import numpy as np
 
 from bench.common import median_time, print_results, ratio_goal
-from bench.peers import Method, compare, value_and_gradient
+from bench.peers import Method, compare, replayed_gradient, value_and_gradient
 from bench.programs import pde_constants, pde_loss
 from minirad.checkpoint.schedules import StoreAll, Uniform, sqrt_every
 from minirad.studies import pde_engine
@@ -188,7 +190,8 @@ def peer_rows(p: Reactor, theta, repeats: int, traced: bool) -> list[dict]:
                Method("minirad trace + reverse sweep",
                       partial(value_and_gradient, "minirad", pde_loss, constants, [theta]),
                       not_run=too_big),
-               Method(REPLAY, None),
+               Method(REPLAY, partial(replayed_gradient, pde_loss, constants, [theta]),
+                      not_run=too_big),
                Method("HIPS autograd", partial(value_and_gradient, "autograd", pde_loss,
                                                constants, [theta]), "autograd", too_slow),
                Method("PyTorch eager", partial(value_and_gradient, "torch", pde_loss, constants,

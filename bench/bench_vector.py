@@ -13,10 +13,11 @@ Three benchmarks, ratios in one run:
 
 The first two time every method in turns in one process (:mod:`bench.peers`):
 the floor (the gradient written out by hand in numpy, :mod:`bench.programs`),
-``minirad.trace`` + reverse sweep, minirad's replay of a traced graph
-(issue 30; ``not built yet``), HIPS autograd, PyTorch eager and JAX ``jit`` (the
-loop as ``lax.scan``), all on one thread; ``first_call_s`` apart from the steady
-state.  Results must agree with the floor's, else the row is an error.
+``minirad.trace`` + reverse sweep, minirad's replay of the traced graph
+(:func:`minirad.replay` + reverse sweep, traced once before the timing), HIPS
+autograd, PyTorch eager and JAX ``jit`` (the loop as ``lax.scan``), all on one
+thread; ``first_call_s`` apart from the steady state.  Results must agree with the
+floor's, else the row is an error.
 
     python -m bench.bench_vector           # full sizes
     python -m bench.bench_vector --quick
@@ -31,7 +32,7 @@ import numpy as np
 
 import minirad
 from bench.common import median_time, print_results, ratio_goal
-from bench.peers import Method, compare, value_and_gradient
+from bench.peers import Method, compare, replayed_gradient, value_and_gradient
 from bench.programs import mlp_gradient_by_hand, mlp_loss, relaxation, relaxation_by_hand
 from minirad.exact import sweeps
 from minirad.exact.sweeps import gradient
@@ -60,10 +61,10 @@ def mlp_problem(batch: int, rng=0):
 
 
 def methods(floor, program, constants, params, peers=PEERS) -> list[Method]:
-    """The floor, minirad, its replay (not built yet) and the peers, for one program."""
+    """The floor, minirad, its replay and the peers, for one program."""
     return ([Method(FLOOR, lambda: floor),
              Method(MINIRAD, lambda: value_and_gradient("minirad", program, constants, params)),
-             Method(REPLAY, None)]
+             Method(REPLAY, lambda: replayed_gradient(program, constants, params))]
             + [Method(label, partial(value_and_gradient, framework, program, constants, params),
                       framework) for label, framework in peers])
 

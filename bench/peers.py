@@ -225,6 +225,25 @@ def value_and_gradient(framework: str, program, constants, params) -> Callable[[
     return call
 
 
+def replayed_gradient(program, constants, params) -> Callable[[], list]:
+    """A call returning what ``value_and_gradient("minirad", ...)`` returns, by replay:
+    the program is traced once here (not timed), with the constants as arguments that
+    are not differentiated; each call replays the graph at the same arguments
+    (:func:`minirad.replay`, as a training loop replays it at new ones) and sweeps it."""
+    import minirad
+    from minirad.exact.sweeps import gradient
+
+    tools, constants, params = minirad_kit(), list(constants), list(params)
+    arguments = [*constants, *params]
+    g = minirad.trace(lambda *a: program(tools, *a), *arguments,
+                      wrt=range(len(constants), len(arguments)))
+
+    def call():
+        h = minirad.replay(g, *arguments)
+        return [h.values[h.outputs[0]], *gradient(h)]
+    return call
+
+
 def training_iteration(framework: str, program, constants, params, lr: float):
     """One training iteration of ``program(kit, *constants, *params)`` by ``framework``
     (autograd, torch, jax): value and gradient, then an Adam step on the parameters

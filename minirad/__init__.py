@@ -21,57 +21,41 @@ and :mod:`minirad.draw`; the case studies and the labs live apart in
 """
 
 from . import examples
-from .draw import notebook as display
+from .draw import notebook as _notebook
 from .draw import plots
-from .draw.render import draw_matplotlib, render, render_elimination, save
-from .exact import compressed, elimination, paths, sparsity, sweeps
-from .exact.elimination import Elimination, Step, eliminate, eliminate_vertex, elimination_order
+from .draw.explore import explore
+from .draw.render import render, render_elimination, save
+from .exact.elimination import eliminate, eliminate_vertex, elimination_order
 from .exact.jacobians import accumulate, jacobian
-from .exact.paths import bauer, count_paths, path_jacobian, path_product
-from .exact.result import Accumulation
-from .exact.sweeps import forward_sweep, jvp, reverse_sweep, vjp
-from .gradcheck import GradcheckReport, gradcheck, numerical_jacobian
-from .graph import labels, operators
+from .exact.paths import bauer, count_paths, path_product
+from .exact.sweeps import forward_sweep, gradient, jvp, reverse_sweep, vjp
+from .gradcheck import gradcheck, numerical_jacobian
 from .graph.files import load_graph, save_graph
 from .graph.lcg import LCG
-from .graph.memory import Memory, memory
-from .graph.operators import OPERATORS
+from .graph.memory import memory
 from .graph.scalarize import scalarize
-from .implicit import solves as implicit
 from .implicit.solves import solve_root
-from .randomized import experiments, injection, sampling
-from .randomized.experiments import Comparison, compare
-from .randomized.injection import (
-    inject_edge,
-    inject_vertex,
-    injection_variance,
-    sample_activations,
-)
-from .randomized.sampling import PathSample, path_sampling_variance, sample_paths, sampled_jacobians
-from .tracing import arrays as array_trace
-from .tracing import detach, ops, trace
-from .tracing.tape import Var
+from .randomized.experiments import compare
+from .randomized.injection import inject_edge, inject_vertex, injection_variance, sample_activations
+from .randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
+from .tracing import detach, ops, replay, trace
 
+# what a student needs, one name per idea; everything else by its module
+# (minirad.exact.sweeps, minirad.randomized.injection, ...), as the API reference lists it
 __all__ = [
-    "LCG", "Var", "trace", "detach", "ops", "examples", "save_graph", "load_graph",
+    # the graph: trace a program (and replay it), or build, save and load one
+    "LCG", "trace", "replay", "detach", "ops", "examples", "save_graph", "load_graph", "memory",
+    "scalarize",
     # exact Jacobians
-    "jacobian", "accumulate", "Accumulation", "forward_sweep", "reverse_sweep", "jvp", "vjp",
-    "bauer", "count_paths", "path_jacobian", "path_product", "paths",
-    "eliminate", "eliminate_vertex", "elimination_order", "Elimination", "Step", "elimination",
-    "gradcheck", "numerical_jacobian", "GradcheckReport",
+    "jacobian", "accumulate", "forward_sweep", "reverse_sweep", "jvp", "vjp", "gradient",
+    "bauer", "count_paths", "path_product", "eliminate", "eliminate_vertex",
+    "elimination_order", "gradcheck", "numerical_jacobian", "solve_root",
     # randomized AD
-    "sample_paths", "PathSample", "sampled_jacobians", "compare", "Comparison",
-    "path_sampling_variance", "injection_variance",
-    "sampling", "injection", "sweeps", "experiments", "labels",
+    "sample_paths", "sampled_jacobians", "path_sampling_variance", "compare",
+    "inject_vertex", "inject_edge", "sample_activations", "injection_variance",
     # pictures
-    "render", "render_elimination", "draw_matplotlib", "save", "plots",
-    # the vector LCG (arrays and Jacobian blocks)
-    "LCG", "OPERATORS", "memory", "Memory", "scalarize",
-    "inject_vertex", "inject_edge", "sample_activations",
-    "operators", "array_trace",
-    # sparsity and colouring; implicit operators (solves, roots)
-    "sparsity", "compressed", "implicit", "solve_root",
+    "render", "render_elimination", "save", "plots", "explore",
 ]
 __version__ = "0.1.0"
 
-display.register()  # inside Jupyter, an LCG shows as its drawing (nothing happens elsewhere)
+_notebook.register()  # inside Jupyter, an LCG shows as its drawing (nothing happens elsewhere)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import sysconfig
@@ -45,9 +46,18 @@ class UserCodeError(Exception):
             filename, lineno, name, line = frame
             where = f"\n  at {_shown_path(filename)}:{lineno} in {name}" + (
                 f": {line.strip()}" if line else "")
-        message = str(original)
+        message = _message(original)
         super().__init__(f"error in {what}: {type(original).__name__}"
                          f"{': ' + message if message else ''}{where}")
+
+
+def _message(error: BaseException) -> str:
+    """``str(error)``, or a note saying why not: a user's exception class may
+    raise from its own ``__str__``."""
+    try:
+        return str(error)
+    except Exception as failure:
+        return f"(its message cannot be shown: its __str__ raised {type(failure).__name__})"
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -106,14 +116,17 @@ def _load_function(spec: str):
             raise UsageError(f"no such file: {module_name}")
         loader_spec = importlib.util.spec_from_file_location("_minirad_user_module", module_name)
         module = importlib.util.module_from_spec(loader_spec)
-        _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        try:
+            _run_user_code(f"importing {module_name}", loader_spec.loader.exec_module, module)
+        except SyntaxError as error:  # with no line to show (null bytes, a bad encoding)
+            raise UsageError(f"cannot read {module_name} as Python source: {error.msg}") from None
     else:
         sys.path.insert(0, os.getcwd())  # let `minirad trace mymodule:f` find ./mymodule.py
         try:
             module = _run_user_code(f"importing {module_name}", importlib.import_module,
                                     module_name)
         except ImportError as error:
-            raise UsageError(f"cannot import module {module_name!r}: {error}") from None
+            raise UsageError(f"cannot import module {module_name!r}: {_message(error)}") from None
     try:
         return getattr(module, function_name)
     except AttributeError:
@@ -133,8 +146,10 @@ def _parse_point(text: str):
 
 
 def _load_graph(path: str) -> LCG:
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
     return load_graph(path)
 
 
@@ -241,17 +256,14 @@ def _print_accumulation(g: LCG, result) -> None:
 
 
 def cmd_jacobian(args) -> None:
-    from .exact.jacobians import accumulate, jacobian
+    from .exact.jacobians import accumulate
 
     g = _load_graph(args.file)
     order = _parse_order(args.order)
     if order is not None and args.method != "eliminate":
         raise UsageError("--order applies only to --method eliminate")
     options = {"order": order} if order is not None else {}
-    if g.algebra is FLOATS:
-        _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
-    else:  # the blocks, by the same method
-        print(_format_jacobian(g, jacobian(g, method=args.method, **options)))
+    _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
 def _path_highlight(g: LCG, ends, limit: int = 10):
@@ -278,7 +290,7 @@ def cmd_render(args) -> None:
         raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
                          f"{args.max_vertices} that can be read in one picture; pass "
                          f"--max-vertices {g.n_vertices} to draw it anyway")
-    if args.timeout <= 0:
+    if not 0 < args.timeout < math.inf:  # also refuses nan
         raise UsageError(f"--timeout must be a positive number of seconds, not {args.timeout}")
     title = None
     if args.sample:
@@ -381,9 +393,8 @@ NOISE_RATIO = 10.0
 
 
 def cmd_compare(args) -> None:
-    from ._arguments import number_of_estimates
-    from .randomized.experiments import compare
-    from .randomized.sampling import draws_per_vertex
+    from .randomized.experiments import check_compare, compare
+    from .rng import as_generator
 
     _check_picture_path(args.output)
     if not 1 <= args.precision <= 17:
@@ -391,8 +402,8 @@ def cmd_compare(args) -> None:
                          f"{args.precision}")
     g = _load_graph(args.file)
     k = _parse_k(args.k)
-    draws_per_vertex(g, k)  # refuse a bad --k or --samples before announcing any work
-    number_of_estimates(args.samples)
+    check_compare(g, k, args.samples)  # a bad or too large --k or --samples: before any work
+    as_generator(args.seed)
     digits = args.precision
     print(f"drawing {plural(args.samples, 'Algorithm 1 estimate')} ({_describe_k(k)}; seed "
           f"{args.seed}) ...", flush=True)
@@ -408,7 +419,10 @@ def cmd_compare(args) -> None:
     print(_format_jacobian(g, result.mean, digits))
     if result.n > 1:
         print("\nstandard error of the mean:")
-        print(_format_jacobian(g, result.stderr, digits))
+        stderr = result.stderr
+        if result.exact_variance is not None:  # where no estimate can vary, only rounding did
+            stderr = np.where(result.exact_variance == 0, 0.0, stderr)
+        print(_format_jacobian(g, stderr, digits))
     else:
         print("\nstandard error of the mean: undefined with one estimate (the spread of the "
               "estimates needs at least two to measure); use --samples 2 or more")
@@ -440,13 +454,56 @@ def cmd_figures(args) -> None:
     print(f"{len(written)} files written to {args.output}")
 
 
+def _graph_to_explore(args):
+    """The graph named by ``minirad explore``'s first argument (and point)."""
+    target = args.graph
+    if target.lower().endswith((".json", ".npz")) and not args.point:
+        return _load_graph(target)
+    f = _load_function(target)
+    if not args.point:  # a function that builds a graph, such as minirad.examples:figure1
+        g = _run_user_code(target, f)
+        if not isinstance(g, LCG):
+            raise UsageError(f"{target}() returned {type(g).__name__}, not a graph; give the "
+                             f"point to trace it at (minirad explore {target} 2.0 5.0 -o ...)")
+        return g
+    point = [_parse_point(x) for x in args.point]  # a vector is an array: a graph of arrays
+    return _run_user_code(target, trace, f, *point)
+
+
+def cmd_explore(args) -> None:
+    from .draw.explore import explore
+
+    if not args.output.lower().endswith((".html", ".htm")):
+        raise UsageError(f"cannot write the page to {args.output!r}: use a name ending in .html")
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
+    g = _graph_to_explore(args)
+    page = explore(g, title=args.title, samples=args.samples)
+    page.save(args.output)
+    print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
+          f"open it in a browser, no server needed")
+
+
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
+    if args.form == "grade":
+        from .labs.grade import grade, summary
+
+        reports = grade(args.paths, args.output or "minirad-grades",
+                        exercise_seconds=args.exercise_seconds,
+                        cell_seconds=args.cell_seconds,
+                        progress=lambda report: print(summary(report), flush=True))
+        print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
+              f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
+        return
     from .labs.notebook import write_notebooks
 
-    if not os.path.exists(args.source):
-        raise UsageError(f"no such file or folder: {args.source}")
-    written = write_notebooks(args.source, args.output, solutions=args.form == "solutions")
+    if len(args.paths) != 1 or not args.output:
+        raise UsageError(f"lab {args.form} takes one lab file or folder and -o FOLDER")
+    if not os.path.exists(args.paths[0]):
+        raise UsageError(f"no such file or folder: {args.paths[0]}")
+    written = write_notebooks(args.paths[0], args.output, solutions=args.form == "solutions")
     for path in written:
         print(f"wrote {path}")
 
@@ -561,6 +618,12 @@ def cmd_study(args) -> None:
         from dataclasses import replace
 
         cfg = replace(cfg, **overrides)
+    from ._arguments import check_memory
+    from .studies.pde import Reactor, exact_retained_bytes
+
+    # the exact gradient (reverse mode) keeps the state of every step
+    check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
+                 f"--steps {cfg.n_steps} (the exact gradient stores the state of every step)")
     command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
     try:
         written = run_study(folder, cfg, command=command, resume=args.resume)
@@ -568,6 +631,15 @@ def cmd_study(args) -> None:
         raise UsageError(str(error)) from None
     for path in written:
         print(path)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals are one line (``minirad compare: error:
+    ...``) and exit status 1, as every other refusal of the command, instead of
+    the usage text and status 2."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -618,14 +690,24 @@ _COMMANDS = {
               "randomized backward passes (Sec. 4). pde: reaction-diffusion control (Sec. 5) "
               "with the exact gradient, the eq. 8 estimator at several fractions, the authors' "
               "released sampler and gradient checkpointing."),
-    "lab": ("write the labs as Jupyter notebooks",
+    "explore": ("write one self-contained web page to explore a graph",
+                "Write one HTML file (no server, no network) in which a student steps through "
+                "a sweep, eliminates vertices, lists Bauer's paths, draws Algorithm 1 samples "
+                "and, for a graph of arrays, trades memory for variance. GRAPH is a saved LCG "
+                "(.json, or .npz for a graph of arrays), or MODULE:FUNCTION with a point to "
+                "trace the function at, or without one a function returning a graph (e.g. "
+                "minirad.examples:figure1)."),
+    "lab": ("write the labs as notebooks, or grade submissions",
             "Write the lab scripts as Jupyter notebooks, either as handouts (exercises "
-            "replaced by stubs) or with the solutions."),
+            "replaced by stubs) or with the solutions; or grade submitted notebooks, each in "
+            "a fresh kernel, every exercise checked by the grader under its time limit, into "
+            "scores.csv, a JSON report per submission and Gradescope's results.json. The exit "
+            "status is 0 whatever the students scored."),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="minirad", formatter_class=_HelpFormatter,
         description="Automatic differentiation as graph computation: linearized computational "
                     "graphs, exact Jacobians and randomized AD.")
@@ -702,11 +784,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, 5 to 15 "
                         "minutes) or 7a (pde, seconds)")
 
+    p = command("explore", cmd_explore)
+    p.add_argument("graph", metavar="GRAPH_OR_MODULE:FUNCTION",
+                   help="g.json, g.npz, MODULE:FUNCTION or FILE.py:FUNCTION")
+    p.add_argument("point", nargs="*",
+                   help="the point to trace the function at: a number, or 1,2,3 for a vector "
+                        "(an array: the page of a graph of arrays, with a Memory panel)")
+    p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
+    p.add_argument("--title", help="the page's title (default: the graph's summary)")
+    p.add_argument("--samples", type=int, default=100,
+                   help="Algorithm 1 estimates stored per k and seed")
+
     p = command("lab", cmd_lab)
-    p.add_argument("form", choices=["handout", "solutions"],
-                   help="handout: exercises replaced by stubs; solutions: complete")
-    p.add_argument("source", help="a lab file or a folder of them (e.g. tutorials/)")
-    p.add_argument("-o", "--output", required=True, help="folder for the .ipynb files")
+    p.add_argument("form", choices=["handout", "solutions", "grade"],
+                   help="handout: exercises replaced by stubs; solutions: complete; grade: "
+                        "grade submitted notebooks (or lab scripts), each in a fresh kernel")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="handout, solutions: a lab file or a folder of them (e.g. tutorials/); "
+                        "grade: the submissions")
+    p.add_argument("-o", "--output",
+                   help="handout, solutions: folder for the .ipynb files; grade: folder for "
+                        "the scores (default minirad-grades)")
+    p.add_argument("--exercise-seconds", type=float, metavar="SECONDS",
+                   help="grade: allow every exercise's check this long instead of the limit "
+                        "declared with it (e.g. on a slow machine)")
+    p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
+                   help="grade: stop any one cell of a submission after this long")
     return parser
 
 
@@ -718,8 +821,13 @@ def _one_line_warnings(command: str):
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as error:  # one line, as every other refusal (see _Parser)
+        print(error, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warnings(args.command)
@@ -735,7 +843,7 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError) as error:
         if args.debug:
             raise
-        print(f"minirad {args.command}: error: {error}", file=sys.stderr)
+        print(f"minirad {args.command}: error: {_message(error)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

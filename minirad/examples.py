@@ -47,6 +47,33 @@ def descent_program(x, y):
     return y * y + ops.sin(x)
 
 
+def product_program(*x):
+    """y = x_1 x_2 ... x_n, the AD lecture's example of symbolic swell: each
+    entry of its gradient is a product of the other n - 1 inputs."""
+    y = x[0]
+    for factor in x[1:]:
+        y = y * factor
+    return y
+
+
+def composition_program(depth: int):
+    """The one-input program x_(k+1) = sin(x_k) * x_k, repeated ``depth`` times:
+    written as a formula, each step doubles its size.
+
+    >>> trace(composition_program(3), 0.5).n_edges        # 3 edges a step
+    9
+    """
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise ValueError(f"depth must be a positive integer, not {depth!r}")
+
+    def program(x):
+        for _ in range(depth):
+            x = ops.sin(x) * x
+        return x
+
+    return program
+
+
 def two_outputs_program(x0, x1):
     """t = x0*sin(x0*x1); returns (cos(t), t/x1): a small two-output elimination example."""
     t = x0 * ops.sin(x0 * x1)

@@ -15,7 +15,8 @@ to look for in each):
 ['figure1_lcg', 'figure1_paths', 'figure1_sample', 'figure1_elimination',
  'interleaved_heatmaps', 'convergence', 'variance_vs_depth', 'variance_vs_k',
  'elimination_costs', 'figure3_vector_lcg', 'sparsity', 'adjoint_reintegration',
- 'edge_beats_vertex']
+ 'edge_beats_vertex', 'adjoint_convergence', 'symbolic_swell', 'gradient_graph',
+ 'mode_costs']
 >>> figure_files()[:3]
 ['figure1_lcg.png', 'figure1_lcg.svg', 'figure1_paths.png']
 
@@ -32,6 +33,7 @@ True
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,12 +240,15 @@ def _elimination_costs(folder: str) -> list[str]:
 @dataclass(frozen=True)
 class Entry:
     """One figure of the gallery: ``make(folder)`` writes the files named by
-    ``files()`` into ``folder`` and returns their paths."""
+    ``files()`` into ``folder`` and returns their paths.  ``needs`` names an
+    optional dependency and the extra that installs it, ``("sympy",
+    "symbolic")``; without it the build skips the figure and says so."""
 
     name: str
     files: Callable[[], list[str]]
     make: Callable[[str], list[str]]
     description: str
+    needs: tuple[str, str] | None = None
 
 
 def _figure3(folder: str) -> list[str]:
@@ -298,6 +303,44 @@ def _edge_beats_vertex(folder: str) -> list[str]:
     return [_save(figure, folder, "edge_beats_vertex.png", dpi=110)]
 
 
+def _adjoint_convergence(folder: str) -> list[str]:
+    from .draw.adjoints import plot_adjoint_convergence
+    from .implicit import ode_adjoint
+
+    problems = [ode_adjoint.oscillator(n_steps=20), ode_adjoint.lotka_volterra(n_steps=32),
+                ode_adjoint.diffusion(n_grid=15, n_steps=20, ratio=0.6)]
+    return [_save(plot_adjoint_convergence(problems), folder, "adjoint_convergence.png")]
+
+
+def _symbolic_swell(folder: str) -> list[str]:
+    from .draw.swell import plot_swell
+
+    return [_save(plot_swell(), folder, "symbolic_swell.png")]
+def _gradient_graph(folder: str) -> list[str]:
+    from .draw.render import Part
+    from .exact.higher import backward_vertices, gradient_graph, hessian
+    from .tracing import ops
+
+    f = lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2)  # noqa: E731 - the lecture's
+    G = gradient_graph(f, 2.0, 5.0)
+    H = hessian(f, 2.0, 5.0)
+    drawing = render(
+        G, Part(backward_vertices(G), "the reverse pass, recorded: partials, adjoint products "
+                                      "and sums (orange)"),
+        show_ops=True,
+        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse pass "
+              "recorded as more vertices:\nthe outputs x̄1, x̄2 are the gradient; the Jacobian "
+              f"of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
+              f"[{H[1, 0]:.4g}, {H[1, 1]:.4g}]]")
+    return [_save(drawing, folder, "gradient_graph.png")]
+
+
+def _mode_costs(folder: str) -> list[str]:
+    from .draw.modes import plot_mode_costs
+
+    return [_save(plot_mode_costs(), folder, "mode_costs.png")]
+
+
 def _one(name: str, *extra: str) -> Callable[[], list[str]]:
     return lambda: [name, *extra]
 
@@ -329,7 +372,7 @@ FIGURES: tuple[Entry, ...] = (
            "multiplications of forward, reverse, Markowitz and optimal elimination"),
     Entry("figure3_vector_lcg", _one("figure3_vector_lcg.png", "figure3_vector_lcg_sampled.png",
                                      "figure3_blocks.png"),
-          _figure3, "Figure 3: the vector LCG of a small MLP, exact and with activation "
+          _figure3, "Figure 3: the LCG of arrays of a small MLP, exact and with activation "
                     "sampling, with the memory each edge keeps"),
     Entry("sparsity", _one("sparsity_pattern.png", "sparsity_strategies.png"), _sparsity,
           "a tridiagonal pattern with its seed groups; sweeps and multiplications per "
@@ -338,6 +381,16 @@ FIGURES: tuple[Entry, ...] = (
           "the continuous adjoint with stored, checkpointed and re-integrated states"),
     Entry("edge_beats_vertex", _one("edge_beats_vertex.png"), _edge_beats_vertex,
           "edge elimination beating every vertex order, step by step"),
+    Entry("adjoint_convergence", _one("adjoint_convergence.png"), _adjoint_convergence,
+          "the gap between the continuous and the discrete adjoint against the step size"),
+    Entry("symbolic_swell", _one("symbolic_swell.png"), _symbolic_swell,
+          "SymPy's derivatives (trees, after CSE) against the LCG's edges as programs grow",
+          needs=("sympy", "symbolic")),
+    Entry("gradient_graph", _one("gradient_graph.png"), _gradient_graph,
+          "the lecture's example with its reverse pass recorded as more vertices"),
+    Entry("mode_costs", _one("mode_costs.png"), _mode_costs,
+          "multiplications of dual numbers, forward and reverse sweeps, and a "
+          "Hessian-vector product"),
 )
 
 
@@ -353,13 +406,20 @@ def build_figures(folder="figures", progress: Callable[[str], object] | None = p
     The folder is created if needed; files of the same names are replaced
     (each through a temporary file, so a failure leaves no half-written
     picture).  ``progress(message)`` is called once per entry of
-    :data:`FIGURES`, after its files are written (``None``: silent).
-    Deterministic: fixed seeds (:data:`SEEDS`), no timestamps.
+    :data:`FIGURES`, after its files are written (``None``: silent).  A
+    figure whose optional dependency is missing (:attr:`Entry.needs`) is
+    skipped, and its message says which extra to install.  Deterministic:
+    fixed seeds (:data:`SEEDS`), no timestamps.
     """
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     written: list[str] = []
     for number, figure in enumerate(FIGURES, 1):
+        if figure.needs and importlib.util.find_spec(figure.needs[0]) is None:
+            if progress is not None:
+                progress(f"[{number}/{len(FIGURES)}] {figure.name}: skipped, it needs "
+                         f"{figure.needs[0]} (pip install 'minirad[{figure.needs[1]}]')")
+            continue
         paths = figure.make(folder)
         written += paths
         if progress is not None:

@@ -237,3 +237,24 @@ def test_the_pde_program_is_the_studys_loss():
     p = Reactor.quick(n_steps=40)
     theta = initial_theta(rng=3)
     assert np.isclose(pde_loss(NUMPY, pde_constants(p), theta), simulate(p, theta), rtol=1e-12)
+
+
+def test_replay_rows_and_the_replay_bound_compute_what_the_floor_computes():
+    """The replay row's call gives what tracing gives, bit for bit; the bound's numpy calls
+    give the floor's value and gradient (to rounding: they add in another order)."""
+    from functools import partial
+
+    import numpy as np
+
+    import bench.peers as peers
+    from bench import replay_bound
+    from bench.programs import relaxation, relaxation_by_hand
+    rng = np.random.default_rng(3)
+    x, c = rng.uniform(-1, 1, 5), rng.uniform(0.5, 1.5, 5)
+    program = partial(relaxation, steps=7)
+    by_replay = peers.replayed_gradient(program, (), [x, c])()
+    by_trace = peers.value_and_gradient("minirad", program, (), [x, c])()
+    for a, b in zip(by_replay, by_trace):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(replay_bound.graph_calls(x, c, 7), relaxation_by_hand(x, c, 7)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minirad import trace
-from minirad.checkpoint.on_graph import chain_shape, gradient
+from minirad.checkpoint.on_graph import chain_shape, checkpointed_gradient
 from minirad.checkpoint.schedules import (
     Binomial,
     StoreAll,
@@ -37,7 +37,7 @@ def check_every_schedule(g, **where):
     reference = full_gradient(g)
     n = chain_shape(g, **where).n_steps
     for schedule, steps, peak in schedules(n):
-        run = gradient(g, schedule, **where)
+        run = checkpointed_gradient(g, schedule, **where)
         assert len(run.gradients) == len(reference)
         for got, want in zip(run.gradients, reference):
             assert got.dtype == want.dtype and got.shape == want.shape
@@ -57,7 +57,7 @@ def test_pde_graph_is_a_chain_of_time_steps():
     assert {g.names[v] for v in shape.side} == {"theta"} | {f"C{n}" for n in range(20)}
     assert check_every_schedule(g, start="phi1") == 19
     # memory: the schedule holds states of 31 x 31 floats, as many as it says
-    run = gradient(g, Uniform(sqrt_every(19)), start="phi1")
+    run = checkpointed_gradient(g, Uniform(sqrt_every(19)), start="phi1")
     assert run.counts.peak_bytes == run.counts.peak_stored * p.size * 8
 
 

@@ -102,13 +102,16 @@ def test_trace_then_wengert(tmp_path, capsys, monkeypatch):
             return ops.tanh(x[0] * w + x[1])
     """))
     monkeypatch.chdir(tmp_path)
-    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.json"]) == 0
-    g = load_graph(tmp_path / "f.json")
-    assert [g.name(v) for v in g.inputs] == ["x[0]", "x[1]", "w"]
+    # a vector is a numpy array, so the graph has array vertices: an .npz archive
+    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.json"]) == 1
+    assert "save it as an .npz archive" in capsys.readouterr().err
+    assert main(["trace", "prog:f", "1,2", "0.5", "-o", "f.npz"]) == 0
+    g = load_graph(tmp_path / "f.npz")
+    assert [(g.name(v), g.shape(v)) for v in g.inputs] == [("x", (2,)), ("w", ())]
     capsys.readouterr()
-    assert main(["wengert", "f.json"]) == 0
+    assert main(["wengert", "f.npz"]) == 0
     assert capsys.readouterr().out.strip() == g.wengert()
-    assert main(["trace", "prog.py:f", "1,2", "0.5", "-o", "g.json"]) == 0
+    assert main(["trace", "prog.py:f", "1,2", "0.5", "-o", "g.npz"]) == 0
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -186,8 +189,8 @@ USER_PROGRAM = textwrap.dedent("""
 def test_a_vector_argument_is_a_numpy_array(tmp_path, monkeypatch):
     (tmp_path / "prog.py").write_text(USER_PROGRAM)
     monkeypatch.chdir(tmp_path)
-    assert main(["trace", "prog.py:f", "1,2,3", "-o", "f.json"]) == 0
-    g = load_graph(tmp_path / "f.json")
+    assert main(["trace", "prog.py:f", "1,2,3", "-o", "f.npz"]) == 0
+    g = load_graph(tmp_path / "f.npz")
     # hand derivation: d/dx0 = 3 cos(1), d/dx1 = 1, d/dx2 = 0 (x2 enters only through n)
     assert np.allclose(jacobian(g), [[3 * np.cos(1.0), 1.0, 0.0]], rtol=1e-15, atol=0)
 
@@ -214,7 +217,7 @@ def test_help_shows_each_default_once_and_every_command_is_described(capsys):
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices
     assert set(commands) == {"demo", "wengert", "trace", "jacobian", "render", "compare",
-                             "figures", "lab", "study"}
+                             "figures", "lab", "study", "explore"}
     for name, sub in commands.items():
         assert sub.description and len(sub.description) > 40, name
         text = sub.format_help()
@@ -362,12 +365,206 @@ def test_a_saved_graph_of_arrays_works_with_every_command(tmp_path, capsys):
     assert "h1 ∈ R^(3×5)\\nX @ W1" in dot_text.read_text(encoding="utf-8")
 
 
-@pytest.mark.drawing
-def test_render_to_dot_needs_no_dot_program_and_says_nothing(tmp_path, capsys, monkeypatch):
+def test_jacobian_of_a_graph_of_arrays_reports_its_operation_counts(tmp_path, capsys):
+    """y = sum(tanh(W @ x)), W 2 x 3, x of 3, counted by hand in flops: the edges
+    W -> W@x and x -> W@x cost 6 each per seed, tanh's diagonal 2, the sum 2.
+    reverse: one seed (y), every edge once: 6 + 6 + 2 + 2 = 16;
+    forward: 6 seeds of W through 6 + 2 + 2, 3 seeds of x through 6 + 2 + 2: 90."""
+    from minirad import trace
+
+    g = trace(lambda W, x: np.tanh(W @ x).sum(), np.full((2, 3), 0.1), np.ones(3))
+    path = saved(tmp_path, g, "g.npz")
+    for method, count in (("reverse", 16), ("forward", 90)):
+        assert main(["jacobian", path, "--method", method]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1] == f"{method}: {count} multiplications, 0 additions"
+        assert "dy/dW (2 × 3):" in out
+    assert main(["jacobian", path, "--method", "eliminate", "--order", "v3,v2"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(", order v3 v2")
+
+
+# ------------------------------------------- issue 26: sizes, the process, honest reports
+@pytest.fixture
+def one_gib(monkeypatch):
+    """Declare 1 GiB of free memory, so that what is refused is the same on every machine."""
+    import minirad._arguments
+
+    monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 2**30)
+
+
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured.err
+    return captured.err
+
+
+def test_counts_too_large_for_memory_are_refused_before_any_work(tmp_path, capsys, one_gib):
+    path = saved(tmp_path, examples.figure1())  # 1 output, 2 inputs; 6 vertices draw
+    # compare keeps 4 arrays of 8-byte estimates: 64 bytes each, so 2**30 / 64 fit
+    assert main(["compare", path, "--samples", "100000000000"]) == 1
+    err = one_line_error(capsys)
+    assert f"would need {10**11 * 64 / 2**40:.3g} TiB of memory, more than the 1 GiB " \
+           f"available; at most {2**30 // 64:,} fit" in err
+    assert main(["compare", path, "--k", "1" + "0" * 30]) == 1
+    assert "cannot be counted" in one_line_error(capsys)
+    assert main(["compare", path, "--k", "1000000000000", "--samples", "3"]) == 1
+    assert "(up to 6,000,000,000,000 draws) would need" in one_line_error(capsys)
+    assert main(["render", path, "-o", str(tmp_path / "g.dot"), "--sample", "10" + "0" * 11]) == 1
+    assert "(1,000,000,000,000 draws at one vertex) would need" in one_line_error(capsys)
+    folder = tmp_path / "study"
+    assert main(["study", "pde", "--steps", "1000000000", "-o", str(folder)]) == 1
+    # reverse mode keeps the 961 unknowns of every step: 10**9 * 961 * 8 bytes
+    assert f"would need {10**9 * 961 * 8 / 2**40:.3g} TiB" in one_line_error(capsys)
+    assert not folder.exists()
+
+
+def test_the_library_checks_n_against_memory_at_the_boundary(monkeypatch):
+    import minirad._arguments
+    from minirad.randomized.experiments import compare
+    from minirad.randomized.sampling import sampled_jacobians
+
+    g = examples.figure1()  # 16 bytes per estimate (two float64 entries)
+    monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 16 * 1000)
+    monkeypatch.setattr(minirad._arguments, "CHECKED_FROM", 0)  # check even a few KiB
+    assert sampled_jacobians(g, 1, 1000, rng=0).shape == (1000, 1, 2)
+    with pytest.raises(ValueError, match="1,001 estimates of a 1 x 2 Jacobian would need "
+                                         "15.6 KiB .* at most 1,000 fit"):
+        sampled_jacobians(g, 1, 1001, rng=0)
+    assert compare(g, k=1, n=250, rng=0).n == 250  # four copies of 250 estimates
+    with pytest.raises(ValueError, match="at most 250 fit"):
+        compare(g, k=1, n=251, rng=0)
+
+
+def test_an_interrupt_while_starting_exits_quietly_with_130(capsys, monkeypatch):
+    import runpy
+
+    import minirad.cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(minirad.cli, "build_parser", interrupted)
+    assert main(["demo"]) == 130
+    assert capsys.readouterr().err == ""
+
+    class InterruptTheImport:  # Ctrl-C while `python -m minirad` imports the command
+        def find_spec(self, name, path=None, target=None):
+            if name == "minirad.cli":
+                raise KeyboardInterrupt
+
+    monkeypatch.delitem(sys.modules, "minirad.cli")
+    monkeypatch.setattr(sys, "meta_path", [InterruptTheImport(), *sys.meta_path])
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_module("minirad", run_name="__main__")
+    assert stop.value.code == 130 and capsys.readouterr().err == ""
+
+
+def test_the_command_s_launcher_exits_quietly_when_interrupted_while_minirad_loads():
+    # a fresh interpreter whose import of minirad's graph module is "interrupted", as a
+    # Ctrl-C in the second the package takes to load would be; the console script
+    # `minirad` runs minirad_command.main
+    program = ("import sys\n"
+               "class Interrupt:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name == 'minirad.graph.lcg':\n"
+               "            raise KeyboardInterrupt\n"
+               "sys.meta_path.insert(0, Interrupt())\n"
+               "import minirad_command\n"
+               "sys.argv = ['minirad', 'demo']\n"
+               "sys.exit(minirad_command.main())\n")
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, timeout=120)
+    assert (run.returncode, run.stderr) == (130, "")
+
+
+def test_an_interrupt_during_a_run_exits_quietly_with_130(tmp_path):
+    import signal
+    import time
+
+    path = saved(tmp_path, examples.interleaved(8, 60))  # about 75 s for 10**6 estimates
+    run = subprocess.Popen([sys.executable, "-m", "minirad", "compare", path, "--k", "0.5",
+                            "--samples", "1000000"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, cwd=Path(__file__).parent.parent,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert run.stdout.readline().startswith(b"drawing 1000000")
+        time.sleep(0.3)
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == 130 and b"Traceback" not in err
+
+
+def test_an_exception_whose_str_raises_is_still_one_message(tmp_path, capsys):
+    module = tmp_path / "broken.py"
+    module.write_text("class Odd(Exception):\n    def __str__(self):\n"
+                      "        raise RuntimeError('no message')\n\n\n"
+                      "def f(x):\n    raise Odd()\n")
+    assert main(["trace", f"{module}:f", "1.0", "-o", str(tmp_path / "g.json")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "error in" in err and "Odd: (its message cannot be shown: its __str__ raised " \
+                                 "RuntimeError)" in err
+    assert err.splitlines()[1].strip().startswith("at ") and "raise Odd()" in err
+
+
+def test_write_errors_name_the_file_asked_for(tmp_path, capsys):
+    module = tmp_path / "square.py"
+    module.write_text("def f(x):\n    return x * x\n")
+    folder = tmp_path / "adir.json"
+    folder.mkdir()
+    assert main(["trace", f"{module}:f", "2.0", "-o", str(folder)]) == 1
+    err = one_line_error(capsys)
+    assert f"Is a directory: '{folder}'" in err and ".minirad-" not in err
+    picture = tmp_path / "pic.svg"
+    picture.mkdir()
+    assert main(["render", saved(tmp_path, examples.lab()), "-o", str(picture)]) == 1
+    err = one_line_error(capsys)
+    assert f"'{picture}'" in err and ".minirad-" not in err
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".minirad-")]
+
+
+def test_argument_errors_are_one_line_with_status_1(tmp_path, capsys):
+    path = saved(tmp_path, examples.figure1())
+    for argv, words in ((["bogus"], "invalid choice: 'bogus'"),
+                        (["compare"], "the following arguments are required: file"),
+                        (["compare", path, "--samples", "x"], "invalid int value: 'x'"),
+                        (["render", path, "-o", str(tmp_path / "g.svg"), "--timeout", "nan"],
+                         "--timeout must be a positive number of seconds, not nan"),
+                        (["render", path, "-o", str(tmp_path / "g.svg"), "--timeout", "inf"],
+                         "--timeout must be a positive number of seconds, not inf"),
+                        (["compare", path, "--seed", "-1"], "seed must be a non-negative"),
+                        (["wengert", str(tmp_path)], "is not a file")):
+        assert main(argv) == 1, argv
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1 and words in captured.err, captured.err
+        assert "drawing" not in captured.out
+
+
+def test_compare_prints_a_zero_standard_error_where_the_exact_variance_is_zero(tmp_path,
+                                                                                capsys):
+    """dy/dx1 of Figure 1: both of its paths carry a * a * c, so every estimate is the
+    exact value and the spread of the estimates is rounding (about 1e-14): shown as 0."""
+    from minirad.randomized.experiments import compare
+    from minirad.randomized.sampling import path_sampling_variance
+
+    g = examples.figure1()
+    assert path_sampling_variance(g, 1)[0, 0] == 0 and path_sampling_variance(g, 1)[0, 1] > 0
+    assert main(["compare", saved(tmp_path, g), "--samples", "1000", "--precision", "17"]) == 0
+    out = capsys.readouterr().out
+    printed = matrix_from(out.split("standard error of the mean:")[1], 1)[0]
+    oracle = compare(g, k=1, n=1000, rng=0)
+    assert oracle.stderr[0, 0] != 0  # what was printed before: rounding
+    assert printed[0] == 0.0 and printed[1] == pytest.approx(oracle.stderr[0, 1], rel=1e-15)
+
+
+def test_writing_dot_text_warns_of_no_missing_dot(tmp_path, capsys, monkeypatch):
     import minirad.draw.render
 
-    monkeypatch.setattr(minirad.draw.render, "has_dot", lambda: False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(minirad.draw.render, "_warned_missing_dot", False)
     out = tmp_path / "g.dot"
-    assert main(["render", saved(tmp_path, examples.lab()), "-o", str(out)]) == 0
-    assert capsys.readouterr().err == "" and out.read_text().startswith("digraph lcg {")
+    assert main(["render", saved(tmp_path, examples.figure1()), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == ""
+    assert out.read_text().startswith("digraph lcg {")

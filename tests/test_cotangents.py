@@ -101,8 +101,8 @@ def test_allocations_of_a_vertex_used_three_times():
     x = np.arange(5.0)
     g = trace(lambda x: (x * 2.0 + x * 3.0 + x * 4.0).sum(), x)
     seeds = {g.outputs[0]: np.ones(())}
-    plain = cotangents.reverse(g, seeds)
-    mine = cotangents.reverse(g, seeds, accumulate="in_place")
+    plain = cotangents.reverse_accumulation(g, seeds)
+    mine = cotangents.reverse_accumulation(g, seeds, accumulate="in_place")
     assert (plain.allocations, mine.allocations) == (5, 3)
     assert (plain.allocated_bytes, mine.allocated_bytes) == (5 * x.nbytes, 3 * x.nbytes)
     same_bits(mine.values[0], np.full(5, 9.0))
@@ -116,8 +116,8 @@ def test_allocations_of_the_notes_first_example():
     X = np.array([1.0, 2.0, 3.0])
     g = trace(lambda X: X[0] + X[1], X)
     seeds = {g.outputs[0]: np.ones(())}
-    plain = cotangents.reverse(g, seeds)
-    mine = cotangents.reverse(g, seeds, accumulate="in_place")
+    plain = cotangents.reverse_accumulation(g, seeds)
+    mine = cotangents.reverse_accumulation(g, seeds, accumulate="in_place")
     assert (plain.allocations, mine.allocations) == (5, 4)
     assert plain.allocated_bytes - mine.allocated_bytes == X.nbytes
     same_bits(mine.values[0], np.array([1.0, 1.0, 0.0]))
@@ -134,8 +134,8 @@ def test_a_view_of_another_cotangent_is_never_written_into():
     same_bits(swept.adjoints[r], np.full((1, 2, 2), 2.0))
     same_bits(swept.adjoints[0], np.full((1, 4), 7.0))
     seeds = {g.outputs[0]: np.ones(())}
-    assert (cotangents.reverse(g, seeds, accumulate="in_place").allocations
-            == cotangents.reverse(g, seeds).allocations)
+    assert (cotangents.reverse_accumulation(g, seeds, accumulate="in_place").allocations
+            == cotangents.reverse_accumulation(g, seeds).allocations)
 
 
 def test_the_callers_seed_is_never_written_into():
@@ -144,7 +144,7 @@ def test_the_callers_seed_is_never_written_into():
     seed = np.ones(3)                                   # a writeable array of the caller's
     h = trace(lambda x: x + x * 3.0, x)          # x's first term: the seed itself
     for graph in (g, h):
-        cotangents.reverse(graph, {graph.outputs[0]: seed}, accumulate="in_place")
+        cotangents.reverse_accumulation(graph, {graph.outputs[0]: seed}, accumulate="in_place")
         same_bits(seed, np.ones(3))
     same_bits(vjp(h, [seed], accumulate="in_place")[0], np.full(3, 4.0))
     same_bits(seed, np.ones(3))
@@ -166,17 +166,17 @@ def test_a_lazy_sweep_skips_the_branch_no_wanted_input_needs():
     same_bits(lazy.jacobian, eager.jacobian)
     assert lazy.multiplications == alone.multiplications < eager.multiplications
     seeds = {g.outputs[0]: np.ones(())}
-    swept = cotangents.reverse(g, seeds, wanted=[g.index("w")], lazy=True)
+    swept = cotangents.reverse_accumulation(g, seeds, wanted=[g.index("w")], lazy=True)
     assert isinstance(swept.values[g.index("d")], cotangents.Thunk)
     assert swept.deferred == sum(isinstance(v, cotangents.Thunk) for v in swept.values) >= 5
-    assert swept.allocated_bytes < cotangents.reverse(g, seeds).allocated_bytes / 10
+    assert swept.allocated_bytes < cotangents.reverse_accumulation(g, seeds).allocated_bytes / 10
     # asking for every cotangent forces every thunk: nothing is deferred
-    assert cotangents.reverse(g, seeds, lazy=True).deferred == 0
+    assert cotangents.reverse_accumulation(g, seeds, lazy=True).deferred == 0
 
 
 def test_forcing_a_deep_chain_does_not_recurse():
     g = examples.independent_paths(1, 3000)              # one path of 3000 edges
-    swept = cotangents.reverse(g, {g.outputs[0]: 1.0}, wanted=g.inputs, lazy=True)
+    swept = cotangents.reverse_accumulation(g, {g.outputs[0]: 1.0}, wanted=g.inputs, lazy=True)
     assert swept.values[g.inputs[0]] == reverse_sweep(g, engine="reference").jacobian[0, 0]
 
 

@@ -153,7 +153,7 @@ def test_empty_graph_has_an_empty_wengert_list():
     assert LCG.from_edges([], inputs=[], outputs=[]).wengert() == ""
 
 
-@pytest.mark.parametrize("name", ["count_paths", "path_jacobian", "forward_sweep", "jvp",
+@pytest.mark.parametrize("name", ["count_paths", "bauer", "forward_sweep", "jvp",
                                   "sample_paths", "sampled_jacobians", "path_sampling_variance",
                                   "eliminate", "render"])
 def test_functions_over_an_lcg_refuse_anything_else(name):

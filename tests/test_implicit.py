@@ -222,6 +222,26 @@ def test_bad_input():
         solve_root(cubic, np.zeros(1), np.ones(1), max_iter=0)
 
 
+@pytest.mark.parametrize("tol", [float("nan"), float("inf"), 1.0, 5.0, -1e-12])
+def test_a_tolerance_that_accepts_a_non_root_is_refused(tol):
+    """x^2 + 1 has no real root: a NaN tolerance used to return x = 2.98 after the
+    last Newton step, an infinite one x0 itself."""
+    with pytest.raises(ValueError, match=r"tol must be a number in \[0, 1\)"):
+        solve_root(lambda x, p: x * x + p, np.array([0.7]), np.array([1.0]), tol=tol)
+
+
+def test_tolerance_types_and_starting_points_are_checked():
+    for tol in ("1e-9", True, None, 1j):
+        with pytest.raises(TypeError, match="tol must be a number"):
+            solve_root(cubic, np.zeros(1), np.array([2.0]), tol=tol)
+    with pytest.raises(ValueError, match="x0 and p must be finite"):
+        solve_root(cubic, np.array([np.nan]), np.array([2.0]))
+    with pytest.raises(ValueError, match="x0 and p must be finite"):
+        solve_root(cubic, np.zeros(1), np.array([np.inf]))
+    # the valid end: tol=0 asks for an exact zero, which Newton reaches on x^3 + x = 2
+    assert solve_root(cubic, np.zeros(1), np.array([2.0]), tol=0).tolist() == [1.0]
+
+
 # ------------------------------------------------------------ the file
 def saved_and_loaded(g, tmp_path):
     path = tmp_path / "g.npz"

@@ -1,6 +1,6 @@
-"""Checks of lab 5's exercises 5.2-5.4 (exact k = 1 variance, sampling and Rademacher P):
-they accept the lab's reference solutions and minirad's own functions, and reject
-planted mistakes with a message naming the input and the slip.
+"""Checks of exercises 5.2 (exact k = 1 variance), 10.1 and 10.2 (sampling and Rademacher P):
+they accept the labs' reference solutions, refuse minirad's own functions as "used the
+reference", and reject planted mistakes with a message naming the input and the slip.
 """
 
 from __future__ import annotations
@@ -12,20 +12,27 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad import examples, labs
+from minirad.exact.jacobians import jacobian as minirad_jacobian
 from minirad.labs import checks_injection
 from minirad.randomized.injection import random_projection
 from minirad.randomized.sampling import path_sampling_variance, sampled_jacobians
 
 REFERENCES = [
-    ("variance_k1", labs.check_variance_k1, "5.2"),
-    ("sampling_P", labs.check_sampling_P, "5.3"),
-    ("rademacher_P", labs.check_rademacher_P, "5.4"),
+    ("lab5_randomized", "variance_k1", labs.check_variance_k1, "5.2"),
+    ("lab10_injection", "sampling_P", labs.check_sampling_P, "10.1"),
+    ("lab10_injection", "rademacher_P", labs.check_rademacher_P, "10.2"),
 ]
 
 
-@pytest.mark.parametrize("name, check, number", REFERENCES, ids=[r[0] for r in REFERENCES])
-def test_check_accepts_the_lab_solution(name, check, number, tmp_path_factory, capsys):
-    solution = lab_solution("lab5_randomized", name, tmp_path_factory)
+def sampling_P(d, k, rng):
+    """A student's sampling matrix: k draws with replacement, each worth d/k."""
+    return np.diag(np.bincount(rng.integers(d, size=k), minlength=d) * (d / k))
+
+
+@pytest.mark.parametrize("stem, name, check, number", REFERENCES,
+                         ids=[r[1] for r in REFERENCES])
+def test_check_accepts_the_lab_solution(stem, name, check, number, tmp_path_factory, capsys):
+    solution = lab_solution(stem, name, tmp_path_factory)
     capsys.readouterr()
     check(solution)
     out = capsys.readouterr().out
@@ -48,7 +55,17 @@ def test_checks_are_exported_and_let_stubs_through():
 def test_sampling_check_rejects_a_missing_scale():
     expect_failure(labs.check_sampling_P,
                    lambda d, k, rng: np.diag(np.bincount(rng.integers(d, size=k), minlength=d)),
-                   "Exercise 5.3 (sampling P), on d=3, k=1", "scale them by d/k")
+                   "Exercise 10.1 (sampling P), on d=3, k=1", "scale them by d/k")
+
+
+def test_minirad_s_own_matrices_are_refused_as_the_reference():
+    expect_failure(labs.check_sampling_P, lambda d, k, rng: random_projection(d, k, rng=rng),
+                   "Exercise 10.1", "on d=1, k=1", "used the reference", "random_projection")
+    expect_failure(labs.check_rademacher_P,
+                   lambda d, k, rng: random_projection(d, k, "rademacher", rng),
+                   "Exercise 10.2", "used the reference", "random_projection")
+    expect_failure(labs.check_variance_k1, lambda g: path_sampling_variance(g, 1),
+                   "Exercise 5.2", "used the reference", "path_sampling_variance")
 
 
 def test_sampling_check_rejects_d_draws_and_overwriting():
@@ -68,12 +85,12 @@ def test_sampling_check_rejects_d_draws_and_overwriting():
 def test_sampling_check_rejects_draws_without_replacement_and_a_global_rng():
     def without(d, k, rng):
         if k > d:
-            return random_projection(d, k, rng=rng)
+            return sampling_P(d, k, rng)
         return np.diag(np.bincount(rng.choice(d, size=k, replace=False), minlength=d) * d / k)
 
     expect_failure(labs.check_sampling_P, without, "on d=3, k=2", "with replacement")
     expect_failure(labs.check_sampling_P,
-                   lambda d, k, rng: random_projection(d, k, rng=np.random.default_rng()),
+                   lambda d, k, rng: sampling_P(d, k, np.random.default_rng()),
                    "on d=3, k=1", "returned different matrices",
                    "from the rng argument")
 
@@ -94,7 +111,7 @@ def test_rademacher_check_rejects_a_missing_one_over_k():
         R = rng.choice([-1.0, 1.0], size=(d, k))
         return R @ R.T
 
-    expect_failure(labs.check_rademacher_P, unscaled, "Exercise 5.4 (Rademacher P), on d=3, k=2",
+    expect_failure(labs.check_rademacher_P, unscaled, "Exercise 10.2 (Rademacher P), on d=3, k=2",
                    "that is k", "+-1/sqrt(k), not +-1")
 
     def over_k(d, k, rng):
@@ -123,16 +140,20 @@ def test_rademacher_check_rejects_gaussians_wrong_products_and_shared_signs():
     expect_failure(labs.check_rademacher_P, shared, "on d=3, k=1", "mean of P[0, 1]")
 
 
-def test_variance_check_names_each_slip():
+def test_variance_check_names_each_slip(tmp_path_factory):
+    variance_k1 = lab_solution("lab5_randomized", "variance_k1", tmp_path_factory)
     for slip, wrong in (("forgets to square", 0), ("leaves out the factor d", 1),
                         ("without subtracting", 2)):
         expect_failure(labs.check_variance_k1,
-                       lambda g, i=wrong: list(checks_injection._planted_variances(g).values())[i],
+                       lambda g, i=wrong: list(checks_injection.planted_variances(g).values())[i],
                        "Exercise 5.2 (variance of Algorithm 1, k = 1), on figure1()", slip)
-    expect_failure(labs.check_variance_k1, lambda g: path_sampling_variance(g, 2),
+    expect_failure(labs.check_variance_k1, lambda g: variance_k1(g) / 2,
                    "on figure1()", "expected")
-    expect_failure(labs.check_variance_k1, lambda g: path_sampling_variance(g, 1).T,
-                   "shape")
+    expect_failure(labs.check_variance_k1, lambda g: variance_k1(g).T, "shape")
+    # subtracting J^2 twice leaves a negative entry: named as such
+    expect_failure(labs.check_variance_k1,
+                   lambda g: variance_k1(g) - minirad_jacobian(g) ** 2,
+                   "on figure1()", "is negative, and a variance never is")
 
 
 def test_planted_variances_are_really_wrong_and_the_reference_matches_sampling():
@@ -141,7 +162,7 @@ def test_planted_variances_are_really_wrong_and_the_reference_matches_sampling()
     measured variance is within 10%, a miss with a chance far below 1e-6 for this graph)."""
     g = examples.interleaved(3, 3, partials="random", rng=0)
     exact = path_sampling_variance(g, 1)
-    for wrong in checks_injection._planted_variances(g).values():
+    for wrong in checks_injection.planted_variances(g).values():
         assert not np.allclose(wrong, exact)
     measured = sampled_jacobians(g, 1, 20000, rng=5).var(axis=0, ddof=1)
     np.testing.assert_allclose(measured, exact, rtol=0.1)

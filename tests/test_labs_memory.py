@@ -16,7 +16,7 @@ from minirad import labs
 from minirad.checkpoint.schedules import (
     Chain,
     Uniform,
-    gradient,
+    reverse_chain,
     uniform_forward_steps,
     uniform_peak_stored,
 )
@@ -46,7 +46,7 @@ def test_checks_accept_the_lab_solutions(lab8, capsys):
 def minirad_schedule(step, vjp, seed, x0, n, every):
     chain = Chain(step=step, vjp=lambda i, x, lam: (vjp(i, x, lam), None),
                   seed=lambda i, x: seed(x) if i == n else None)
-    return gradient(chain, x0, n, Uniform(every)).state_bar
+    return reverse_chain(chain, x0, n, Uniform(every)).state_bar
 
 
 def index_bytes(p):
@@ -57,12 +57,17 @@ def right_budget(p, budget):
     return min(p.size, budget // (p.n_steps * (8 + index_bytes(p))))
 
 
-def test_checks_accept_minirad_itself(capsys):
-    labs.check_table1_bytes(lambda sizes, f, batch: total_bytes(mlp(sizes), f, batch))
-    labs.check_checkpointed_gradient(minirad_schedule)
-    labs.check_uniform_cost(lambda n, e: (uniform_forward_steps(n, e), uniform_peak_stored(n, e)))
+def test_checks_refuse_minirad_itself_and_accept_a_right_budget(capsys):
+    expect_failure(labs.check_table1_bytes,
+                   lambda sizes, f, batch: total_bytes(mlp(sizes), f, batch),
+                   "Exercise 8.1", "used the reference", "total_bytes")
+    expect_failure(labs.check_checkpointed_gradient, minirad_schedule, "Exercise 8.2",
+                   "used the reference", "reverse_chain (minirad.checkpoint.schedules)")
+    expect_failure(labs.check_uniform_cost,
+                   lambda n, e: (uniform_forward_steps(n, e), uniform_peak_stored(n, e)),
+                   "Exercise 8.3", "used the reference", "uniform_forward_steps")
     labs.check_rad_budget(right_budget)
-    assert capsys.readouterr().out.count("passed:") == 4
+    assert capsys.readouterr().out.count("passed:") == 1
 
 
 def test_stubs_pass_through():

@@ -124,12 +124,13 @@ def only_existing(new, p, s, d_vp, d_sv):
         new[p, s] += d_sv * d_vp
 
 
-def test_eliminate_vertex_check_accepts_an_lcg_based_answer():
+def test_eliminate_vertex_check_refuses_minirad_s_own_step():
     def via_lcg(edges, v):
         g = LCG.from_edges([(a, b, d) for (a, b), d in edges.items()], [], [])
         return labs.edge_dict(eliminate_vertex(g, v))
 
-    labs.check_eliminate_vertex(via_lcg)
+    expect_failure(labs.check_eliminate_vertex, via_lcg, "Exercise 4.1", "used the reference",
+                   "eliminate_vertex (minirad.exact.elimination)")
 
 
 def test_eliminate_vertex_check_rejects_planted_bugs():
@@ -202,11 +203,13 @@ def test_markowitz_check_rejects_planted_bugs():
                    "not |pred| + |succ|")
     expect_failure(labs.check_markowitz_order, lambda g: list(g.intermediates),
                    "return vertex names", "g.names[v]")
+    markowitz = greedy_order(lambda p, s, v: (p * s, v))
+    expect_failure(labs.check_markowitz_order, lambda g: markowitz(g)[:-1], "never eliminates")
     expect_failure(labs.check_markowitz_order,
-                   lambda g: list(elimination_order(g, "markowitz"))[:-1], "never eliminates")
+                   lambda g: [g.names[g.inputs[0]]] + markowitz(g), "is not an intermediate")
     expect_failure(labs.check_markowitz_order,
-                   lambda g: [g.names[g.inputs[0]]] + list(elimination_order(g, "markowitz")),
-                   "is not an intermediate")
+                   lambda g: list(elimination_order(g, "markowitz")), "used the reference",
+                   "elimination_order")
     expect_failure(labs.check_markowitz_order, lambda g: None, "returned NoneType")
 
 
@@ -234,12 +237,13 @@ def with_replacement(rng, d, k):
     return rng.integers(d, size=k)
 
 
-def test_sample_check_accepts_minirad_and_a_plain_loop():
+def test_sample_check_refuses_minirad_and_accepts_a_plain_loop():
     def via_minirad(g, k, rng):
         s = sample_paths(g, k, rng)
         return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
 
-    labs.check_sample_Q(via_minirad)
+    expect_failure(labs.check_sample_Q, via_minirad, "Exercise 5.1", "used the reference",
+                   "sample_paths")
     labs.check_sample_Q(sampler(lambda rng, d, k: [rng.integers(d) for _ in range(k)]))
 
 

@@ -1,12 +1,12 @@
 """minirad in its real notebook environment: a fresh Jupyter kernel, no ``%matplotlib inline``.
 
-Every lab's solutions notebook is executed by nbclient in its own kernel; any
-cell error fails, and so does a picture that reaches the notebook only as a
-text repr (``<Figure size 640x480 with 1 Axes>``, ``[<minirad.draw.render.Drawing
-at 0x...>]``), which is what a student would see.  Each value minirad returns
-as a picture is also checked on its own in one kernel.  Each lab's handout is
-executed too, up to its first stub. The nine labs take a few minutes
-together on one core.
+Every lab's solutions notebook is graded by ``minirad lab grade`` (each in its
+own kernel): it must score full marks, no cell may fail, and no picture may
+reach the notebook only as a text repr (``<Figure size 640x480 with 1 Axes>``,
+``[<minirad.draw.render.Drawing at 0x...>]``), which is what a student would
+see.  Every unmodified handout is graded too: each exercise scores 0, "not
+implemented".  Each value minirad returns as a picture is also checked on its
+own in one kernel.  The labs take a few minutes together on one core.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
-from minirad.labs import notebook
+from minirad.labs import grade, notebook
+from minirad.labs.exercise import exercises_of_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
@@ -63,9 +63,28 @@ def _text_only_pictures(nb) -> list[str]:
             and PICTURE_AS_TEXT.search(output["data"].get("text/plain", ""))]
 
 
+def _graded(lab: Path, solutions: bool, folder: Path, monkeypatch):
+    """Grade the lab's solutions or handout notebook as a submission, in a fresh kernel."""
+    monkeypatch.setenv("PYTHONPATH", _kernel_env()["PYTHONPATH"])
+    path = folder / f"{lab.stem}.ipynb"
+    path.write_text(nbformat.writes(notebook.to_notebook(lab, solutions=solutions)))
+    (report,) = grade.grade([path], folder / "scores")
+    return report
+
+
 @pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
-def test_lab_solutions_execute_in_a_kernel_with_inline_pictures(lab, tmp_path):
-    nb = _execute(notebook.to_notebook(lab, solutions=True), tmp_path)
+def test_lab_solutions_score_full_marks_in_a_kernel_with_inline_pictures(lab, tmp_path,
+                                                                           monkeypatch):
+    report = _graded(lab, True, tmp_path, monkeypatch)
+    assert report.scores and not report.error
+    failed = [(s.number, s.status, s.message) for s in report.scores if s.status != "passed"]
+    assert not failed, failed
+    assert report.total == report.max_total == sum(
+        spec.points for spec in exercises_of_lab(report.lab))
+    nb = report.executed
+    errors = [o for cell in nb.cells for o in cell.get("outputs", [])
+              if o["output_type"] == "error"]
+    assert not errors, errors[0]
     assert not _text_only_pictures(nb), _text_only_pictures(nb)
     images = [output for _, output in _displays(nb) if any(k in output["data"] for k in IMAGES)]
     assert images, f"{lab.name} showed no picture inline"
@@ -73,36 +92,45 @@ def test_lab_solutions_execute_in_a_kernel_with_inline_pictures(lab, tmp_path):
                       for output in cell.get("outputs", []) if output["output_type"] == "stream")
     # labs.show displays inline in a kernel; saving to a file instead would be a bug
     assert "picture saved:" not in streams
-    assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
-def test_handout_executes_in_a_kernel_up_to_its_first_stub(lab, tmp_path):
-    """What a student meets: every cell before the first exercise runs, its pictures show
-    inline, and the first stub stops the notebook with that exercise's name."""
-    label = notebook.exercises(lab)[0]
-    nb = nbformat.reads(json.dumps(notebook.to_notebook(lab, solutions=False)), as_version=4)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
+def test_an_unmodified_handout_scores_zero_not_implemented_per_exercise(lab, tmp_path,
+                                                                          monkeypatch):
+    report = _graded(lab, False, tmp_path, monkeypatch)
+    assert [s.label if hasattr(s, "label") else f"Exercise {s.number}: {s.title}"
+            for s in report.scores] == notebook.exercises(lab)
+    assert {(s.points, s.status) for s in report.scores} == {(0, "not implemented")}
+    assert report.max_total == sum(spec.points for spec in exercises_of_lab(report.lab))
+
+
+def test_a_failed_check_shows_its_hint_first_and_only_the_student_s_frames(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "from minirad import labs",
+        "def forward_sweep(g):\n    return 1 / 0",
+        "labs.check_forward_sweep(forward_sweep)",
+        "labs.check_forward_sweep(lambda g: [[0.0, 0.0]])")]
+    nb = nbformat.reads(json.dumps(nb), as_version=4)
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(tmp_path)}})
-    with pytest.raises(CellExecutionError) as caught:
-        client.execute(env=_kernel_env())
-    assert caught.value.ename == "NotImplementedError", caught.value
-    assert caught.value.evalue == label
-    stopped = [number for number, cell in enumerate(nb.cells)
-               if any(o["output_type"] == "error" for o in cell.get("outputs", []))]
-    assert len(stopped) == 1, stopped
-    stub = next(number for number, cell in enumerate(nb.cells)
-                if f'raise NotImplementedError("{label}")' in cell.source)
-    assert stub <= stopped[0]  # the stub's own cell, or the check cell that calls it
-    assert not any(cell.get("outputs") for cell in nb.cells[stopped[0] + 1:])
-    assert not _text_only_pictures(nb), _text_only_pictures(nb)
-    assert not list(tmp_path.rglob("*.png")), "a picture was written to disk instead of shown"
+    client.execute(env=_kernel_env())
+    for cell, hint in ((nb.cells[2], "your function raised ZeroDivisionError"),
+                       (nb.cells[3], "your Jacobian entry [0, 0] is 0")):
+        (error,) = [o for o in cell.outputs if o["output_type"] == "error"]
+        assert error["ename"] == "CheckFailed"
+        lines = "\n".join(error["traceback"]).splitlines()
+        assert hint in lines[0], lines
+        assert not any("minirad/labs" in line or "site-packages" in line for line in lines)
+    # the student's own frame: where the division by zero is
+    assert "return 1 / 0" in "\n".join(nb.cells[2].outputs[-1]["traceback"])
 
 
 @pytest.mark.drawing
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
-        "from minirad import examples, plots, render, render_elimination, draw_matplotlib\n"
+        "from minirad import examples, plots, render, render_elimination\n"
+        "from minirad.draw.render import draw_matplotlib\n"
         "from minirad.draw.render import elimination_strip\n"
         "import minirad\n"
         "print(minirad.__file__)\n"

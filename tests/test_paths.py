@@ -103,7 +103,7 @@ def test_more_than_1e30_paths_counted_exactly(width, depth):
     per_pair = width ** (depth - 1)
     assert per_pair > 10**30
     assert counts.shape == (width, width)
-    assert all(c == per_pair and type(c) is int for c in counts.ravel())
+    assert all(c == per_pair and isinstance(c, int) for c in counts.ravel())
     total_paths = width * width * per_pair
     # each path has `depth` edges: depth - 1 multiplications; every entry is reached
     assert path_costs(g) == (total_paths * (depth - 1), total_paths - width * width)
@@ -350,3 +350,24 @@ def test_paths_and_path_products_on_arrays():
     np.testing.assert_allclose(path_product(h, ["x", "u", "y"]).to_dense(), d[:, None] * W)
     one = path_product(h, ["u"])
     assert isinstance(one, Identity) and one.in_shape == (2,)
+
+
+def test_a_count_too_long_for_python_to_print_still_prints():
+    """A traced loop of 20,000 steps y = sin(x) + cos(x): two paths through each
+    step, 2**20000 in all (6021 digits, past Python's 4300-digit limit on str of
+    an int, which made numpy's printing of the array fail)."""
+    from minirad import ops, trace
+
+    def loop(x):
+        for _ in range(20_000):
+            x = ops.sin(x) + ops.cos(x)
+        return x
+
+    counts = count_paths(trace(loop, 0.3))
+    assert counts[0, 0] == 2**20000 and isinstance(counts[0, 0], int)
+    assert repr(counts) == "array([[~4.0e6020]], dtype=object)"
+    assert str(counts) == "[[~4.0e6020]]" and str(counts[0, 0]) == "~4.0e6020"
+    total = counts.sum() + 1  # arithmetic gives plain, exact ints
+    assert type(total) is int and total - 2**20000 == 1
+    # below the limit every digit is printed, as for any int
+    assert str(count_paths(layered(10, 32))[0, 0]) == str(10**31)

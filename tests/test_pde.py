@@ -15,7 +15,7 @@ from minirad.checkpoint.schedules import (
     binomial_forward_steps,
     sqrt_every,
 )
-from minirad.studies import pde_engine
+from minirad.studies import pde, pde_engine
 from minirad.studies.pde import (
     Reactor,
     exact_gradient,
@@ -216,6 +216,55 @@ def test_measured_memory_follows_the_count():
     saved, saved_counted = peaks["exact"] - peaks[0.01], counted["exact"] - counted[0.01]
     assert abs(saved - saved_counted) <= 0.1 * saved_counted
     assert counted[0.01] <= peaks[0.01] <= counted[0.01] + 300_000
+
+
+def _measured(function, *args, **kwargs):
+    tracemalloc.start()
+    try:
+        return function(*args, **kwargs), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_reference_holds_what_its_docstring_says_beyond_its_count():
+    """rad_gradient's docstring: about 420 bytes a step more than it counts (the
+    residual's Python objects), and under checkpoints all N+1 rows of draws besides.
+    Measured as the growth from 400 to 800 steps, so fixed buffers cancel."""
+    theta = initial_theta(rng=0)
+    extra = {}
+    for n in (400, 800):
+        est, peak = _measured(rad_gradient, Reactor.quick(n_steps=n), theta, 0.01, rng=0)
+        extra[n] = peak - est.peak_bytes
+    assert 300 <= (extra[800] - extra[400]) / 400 <= 600
+    p = Reactor.quick(n_steps=800)
+    forward = _measured(simulate, p, theta)[1]
+    both, peak = _measured(rad_gradient, p, theta, 0.1, rng=0, schedule=Uniform(40))
+    draws = (p.n_steps + 1) * both.k * 2
+    assert peak - forward >= both.peak_bytes + draws
+
+
+def test_the_exact_gradient_keeps_no_list_of_the_loss_terms():
+    """Under a binomial schedule the exact gradient holds a few states; its loss is summed
+    in a few floats, not one per step (which grew the peak by 32 bytes a step)."""
+    theta = initial_theta(rng=0)
+    peaks = [_measured(exact_gradient, Reactor.quick(n_steps=n), theta, Binomial(16))[1]
+             for n in (600, 1200)]
+    assert peaks[1] - peaks[0] < 8_000   # with a list of floats: 16,600 more (measured)
+
+
+def test_the_loss_is_summed_exactly_in_a_few_floats():
+    """The sum of exact_gradient's loss against math.fsum of every term (correctly rounded),
+    on terms spanning 40 orders of magnitude; and the loss against the plain forward loop."""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        terms = (rng.standard_normal(500) * 10.0 ** rng.integers(-20, 20, size=500)).tolist()
+        partials = []
+        for x in terms:
+            pde._add_exactly(partials, x)
+        assert math.fsum(partials) == math.fsum(terms) and len(partials) < 60
+    p = Reactor.quick(n_steps=64)
+    loss = exact_gradient(p, initial_theta(rng=0))[0]
+    assert abs(loss - simulate(p, initial_theta(rng=0))) <= 1e-13 * loss
 
 
 # --------------------------------------------------------------- bad input

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from minirad.cli import main
-from minirad.studies import pde_figures
+from minirad.studies import pde_figures, pde_state
 from minirad.studies.pde_figures import StudyConfig, curve_gaps, run_study
 
 TINY = StudyConfig(n_steps=32, iterations=3, noise_estimates=6, noise_horizon=32,
@@ -59,6 +59,11 @@ def test_tradeoff_counts_follow_the_schedules():
     assert rows["binomial, 2 snapshots"]["held_bytes"] == 3 * 961 * 8  # 2 + the one in use
     assert all(r["noise"] == 0 for m, r in rows.items() if not m.startswith("RAD"))
     assert all(r["noise"] > 0 for m, r in rows.items() if m.startswith("RAD"))
+    # measured beside every count: never below it (tracemalloc sees what is held), and a
+    # combined schedule holds every step's draws (drawn up front) on top of its count
+    assert all(r["measured"] >= 0.9 * r["held_bytes"] for r in rows.values())
+    both = next(r for m, r in rows.items() if "+" in m and r["fraction"] == 0.1)
+    assert both["measured"] >= both["held_bytes"] + 33 * 97 * 2
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -97,7 +102,7 @@ def test_an_interrupted_optimisation_resumes_to_the_uninterrupted_numbers(tmp_pa
     path = str(tmp_path / pde_figures.STATE_FILE)
     with pytest.raises(_Stop):
         pde_figures.optimise(cfg, _interrupt_after(3), state_path=path)
-    assert pde_figures.saved_progress(path, cfg)["done"] == 3
+    assert pde_state.load_state(path, cfg)["done"] == 3
     resumed = pde_figures.optimise(cfg, state_path=path, resume=True)
     # RAD members draw random samples: equal numbers need the generator restored too
     assert np.array_equal(resumed["losses"], whole["losses"])
@@ -123,13 +128,20 @@ def test_a_saved_run_is_never_overwritten_or_mixed_with_other_settings(tmp_path,
     assert "--resume" in capsys.readouterr().err
     assert path.read_bytes() == before
     path.write_text('{"config": 3}')
-    with pytest.raises(ValueError, match="not a saved optimisation"):
-        pde_figures.saved_progress(str(path), cfg)
+    with pytest.raises(ValueError, match="not a usable saved optimisation"):
+        pde_state.load_state(str(path), cfg)
 
 
 def test_a_study_run_to_the_end_removes_its_saved_state(tmp_path):
-    run_study(str(tmp_path), TINY, progress=pde_figures.Progress(io.StringIO()), resume=True)
+    cfg = StudyConfig(n_steps=24, iterations=3, fractions=(0.1,), released=(),
+                      noise_estimates=4, noise_horizon=24, noise_steps=(16,), snapshots=(2,))
+    with pytest.raises(_Stop):
+        pde_figures.optimise(cfg, _interrupt_after(2),
+                             state_path=str(tmp_path / pde_figures.STATE_FILE))
+    run_study(str(tmp_path), cfg, progress=pde_figures.Progress(io.StringIO()), resume=True)
     assert not (tmp_path / pde_figures.STATE_FILE).exists()
+    assert "went on from a state saved after 2 iterations" in \
+        (tmp_path / "pde_results.md").read_text()
 
 
 def test_resume_belongs_to_the_pde_study(capsys):

@@ -5,9 +5,10 @@ evaluation matches the floors, and the ConvNet's Figure 5 comparison at small si
 import numpy as np
 import pytest
 
-from minirad.studies import convnet_numpy, memory, mlp_numpy, networks, nn
+from minirad.studies import convnet_numpy, memory, mlp_numpy, networks, nn, nn_graph
 from minirad.studies.noise import Setting, full_gradient, gradient_noise
 from minirad.studies.training import train
+from minirad.tracing import trace
 
 
 @pytest.mark.parametrize("network, kind", [("mlp", "different_sample"), ("mlp", "project"),
@@ -120,3 +121,30 @@ def test_convnet_rad_has_less_noise_than_the_equal_memory_batch_on_tied_layers()
                                 draws=20, rng=0, full=full)
     ratio = small["mse"] / rad["mse"]
     assert ratio[0] > 1.5 and ratio[1] > 1.2, ratio
+
+
+@pytest.mark.parametrize("network", ["mlp", "convnet", "irnn"])
+def test_training_replays_the_graph_traced_at_the_first_minibatch(network, monkeypatch):
+    """The study's graph engine traces once and replays at every later minibatch: each
+    iteration's loss and gradient equal those of a graph traced afresh at that minibatch
+    (the oracle), bit for bit, for an estimator that draws on the graph."""
+    traces = []
+    monkeypatch.setattr(nn_graph, "trace", lambda *a, **k: traces.append(1) or trace(*a, **k))
+    gen = np.random.default_rng(4)
+    net = {"mlp": lambda: networks.mlp((784, 12, 10)),
+           "convnet": lambda: networks.convnet((2, 2, 2, 2)),
+           "irnn": lambda: networks.irnn(hidden=5, pixels_per_step=112)}[network]()
+    grad_fn = networks.gradient_function(net, "different_sample", 0.3)
+    params = net.init(1)
+    for step in range(3):
+        x = net.inputs(gen.random((6, 784), dtype=np.float32))
+        y = gen.integers(10, size=6)
+        loss, grads = grad_fn(params, x, y, np.random.default_rng(step))
+        fresh_loss, fresh = nn_graph.loss_and_grad(params, x, y, "different_sample", 0.3,
+                                                   rng=np.random.default_rng(step),
+                                                   program=net.program)
+        assert loss == fresh_loss
+        for a, b in zip(grads, fresh):
+            np.testing.assert_array_equal(a, b)
+        params = [p - 0.1 * g for p, g in zip(params, grads)]
+        assert len(traces) == 1 + (step + 1)   # one by the study, one per oracle

@@ -1,9 +1,11 @@
 """The neural-network study end to end at toy size, and its command."""
 
+from dataclasses import replace
+
 import pytest
 
 from minirad import cli
-from minirad.studies import nn
+from minirad.studies import nn, nn_report
 
 
 def tiny():
@@ -38,7 +40,7 @@ def test_study_writes_figures_and_table(tmp_path):
         assert set(result[f"{network}_runs"]) == set(nn.ESTIMATORS)
         assert f"## Training the {'ConvNet' if network == 'convnet' else 'IRNN'}" in text
         assert f"| reduced_batch | {reduced} |" in text
-    assert "The MLP trains on the traced vector LCG" in text
+    assert "The MLP trains on the traced LCG of arrays" in text
 
 
 def test_quick_config_and_estimators():
@@ -49,7 +51,30 @@ def test_quick_config_and_estimators():
 
 
 def test_cli_study(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(nn.StudyConfig, "quick", classmethod(lambda cls: tiny()))
-    assert cli.main(["study", "nn", "--quick", "-o", str(tmp_path)]) == 0
-    assert "nn_study.md" in capsys.readouterr().out
-    assert (tmp_path / "nn_training.png").is_file()
+    """The command runs on a damaged MNIST cache (one line says it is rebuilt); a quick run
+    is a smoke test, and its pictures and report say so and rank nothing."""
+    monkeypatch.setattr(nn.StudyConfig, "quick",
+                        classmethod(lambda cls: replace(tiny(), smoke_test=True)))
+    titles = []
+    real_plot = nn_report.plot_training
+
+    def plot_training(runs, batches, title, path, **kwargs):
+        titles.append((title, kwargs.get("loss_title", "")))
+        real_plot(runs, batches, title, path, **kwargs)
+
+    monkeypatch.setattr(nn_report, "plot_training", plot_training)
+    cache = tmp_path / "cache" / "minirad"
+    cache.mkdir(parents=True)
+    (cache / "mnist_5k.npz").write_bytes(b"PK\x03\x04 and then nothing a zip holds")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cli.main(["study", "nn", "--quick", "-o", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert "nn_study.md" in out and (tmp_path / "out" / "nn_training.png").is_file()
+    assert err.count("not a usable MNIST cache") == 1 and "rebuilding it from" in err
+    assert len(titles) == 3 and all(title.startswith("SMOKE TEST") and "Figure 6" not in loss
+                                    for title, loss in titles)
+    text = (tmp_path / "out" / "nn_study.md").read_text()
+    assert "**A smoke test, not the paper's results**" in text
+    assert "lowest first" not in text and "highest first" not in text
+    assert "the paper's order" not in text
+    assert text.count("not ranked (one seed") == 3     # MLP, ConvNet, IRNN

@@ -446,9 +446,9 @@ def test_sweeping_in_blocks_without_keeping_values(kind, monkeypatch):
 
 
 def test_the_forms_of_tangents_and_results_follow_the_vertices():
-    # numbers in, numbers out, arrays in between (numbers given as arrays of shape (), so
-    # that the program runs on the array tracer): the flat form on both sides
-    g = trace(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), np.asarray(0.5), np.asarray(2.0))
+    # numbers in, numbers out, arrays in between: the flat form on both sides (0-d arrays
+    # in, so that the array tracer runs: floats alone would go to the tracer of numbers)
+    g = trace(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), np.array(0.5), np.array(2.0))
     assert g.algebra is not labels.FLOATS and g.shape("s") == () and g.shape("t") == ()
     e = math.exp(0.5)
     np.testing.assert_allclose(jvp(g, [1.0, 0.0]), [3 * e * 2.0], rtol=1e-15)

@@ -28,6 +28,9 @@
 # * the **reverse sweep** (reverse mode, adjoints, backpropagation),
 #
 # and replays the lecture's tangent and adjoint traces number by number.
+# (Griewank and Walther, *Evaluating Derivatives*, 2008, chapters 2-4, treat
+# both modes and their cost in full; Baydin et al., "Automatic
+# differentiation in machine learning: a survey", 2018, is a shorter tour.)
 #
 # **You need:** Lab 1, the chain rule, Python loops over lists.
 # **Exercises:** 2.1 (forward sweep) and 2.2 (reverse sweep); they are the core
@@ -42,8 +45,6 @@ import numpy as np
 import minirad
 from minirad import examples, labs, ops
 from minirad.draw.render import render
-from minirad.exact.sweeps import forward_sweep as minirad_forward
-from minirad.exact.sweeps import reverse_sweep as minirad_reverse
 
 # %% [markdown]
 # ## 1. Tracing the lecture's example
@@ -137,8 +138,8 @@ print("first three edges:", list(g.edges())[:3])
 #
 # In topological order every $\dot u$ on the right is ready when we need it,
 # so one pass over the vertices computes all tangents. That pass is the
-# lecture's *forward derivative trace*; here is minirad's, next to the
-# lecture's numbers.
+# lecture's *forward derivative trace*. Here are its numbers, next to each
+# vertex's operation; your forward sweep (Exercise 2.1) will reproduce them.
 
 # %%
 def expression(g, v):
@@ -149,10 +150,10 @@ def expression(g, v):
 
 
 lecture_tangents = [1, 0, 0.5, 5, 0, 5.5, 5.5]  # the lecture's v0dot ... v6dot
-tangents = minirad_forward(g, inputs="x1").tangents[:, 0]
-print(f"{'vertex':<8} {'operation':<10} {'tangent (minirad)':>18} {'lecture':>8}")
+print(f"{'vertex':<8} {'operation':<10} {'partials in':>24} {'tangent':>8}")
 for v in range(g.n_vertices):
-    print(f"v{v:<7} {expression(g, v):<10} {tangents[v]:>18.4f} {lecture_tangents[v]:>8g}")
+    partials = ", ".join(f"{g.partial(u, v):.3g}" for u in g.predecessors(v)) or "-"
+    print(f"v{v:<7} {expression(g, v):<10} {partials:>24} {lecture_tangents[v]:>8g}")
 
 # %% [markdown]
 # The last row is $\partial y / \partial x_1 = 5.5$. One forward pass gave one
@@ -219,10 +220,10 @@ print("your forward sweep on the lecture's example:", forward_sweep(g))
 
 # %%
 lecture_adjoints = [5.5, 1.716, 1, 1, -1, 1, 1]  # the lecture's v0bar ... v6bar
-adjoints = minirad_reverse(g).adjoints[:, 0]
-print(f"{'vertex':<8} {'operation':<10} {'adjoint (minirad)':>18} {'lecture':>8}")
+print(f"{'vertex':<8} {'operation':<10} {'partials out':>24} {'adjoint':>8}")
 for v in reversed(range(g.n_vertices)):  # the lecture lists the adjoints from v6 down
-    print(f"v{v:<7} {expression(g, v):<10} {adjoints[v]:>18.4f} {lecture_adjoints[v]:>8g}")
+    partials = ", ".join(f"{g.partial(v, s):.3g}" for s in g.successors(v)) or "-"
+    print(f"v{v:<7} {expression(g, v):<10} {partials:>24} {lecture_adjoints[v]:>8g}")
 
 # %% [markdown]
 # The last two rows are the whole gradient, $(5.5, 1.716)$, from **one**
@@ -292,8 +293,8 @@ print("reverse sweep:", reverse_sweep(g1))
 # ## 8. Which mode is cheaper?
 #
 # Both sweeps give the same numbers; they differ in cost. A forward sweep costs
-# one pass **per input**, a reverse sweep one pass **per output**. minirad
-# counts the multiplications each sweep performs: one per edge that the seeded
+# one pass **per input**, a reverse sweep one pass **per output**. We
+# count the multiplications each sweep performs: one per edge that the seeded
 # input can reach (forward) or that can reach the seeded output (reverse). We
 # compare them on two families of traced programs of growing size $n$:
 #
@@ -315,14 +316,31 @@ def many_outputs(t, n):
     return tuple(ys)
 
 
+def sweep_cost(g, forward):
+    """Multiplications of a sweep: one per edge each seeded input reaches (forward), or
+    each edge that reaches the seeded output (reverse), summed over the seeds."""
+    seeds = g.inputs if forward else g.outputs
+    step = g.successors if forward else g.predecessors
+    total = 0
+    for seed in seeds:
+        reached, stack = {seed}, [seed]
+        while stack:
+            for w in step(stack.pop()):
+                total += 1  # the edge is traversed once, whichever way it was reached
+                if w not in reached:
+                    reached.add(w)
+                    stack.append(w)
+    return total
+
+
 sizes = list(range(2, 41, 2))
 costs = {"many inputs": ([], []), "many outputs": ([], [])}
 for n in sizes:
     wide = minirad.trace(many_inputs, *np.linspace(0.1, 1.0, n))
     tall = minirad.trace(lambda t, n=n: many_outputs(t, n), 0.7)
     for name, graph in (("many inputs", wide), ("many outputs", tall)):
-        costs[name][0].append(minirad_forward(graph).multiplications)
-        costs[name][1].append(minirad_reverse(graph).multiplications)
+        costs[name][0].append(sweep_cost(graph, forward=True))
+        costs[name][1].append(sweep_cost(graph, forward=False))
 print(f"n = {sizes[-1]}: many inputs   forward {costs['many inputs'][0][-1]:>4}, reverse "
       f"{costs['many inputs'][1][-1]:>4} multiplications")
 print(f"n = {sizes[-1]}: many outputs  forward {costs['many outputs'][0][-1]:>4}, reverse "

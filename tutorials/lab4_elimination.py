@@ -36,7 +36,7 @@ import minirad
 from minirad import examples, labs, ops
 from minirad.draw.plots import plot_elimination_costs
 from minirad.draw.render import Eliminating, elimination_strip, render, render_elimination
-from minirad.exact.elimination import eliminate, elimination_cost, elimination_order
+from minirad.exact.elimination import eliminate, elimination_cost
 from minirad.exact.sweeps import reverse_sweep
 
 # %% [markdown]
@@ -61,10 +61,15 @@ from minirad.exact.sweeps import reverse_sweep
 # graph as it is at that moment (earlier steps may have given $v$ new
 # neighbours). Each product that lands on an existing edge also costs one
 # addition. This number, $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$, is
-# called the **Markowitz degree** of $v$.
+# called the **Markowitz degree** of $v$. (Vertex elimination and its
+# orders are treated in Griewank and Walther, *Evaluating Derivatives*,
+# 2008, ch. 9, and Naumann, *The Art of Differentiating Computer Programs*,
+# 2012.)
 #
 # Here is the paper's Figure 1 again, at $(x_1, x_2) = (1, 2)$, and its first
 # elimination step in forward order: vertex `v2` ($a = e^{x_1}$).
+#
+# To eliminate its vertices by clicking, in any order, make Figure 1's explorable page with `minirad explore minirad.examples:figure1 -o figure1.html` and open `figure1.html` in a browser (Eliminate panel).
 
 # %%
 g = examples.figure1()
@@ -326,7 +331,7 @@ assert cost["1 input, 6 outputs", "markowitz"] == cost["1 input, 6 outputs", "op
 assert cost["6 inputs, 1 output", "markowitz"] > cost["6 inputs, 1 output", "optimal"]
 assert cost["interleaved(3, 3)", "markowitz"] == cost["interleaved(3, 3)", "forward"] + 1
 assert cost["Figure 1", "optimal"] + 1 == min(cost["Figure 1", o] for o in orders[:3])
-print("optimal order for Figure 1:", elimination_order(g, "optimal"))
+print("optimal order for Figure 1:", eliminate(g, "optimal").order)
 labs.show(elimination_strip(g, "optimal", ncols=3), "lab4_figure1_optimal")
 
 # %% [markdown]
@@ -422,7 +427,8 @@ print(P.astype(int))
 # of the sum is one entry of the Jacobian, and the pattern says which: one
 # sweep, two columns. Grouping columns so that no row holds two of a group
 # is colouring a graph whose vertices are the columns, joined when they
-# share a row.
+# share a row (Gebremedhin, Manne and Pothen, "What color is your Jacobian?",
+# 2005).
 #
 # **Exercise 4.3.** Complete `colour_columns(P)`: given a Boolean pattern
 # `P` (rows: outputs, columns: inputs), return a list with one colour
@@ -533,7 +539,6 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 # %%
 from minirad.draw.edge_steps import edge_elimination_strip
 from minirad.exact.edge_elimination import eliminate_edges
-from minirad.labs.checks_edges import check_eliminate_edge
 
 beats = examples.edge_beats_vertex()
 best_edges = eliminate_edges(beats, "optimal")
@@ -588,7 +593,7 @@ def eliminate_edge(edges, i, j, direction):
 # compares each of your steps with `minirad.exact.edge_elimination`.
 
 # %%
-check_eliminate_edge(eliminate_edge)
+labs.check_eliminate_edge(eliminate_edge)
 
 # %% [markdown]
 # Replay the cheapest sequence with your own function and count its

@@ -24,12 +24,11 @@
 # reverse mode on it gives the exact Jacobian in expectation. This lab
 # implements and tests their path-sampling algorithm (Algorithm 1), proves it
 # unbiased, measures its variance, reproduces the paper's Figure 2 experiment
-# (where sampling works and where it cannot), and looks at the vector version,
-# random matrix injection.
+# (where sampling works and where it cannot). Lab 10 takes up the vector
+# version, random matrix injection.
 #
 # **You need:** Labs 2-4, expectation and variance of a random variable.
-# **Exercises:** 5.1 (Algorithm 1), 5.2 (its exact variance for $k = 1$),
-# 5.3 and 5.4 (the two random matrices of matrix injection).
+# **Exercises:** 5.1 (Algorithm 1), 5.2 (its exact variance for $k = 1$).
 
 # %%
 import types
@@ -44,8 +43,10 @@ from minirad.graph.scalarize import from_chain
 from minirad.randomized.injection import injected_jacobians, injection_variance, random_projection
 from minirad.exact.jacobians import jacobian
 from minirad.draw.plots import plot_compare, plot_convergence, plot_variance_vs_depth
-from minirad.draw.render import Factors, render
-from minirad.randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
+from minirad.draw.render import render
+from minirad.exact.jacobians import jacobian
+from minirad.randomized.experiments import compare, variance_by_depth
+from minirad.randomized.sampling import sampled_jacobians
 
 # %% [markdown]
 # ## 1. Algorithm 1: sample a few edges at each vertex
@@ -65,12 +66,32 @@ from minirad.randomized.sampling import path_sampling_variance, sample_paths, sa
 #   where the memory goes down.
 #
 # Reverse mode on $Q$ (the drawn edges with their weights) then gives the
-# estimate $\hat J$. Let us run it once on Figure 1 with $k = 1$.
+# estimate $\hat J$. Here is one run on Figure 1 with $k = 1$, recorded from
+# minirad (you will write the algorithm in Exercise 5.1): $Q$ as a dict
+# `{(u, v): weight}` of the drawn edges. To draw it, `as_sample` turns the
+# dict into the per-edge draw counts, weights and visited flags the renderer
+# reads.
+#
+# To draw samples by clicking and watch their mean close in on the Jacobian, make Figure 1's explorable page with `minirad explore minirad.examples:figure1 -o figure1.html` and open `figure1.html` in a browser (Sample panel).
 
 # %%
+def as_sample(g, Q, k):
+    """Per-edge draw counts, weights and visited flags of a dict-shaped sample."""
+    degree = np.diff(g.out_edges_csr[1])
+    weights = np.array([Q.get((g.names[u], g.names[v]), 0.0) for u, v, _ in g.edges()])
+    counts = np.rint(weights / (degree[g.sources] / k * g.partials)).astype(int)
+    visited = np.zeros(g.n_vertices, dtype=bool)
+    visited[list(g.inputs)] = True
+    visited[g.targets[counts > 0]] = True
+    draws = np.where(visited & (degree > 0), k, 0)
+    return types.SimpleNamespace(counts=counts, weights=weights, visited=visited, draws=draws)
+
+
 g = examples.figure1()
-sample = sample_paths(g, k=1, rng=0)
-print(sample)
+Q_recorded = {("x1", "v2"): 2.718281828459045, ("x2", "v4"): 1.8185948536513634,
+              ("v4", "v5"): 2.718281828459045, ("v2", "y"): 9.886906688019275,
+              ("v5", "y"): 2.718281828459045}
+sample = as_sample(g, Q_recorded, k=1)
 labs.show(render(g, sample, title="Algorithm 1 on Figure 1, k = 1"),
           "lab5_figure1_sample")
 
@@ -108,7 +129,7 @@ def narrate(g, sample):
 
 narrate(g, sample)
 print()
-print("estimate from this one sample:", sample.jacobian)
+print("estimate from this one sample:", labs.sample_jacobian(g, Q_recorded))
 print("exact Jacobian:               ", jacobian(g))
 
 # %% [markdown]
@@ -168,22 +189,10 @@ def sample_Q(g, k, rng):
 labs.check_sample_Q(sample_Q)
 
 # %% [markdown]
-# `labs.sample_jacobian(g, Q)` runs reverse accumulation on your dict. To draw
-# your sample, we turn it into the per-edge counts and weights the renderer
-# reads (the same fields as minirad's own `PathSample`).
+# `labs.sample_jacobian(g, Q)` runs reverse accumulation on your dict, and
+# `as_sample` (section 1) lets us draw it.
 
 # %%
-def as_sample(g, Q, k):
-    """Per-edge draw counts, weights and visited flags of a dict-shaped sample."""
-    degree = np.diff(g.out_edges_csr[1])
-    weights = np.array([Q.get((g.names[u], g.names[v]), 0.0) for u, v, _ in g.edges()])
-    counts = np.rint(weights / (degree[g.sources] / k * g.partials)).astype(int)
-    visited = np.zeros(g.n_vertices, dtype=bool)
-    visited[list(g.inputs)] = True
-    visited[g.targets[counts > 0]] = True
-    return types.SimpleNamespace(counts=counts, weights=weights, visited=visited)
-
-
 wide = examples.interleaved(3, 3, partials="random", rng=0)
 Q = sample_Q(wide, 2, np.random.default_rng(5))
 print("your estimate:", labs.sample_jacobian(wide, Q), " exact:", jacobian(wide))
@@ -329,8 +338,8 @@ labs.show(plot_compare(dag, k=1, n=5000, rng=4), "lab5_compare_heatmaps")
 # `(n_outputs, n_inputs)` holding the exact variance of every entry of the
 # Algorithm 1 estimate with $k = 1$. Use `g.successors(z)`,
 # `g.partial(z, s)`, `g.inputs`, `g.outputs`, and the exact Jacobian from
-# `jacobian(g)`. The check compares your answer with minirad's
-# `path_sampling_variance(g, 1)` on seven graphs (two with two outputs), and
+# `jacobian(g)`. The check compares your answer with minirad's exact
+# variance on seven graphs (two with two outputs), and
 # names the slip if your recursion forgets to square the partials, leaves out
 # $d_z$, or returns $M$ without subtracting the squared mean.
 
@@ -370,28 +379,28 @@ print("measured from 20000 samples:       ",
 # ## 5. Variance against $k$
 #
 # Unbiased is not enough: an estimate with a huge variance is useless for
-# optimisation. minirad computes the **exact** variance of Algorithm 1
-# (`path_sampling_variance`) by a recursion in the spirit of the proof above
-# (see its docstring for the derivation). We compare it with the variance
-# measured on samples, and with the memory used: the number of edges stored
-# in $Q$. The graph is `interleaved(4, 3)` with random partials: every layer
+# optimisation. Your `variance_k1` gives the exact variance for $k = 1$; for
+# more draws we measure it on 20000 samples (minirad's batched sampler,
+# `sampled_jacobians`), and set it against the memory used: the number of
+# edges stored in $Q$, counted on samples of your `sample_Q`. The graph is `interleaved(4, 3)` with random partials: every layer
 # vertex has 4 successors.
 
 # %%
 dense = examples.interleaved(4, 3, partials="random", rng=0)
 J = jacobian(dense)[0, 0]
 print(dense, " exact dy/dtheta =", round(J, 3))
-print(f"{'k':>3}{'exact rel. var':>16}{'measured':>10}{'edges stored':>14}")
+print(f"exact relative variance for k = 1 (your variance_k1): "
+      f"{variance_k1(dense)[0, 0] / J**2:.4f}")
+print(f"{'k':>3}{'measured rel. var':>19}{'edges stored':>14}")
 ks = (1, 2, 4, 8, 16)
 relative, stored = [], []
+rng = np.random.default_rng(11)
 for k in ks:
-    exact_var = path_sampling_variance(dense, k)[0, 0]
     measured = sampled_jacobians(dense, k, 20000, rng=k).var(ddof=1)
-    edges = np.mean([sample_paths(dense, k, rng=i).edges_stored for i in range(200)])
-    relative.append(exact_var / J**2)
+    edges = np.mean([len(sample_Q(dense, k, rng)) for _ in range(200)])
+    relative.append(measured / J**2)
     stored.append(edges)
-    print(f"{k:>3}{exact_var / J**2:>16.4f}{measured / J**2:>10.4f}"
-          f"{edges:>10.1f} / {dense.n_edges}")
+    print(f"{k:>3}{measured / J**2:>19.4f}{edges:>10.1f} / {dense.n_edges}")
 
 # %%
 fig, ax = plt.subplots(figsize=(6.4, 4.4))
@@ -400,7 +409,7 @@ for k, x, y in zip(ks, stored, relative):
     ax.annotate(f"k={k}", (x, y), textcoords="offset points", xytext=(6, 4))
 ax.set_yscale("log")
 ax.set_xlabel(f"edges stored in Q (mean over 200 samples; full graph: {dense.n_edges})")
-ax.set_ylabel(r"relative variance  Var$(\hat J)\,/\,J^2$")
+ax.set_ylabel(r"relative variance  Var$(\hat J)\,/\,J^2$ (20000 samples)")
 ax.set_title("Memory against variance: Algorithm 1 on interleaved(4, 3)")
 ax.grid(True, which="both", alpha=0.3)
 labs.show(fig, "lab5_memory_vs_variance")
@@ -413,7 +422,7 @@ labs.show(fig, "lab5_memory_vs_variance")
 # in the table, is a sizeable fraction of the gradient itself. Even at
 # $k = 16$, when almost every edge is stored, the variance is not zero,
 # because draws with replacement still repeat some edges and miss others.
-# The measured and exact columns of the table agree to a few percent.
+# For $k = 1$ the measured value agrees with your exact one to a few percent.
 #
 # ## 6. Where sampling works and where it cannot: the paper's Figure 2
 #
@@ -425,14 +434,16 @@ labs.show(fig, "lab5_memory_vs_variance")
 # * **fully interleaved** layers (Figure 2b): every vertex of a layer feeds
 #   every vertex of the next; there are `width`$^{\text{depth}}$ paths.
 #
-# Here is one sample of each, drawing half of each vertex's out-edges.
+# Here is one sample of each, by your `sample_Q` with two draws at every
+# vertex.
 
 # %%
 for name, family in (("independent", examples.independent_paths),
                      ("interleaved", examples.interleaved)):
     h = family(3, 3, partials="random", rng=0)
-    labs.show(render(h, sample_paths(h, 0.5, rng=1), edge_labels=False,
-                     title=f"{name} paths, width 3, depth 3: half of each vertex's edges"),
+    Q = sample_Q(h, 2, np.random.default_rng(1))
+    labs.show(render(h, as_sample(h, Q, 2), edge_labels=False,
+                     title=f"{name} paths, width 3, depth 3: two draws at each vertex"),
               f"lab5_{name}_sample")
 
 # %% [markdown]
@@ -444,7 +455,7 @@ for name, family in (("independent", examples.independent_paths),
 #
 # The exact relative variance against depth, sampling a fixed fraction (here a
 # quarter: one of four edges) at every vertex, shows what that does. The
-# dashed curves use random matrix injection (section 7) instead, keeping a
+# dashed curves use random matrix injection (Lab 10) instead, keeping a
 # quarter of the vertices of every layer.
 
 # %%
@@ -490,176 +501,6 @@ for depth in (4, 8):
 # of the paper design their sampling around the structure of neural networks
 # and of a PDE solver rather than applying it blindly.
 #
-# ## 7. Random matrix injection
-#
-# With vector operations the graph is better seen as a chain of Jacobian
-# *matrices*, as in the paper's Figure 2c:
-# $\theta \to A \to B \to C \to y$ with
-# $J = \frac{\partial y}{\partial C}\frac{\partial C}{\partial B}
-# \frac{\partial B}{\partial A}\frac{\partial A}{\partial \theta}$.
-# Insert between two factors a random matrix $P$ with $\mathbb E[P] = I$:
-# by linearity of expectation the product stays unbiased, and with
-# independent $P$'s so does a product with several of them inserted.
-#
-# The **sampling** matrix keeps $k$ of the $d$ components of a vector, drawn
-# with replacement, scaled by $d/k$:
-# $P = \frac{d}{k} \sum_{s=1}^{k} e_{i_s} e_{i_s}^{\mathsf T}$. Only the kept
-# components need storing.
-#
-# **Exercise 5.3.** Complete `sampling_P(d, k, rng)`: draw $k$ indices
-# from $0, \dots, d-1$ uniformly **with replacement** (`rng.integers(d,
-# size=k)`), and return the $d \times d$ numpy array $P$ above. A component
-# drawn twice gets $2 \cdot d/k$. Every random number must come from `rng`.
-# The check: $P$ is diagonal, its entries are whole multiples of $d/k$
-# adding up to $k$ draws (its trace is $d$), the same seed gives the same
-# $P$, the mean of 2000 of your matrices is within 5 standard errors of $I$,
-# and repeated draws happen as often as drawing with replacement makes them.
-#
-# The **Rademacher** matrix projects onto $k$ random directions instead:
-# $P = R R^{\mathsf T}$ where $R$ is $d \times k$ with independent entries
-# $\pm 1/\sqrt k$ (each sign with probability $1/2$). Then
-# $\mathbb E[(RR^{\mathsf T})_{ij}] = \sum_s \mathbb E[R_{is} R_{js}]$ is
-# $k \cdot \frac1k = 1$ on the diagonal and $0$ off it. Storing $R^{\mathsf T}v$
-# costs $k$ numbers instead of $d$.
-#
-# **Exercise 5.4.** Complete `rademacher_P(d, k, rng)`, returning the
-# $d \times d$ array $R R^{\mathsf T}$. The check: $P$ is symmetric with
-# diagonal exactly 1, entries whole multiples of $1/k$ in $[-1, 1]$, rank at
-# most $k$, reproducible with a seed, mean within 5 standard errors of $I$
-# over 2000 matrices, and an off-diagonal variance of $1/k$ (within 25%).
-
-# %%
-def sampling_P(d, k, rng):
-    """(d/k) * sum over k draws with replacement of e_i e_i^T, as a d x d array."""
-    # BEGIN SOLUTION Exercise 5.3: sampling matrix P
-    counts = np.bincount(rng.integers(d, size=k), minlength=d)
-    return np.diag(counts * (d / k))
-    # END SOLUTION
-
-
-# %%
-labs.check_sampling_P(sampling_P)
-
-# %%
-def rademacher_P(d, k, rng):
-    """R @ R.T with R (d x k) of independent +-1/sqrt(k) entries."""
-    # BEGIN SOLUTION Exercise 5.4: Rademacher matrix P
-    R = rng.choice([-1.0, 1.0], size=(d, k)) / np.sqrt(k)
-    return R @ R.T
-    # END SOLUTION
-
-
-# %%
-labs.check_rademacher_P(rademacher_P)
-
-# %% [markdown]
-# Your matrices, and $\mathbb E[P] = I$ by simulation:
-
-# %%
-rng = np.random.default_rng(6)
-mean_sampling = np.mean([sampling_P(3, 1, rng) for _ in range(20000)], axis=0)
-mean_rademacher = np.mean([rademacher_P(3, 1, rng) for _ in range(20000)], axis=0)
-print("one sampling matrix (d=3, k=1):\n", sampling_P(3, 1, np.random.default_rng(0)))
-print("one Rademacher matrix (d=3, k=1):\n", rademacher_P(3, 1, np.random.default_rng(0)))
-print("mean of 20000 sampling matrices:\n", mean_sampling.round(2))
-print("mean of 20000 Rademacher matrices R R^T:\n", mean_rademacher.round(2))
-
-# %% [markdown]
-# Now a chain of random matrices of the shape of Figure 2c, with $P$ injected
-# after $A$, after $B$ and after $C$ (positions 1, 2, 3):
-
-# %%
-rng = np.random.default_rng(7)
-chain = [rng.standard_normal((3, 1)), rng.standard_normal((3, 3)),
-         rng.standard_normal((3, 3)), rng.standard_normal((1, 3))]
-exact_chain = jacobian(from_chain(chain))[0, 0]
-estimates = injected_jacobians(from_chain(chain), ["v1", "v2", "v3"], k=1, n=50000,
-                               rng=8)[:, 0, 0]
-stderr = estimates.std(ddof=1) / np.sqrt(len(estimates))
-print(f"exact dy/dtheta = {exact_chain:.4f}; mean of 50000 injected estimates = "
-      f"{estimates.mean():.4f} +/- {stderr:.4f} "
-      f"(z = {(estimates.mean() - exact_chain) / stderr:.2f})")
-
-# %% [markdown]
-# Each injection is another independent source of noise, and the noise of
-# a product compounds. minirad computes the variance exactly
-# (`injection_variance`); we also measure it, for one, two and three
-# injections and for both kinds of $P$.
-
-# %%
-positions = ([1], [1, 2], [1, 2, 3])
-rows = []
-for kind in ("sample", "rademacher"):
-    for where in positions:
-        at = [f"v{position}" for position in where]
-        exact_var = injection_variance(from_chain(chain), at, k=1, method=kind)[0, 0]
-        measured = injected_jacobians(from_chain(chain), at, k=1, n=50000, method=kind,
-                                      rng=9).var(ddof=1)
-        rows.append((kind, len(where), exact_var, measured))
-        print(f"{kind:<11} {len(where)} injection(s): variance {exact_var:9.3f} exact, "
-              f"{measured:9.3f} measured")
-
-# %%
-fig, ax = plt.subplots(figsize=(6.4, 4.4))
-for kind, color, marker in (("sample", "#0072B2", "o"), ("rademacher", "#D55E00", "s")):
-    counts = [n for k_, n, _, _ in rows if k_ == kind]
-    ax.plot(counts, [e / exact_chain**2 for k_, _, e, _ in rows if k_ == kind], "-",
-            color=color, marker=marker, label=f"{kind} P: exact")
-    ax.plot(counts, [m / exact_chain**2 for k_, _, _, m in rows if k_ == kind], "x",
-            color="black", markersize=9)
-ax.plot([], [], "x", color="black", label="measured (50000 estimates)")
-ax.set_yscale("log")
-ax.set_xticks([1, 2, 3])
-ax.set_xlabel("number of injected matrices (k = 1 of 3 components each)")
-ax.set_ylabel(r"relative variance  Var$(\hat J)\,/\,J^2$")
-ax.set_title("Random matrix injection on the chain theta -> A -> B -> C -> y")
-ax.grid(True, which="both", alpha=0.3)
-ax.legend()
-labs.show(fig, "lab5_injection_variance")
-
-# %% [markdown]
-# **What to look for.** Both curves rise with every injection (each extra
-# $P$ can only add variance, a fact proved in `injection_variance`'s
-# docstring), and the crosses sit on the lines. Which kind of $P$ is better
-# depends on the matrices.
-#
-# What does injecting a sampling matrix do to the scalar graph? It removes
-# whole **vertices**: `chain_graph(chain, projections)` builds the scalar LCG
-# of the chain with each kept vertex's incoming edges scaled and the others
-# dropped.
-
-# %%
-rng = np.random.default_rng(14)
-Ps = {position: random_projection(3, 2, rng=rng) for position in (1, 2, 3)}
-for position, P in Ps.items():
-    print(f"P at position {position}: diagonal {np.diag(P).tolist()}")
-full, injected = chain_graph(chain), chain_graph(chain, Ps)
-print("injected estimate from the scalar graph:", jacobian(injected)[0, 0],
-      "  from the matrices:", (chain[3] @ Ps[3] @ chain[2] @ Ps[2] @ chain[1] @ Ps[1]
-                               @ chain[0])[0, 0])
-
-# draw the full scalar graph with what each P keeps: vertex numbers follow the
-# chain (theta, then the components after A, after B, after C, then y), and
-# component i at a position is kept with factor P_ii (0: dropped)
-sizes = [chain[0].shape[1]] + [factor.shape[0] for factor in chain]  # vector sizes: 1, 3, 3, 3, 1
-first = np.cumsum([0] + sizes)  # the number of the first vertex at each position
-P_ii = {full.names[first[position] + i]: P[i, i]
-        for position, P in Ps.items() for i in range(P.shape[0])}
-labs.show(render(full, Factors(P_ii, name="P_ii"),
-                 title="Matrix injection keeps vertices: k = 2 of 3 components after each "
-                       "of A, B, C"), "lab5_injected_graph")
-
-# %% [markdown]
-# **What to look for.** Each component shows its diagonal entry $P_{ii}$ of
-# the $P$ injected after its layer. The components whose $P_{ii}$ is zero
-# are grey and dashed: $P$ dropped them, and nothing that passes through them
-# counts. Between kept components **every** edge is used (blue), and each
-# edge into a kept component is scaled by its $P_{ii}$ ($\frac{3}{2}$ if
-# drawn once, $3$ if drawn twice): `P_ii 1.5, w = ...` is that factor and
-# the scaled partial. Compare with Algorithm 1 on the same graph in section 2:
-# it samples **edges**, independently at each vertex, while injection
-# samples **vertices**, a whole layer at once. Same mean, different variance.
-#
 # ## What you learned
 #
 # * Algorithm 1 draws $k$ out-edges per visited vertex, weights each draw by
@@ -676,17 +517,16 @@ labs.show(render(full, Factors(P_ii, name="P_ii"),
 # * For $k = 1$ the second moment of each adjoint estimate obeys its own
 #   backward recursion, $M(z) = d_z \sum_s (\partial s/\partial z)^2 M(s)$,
 #   which gives the exact variance without sampling.
-# * Random matrix injection is the vector form: $\mathbb E[P] = I$ keeps the
-#   chain unbiased (sampling: scale by $d/k$; Rademacher: entries
-#   $\pm 1/\sqrt k$), and each injection adds variance.
 #
 # ## Going further
 #
-# * Algorithm 1 with `k` given per vertex (`sample_paths(g, {"theta": 2})`)
+# * Algorithm 1 with `k` given per vertex (minirad's
+#   `minirad.randomized.sampling.sample_paths(g, {"theta": 2})`)
 #   samples only where you choose. On `interleaved(4, 8)`, sample only at
 #   $\theta$: how does the variance depend on depth now?
 # * Mini-batch SGD is path sampling on a graph of independent paths (one path
-#   per data point; Section 4.1 of the paper). Lab 6 uses this.
+#   per data point; Section 4.1 of the paper). Lab 6 uses this, and Lab 10
+#   samples the vector form of the graph, random matrix injection.
 # * Why does the proof need draws *with replacement* to be independent across
 #   draws, but not for unbiasedness? Try sampling without replacement in your
 #   `sample_Q` and see which part of the check fails.

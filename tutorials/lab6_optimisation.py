@@ -13,8 +13,8 @@
 # %% [markdown]
 # # Lab 6: Optimising with exact and with sampled gradients
 #
-# Gradients exist to be followed downhill. This lab closes the course by
-# using minirad's gradients in the simplest optimiser there is, **gradient
+# Gradients exist to be followed downhill. This lab puts minirad's
+# gradients to work in the simplest optimiser there is, **gradient
 # descent**, first with exact gradients and then with the unbiased but noisy
 # estimates of Algorithm 1 (Lab 5). On the way it settles a discrepancy with a
 # published lab, which turns out to be the gradient-accumulation bug of Lab 4.
@@ -489,7 +489,7 @@ assert tail[0.3] > tail[0.1] > tail[0.03]
 # noise and all.
 
 # %% [markdown]
-# ## 7. Exercise 6.3: the gradient through a solve
+# ## 8. Exercise 6.3: the gradient through a solve
 #
 # Fitting often puts a **solver** inside the loss: $x(p)$ is defined by
 # $f(x, p) = 0$ (a steady state, an equilibrium) and the cost is $g(x)$.
@@ -521,7 +521,7 @@ def implicit_gradient(f_x, f_p, g_x):
 labs.check_implicit_gradient(implicit_gradient)
 
 # %% [markdown]
-# The vector LCG does the same on its own: `minirad.implicit.solves.solve_root`
+# An LCG of arrays does the same on its own: `minirad.implicit.solves.solve_root`
 # runs Newton's method and records **one** edge from $p$ to $x$ whose
 # operator is $-f_x^{-1} f_p$, applied by solves. Compare with tracing a
 # fixed-point iteration step by step: the same gradient from a far smaller

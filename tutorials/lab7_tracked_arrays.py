@@ -23,7 +23,7 @@
 #
 # In this lab you build both kinds of tracer yourself, the second one on the
 # pattern of the lab seed's `TrackedArray` (written in Julia there, in
-# Python here), check them against minirad's scalar tracer and vector LCG,
+# Python here), check them against minirad's tracer and its LCG of arrays,
 # measure how much faster arrays are, and train a small network with your
 # own code.
 #
@@ -46,7 +46,9 @@ from minirad.exact.sweeps import reverse_sweep
 # %% [markdown]
 # ## 1. Exercise 7.1: a scalar tracer in twenty lines
 #
-# A tracer needs two things.
+# A tracer needs two things (the operator-overloading design of most AD
+# tools; Baydin et al., "Automatic differentiation in machine learning: a
+# survey", 2018, section 3).
 #
 # * **Operator overloading:** a number type `Var` whose `+`, `-`, `*` (and a
 #   function `sin`) compute the value *and* record what they did.
@@ -197,7 +199,7 @@ def vjp(op, *arrays, wobble):
 # **Exercise 7.2.** Complete `matmul(X, Y)`: it has computed `Z`; append
 # `(Z, pullback)` to `X.children` and to `Y.children`. The check calls
 # `vjp(matmul, X, Y, wobble=...)` on three pairs of shapes (none square, so
-# a transposed rule shows) and compares with minirad's vector LCG and with
+# a transposed rule shows) and compares with minirad's LCG of arrays and with
 # finite differences.
 
 # %%
@@ -212,7 +214,7 @@ def matmul(X, Y):
 
 
 # %%
-labs.check_pullbacks({"matmul": matmul}, vjp)
+labs.check_matmul_pullback(matmul, vjp)
 
 # %% [markdown]
 # ## 4. Exercise 7.3: the other rules
@@ -274,12 +276,11 @@ def hcat(*xs):
 
 
 # %%
-labs.check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2,
-                      "sigmoid": tsigmoid, "hcat": hcat}, vjp)
+labs.check_other_pullbacks(tsum, add, sub, abs2, tsigmoid, hcat, vjp)
 
 # %% [markdown]
 # The rules compose. A whole loss, squared error of a one-layer sigmoid
-# model, through your type and through minirad's vector LCG:
+# model, through your type and through minirad's LCG of arrays:
 
 # %%
 rng = np.random.default_rng(0)
@@ -499,9 +500,6 @@ labs.show(fig, "lab7_network_fit")
 # rounds exactly as `+` does) and watches which arrays you wrote into.
 
 # %%
-from minirad.labs.checks_accumulation import check_add_bang
-
-
 # BEGIN SOLUTION Exercise 7.4: add!!
 def add_bang(total, term, own):
     can_hold = (isinstance(total, np.ndarray) and total.flags.writeable
@@ -516,7 +514,7 @@ def add_bang(total, term, own):
 
 
 # %%
-check_add_bang(add_bang)
+labs.check_add_bang(add_bang)
 
 # %% [markdown]
 # Now the backward pass itself. `accum_counted` is your `accum` with two
@@ -649,7 +647,7 @@ x_only = [g.index("x")]
 for label, options in (("plain", dict()), ("in place", dict(accumulate="in_place")),
                        ("lazy, x wanted", dict(lazy=True, wanted=x_only)),
                        ("both", dict(accumulate="in_place", lazy=True, wanted=x_only))):
-    swept = cotangents.reverse(g, seed, **options)
+    swept = cotangents.reverse_accumulation(g, seed, **options)
     print(f"{label:>14}: {swept.allocations} arrays allocated, {swept.deferred} thunks never "
           f"forced, dx = {swept.values[g.index('x')]}")
 print(block_gradient(g, wrt="x", accumulate="in_place", lazy=True))

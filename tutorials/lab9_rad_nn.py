@@ -69,7 +69,7 @@ print(f"training images {data.x_train.shape}, test images {data.x_test.shape}")
 # %% [markdown]
 # ## 1. What the backward pass keeps, read off the graph
 #
-# minirad can trace a small network into a vector LCG (the graph whose
+# minirad can trace a small network into an LCG of arrays (the graph whose
 # vertices are arrays) and count what its reverse sweep keeps. We trace a
 # two-layer network on 150 images, then let `nn_graph.inject` replace every
 # stored layer input by a sample of 10% of its entries (the paper's
@@ -540,7 +540,7 @@ labs.show(fig, "lab9_training")
 #   independent.) How does it compare with the reduced batch's variance?
 #   `minirad.studies.budget` uses this to spend a memory budget unevenly
 #   across layers.
-# * Replace $P$ by Lab 5's Rademacher projection (the paper's "project"
+# * Replace $P$ by Lab 10's Rademacher projection (the paper's "project"
 #   estimator) and repeat the training run. What does it keep, and why can
 #   it share one $R$ across the minibatch without starving any weight?
 # * Write `different_sample_grad` for a convolution: sample spatial

@@ -1,4 +1,4 @@
-"""Gradient checkpointing on a chain-shaped vector LCG.
+"""Gradient checkpointing on a chain-shaped LCG of arrays.
 
 :mod:`minirad.checkpoint.schedules` reverses a chain given by step functions.  This
 module reads the chain out of a :class:`~minirad.LCG` (PDE time
@@ -24,7 +24,7 @@ the next.  ``states=None`` takes every chain vertex that no edge skips
 operations into one step, or when per-step terms are collected by a vertex
 other than ``L`` (``np.stack(terms).sum()``).
 
-**What runs.**  A vector LCG records one forward run: its operators already
+**What runs.**  An LCG of arrays records one forward run: its operators already
 hold what every step's reverse needs.  So a forward step here reads
 ``x_{i+1}`` from the record instead of computing it, and the schedule's
 counts and peaks (:class:`~minirad.checkpoint.schedules.ChainGradient`) are those a
@@ -56,7 +56,7 @@ adjoints are final by then.  To save memory for real, give
 >>> layers = chain_shape(g, states=["x"] + [f"v{2 * l + 3}" for l in range(8)])
 >>> layers.n_steps                                           # one step per layer
 8
->>> run = gradient(g, Binomial(snapshots=3), states=layers.states)
+>>> run = checkpointed_gradient(g, Binomial(snapshots=3), states=layers.states)
 >>> all(bool((a == b).all()) for a, b in zip(run.gradients, full_gradient(g)))
 True
 >>> run.counts.forward_steps == binomial_forward_steps(8, 3) + 1, run.counts.peak_stored
@@ -72,12 +72,12 @@ import numpy as np
 from ..graph.lcg import LCG
 from . import schedules as checkpointing
 
-__all__ = ["ChainShape", "CheckpointedGradient", "chain_shape", "gradient"]
+__all__ = ["ChainShape", "CheckpointedGradient", "chain_shape", "checkpointed_gradient"]
 
 
 @dataclass(frozen=True)
 class ChainShape:
-    """A vector LCG read as a chain (see the module docstring).
+    """An LCG of arrays read as a chain (see the module docstring).
 
     ``states`` are the vertex numbers ``s_0 < ... < s_n``; ``loss`` is the output;
     ``side`` the side vertices; ``blocks[i]`` the edge numbers ``(first, stop)``
@@ -99,7 +99,7 @@ class ChainShape:
 
 @dataclass(frozen=True)
 class CheckpointedGradient:
-    """The result of :func:`gradient`: ``gradients``, one array per input of the graph
+    """The result of :func:`checkpointed_gradient`: ``gradients``, one array per input of the graph
     (as :func:`minirad.exact.sweeps.gradient` gives them), and ``counts``, the schedule's
     :class:`~minirad.checkpoint.schedules.ChainGradient` (forward steps, peak states held)."""
 
@@ -132,7 +132,7 @@ def chain_shape(g: LCG, start=None, states=None) -> ChainShape:
     (names or numbers, ``start`` first; default: every chain vertex no edge skips).
     Raises ``ValueError`` naming what breaks the chain shape."""
     if not isinstance(g, LCG):
-        raise TypeError(f"chain_shape reads a vector LCG (minirad.LCG), "
+        raise TypeError(f"chain_shape reads an LCG of arrays (minirad.LCG), "
                         f"not {type(g).__name__}")
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"a chain ends in one scalar loss; this graph has outputs of shapes "
@@ -205,7 +205,7 @@ def _pull(g: LCG, edges, adjoint: dict) -> None:
         adjoint[u] = term if adjoint.get(u) is None else algebra.add(adjoint[u], term)
 
 
-def gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGradient:
+def checkpointed_gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGradient:
     """The gradient of ``g``'s scalar loss with respect to each input, by the reverse sweep
     of its chain (:func:`chain_shape`) under a checkpointing ``schedule`` (default
     :class:`~minirad.checkpoint.schedules.StoreAll`).  Equal to
@@ -246,7 +246,7 @@ def gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGrad
                 adjoint.pop(v, None)
         return adjoint[s[i]], None
 
-    run = checkpointing.gradient(checkpointing.Chain(step=step, vjp=vjp, seed=seed),
+    run = checkpointing.reverse_chain(checkpointing.Chain(step=step, vjp=vjp, seed=seed),
                                  g.values[s[0]], n, schedule)
     adjoint[s[0]] = run.state_bar
     first, stop = shape.prologue

@@ -32,7 +32,7 @@ The chain is given by functions, so any state type works (arrays, tuples):
   sweep needs of ``x_i``.  A residual smaller than the state (a sample of
   it, as in randomized AD) combined with checkpoints gives both savings.
 
-A chain-shaped vector LCG (a traced RNN or MLP, the PDE's graph) is read as
+A chain-shaped LCG of arrays (a traced RNN or MLP, the PDE's graph) is read as
 such a chain by :mod:`minirad.checkpoint.on_graph`.
 
 >>> import numpy as np
@@ -40,8 +40,8 @@ such a chain by :mod:`minirad.checkpoint.on_graph`.
 >>> chain = Chain(step=lambda i, x: a * x + np.sin(x),
 ...               vjp=lambda i, x, lam: ((a + np.cos(x)) * lam, None),
 ...               seed=lambda i, x: 1.0 if i == 8 else None)
->>> full = gradient(chain, 0.5, 8)                       # d x_8 / d x_0
->>> cheap = gradient(chain, 0.5, 8, Binomial(snapshots=2))
+>>> full = reverse_chain(chain, 0.5, 8)                       # d x_8 / d x_0
+>>> cheap = reverse_chain(chain, 0.5, 8, Binomial(snapshots=2))
 >>> bool(full.state_bar == cheap.state_bar), full.forward_steps, cheap.forward_steps
 (True, 8, 15)
 >>> binomial_forward_steps(8, 2) + 1
@@ -61,7 +61,7 @@ import numpy as np
 
 __all__ = [
     "Binomial", "Chain", "ChainGradient", "StoreAll", "Uniform", "binomial_capacity",
-    "binomial_forward_steps", "binomial_forward_steps_dp", "gradient", "repetition_number",
+    "binomial_forward_steps", "binomial_forward_steps_dp", "reverse_chain", "repetition_number",
     "sqrt_every", "uniform_forward_steps", "uniform_peak_stored",
 ]
 
@@ -98,7 +98,7 @@ class Binomial:
 
 @dataclass(frozen=True)
 class ChainGradient:
-    """The result of :func:`gradient`.
+    """The result of :func:`reverse_chain`.
 
     ``state_bar`` is the cotangent of ``x_0``; ``param_bar`` the total of the
     steps' parameter cotangents (``None`` if every step returned ``None``);
@@ -133,14 +133,25 @@ def binomial_capacity(snapshots: int, repetitions: int) -> int:
 def repetition_number(n_steps: int, snapshots: int) -> int:
     """The r with beta(s, r - 1) < n <= beta(s, r).
 
-    >>> repetition_number(10, 2), repetition_number(11, 2)
-    (3, 4)
+    beta(s, r) grows with r, so r is found by doubling, then bisection: a few
+    dozen binomial coefficients even for ``n`` in the billions.
+
+    >>> repetition_number(10, 2), repetition_number(11, 2), repetition_number(10**9, 1)
+    (3, 4, 999999999)
     """
     _check_counts(n_steps, snapshots)
-    r = 0
-    while binomial_capacity(snapshots, r) < n_steps:
-        r += 1
-    return r
+    if n_steps <= 1:
+        return 0
+    low, high = 0, 1  # beta(s, low) < n throughout; beta(s, high) >= n once the doubling stops
+    while binomial_capacity(snapshots, high) < n_steps:
+        low, high = high, 2 * high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if binomial_capacity(snapshots, middle) < n_steps:
+            low = middle
+        else:
+            high = middle
+    return high
 
 
 def binomial_forward_steps(n_steps: int, snapshots: int) -> int:
@@ -148,7 +159,7 @@ def binomial_forward_steps(n_steps: int, snapshots: int) -> int:
     ``s`` snapshots: ``r n - beta(s + 1, r - 1)``.
 
     It counts the advances needed to bring each ``x_i`` into hand for its
-    reverse step (one snapshot holds ``x_0``); :func:`gradient` calls ``step``
+    reverse step (one snapshot holds ``x_0``); :func:`reverse_chain` calls ``step``
     once more, to compute ``x_n`` itself.
 
     >>> binomial_forward_steps(5, 1)   # one snapshot: 4 + 3 + 2 + 1 advances
@@ -183,11 +194,42 @@ def sqrt_every(n_steps: int) -> int:
     """The checkpoint spacing that minimises what :class:`Uniform` holds at once (about
     sqrt(n)); among equals the smallest, which recomputes least.
 
+    Closed form, no search.  Below ``n`` the peak is ``e + ceil(n / e) - 2``, plus 1
+    when ``e`` divides ``n`` (:func:`uniform_peak_stored`).  The least value of
+    ``e + ceil(n / e)`` is the least ``m`` with ``floor(m / 2) ceil(m / 2) >= n``,
+    taken exactly by the ``e`` with ``e (m - e) >= n``, an interval around
+    ``m / 2``; its smallest member that does not divide ``n`` is the answer.  If
+    every member divides ``n``, the peak is one more, reached at the interval's
+    first member or at a smaller ``e`` of the interval for ``m + 1`` that does not
+    divide ``n``.  Near sqrt(n) at most two consecutive numbers divide ``n``, so
+    each scan takes a few steps.
+
     >>> sqrt_every(100), uniform_peak_stored(100, 8), uniform_peak_stored(100, 10)
     (8, 19, 19)
+    >>> sqrt_every(10**12), uniform_peak_stored(10**12, 999_001)  # 10**6 holds as many
+    (999001, 1999999)
     """
     _check_counts(n_steps, 1)
-    return min(range(1, n_steps + 1), key=lambda k: (uniform_peak_stored(n_steps, k), k))
+    n = int(n_steps)
+    m = 2 * math.isqrt(n)
+    while (m // 2) * (m - m // 2) < n:
+        m += 1
+    first = _first_fitting(n, m)
+    for e in range(first, m - first + 1):
+        if n % e:
+            return min(e, n)
+    for e in range(_first_fitting(n, m + 1), first):
+        if n % e:
+            return min(e, n)
+    return min(first, n)
+
+
+def _first_fitting(n: int, m: int) -> int:
+    """The least e >= 1 with e (m - e) >= n (one exists: floor(m/2) ceil(m/2) >= n)."""
+    e = max(1, (m - math.isqrt(max(m * m - 4 * n, 0))) // 2 - 1)
+    while e * (m - e) < n:
+        e += 1
+    return e
 
 
 def uniform_forward_steps(n_steps: int, every: int) -> int:
@@ -210,8 +252,13 @@ def uniform_peak_stored(n_steps: int, every: int) -> int:
     19
     """
     _check_counts(n_steps, every)
+    if every >= n_steps:
+        return int(n_steps)  # one segment: every state of it
+    # the peak is while the second-last segment (checkpoints 0..S-2, every states)
+    # or the last (checkpoints 0..S-1, its L states, L = every when every divides n)
+    # is reversed: S - 2 + every, or S - 1 + L
     segments = -(-n_steps // every)
-    return max(j + min(every, n_steps - j * every) for j in range(segments))
+    return int(every + segments - 2 + (n_steps % every == 0))
 
 
 def _check_counts(n_steps, snapshots) -> None:
@@ -297,7 +344,7 @@ class _Run:
 
 
 # -------------------------------------------------------------- schedules
-def gradient(chain: Chain, x0, n_steps: int, schedule=None) -> ChainGradient:
+def reverse_chain(chain: Chain, x0, n_steps: int, schedule=None) -> ChainGradient:
     """Reverse the chain ``x_{i+1} = step(i, x_i)``, ``i < n_steps``, under a schedule
     (default :class:`StoreAll`).  See the module docstring for an example.
     """
@@ -390,17 +437,24 @@ def _revolve(run: _Run, lo: int, hi: int, x_lo, snapshots: int) -> None:
     steps, s - 1 slots) r repetitions, i.e. beta(s, r-2) <= j <= beta(s, r-1)
     and beta(s-1, r-1) <= l - j <= beta(s-1, r); then
     j + t(l-j, s-1) + t(j, s) = r l - beta(s+1, r-1) by Pascal's rule.
-    The recursion depth is at most the number of snapshots.
+
+    The right parts go first, so the left parts wait on a stack, each with the
+    snapshot to free before it starts: a loop, not a recursion, however many
+    snapshots there are (Python's recursion limit is about a thousand).
     """
-    while hi - lo > 1 and snapshots > 1:
-        length = hi - lo
-        r = repetition_number(length, snapshots)
-        j = max(1, binomial_capacity(snapshots, r - 2),
-                length - binomial_capacity(snapshots - 1, r))
-        x_j = _advance(run, lo, x_lo, lo + j)
-        run.ledger.hold(x_j)
-        _revolve(run, lo + j, hi, x_j, snapshots - 1)
-        run.ledger.release(x_j)
-        hi = lo + j  # the left part, with the same slots (a loop, not a second recursion)
-    for i in range(hi - 1, lo - 1, -1):
-        _reverse_one(run, i, _advance(run, lo, x_lo, i))
+    waiting = [(lo, hi, x_lo, snapshots, None)]
+    while waiting:
+        lo, hi, x_lo, snapshots, done_with = waiting.pop()
+        if done_with is not None:  # the right part that needed it is reversed
+            run.ledger.release(done_with)
+        while hi - lo > 1 and snapshots > 1:
+            length = hi - lo
+            r = repetition_number(length, snapshots)
+            j = max(1, binomial_capacity(snapshots, r - 2),
+                    length - binomial_capacity(snapshots - 1, r))
+            x_j = _advance(run, lo, x_lo, lo + j)
+            run.ledger.hold(x_j)
+            waiting.append((lo, lo + j, x_lo, snapshots, x_j))  # the left part, for later
+            lo, x_lo, snapshots = lo + j, x_j, snapshots - 1
+        for i in range(hi - 1, lo - 1, -1):
+            _reverse_one(run, i, _advance(run, lo, x_lo, i))

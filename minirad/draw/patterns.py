@@ -79,7 +79,7 @@ def plot_pattern(g_or_pattern, strategy: str = "best"):
     A number in a cell is its group; one sweep per group recovers every cell
     of that colour, since within a group no row (column) holds two of them.
 
-    ``g_or_pattern`` is a scalar or vector LCG, or a Boolean pattern.
+    ``g_or_pattern`` is an LCG (of numbers or of arrays), or a Boolean pattern.
     """
     P = _as_pattern(g_or_pattern)
     m, n = P.shape

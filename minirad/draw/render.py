@@ -71,7 +71,8 @@ from ..graph.lcg import levels as topological_levels
 from ..graph.memory import memory
 
 __all__ = [
-    "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Paths",
+    "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Part",
+    "Paths",
     "draw_matplotlib", "elimination_strip", "has_dot", "layout_positions", "render",
     "render_elimination", "sample_title", "save", "strip",
 ]
@@ -653,6 +654,18 @@ class Factors:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A part of the graph in its own colour, with one legend entry: its vertices
+    get a bold border of that colour and the edges into them that colour (the
+    reverse pass that :func:`minirad.exact.higher.gradient_graph` records after
+    the program, say).  Paths drawn in the same picture go over it."""
+
+    vertices: object
+    label: str = "part"
+    color: str = PATH_COLORS[1]
+
+
+@dataclass(frozen=True)
 class Eliminating:
     """The elimination step that removes ``vertex`` from the drawn graph."""
 
@@ -687,6 +700,22 @@ def _draw_factors(scene: _Scene, factors, digits: int) -> None:
     _apply_kept(scene, factors.factors, str(factors.name), digits)
 
 
+def _draw_part(scene: _Scene, part: Part, digits: int) -> None:
+    g = scene.g
+    try:
+        members = {g.index(v) for v in part.vertices}
+    except TypeError:
+        raise TypeError(f"Part(vertices=...) lists vertex names or numbers, not "
+                        f"{type(part.vertices).__name__}") from None
+    for v in members:
+        scene.nodes[v].border, scene.nodes[v].penwidth = part.color, PATH_WIDTH
+    for edge in scene.edges:
+        if edge.v in members:
+            edge.colors.append(part.color)
+            edge.fontcolor = part.color
+    scene.keys.append(_Key(str(part.label), part.color, penwidth=PATH_WIDTH))
+
+
 def _draw_paths(scene: _Scene, paths, digits: int) -> None:
     if not isinstance(paths, Paths):
         paths = Paths(paths)
@@ -700,6 +729,7 @@ HIGHLIGHTS = [
     ("sample", _is_sample, _draw_sample),
     ("factors", _is_factors, _draw_factors),
     ("step", _is_step, lambda scene, step, digits: _apply_step(scene, step, digits)),
+    ("part", lambda h: isinstance(h, Part), _draw_part),
     ("paths", _is_paths, _draw_paths),
 ]
 
@@ -710,8 +740,8 @@ def _kind_of(h) -> str:
             return name
     raise TypeError(f"render cannot draw a {type(h).__name__} as a highlight; pass a path "
                     f"sample (minirad.sample_paths), an elimination Step or Eliminating(v), "
-                    f"a path or a list of paths (or Paths(...)), or vertex factors (a mapping "
-                    f"or Factors(...))")
+                    f"a path or a list of paths (or Paths(...)), vertex factors (a mapping "
+                    f"or Factors(...)), or Part(vertices) to colour")
 
 
 def _settle(highlights) -> tuple:
@@ -1159,7 +1189,9 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
           vertex -> factor or :class:`Factors`.  Listed vertices show their
           factor and scale the edges into them; intermediates not listed are
           dropped (grey), inputs and outputs not listed keep factor 1; an
-          edge between kept vertices is bold.  Not combined with a sample.
+          edge between kept vertices is bold.  Not combined with a sample;
+        * a :class:`Part` of the graph: its vertices and the edges into them
+          in one colour, with a legend entry.
     show_ops, show_values : bool
         Add each vertex's operation (``v2 = exp(x1)``) and primal value.
     edge_labels : bool
@@ -1209,7 +1241,7 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
                    positions=positions, max_vertices=max_vertices, batch=batch)
     dot = _to_dot(_scene(g, highlights, **options))
     dot.lcg, dot.highlights, dot.options = g, highlights, options
-    return dot
+    return dot  # (no warning about a missing dot here: the DOT text needs none)
 
 
 # -------------------------------------------------------------------- save

@@ -106,7 +106,7 @@ def _positions(g, vertices) -> list[tuple[int, int]]:
 
 def _seed_values(g, vertices, group) -> dict:
     """The sweep's seeds for one group: 1.0 on each chosen scalar (a float on a scalar
-    LCG, a unit-entry array on a vector LCG)."""
+    LCG, a unit-entry array on an LCG of arrays)."""
     where = _positions(g, vertices)
     if g.algebra is labels.FLOATS:
         return {where[j][0]: 1.0 for j in group}
@@ -294,11 +294,11 @@ class Plan:
 
 
 def plan(g, strategies=STRATEGIES, by: str = "multiplications") -> Plan:
-    """Price each strategy on ``g`` (a scalar or vector LCG) and keep them all.
+    """Price each strategy on ``g`` (an LCG of numbers or of arrays) and keep them all.
 
     On a scalar LCG the prices come from the structure alone (the sweep
     recurrence over BOOLEANS counts the same operations as over floats); on
-    a vector LCG the compressed sweeps are run and their flops counted.
+    an LCG of arrays the compressed sweeps are run and their flops counted.
     ``by`` is what ``best`` minimises (:data:`CRITERIA`).
 
     >>> from minirad import examples

@@ -33,8 +33,8 @@ reference's bit for bit (``tests/test_cotangents.py``).
 >>> x = np.arange(4.0)
 >>> g = trace(lambda x: (x * 2.0 + x * 3.0 + x * 4.0).sum(), x)   # x used 3 times
 >>> seeds = {g.outputs[0]: np.ones(())}
->>> plain = reverse(g, seeds)
->>> mine = reverse(g, seeds, accumulate="in_place")
+>>> plain = reverse_accumulation(g, seeds)
+>>> mine = reverse_accumulation(g, seeds, accumulate="in_place")
 >>> plain.values[0], mine.values[0]
 (array([9., 9., 9., 9.]), array([9., 9., 9., 9.]))
 >>> plain.allocations, mine.allocations   # 3 terms into x and 2 sums; in place, no sums
@@ -44,7 +44,7 @@ A branch the wanted cotangents do not need is never computed:
 
 >>> g = trace(lambda w, d: (w * w).sum() + (np.exp(d) * d).sum(), x, x)
 >>> w, d = g.inputs
->>> swept = reverse(g, {g.outputs[0]: np.ones(())}, wanted=[w], lazy=True)
+>>> swept = reverse_accumulation(g, {g.outputs[0]: np.ones(())}, wanted=[w], lazy=True)
 >>> swept.values[w], type(swept.values[d]).__name__, swept.deferred
 (array([0., 2., 4., 6.]), 'Thunk', 4)
 """
@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ACCUMULATIONS", "Sweep", "Thunk", "add_bang", "check_options", "reverse"]
+__all__ = ["ACCUMULATIONS", "Sweep", "Thunk", "add_bang", "check_options", "reverse_accumulation"]
 
 ACCUMULATIONS = ("plain", "in_place")
 
@@ -185,7 +185,7 @@ class _Accumulator:
                      self.allocated_bytes, deferred)
 
 
-def reverse(g, seeds: Mapping, *, wanted: Iterable[int] | None = None,
+def reverse_accumulation(g, seeds: Mapping, *, wanted: Iterable[int] | None = None,
             accumulate: str = "plain", lazy: bool = False) -> Sweep:
     """The reverse sweep ``adjoint[u] = sum over edges u -> v of adjoint[v] * label``
     from ``seeds`` (vertex number -> cotangent), with the accumulation of the module
@@ -197,7 +197,7 @@ def reverse(g, seeds: Mapping, *, wanted: Iterable[int] | None = None,
 
     >>> from minirad import examples
     >>> g = examples.lecture()
-    >>> swept = reverse(g, {g.index("y"): 1.0}, lazy=True, wanted=[g.index("x2")])
+    >>> swept = reverse_accumulation(g, {g.index("y"): 1.0}, lazy=True, wanted=[g.index("x2")])
     >>> round(swept.values[g.index("x2")], 3), swept.multiplications   # 2 of the 8 edges
     (1.716, 5)
     """

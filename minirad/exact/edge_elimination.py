@@ -32,7 +32,10 @@ vertex order (``examples.edge_beats_vertex()``); face elimination
 
 Labels are combined through the graph's algebra (``g.algebra.multiply``
 and ``add``, with their ``multiply_cost`` and ``add_cost``), as in vertex
-elimination; on scalar graphs every operation counts 1.
+elimination, so a graph of arrays is eliminated edge by edge too, its labels
+Jacobian blocks and its costs flops; on graphs of numbers every operation
+counts 1.  The exhaustive ``"optimal"`` search prices every product as one
+multiplication, so it takes graphs of numbers only.
 
 Heuristic and optimum, against vertex elimination's, in multiplications on
 the graphs whose vertex costs ``tests/test_elimination.py`` derives by hand,
@@ -78,7 +81,7 @@ from ..graph.lcg import LCG, takes_lcg
 from ._cheapest import cheapest
 from .elimination import elimination_order
 from .overflow import check_finite
-from .result import Accumulation
+from .result import Accumulation, from_labels
 
 __all__ = [
     "BACK", "DIRECTIONS", "FRONT", "OPTIMAL_EDGES", "STRATEGIES", "EdgeElimination", "EdgeStep",
@@ -245,18 +248,27 @@ class _Edges:
         # alive vertices keep their order (still topological); edges go by target
         edges = [(number[u], number[v], label) for v in alive for u, label in self.pred[v].items()]
         sources, targets, labels = zip(*edges) if edges else ((), (), ())
-        return LCG.from_trusted_arrays(
-            [g.names[v] for v in alive], sources, targets, labels,
-            [number[x] for x in g.inputs], [number[y] for y in g.outputs], g.values[alive],
-            ["" if v in self.touched else g.ops[v] for v in alive])
+        names = [g.names[v] for v in alive]
+        inputs, outputs = [number[x] for x in g.inputs], [number[y] for y in g.outputs]
+        ops = ["" if v in self.touched else g.ops[v] for v in alive]
+        if g.algebra is FLOATS:
+            return LCG.from_trusted_arrays(names, sources, targets, labels, inputs, outputs,
+                                           g.values[alive], ops)
+        return LCG(names, list(sources), list(targets), list(labels), inputs, outputs,
+                   values=None if g.values is None else [g.values[v] for v in alive], ops=ops,
+                   shapes=[g.shapes[v] for v in alive], dtypes=[g.dtypes[v] for v in alive],
+                   injections=g.injections)
 
     def jacobian(self) -> np.ndarray:
         g = self.g
-        column = {x: c for c, x in enumerate(g.inputs)}
-        J = np.zeros((len(g.outputs), len(g.inputs)))
-        for r, y in enumerate(g.outputs):
-            for x, label in self.pred[y].items():
-                J[r, column[x]] = label
+        if g.algebra is FLOATS:
+            column = {x: c for c, x in enumerate(g.inputs)}
+            J = np.zeros((len(g.outputs), len(g.inputs)))
+            for r, y in enumerate(g.outputs):
+                for x, label in self.pred[y].items():
+                    J[r, column[x]] = label
+        else:   # the remaining edges are the blocks, input -> output
+            J = from_labels(g, g.outputs, g.inputs, lambda y, x: self.pred[y].get(x))
         J.flags.writeable = False
         return J
 
@@ -298,6 +310,11 @@ def _markowitz_choice(work: _Edges) -> tuple[int, int, str]:
 
 def _optimal(g: LCG) -> list[tuple[int, int, str]]:
     """A cheapest sequence, by Dijkstra over edge sets (bitmasks of predecessors)."""
+    if g.algebra is not FLOATS:
+        raise ValueError("the optimal edge sequence is searched with every product costing one "
+                         "multiplication, which holds on a graph of numbers only; on a graph "
+                         "of arrays use 'markowitz' or an explicit sequence, or search "
+                         "minirad.scalarize(g)")
     if g.n_edges > OPTIMAL_EDGES:
         raise ValueError(f"the optimal edge sequence is searched over every edge structure; it "
                          f"is limited to {OPTIMAL_EDGES} edges and this graph has {g.n_edges}. "

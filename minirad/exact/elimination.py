@@ -526,10 +526,11 @@ def eliminate_vertex(g: LCG, v) -> LCG:
 
 
 @takes_lcg
-def elimination_order(g: LCG, strategy="markowitz") -> tuple[str, ...]:
-    """The vertex names a strategy would eliminate, in order.
-
-    An explicit list is validated and returned as names.
+def elimination_order(g: LCG, order="markowitz") -> tuple[str, ...]:
+    """The vertex names an ``order`` eliminates, in turn: ``order`` is one of
+    :data:`STRATEGIES` (``"forward"``, ``"reverse"``, ``"markowitz"``, ...) or an
+    explicit list, which is validated and returned as names (as ``order=`` of
+    :func:`eliminate` and :func:`minirad.exact.jacobians.jacobian`).
 
     >>> from minirad import examples
     >>> elimination_order(examples.figure1(), "markowitz")
@@ -539,7 +540,7 @@ def elimination_order(g: LCG, strategy="markowitz") -> tuple[str, ...]:
     ...
     ValueError: unknown elimination strategy 'sideways'; use one of 'forward', 'reverse', ...
     """
-    _, eliminated, _, _, _, _ = _run(g, strategy, record=False, keep_graphs=False)
+    _, eliminated, _, _, _, _ = _run(g, order, record=False, keep_graphs=False)
     return tuple(g.names[v] for v in eliminated)
 
 

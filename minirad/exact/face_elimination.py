@@ -179,6 +179,10 @@ class _Dual:
     def of(cls, g: LCG, registry: _Registry, labelled: bool = True) -> _Dual:
         """The dual c-graph of ``g``: inputs never have in-edges nor outputs out-edges,
         so a face meets at an intermediate, or joins a source or sink to an edge."""
+        if g.algebra is not FLOATS:
+            raise TypeError("face elimination works on a graph of numbers; for a graph of "
+                            "arrays use minirad.scalarize(g) (one vertex per entry), or edge "
+                            "or vertex elimination, which take both")
         labels = g.labels.tolist() if isinstance(g.labels, np.ndarray) else list(g.labels)
         edge = {(u, v): registry(frozenset({(u, v)}))
                 for u, v in zip(g.sources.tolist(), g.targets.tolist())}

@@ -49,6 +49,7 @@ A chain of two dense 3 x 3 blocks has one path of arrays and 3 x 3 x 3 of number
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator, Sequence
 from numbers import Integral
 
@@ -65,12 +66,36 @@ from .sparsity import operator_pattern, scalar_sizes
 DEFAULT_MAX_PATHS = 1_000_000
 
 
+class PathCount(int):
+    """An exact number of paths: a Python int that also prints when it is too long
+    for Python to print (more than ``sys.get_int_max_str_digits()`` digits, 4300 by
+    default), as ``~m.me<exponent>`` (:func:`~minirad.exact.result.format_count`).
+    Below that it prints every digit.  Arithmetic on it gives plain ints.
+
+    >>> count = PathCount(2 ** 20000)
+    >>> count, count % 1000 == 2 ** 20000 % 1000
+    (~4.0e6020, True)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+        # bit_length * 0.30103 + 1 bounds the number of digits from above
+        if limit == 0 or self.bit_length() * 0.30103 + 1 <= limit:
+            return int.__repr__(self)
+        return format_count(int(self))
+
+    __str__ = __repr__
+
+
 @takes_lcg
 def count_paths(g: LCG) -> np.ndarray:
     """Exact numbers of paths from each input to each output.
 
     Returns an object array of Python ints with shape ``(n_outputs,
-    n_inputs)``, rows and columns in ``g.outputs`` / ``g.inputs`` order.
+    n_inputs)``, rows and columns in ``g.outputs`` / ``g.inputs`` order
+    (:class:`PathCount`, so that it prints however many digits a count has).
     On a graph with arrays these are paths of vertices, whatever their
     shapes (:func:`count_scalar_paths` counts the paths between entries).
     Column ``i`` is the forward sweep over counts seeded at input ``i``
@@ -98,6 +123,7 @@ def count_paths(g: LCG) -> np.ndarray:
         counts = _engines.path_counts(g, g.outputs, forward=False)
         for c, x in enumerate(g.inputs):
             result[:, c] = counts[x]
+    result.flat[:] = [PathCount(count) for count in result.flat]
     return result
 
 
@@ -202,7 +228,7 @@ def count_paths_between(g: LCG, source, target) -> int:
         c = counts.get(u)
         if c:
             counts[v] = counts.get(v, 0) + c
-    return counts.get(t, 0)
+    return PathCount(counts.get(t, 0))
 
 
 @takes_lcg

@@ -88,8 +88,8 @@ def pattern_reference(g) -> np.ndarray:
            [1, 1]])
     """
     if _is_vector(g):
-        raise TypeError("pattern_reference works on a scalar LCG; use pattern() for a "
-                        "vector LCG")
+        raise TypeError("pattern_reference works on a scalar LCG; use pattern() for "
+                        "an LCG of arrays")
     true_labels = [True] * len(g.sources)
     P = np.zeros((len(g.outputs), len(g.inputs)), dtype=bool)
     for j, x in enumerate(g.inputs):
@@ -100,11 +100,11 @@ def pattern_reference(g) -> np.ndarray:
 
 def pattern(g) -> np.ndarray:
     """The structural pattern of the Jacobian, shape ``(outputs, inputs)`` counted in
-    numbers (a vector LCG's arrays contribute one row or column per entry, as in
+    numbers (an LCG of arrays's arrays contribute one row or column per entry, as in
     :func:`minirad.scalarize`).
 
     A scalar LCG takes one forward sweep over :data:`BITSETS` (every input's
-    Booleans at once; equal to :func:`pattern_reference`).  A vector LCG runs
+    Booleans at once; equal to :func:`pattern_reference`).  An LCG of arrays runs
     the same recurrence over Boolean sparse matrices, each edge contributing
     :func:`operator_pattern` of its operator, so a diagonal block stays a
     diagonal and nothing is expanded to scalars.
@@ -167,7 +167,7 @@ def _union(a, b):
 
 
 #: BOOLEANS on blocks: a label or value is a Boolean sparse matrix; the block
-#: recurrence over it gives the scalar-level pattern of a vector LCG
+#: recurrence over it gives the scalar-level pattern of an LCG of arrays
 BOOLEAN_BLOCKS = labels.Algebra("boolean blocks", _product, _union)
 
 

@@ -254,7 +254,8 @@ def _reverse(g: LCG, seeds: dict, wanted, accumulate: str, lazy: bool):
     (``wanted``: the cotangents a lazy sweep forces; None for all)."""
     if cotangents.check_options(accumulate, lazy):
         return labels.reverse(g, seeds)
-    return cotangents.reverse(g, seeds, wanted=wanted, accumulate=accumulate, lazy=lazy)
+    return cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
+                                           lazy=lazy)
 
 
 def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:

@@ -17,7 +17,7 @@ computes:
 * :data:`COUNTS`: Python integers with every label 1; the sweeps count
   paths, exactly (Python integers never overflow);
 * :data:`BOOLEANS`: "an edge exists"; the sweeps give the sparsity pattern;
-* ``OPERATORS`` (:mod:`minirad.graph.operators`): Jacobian blocks, the vector LCG.
+* ``OPERATORS`` (:mod:`minirad.graph.operators`): Jacobian blocks, the labels of an LCG of arrays.
 
 The reference recurrences below read only ``n_vertices``, ``sources``,
 ``targets`` (vertices numbered topologically, edges grouped by target),

@@ -280,6 +280,41 @@ class LCG:
             g._memos["in_ptr"] = ptr
         return g
 
+    @classmethod
+    def from_trusted_blocks(cls, names, sources, targets, labels, inputs, outputs, values,
+                            ops) -> LCG:
+        """Build a graph of arrays without validation, for the array tracer, which
+        guarantees what :class:`LCG` would check: names unique, vertices numbered
+        topologically, edges grouped by target in operand order and never repeated,
+        one operator per edge mapping its source's shape to its target's, and one
+        finite array per vertex.  An operator between two numbers becomes
+        its float, as the constructor makes it.  (:meth:`from_trusted_arrays` is the
+        same for graphs of numbers.)
+
+        >>> from minirad.graph.operators import Diagonal
+        >>> values = [np.ones(2), np.array([2.0, 3.0])]
+        >>> for v in values:
+        ...     v.flags.writeable = False
+        >>> g = LCG.from_trusted_blocks(["x", "y"], [0], [1], [Diagonal(values[1])], [0], [1],
+        ...                             values, ["input", "{0} * c"])
+        >>> g.label("x", "y").kind, g.shape("y")
+        ('diagonal', (2,))
+        """
+        shapes = tuple(x.shape for x in values)
+        if all(shape == () for shape in shapes):  # the compact graph of numbers
+            return cls(names, sources, targets, labels, inputs, outputs, values=values, ops=ops)
+        src = np.asarray(sources, dtype=np.int64)
+        dst = np.asarray(targets, dtype=np.int64)
+        labels = tuple(float(label.to_dense()[0, 0]) if shapes[u] == () == shapes[v] and
+                       isinstance(label, Operator) else label
+                       for u, v, label in zip(sources, targets, labels))
+        # a value that views memory someone else can write is copied, as the constructor does
+        values = tuple(_read_only(x) for x in values)
+        g = cls.__new__(cls)
+        g._set(tuple(names), ops, values, src, dst, labels, tuple(inputs),
+               tuple(outputs), tuple(x.dtype for x in values), (), shapes)
+        return g
+
     def _set(self, names, ops, values, src, dst, labels, inputs, outputs, dtypes=None,
              injections=(), shapes=None):
         for array in (values, src, dst, labels):

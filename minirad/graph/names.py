@@ -30,7 +30,7 @@ _NUMBERED = re.compile(r"v(0|[1-9][0-9]*)")
 def vertex_number(vertex, names: Sequence[str], find) -> int:
     """The number of ``vertex`` (a number or a name) among ``names``; ``find(name)``
     gives a name's number or -1.  One place for the rules and the messages that the
-    scalar and the vector LCG share.
+    graphs of numbers and of arrays share.
 
     >>> names = ("x", "v1", "y")
     >>> vertex_number("y", names, {"x": 0, "v1": 1, "y": 2}.get), vertex_number(1, names, None)

@@ -1,6 +1,6 @@
-"""Linear operators: the edge labels of the vector LCG.
+"""Linear operators: the edge labels of an LCG of arrays.
 
-In the vector LCG (RAD paper Sec. 3.2, Fig. 3) a vertex holds an array and
+In an LCG of arrays (RAD paper Sec. 3.2, Fig. 3) a vertex holds an array and
 the edge ``u -> v`` holds the local Jacobian dv/du as a *linear operator*
 from arrays of ``u``'s shape to arrays of ``v``'s shape.  An operator is
 never stored as a matrix unless it has to be: a ReLU keeps a bit mask, an
@@ -83,13 +83,22 @@ class Retained:
 
 
 def _shape(shape, what: str) -> tuple[int, ...]:
+    try:  # a shape seen before: the tracer makes thousands of operators of a few shapes
+        return _SHAPES[shape]
+    except (KeyError, TypeError):
+        pass
     try:
-        shape = tuple(int(s) for s in shape)
+        checked = tuple(int(s) for s in shape)
     except TypeError:
         raise TypeError(f"{what} must be a tuple of ints, not {shape!r}") from None
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{what} {shape} has a negative length")
-    return shape
+    if any(s < 0 for s in checked):
+        raise ValueError(f"{what} {checked} has a negative length")
+    if type(shape) is tuple and len(_SHAPES) < 4096 and all(type(s) is int for s in shape):
+        _SHAPES[shape] = checked
+    return checked
+
+
+_SHAPES: dict[tuple, tuple[int, ...]] = {}   # the shapes _shape has checked, as themselves
 
 
 def _array_bits(a: np.ndarray) -> int:
@@ -265,11 +274,11 @@ class Diagonal(Operator):
 
     def __init__(self, d, shape=None, retained=None):
         d = np.asarray(d)
-        if not np.issubdtype(d.dtype, np.floating):
+        if d.dtype.kind != "f":
             d = d.astype(np.float64)
         shape = d.shape if shape is None else _shape(shape, "shape")
         try:
-            if np.broadcast_shapes(d.shape, shape) != shape:
+            if d.shape != shape and np.broadcast_shapes(d.shape, shape) != shape:
                 raise ValueError
         except ValueError:
             raise ValueError(f"a diagonal of shape {d.shape} does not broadcast to the "

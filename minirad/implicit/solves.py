@@ -41,6 +41,7 @@ from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import arrays as array_trace
 from ..tracing import trace
 from ..tracing.arrays import Tracked
+from ..tracing.recording import replayable
 
 __all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
            "solve_root"]
@@ -307,6 +308,7 @@ def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
     return value, J[:, :x.size], J[:, x.size:]
 
 
+@replayable   # called directly, not through numpy: its calls are steps of the recording
 def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
     vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.
@@ -330,8 +332,18 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     pv = np.asarray(p.value if isinstance(p, Tracked) else p, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"solve_root: x0 must be a 1-D array, not shape {x.shape}")
-    if not (isinstance(max_iter, int) and max_iter >= 1):
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(pv))):
+        raise ValueError("solve_root: x0 and p must be finite")
+    if isinstance(max_iter, bool) or not (isinstance(max_iter, int) and max_iter >= 1):
         raise ValueError(f"max_iter must be a positive int, not {max_iter!r}")
+    # NaN would accept no iterate and then return the last one as a root; a
+    # tolerance of 1 or more accepts points that are no root at all (x0 itself)
+    what = "tol must be a number in [0, 1), the relative residual accepted (|f| <= tol (1 + |x|))"
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer,
+                                                                 np.floating)):
+        raise TypeError(f"{what}, not a {type(tol).__name__}")
+    if not 0 <= tol < 1:
+        raise ValueError(f"{what}, not {tol!r}")
     for _ in range(max_iter):
         value, f_x, f_p = _residual_jacobians(f, x, pv)
         if np.linalg.norm(value) <= tol * (1.0 + np.linalg.norm(x)):

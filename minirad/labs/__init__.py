@@ -16,6 +16,7 @@ For instructors (the ``minirad lab`` command calls these)::
 True
 """
 
+from . import hints
 from .checks import (
     CheckFailed,
     call_student,
@@ -31,7 +32,16 @@ from .checks import (
     show,
     time_limit,
 )
-from .checks_arrays import ARRAY_RULES, check_pullbacks, check_scalar_tracer
+from .checks_accumulation import check_add_bang
+from .checks_arrays import (
+    ARRAY_RULES,
+    check_matmul_pullback,
+    check_other_pullbacks,
+    check_pullbacks,
+    check_scalar_tracer,
+)
+from .checks_edges import check_eliminate_edge
+from .checks_higher import check_dual_numbers, check_hvp
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
 from .checks_memory import (
     check_checkpointed_gradient,
@@ -51,10 +61,16 @@ from .checks_more import (
 )
 from .checks_rad_nn import check_different_sample, check_same_sample, check_z_scores
 from .checks_sparse import check_column_colouring, check_implicit_gradient
+from .checks_symbolic import check_tree_size
+from .exercise import EXERCISES, Exercise, exercises_of_lab
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
+hints.install()  # in a Jupyter kernel, a failed check shows its hint first
+
 __all__ = [
-    "ARRAY_RULES", "check_pullbacks", "check_scalar_tracer",
+    "ARRAY_RULES", "check_add_bang", "check_eliminate_edge", "EXERCISES", "Exercise",
+    "check_matmul_pullback", "check_other_pullbacks",
+    "check_pullbacks", "check_scalar_tracer", "exercises_of_lab",
     "check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
     "check_uniform_cost",
     "CheckFailed", "call_student", "check_central_difference", "check_column_colouring",
@@ -65,5 +81,6 @@ __all__ = [
     "check_sample_Q", "check_sgd", "compare_jacobian", "edge_dict", "exercises",
     "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
     "time_limit", "to_notebook", "write_notebooks",
-    "check_different_sample", "check_same_sample", "check_z_scores",
+    "check_different_sample", "check_same_sample", "check_z_scores", "check_tree_size",
+    "check_dual_numbers", "check_hvp",
 ]

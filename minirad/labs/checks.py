@@ -20,10 +20,13 @@ Building blocks for new checks (labs 4-6 use them too):
 
 >>> import numpy as np
 >>> from minirad import examples
->>> def jacobian_by_paths(g):
-...     from minirad.exact.paths import path_jacobian
-...     return path_jacobian(g)
->>> check_forward_sweep(jacobian_by_paths)
+>>> def forward_sweep(g):                 # one tangent column per input
+...     tangent = np.zeros((g.n_vertices, len(g.inputs)))
+...     tangent[list(g.inputs), range(len(g.inputs))] = 1.0
+...     for u, v, partial in g.edges():      # grouped by target, in vertex order
+...         tangent[v] += partial * tangent[u]
+...     return tangent[list(g.outputs)]
+>>> check_forward_sweep(forward_sweep)
 Exercise 2.1 passed: forward sweep agrees with minirad on 9 graphs
 >>> check_forward_sweep(lambda g: np.zeros(len(g.inputs)))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
@@ -40,6 +43,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from numbers import Integral
@@ -49,6 +53,7 @@ import numpy as np
 from .. import examples
 from ..graph.lcg import LCG
 from ..tracing import ops, trace
+from .exercise import UsedReference, current_exercise, exercise, guard_reference
 
 __all__ = [
     "CheckFailed", "as_numbers", "call_student", "check_central_difference", "check_count_paths",
@@ -57,11 +62,24 @@ __all__ = [
     "time_limit",
 ]
 
+#: what the exercises of this module ask the student to write, in minirad
+JACOBIAN_REFERENCE = ("minirad.exact.sweeps", "minirad.exact._engines", "minirad.exact.jacobians",
+                      "minirad.exact.paths", "minirad.exact.elimination", "minirad.exact.orders")
+
 EPS = np.finfo(float).eps
 
 
 class CheckFailed(AssertionError):
-    """A student's answer disagrees with minirad; the message says where and how."""
+    """A student's answer disagrees with minirad; the message says where and how.
+
+    ``reason`` sorts the failure for the grader: ``"wrong answer"``,
+    ``"raised"`` (the student's function raised), ``"timed out"`` or
+    ``"used the reference"``.
+    """
+
+    def __init__(self, message: str = "", reason: str = "wrong answer"):
+        super().__init__(message)
+        self.reason = reason
 
 
 # ------------------------------------------------------------------ pictures
@@ -195,37 +213,75 @@ def check_graphs(suite: str = "counts") -> dict[str, LCG]:
     return {name: build() for name, build in _SUITES[suite].items()}
 
 
-class _TimeUp(Exception):
-    pass
+class _TimeUp(BaseException):
+    """The alarm of one :func:`time_limit`; a BaseException, so that a student's
+    ``except Exception`` inside a loop does not swallow it."""
+
+    def __init__(self, token):
+        super().__init__()
+        self.token = token
+
+
+_deadlines: list[list] = []  # [deadline, token] of every active time_limit, outermost first
+
+
+def _arm_alarm() -> None:
+    """Set the timer to the earliest active deadline (or switch it off)."""
+    if _deadlines:
+        left = min(deadline for deadline, _ in _deadlines) - time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
+    else:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _alarm(signum, frame):
+    now = time.monotonic()
+    due = [entry for entry in _deadlines if entry[0] <= now + 1e-3]
+    if due:
+        raise _TimeUp(min(due, key=lambda entry: entry[0])[1])
+    _arm_alarm()  # woken early: wait for the next deadline
 
 
 @contextmanager
 def time_limit(seconds: float | None, where: str, hint: str = ""):
     """Raise :class:`CheckFailed` if the body runs longer than ``seconds``.
 
-    ``hint`` is appended to the message (e.g. why this input is slow).  Uses
-    ``SIGALRM``, so it only limits code on the main thread of a POSIX system
-    (a script, pytest, a Jupyter kernel); elsewhere it does nothing.
+    ``hint`` is appended to the message (e.g. why this input is slow).  Limits
+    nest (a check's limit per input inside the grader's limit per exercise):
+    whichever runs out first stops the body.  Uses ``SIGALRM``, so it only
+    limits code on the main thread of a POSIX system (a script, pytest, a
+    Jupyter kernel); elsewhere it does nothing.
+
+    >>> with time_limit(0.05, "on a loop"):
+    ...     while True:
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: on a loop: your function took longer than 0.05 s and was \
+stopped
     """
     usable = (seconds is not None and hasattr(signal, "setitimer")
               and threading.current_thread() is threading.main_thread())
     if not usable:
         yield
         return
-
-    def alarm(signum, frame):
-        raise _TimeUp
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    entry = [time.monotonic() + seconds, object()]
+    outermost = not _deadlines
+    previous = signal.signal(signal.SIGALRM, _alarm) if outermost else None
+    _deadlines.append(entry)
     try:
+        _arm_alarm()
         yield
-    except _TimeUp:
+    except _TimeUp as up:
+        if up.token is not entry[1]:
+            raise
         raise CheckFailed(f"{where}: your function took longer than {seconds:g} s and was "
-                          f"stopped{hint}") from None
+                          f"stopped{hint}", reason="timed out") from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _deadlines.remove(entry)
+        _arm_alarm()
+        if outermost:
+            signal.signal(signal.SIGALRM, previous)
 
 
 def call_student(fn: Callable, where: str, *args, seconds: float | None = None,
@@ -237,7 +293,9 @@ def call_student(fn: Callable, where: str, *args, seconds: float | None = None,
     that names ``where`` and keeps the original as its cause, so the
     traceback still points into the student's code.  With ``seconds``, a
     call running longer is stopped (see :func:`time_limit`) and reported
-    with ``slow_hint`` appended.
+    with ``slow_hint`` appended.  Inside a declared check (see
+    :mod:`minirad.labs.exercise`) the call may not enter the exercise's
+    reference: if it does, the check fails with "used the reference".
 
     >>> call_student(lambda g: 1 / 0, "on figure1()", None)
     Traceback (most recent call last):
@@ -247,21 +305,56 @@ division by zero
     """
     if not callable(fn):
         raise CheckFailed(f"expected your function, got {type(fn).__name__} {fn!r}")
+    spec = current_exercise()
+    used: list[str] = []
     try:
-        with time_limit(seconds, where, slow_hint):
-            return fn(*args, **kwargs)
+        with time_limit(seconds, where, slow_hint), \
+                guard_reference(spec.reference if spec else (), used):
+            result = fn(*args, **kwargs)
+    except UsedReference:
+        result = None
     except (NotImplementedError, CheckFailed):
-        raise
+        if not used:
+            raise
     except Exception as error:
-        raise CheckFailed(f"{where}: your function raised {type(error).__name__}: "
-                          f"{error}") from error
+        if not used:
+            raise CheckFailed(f"{where}: your function raised {type(error).__name__}: "
+                              f"{error}", reason="raised") from error
+    if used:
+        raise CheckFailed(f"{where}: used the reference -- your function called minirad's "
+                          f"{used[0]}, which computes what {spec.label} asks you to write; "
+                          f"write it yourself (minirad's own is there to compare with, outside "
+                          f"your function)", reason="used the reference")
+    return result
 
 
-def _number(x) -> str:
+def _number(x, digits: int = 6) -> str:
     if not isinstance(x, (float, np.floating)):
         return str(x)
-    text = f"{x:.6g}"
+    text = f"{x:.{digits}g}"
     return "0" if text == "-0" else text
+
+
+def _two_numbers(mine, expected) -> tuple[str, str]:
+    """Both numbers with as many digits as it takes to tell them apart.
+
+    >>> _two_numbers(np.float32(0.568985), 0.5689853)
+    ('0.568985', '0.5689853')
+    """
+    for digits in range(6, 18):
+        a, b = _number(float(mine), digits), _number(float(expected), digits)
+        if a != b:
+            return a, b
+    return a, b
+
+
+def _low_precision(result) -> np.dtype | None:
+    """The dtype of an answer held in fewer bits than a float64 (float32, float16), or None."""
+    try:
+        dtype = np.asarray(result).dtype
+    except (TypeError, ValueError):
+        return None
+    return dtype if dtype.kind == "f" and dtype.itemsize < 8 else None
 
 
 def as_numbers(result, where: str, advice: str = ", which is not an array of numbers",
@@ -287,7 +380,9 @@ def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jaco
     """Raise :class:`CheckFailed` unless ``result`` matches ``expected``.
 
     Shapes must agree exactly (a transposed answer is named as such); entries
-    must agree to ``rtol`` relative to the largest expected entry.
+    must agree to ``rtol`` relative to the largest expected entry.  An answer
+    in float32 (or float16) is held to that type's own precision instead, a
+    few units of its last digit; a miss beyond it names the type.
 
     >>> compare_jacobian([[1.0, 3.2]], np.array([[1.0, 1.7]]), "on lab()")
     Traceback (most recent call last):
@@ -304,14 +399,20 @@ def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jaco
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     error = np.abs(mine - expected)
     error[np.isnan(error)] = np.inf
-    if np.all(error <= rtol * scale):
+    low = _low_precision(result)
+    tolerance = max(rtol, 8 * float(np.finfo(low).eps)) if low is not None else rtol
+    if np.all(error <= tolerance * scale):
         return
     i = np.unravel_index(np.argmax(error), error.shape)
     index = ", ".join(str(int(k)) for k in i)
-    message = (f"{where}: your {what} entry [{index}] is {_number(mine[i])}, expected "
-               f"{_number(expected[i])}")
+    shown, wanted = _two_numbers(mine[i], expected[i])
+    message = f"{where}: your {what} entry [{index}] is {shown}, expected {wanted}"
     if mine.ndim == 2 and mine.shape[0] == mine.shape[1] and np.allclose(mine.T, expected):
         message += " -- you seem to have returned the transpose (rows are outputs)"
+    elif low is not None:
+        message += (f" -- your answer is {low}, which keeps about "
+                    f"{np.finfo(low).precision} digits; the miss is larger than that type's "
+                    f"rounding, so the numbers themselves are off")
     raise CheckFailed(message)
 
 
@@ -353,6 +454,8 @@ def _one_sided_hint(f, x, h, value) -> str:
     return ""
 
 
+@exercise("1.1", "central difference", takes=("central_difference",), points=2, minutes=15,
+          seconds=30, reference=("minirad.gradcheck",))
 def check_central_difference(fn: Callable) -> None:
     """Exercise 1.1: ``fn(f, x, h)`` must return (f(x+h) - f(x-h)) / (2h).
 
@@ -415,6 +518,8 @@ def _directions(dimension: int, rng: np.random.Generator) -> list[np.ndarray]:
     return unit + [2.0 * unit[0]]
 
 
+@exercise("1.2", "directional difference", takes=("directional_difference",), points=2,
+          minutes=15, seconds=30, reference=("minirad.gradcheck",))
 def check_directional_difference(fn: Callable) -> None:
     """Exercise 1.2: ``fn(f, x, delta, h)`` must return (f(x + h delta) - f(x - h delta)) / (2h).
 
@@ -450,6 +555,12 @@ def check_directional_difference(fn: Callable) -> None:
                     hint = " -- your number matches the one-sided (forward) difference"
                 elif abs(value * np.linalg.norm(delta) - exact) <= allowed:
                     hint = " -- it looks as if you normalised delta; use it as given"
+                elif abs(value - 2 * exact) <= 2 * allowed:
+                    hint = (" -- that is twice delta . grad f: the two points are 2h apart, so "
+                            "divide by 2h, not h")
+                elif abs(2 * value - exact) <= allowed:
+                    hint = (" -- that is half of delta . grad f: divide the difference by 2h, "
+                            "not by 4h (or h / 2 steps)")
                 raise CheckFailed(f"{where}: your estimate is {value:.10g}, but delta . grad "
                                   f"f(x) = {exact:.10g} (a central difference is off by only "
                                   f"{abs(reference - exact):.2g} here){hint}")
@@ -547,6 +658,8 @@ def _check_jacobian_fn(fn, exercise, topic, reference, direction) -> None:
     passed(exercise, f"{topic} agrees with minirad on {len(graphs)} graphs")
 
 
+@exercise("2.1", "forward sweep", takes=("forward_sweep",), points=3, minutes=25, seconds=60,
+          reference=JACOBIAN_REFERENCE)
 def check_forward_sweep(fn: Callable) -> None:
     """Exercise 2.1: ``fn(g)`` returns the Jacobian of LCG ``g`` (shape (n_outputs, n_inputs)).
 
@@ -559,15 +672,28 @@ def check_forward_sweep(fn: Callable) -> None:
                        "forward")
 
 
+@exercise("2.2", "reverse sweep", takes=("reverse_sweep",), points=3, minutes=25, seconds=60,
+          reference=JACOBIAN_REFERENCE)
 def check_reverse_sweep(fn: Callable) -> None:
     """Exercise 2.2: ``fn(g)`` returns the Jacobian of LCG ``g`` by a reverse sweep.
 
     Same contract and graphs as :func:`check_forward_sweep`, compared with
     :func:`minirad.exact.sweeps.reverse_sweep`.
 
-    >>> from minirad.exact.sweeps import reverse_sweep
-    >>> check_reverse_sweep(lambda g: reverse_sweep(g).jacobian)
+    >>> def reverse_sweep(g):                 # one adjoint column per output
+    ...     adjoint = np.zeros((g.n_vertices, len(g.outputs)))
+    ...     adjoint[list(g.outputs), range(len(g.outputs))] = 1.0
+    ...     for u, v, partial in reversed(list(g.edges())):
+    ...         adjoint[u] += partial * adjoint[v]
+    ...     return adjoint[list(g.inputs)].T
+    >>> check_reverse_sweep(reverse_sweep)
     Exercise 2.2 passed: reverse sweep agrees with minirad on 9 graphs
+    >>> from minirad.exact import sweeps                # minirad's own is not an answer
+    >>> check_reverse_sweep(lambda g: sweeps.reverse_sweep(g).jacobian)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 2.2 (reverse sweep), on figure1(): used the \
+reference -- your function called minirad's reverse_sweep (minirad.exact.sweeps), ...
     """
     from ..exact.sweeps import reverse_sweep
 
@@ -600,6 +726,8 @@ def _number_kind(raw: np.ndarray) -> str:
     return "O"
 
 
+@exercise("3.1", "count paths", takes=("count_paths",), points=3, minutes=30, seconds=150,
+          reference=JACOBIAN_REFERENCE)
 def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
     """Exercise 3.1: ``fn(g)`` returns the exact number of paths from each input
     to each output, shape (n_outputs, n_inputs).
@@ -610,7 +738,12 @@ def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
     on those (each graph gets ``seconds``); counts held in floats or numpy
     int64 are inexact there, so only integer dynamic programming passes.
 
-    >>> from minirad.exact.paths import count_paths
+    >>> def count_paths(g):                   # Python ints keep every digit
+    ...     counts = np.zeros((g.n_vertices, len(g.inputs)), dtype=object)
+    ...     counts[list(g.inputs), range(len(g.inputs))] = 1
+    ...     for u, v, _ in g.edges():
+    ...         counts[v] += counts[u]
+    ...     return counts[list(g.outputs)]
     >>> check_count_paths(count_paths)
     Exercise 3.1 passed: path counts exact on 13 graphs (the largest: 2954312706550833698643)
     """

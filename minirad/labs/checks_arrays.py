@@ -32,8 +32,17 @@ from ..exact.sweeps import reverse_sweep
 from ..exact.sweeps import vjp as block_vjp
 from ..tracing import ops, trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .exercise import exercise
 
-__all__ = ["ARRAY_RULES", "check_pullbacks", "check_scalar_tracer"]
+__all__ = [
+    "ARRAY_RULES", "check_matmul_pullback", "check_other_pullbacks", "check_pullbacks",
+    "check_scalar_tracer",
+]
+
+#: what the exercises of this module ask the student to write, in minirad
+TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.tape",
+                    "minirad.tracing.arrays", "minirad.exact.sweeps", "minirad.exact._engines",
+                    "minirad.exact.jacobians")
 
 
 def _num(x) -> str:
@@ -75,6 +84,8 @@ def _scalar_hint(name: str, point, mine) -> str:
     return ""
 
 
+@exercise("7.1", "a scalar tracer", takes=("gradient",), points=4, minutes=40, seconds=60,
+          reference=TRACER_REFERENCE)
 def check_scalar_tracer(gradient: Callable) -> None:
     """Exercise 7.1: ``gradient(f, x, y)`` differentiates ``f(x, y, sin)`` with your tracer.
 
@@ -92,9 +103,11 @@ def check_scalar_tracer(gradient: Callable) -> None:
     >>> def gradient(f, x, y):
     ...     g = trace(lambda a, b: f(a, b, ops.sin), x, y)
     ...     return reverse_sweep(g).jacobian[0]
-    >>> check_scalar_tracer(gradient)
-    Exercise 7.1 passed: your tracer agrees with minirad.trace and with finite differences on \
-9 programs
+    >>> check_scalar_tracer(gradient)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
+reference -- your function called minirad's trace (minirad.tracing), ...
     """
     exercise, topic = "Exercise 7.1", "scalar tracer"
     cases = _scalar_cases()
@@ -192,6 +205,11 @@ def _pullback_hint(rule: str, index: int, mine: np.ndarray, arrays, wobble) -> s
     return ""
 
 
+_MATMUL_SHAPES = (" -- the shapes do not fit: a pullback takes the wobble, shaped like Z = X @ Y "
+                  "(n, l), back to its input's shape: into X (n, m) it is wobble @ Y^T, "
+                  "(n, l)(l, m); into Y (m, l) it is X^T @ wobble, (m, n)(n, l)")
+
+
 def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     """Exercises 7.2 and 7.3: pullbacks of tracked-array operations.
 
@@ -226,7 +244,14 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
             wobble = rng.standard_normal(np.shape(value))
             where = location(exercise, f"pullback of {rule}",
                              " and ".join(f"an array of shape {s}" for s in shapes))
-            result = call_student(vjp, where, op, *[a.copy() for a in arrays], wobble=wobble)
+            try:
+                result = call_student(vjp, where, op, *[a.copy() for a in arrays],
+                                      wobble=wobble)
+            except CheckFailed as failure:
+                if rule == "matmul" and isinstance(failure.__cause__, ValueError):
+                    raise CheckFailed(f"{failure}{_MATMUL_SHAPES}",
+                                      reason=failure.reason) from failure.__cause__
+                raise
             if not isinstance(result, (list, tuple)) or len(result) != len(arrays):
                 raise CheckFailed(f"{where}: vjp returned {type(result).__name__}; it returns a "
                                   f"list with one gradient per input ({len(arrays)})")
@@ -254,3 +279,22 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     passed(exercise, f"the pullback{'s' if len(rules) > 1 else ''} of {names} "
                      f"agree{'' if len(rules) > 1 else 's'} with minirad and with finite "
                      f"differences on {cases} cases")
+
+
+@exercise("7.2", "matmul pullback", takes=("matmul", "vjp"), points=2, minutes=15, seconds=30,
+          reference=TRACER_REFERENCE)
+def check_matmul_pullback(matmul: Callable, vjp: Callable) -> None:
+    """Exercise 7.2: the pullbacks of your ``matmul``, run through your ``vjp``
+    (see :func:`check_pullbacks`)."""
+    check_pullbacks({"matmul": matmul}, vjp)
+
+
+@exercise("7.3", "the other pullbacks", takes=("tsum", "add", "sub", "abs2", "tsigmoid", "hcat",
+                                               "vjp"),
+          points=4, minutes=30, seconds=60, reference=TRACER_REFERENCE)
+def check_other_pullbacks(tsum: Callable, add: Callable, sub: Callable, abs2: Callable,
+                          tsigmoid: Callable, hcat: Callable, vjp: Callable) -> None:
+    """Exercise 7.3: the pullbacks of sum, +, -, abs2, sigmoid and hcat, run through your
+    ``vjp`` (see :func:`check_pullbacks`)."""
+    check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2, "sigmoid": tsigmoid,
+                     "hcat": hcat}, vjp)

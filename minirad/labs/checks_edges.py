@@ -9,13 +9,23 @@ already taken and what differs.  Graphs are plain dicts
 ``{(u_name, v_name): partial}``, as in Exercise 4.1
 (:func:`minirad.labs.checks_more.edge_dict`).
 
->>> from minirad import LCG
->>> from minirad.exact.edge_elimination import eliminate_edges
->>> from minirad.labs.checks_more import edge_dict
->>> def by_minirad(edges, i, j, direction):
-...     g = LCG.from_edges([(u, w, d) for (u, w), d in edges.items()], [], [])
-...     return edge_dict(eliminate_edges(g, [(i, j, direction)]).graph)
->>> check_eliminate_edge(by_minirad)
+>>> def by_hand(edges, i, j, direction):
+...     new = dict(edges)
+...     c_ji = new.pop((i, j))
+...     if direction == "front":              # i joins every successor k of j
+...         for (a, k), c_kj in edges.items():
+...             if a == j:
+...                 new[i, k] = new.get((i, k), 0.0) + c_kj * c_ji
+...         if not any(b == j for _, b in new):   # nothing reaches j: it goes
+...             new = {(a, b): c for (a, b), c in new.items() if a != j}
+...     else:                                 # every predecessor h of i joins j
+...         for (h, b), c_ih in edges.items():
+...             if b == i:
+...                 new[h, j] = new.get((h, j), 0.0) + c_ji * c_ih
+...         if not any(a == i for a, _ in new):   # i reaches nothing: it goes
+...             new = {(a, b): c for (a, b), c in new.items() if b != i}
+...     return new
+>>> check_eliminate_edge(by_hand)
 Exercise 4.4 passed: edge elimination agrees with minirad in 34 steps, 6 sequences on 5 graphs
 >>> def keeps_the_edge(edges, i, j, direction):
 ...     return dict(edges)
@@ -28,13 +38,14 @@ front-eliminating x1 -> v2: your result still has the edge x1 -> v2; the elimina
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from .. import examples
 from ..exact.edge_elimination import FRONT, eliminate_edges, vertex_order_as_edges
 from ..graph.lcg import LCG
 from .checks import CheckFailed, call_student, location, passed
-from .checks_more import edge_dict
+from .checks_more import as_edge_dict, edge_dict
+from .exercise import exercise
 
 __all__ = ["check_eliminate_edge"]
 
@@ -52,23 +63,6 @@ def _walks() -> list[tuple[str, LCG, tuple]]:
         ("lab()", lab, (("v3", "f", "back"), ("x", "v2", "front"), ("y", "v2", "front"))),
         ("random_dag(3, 6, 2, rng=0)", random, eliminate_edges(random, "markowitz").sequence),
     ]
-
-
-def _as_edges(result, where: str) -> dict:
-    if not isinstance(result, Mapping):
-        raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return a "
-                          f"new dict {{(u, w): partial}} holding the edges after the step")
-    edges = {}
-    for key, value in result.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) for x in key)):
-            raise CheckFailed(f"{where}: your dict has the key {key!r}; keys are pairs of vertex "
-                              f"names such as ('x1', 'v2'), as in the dict you were given")
-        try:
-            edges[key] = float(value)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{where}: your dict maps {key} to {value!r}, which is not a "
-                              f"number") from None
-    return edges
 
 
 def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
@@ -100,6 +94,9 @@ def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
                               f"expected {value:.10g}{hint}")
 
 
+@exercise("4.4", "eliminate one edge", takes=("eliminate_edge",), points=3, minutes=30,
+          seconds=60, reference=("minirad.exact.edge_elimination", "minirad.exact.face_elimination",
+                                 "minirad.exact._cheapest"))
 def check_eliminate_edge(fn: Callable) -> None:
     """Exercise 4.4: ``fn(edges, i, j, direction)`` eliminates the edge ``i -> j`` from
     an edge dict, by front (``"front"``) or back (``"back"``) elimination.
@@ -124,7 +121,8 @@ def check_eliminate_edge(fn: Callable) -> None:
                 raise CheckFailed(f"{where}: your function changed the dict it was given; "
                                   f"build and return a new dict instead (start from a copy)")
             g = eliminate_edges(g, [(i, j, direction)]).graph
-            _compare(_as_edges(result, where), edge_dict(g), given, (i, j, direction), where)
+            mine = as_edge_dict(result, where, after="the step")
+            _compare(mine, edge_dict(g), given, (i, j, direction), where)
             done.append(f"{direction} {i} -> {j}")
             steps += 1
     passed(exercise, f"edge elimination agrees with minirad in {steps} steps, {len(walks)} "

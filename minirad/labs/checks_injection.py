@@ -7,14 +7,16 @@ with a targeted hint for the common slips (a sampling matrix without its
 ``d/k`` scale, a Rademacher matrix without its ``1/k``, a variance
 recursion that forgets to square the partials).
 
->>> from minirad.randomized.injection import random_projection
->>> check_sampling_P(lambda d, k, rng: random_projection(d, k, rng=rng))
-Exercise 5.3 passed: sampling P well formed, reproducible, E[P] = I and uniform draws on 5 \
+>>> import numpy as np
+>>> def sampling_P(d, k, rng):           # k draws with replacement, each worth d/k
+...     return np.diag(np.bincount(rng.integers(0, d, size=k), minlength=d) * (d / k))
+>>> check_sampling_P(sampling_P)
+Exercise 10.1 passed: sampling P well formed, reproducible, E[P] = I and uniform draws on 5 \
 (d, k) cases
->>> check_sampling_P(lambda d, k, rng: random_projection(d, k, rng=rng) * k / d)
+>>> check_sampling_P(lambda d, k, rng: sampling_P(d, k, rng) * k / d)
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 5.3 (sampling P), on d=3, k=1: your diagonal is \
+minirad.labs.checks.CheckFailed: Exercise 10.1 (sampling P), on d=3, k=1: your diagonal is \
 [0.0, 0.0, 1.0]; each entry must be (times drawn) x d/k = (times drawn) x 3 -- your diagonal \
 holds the draw counts themselves; scale them by d/k so that E[P] = I
 """
@@ -29,8 +31,12 @@ from .. import examples
 from ..graph.lcg import LCG
 from ..randomized.sampling import path_sampling_variance
 from .checks import CheckFailed, as_numbers, call_student, compare_jacobian, location, passed
+from .exercise import exercise
 
 __all__ = ["check_rademacher_P", "check_sampling_P", "check_variance_k1"]
+
+#: what the exercises of this module ask the student to write, in minirad
+INJECTION_REFERENCE = ("minirad.randomized.injection", "minirad.randomized.moments")
 
 #: the mean of the student's matrices may miss I by this many standard errors
 Z_LIMIT = 5.0
@@ -86,8 +92,10 @@ def _unbiased(samples: np.ndarray, where: str, hint: str) -> None:
                           f"away){hint}")
 
 
+@exercise("10.1", "sampling matrix P", takes=("sampling_P",), points=3, minutes=25, seconds=60,
+          reference=INJECTION_REFERENCE)
 def check_sampling_P(fn: Callable) -> None:
-    """Exercise 5.3: ``fn(d, k, rng)`` returns one sampling matrix ``P = (d/k) sum_s e_i e_i^T``.
+    """Exercise 10.1: ``fn(d, k, rng)`` returns one sampling matrix ``P = (d/k) sum_s e_i e_i^T``.
 
     ``k`` components are drawn uniformly with replacement from ``d``; ``P``
     is diagonal and ``P[i, i]`` is (times ``i`` was drawn) x ``d/k``.  The
@@ -99,7 +107,7 @@ def check_sampling_P(fn: Callable) -> None:
     a million per entry); and for ``k >= 2`` the same component is drawn
     twice about as often as draws with replacement make it happen.
     """
-    exercise, topic = "Exercise 5.3", "sampling P"
+    exercise, topic = "Exercise 10.1", "sampling P"
     for d, k in _PROJECTION_CASES:
         where = location(exercise, topic, f"d={d}, k={k}")
         _reproducible(fn, d, k, where, "matrices")
@@ -144,8 +152,10 @@ def check_sampling_P(fn: Callable) -> None:
                      f"{len(_PROJECTION_CASES)} (d, k) cases")
 
 
+@exercise("10.2", "Rademacher matrix P", takes=("rademacher_P",), points=3, minutes=25,
+          seconds=60, reference=INJECTION_REFERENCE)
 def check_rademacher_P(fn: Callable) -> None:
-    """Exercise 5.4: ``fn(d, k, rng)`` returns one Rademacher matrix ``P = R R^T``.
+    """Exercise 10.2: ``fn(d, k, rng)`` returns one Rademacher matrix ``P = R R^T``.
 
     ``R`` is ``d x k`` with independent entries ``+1/sqrt(k)`` or
     ``-1/sqrt(k)``, each with probability 1/2, so ``E[P] = I``.  The check,
@@ -156,12 +166,15 @@ def check_rademacher_P(fn: Callable) -> None:
     with ``np.random.default_rng(2021)`` within 5 standard errors of ``I``;
     and the variance of an off-diagonal entry within 25% of ``1/k``.
 
-    >>> from minirad.randomized.injection import random_projection
-    >>> check_rademacher_P(lambda d, k, rng: random_projection(d, k, "rademacher", rng))
-    Exercise 5.4 passed: Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off \
+    >>> import numpy as np
+    >>> def rademacher_P(d, k, rng):
+    ...     R = rng.choice([-1.0, 1.0], size=(d, k)) / np.sqrt(k)
+    ...     return R @ R.T
+    >>> check_rademacher_P(rademacher_P)
+    Exercise 10.2 passed: Rademacher P symmetric, unit diagonal, E[P] = I and Var = 1/k off \
 the diagonal on 5 (d, k) cases
     """
-    exercise, topic = "Exercise 5.4", "Rademacher P"
+    exercise, topic = "Exercise 10.2", "Rademacher P"
     for d, k in _PROJECTION_CASES:
         where = location(exercise, topic, f"d={d}, k={k}")
         _reproducible(fn, d, k, where, "matrices")
@@ -225,7 +238,7 @@ def _variance_graphs() -> dict[str, LCG]:
     }
 
 
-def _planted_variances(g: LCG) -> dict[str, np.ndarray]:
+def planted_variances(g: LCG) -> dict[str, np.ndarray]:
     """The variance that three common slips in the k = 1 recursion would compute."""
     def recursion(step, subtract=True):
         out = np.zeros((len(g.outputs), len(g.inputs)))
@@ -251,6 +264,9 @@ def _planted_variances(g: LCG) -> dict[str, np.ndarray]:
     }
 
 
+@exercise("5.2", "exact variance for k = 1", takes=("variance_k1",), points=3, minutes=30,
+          seconds=60, reference=("minirad.randomized.sampling:path_sampling_variance",
+                                 "minirad.randomized.experiments"))
 def check_variance_k1(fn: Callable) -> None:
     """Exercise 5.2: ``fn(g)`` is the exact variance of Algorithm 1 with ``k = 1``.
 
@@ -261,8 +277,11 @@ def check_variance_k1(fn: Callable) -> None:
     leaves out the out-degree, or forgets to subtract the squared mean.
 
     >>> from minirad.randomized.sampling import path_sampling_variance
-    >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))
-    Exercise 5.2 passed: exact k = 1 variance agrees with minirad on 7 graphs
+    >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 5.2 (variance of Algorithm 1, k = 1), on \
+figure1(): used the reference -- your function called minirad's path_sampling_variance ...
     """
     exercise, topic = "Exercise 5.2", "variance of Algorithm 1, k = 1"
     graphs = _variance_graphs()
@@ -274,10 +293,16 @@ def check_variance_k1(fn: Callable) -> None:
             compare_jacobian(result, expected, where, what="variance", rtol=1e-8)
         except CheckFailed as failure:
             mine = np.asarray(result, dtype=float)
-            for slip, wrong in _planted_variances(g).items():
+            for slip, wrong in planted_variances(g).items():
                 if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
                     raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
                                       f"is M(z) = d_z * sum over successors s of "
                                       f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
+            if mine.shape == expected.shape and np.any(mine < -1e-9 * max(1.0, mine.max())):
+                i = np.unravel_index(np.argmin(mine), mine.shape)
+                raise CheckFailed(f"{failure} -- your entry [{i[0]}, {i[1]}] is negative, and a "
+                                  f"variance never is: the second moment M(x) is at least "
+                                  f"(dy/dx)^2, so M is too small (each draw's term needs the "
+                                  f"factor d_z, and the partial squared)") from None
             raise
     passed(exercise, f"exact k = 1 variance agrees with minirad on {len(graphs)} graphs")

@@ -9,11 +9,12 @@ not trust what the student says it did: it hands over a chain whose ``step``
 and ``vjp`` count their calls, verify which state they receive, and count (by
 weak references) how many of the states they produced are still alive.
 
->>> from minirad.checkpoint.schedules import uniform_forward_steps, uniform_peak_stored
->>> check_uniform_cost(lambda n, every: (uniform_forward_steps(n, every),
-...                                      uniform_peak_stored(n, every)))
+>>> def peak(n, every):                   # while segment j is reversed
+...     lengths = [min(every, n - start) for start in range(0, n, every)]
+...     return max(j + length for j, length in enumerate(lengths))
+>>> check_uniform_cost(lambda n, every: (2 * n - -(-n // every), peak(n, every)))
 Exercise 8.3 passed: forward steps and peak states agree with minirad on 54 (n, every) cases
->>> check_uniform_cost(lambda n, every: (2 * n - n // every, uniform_peak_stored(n, every)))
+>>> check_uniform_cost(lambda n, every: (2 * n - n // every, peak(n, every)))
 Traceback (most recent call last):
 ...
 minirad.labs.checks.CheckFailed: Exercise 8.3 (cost of the sqrt(N) schedule), on n=3, every=2: \
@@ -29,10 +30,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, gradient, uniform_forward_steps, uniform_peak_stored
+from ..checkpoint.schedules import Chain, reverse_chain, uniform_forward_steps, uniform_peak_stored
 from ..studies.memory import mlp, total_bytes
 from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
 from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .exercise import exercise
 
 __all__ = ["check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
            "check_uniform_cost"]
@@ -53,13 +55,13 @@ _TABLE1_CASES = [
 ]
 
 
-def _table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, logits="whole",
-                    relu_at_baseline=False, relu_bytes=1 / 8, keep=None, relu_on_output=False
-                    ) -> float:
+def table1_variant(sizes, fraction, batch, float_bytes=4, weights=True, biases=True,
+                    logits="whole", relu_at_baseline=False, relu_bytes=1 / 8, keep=None,
+                    relu_on_output=False) -> float:
     """Table 1's total under the rules, with one rule changed (a slip) by a keyword."""
     keep = keep or (lambda d, f: math.ceil(round(f * d, 9)))
     inputs, outputs = sizes[:-1], sizes[1:]
-    params = sum(a * b + b for a, b in zip(inputs, outputs))
+    params = sum(a * b + (b if biases else 0) for a, b in zip(inputs, outputs))
     relu_units = sum(outputs[:-1]) + (outputs[-1] if relu_on_output else 0)
     if fraction == 1.0:
         floats = sum(inputs) + sizes[-1]
@@ -82,6 +84,10 @@ _TABLE1_SLIPS = {
         dict(weights=False),
         "Table 1's peak memory includes the weights and biases (4 bytes per parameter), "
         "kept once for the whole batch"),
+    "biases left out": (
+        dict(biases=False),
+        "the parameters are the weights AND the biases: a layer from d_in to d_out has "
+        "d_in * d_out + d_out of them"),
     "logits left out": (
         dict(logits="none"),
         "the logits (the last layer's output) are kept too, for the loss's backward pass"),
@@ -114,6 +120,9 @@ _TABLE1_SLIPS = {
 }
 
 
+@exercise("8.1", "Table 1 by hand", takes=("table1_bytes",), points=3, minutes=25, seconds=30,
+          reference=("minirad.studies.memory:total_bytes", "minirad.studies.memory:table1_rows",
+                     "minirad.studies.nn_graph:table1_from_graph"))
 def check_table1_bytes(fn: Callable) -> None:
     """Exercise 8.1: ``fn(sizes, fraction, batch)`` is Table 1's peak memory of an MLP, in bytes.
 
@@ -125,8 +134,16 @@ def check_table1_bytes(fn: Callable) -> None:
     bits charged at the baseline, masks counted as floats or bytes or forgotten,
     a mask on the output layer, and ``floor``/``round`` where the rule says ``ceil``.
 
-    >>> from minirad.studies.memory import mlp, total_bytes
-    >>> check_table1_bytes(lambda sizes, f, batch: total_bytes(mlp(sizes), f, batch))
+    >>> def table1_bytes(sizes, fraction, batch):
+    ...     inputs, outputs = sizes[:-1], sizes[1:]
+    ...     parameters = sum(a * b + b for a, b in zip(inputs, outputs))
+    ...     if fraction == 1:
+    ...         per_example = 4 * (sum(inputs) + sizes[-1])
+    ...     else:                                 # ceil(f d) floats, one bit per hidden ReLU
+    ...         kept = sum(math.ceil(fraction * d) for d in inputs)
+    ...         per_example = 4 * (kept + sizes[-1]) + sum(outputs[:-1]) / 8
+    ...     return 4 * parameters + batch * per_example
+    >>> check_table1_bytes(table1_bytes)
     Exercise 8.1 passed: Table 1's accounting agrees with minirad on 13 (network, fraction, \
 batch) cases
     """
@@ -142,7 +159,7 @@ batch) cases
                               f"return the total in bytes, one number") from None
         wheres.append(where)
     expected = [total_bytes(mlp(sizes), f, batch) for sizes, f, batch in _TABLE1_CASES]
-    assert expected == [_table1_variant(*case) for case in _TABLE1_CASES]  # two codings agree
+    assert expected == [table1_variant(*case) for case in _TABLE1_CASES]  # two codings agree
     same = lambda a, b: math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9)  # noqa: E731
     for i, (mine, want) in enumerate(zip(answers, expected)):
         if same(mine, want):
@@ -150,7 +167,7 @@ batch) cases
         message = f"{wheres[i]}: your total is {mine:,.2f} bytes, expected {want:,.2f}"
         if math.isclose(mine, want / 1e6, rel_tol=1e-9):
             raise CheckFailed(message + " -- return bytes, not megabytes")
-        slips = [([_table1_variant(*case, **variant) for case in _TABLE1_CASES], hint)
+        slips = [([table1_variant(*case, **variant) for case in _TABLE1_CASES], hint)
                  for variant, hint in _TABLE1_SLIPS.values()]
         raise CheckFailed(message + _named_slip(answers, slips, i, same))
     passed(exercise, f"Table 1's accounting agrees with minirad on {len(_TABLE1_CASES)} "
@@ -198,7 +215,7 @@ class _Probe:
     def reference(self) -> np.ndarray:
         chain = Chain(step=self._step, vjp=lambda i, x, lam: (self._vjp(i, x, lam), None),
                       seed=lambda i, x: 2 * x if i == self.n else None)
-        return gradient(chain, self.x0, self.n).state_bar
+        return reverse_chain(chain, self.x0, self.n).state_bar
 
     def reset(self) -> None:
         self.steps, self.vjps, self.alive, self.peak = 0, [], 0, 0
@@ -250,6 +267,9 @@ class _Probe:
 _CHECKPOINT_CASES = [(1, 1), (10, 3), (16, 4), (20, 1), (20, 20), (50, 7), (100, 10)]
 
 
+@exercise("8.2", "the sqrt(N) schedule", takes=("checkpointed_gradient",), points=4,
+          minutes=35, seconds=60, reference=("minirad.checkpoint.schedules:reverse_chain",
+                                             "minirad.checkpoint.on_graph"))
 def check_checkpointed_gradient(fn: Callable) -> None:
     """Exercise 8.2: ``fn(step, vjp, seed, x0, n, every)`` reverses a chain with checkpoints.
 
@@ -266,14 +286,16 @@ def check_checkpointed_gradient(fn: Callable) -> None:
     segment's last state, the state of the wrong side of a step, and segments
     reversed in the wrong order.
 
-    >>> from minirad.checkpoint.schedules import Chain, Uniform, gradient
+    >>> from minirad.checkpoint.schedules import Chain, Uniform, reverse_chain
     >>> def fn(step, vjp, seed, x0, n, every):
     ...     chain = Chain(step=step, vjp=lambda i, x, lam: (vjp(i, x, lam), None),
     ...                   seed=lambda i, x: seed(x) if i == n else None)
-    ...     return gradient(chain, x0, n, Uniform(every)).state_bar
-    >>> check_checkpointed_gradient(fn)
-    Exercise 8.2 passed: lam_0, the order of the reverse steps, 2n - ceil(n/every) forward \
-steps and the states held agree with minirad on 7 (n, every) cases
+    ...     return reverse_chain(chain, x0, n, Uniform(every)).state_bar
+    >>> check_checkpointed_gradient(fn)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 8.2 (sqrt(N) checkpointing), on a chain of n=1 \
+steps, every=1: used the reference -- your function called minirad's reverse_chain ...
     """
     exercise, topic = "Exercise 8.2", "sqrt(N) checkpointing"
     rng = np.random.default_rng(8)
@@ -377,6 +399,9 @@ def _peak_slips(n, every):
     ]
 
 
+@exercise("8.3", "the cost of the schedule", takes=("uniform_cost",), points=2, minutes=15,
+          seconds=30, reference=("minirad.checkpoint.schedules:uniform_forward_steps",
+                                 "minirad.checkpoint.schedules:uniform_peak_stored"))
 def check_uniform_cost(fn: Callable) -> None:
     """Exercise 8.3: ``fn(n, every) -> (forward_steps, peak_states)`` of the uniform schedule.
 
@@ -440,6 +465,8 @@ def _rad_peak(p: Reactor, k: int) -> int:
     return rad_gradient(p, initial_theta(rng=0), min(1.0, k / p.size), rng=0).peak_bytes
 
 
+@exercise("8.4", "RAD at a memory budget", takes=("rad_samples_for_budget",), points=2,
+          minutes=15, seconds=60, reference=("minirad.studies.pde:rad_gradient",))
 def check_rad_budget(fn: Callable) -> None:
     """Exercise 8.4: ``fn(p, budget)`` is the most samples per state RAD can keep in ``budget``.
 

@@ -15,9 +15,6 @@ graph ``Q`` from Exercise 5.1).
 >>> edges = edge_dict(examples.lab())
 >>> edges[("x", "v2")], len(edges)
 (3.0, 5)
->>> from minirad.exact.elimination import elimination_order
->>> check_markowitz_order(lambda g: list(elimination_order(g, "markowitz")))
-Exercise 4.2 passed: Markowitz order agrees with minirad on 10 graphs
 >>> check_markowitz_order(lambda g: [g.names[v] for v in g.intermediates])
 Traceback (most recent call last):
 ...
@@ -40,11 +37,16 @@ from ..graph.lcg import LCG
 from ..randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from ..tracing import ops, trace
 from .checks import CheckFailed, as_numbers, call_student, location, passed, time_limit
+from .exercise import exercise
 
 __all__ = [
     "check_descent_step", "check_eliminate_vertex", "check_markowitz_order", "check_sample_Q",
     "check_sgd", "edge_dict", "line_fit_loss", "sample_jacobian",
 ]
+
+#: what the exercises of this module ask the student to write, in minirad
+ELIMINATION_REFERENCE = ("minirad.exact.elimination", "minirad.exact._markowitz",
+                         "minirad.exact.orders")
 
 
 def _num(x) -> str:
@@ -150,10 +152,12 @@ def _elimination_walks():
     ]
 
 
-def _as_edge_dict(result, where: str) -> dict:
+def as_edge_dict(result, where: str, after: str = "the elimination") -> dict:
+    """A student's edge dict with float partials; a ``CheckFailed`` naming the first
+    thing that is not one (the lab's exercises on edge dicts share it)."""
     if not isinstance(result, Mapping):
         raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return a "
-                          f"new dict {{(u, w): partial}} holding the edges after the elimination")
+                          f"new dict {{(u, w): partial}} holding the edges after {after}")
     clean = {}
     for key, value in result.items():
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, str) for x in key)):
@@ -186,6 +190,8 @@ def _eliminate_hint(given: dict, v: str, key, mine: float) -> str:
     return ""
 
 
+@exercise("4.1", "eliminate one vertex", takes=("eliminate_one",), points=3, minutes=25,
+          seconds=60, reference=ELIMINATION_REFERENCE)
 def check_eliminate_vertex(fn: Callable) -> None:
     """Exercise 4.1: ``fn(edges, v)`` eliminates intermediate ``v`` from an edge dict.
 
@@ -201,8 +207,11 @@ def check_eliminate_vertex(fn: Callable) -> None:
     >>> def eliminate_one(edges, v):
     ...     g = LCG.from_edges([(a, b, d) for (a, b), d in edges.items()], [], [])
     ...     return edge_dict(eliminate_vertex(g, v))
-    >>> check_eliminate_vertex(eliminate_one)
-    Exercise 4.1 passed: eliminate_vertex agrees with minirad in 36 steps on 6 graphs
+    >>> check_eliminate_vertex(eliminate_one)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 4.1 (eliminate one vertex), on figure1(), \
+eliminating v2: used the reference -- your function called minirad's eliminate_vertex ...
     """
     exercise, topic = "Exercise 4.1", "eliminate one vertex"
     walks = _elimination_walks()
@@ -218,7 +227,7 @@ def check_eliminate_vertex(fn: Callable) -> None:
             if handed != given:
                 raise CheckFailed(f"{where}: your function changed the dict it was given; "
                                   f"build and return a new dict instead (start from a copy)")
-            mine = _as_edge_dict(result, where)
+            mine = as_edge_dict(result, where)
             g = eliminate_vertex(g, v)
             expected = edge_dict(g)
             stale = sorted(k for k in mine if v in k)
@@ -318,6 +327,8 @@ def _markowitz_hint(g: LCG, mine: list[str]) -> str:
     return ""
 
 
+@exercise("4.2", "Markowitz order", takes=("markowitz_order",), points=3, minutes=25,
+          seconds=60, reference=ELIMINATION_REFERENCE)
 def check_markowitz_order(fn: Callable) -> None:
     """Exercise 4.2: ``fn(g)`` returns the Markowitz elimination order of ``g``, as names.
 
@@ -463,6 +474,9 @@ def _draw_counts(Q: dict, table: _EdgeTable, k: int, where: str) -> dict[int, di
     return draws
 
 
+@exercise("5.1", "Algorithm 1", takes=("sample_Q",), points=4, minutes=35, seconds=150,
+          reference=("minirad.randomized.sampling", "minirad.randomized._batches",
+                     "minirad.randomized.experiments"))
 def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
     """Exercise 5.1: ``fn(g, k, rng)`` runs Algorithm 1 once and returns the sampled edges.
 
@@ -491,9 +505,11 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
     >>> def sample_Q(g, k, rng):
     ...     s = sample_paths(g, k, rng)
     ...     return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
-    >>> check_sample_Q(sample_Q)
-    Exercise 5.1 passed: Algorithm 1 well formed, reproducible and unbiased on 5 cases \
-(10000 samples)
+    >>> check_sample_Q(sample_Q)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 5.1 (Algorithm 1), on figure1() with k=1: used \
+the reference -- your function called minirad's sample_paths ...
     """
     exercise, topic = "Exercise 5.1", "Algorithm 1"
     total = 0
@@ -580,6 +596,8 @@ def _point(result, n: int, where: str, what: str) -> np.ndarray:
     return x
 
 
+@exercise("6.1", "one gradient-descent step", takes=("descend",), points=1, minutes=10,
+          seconds=30)
 def check_descent_step(fn: Callable) -> None:
     """Exercise 6.1: ``fn(f, rate, *args)`` returns the point after one gradient-descent step.
 
@@ -653,6 +671,8 @@ _SGD_CASES = [
 ]
 
 
+@exercise("6.2", "descent with sampled gradients", takes=("sgd",), points=3, minutes=25,
+          seconds=60)
 def check_sgd(fn: Callable) -> None:
     """Exercise 6.2: ``fn(f, start, rate, steps, k, rng)`` runs ``steps`` steps of descent.
 

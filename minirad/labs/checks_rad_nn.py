@@ -16,12 +16,17 @@ adjoint of the layer's output) are checked without looking inside them:
   of 600 draws; below 1e-4 for the whole check).
 
 >>> import numpy as np
->>> from minirad.studies.activations import keep_input, restore_input
->>> def different(x, delta, f, rng):   # minirad standing in for a student's answer
-...     return restore_input(keep_input(x, "different_sample", f, rng)).T @ delta
+>>> from minirad.studies.memory import kept_entries
+>>> def different(x, delta, f, rng):   # each row draws its own k features
+...     B, d = x.shape
+...     k = kept_entries(d, f)
+...     P = np.zeros((B, d))
+...     for row in P:
+...         np.add.at(row, rng.integers(0, d, size=k), d / k)
+...     return (x * P).T @ delta
 >>> check_different_sample(different)
-Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 5 \
-layers (3000 estimates)
+Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 6 \
+layers (3600 estimates)
 >>> def unscaled(x, delta, f, rng):    # a slip: the d/k left out
 ...     return different(x, delta, f, rng) * f
 >>> check_different_sample(unscaled)  # doctest: +ELLIPSIS
@@ -42,6 +47,7 @@ import numpy as np
 
 from ..studies.memory import kept_entries
 from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .exercise import exercise
 
 __all__ = ["check_different_sample", "check_same_sample", "check_z_scores"]
 
@@ -50,8 +56,10 @@ Z_LIMIT = 5.0
 _ESTIMATES = 600
 _PROBES = 300  # a third of them where every row is a sample of its own
 
-# (B, d, out, f): the second has 0.28 * 25 = 7.000000000000001, whose plain ceil is 8
-_LAYERS = [(4, 5, 3, 0.4), (6, 25, 2, 0.28), (3, 8, 4, 0.5), (5, 10, 3, 0.05), (4, 3, 2, 1.0)]
+# (B, d, out, f): the second has 0.28 * 25 = 7.000000000000001, whose plain ceil is 8; the
+# last has f d = 2.1, where floor (2) and ceil (3) differ and d/k = 7/3 is not 1/f
+_LAYERS = [(4, 5, 3, 0.4), (6, 25, 2, 0.28), (3, 8, 4, 0.5), (5, 10, 3, 0.05), (4, 3, 2, 1.0),
+           (4, 7, 3, 0.3)]
 
 
 def _name(B, d, out, f) -> str:
@@ -101,8 +109,20 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                           f"is the same, {G[0].round(6).tolist()}: you sampled the adjoint "
                           f"delta (the outputs); RAD samples the stored input x, the layer's "
                           f"input features, and keeps delta exact")
+    as_k = G.T / scale
+    right = np.allclose(as_k, np.rint(as_k)) and np.allclose(as_k.sum(axis=1), k)
+    floor = math.floor(round(f * d, 9))
+    # k taken as floor(f d), consistently (scale d/floor); not when the answer also reads as
+    # k draws of d/k (3 draws of one feature, 3 x 7/3 = 7, is also 2 draws of 7/2)
+    if 0 < floor != k and not right:
+        counts = G.T * floor / d
+        if np.allclose(counts, np.rint(counts)) and np.allclose(counts.sum(axis=1), floor):
+            raise CheckFailed(f"{where}: with x all ones and delta = I a row of your x P holds "
+                              f"{floor} draws of d/{floor}: that is floor(f d) = {floor}; RAD "
+                              f"keeps k = ceil(f d) = {k}, rounding up (a fraction of a feature "
+                              f"cannot be kept, so keep one more)")
     naive = math.ceil(f * d)
-    if naive != k:   # k computed as ceil(f * d) in floating point, consistently
+    if naive != k and not right:   # k computed as ceil(f * d) in floating point
         counts = G.T * naive / d
         if np.allclose(counts, np.rint(counts)) and np.allclose(counts.sum(axis=1), naive):
             raise CheckFailed(f"{where}: with x all ones and delta = I a row of your x P holds "
@@ -122,10 +142,19 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
                           f"{scale:.6g}{hint}")
     counts = np.rint(counts).astype(int)
     drawn = counts.sum(axis=1)
+    by_f = G.T * f  # the counts, had the student scaled by 1/f instead of d/k
+    if (np.any(drawn != k) and not math.isclose(1 / f, scale)
+            and np.allclose(by_f, np.rint(by_f)) and np.allclose(by_f.sum(axis=1), k)):
+        raise CheckFailed(f"{where}: with x all ones and delta = I your x P scales each draw by "
+                          f"1/f = {1 / f:.6g}; the scale is d/k = {d}/{k} = {scale:.6g}, "
+                          f"because k = ceil(f d) = {k} draws are made, not f d = {f * d:.6g}")
     if np.any(drawn != k):
         wrong = int(drawn[drawn != k][0])
         hint = ""
-        if naive != k and wrong == naive:
+        if 0 < floor != k and np.all(drawn == floor):
+            hint = (f" -- that is floor(f d) = {floor}; RAD keeps ceil(f d) = {k}, rounding up "
+                    f"(a fraction of a feature cannot be kept, so keep one more)")
+        elif naive != k and wrong == naive:
             hint = (f" -- in floating point {f} * {d} = {f * d!r}, whose ceil is {naive}; use "
                     f"kept_entries(d, f), which rounds before the ceil")
         elif wrong == d and d != k:
@@ -213,6 +242,8 @@ def _check_sampler(fn: Callable, exercise: str, topic: str, shared: bool) -> Non
                      f"unbiased on {len(_LAYERS)} layers ({len(_LAYERS) * _ESTIMATES} estimates)")
 
 
+@exercise("9.1", "different-sample weight gradient", takes=("different_sample_grad",),
+          points=3, minutes=25, seconds=60, reference=("minirad.studies.activations",))
 def check_different_sample(fn: Callable) -> None:
     """Exercise 9.1: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by different sample.
 
@@ -234,6 +265,8 @@ def check_different_sample(fn: Callable) -> None:
     _check_sampler(fn, "Exercise 9.1", "different-sample weight gradient", shared=False)
 
 
+@exercise("9.3", "same-sample weight gradient", takes=("same_sample_grad",), points=2,
+          minutes=15, seconds=60, reference=("minirad.studies.activations",))
 def check_same_sample(fn: Callable) -> None:
     """Exercise 9.3: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by same sample.
 
@@ -243,10 +276,16 @@ def check_same_sample(fn: Callable) -> None:
     sample gives one row's worth of repeats per call, not ``B``).
 
     >>> from minirad.studies.activations import keep_input, restore_input
-    >>> check_same_sample(lambda x, delta, f, rng:
-    ...     restore_input(keep_input(x, "same_sample", f, rng)).T @ delta)
-    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 5 \
-layers (3000 estimates)
+    >>> from minirad.studies.memory import kept_entries
+    >>> def same(x, delta, f, rng):       # one draw of k features for the whole batch
+    ...     d = x.shape[1]
+    ...     k = kept_entries(d, f)
+    ...     P = np.zeros(d)
+    ...     np.add.at(P, rng.integers(0, d, size=k), d / k)
+    ...     return (x * P).T @ delta
+    >>> check_same_sample(same)
+    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 6 \
+layers (3600 estimates)
     """
     _check_sampler(fn, "Exercise 9.3", "same-sample weight gradient", shared=True)
 
@@ -318,6 +357,9 @@ def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
     return ""
 
 
+@exercise("9.2", "z-scores", takes=("z_scores",), points=1, minutes=10, seconds=30,
+          reference=("minirad.labs.checks_rad_nn:reference_z_scores",
+                     "minirad.draw.plots:z_scores"))
 def check_z_scores(fn: Callable) -> None:
     """Exercise 9.2: ``fn(estimates, exact)`` returns the z-score of every entry.
 
@@ -331,8 +373,11 @@ def check_z_scores(fn: Callable) -> None:
     standard deviation, ``ddof=0``, a reversed sign, an absolute value, and
     ``nan`` where an entry never varies.
 
-    >>> check_z_scores(reference_z_scores)
-    Exercise 9.2 passed: z-scores agree with minirad on 4 cases
+    >>> check_z_scores(reference_z_scores)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checks.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
+gradient, exact all zeros: used the reference -- your function called minirad's ...
     """
     exercise, topic = "Exercise 9.2", "z-scores"
     cases = _z_cases()

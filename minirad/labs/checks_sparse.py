@@ -9,8 +9,13 @@
 Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
 :class:`~minirad.labs.checks.CheckFailed` naming the input and what is wrong.
 
->>> from minirad.exact.sparsity import colour_columns
->>> check_column_colouring(lambda P: list(colour_columns(P).colours))
+>>> def colour_columns(P):                # greedy: the lowest colour no row forbids
+...     colours = []
+...     for j in range(P.shape[1]):
+...         taken = {colours[i] for i in range(j) if (P[:, i] & P[:, j]).any()}
+...         colours.append(min(set(range(j + 1)) - taken))
+...     return colours
+>>> check_column_colouring(colour_columns)
 Exercise 4.3 passed: column colouring valid and compact on 6 patterns
 >>> check_column_colouring(lambda P: [0] * P.shape[1])
 Traceback (most recent call last):
@@ -28,6 +33,7 @@ import numpy as np
 
 from ..exact.sparsity import colour_columns
 from .checks import CheckFailed, call_student, location, passed
+from .exercise import exercise
 
 __all__ = ["check_column_colouring", "check_implicit_gradient", "colouring_patterns",
            "implicit_problems"]
@@ -70,6 +76,8 @@ def _colours(result, n: int, where: str) -> list[int]:
     return colours
 
 
+@exercise("4.3", "colour the columns of a pattern", takes=("colour_columns",), points=2,
+          minutes=20, seconds=60, reference=("minirad.exact.sparsity", "minirad.exact.compressed"))
 def check_column_colouring(fn: Callable) -> None:
     """Exercise 4.3: ``fn(P)`` returns one colour per column of the Boolean pattern
     ``P`` (rows: outputs, columns: inputs) such that no row holds two columns of
@@ -137,6 +145,8 @@ def _cost(problem, p):
     return float(problem["c"] @ x + 0.5 * x @ x)
 
 
+@exercise("6.3", "the implicit gradient", takes=("implicit_gradient",), points=3,
+          minutes=20, seconds=30, reference=("minirad.implicit.solves",))
 def check_implicit_gradient(fn: Callable) -> None:
     """Exercise 6.3: ``fn(f_x, f_p, g_x)`` returns ``dg/dp`` (shape: the number of
     parameters) at a root of ``f(x, p) = 0``: ``-lambda^T f_p`` with

@@ -1,12 +1,11 @@
 """Turn a lab script into a handout or a solutions notebook, and run notebooks.
 
 A lab is one Python file in jupytext's *percent* format: it runs as a plain
-script, and jupytext (or this module) reads it as a notebook.  Cells start
-at lines beginning ``# %%``; a cell whose marker line is ``# %% [markdown]``
-is prose, every line of it a comment (``# text``).  A leading jupytext
-header (a comment block between two ``# ---`` lines) is skipped.
+script, and jupytext reads it as a notebook (this module leaves the cell
+format to jupytext and handles only the solution blocks).
 
-Reference solutions sit inside code cells between two marker lines::
+Reference solutions sit inside code cells between two marker lines, the
+convention of nbgrader and otter-grader::
 
     def forward_sweep(g):
         # BEGIN SOLUTION Exercise 2.1: forward sweep
@@ -17,24 +16,17 @@ The *handout* replaces each such block, markers included, by
 ``raise NotImplementedError("Exercise 2.1: forward sweep")`` at the
 indentation of the BEGIN line (so a stub inside a ``def`` keeps the def
 valid); the *solutions* drop the two marker lines and keep the code.
+jupytext, nbformat and nbclient come with the ``labs`` extra
+(``pip install "minirad[labs]"``).
 
->>> text = '''# %% [markdown]
-... # # A lab
-... # %%
-... def double(x):
+>>> source = '''def double(x):
 ...     # BEGIN SOLUTION Exercise 0.1: double
 ...     return 2 * x
-...     # END SOLUTION
-... '''
->>> cells = parse_cells(text, "lab0.py")
->>> [cell.kind for cell in cells]
-['markdown', 'code']
->>> print(cells[0].source)
-# A lab
->>> print(handout_source(cells[1].source, "lab0.py", cells[1].line))
+...     # END SOLUTION'''
+>>> print(handout_source(source))
 def double(x):
     raise NotImplementedError("Exercise 0.1: double")
->>> print(solution_source(cells[1].source, "lab0.py", cells[1].line))
+>>> print(solution_source(source))
 def double(x):
     return 2 * x
 """
@@ -52,106 +44,24 @@ from dataclasses import dataclass, field
 from ..graph.files import write_atomically
 
 __all__ = [
-    "Cell", "RunResult", "exercises", "handout_source", "parse_cells", "run_notebook",
+    "RunResult", "exercises", "handout_source", "read_lab", "read_submission", "run_notebook",
     "solution_source", "to_notebook", "write_notebooks",
 ]
 
-CELL_MARKER = re.compile(r"^# %%(?P<rest>.*)$")
-MARKDOWN_TAG = re.compile(r"^\s*\[(markdown|md)\]")
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION\b(?P<label>.*)$")
 END = re.compile(r"^\s*# END SOLUTION\b.*$")  # a trailing note is allowed
-HEADER_FENCE = "# ---"
-
-NBFORMAT, NBFORMAT_MINOR = 4, 4
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 
-@dataclass
-class Cell:
-    """One cell: ``kind`` is ``"code"`` or ``"markdown"``; ``line`` is the
-    1-based file line of the cell's first source line (for error messages)."""
+def _require(module: str):
+    """Import one of the notebook tools of the ``labs`` extra, or say how to install it."""
+    import importlib
 
-    kind: str
-    source: str
-    line: int
-
-
-# ------------------------------------------------------------------ parsing
-def _skip_header(lines: list[str]) -> int:
-    """Index of the first line after a jupytext YAML header, or 0 if there is none."""
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None or lines[first].rstrip() != HEADER_FENCE:
-        return 0
-    for i in range(first + 1, len(lines)):
-        if lines[i].rstrip() == HEADER_FENCE:
-            return i + 1
-    return 0  # no closing fence: not a header, just a comment
-
-
-def _uncomment(line: str) -> str:
-    """``# text`` -> ``text``; a bare ``#`` is an empty markdown line."""
-    if line.startswith("# "):
-        return line[2:]
-    if line.rstrip() == "#":
-        return ""
-    return line  # jupytext keeps such lines as they are; so do we
-
-
-def _finish(kind: str, lines: list[str], start: int) -> Cell | None:
-    # blank lines separate cells in the file; they are not part of the cell
-    while lines and not lines[-1].strip():
-        lines.pop()
-    skipped = 0
-    while lines and not lines[0].strip():
-        lines.pop(0)
-        skipped += 1
-    if not lines:
-        return None
-    if kind == "markdown":
-        lines = [_uncomment(line) for line in lines]
-    return Cell(kind, "\n".join(lines), start + skipped)
-
-
-def parse_cells(text: str, filename: str = "<lab>") -> list[Cell]:
-    """Split percent-format text into cells.
-
-    Text before the first ``# %%`` marker (after any jupytext header) is a
-    code cell if it is not blank.  Solution markers are checked here, so a
-    malformed file fails before anything is written: see :func:`handout_source`.
-
-    >>> [c.kind for c in parse_cells("# %% [markdown]\\n# hi\\n\\n# %%\\nx = 1\\n")]
-    ['markdown', 'code']
-    >>> parse_cells("# %% [markdown]\\n# # BEGIN SOLUTION Exercise 1\\n", "lab9.py")
-    Traceback (most recent call last):
-    ...
-    ValueError: lab9.py, line 2: solution markers belong in code cells, not in markdown
-    """
-    lines = text.splitlines()
-    cells: list[Cell] = []
-    kind, body, start = "code", [], _skip_header(lines) + 1
-    for number, line in enumerate(lines[start - 1:], start=start):
-        match = CELL_MARKER.match(line)
-        if match:
-            cell = _finish(kind, body, start)
-            if cell:
-                cells.append(cell)
-            kind = "markdown" if MARKDOWN_TAG.match(match["rest"]) else "code"
-            body, start = [], number + 1
-        else:
-            body.append(line)
-    cell = _finish(kind, body, start)
-    if cell:
-        cells.append(cell)
-    for cell in cells:
-        if cell.kind == "markdown":
-            for offset, line in enumerate(cell.source.splitlines()):
-                # check the line as written in the file and as shown in the notebook
-                if any(BEGIN.match(text) or END.match(text) for text in (line, "# " + line)):
-                    raise ValueError(f"{filename}, line {cell.line + offset}: solution markers "
-                                     f"belong in code cells, not in markdown")
-        else:
-            _blocks(cell.source, filename, cell.line)  # validate early
-    return cells
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"the lab notebooks need {module}; install the notebook tools with "
+                          f"pip install \"minirad[labs]\"") from None
 
 
 # --------------------------------------------------------- solution blocks
@@ -219,6 +129,70 @@ def solution_source(source: str, filename: str = "<lab>", first_line: int = 1) -
     return "\n".join(line for i, line in enumerate(lines) if i not in markers)
 
 
+# ----------------------------------------------------------------- reading
+def _first_lines(cells, text: str) -> list[int]:
+    """The 1-based file line where each cell's source starts (for error messages):
+    jupytext keeps code lines verbatim and writes markdown lines as ``# text``."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    found, position = [], 0
+    for cell in cells:
+        first = (cell.source.splitlines() or [""])[0].rstrip()
+        if cell.cell_type == "markdown":
+            first = ("# " + first).rstrip() if first else "#"
+        at = next((i for i in range(position, len(lines)) if lines[i] == first), position)
+        found.append(at + 1)
+        position = at + 1
+    return found
+
+
+def _read_lab(path):
+    """The lab's notebook and the file line where each cell starts."""
+    jupytext = _require("jupytext")
+    path = os.fspath(path)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    nb = jupytext.reads(text, fmt="py:percent")
+    lines = _first_lines(nb.cells, text)
+    for cell, line in zip(nb.cells, lines):
+        if cell.cell_type == "code":
+            _blocks(cell.source, path, line)
+            continue
+        for offset, row in enumerate(cell.source.splitlines()):
+            # the line as shown in the notebook, and as written in the file
+            if any(BEGIN.match(form) or END.match(form) for form in (row, "# " + row)):
+                raise ValueError(f"{path}, line {line + offset}: solution markers belong in "
+                                 f"code cells, not in markdown")
+    return nb, lines
+
+
+def read_lab(path):
+    """The lab file at ``path`` as an nbformat notebook, read by jupytext, its solution
+    markers checked (a malformed block raises ``ValueError`` naming file and line).
+
+    >>> import pathlib, tempfile
+    >>> lab = pathlib.Path(tempfile.mkdtemp()) / "lab0.py"
+    >>> _ = lab.write_text("# %% [markdown]\\n# # BEGIN SOLUTION Exercise 1\\n")
+    >>> read_lab(lab)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../lab0.py, line 2: solution markers belong in code cells, not in markdown
+    """
+    return _read_lab(path)[0]
+
+
+def read_submission(path):
+    """A student's submission as an nbformat notebook: an ``.ipynb`` file, or a lab
+    script (percent format, read by jupytext)."""
+    path = os.fspath(path)
+    if path.endswith(".ipynb"):
+        nbformat = _require("nbformat")
+        return nbformat.read(path, as_version=4)
+    if path.endswith(".py"):
+        jupytext = _require("jupytext")
+        return jupytext.read(path, fmt="py:percent")
+    raise ValueError(f"{path} is neither a notebook (.ipynb) nor a lab script (.py)")
+
+
 def exercises(path) -> list[str]:
     """The exercise labels of a lab file, in order of appearance.
 
@@ -228,68 +202,47 @@ def exercises(path) -> list[str]:
     >>> exercises(lab)
     ['Exercise 0.1: x']
     """
-    path = os.fspath(path)
-    labels = []
-    for cell in _read_cells(path):
-        if cell.kind == "code":
-            labels += [label for *_, label in _blocks(cell.source, path, cell.line)]
-    return labels
+    nb, lines = _read_lab(path)
+    return [label for cell, line in zip(nb.cells, lines)
+            if cell.cell_type == "code"
+            for *_, label in _blocks(cell.source, os.fspath(path), line)]
 
 
-# ----------------------------------------------------------------- notebooks
-def _read_cells(path: str) -> list[Cell]:
-    with open(path, encoding="utf-8") as f:
-        return parse_cells(f.read(), path)
-
-
-def _source_lines(text: str) -> list[str]:
-    """nbformat stores a cell's source as lines that keep their newlines."""
-    return text.splitlines(keepends=True)
-
-
-def _nb_cell(kind: str, text: str) -> dict:
-    if kind == "markdown":
-        return {"cell_type": "markdown", "metadata": {}, "source": _source_lines(text)}
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-            "source": _source_lines(text)}
-
-
-def to_notebook(path, solutions: bool) -> dict:
-    """The notebook (an nbformat 4.4 dict) of a lab file: the handout, or with
-    ``solutions=True`` the reference solutions.
+def to_notebook(path, solutions: bool):
+    """The notebook (nbformat 4) of a lab file: the handout, or with
+    ``solutions=True`` the reference solutions.  Its metadata names the lab
+    (``minirad.source``), which is how the grader knows a submission's lab.
 
     >>> import pathlib, tempfile
     >>> lab = pathlib.Path(tempfile.mkdtemp()) / "lab0.py"
-    >>> _ = lab.write_text("# %% [markdown]\\n# Hi\\n# %%\\n# BEGIN SOLUTION E1\\nx = 1\\n"
+    >>> _ = lab.write_text("# %% [markdown]\\n# Hi\\n\\n# %%\\n# BEGIN SOLUTION E1\\nx = 1\\n"
     ...                    "# END SOLUTION\\n")
     >>> nb = to_notebook(lab, solutions=False)
-    >>> nb["nbformat"], [c["cell_type"] for c in nb["cells"]], nb["cells"][1]["source"]
-    (4, ['markdown', 'code'], ['raise NotImplementedError("E1")'])
-    >>> to_notebook(lab, solutions=True)["cells"][1]["source"]
-    ['x = 1']
+    >>> nb.nbformat, [c.cell_type for c in nb.cells], nb.cells[1].source
+    (4, ['markdown', 'code'], 'raise NotImplementedError("E1")')
+    >>> to_notebook(lab, solutions=True).cells[1].source
+    'x = 1'
     """
     path = os.fspath(path)
+    nb, lines = _read_lab(path)
     convert = solution_source if solutions else handout_source
-    cells = []
-    for cell in _read_cells(path):
-        text = cell.source
-        if cell.kind == "code":
-            text = convert(text, path, cell.line)
-        cells.append(_nb_cell(cell.kind, text))
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": dict(KERNELSPEC),
-            "language_info": {"name": "python"},
-            "minirad": {"source": os.path.basename(path),
-                        "form": "solutions" if solutions else "handout"},
-        },
-        "nbformat": NBFORMAT,
-        "nbformat_minor": NBFORMAT_MINOR,
+    for cell, line in zip(nb.cells, lines):
+        if cell.cell_type == "code":
+            cell.source = convert(cell.source, path, line)
+    nb.metadata = {
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "minirad": {"source": os.path.basename(path),
+                    "form": "solutions" if solutions else "handout"},
     }
+    for cell in nb.cells:
+        cell.pop("id", None)
+    nb.nbformat_minor = 4  # no cell ids: the file stays the same from one build to the next
+    return nb
 
 
-def _lab_files(source) -> list[str]:
+def lab_files(source) -> list[str]:
+    """The lab files (``lab*.py``) of a folder, or the one file given."""
     source = os.fspath(source)
     if os.path.isdir(source):
         files = sorted(glob.glob(os.path.join(source, "lab*.py")))
@@ -301,11 +254,6 @@ def _lab_files(source) -> list[str]:
             raise ValueError(f"{source} is not a lab file; labs are percent-format .py files")
         return [source]
     raise ValueError(f"no such file or folder: {source}")
-
-
-def _write_json_atomically(path: str, document: dict) -> None:
-    text = json.dumps(document, indent=1, ensure_ascii=False) + "\n"
-    write_atomically(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def write_notebooks(source, out_dir, solutions: bool = False) -> list[str]:
@@ -321,14 +269,15 @@ def write_notebooks(source, out_dir, solutions: bool = False) -> list[str]:
     >>> [os.path.basename(p) for p in write_notebooks(folder, folder / "out")]
     ['lab0_demo.ipynb']
     """
-    files = _lab_files(source)
-    notebooks = [(f, to_notebook(f, solutions)) for f in files]
+    nbformat = _require("nbformat")
+    files = lab_files(source)
+    notebooks = [(f, nbformat.writes(to_notebook(f, solutions)) + "\n") for f in files]
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    for f, nb in notebooks:
+    for f, text in notebooks:
         target = os.path.join(out_dir, os.path.splitext(os.path.basename(f))[0] + ".ipynb")
-        _write_json_atomically(target, nb)
+        write_atomically(target, lambda out, text=text: out.write(text.encode("utf-8")))
         written.append(target)
     return written
 
@@ -414,12 +363,14 @@ def run_notebook(nb_or_path, stop_at_not_implemented: bool = True, cwd=None,
                  env: dict | None = None) -> RunResult:
     """Execute a notebook's code cells in order, in this process, in one namespace.
 
-    The working directory is ``cwd``, else the notebook's folder (for a
-    path), else the current one; ``MPLBACKEND`` is ``Agg`` and ``env`` adds
-    further variables; all are restored afterwards.  A cell that raises is
-    recorded in the result.  Any exception stops the run, except that with
-    ``stop_at_not_implemented=False`` a ``NotImplementedError`` (an
-    unsolved exercise of a handout) is recorded and the run goes on.
+    A quick way to run a lab without a kernel (the tests use it; the grader
+    uses a real kernel).  The working directory is ``cwd``, else the
+    notebook's folder (for a path), else the current one; ``MPLBACKEND`` is
+    ``Agg`` and ``env`` adds further variables; all are restored afterwards.
+    A cell that raises is recorded in the result.  Any exception stops the
+    run, except that with ``stop_at_not_implemented=False`` a
+    ``NotImplementedError`` (an unsolved exercise of a handout) is recorded
+    and the run goes on.
 
     >>> nb = {"cells": [{"cell_type": "code", "source": ["x = 2"]},
     ...                 {"cell_type": "markdown", "source": ["text"]},

@@ -73,10 +73,10 @@ from functools import cached_property
 
 import numpy as np
 
-from .._arguments import number_of_estimates, takes_graph_or_function
+from .._arguments import check_memory, format_number, number_of_estimates, takes_graph_or_function
 from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
-from ..exact.result import Accumulation
+from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, levels, reachable, takes_lcg
@@ -93,6 +93,12 @@ __all__ = [
 
 # draws the batched sampler records per chunk of samples (about 24 bytes each)
 _CHUNK_DRAWS = 1 << 23
+# bytes one draw costs the batched sampler while its sample is in hand (24 to 29
+# measured with tracemalloc), and the reference sampler at the vertex drawing
+_BYTES_PER_DRAW = 32
+_BYTES_PER_DRAW_REFERENCE = 24
+# the draws of one sample are counted in int64: k times the vertices must stay below
+_MOST_DRAWS = 2**63
 _SAMPLES_PER_LEVEL = 160
 
 # ------------------------------------------------------------ arguments
@@ -135,6 +141,7 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
     if isinstance(k, (int, np.integer)):
         if k < 1:
             raise ValueError(f"k must be at least 1 (draws per vertex), got {k}")
+        _check_countable(g, k, "k")
         return np.where(has_succ, int(k), 0).astype(np.int64)
     if isinstance(k, (float, np.floating)):
         if not 0.0 < k <= 1.0:  # also rejects NaN
@@ -152,6 +159,7 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
                                 f"(or None to keep every out-edge)")
             if count < 1:
                 raise ValueError(f"k[{vertex!r}] must be at least 1, got {count}")
+            _check_countable(g, count, f"k[{vertex!r}]")
             if not has_succ[v]:
                 raise ValueError(f"k names vertex {g.names[v]}, which has no out-edges to "
                                  f"sample; only vertices with successors draw")
@@ -216,6 +224,15 @@ def entries_per_vertex(g: LCG, entries) -> np.ndarray:
         return inside
     raise TypeError(f"entries must be an int, a float fraction in (0, 1], a mapping from "
                     f"vertices to ints or None, not {type(entries).__name__}")
+
+
+def _check_countable(g: LCG, k, name: str) -> None:
+    """Refuse a number of draws per vertex whose total on ``g`` overflows int64."""
+    most = (_MOST_DRAWS - 1) // max(1, g.n_vertices)
+    if k > most:
+        raise ValueError(f"{name}={format_count(int(k))} draws per vertex cannot be counted on "
+                         f"a graph of {g.n_vertices} vertices (at most {most:,}), and no "
+                         f"computer could hold one sample's draws anyway")
 
 
 def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
@@ -359,6 +376,10 @@ def sample_paths(g: LCG, k=1, rng=None, *, entries=None) -> PathSample:
     draws = draws_per_vertex(g, k)
     inside = entries_per_vertex(g, entries)
     on_paths(g)
+    most = int(draws.max(initial=0))
+    check_memory(_BYTES_PER_DRAW_REFERENCE * most,
+                 f"a sample with k={k!r} ({most:,} draws at one vertex)",
+                 lambda _: "; draw fewer per vertex")
     rng = _rng(rng)
     order, ptr = g.out_edges_csr
     visited = np.zeros(g.n_vertices, dtype=bool)
@@ -497,6 +518,7 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
     rng = _rng(rng)
     if direction not in (None, "reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
+    check_sizes(g, k, n)
     if g.algebra is not FLOATS:
         if direction == "forward":
             raise ValueError("on an array graph the sampled estimates are accumulated in "
@@ -563,6 +585,35 @@ def _engine_estimates(g: LCG, k, draws: np.ndarray, n: int, rng, direction, prog
         start = stop
     _path_batches.give_back(scratch)
     return out
+
+
+def check_sizes(g: LCG, k, n: int, copies: int = 1) -> None:
+    """Refuse, before drawing anything, what memory cannot hold: ``n`` estimates of
+    ``g``'s Jacobian (8 bytes an entry, ``copies`` arrays of them), or the draws one
+    sample makes with ``k`` (:func:`sampled_jacobians` keeps a sample's draws in hand).
+
+    >>> from minirad import examples
+    >>> check_sizes(examples.figure1(), 1, 10 ** 15)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: 1,000,000,000,000,000 estimates of a 1 x 2 Jacobian would need 14.2 PiB ...
+    """
+    draws = draws_per_vertex(g, k)
+    n = number_of_estimates(n)
+    if g.algebra is FLOATS:
+        rows, columns = len(g.outputs), len(g.inputs)
+    else:
+        rows, columns = (sum(g.size(v) for v in ends) for ends in (g.outputs, g.inputs))
+    each = 8 * copies * rows * columns
+    check_memory(each * n, f"{format_number(n)} estimates of a {rows} x {columns} Jacobian",
+                 lambda available: f"; at most {available // max(each, 1):,} fit")
+    if g.algebra is not FLOATS:  # the stacked sampler draws in chunks of bounded memory
+        return
+    plan = _batch_plan(g, k, draws)
+    if not plan.single:  # walks keep no draws (see _batches.walks)
+        check_memory(_BYTES_PER_DRAW * plan.most_draws,
+                     f"a sample with k={k!r} (up to {plan.most_draws:,} draws)",
+                     lambda _: "; draw fewer per vertex")
 
 
 def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:

@@ -3,12 +3,14 @@ imports this package.
 
 * :mod:`minirad.studies.nn`: training neural networks on real MNIST with
   randomized backward passes (paper Sec. 4, Table 1), with
-  :mod:`minirad.studies.nn_graph` (the networks as vector LCGs) and
+  :mod:`minirad.studies.nn_graph` (the networks as LCGs of arrays) and
   ``minirad study nn``;
 * :mod:`minirad.studies.pde`: reaction-diffusion control (paper Sec. 5,
   Appendix B), with :mod:`minirad.studies.pde_graph` (the simulation as a
-  vector LCG, the reference), :mod:`minirad.studies.pde_engine` (the batched
-  fast path) and :mod:`minirad.studies.pde_figures` (``minirad study pde``);
+  LCG of arrays, the reference), :mod:`minirad.studies.pde_engine` (the batched
+  fast path), :mod:`minirad.studies.pde_traced` (the loss as a numpy program,
+  traced and replayed by the library) and :mod:`minirad.studies.pde_figures`
+  (``minirad study pde``);
 * :mod:`minirad.studies.elimination_gaps`: a search of small random graphs
   for gaps between the vertex, edge and face elimination optima.
 """

@@ -3,8 +3,9 @@ rules, and how a gradient is computed.
 
 A :class:`Network` bundles what the training loop needs for one architecture:
 
-* ``program``: the network as a traced program (:mod:`minirad.studies.nn_graph`);
-  its gradient, with an estimator injected on the graph, is the *reference*;
+* ``program``: the network as a traced program (:mod:`minirad.studies.nn_graph`),
+  traced once and replayed at every minibatch; its gradient, with an estimator
+  injected on the graph, is the *reference*;
 * ``floor``: the hand-written numpy network (``None`` for the IRNN), a fast path
   tested equal to the reference on the same samples
   (``tests/test_studies_nn_graph.py``);
@@ -106,8 +107,10 @@ def gradient_function(net: Network, kind: str, fraction: float, engine: str = "g
     """``grad_fn(params, x, y, rng) -> (loss, grads)`` with the estimator ``kind``
     (``exact``, ``different_sample``, ``same_sample``, ``project``).
 
-    ``engine="graph"`` traces the program, injects the estimator on the graph and
-    sweeps it in reverse; ``"floor"`` runs the hand-written numpy network.
+    ``engine="graph"`` traces the program at the first minibatch and replays its graph
+    at the others (:class:`minirad.studies.nn_graph.Replayed`), injects the estimator
+    on the graph and sweeps it in reverse; ``"floor"`` runs the hand-written numpy
+    network.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
@@ -117,13 +120,14 @@ def gradient_function(net: Network, kind: str, fraction: float, engine: str = "g
         raise ValueError(f"kind must be exact or one of {', '.join(nn_graph.INJECTIONS)}, "
                          f"not {kind!r}")
     fraction = 1.0 if kind == "exact" else fraction
+    graphs = nn_graph.Replayed(net.program)
 
     def grad_fn(params, x, y, rng):
         y = np.asarray(y)
         if engine == "floor":
             return net.floor(params, x, y, kind, fraction, rng=rng)
         return nn_graph.loss_and_grad(params, x, y, kind, fraction, rng=rng,
-                                      program=net.program)
+                                      program=net.program, graphs=graphs)
 
     return grad_fn
 

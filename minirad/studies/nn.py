@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..graph.files import write_atomically
-from . import budget, convnet_numpy, memory, networks, nn_report
+from . import budget, convnet_numpy, memory, networks, nn_report, verdicts
 from . import mlp_numpy as floor
 from .data import mnist_split
 from .noise import Setting, full_gradient, gradient_noise
@@ -124,12 +124,15 @@ class StudyConfig:
     other_seeds: tuple = (0,)
     other_evaluations: int = 6
     other_eval_examples: int = 500   # training-loss evaluation on this many images
+    smoke_test: bool = False         # too short to show the paper's findings: say so
 
     @classmethod
     def quick(cls) -> StudyConfig:
         """Under two minutes: one seed, 150 MLP iterations, thin short ConvNet and IRNN
-        runs, few draws."""
-        return cls(iterations=150, decay_every=50, seeds=(0,), evaluations=6, noise_draws=5,
+        runs, few draws.  A smoke test: it shows that every part runs, and its pictures and
+        report say so instead of claiming the paper's figures."""
+        return cls(smoke_test=True, iterations=150, decay_every=50, seeds=(0,), evaluations=6,
+                   noise_draws=5,
                    pilot_iterations=60, conv_channels=(4, 8, 8, 8), conv_draws=2,
                    conv_pilot_iterations=0, conv_train_channels=(2, 4, 4, 4),
                    conv_iterations=12, irnn_iterations=40, other_evaluations=3,
@@ -338,18 +341,27 @@ def _config_name(config: StudyConfig) -> str:
 
 
 def _comparison(rows, layer_names, reduced: int, batch: int) -> list[str]:
-    """Per layer: RAD (different sample, batch 150) against the equal-memory exact batch."""
+    """Per layer: RAD (different sample, batch 150) against the equal-memory exact batch,
+    a verdict only where a t-test over the draws tells them apart."""
     rad = next(r for r in rows if r["kind"] == "different_sample" and r["batch"] == batch
                and r["label"].endswith("larger batches"))
     small = next(r for r in rows if r["kind"] == "exact" and r["batch"] == reduced)
     lines = []
     for i, name in enumerate(layer_names):
-        ratio = small["mse"][i] / rad["mse"][i]
-        verdict = "lower" if ratio > 1 else "HIGHER"
-        lines.append(f"* {name}: different sample (batch {batch}) has {verdict} noise than "
-                     f"the equal-memory batch of {reduced} (MSE {rad['mse'][i]:.3g} vs "
-                     f"{small['mse'][i]:.3g}, ratio {ratio:.2f})")
+        verdict = verdicts.noise_verdict((rad["mse"][i], rad["se"][i]),
+                                         (small["mse"][i], small["se"][i]),
+                                         min(rad["draws"], small["draws"]))
+        said = (f"{verdict} noise than" if verdict != "not told apart" else
+                f"noise not told apart (a t-test at 5% over {rad['draws']} draws) from")
+        lines.append(f"* {name}: different sample (batch {batch}) has {said} the equal-memory "
+                     f"batch of {reduced}: MSE {_with_se(rad, i)} against {_with_se(small, i)}, "
+                     f"{rad['mse'][i] / small['mse'][i]:.2f}x")
     return lines
+
+
+def _with_se(row: dict, i: int) -> str:
+    se = row["se"][i]
+    return f"{row['mse'][i]:.3g}" + (f" ± {se:.2g}" if np.isfinite(se) else "")
 
 
 def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
@@ -388,22 +400,26 @@ def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
              "training_convnet": os.path.join(out_dir, "nn_training_convnet.png"),
              "training_irnn": os.path.join(out_dir, "nn_training_irnn.png"),
              "table": os.path.join(out_dir, "nn_study.md")}
-    other_text = _plot_others(others, config, paths)
+    other_text = _plot_others(others, config, paths, n_test=len(data.y_test))
     batches = {name: row["batch"] for name, row in table_rows.items()}
+    smoke = _smoke_title(config)
     nn_report.plot_training(
-        runs, batches, f"MNIST MLP 784-300-300-300-10, f = {config.fraction:g}; every estimator "
-        f"but baseline uses about the same memory; {len(config.seeds)} seed(s), one line each",
-        paths["training"])
+        runs, batches, f"{smoke}MNIST MLP 784-300-300-300-10, f = {config.fraction:g}; every "
+        f"estimator but baseline uses about the same memory; {len(config.seeds)} seed(s), one "
+        f"line each", paths["training"], loss_title=_loss_title(config))
     mlp_layers = [f"layer {i + 1} ({a}x{b})" for i, (a, b) in
                   enumerate(zip(config.sizes[:-1], config.sizes[1:]))]
-    nn_report.plot_noise(mlp_rows, mlp_layers, "Gradient noise vs memory, MNIST MLP (numbers: "
-                         "batch sizes; f: fraction kept)", paths["noise_mlp"])
+    nn_report.plot_noise(mlp_rows, mlp_layers, f"{smoke}Gradient noise vs memory, MNIST MLP "
+                         f"(numbers: batch sizes; f: fraction kept; bars: 2 standard errors "
+                         f"over {config.noise_draws} draws)", paths["noise_mlp"])
     ch = config.conv_channels
     conv_layers = [f"conv1 (1->{ch[0]})", f"conv2 ({ch[0]}->{ch[1]})",
                    f"conv3 ({ch[1]}->{ch[2]})", f"conv4 ({ch[2]}->{ch[3]})",
                    f"linear ({ch[3] * 49}->10)"]
-    nn_report.plot_noise(conv_rows, conv_layers, f"Gradient noise vs memory, MNIST ConvNet "
-                         f"with channels {ch} (paper Figure 5; numbers: batch sizes)",
+    figure5 = "" if config.smoke_test else "paper Figure 5; "
+    nn_report.plot_noise(conv_rows, conv_layers, f"{smoke}Gradient noise vs memory, MNIST "
+                         f"ConvNet with channels {ch} ({figure5}numbers: batch sizes; bars: 2 "
+                         f"standard errors over {config.conv_draws} draws)",
                          paths["noise_convnet"])
 
     nn_report.plot_budget(allocation, _budget_title(config), paths["budget"])
@@ -415,6 +431,14 @@ def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
             f"{seconds:.0f} s. The MLP trains on the {_engine_text(config.engine)}, the "
             f"ConvNet on the {_engine_text(config.conv_engine)}, the IRNN on the traced "
             f"graph; the gradient-noise measurements use the numpy networks.", ""]
+    if config.smoke_test:
+        text += [f"**A smoke test, not the paper's results**: {config.iterations} MLP "
+                 f"iterations on one seed, {config.conv_iterations} ConvNet iterations, "
+                 f"{config.noise_draws} noise draws per point. It shows that every part "
+                 f"runs; its training runs are too short and too few to tell the "
+                 f"estimators apart, so no order of them is claimed, and a noise "
+                 f"comparison is made only where a t-test over the draws allows. Run "
+                 f"`minirad study nn` for the study itself.", ""]
     text += nn_report.table1_markdown()
     text += ["## Training the MLP (paper Figure 6)", "",
              f"{config.iterations} iterations, learning rate x0.6 every {config.decay_every}, "
@@ -422,7 +446,8 @@ def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
              f"all of them and on 1,000 test images; (learning rate, weight decay) as "
              f"released with the paper for MNIST. Memory per example is counted by the rules, "
              f"by the arrays the numpy tape holds, and measured with tracemalloc.", ""]
-    text += nn_report.training_markdown(runs, table_rows, config.seeds, PAPER_ORDER)
+    text += nn_report.training_markdown(runs, table_rows, config.seeds, PAPER_ORDER,
+                                        n_test=len(data.y_test), smoke_test=config.smoke_test)
     text += ["## Gradient noise on the MLP (Figure 5's measurement)", "",
              f"Mean squared error per weight entry against the full-training-set gradient, "
              f"{config.noise_draws} draws per point, at the parameters after "
@@ -446,11 +471,11 @@ def _run_study(out_dir: str, config: StudyConfig, progress) -> dict:
 
 
 def _engine_text(engine: str) -> str:
-    return ("traced vector LCG (estimators injected on the graph)" if engine == "graph"
+    return ("traced LCG of arrays (estimators injected on the graph)" if engine == "graph"
             else "hand-written numpy network (tested equal to the graph on the same samples)")
 
 
-def _plot_others(others: dict, config: StudyConfig, paths: dict) -> list[str]:
+def _plot_others(others: dict, config: StudyConfig, paths: dict, n_test: int) -> list[str]:
     """Figures and markdown of the ConvNet and IRNN training runs."""
     text = []
     for network, runs in others.items():
@@ -471,8 +496,9 @@ def _plot_others(others: dict, config: StudyConfig, paths: dict) -> list[str]:
         ms = {name: np.mean([1e3 * h.seconds / len(h.batch_losses) for h in hs])
               for name, hs in runs.items()}
         nn_report.plot_training(
-            runs, batches, f"{what}; f = {config.fraction:g}, Adam lr {lr:g} for every "
-            f"estimator; {len(config.other_seeds)} seed(s)", paths[f"training_{network}"],
+            runs, batches, f"{_smoke_title(config)}{what}; f = {config.fraction:g}, Adam lr "
+            f"{lr:g} for every estimator; {len(config.other_seeds)} seed(s)",
+            paths[f"training_{network}"], loss_title=_loss_title(config),
             loss_label=f"training loss on {config.other_eval_examples} training images (log)")
         text += [f"## Training the {'ConvNet' if network == 'convnet' else 'IRNN'}", "",
                  f"{what} on the {_engine_text(engine)}. Adam with one learning rate "
@@ -480,13 +506,22 @@ def _plot_others(others: dict, config: StudyConfig, paths: dict) -> list[str]:
                  f"ConvNet on CIFAR-10 and trained the IRNN with SGD at 1e-4 for 200,000 "
                  f"iterations, out of reach here), x0.6 every quarter of the run; the "
                  f"equal-memory batch from the rules is {batches['reduced_batch']}.", ""]
-        text += nn_report.other_training_markdown(runs, batches, ms, lr)
+        text += nn_report.other_training_markdown(runs, batches, ms, lr, n_test)
     return text
 
 
+def _smoke_title(config: StudyConfig) -> str:
+    return "SMOKE TEST (--quick), not the paper's result: " if config.smoke_test else ""
+
+
+def _loss_title(config: StudyConfig) -> str:
+    return ("Training loss (a few iterations: a smoke test)" if config.smoke_test
+            else "Training loss (paper Figure 6)")
+
+
 def _budget_title(config: StudyConfig) -> str:
-    return (f"Beyond the paper: per-layer kept counts for the least variance at the memory of "
-            f"f = {config.fraction:g} (MNIST MLP, different sample)")
+    return (f"{_smoke_title(config)}Beyond the paper: per-layer kept counts for the least "
+            f"variance at the memory of f = {config.fraction:g} (MNIST MLP, different sample)")
 
 
 def _budget_intro(config: StudyConfig) -> list[str]:

@@ -1,9 +1,14 @@
-"""The study's networks as traced programs on the vector LCG, the estimators as
+"""The study's networks as traced programs on the LCG of arrays, the estimators as
 injections on the graph, and the memory as the graph's own accounting.
+
+Training traces each network once and replays its graph at every later minibatch
+(:class:`Replayed`, :func:`minirad.replay`): the graph's values and Jacobian blocks
+are made again by the library's rules, bit for bit those of a fresh trace, without
+running the network's Python again.
 
 Each network is a plain numpy program of its parameters (the data are constants
 of the trace): :func:`mlp_program`, :func:`convnet_program`, :func:`irnn_program`.
-Tracing it gives a vector LCG whose ``outer`` edges keep the input of a linear
+Tracing it gives an LCG of arrays whose ``outer`` edges keep the input of a linear
 or convolutional layer for that layer's weight gradient; the RAD estimators
 replace exactly those stored inputs (:func:`inject`, the paper's scheme of
 :func:`minirad.randomized.injection.sample_activations`, one seed per layer), so the
@@ -19,17 +24,21 @@ True
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from ..exact.sweeps import gradient
 from ..graph.memory import memory
 from ..randomized.injection import inject_edge
 from ..rng import as_generator
-from ..tracing import trace
+from ..tracing import replay, trace
 from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from ..tracing.naming import parameter_names
 from ..tracing.ops import relu
+from ..tracing.replay import recorded_program
 
-__all__ = ["INJECTIONS", "convnet_program", "inject", "irnn_logits", "irnn_program",
+__all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
            "traced"]
 
@@ -77,13 +86,19 @@ def convnet_program(x, y):
 
 
 def irnn_logits(params, x):
-    """Le et al.'s IRNN on sequences ``x`` (B, T, D): ``h_t = relu(x_t W_ih + b_ih +
-    h_{t-1} W_hh + b_hh)`` from ``h_0 = 0``, then a linear layer on ``h_T``."""
+    """Le et al.'s IRNN on sequences ``x`` (B, T, D), or on the list of its T steps
+    (B, D): ``h_t = relu(x_t W_ih + b_ih + h_{t-1} W_hh + b_hh)`` from ``h_0 = 0``,
+    then a linear layer on ``h_T``."""
     w_ih, b_ih, w_hh, b_hh, w, b = params
-    h = np.zeros((x.shape[0], w_hh.shape[0]), x.dtype)
-    for t in range(x.shape[1]):
-        h = name(relu(x[:, t, :] @ w_ih + b_ih + h @ w_hh + b_hh), f"h{t + 1}")
+    steps = _time_steps(x) if isinstance(x, np.ndarray) else list(x)
+    h = np.zeros((steps[0].shape[0], w_hh.shape[0]), steps[0].dtype)
+    for t, x_t in enumerate(steps):
+        h = name(relu(x_t @ w_ih + b_ih + h @ w_hh + b_hh), f"h{t + 1}")
     return h @ w + b
+
+
+def _time_steps(x: np.ndarray) -> list[np.ndarray]:
+    return [x[:, t, :] for t in range(x.shape[1])]
 
 
 def irnn_program(x, y):
@@ -94,8 +109,67 @@ def irnn_program(x, y):
     return f
 
 
+# how a program takes its minibatch as arguments of the traced function: the IRNN reads
+# x one time step at a time, so its steps are the arguments (a slice taken inside the
+# program would be a constant replay cannot take again)
+_DATA = {irnn_program: _time_steps}
+
+
+class Replayed:
+    """A network's graph at each minibatch: traced at the first, replayed at the others
+    (:func:`minirad.replay`), one traced graph per shape of minibatch.
+
+    The traced function takes the minibatch and the labels as arguments it does not
+    differentiate, so a replay can take new ones; the graph equals
+    :func:`traced`'s bit for bit (``tests/test_studies_networks.py``).
+
+    >>> from minirad.studies import mlp_numpy
+    >>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
+    >>> graphs = Replayed(mlp_program)
+    >>> x, y = np.ones((4, 6), np.float32), np.array([0, 1, 2, 0])
+    >>> g1 = graphs(params, x, y)          # traced
+    >>> g2 = graphs(params, 2 * x, y)      # replayed
+    >>> bool(np.array_equal(gradient(g2)[0], gradient(traced(mlp_program, params, 2 * x, y))[0]))
+    True
+    """
+
+    def __init__(self, program):
+        self.program = program
+        # per shape of minibatch, the recording of its trace (none of the graph's values,
+        # so a long run holds no graph between iterations)
+        self.recordings: dict[tuple, object] = {}
+
+    def __call__(self, params, x, y):
+        pieces = _DATA.get(self.program, lambda x: [x])(x)
+        y = np.asarray(y)
+        arguments = [*pieces, y, *params]
+        key = tuple((a.shape, a.dtype.str) for a in arguments)
+        recording = self.recordings.get(key)
+        if recording is not None:
+            return replay(recording, *arguments)
+        g = trace(self._function(x, y, len(pieces), len(params)), *arguments,
+                  wrt=range(len(pieces) + 1, len(arguments)))
+        self.recordings[key] = recorded_program(g)
+        return g
+
+    def _function(self, x, y, n_pieces: int, n_params: int):
+        """The program as a function of (pieces, labels, parameters), its parameters named
+        as :func:`traced` names them."""
+        program, stepwise = self.program, self.program in _DATA
+
+        def f(*arguments):
+            pieces, labels = arguments[:n_pieces], arguments[n_pieces]
+            data = list(pieces) if stepwise else pieces[0]
+            return program(data, labels)(*arguments[n_pieces + 1:])
+        names = ([f"x{t}" for t in range(n_pieces)] if stepwise else ["x"]) + ["y"] + \
+            parameter_names(program(x, y), n_params)
+        f.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in names])
+        return f
+
+
 def traced(program, params, x, y):
-    """The vector LCG of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
+    """The LCG of arrays of ``program(x, y)`` at ``params`` (the parameters are its inputs)."""
     return trace(program(x, y), *params)
 
 
@@ -134,9 +208,11 @@ def inject(g, kind: str, fraction: float, rng=None):
 
 
 def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=None,
-                  program=mlp_program):
-    """Trace, inject, reverse sweep: ``(loss, [dW1, db1, ...])`` like the numpy floor."""
-    g = inject(traced(program, params, x, y), kind, fraction, rng)
+                  program=mlp_program, graphs: Replayed | None = None):
+    """Trace (or replay, from ``graphs``), inject, reverse sweep: ``(loss, [dW1, db1,
+    ...])`` like the numpy floor."""
+    g = traced(program, params, x, y) if graphs is None else graphs(params, x, y)
+    g = inject(g, kind, fraction, rng)
     return float(g.values[g.outputs[0]]), gradient(g)
 
 

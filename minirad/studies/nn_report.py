@@ -12,7 +12,7 @@ import io
 import numpy as np
 
 from ..graph.files import write_atomically
-from . import memory
+from . import memory, verdicts
 
 __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_noise",
            "other_training_markdown", "plot_training", "save_figure", "table1_markdown",
@@ -53,10 +53,23 @@ def plot_training(runs: dict, batches: dict, title: str, path: str,
             ax_acc.plot(history.iterations, accs, color=COLORS[name], label=label, lw=1.3,
                         alpha=0.85)
     ax_loss.set_yscale("log")
+    low_loss, high_loss = ax_loss.get_ylim()
+    if high_loss < 10 * low_loss:  # less than a decade: plain numbers, not 2.3 x 10^0,
+        from matplotlib.ticker import FuncFormatter  # with the digits that tell ticks apart
+
+        digits = int(np.clip(np.ceil(-np.log10(1 - low_loss / high_loss)) + 2, 3, 10))
+        for axis in (ax_loss.yaxis.set_major_formatter, ax_loss.yaxis.set_minor_formatter):
+            axis(FuncFormatter(lambda value, _: f"{value:.{digits}g}"))
     ax_loss.set_ylabel(loss_label)
     ax_loss.set_title(loss_title)
+    bottom = max(0.0, np.floor(low) - 1)
+    if low < 20:  # some run ends near guessing: show where guessing is
+        bottom = min(bottom, 8.0)
+        ax_acc.axhline(10, color="gray", ls=":", lw=1)
+        ax_acc.annotate("chance (10%)", (0.01, 10), xycoords=("axes fraction", "data"),
+                        xytext=(0, 3), textcoords="offset points", fontsize=8, color="gray")
     ax_acc.set_ylabel("test accuracy (%)")
-    ax_acc.set_ylim(max(0.0, np.floor(low) - 1), 100)
+    ax_acc.set_ylim(bottom, 100)
     ax_acc.set_title("Test accuracy")
     for ax in (ax_loss, ax_acc):
         ax.set_xlabel("iteration")
@@ -76,7 +89,8 @@ STYLES = {"reduced batch (exact)": ("tab:red", "o-"),
 
 
 def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
-    """Figure 5: per-layer MSE against retained activation memory, log-log."""
+    """Figure 5: per-layer MSE against retained activation memory, log-log, with bars of
+    two standard errors over the draws."""
     plt = _pyplot()
     from matplotlib.ticker import NullFormatter
 
@@ -92,8 +106,12 @@ def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
         for label in dict.fromkeys(r["label"] for r in rows):
             group = [r for r in rows if r["label"] == label]
             color, style = STYLES.get(label, ("gray", "x-"))
-            ax.plot([r["bytes"] / 1e3 for r in group], [r["mse"][layer] for r in group],
-                    style, color=color, label=label, ms=4)
+            mse = np.array([r["mse"][layer] for r in group])
+            se = np.nan_to_num([r["se"][layer] for r in group])
+            # two standard errors, the lower bar cut at a tenth of the value (log axis)
+            ax.errorbar([r["bytes"] / 1e3 for r in group], mse, fmt=style, color=color,
+                        yerr=[np.minimum(2 * se, 0.9 * mse), 2 * se], label=label, ms=4,
+                        elinewidth=0.8, capsize=2)
             for r in group:
                 note = (str(r["batch"]) if label.startswith(("reduced", "different sample, l"))
                         else f"f={r['fraction']:g}" if "fractions" in label else "")
@@ -149,8 +167,38 @@ def _mean_sd(values, fmt: str) -> str:
     return f"{format(values.mean(), fmt)} ± {format(values.std(ddof=1), fmt)}"
 
 
-def training_markdown(runs: dict, rows: dict, seeds, claim) -> list[str]:
-    """The training table (one row per estimator) and the orderings observed per seed.
+def _verdicts(finals: dict, n_test: int) -> list[str]:
+    """The orders a report may claim from final (losses, accuracies %) per estimator, and
+    which estimators guessed."""
+    if min(len(f[0]) for f in finals.values()) < 2:
+        lines = ["", "Final training loss and test accuracy: not ranked (one seed, so no "
+                 "seed-to-seed spread to tell a difference from)."]
+    else:
+        lines = ["", "Final training loss, lowest first: "
+                 + verdicts.ranking({n: f[0] for n, f in finals.items()}) + ".",
+                 "Final test accuracy, highest first: "
+                 + verdicts.ranking({n: f[1] for n, f in finals.items()},
+                                    higher_is_better=True) + ".",
+                 "(≈: neighbours whose difference is within the seed-to-seed spread, a tie.)"]
+    chance = verdicts.at_chance({n: np.asarray(f[1]) / 100 for n, f in finals.items()},
+                                n_test)
+    if chance:
+        lines.append(f"At chance (within three binomial standard deviations of 10% on "
+                     f"{n_test:,} test images): {', '.join(chance)}.")
+    return lines + [""]
+
+
+def _finals(runs: dict) -> dict:
+    """name -> (final training losses, final test accuracies in %), one entry per seed."""
+    return {name: (np.array([h.evaluations[-1][0] for h in histories]),
+                   np.array([100 * h.evaluations[-1][1] for h in histories]))
+            for name, histories in runs.items()}
+
+
+def training_markdown(runs: dict, rows: dict, seeds, claim, n_test: int,
+                      smoke_test: bool = False) -> list[str]:
+    """The training table (one row per estimator), the orders the seeds can tell apart
+    and, unless ``smoke_test``, whether the paper's order ``claim`` holds on each seed.
 
     ``rows[name]`` holds the columns other than the final loss and accuracy.
     """
@@ -158,20 +206,16 @@ def training_markdown(runs: dict, rows: dict, seeds, claim) -> list[str]:
              "tape bytes/example | tracemalloc bytes/example | final training loss | "
              "final test accuracy (%) | ms/iteration |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    finals = {}
-    for name, histories in runs.items():
+    finals = _finals(runs)
+    for name, (losses, accs) in finals.items():
         r = rows[name]
-        losses = [h.evaluations[-1][0] for h in histories]
-        accs = [100 * h.evaluations[-1][1] for h in histories]
-        finals[name] = (np.array(losses), np.array(accs))
         lines.append(f"| {name} | {r['batch']} | {r['lr']:.3g} | {r['weight_decay']:.3g} | "
                      f"{r['rules']:,.1f} | {r['tape']:,.1f} | {r['tracemalloc']:,.1f} | "
                      f"{_mean_sd(losses, '.4f')} | {_mean_sd(accs, '.1f')} | "
                      f"{r['ms']:.1f} |")
-    by_loss = sorted(finals, key=lambda n: finals[n][0].mean())
-    by_acc = sorted(finals, key=lambda n: -finals[n][1].mean())
-    lines += ["", "Mean final training loss, lowest first: " + " < ".join(by_loss) + ".",
-              "Mean final test accuracy, highest first: " + " > ".join(by_acc) + ".", ""]
+    lines += _verdicts(finals, n_test)
+    if smoke_test:
+        return lines
     for j, seed in enumerate(seeds):
         values = [finals[n][0][j] for n in claim]
         holds = all(a < b for a, b in zip(values, values[1:]))
@@ -181,23 +225,17 @@ def training_markdown(runs: dict, rows: dict, seeds, claim) -> list[str]:
     return lines + [""]
 
 
-def other_training_markdown(runs: dict, batches: dict, ms: dict, lr: float) -> list[str]:
+def other_training_markdown(runs: dict, batches: dict, ms: dict, lr: float,
+                            n_test: int) -> list[str]:
     """A ConvNet's or IRNN's training table: final loss and accuracy per estimator,
-    and the orders observed (one learning rate for every estimator)."""
+    and the orders the seeds can tell apart (one learning rate for every estimator)."""
     lines = ["| estimator | batch | lr | final training loss | final test accuracy (%) | "
              "ms/iteration |", "|---|---:|---:|---:|---:|---:|"]
-    finals = {}
-    for name, histories in runs.items():
-        losses = [h.evaluations[-1][0] for h in histories]
-        accs = [100 * h.evaluations[-1][1] for h in histories]
-        finals[name] = (np.mean(losses), np.mean(accs))
+    finals = _finals(runs)
+    for name, (losses, accs) in finals.items():
         lines.append(f"| {name} | {batches[name]} | {lr:.3g} | {_mean_sd(losses, '.4f')} | "
                      f"{_mean_sd(accs, '.1f')} | {ms[name]:.1f} |")
-    lines += ["", "Final training loss, lowest first: "
-              + " < ".join(sorted(finals, key=lambda n: finals[n][0])) + ".",
-              "Final test accuracy, highest first: "
-              + " > ".join(sorted(finals, key=lambda n: -finals[n][1])) + ".", ""]
-    return lines
+    return lines + _verdicts(finals, n_test)
 
 
 def noise_markdown(rows: list[dict], layer_names) -> list[str]:

@@ -54,7 +54,8 @@ def full_gradient(loss_and_grad, params, x, y, chunk: int = 500) -> list[np.ndar
 
 def gradient_noise(loss_and_grad, params, x, y, settings, draws: int = 20, rng=None,
                    per_example_bytes=None, full=None, progress=False) -> list[dict]:
-    """One row per setting: ``mse`` (one number per weight tensor) and, when
+    """One row per setting: ``mse`` (one number per weight tensor, the mean over the
+    draws), its standard error ``se`` over the ``draws`` (nan for one draw) and, when
     ``per_example_bytes(fraction)`` is given, the retained ``bytes`` of the batch."""
     if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
         raise ValueError(f"draws must be a positive integer, not {draws!r}")
@@ -64,15 +65,17 @@ def gradient_noise(loss_and_grad, params, x, y, settings, draws: int = 20, rng=N
     bar = Progress(len(settings), "gradient noise", enabled=bool(progress))
     rows = []
     for i, setting in enumerate(settings):
-        errors = np.zeros(len(full_weights))
-        for _ in range(draws):
+        errors = np.zeros((draws, len(full_weights)))
+        for j in range(draws):
             pick = gen.integers(len(y), size=setting.batch)
             _, grads = loss_and_grad(params, x[pick], y[pick], setting.kind, setting.fraction,
                                      rng=gen)
-            errors += [np.mean((g.astype(np.float64) - f) ** 2)
-                       for g, f in zip(grads[0::2], full_weights)]
+            errors[j] = [np.mean((g.astype(np.float64) - f) ** 2)
+                         for g, f in zip(grads[0::2], full_weights)]
+        se = errors.std(axis=0, ddof=1) / np.sqrt(draws) if draws > 1 else \
+            np.full(len(full_weights), np.nan)
         row = {"label": setting.label, "kind": setting.kind, "fraction": setting.fraction,
-               "batch": setting.batch, "mse": errors / draws}
+               "batch": setting.batch, "mse": errors.mean(axis=0), "se": se, "draws": draws}
         if per_example_bytes is not None:
             row["bytes"] = setting.batch * per_example_bytes(setting.fraction)
         rows.append(row)

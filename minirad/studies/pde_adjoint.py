@@ -24,7 +24,8 @@ the same scheme as :func:`minirad.implicit.ode_adjoint.continuous_gradient`, wit
   interpolation from the end values and slopes);
 * ``"checkpoints"``: a checkpoint every ``checkpoint_every`` steps (about
   sqrt(N)), the states in between recomputed one segment at a time, by
-  :func:`minirad.checkpoint.schedules.gradient` (:class:`~minirad.checkpoint.schedules.Uniform`);
+  :func:`minirad.checkpoint.schedules.reverse_chain`
+  (:class:`~minirad.checkpoint.schedules.Uniform`);
   the same numbers as ``"stored"``, bit for bit;
 * ``"reintegrate"``: only ``phi(T)`` kept; ``phi' = f`` integrated backwards by
   RK4 beside the adjoint.  Diffusion damps a mode of wavenumber ``k`` by
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, StoreAll, Uniform, gradient, sqrt_every
+from ..checkpoint.schedules import Chain, StoreAll, Uniform, reverse_chain, sqrt_every
 from ..implicit.ode_adjoint import STATES
 from .pde import (
     Reactor,
@@ -235,7 +236,7 @@ def continuous_gradient(p: Reactor, theta, states: str = "stored",
         partial[n] = partial[n + 1] + mu
         return (lam, phi_n), mu
 
-    result = gradient(Chain(step=study.step, vjp=vjp, seed=seed), initial_state(p), N,
+    result = reverse_chain(Chain(step=study.step, vjp=vjp, seed=seed), initial_state(p), N,
                       schedule)
     return ReactorAdjoint(f"continuous ({states})", result.param_bar, partial, used,
                           result.peak_stored, result.forward_steps)
@@ -285,6 +286,6 @@ def discrete_partials(p: Reactor, theta) -> tuple[np.ndarray, np.ndarray]:
         partial[n] = total[0]
         return lam, bar
 
-    result = gradient(Chain(step=study.step, vjp=vjp, seed=study.seed), initial_state(p), N)
+    result = reverse_chain(Chain(step=study.step, vjp=vjp, seed=study.seed), initial_state(p), N)
     states[N] = result.final_state
     return partial, states

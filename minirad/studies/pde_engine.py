@@ -1,7 +1,7 @@
 """The fast path of :mod:`minirad.studies.pde`: one time loop for a batch of parameter
 vectors, each with its own estimator (exact, or RAD at its own fraction).
 
-The references are the simulation as a vector LCG
+The references are the simulation as an LCG of arrays
 (:func:`minirad.studies.pde_graph.pde_graph`, reversed by
 :func:`minirad.exact.sweeps.gradient`) and the chain of
 :func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpoint.schedules`

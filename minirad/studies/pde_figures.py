@@ -7,8 +7,9 @@ them without drawing):
   the released sampler), all members stepped in one time loop (the paper's Figure 7b);
 * :func:`memory`: bytes retained per fraction, counted and measured (tracemalloc);
 * :func:`noise`: the spread of one estimate against k and against the number of steps;
-* :func:`tradeoff`: bytes held against forward steps against noise for reverse mode,
-  checkpointing budgets, RAD fractions and RAD combined with checkpoints;
+* :func:`tradeoff`: bytes held (counted and measured) against forward steps against
+  noise for reverse mode, checkpointing budgets, RAD fractions and RAD combined with
+  checkpoints;
 * :func:`released_bias`: the mean of many estimates against the exact gradient;
 * :func:`adjoint`: the continuous adjoint solved backwards with stored, checkpointed and
   re-integrated states against the reverse sweep (:mod:`minirad.studies.pde_adjoint`),
@@ -24,7 +25,6 @@ them without drawing):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -38,11 +38,20 @@ from ..checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
 from ..graph.files import write_atomically
 from ..rng import as_generator
 from . import pde_engine
-from .pde import Reactor, adam, exact_gradient, initial_theta, rad_gradient, sample_count
+from .pde import (
+    Reactor,
+    adam,
+    exact_gradient,
+    initial_theta,
+    rad_gradient,
+    sample_count,
+    simulate,
+)
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
+from .pde_state import STATE_FILE, generator, load_state, save_state
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "relative_noise", "released_bias", "report", "run_study", "saved_progress", "tradeoff"]
+           "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
@@ -102,59 +111,24 @@ def _label(kind, variant="eq8") -> str:
 
 
 # ------------------------------------------------------------- optimise
-#: the file in the study's folder that lets an interrupted optimisation go on
-STATE_FILE = "pde_optimise_state.json"
-
-
-def _run_key(cfg: StudyConfig) -> dict:
-    """What a saved optimisation must agree with to be continued."""
-    return {"n_steps": cfg.n_steps, "iterations": cfg.iterations, "lr": cfg.lr,
-            "fractions": list(cfg.fractions), "released": list(cfg.released),
-            "seed": cfg.seed}
-
-
-def saved_progress(path: str, cfg: StudyConfig) -> dict | None:
-    """The optimisation state saved at ``path`` (None if there is none), checked against
-    ``cfg``: a state saved by another configuration is refused, not mixed in."""
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-        key, done = state["config"], int(state["done"])
-        losses = np.array(state["losses"], dtype=float)
-        arrays = {name: np.array(state[name], dtype=float) for name in ("theta", "m", "v")}
-        rng_state, seconds = state["rng"], float(state["seconds"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a saved optimisation of the pde study "
-                         f"({error}); remove it to start again") from None
-    if key != _run_key(cfg):
-        changed = sorted(k for k in _run_key(cfg) if key.get(k) != _run_key(cfg)[k])
-        raise ValueError(f"{path} was saved by a run with other settings ({', '.join(changed)}"
-                         f"); continue it with the same settings or remove it")
-    members = 1 + len(cfg.fractions) + len(cfg.released)
-    if losses.shape != (done, members) or any(a.shape != (members, 7) for a in arrays.values()):
-        raise ValueError(f"{path} is damaged: {done} iterations but losses of shape "
-                         f"{losses.shape}; remove it to start again")
-    return {"done": done, "losses": list(losses), "rng": rng_state, "seconds": seconds,
-            **arrays}
-
-
 def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
              resume: bool = False) -> dict:
     """Adam from one initial theta for every member; returns labels, kinds, variants and
     the loss at each iteration (iterations, members), plus seconds per iteration.
 
     With ``state_path`` the run saves its state there after every iteration (Adam's
-    moments, the losses, the generator); ``resume=True`` continues from that file and
-    ends with exactly the numbers an uninterrupted run gives."""
+    moments, the losses, the generator: :mod:`minirad.studies.pde_state`); ``resume=True``
+    continues from that file, which must exist and pass every check, and ends with
+    exactly the numbers an uninterrupted run gives."""
     progress = progress or (lambda *a, **k: None)
     p = Reactor(n_steps=cfg.n_steps)
     kinds = ["exact", *cfg.fractions, *cfg.released]
     variants = ["eq8"] * (1 + len(cfg.fractions)) + ["released"] * len(cfg.released)
     theta0 = np.tile(initial_theta(rng=cfg.seed), (len(kinds), 1))
-    rng = as_generator(cfg.seed + 1)
-    saved = saved_progress(state_path, cfg) if (resume and state_path) else None
+    rng = generator(cfg)
+    if resume and not state_path:
+        raise ValueError("resume=True needs the state_path of the saved run")
+    saved = load_state(state_path, cfg) if resume else None
     if saved is not None:
         rng.bit_generator.state = saved["rng"]
     earlier = saved["seconds"] if saved else 0.0
@@ -166,13 +140,7 @@ def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
         return out.losses, out.gradients
 
     def save(state):
-        record = {"config": _run_key(cfg), "done": state["done"],
-                  "seconds": earlier + time.perf_counter() - start,
-                  "rng": rng.bit_generator.state,
-                  **{name: np.asarray(state[name]).tolist()
-                     for name in ("theta", "m", "v", "losses")}}
-        text = json.dumps(record)
-        write_atomically(state_path, lambda f: f.write(text.encode("utf-8")))
+        save_state(state_path, cfg, state, rng, earlier + time.perf_counter() - start)
 
     thetas, losses = adam(grad_fn, theta0, cfg.iterations, lr=cfg.lr, resume=saved,
                           on_iteration=save if state_path else None)
@@ -205,21 +173,11 @@ def memory(cfg: StudyConfig, progress=None) -> list[dict]:
     progress = progress or (lambda *a, **k: None)
     p = Reactor(n_steps=cfg.n_steps)
     theta = initial_theta(rng=cfg.seed)
-    tracemalloc.start()
-    try:
-        pde_engine.simulate_batch(p, [theta])
-        forward_peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    forward_peak = traced_peak(pde_engine.simulate_batch, p, [theta])[1]
     rows, kinds = [], ["exact", *cfg.fractions]
     for i, kind in enumerate(kinds):
         progress("measuring memory", i, len(kinds))
-        tracemalloc.start()
-        try:
-            out = pde_engine.run(p, [theta], [kind], rng=cfg.seed)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        out, peak = traced_peak(pde_engine.run, p, [theta], [kind], rng=cfg.seed)
         k = p.size if kind == "exact" else sample_count(p, kind)
         rows.append({"kind": kind, "k": k, "counted": int(out.retained_bytes[0]),
                      "measured": int(peak), "measured_extra": int(peak - forward_peak),
@@ -229,6 +187,15 @@ def memory(cfg: StudyConfig, progress=None) -> list[dict]:
     for row in rows:
         row["share"] = row["counted"] / full
     return rows
+
+
+def traced_peak(function, *args, **kwargs):
+    """``(function(*args, **kwargs), the peak bytes tracemalloc saw while it ran)``."""
+    tracemalloc.start()
+    try:
+        return function(*args, **kwargs), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 # ---------------------------------------------------------------- noise
@@ -282,9 +249,13 @@ def noise(cfg: StudyConfig, progress=None) -> dict:
 # ------------------------------------------------------------- tradeoff
 def tradeoff(cfg: StudyConfig, progress=None) -> list[dict]:
     """Held bytes, forward steps and noise of each way to get a gradient, on the study's
-    horizon.  Bytes and steps are measured by :func:`minirad.checkpoint.schedules.gradient`'s
-    ledger (the reference chain); noise is 0 for the exact methods and measured for RAD
-    (a combined schedule computes the very same estimate as RAD alone)."""
+    horizon, by the reference chain (:func:`minirad.checkpoint.schedules.reverse_chain`).
+    ``held_bytes`` is counted by the schedule's ledger (the arrays it holds at its peak);
+    ``measured`` is tracemalloc's peak during the gradient less that of the plain forward
+    loop (``forward_peak``): it adds the Python objects that hold each step's residual
+    and, under checkpoints, RAD's draws of every step, drawn up front.  Noise is 0 for
+    the exact methods and measured for RAD (a combined schedule computes the very same
+    estimate as RAD alone)."""
     progress = progress or (lambda *a, **k: None)
     p = Reactor(n_steps=cfg.n_steps)
     theta, rng = initial_theta(rng=cfg.seed), as_generator(cfg.seed + 3)
@@ -302,19 +273,22 @@ def tradeoff(cfg: StudyConfig, progress=None) -> list[dict]:
         best = max(1, round(math.sqrt(p.n_steps * p.size * 8 / (k * 10))))
         jobs.append((f"RAD {f:g} + checkpoints every {best}", f, Uniform(best)))
     rows, noise_of = [], {}
+    forward_peak = traced_peak(simulate, p, theta)[1]
     for i, (label, f, schedule) in enumerate(jobs):
         progress("trade-off", i, len(jobs))
         if f is None:
-            _, _, result = exact_gradient(p, theta, schedule, details=True)
+            (_, _, result), peak = traced_peak(exact_gradient, p, theta, schedule,
+                                               details=True)
             held, steps, spread = result.peak_bytes, result.forward_steps, 0.0
         else:
-            est = rad_gradient(p, theta, f, rng=rng, schedule=schedule)
+            est, peak = traced_peak(rad_gradient, p, theta, f, rng=rng, schedule=schedule)
             held, steps = est.peak_bytes, est.forward_steps
             if f not in noise_of:
                 many = _estimates(p, theta, f, max(20, cfg.noise_estimates // 2), rng)
                 noise_of[f] = relative_noise(many, exact)
             spread = noise_of[f]
         rows.append({"method": label, "fraction": f, "held_bytes": int(held),
+                     "measured": int(peak - forward_peak), "forward_peak": int(forward_peak),
                      "forward_steps": int(steps), "recompute": steps / p.n_steps,
                      "noise": spread})
     progress("trade-off", len(jobs), len(jobs))
@@ -475,6 +449,11 @@ def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
         left.plot(r["held_bytes"], r["recompute"], marker, color=color, ms=9,
                   label=f"{number}: {r['method']}")
         label(left, "left", number, r["held_bytes"], r["recompute"], color, False)
+        panels = [(left, r["recompute"])] + ([(right, r["noise"])] if r["noise"] > 0 else [])
+        for ax, y in panels:  # the measured peak, hollow, joined to the count
+            ax.plot([r["held_bytes"], r["measured"]], [y, y], "-", color=color, lw=0.8,
+                    alpha=0.5)
+            ax.plot(r["measured"], y, marker, color=color, mfc="none", ms=9)
         if r["noise"] > 0:
             right.plot(r["held_bytes"], r["noise"], marker, color=color, ms=9)
             label(right, "right", number, r["held_bytes"], r["noise"], color, True)
@@ -493,7 +472,9 @@ def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
     right.set_title("Memory against gradient noise\n(reverse mode and checkpointing: "
                     "exact, noise 0, not drawn)")
     right.grid(True, which="both", alpha=0.3)
-    fig.suptitle(f"Three ways to spend memory on the PDE gradient ({cfg.n_steps:,} steps)")
+    fig.suptitle(f"Three ways to spend memory on the PDE gradient ({cfg.n_steps:,} steps, "
+                 f"reference chain)\nfilled: bytes counted (the arrays held); hollow: "
+                 f"measured by tracemalloc (less the forward loop's peak)")
     return fig
 
 
@@ -588,12 +569,19 @@ def report(cfg: StudyConfig, parts: dict, seconds: float, command: str) -> str:
                         [[f"{r['fraction']:g}", r["steps"], f"{r['noise']:.3g}"]
                          for r in nz["by_steps"]])
     if "tradeoff" in parts:
-        lines += ["", "## Memory, recomputation and noise", ""]
-        lines += _table(["method", "bytes held at the peak", "forward steps",
-                         "forward steps / N", "relative error"],
-                        [[r["method"], _human(r["held_bytes"]), f"{r['forward_steps']:,}",
-                          f"{r['recompute']:.2f}", f"{r['noise']:.3g}"]
-                         for r in parts["tradeoff"]])
+        rows = parts["tradeoff"]
+        lines += ["", "## Memory, recomputation and noise", "",
+                  "By the reference chain (`minirad.checkpoint.schedules`). Counted: the "
+                  "arrays the schedule holds at its peak. Measured: tracemalloc's peak during "
+                  "the gradient less the plain forward loop's "
+                  f"({_human(rows[0]['forward_peak'])}); it adds the Python objects around "
+                  "each step's residual and, with checkpoints, RAD's draws for every step.",
+                  ""]
+        lines += _table(["method", "bytes held at the peak (counted)", "measured peak less "
+                         "forward's", "forward steps", "forward steps / N", "relative error"],
+                        [[r["method"], _human(r["held_bytes"]), _human(r["measured"]),
+                          f"{r['forward_steps']:,}", f"{r['recompute']:.2f}",
+                          f"{r['noise']:.3g}"] for r in rows])
     if "released" in parts:
         b = parts["released"]
         ratio_eq8 = b["eq8"][0] / b["exact"]
@@ -646,7 +634,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
         raise ValueError(f"{folder} holds an unfinished run ({state_path}); continue it "
                          f"with resume (--resume) or remove that file to start again")
     if resume:
-        saved_progress(state_path, cfg)   # refuse a mismatched state before any work
+        load_state(state_path, cfg)   # refuse a missing or mismatched state before any work
     if not os.path.isdir(folder):
         os.makedirs(folder)
     progress = progress or Progress()

@@ -1,4 +1,4 @@
-"""The reaction-diffusion simulation as a vector LCG (for a short horizon): the graph the
+"""The reaction-diffusion simulation as an LCG of arrays (for a short horizon): the graph the
 adjoint engine of :mod:`minirad.studies.pde` is a fast path of.
 
 Vertices: ``theta`` (input), then per step ``C_n`` (the source field) and
@@ -106,7 +106,7 @@ def _eq8_draws(p: Reactor, samples) -> np.ndarray:
 
 
 def pde_graph(p: Reactor, theta, samples=None) -> LCG:
-    """The vector LCG of :func:`minirad.studies.pde.simulate` at ``theta`` (exact edge
+    """The LCG of arrays of :func:`minirad.studies.pde.simulate` at ``theta`` (exact edge
     labels, or eq. 8's sampled ones); its input is theta, its output the loss."""
     theta = check_theta(theta)
     if p.n_steps * p.size > 2_000_000:

@@ -16,7 +16,10 @@
   cholesky) and :mod:`~minirad.tracing.rearrange` (what moves entries: tile,
   repeat, sort, diag, ...); :mod:`~minirad.tracing.catalog` lists them all
   with an example each, and writes ``docs/numpy_support.md``;
-* :mod:`~minirad.tracing.naming`: how all three name the vertices.
+* :mod:`~minirad.tracing.naming`: how all three name the vertices;
+* :mod:`~minirad.tracing.replay`: a graph traced from an array program run
+  again at new inputs, by rerunning the rules the trace recorded
+  (:mod:`~minirad.tracing.recording`), without running the program.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from ..graph.lcg import LCG
 from . import contractions, linalg, rearrange, reductions  # noqa: F401 - they register rules
 from .arrays import Tracked, trace_on_arrays
 from .naming import argument_positions, parameter_names
+from .recording import read
+from .replay import replay  # noqa: F401 - minirad.tracing.replay is the API
 from .tape import Var, trace_on_tape
 
 
@@ -85,4 +90,10 @@ def detach(x):
     >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
     array([[3.]])
     """
-    return x.value if isinstance(x, (Var, Tracked)) else x
+    if isinstance(x, Tracked):   # a value read: replay checks it is still the same
+        return read(_value, x)
+    return x.value if isinstance(x, Var) else x
+
+
+def _value(x):
+    return x

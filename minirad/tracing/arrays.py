@@ -120,6 +120,7 @@ from .ops import (
     Op,
     evaluate_array,
 )
+from .recording import Operand, Recording, call, read, recorded, replayable
 
 MAX_AXES = 31
 """The most axes a traced array may have: the sweeps stack arrays along one more axis,
@@ -147,13 +148,17 @@ class Tape:
         self.derived: dict[str, tuple[str, int]] = {}   # key -> (rebuilt from key, its bits)
         self.constant_names: dict[int, tuple[str, object]] = {}  # id -> (parameter name, arg)
         self.gathers: dict[str, tuple] = {}   # key -> (source array, gathering operator)
+        self.recording = Recording()   # what replay reruns (minirad.tracing.recording)
 
-    def new_vertex(self, value: np.ndarray, op: str, parents, name=None) -> Tracked:
+    def new_vertex(self, value: np.ndarray, op: str, parents, name=None,
+                   finite: bool = False) -> Tracked:
         """Append a vertex whose value is ``value`` (made read-only); ``parents`` is a
-        list of (Tracked, operator), the operators of a repeated parent added."""
+        list of (Tracked, operator), the operators of a repeated parent added.
+        ``finite=True``: the caller has checked every entry is finite."""
         value = np.asarray(value)
-        check_axes(value.shape, op.split("(")[0] or "an operation")
-        if not np.all(np.isfinite(value)):
+        if value.ndim > MAX_AXES:
+            check_axes(value.shape, op.split("(")[0] or "an operation")
+        if not finite and not np.isfinite(value).all():
             raise ValueError(f"{op.split('(')[0] or 'an operation'} produced a non-finite "
                              f"value; the traced program must stay finite")
         value.flags.writeable = False
@@ -254,7 +259,7 @@ class Tape:
         self.derived[result_key] = (root, bits)
 
 
-class Tracked:
+class Tracked(Operand):
     """A traced array: a value plus its vertex on the tape.
 
     Behaves like a read-only numpy array for the supported operations
@@ -292,22 +297,22 @@ class Tracked:
     # ------------------------------------------------ values, not derivatives
     # a comparison is a constant at the traced point: it reads the values
     def __eq__(self, other):
-        return np.equal(self.value, plain(other))
+        return read(np.equal, self, other)
 
     def __ne__(self, other):
-        return np.not_equal(self.value, plain(other))
+        return read(np.not_equal, self, other)
 
     def __lt__(self, other):
-        return np.less(self.value, plain(other))
+        return read(np.less, self, other)
 
     def __le__(self, other):
-        return np.less_equal(self.value, plain(other))
+        return read(np.less_equal, self, other)
 
     def __gt__(self, other):
-        return np.greater(self.value, plain(other))
+        return read(np.greater, self, other)
 
     def __ge__(self, other):
-        return np.greater_equal(self.value, plain(other))
+        return read(np.greater_equal, self, other)
 
     __hash__ = object.__hash__  # identity: equal values are still two vertices
 
@@ -316,7 +321,7 @@ class Tracked:
             raise ValueError(f"the truth value of a traced array of shape {self.shape} is "
                              f"ambiguous; compare first and use .any() or .all() on the "
                              f"result: (x > 0).all()")
-        return bool(self.value)
+        return read(bool, self)
 
     def _dropped(self, what: str):
         raise TypeError(f"{what} of a traced array would drop its derivative; use "
@@ -450,12 +455,12 @@ class Tracked:
             raise TypeError(f"numpy's {name}.{method} is not supported on traced arrays; "
                             f"{hint}")
         if name in COMPARISONS:
-            return ufunc(*(plain(x) for x in inputs), **kwargs)
+            return read(ufunc, *inputs, **kwargs)
         if name in IDENTITIES and len(inputs) == 1 and not kwargs:
             return inputs[0]   # +x
         rule = _UFUNC_RULES.get(name)
         if rule is not None:
-            return rule(*inputs, **kwargs)
+            return call(rule, inputs, kwargs)
         op = UFUNCS.get(name)
         if op is not None:
             if kwargs:
@@ -475,7 +480,9 @@ class Tracked:
         if handler is None:
             raise TypeError(f"numpy.{key} has no rule for traced arrays; "
                             f"{_how_to_add(f'np.{key}')}")
-        return handler(*args, **kwargs)
+        if getattr(handler, "reads", False):
+            return handler(*args, **kwargs)
+        return call(handler, args, kwargs)
 
 
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
@@ -544,7 +551,13 @@ def check_entries(shape, what: str) -> None:
 
 def _float_dtype(xs) -> np.dtype:
     """The floating dtype of the traced operands among ``xs``."""
-    return np.result_type(*[x.dtype for x in xs if isinstance(x, Tracked)], np.float32)
+    dtypes = [x.value.dtype for x in xs if isinstance(x, Tracked)]
+    if dtypes[0] in _SINGLE_OR_DOUBLE and all(d == dtypes[0] for d in dtypes):
+        return dtypes[0]   # what result_type gives, without its cost per operation
+    return np.result_type(*dtypes, np.float32)
+
+
+_SINGLE_OR_DOUBLE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _operand(x, what: str, tape: Tape, dtype):
@@ -589,6 +602,8 @@ def traced_operands(what: str, xs) -> tuple[Tape | None, list]:
 
 def _broadcast_shape(what: str, *xs) -> tuple:
     shapes = [np.shape(plain(x)) for x in xs]
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0]   # nothing to broadcast, and it was checked when it was made
     try:
         shape = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -606,16 +621,24 @@ def _spread(x: Tracked, shape: tuple):
 
 
 # ----------------------------------------------------- the operation table
+@replayable
 def elementwise(op: Op, *operands):
     """Record the operation ``op`` of the table (:mod:`minirad.tracing.ops`) on traced
     arrays and constants: its array rule gives the value and each traced operand's
     partial, which becomes that edge's Jacobian block (a constant factor, a bit mask
     or a diagonal, after the broadcast), keeping what ``op.keeps`` names."""
     tape, operands = traced_operands(op.name, operands)
-    values = tuple(plain(x) for x in operands)
     if tape is None:
-        return evaluate_array(op, values, wrt=())[0]
+        return evaluate_array(op, tuple([plain(x) for x in operands]), wrt=())[0]
     _broadcast_shape(op.name, *operands)  # refused before numpy allocates it
+    return elementwise_vertex(tape, op, operands, template_text(op.template, operands, tape))
+
+
+def elementwise_vertex(tape: Tape, op: Op, operands, template: str) -> Tracked:
+    """The vertex of ``op`` on operands :func:`elementwise` has checked (traced arrays of
+    ``tape``, numbers, the trace's constant copies), shown as ``template``; what a replay
+    calls directly when it knows the operands are what they were when traced."""
+    values = tuple([plain(x) for x in operands])
     wrt = [i for i, x in enumerate(operands) if isinstance(x, Tracked)]
     try:
         out, partials = evaluate_array(op, values, wrt)
@@ -625,7 +648,8 @@ def elementwise(op: Op, *operands):
                          f"{detail}") from None
     parents = [(operands[i], _block(tape, op, i, d, operands, out))
                for i, d in zip(wrt, partials)]
-    return record(tape, out, template_text(op.template, operands, tape), parents)
+    # evaluate_array checked the value finite
+    return tape.new_vertex(out, template, parents, finite=True)
 
 
 def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):
@@ -646,12 +670,13 @@ def _block(tape: Tape, op: Op, i: int, d, operands, out: np.ndarray):
     return compose(Diagonal(np.asarray(d, dtype=out.dtype), out.shape, kept), spread)
 
 
+@replayable
 def where(condition, x=None, y=None):
     """``np.where(condition, x, y)``: ``x`` where the condition holds, else ``y``.  The
     condition is read as a constant (the branch taken at the traced point); each
     traced branch's edge is a mask.  With the condition alone, its indices."""
     if x is None and y is None:
-        return np.nonzero(plain(condition))
+        return read(np.nonzero, condition)   # indices: a value read, as argmax is
     if x is None or y is None:
         raise TypeError("where takes a condition alone, or a condition, x and y")
     condition = np.asarray(plain(condition)).astype(bool)
@@ -671,6 +696,7 @@ def where(condition, x=None, y=None):
     return record(tape, out, template, parents)
 
 
+@replayable
 def clip(x, a_min=None, a_max=None):
     """``np.clip``: ``minimum(maximum(x, a_min), a_max)``, with their tie convention."""
     if a_min is not None:
@@ -680,6 +706,7 @@ def clip(x, a_min=None, a_max=None):
     return x
 
 
+@replayable
 def astype(x, dtype):
     """``x.astype(dtype)`` for a floating ``dtype``: an identity edge between the dtypes."""
     dtype = np.dtype(dtype)
@@ -727,6 +754,7 @@ def _sparse_constant(tape: Tape, A, dtype):
     return copy
 
 
+@replayable
 def matmul(a, b):
     """``a @ b`` under numpy's rules; a constant operand may be a scipy.sparse matrix
     (write ``matmul(A, x)``: scipy's own ``A @ x`` does not hand over to traced arrays)."""
@@ -768,6 +796,7 @@ def _axes_operator(x, axis, keepdims, scale_by_count: bool):
     return op
 
 
+@replayable
 def sum_(x, axis=None, keepdims=False):
     if not isinstance(x, Tracked):
         return np.sum(x, axis=axis, keepdims=keepdims)
@@ -777,6 +806,7 @@ def sum_(x, axis=None, keepdims=False):
                    [(x, op)])
 
 
+@replayable
 def mean(x, axis=None, keepdims=False):
     if not isinstance(x, Tracked):
         return np.mean(x, axis=axis, keepdims=keepdims)
@@ -794,6 +824,7 @@ def moved(x: Tracked, out: np.ndarray, template: str, op):
     return record(x.tape, out, template, [(x, op)])
 
 
+@replayable
 def reshape(x, shape):
     if not isinstance(x, Tracked):
         return np.reshape(x, shape)
@@ -806,6 +837,7 @@ def reshape(x, shape):
     return moved(x, out, f"reshape({{0}}, {out.shape})", Reshape(x.shape, out.shape, x.dtype))
 
 
+@replayable
 def squeeze(x, axis=None):
     if not isinstance(x, Tracked):
         return np.squeeze(x, axis)
@@ -816,6 +848,7 @@ def squeeze(x, axis=None):
     return reshape(x, shape)
 
 
+@replayable
 def transpose(x, axes=None):
     if not isinstance(x, Tracked):
         return np.transpose(x, axes)
@@ -827,6 +860,7 @@ def transpose(x, axes=None):
     return moved(x, out, "{0}.T" if axes is None else f"transpose({{0}}, {op.axes})", op)
 
 
+@replayable
 def swapaxes(x, axis1, axis2):
     if not isinstance(x, Tracked):
         return np.swapaxes(x, axis1, axis2)
@@ -839,6 +873,7 @@ def swapaxes(x, axis1, axis2):
     return transpose(x, axes)
 
 
+@replayable
 def getitem(x, key):
     if isinstance(key, Tracked) or (isinstance(key, tuple) and any(
             isinstance(k, Tracked) for k in key)):
@@ -885,6 +920,7 @@ def _joined(what: str, arrays):
     return tape, arrays, [np.asarray(plain(a)) for a in arrays]
 
 
+@replayable
 def concatenate(arrays, axis=0):
     tape, arrays, values = _joined("concatenate", arrays)
     if tape is None:
@@ -903,6 +939,7 @@ def concatenate(arrays, axis=0):
     return record(tape, out, f"concatenate({slots_text(arrays, tape)}, axis={axis})", parents)
 
 
+@replayable
 def stack(arrays, axis=0):
     tape, arrays, values = _joined("stack", arrays)
     if tape is None:
@@ -927,6 +964,7 @@ def _softmax_values(z, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+@replayable
 def softmax(x, axis=-1):
     """``exp(x) / sum(exp(x), axis)``, computed stably; its Jacobian keeps the output."""
     if not isinstance(x, Tracked):
@@ -939,6 +977,7 @@ def softmax(x, axis=-1):
                    [(x, Softmax(out, axis, tape.retain_value_of_next(out)))])
 
 
+@replayable
 def softmax_cross_entropy(logits, labels):
     """Mean over the batch of ``-log softmax(logits)[label]``, computed stably.
 
@@ -1002,6 +1041,7 @@ def _count(value, what: str, least: int) -> int:
     return value
 
 
+@replayable
 def conv2d(x, w, stride: int = 1, padding: int = 0):
     """2-D cross-correlation (deep learning's convolution) of images ``x`` (B, C, H, W)
     with kernels ``w`` (F, C, kh, kw), by im2col: patches gathered into a matrix and
@@ -1036,6 +1076,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     return reshape(out, (b, f, ho, wo))
 
 
+@replayable
 def avg_pool2d(x, size: int = 2):
     """Average over non-overlapping ``size`` x ``size`` windows of (B, C, H, W) images."""
     size = _count(size, "avg_pool2d: size", 1)
@@ -1128,8 +1169,8 @@ def _values_only(function):
     """A numpy function that reads values only (indices, shapes, comparisons): it runs
     on the plain values, as a comparison does."""
     def on_values(*args, **kwargs):
-        return function(*(plain(a) for a in args),
-                        **{k: plain(v) for k, v in kwargs.items()})
+        return read(function, *args, **kwargs)
+    on_values.reads = True
     return on_values
 
 
@@ -1222,7 +1263,10 @@ _METHODS = ("sum", "mean", "max", "min", "prod", "var", "std", "cumsum", "cumpro
 
 def _method(function: str):
     def method(self, *args, **kwargs):
-        return _FUNCTIONS[function](self, *args, **kwargs)
+        rule = _FUNCTIONS[function]
+        if getattr(rule, "reads", False):
+            return rule(self, *args, **kwargs)
+        return call(rule, (self, *args), kwargs)
     method.__name__ = method.__qualname__ = function
     method.__doc__ = f"``np.{function}(x, ...)``, with the same arguments."
     return method
@@ -1329,51 +1373,65 @@ def supported() -> str:
 def trace_on_arrays(f, args, wrt, names) -> LCG:
     """Run ``f(*args)`` with the arguments at positions ``wrt`` traced (the rest passed
     as they are) and return its LCG; ``names`` names every argument.  What
-    :func:`minirad.trace` calls when an argument it differentiates is an array."""
+    :func:`minirad.trace` calls when an argument it differentiates is an array.  The
+    graph keeps what :func:`minirad.tracing.replay.replay` needs to run it again."""
     tape = Tape()
-    call = list(args)
-    input_names = []
+    arguments = list(args)
     for position in wrt:
-        arg, label = args[position], names[position]
-        if isinstance(arg, Tracked):
-            raise TypeError(f"argument {position} ({label}) is already traced")
-        if isinstance(arg, np.ma.MaskedArray):
-            raise TypeError(f"argument {position} ({label}) is a masked array; its mask would "
-                            f"be dropped: pass arg.filled(value), or the unmasked entries")
-        try:
-            array = np.asarray(arg)
-        except (TypeError, ValueError) as error:
-            raise TypeError(f"argument {position} ({label}) is not an array of numbers "
-                            f"({error})") from None
-        if array.dtype.kind not in "iuf":
-            raise TypeError(f"argument {position} ({label}) must be a real array, not "
-                            f"{array.dtype}")
-        check_axes(array.shape, f"argument {position} ({label})")
-        check_entries(array.shape, f"argument {position} ({label})")
-        array = np.array(array, dtype=array.dtype if array.dtype.kind == "f" else np.float64)
-        if not np.all(np.isfinite(array)):
-            raise ValueError(f"argument {position} ({label}) has a non-finite entry; trace "
-                             f"needs finite inputs")
-        call[position] = tape.new_vertex(array, "input", [], name=label)
-        input_names.append(label)
+        arguments[position] = input_vertex(tape, args[position], position, names[position])
     tape.n_inputs = len(tape.values)
     for position, arg in enumerate(args):
         if position not in wrt:
             tape.constant_names[id(arg)] = (names[position], arg)
-    result = f(*call)
+            tape.recording.arguments[id(arg)] = (position, arg)
+    result = f(*arguments)
     several = isinstance(result, (tuple, list))
     results = list(result) if several else [result]
-    returned: dict[int, int] = {}
-    for r in results:
-        if isinstance(r, Tracked):
-            returned[r.index] = returned.get(r.index, 0) + 1
-    outputs = []
     for position, r in enumerate(results):
         if not isinstance(r, Tracked):
             raise TypeError(f"output {position} is a {type(r).__name__}, not a traced array "
                             f"computed from the inputs")
         if r.tape is not tape:
             raise ValueError(f"output {position} was not computed from this trace's inputs")
+    kept = recorded(tape, [a.value if isinstance(a, Tracked) else a for a in arguments], wrt, names,
+                    [r.index for r in results], several)
+    g = finish(tape, results, [names[p] for p in wrt], several)
+    g.memo("tracing.recorded", lambda: kept)
+    return g
+
+
+def input_vertex(tape: Tape, arg, position: int, label: str) -> Tracked:
+    """The input vertex of the argument ``arg`` (an array or a number), checked."""
+    if isinstance(arg, Tracked):
+        raise TypeError(f"argument {position} ({label}) is already traced")
+    if isinstance(arg, np.ma.MaskedArray):
+        raise TypeError(f"argument {position} ({label}) is a masked array; its mask would "
+                        f"be dropped: pass arg.filled(value), or the unmasked entries")
+    try:
+        array = np.asarray(arg)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"argument {position} ({label}) is not an array of numbers "
+                        f"({error})") from None
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"argument {position} ({label}) must be a real array, not "
+                        f"{array.dtype}")
+    check_axes(array.shape, f"argument {position} ({label})")
+    check_entries(array.shape, f"argument {position} ({label})")
+    array = np.array(array, dtype=array.dtype if array.dtype.kind == "f" else np.float64)
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"argument {position} ({label}) has a non-finite entry; trace "
+                         f"needs finite inputs")
+    return tape.new_vertex(array, "input", [], name=label)
+
+
+def finish(tape: Tape, results: list, input_names: list, several: bool) -> LCG:
+    """The LCG of a finished trace whose program returned the traced ``results``: an
+    output that is an input, is used, or is returned twice gets an identity vertex."""
+    returned: dict[int, int] = {}
+    for r in results:
+        returned[r.index] = returned.get(r.index, 0) + 1
+    outputs = []
+    for r in results:
         v = r.index
         if v < tape.n_inputs or tape.used[v] or returned[v] > 1 or v in outputs:
             v = tape.new_vertex(r.value, "{0}", [(r, Identity(r.shape, r.dtype))]).index
@@ -1388,5 +1446,6 @@ def trace_on_arrays(f, args, wrt, names) -> LCG:
             label += "'"
         taken[label] = i
         vertex_names[i] = label
-    return LCG(vertex_names, tape.sources, tape.targets, tape.operators,
-               range(tape.n_inputs), outputs, values=tape.values, ops=tape.ops)
+    # the tape guarantees what the constructor checks (see LCG.from_trusted_blocks)
+    return LCG.from_trusted_blocks(vertex_names, tape.sources, tape.targets, tape.operators,
+                                   range(tape.n_inputs), outputs, tape.values, tape.ops)

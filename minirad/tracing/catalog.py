@@ -277,7 +277,7 @@ LINEAR_ALGEBRA = _examples("linear algebra", [
     # numpy reads the lower triangle only, and so does its derivative; jax.numpy reads
     # (A + A.T) / 2: the two agree on symmetric changes (the example above) only
     ("np.linalg.cholesky(A)", lambda xp, a: xp.linalg.cholesky(a), (SPD,)),
-    ("array_trace.matmul(L, x), L sparse",
+    ("arrays.matmul(L, x), L sparse",
      lambda xp, x: sparse_matmul(LAPLACIAN, x), (_x(4, 2),)),
 ], jax=False)
 

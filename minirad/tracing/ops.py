@@ -86,6 +86,7 @@ the operation is refused with a ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,9 +138,17 @@ class Op:
 
     def kept(self, i: int) -> tuple[int, ...]:
         """Which arrays partial ``i`` keeps: operand positions, and ``arity`` for the result."""
-        names = ("x", "y") if self.arity == 1 else ("a", "b", "y")
-        words = self.keeps[i].split() if i < len(self.keeps) else ()
-        return tuple(names.index(word) for word in words)
+        try:
+            return _kept(self, i)
+        except TypeError:   # an Op of one's own with an unhashable field: worked out each time
+            return _kept.__wrapped__(self, i)
+
+
+@functools.lru_cache(maxsize=1024)   # read at every traced operation; an Op never changes
+def _kept(op: Op, i: int) -> tuple[int, ...]:
+    names = ("x", "y") if op.arity == 1 else ("a", "b", "y")
+    words = op.keeps[i].split() if i < len(op.keeps) else ()
+    return tuple(names.index(word) for word in words)
 
 
 # --------------------------------------------------------- rules for numbers
@@ -297,8 +306,8 @@ def _arctan2_array(first: bool):
 
 def _hypot_array(first: bool):
     def partial(a, b, y):
-        mine = a if first else b
-        return np.where(y != 0, mine / np.where(y != 0, y, 1), 0.0)
+        # written as one quotient of two wheres, so it runs on traced numbers too
+        return np.where(y != 0, a if first else b, 0.0) / np.where(y != 0, y, 1)
     return partial
 
 
@@ -349,8 +358,8 @@ _TABLE = [
        np.logaddexp2, (lambda a, b, y: np.exp2(a - y), lambda a, b, y: np.exp2(b - y)),
        keeps=("a y", "b y"), ufunc="logaddexp2"),
     Op("copysign", "copysign({0}, {1})", math.copysign, (_copysign_partial, _zero),
-       np.copysign, (lambda a, b, y: np.sign(a) * np.copysign(1.0, b), _zero),
-       keeps=("a b", ""), ufunc="copysign", kink="a = 0: derivative 0 in a (as abs)"),
+       np.copysign, (lambda a, b, y: np.sign(a) * np.sign(y), _zero),  # y's sign is b's
+       keeps=("a y", ""), ufunc="copysign", kink="a = 0: derivative 0 in a (as abs)"),
     Op("remainder", "remainder({0}, {1})", lambda a, b: a % b,
        (lambda a, b, y: 1.0, lambda a, b, y: -_quotient(a, b, y)),
        np.remainder, (lambda a, b, y: 1.0, _quotient_array), keeps=("", "a b y"),
@@ -363,7 +372,7 @@ _TABLE = [
        np.floor_divide, (_zero, _zero), keeps=("", ""), ufunc="floor_divide", kink=_STEP),
     Op("heaviside", "heaviside({0}, {1})", _heaviside,
        (_zero, lambda x, h, y: 1.0 if x == 0.0 else 0.0),
-       np.heaviside, (_zero, lambda x, h, y: np.equal(x, 0).astype(np.result_type(y))),
+       np.heaviside, (_zero, lambda x, h, y: np.equal(x, 0) * np.ones_like(y)),
        keeps=("", "a"), ufunc="heaviside", kink="x = 0: derivative 0 in x, 1 in h"),
     # unary -------------------------------------------------------------
     Op("neg", "-{0}", lambda x: -x, (lambda x, y: -1.0,), keeps=("",), ufunc="negative"),
@@ -473,6 +482,51 @@ class NonFiniteError(ValueError):
     """An operation produced a value or partial that is not a finite number."""
 
 
+class ComparesValues:
+    """Comparisons that read the values: mixed into every traced number
+    (:class:`~minirad.tracing.tracer.Traced`, :class:`~minirad.tracing.tape.Var`)
+    and into :class:`~minirad.tracing.dual.Dual`, each of which keeps its number
+    in ``.value``.  An LCG is the linearization at the traced point, where a
+    comparison is a constant, so ``x > 0`` is a plain ``bool`` and the program's
+    ``if`` follows the trace.  Hashing stays by identity: two equal values are
+    still two vertices.
+
+    >>> class Number(ComparesValues):
+    ...     __slots__ = ("value",)
+    ...     def __init__(self, value):
+    ...         self.value = value
+    >>> Number(2.0) > 1, Number(2.0) == Number(2.0), Number(2.0) <= 1.5
+    (True, True, False)
+    """
+
+    __slots__ = ()
+
+    def __lt__(self, other):
+        return self.value < value_of(other)
+
+    def __le__(self, other):
+        return self.value <= value_of(other)
+
+    def __gt__(self, other):
+        return self.value > value_of(other)
+
+    def __ge__(self, other):
+        return self.value >= value_of(other)
+
+    def __eq__(self, other):
+        return self.value == value_of(other)
+
+    def __ne__(self, other):
+        return self.value != value_of(other)
+
+    __hash__ = object.__hash__
+
+
+def value_of(x):
+    """The number of a traced value or dual (:class:`ComparesValues`); anything else as is."""
+    return x.value if isinstance(x, ComparesValues) else x
+
+
 def _call(op: Op, args: tuple) -> str:
     return f"{op.name}({', '.join(repr(float(a)) for a in args)})"
 
@@ -544,7 +598,7 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
         if out.dtype.kind != "f":
             raise TypeError(f"{op.name} gave a result of dtype {out.dtype}; minirad "
                             f"differentiates floating-point arrays")
-        if not np.all(np.isfinite(out)):
+        if not np.isfinite(out).all():
             first = out.flat[np.flatnonzero(~np.isfinite(out))[0]]
             raise NonFiniteError(f"{op.name}: the result is {first} {_first_bad(out, args)}")
         partials = []
@@ -555,12 +609,38 @@ def evaluate_array(op: Op, args: tuple, wrt=None) -> tuple[np.ndarray, tuple]:
             except (ArithmeticError, ValueError) as error:
                 raise NonFiniteError(f"{op.name}: {which} is not finite here "
                                      f"({error})") from None
-            if np.asarray(d).dtype != np.bool_ and not np.all(np.isfinite(d)):
+            if np.asarray(d).dtype != np.bool_ and not np.isfinite(d).all():
                 first = np.asarray(d).flat[np.flatnonzero(~np.isfinite(d))[0]]
                 raise NonFiniteError(f"{op.name}: {which} is {first} "
                                      f"{_first_bad(np.asarray(d), args)}")
             partials.append(d)
     return out, tuple(partials)
+
+
+def traced_partials(op: Op, args: tuple, out, wrt=None) -> tuple:
+    """The local partials of ``op`` computed on traced numbers (or dual numbers):
+    ``args`` and ``out`` are the operands and the result as values of another trace,
+    so each partial comes back as a value of that trace too, a function of the
+    operands that can itself be differentiated (what a recorded backward pass needs).
+
+    The rules run are the array rules, written with numpy, which applies ``np.cos``
+    and the like to traced numbers by calling their methods; a partial that does
+    not depend on a traced operand (the 1 of a sum, the mask of a relu) comes back
+    as a float.
+
+    >>> from minirad.tracing.tracer import trace
+    >>> g = trace(lambda x: traced_partials(OPS["sin"], (x,), sin(x))[0], 0.0)
+    >>> g.ops[-1], g.value(g.outputs[0])      # d sin(x)/dx = cos(x), recorded
+    ('cos({0})', 1.0)
+    """
+    rules = op.on_arrays[1]
+    partials = []
+    for i in range(op.arity) if wrt is None else wrt:
+        d = rules[i](*args, out)
+        if isinstance(d, np.ndarray):  # np.where over traced numbers: a 0-d object array
+            d = d[()]
+        partials.append(d if hasattr(d, "_record") else float(d))
+    return tuple(partials)
 
 
 def _real_array(x, op: Op) -> np.ndarray:

@@ -53,6 +53,7 @@ from .arrays import (
     sum_,
 )
 from .ops import OPS
+from .recording import replayable
 
 
 def _summing(x: Tracked, axis, keepdims: bool, what: str) -> SumAxes:
@@ -259,6 +260,7 @@ def _cumulative(function, what: str):
 
 
 # ------------------------------------------------------------------ logsumexp
+@replayable   # called directly, not through numpy: its calls are steps of the recording
 def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x), axis))``, computed stably (the largest entry taken out); its
     edge is ``sum ∘ diag(softmax(x))``.

@@ -58,6 +58,7 @@ from .ops import (
     NOT_DIFFERENTIABLE,
     OPS,
     UFUNCS,
+    ComparesValues,
     NonFiniteError,
     Op,
     apply,
@@ -251,7 +252,7 @@ def _fail(op: Op, operands, tape: Tape):
                      f"{detail}") from None
 
 
-class Var:
+class Var(ComparesValues):
     """A traced scalar: a value plus its vertex number on the tape of its trace.
 
     Each trace makes its own subclass (see :func:`_scalar_type`) whose
@@ -293,26 +294,6 @@ class Var:
     def __abs__(self):
         return _unary(_ABS, self)
 
-    # comparisons read the value, so control flow follows the trace
-    def __lt__(self, other):
-        return self.value < _value(other)
-
-    def __le__(self, other):
-        return self.value <= _value(other)
-
-    def __gt__(self, other):
-        return self.value > _value(other)
-
-    def __ge__(self, other):
-        return self.value >= _value(other)
-
-    def __eq__(self, other):
-        return self.value == _value(other)
-
-    def __ne__(self, other):
-        return self.value != _value(other)
-
-    __hash__ = object.__hash__  # identity, as for any object: equal values are still two vertices
 
     def __bool__(self):
         return self.value != 0.0

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..graph.lcg import LCG
 from .naming import ARRAY_HINT, argument_positions, named_vertices, parameter_names
-from .ops import OPS, NonFiniteError, evaluate
+from .ops import OPS, ComparesValues, NonFiniteError, evaluate
 
 
 class Recorder:
@@ -54,7 +54,7 @@ class Recorder:
         return len(self.values) - 1
 
 
-class Traced:
+class Traced(ComparesValues):
     """A traced number: its value and its vertex in ``recorder``."""
 
     __slots__ = ("recorder", "index", "value")
@@ -131,26 +131,6 @@ class Traced:
     def __abs__(self):
         return self._record(OPS["abs"], (self,))
 
-    # comparisons read the values: at the traced point a comparison is a constant
-    def __lt__(self, other):
-        return self.value < _value(other)
-
-    def __le__(self, other):
-        return self.value <= _value(other)
-
-    def __gt__(self, other):
-        return self.value > _value(other)
-
-    def __ge__(self, other):
-        return self.value >= _value(other)
-
-    def __eq__(self, other):
-        return self.value == _value(other)
-
-    def __ne__(self, other):
-        return self.value != _value(other)
-
-    __hash__ = object.__hash__  # identity: equal values are still two vertices
 
     def __bool__(self):
         return self.value != 0.0
@@ -160,15 +140,13 @@ class Traced:
                         f"derivative; use minirad.ops (ops.sin, ...) instead of math")
 
 
-# numpy applies np.sin, np.exp, ... to an object it does not know by calling its
-# method of that name: so np.tanh(W @ x) works on (object arrays of) traced numbers
+# numpy applies np.sin, np.exp, np.hypot, ... to an object it does not know by calling
+# its method of that name: so np.tanh(W @ x) works on (object arrays of) traced numbers
 for _op in OPS.values():
     if _op.arity == 1 and _op.ufunc == _op.name:
         setattr(Traced, _op.name, lambda self, _op=_op: self._record(_op, (self,)))
-
-
-def _value(x):
-    return x.value if isinstance(x, Traced) else x
+    elif _op.arity == 2 and _op.ufunc == _op.name:
+        setattr(Traced, _op.name, lambda self, other, _op=_op: self._record(_op, (self, other)))
 
 
 def _number(x, op, recorder: Recorder) -> float:

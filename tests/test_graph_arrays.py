@@ -1,4 +1,4 @@
-"""The vector LCG object: structural API, validation, memory accounting rules, and the
+"""The LCG of arrays: structural API, validation, memory accounting rules, and the
 file format (round trip and hostile files)."""
 
 

@@ -1,0 +1,287 @@
+"""Derivatives of derivatives: the reverse pass recorded as a graph.
+
+A reverse sweep computes the adjoints with numbers.  Run it instead on
+traced numbers and every adjoint becomes a vertex: the local partials
+(``cos(x)`` for a ``sin``), their products with the adjoints and the sums
+over a vertex's uses are recorded after the program's own operations.  The
+result, :func:`gradient_graph`, is the lecture's picture of reverse mode as
+"more nodes of the graph": one LCG whose inputs are the program's inputs,
+whose first vertices are the program itself (the forward part, numbered as
+:func:`minirad.trace` numbers them) and whose outputs are the gradient.
+
+Everything minirad does to a graph it then does to the gradient: its
+Jacobian is the Hessian (:func:`hessian`); a forward sweep along ``v`` is a
+Hessian-vector product (forward over reverse), and Algorithm 1 sampled on
+it gives unbiased Hessian estimates.  :func:`hvp` does forward over reverse
+without any graph: the same recorded reverse pass, run on dual numbers
+(:mod:`minirad.tracing.dual`) seeded with ``v``.
+
+>>> from minirad import ops
+>>> f = lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2)   # the lecture's example
+>>> G = gradient_graph(f, 2.0, 5.0)
+>>> G.names[G.outputs[0]], G.names[G.outputs[1]]
+('x̄1', 'x̄2')
+>>> [round(G.value(v), 3) for v in G.outputs]                # the gradient, as values
+[5.5, 1.716]
+>>> hessian(f, 2.0, 5.0).round(4)                            # the Jacobian of G
+array([[-0.25  ,  1.    ],
+       [ 1.    , -0.9589]])
+>>> hvp(f, 2.0, 5.0, v=[1.0, 0.0]).round(4)                  # its first column, no H formed
+array([-0.25,  1.  ])
+
+The partials are the table's own rules (:func:`minirad.tracing.ops.traced_partials`),
+evaluated on the traced values, so every operation of the table has its
+second derivative without a second rule.  Programs of numbers and numpy
+array programs are both recorded with one vertex per number: an array
+argument becomes an object array of traced numbers (so ``@``, ``sum``,
+indexing and the table's functions work; numpy functions with no loop for
+Python objects, such as ``np.linalg.inv``, do not), and its entries are
+inputs named ``X[0]``, ``X[1]``, ... in C order.  Recording runs on the
+teaching tracer (:mod:`minirad.tracing.tracer`), whose values can be traced
+in turn; the opcode tape cannot nest.
+"""
+
+from __future__ import annotations
+
+import inspect
+from numbers import Real
+from typing import NamedTuple
+
+import numpy as np
+
+from ..graph.lcg import LCG
+from ..tracing import tracer
+from ..tracing.dual import Dual
+from ..tracing.naming import argument_positions, output_names
+from ..tracing.ops import apply, traced_partials
+from ..tracing.tracer import Traced
+from .jacobians import jacobian
+
+
+class Recorded(Traced):
+    """A number of the program being differentiated, on a tape the reverse pass
+    reads: its value belongs to an outer computation (a traced number, a dual
+    number or a float), so its operations, partials and adjoints happen there."""
+
+    __slots__ = ()
+
+    def _record(self, op, args):
+        tape = self.recorder
+        outer = []
+        for a in args:
+            if isinstance(a, Recorded) and a.recorder is not tape:
+                raise ValueError(f"{op.name} mixes numbers from two different calls of f")
+            outer.append(a.value if isinstance(a, Recorded) else a)
+        value = apply(op, *outer)
+        tape.append((op, args, value))
+        return Recorded(tape, len(tape) - 1, value)
+
+
+def _flat_arguments(args, positions) -> list:
+    """The numbers of the differentiated arguments, in order (arrays in C order)."""
+    flat = []
+    for p in positions:
+        arg = args[p]
+        if isinstance(arg, np.ndarray):
+            if arg.dtype.kind not in "fiu":
+                raise TypeError(f"argument {p} is an array of dtype {arg.dtype}; higher "
+                                f"derivatives need real numbers")
+            flat.extend(float(x) for x in arg.ravel())
+        elif isinstance(arg, (list, tuple)):
+            flat.extend(arg)
+        else:
+            flat.append(arg)
+    return flat
+
+
+def _checked(flat: list) -> list:
+    for x in flat:
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, Real):
+            raise TypeError(f"an input is a {type(x).__name__}; differentiate by numbers, lists "
+                            f"of numbers or numpy arrays")
+    return flat
+
+
+class ReversePass(NamedTuple):
+    """What :func:`recorded_gradient` recorded: the gradient (one adjoint per input, of
+    the values' type: float, dual or traced number), the tape (``(op, operands,
+    value)`` per vertex, ``op`` None for an input), the adjoint of every vertex the
+    sweep reached, and the vertex of ``f``'s result (None for a constant)."""
+
+    gradient: list
+    tape: list
+    adjoints: dict
+    result: int | None
+
+
+def recorded_gradient(f, args, positions, inputs) -> ReversePass:
+    """Run ``f`` on :class:`Recorded` numbers whose values are ``inputs`` (one per
+    number of the differentiated arguments), then its reverse sweep on those
+    values.
+
+    >>> recorded_gradient(lambda x, y: x * y, (3.0, 4.0), [0, 1], [3.0, 4.0]).gradient
+    [4.0, 3.0]
+    """
+    tape = []
+    numbers = iter(Recorded(tape, i, x) for i, x in enumerate(inputs))
+    tape.extend((None, (), x) for x in inputs)
+    call = list(args)
+    for p in positions:
+        arg = args[p]
+        if isinstance(arg, np.ndarray):
+            cells = np.empty(arg.shape, dtype=object)
+            for index in np.ndindex(arg.shape):
+                cells[index] = next(numbers)
+            call[p] = cells
+        elif isinstance(arg, (list, tuple)):
+            call[p] = [next(numbers) for _ in arg]
+        else:
+            call[p] = next(numbers)
+    result = f(*call)
+    if isinstance(result, np.ndarray) and result.shape == () and result.dtype == object:
+        result = result[()]
+    if not isinstance(result, Recorded):
+        if isinstance(result, Real) and not isinstance(result, bool):
+            return ReversePass([0.0] * len(inputs), tape, {}, None)  # a constant: zero
+        raise TypeError(f"f returned a {type(result).__name__}; a gradient is of a function "
+                        f"with one number as its result")
+    if result.recorder is not tape:
+        raise ValueError("f's result was not computed from this call's inputs")
+    adjoints = {result.index: 1.0}
+    for v in range(result.index, len(inputs) - 1, -1):
+        adjoint = adjoints.get(v)
+        op, operands, value = tape[v]
+        if adjoint is None or op is None:
+            continue
+        wrt = [i for i, a in enumerate(operands) if isinstance(a, Recorded)]
+        outer = tuple(a.value if isinstance(a, Recorded) else a for a in operands)
+        for i, partial in zip(wrt, traced_partials(op, outer, value, wrt)):
+            term = _times(adjoint, partial)
+            if term is not None:
+                u = operands[i].index
+                adjoints[u] = term if u not in adjoints else adjoints[u] + term
+    return ReversePass([adjoints.get(i, 0.0) for i in range(len(inputs))], tape, adjoints,
+                       result.index)
+
+
+def _times(adjoint, partial):
+    """adjoint x partial, without recording a product by a constant 1 or 0."""
+    if isinstance(partial, float):
+        if partial == 0.0:
+            return None
+        if partial == 1.0:
+            return adjoint
+    if isinstance(adjoint, float) and adjoint == 1.0:
+        return partial
+    return adjoint * partial
+
+
+def gradient_graph(f, *args, wrt=None) -> LCG:
+    """The gradient of ``f`` (a function with one number as its result) at ``args``,
+    recorded as one LCG: the program's vertices first, then the reverse pass's.
+
+    Inputs and forward vertices are named as :func:`minirad.trace` names them;
+    the adjoint of a vertex ``v3`` is ``v̄3`` (the last of the recorded sums that
+    make it), the outputs are the adjoints of the inputs (``x̄1``, ...), and the
+    other vertices of the reverse pass (partials, products, partial sums) are
+    ``b₀``, ``b₁``, ...  :func:`backward_vertices` tells the two parts apart.
+
+    >>> G = gradient_graph(lambda x: x * x * x, 2.0)     # d/dx x^3 = 3x^2
+    >>> G.value(G.outputs[0]), G.n_vertices - len(backward_vertices(G))
+    (12.0, 3)
+    """
+    positions = argument_positions(wrt, len(args))
+    _checked(_flat_arguments(args, positions))
+    outer_args = list(args)
+    for p in positions:
+        if isinstance(args[p], np.ndarray):
+            outer_args[p] = [float(x) for x in args[p].ravel()]
+    seen = {}
+
+    def gradient_of_f(*outer):
+        numbers = _flat_arguments(outer, positions)
+        seen["pass"] = recorded_gradient(f, args, positions, numbers)
+        return tuple(seen["pass"].gradient)
+
+    try:
+        gradient_of_f.__signature__ = inspect.signature(f)
+    except (TypeError, ValueError):
+        pass
+    G = tracer.trace(gradient_of_f, *outer_args, wrt=positions)
+    return _named(G, seen["pass"])
+
+
+def _named(G: LCG, recorded: ReversePass) -> LCG:
+    """``G`` with the names of :func:`gradient_graph`."""
+    names, tape, adjoints, result = list(G.names), recorded.tape, recorded.adjoints, \
+        recorded.result
+    outer = [value.index if isinstance(value, Traced) else -1 for _, _, value in tape]
+    n_forward = max(outer) + 1
+    if result is not None and tape[result][0] is not None:
+        names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
+    for v in range(n_forward, G.n_vertices):
+        names[v] = _backward_name(v - n_forward)
+    for i, w in enumerate(G.outputs):  # the gradient: the inputs' adjoints
+        if w >= n_forward:
+            names[w] = _bar(names[G.inputs[i]])
+    taken = set(names)
+    for u in range(len(tape)):  # the other adjoints recorded as vertices of their own
+        a = adjoints.get(u)
+        if isinstance(a, Traced) and a.index >= n_forward and outer[u] >= 0:
+            bar = _bar(names[outer[u]])
+            if bar not in taken and a.index not in G.outputs:
+                names[a.index] = bar
+                taken.add(bar)
+    return LCG(names, G.sources, G.targets, G.labels, G.inputs, G.outputs, values=G.values,
+               ops=G.ops)
+
+
+_SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _backward_name(j: int) -> str:
+    """``b₀``, ``b₁``, ...: subscripts, which no parameter name of ``f`` can hold."""
+    return "b" + str(j).translate(_SUBSCRIPTS)
+
+
+def _bar(name: str) -> str:
+    """``x1`` -> ``x̄1``: the adjoint's name, a bar over the first letter."""
+    return name[0] + "\u0304" + name[1:]
+
+
+def backward_vertices(G: LCG) -> list[int]:
+    """The vertices :func:`gradient_graph` recorded during the reverse pass."""
+    return [v for v, name in enumerate(G.names) if "\u0304" in name or (
+        name[:1] == "b" and name[1:] and set(name[1:]) <= set("₀₁₂₃₄₅₆₇₈₉"))]
+
+
+def hessian(f, *args, wrt=None) -> np.ndarray:
+    """The Hessian of ``f`` at ``args``: the Jacobian of :func:`gradient_graph`, dense,
+    rows and columns in the order of the inputs (arrays flattened in C order).
+
+    >>> hessian(lambda x, y: x * x * y, 3.0, 2.0)       # [[2y, 2x], [2x, 0]]
+    array([[4., 6.],
+           [6., 0.]])
+    """
+    return jacobian(gradient_graph(f, *args, wrt=wrt))
+
+
+def hvp(f, *args, v, wrt=None) -> np.ndarray:
+    """The Hessian-vector product ``H v`` of ``f`` at ``args``, forward over reverse:
+    the reverse pass recorded on dual numbers whose tangents are ``v`` (one entry
+    per input, arrays flattened in C order; or ``(n, k)`` for k vectors at once).
+    No graph and no Hessian are formed: it costs a few gradients.
+
+    >>> hvp(lambda x, y: x * x * y, 3.0, 2.0, v=[1.0, 1.0])
+    array([10.,  6.])
+    """
+    positions = argument_positions(wrt, len(args))
+    flat = _checked(_flat_arguments(args, positions))
+    v = np.asarray(v, dtype=float)
+    if v.ndim not in (1, 2) or len(v) != len(flat):
+        raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)},) or "
+                         f"k vectors as columns ({len(flat)}, k)")
+    gradient = recorded_gradient(f, args, positions,
+                                 [Dual(float(x), t) for x, t in zip(flat, v)]).gradient
+    zero = np.zeros(v.shape[1:])
+    return np.array([g.tangent if isinstance(g, Dual) else zero for g in gradient])

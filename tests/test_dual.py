@@ -1,0 +1,114 @@
+"""Dual numbers (minirad/tracing/dual.py) against the forward sweep on the traced graph.
+
+Forward mode by duals and the forward sweep apply the same partials from the same
+table in the same order, so on every program they must agree to the last bit: on
+random programs of numbers (every operation of the table, in every spelling) and on
+random numpy array programs.  The lecture's example and hand-derived derivatives
+check the numbers themselves.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracles import array_programs
+from test_trace_reference import random_program
+
+from minirad import jacobian, jvp, ops, trace
+from minirad.tracing.dual import Dual, jacobian_by_duals, jvp_by_duals
+
+
+def bits(x) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).view(np.int64)
+
+
+def test_the_lectures_tangent_trace():
+    # y = ln(x1) + x1 x2 - sin(x2) at (2, 5): dy/dx1 = 1/x1 + x2 = 5.5,
+    # dy/dx2 = x1 - cos(x2) = 1.716 (the lecture's forward-mode table)
+    f = lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2)  # noqa: E731
+    value, dx1 = jvp_by_duals(f, (2.0, 5.0), (1.0, 0.0))
+    _, dx2 = jvp_by_duals(f, (2.0, 5.0), (0.0, 1.0))
+    assert value == pytest.approx(math.log(2) + 10 - math.sin(5), rel=1e-15)
+    assert dx1 == 5.5 and dx2 == pytest.approx(2 - math.cos(5), rel=1e-15)
+    # all directions in one pass: a vector tangent per input
+    np.testing.assert_array_equal(jacobian_by_duals(f, 2.0, 5.0), [[dx1, dx2]])
+
+
+def test_random_programs_of_numbers_equal_the_forward_sweep_to_the_last_bit():
+    rng = np.random.default_rng(20261127)
+    compared = 0
+    while compared < 150:
+        program = random_program(rng, int(rng.integers(1, 30)))
+        a, b, x0, x1 = rng.uniform(0.2, 1.5, 4)
+        try:
+            g = trace(program, a, b, [x0, x1])
+        except ValueError:  # a value or partial off the domain (log of a negative, ...)
+            continue
+        v = rng.normal(size=4)
+        duals = program(Dual(a, v[0]), Dual(b, v[1]), [Dual(x0, v[2]), Dual(x1, v[3])])
+        tangents = [r.tangent if isinstance(r, Dual) else 0.0 for r in duals]
+        assert np.array_equal(bits(tangents), bits(jvp(g, v))), g.wengert()
+        compared += 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(array_programs(), st.integers(0, 2**16))
+def test_random_array_programs_equal_the_forward_sweep_to_the_last_bit(program, seed):
+    f, args = program
+    rng = np.random.default_rng(seed)
+    g = trace(f, *args)
+    v = [rng.normal(size=np.shape(a)) for a in args]
+    duals = f(*(Dual(a, t) for a, t in zip(args, v)))
+    for dual, swept in zip(duals, jvp(g, v)):
+        assert np.shape(dual.tangent) == np.shape(swept)
+        assert np.array_equal(bits(dual.tangent), bits(swept))
+
+
+def test_duals_in_object_arrays_and_numpy_functions():
+    # a layer written with numpy on an object array of duals, against the traced Jacobian
+    W = np.array([[0.5, -1.0], [2.0, 0.25]])
+    f = lambda a, b: tuple(np.tanh(W @ np.array([a, b])))  # noqa: E731
+    np.testing.assert_allclose(jacobian_by_duals(f, 0.3, -0.7), jacobian(f, 0.3, -0.7),
+                               rtol=1e-15)
+    # the hypot, arctan2 and maximum entries through numpy: d hypot(3, 4)/da = 3/5
+    x = Dual(3.0, 1.0)
+    assert np.hypot(x, 4.0).tangent == pytest.approx(0.6, rel=1e-15)
+    assert np.arctan2(x, 4.0).tangent == pytest.approx(4.0 / 25.0, rel=1e-15)
+    assert np.maximum(x, x).tangent == 1.0  # the tie rule: 1/2 to each, summed
+    assert np.square(x).tangent == 6.0 and (x ** 2).tangent == 6.0
+
+
+def test_array_duals_follow_linear_operations():
+    A = np.arange(6.0).reshape(2, 3)
+    dA = np.ones((2, 3))
+    d = Dual(A, dA)
+    np.testing.assert_array_equal(d.sum(axis=0).tangent, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(d.T.tangent, dA.T)
+    np.testing.assert_array_equal(np.stack([d[0], d[1]]).tangent, dA)
+    np.testing.assert_array_equal(np.mean(d).tangent, 1.0)
+    # the product rule of @: d(A x) = dA x + A dx
+    x = Dual(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.0]))
+    np.testing.assert_array_equal((d @ x).tangent, dA @ x.value + A @ x.tangent)
+
+
+def test_bad_input_is_refused_with_a_message():
+    with pytest.raises(TypeError, match="value is a str"):
+        Dual("2", 1.0)
+    with pytest.raises(TypeError, match="nested duals"):
+        Dual(Dual(1.0, 1.0), 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        Dual(np.zeros(3), np.zeros(2))
+    with pytest.raises(TypeError, match="drop its tangent"):
+        float(Dual(1.0, 1.0))
+    with pytest.raises(TypeError, match="not supported on dual numbers"):
+        np.linalg.det(Dual(np.eye(2), np.eye(2)))
+    with pytest.raises(TypeError, match="str"):
+        Dual(1.0, 1.0) + "a"
+    with pytest.raises(ValueError, match="log"):
+        ops.log(Dual(-1.0, 1.0))
+    with pytest.raises(ValueError, match="several directions at once"):
+        Dual(1.0, np.ones(3)) * np.ones((2, 2))
+    with pytest.raises(ValueError, match="one tangent per argument"):
+        jvp_by_duals(lambda x: x, (1.0,), (1.0, 2.0))

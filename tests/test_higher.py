@@ -1,0 +1,299 @@
+"""The reverse pass recorded as a graph (minirad/exact/higher.py): gradients of
+gradients, Hessians and Hessian-vector products.
+
+Oracles: JAX's ``hessian`` and ``jvp(grad)`` on random programs of numbers and of
+arrays (to 1e-10 relative; skipped where JAX is not installed), and without JAX
+central differences of the gradient and a Hessian derived by hand.  Algorithm 1
+sampled on the recorded gradient graph is z-tested for unbiasedness.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from oracles import assert_power, assert_unbiased, close, draws_for_power
+
+from minirad import forward_sweep, jacobian, jvp, ops, reverse_sweep, trace, vjp
+from minirad.draw.modes import lecture_family, sweep_cost
+from minirad.exact.higher import backward_vertices, gradient_graph, hessian, hvp
+from minirad.randomized.sampling import path_sampling_variance, sampled_jacobians
+
+LECTURE = (lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
+
+
+# ------------------------------------------------------------- random programs
+# each step applies one of these to earlier values; written once for numpy (which
+# applies them to minirad's traced numbers) and for jax.numpy
+STEPS = ("sin", "tanh", "exp", "arctan", "log1p", "mul", "add", "div", "sub")
+
+
+def random_program(rng, n_inputs: int, steps: int):
+    """f(*xs, lib=np): a random straight-line program of numbers with one result."""
+    plan = [(str(rng.choice(STEPS)), int(rng.integers(1 << 20)), int(rng.integers(1 << 20)),
+             round(float(rng.uniform(-1.5, 1.5)), 2)) for _ in range(steps)]
+
+    def f(*xs, lib=np):
+        pool = list(xs)
+        for kind, i, j, c in plan:
+            u, w = pool[i % len(pool)], pool[j % len(pool)]
+            if kind == "exp":
+                pool.append(lib.exp(0.3 * u))
+            elif kind == "log1p":
+                pool.append(lib.log1p(u * u))
+            elif kind == "mul":
+                pool.append(u * w)
+            elif kind == "add":
+                pool.append(u + c * w)
+            elif kind == "sub":
+                pool.append(c - u * w)
+            elif kind == "div":
+                pool.append(u / (1.0 + w * w))
+            else:
+                pool.append(getattr(lib, kind)(u))
+        return pool[-1] + pool[-2] * pool[len(pool) // 2]
+
+    return f
+
+
+def random_array_program(rng):
+    """f(W, x, lib=np): a random two-layer network on a matrix and a vector, with a
+    product of two entries of x (so the Hessian mixes W and x)."""
+    first, second = rng.choice(["tanh", "sin", "arctan"], size=2)
+    a, b = rng.uniform(-1, 1, 2)
+    i, j = rng.integers(0, 3, size=2)
+
+    def f(W, x, lib=np):
+        h = getattr(lib, first)(W @ (a * x))
+        return (getattr(lib, second)(h) * h).sum() + b * x[i] * x[j] + lib.exp(x.sum() * 0.1)
+
+    W, x = rng.normal(size=(2, 3)), rng.normal(size=3)
+    return f, W, x
+
+
+# ------------------------------------------------------------------ the graph
+def test_the_forward_part_is_the_program_itself_and_the_outputs_its_gradient():
+    f, x1, x2 = LECTURE
+    g, G = trace(f, x1, x2), gradient_graph(f, x1, x2)
+    n = G.n_vertices - len(backward_vertices(G))
+    assert n == g.n_vertices  # the program's vertices come first, numbered as trace numbers
+    assert list(G.ops[:n]) == list(g.ops) and np.array_equal(G.values[:n], g.values)
+    forward_edges = G.targets < n
+    assert np.array_equal(G.labels[forward_edges], g.labels)
+    # the outputs are the gradient (1/x1 + x2, x1 - cos x2), as values and by name
+    np.testing.assert_allclose(G.values[list(G.outputs)], [5.5, 2 - math.cos(5)], rtol=1e-15)
+    assert [G.names[v] for v in G.outputs] == ["x̄1", "x̄2"]
+    # every vertex of the reverse pass depends on the forward part
+    assert all(G.ops[v] != "input" for v in backward_vertices(G))
+
+
+def test_names_tell_the_two_parts_apart_whatever_the_program():
+    # an input called b0, and work done after the result (which the gradient ignores)
+    def f(b0, x):
+        result = b0 * x * x
+        ops.sin(x)  # dead: computed, never used
+        return result
+
+    G = gradient_graph(f, 2.0, 3.0)
+    back = backward_vertices(G)
+    assert G.index("b0") not in back and len(set(G.names)) == G.n_vertices
+    assert G.op(G.index("y")) == "{0} * {1}"  # the result, not the dead sin
+    assert G.n_vertices - len(back) == trace(f, 2.0, 3.0).n_vertices  # the dead sin too
+    np.testing.assert_allclose(G.values[list(G.outputs)], [9.0, 12.0])
+
+
+def test_the_gradient_of_a_gradient_is_the_second_derivative():
+    # f = x sin x: f' = sin x + x cos x, f'' = 2 cos x - x sin x
+    x = 0.7
+    G = gradient_graph(lambda x: x * ops.sin(x), x)
+    assert G.value(G.outputs[0]) == pytest.approx(math.sin(x) + x * math.cos(x), rel=1e-15)
+    assert vjp(G, [1.0])[0] == pytest.approx(2 * math.cos(x) - x * math.sin(x), rel=1e-14)
+
+
+def test_hessian_of_a_hand_derived_function_and_central_differences():
+    # f = x^2 y + sin(x y):
+    #   f_xx = 2y - y^2 sin(xy), f_xy = 2x + cos(xy) - xy sin(xy), f_yy = -x^2 sin(xy)
+    x, y = 0.8, -1.3
+    s, c = math.sin(x * y), math.cos(x * y)
+    by_hand = np.array([[2 * y - y * y * s, 2 * x + c - x * y * s],
+                        [2 * x + c - x * y * s, -x * x * s]])
+    f = lambda x, y: x * x * y + ops.sin(x * y)  # noqa: E731
+    np.testing.assert_allclose(hessian(f, x, y), by_hand, rtol=1e-13)
+    # on random programs: central differences of the gradient (error ~ h^2)
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        program, z = random_program(rng, 3, 12), rng.uniform(-1, 1, 3)
+        h = 1e-5
+        columns = []
+        for j in range(3):
+            e = np.eye(3)[j] * h
+            columns.append((jacobian(program, *(z + e)) - jacobian(program, *(z - e)))[0]
+                           / (2 * h))
+        close(hessian(program, *z), np.array(columns).T, rtol=1e-6)
+
+
+def test_hessian_vector_products_three_ways_agree():
+    # duals over the recorded reverse pass, a forward sweep over the gradient graph,
+    # and the Hessian times v
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        program, z, v = random_program(rng, 4, 15), rng.uniform(-1, 1, 4), rng.normal(size=4)
+        G = gradient_graph(program, *z)
+        close(hvp(program, *z, v=v), jvp(G, v), rtol=1e-13)
+        close(hvp(program, *z, v=v), hessian(program, *z) @ v, rtol=1e-13)
+        # k vectors at once, as columns
+        V = rng.normal(size=(4, 3))
+        close(hvp(program, *z, v=V), np.column_stack([hvp(program, *z, v=c) for c in V.T]),
+              rtol=1e-15)
+
+
+def test_array_programs_and_data_arguments():
+    W = np.array([[0.5, -1.0, 0.2], [1.5, 0.3, -0.7]])
+    x = np.array([0.1, -0.4, 0.9])
+    f = lambda W, x: (np.tanh(W @ x) ** 2).sum()  # noqa: E731
+    G = gradient_graph(f, W, x)
+    assert len(G.inputs) == 9 and G.names[G.inputs[6]] == "x[0]"
+    # the gradient equals minirad's own on the array graph
+    close(G.values[list(G.outputs)],
+          np.concatenate([np.ravel(a) for a in vjp(trace(f, W, x), [np.array(1.0)])]),
+          rtol=1e-14)
+    # W as data: the Hessian in x alone is the lower-right block of the whole one
+    close(hessian(f, W, x, wrt=[1]), hessian(f, W, x)[6:, 6:], rtol=1e-14)
+    # by hand: f = sum tanh(z)^2, z = W x: H = W' diag(2 (1 - t^2)(1 - 3 t^2)) W
+    t = np.tanh(W @ x)
+    close(hessian(f, W, x, wrt=[1]), W.T @ np.diag(2 * (1 - t * t) * (1 - 3 * t * t)) @ W,
+          rtol=1e-13)
+
+
+# ----------------------------------------------------------------- against JAX
+@pytest.fixture(scope="module")
+def jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def test_hessians_and_hvps_of_random_programs_equal_jax(jax):
+    jnp = jax.numpy
+    rng = np.random.default_rng(2026)
+    for _ in range(6):  # JAX dispatches each operation of each new program: seconds each
+        n = int(rng.integers(1, 5))
+        program, z, v = random_program(rng, n, int(rng.integers(3, 20))), \
+            rng.uniform(-1, 1, n), rng.normal(size=n)
+        on_jax = lambda t, program=program: program(*t, lib=jnp)  # noqa: E731
+        close(hessian(program, *z), np.asarray(jax.hessian(on_jax)(jnp.array(z))), rtol=1e-10)
+        _, expected = jax.jvp(jax.grad(on_jax), (jnp.array(z),), (jnp.array(v),))
+        close(hvp(program, *z, v=v), np.asarray(expected), rtol=1e-10)
+
+
+def test_hessians_and_hvps_of_random_array_programs_equal_jax(jax):
+    jnp = jax.numpy
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        program, W, x = random_array_program(rng)
+        on_jax = lambda z, f=program: f(z[:6].reshape(2, 3), z[6:], lib=jnp)  # noqa: E731
+        z = jnp.array(np.concatenate([W.ravel(), x]))
+        close(hessian(program, W, x), np.asarray(jax.hessian(on_jax)(z)), rtol=1e-10)
+        v = rng.normal(size=9)
+        _, expected = jax.jvp(jax.grad(on_jax), (z,), (jnp.array(v),))
+        close(hvp(program, W, x, v=v), np.asarray(expected), rtol=1e-10)
+
+
+# ---------------------------------------------------------------- what it costs
+def test_a_hessian_vector_product_costs_a_few_gradients():
+    # A forward sweep along v over the gradient graph G (one HVP) multiplies once per
+    # edge of G reachable from the inputs; the reverse sweep over the program's
+    # graph g (one gradient) once per edge of g on a path to the output.  On the
+    # lecture's example summed over n inputs every edge counts in both, and the
+    # ratio is G's edges over g's: by hand at n = 2, g has 8 edges and the reverse
+    # pass adds 7 (cos, its product by -1, a sum; 1/x1, a sum): 15 / 8.
+    f, x = lecture_family(2)
+    assert (gradient_graph(f, *x).n_edges, trace(f, *x).n_edges) == (15, 8)
+    for n in (8, 64):
+        f, x = lecture_family(n)
+        G, g = gradient_graph(f, *x), trace(f, *x)
+        assert sweep_cost(G, G.inputs) == G.n_edges and reverse_cost(g) == g.n_edges
+        assert 1.8 < G.n_edges / g.n_edges < 2.0  # a constant: it does not grow with n
+    # on random programs each edge of g adds at most its partial's rule, one product
+    # and one sum to G; observed 1.2 to 2.2 times g's edges
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        program, z = random_program(rng, 6, 40), rng.uniform(-1, 1, 6)
+        G, g = gradient_graph(program, *z), trace(program, *z)
+        assert G.n_edges < 3 * g.n_edges
+        # the full Hessian by n forward sweeps, one per input, costs n HVPs along e_j
+        assert forward_cost(G, None) == sum(forward_cost(G, [j]) for j in range(6))
+
+
+def reverse_cost(g) -> int:
+    return reverse_sweep(g).multiplications
+
+
+def forward_cost(G, inputs) -> int:
+    return forward_sweep(G, inputs).multiplications
+
+
+# ------------------------------------------------------ randomized AD on the graph
+def test_path_sampling_on_the_gradient_graph_estimates_the_hessian_without_bias():
+    # Algorithm 1 (k = 1) on the recorded gradient graph of the lecture's example:
+    # each row of the estimate is z-tested against the exact Hessian row with the
+    # exact covariance; a test fails by chance with probability below 3 x 5.7e-7 per
+    # row (see oracles.py), and a 5% bias fails it with probability above 1 - 3e-7
+    f, x1, x2 = LECTURE
+    G = gradient_graph(f, x1, x2)
+    H = hessian(f, x1, x2)
+    covariance = path_sampling_variance(G, 1, covariance=True)
+    rows = [r for r in range(2) if covariance[r].any()]
+    assert rows, "no randomness: the test would prove nothing"
+    n = max(draws_for_power(H[r], covariance[r]) for r in rows)
+    assert n <= 200_000
+    estimates = sampled_jacobians(G, 1, n, rng=28)
+    for r in range(2):
+        assert_unbiased(estimates[:, r], H[r], covariance[r])
+    for r in rows:
+        assert_power(estimates[:, r], H[r], covariance[r])
+    # a Hessian-vector product estimated as (estimate) v: its mean is H v
+    v = np.array([0.6, -0.8])
+    products = estimates @ v
+    for r in rows:
+        assert_unbiased(products[:, r:r + 1], (H @ v)[r:r + 1],
+                        (v @ covariance[r] @ v).reshape(1, 1))
+
+
+# -------------------------------------------------------------------- bad input
+def test_bad_input_is_refused_with_a_message():
+    with pytest.raises(TypeError, match="one number as its result"):
+        gradient_graph(lambda x, y: (x, y), 1.0, 2.0)
+    with pytest.raises(TypeError, match="an input is a str"):
+        hessian(lambda x: x, "1")
+    with pytest.raises(TypeError, match="an input is a bool"):
+        hessian(lambda x: x, True)
+    with pytest.raises(ValueError, match="one entry per input"):
+        hvp(lambda x, y: x * y, 1.0, 2.0, v=[1.0])
+    with pytest.raises(ValueError, match="wrt must list argument positions"):
+        hessian(lambda x: x, 1.0, wrt=[3])
+    with pytest.raises(ValueError, match="log"):
+        hessian(lambda x: ops.log(x), -1.0)
+    # a constant function: zero gradient, zero Hessian
+    np.testing.assert_array_equal(hessian(lambda x: 2.0, 1.0), [[0.0]])
+    np.testing.assert_array_equal(hvp(lambda x: 2.0, 1.0, v=[1.0]), [0.0])
+
+
+# ------------------------------------------------------- every rule of the table
+def test_every_operation_of_the_table_has_its_second_derivative():
+    # the Hessian of each table entry alone, against central differences of the
+    # table's own first partials (error ~ h^2): the recorded reverse pass evaluates
+    # each partial rule on traced numbers, so every entry needs no second rule
+    from minirad.tracing.ops import OPS, evaluate
+
+    points = {1: (0.6,), 2: (0.7, 0.4)}
+    special = {"arccosh": (1.6,)}
+    h = 1e-5
+    for name, op in OPS.items():
+        point = special.get(name, points[op.arity])
+        H = hessian(lambda *x, op=op: ops.apply(op, *x), *point)
+        for j in range(op.arity):
+            e = np.eye(op.arity)[j] * h
+            ahead = evaluate(op, tuple(np.add(point, e)))[1]
+            behind = evaluate(op, tuple(np.subtract(point, e)))[1]
+            column = (np.array(ahead) - np.array(behind)) / (2 * h)
+            close(H[:, j], column, rtol=1e-6)
