@@ -101,11 +101,17 @@ def test_the_random_face_search_asks_only_for_a_gap():
     assert search_gap("face", "edge", max_edges=10, tries=20, rng=0) is None
 
 
-@pytest.mark.parametrize("shape, fragment", [
-    ((0, 1, 1, 3), "n_inputs must be an integer of at least 1, got 0"),
-    ((1, -1, 1, 3), "n_intermediates must be an integer of at least 0, got -1"),
-    ((1, 1, 1, 2.0), "max_edges must be an integer of at least 1, got 2.0"),
+@pytest.mark.parametrize("shape, error, fragment", [
+    ((0, 1, 1, 3), ValueError, "n_inputs must be at least 1, got 0"),
+    ((1, -1, 1, 3), ValueError, "n_intermediates must be at least 0, got -1"),
+    ((1, 1, 1, 2.0), TypeError, "max_edges must be an integer, not float"),
+    ((True, 1, 1, 2), TypeError, "n_inputs must be an integer, not bool"),
 ])
-def test_bad_shapes(shape, fragment):
-    with pytest.raises(ValueError, match=re.escape(fragment)):
+def test_bad_shapes(shape, error, fragment):
+    with pytest.raises(error, match=re.escape(fragment)):
         next(every_small_dag(*shape))
+
+
+def test_the_census_stays_within_the_edge_search():
+    with pytest.raises(ValueError, match="takes at most 14 edges"):
+        face_edge_census(1, 3, 3, 15)

@@ -155,16 +155,15 @@ def _beats(g: LCG, cheaper: str, dearer: str) -> dict | None:
 
 
 def every_small_dag(n_inputs: int, n_intermediates: int, n_outputs: int, max_edges: int):
-    """Every LCG of this shape with at most ``max_edges`` edges, once per way of
-    numbering its intermediates, as ``(name, LCG)`` pairs.
+    """Every LCG of this shape with at most ``max_edges`` edges, as ``(name, LCG)``
+    pairs, each graph once however its intermediates are numbered.
 
     Edges run from inputs to intermediates, from an intermediate to a later one
     and from intermediates to outputs, each vertex on some input-to-output
     path; partials are 1.  An edge straight from an input to an output is left
     out: it is a Jacobian entry already, and a product landing on it is added
     where it would otherwise be a new entry, for the same multiplications.
-    Graphs that differ only by renumbering their intermediates are yielded
-    once; the name lists the edges.
+    The name lists the edges.
 
     >>> [name for name, g in every_small_dag(1, 1, 1, 2)]
     ['x0>m0 m0>y0']
@@ -176,8 +175,10 @@ def every_small_dag(n_inputs: int, n_intermediates: int, n_outputs: int, max_edg
              "n_outputs": n_outputs, "max_edges": max_edges}
     for what, size in sizes.items():
         least = 0 if what == "n_intermediates" else 1
-        if isinstance(size, bool) or not isinstance(size, int) or size < least:
-            raise ValueError(f"{what} must be an integer of at least {least}, got {size!r}")
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"{what} must be an integer, not {type(size).__name__}")
+        if size < least:
+            raise ValueError(f"{what} must be at least {least}, got {size}")
     inputs = [f"x{i}" for i in range(n_inputs)]
     middle = [f"m{i}" for i in range(n_intermediates)]
     outputs = [f"y{i}" for i in range(n_outputs)]
