@@ -21,9 +21,11 @@ and edge optima (multiplications, both searches exhaustive):
 * every graph of :func:`every_small_dag` (all DAGs up to renumbering the
   intermediates, without input-output edges) with three intermediates and
   1 input and 1 output (49 graphs), 1 and 2 (512), 2 and 1 (512), 1 and 3
-  (4,112 with up to 14 edges: ``face_edge_census(1, 3, 3, 14)``), 2 and 2
-  (SEE_2_3_2); and, run outside the library with the same definitions and the
-  edge search's limit lifted, the 4,113 graphs with 3 inputs and 1 output;
+  (4,112 with up to 14 edges: ``face_edge_census(1, 3, 3, 14)``); and, run
+  outside the library with the same definitions and the edge search's limit
+  lifted, the 4,113 graphs with 3 inputs and 1 output.  The 5,696 graphs
+  with 2 inputs, 2 outputs and up to 14 edges were not finished: their census
+  ran past 15 minutes;
 * 468 more graphs of 8 to 18 edges, searched the same way outside the
   library: 52 from :func:`minirad.examples.random_dag` (1 to 3 inputs and
   outputs, 3 to 6 intermediates, 11 to 15 edges), 193 layered ones (1 to 3
