@@ -17,6 +17,7 @@ from minirad.exact.edge_elimination import eliminate_edges, vertex_order_as_edge
 from minirad.exact.elimination import eliminate
 from minirad.exact.face_elimination import (
     OPTIMAL_EDGES,
+    cheaper_than,
     dual_graph,
     edges_as_faces,
     eliminate_faces,
@@ -120,6 +121,33 @@ def test_a_merge_by_hand():
     assert [b for b in result.dual.successors(merged)] == [(("j", "y2"),)]
 
 
+def test_a_junction_no_edge_sequence_reaches():
+    # Two chains x1 -> i1 -> j -> k1 -> y1 and x2 -> i2 -> j -> k2 -> y2 cross at j.
+    # Eliminating the two "straight" faces at j first is Naumann's face step, not an
+    # edge step: after it i1 -> j meets only j -> k2 and i2 -> j only j -> k1, where
+    # every edge sequence keeps each edge into j meeting each edge out of it.
+    g = LCG.from_edges([("x1", "i1", 2.0), ("x2", "i2", 3.0), ("i1", "j", 5.0),
+                        ("i2", "j", 7.0), ("j", "k1", 11.0), ("j", "k2", 13.0),
+                        ("k1", "y1", 17.0), ("k2", "y2", 19.0)], inputs=["x1", "x2"],
+                       outputs=["y1", "y2"])
+    straight = [(("i1", "j"), ("j", "k1")), (("i2", "j"), ("j", "k2"))]
+    first = eliminate_faces(g, straight)
+    assert [(s.into, s.absorbed, s.removed, s.label) for s in first.steps] == [
+        ((("i1", "j", "k1"),), False, (), 55.0), ((("i2", "j", "k2"),), False, (), 91.0)]
+    assert [face for face in eliminable(first.dual) if face[0][0][-1] == "j"] == [
+        ((("i1", "j"),), (("j", "k2"),)), ((("i2", "j"),), (("j", "k1"),))]
+    # Finishing in any order: the four crossings at j shared nothing, so each of the
+    # four paths (four partials) needs two more products: 4 + 4 * 2 = 12 (vertex
+    # elimination of i1, i2, k1, k2 and then j needs 8).
+    sequence = list(straight)
+    while eliminable(dual := eliminate_faces(g, sequence).dual):
+        sequence.append(eliminable(dual)[-1])
+    result = eliminate_faces(g, sequence)
+    assert (result.multiplications, result.additions) == (12, 0)
+    assert result.jacobian.tolist() == [[2 * 5 * 11 * 17, 3 * 7 * 11 * 17],
+                                        [2 * 5 * 13 * 19, 3 * 7 * 13 * 19]]
+
+
 # --------------------------------------------------------- any sequence
 @SETTINGS
 @given(g=graphs(), data=st.data())
@@ -215,6 +243,24 @@ def test_optimal_matches_brute_force_and_never_loses_to_edges(g):
     edges = eliminate_edges(g, "optimal")
     assert (result.multiplications, result.additions) <= (edges.multiplications,
                                                           edges.additions)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(g=graphs(max_intermediates=3))
+def test_cheaper_than_finds_the_optimum_only_above_it(g):
+    if g.n_edges > 6:
+        return
+    least = brute_force_optimum(g)[0]
+    assert cheaper_than(g, least) is None
+    found = cheaper_than(g, least + 1)
+    assert found.multiplications == least
+    assert_is_jacobian(found.jacobian, g)
+
+
+def test_cheaper_than_needs_a_whole_number():
+    for bad in (2.5, True, "3"):
+        with pytest.raises(TypeError, match="multiplications must be an integer"):
+            cheaper_than(examples.lab(), bad)
 
 
 def test_optimal_refuses_large_graphs():

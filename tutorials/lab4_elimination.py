@@ -616,4 +616,12 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 # (`minirad.exact.face_elimination`) works on the dual graph, whose
 # vertices are the LCG's edges, and eliminates one *pair* of consecutive
 # edges at a time. Every edge sequence is a face sequence of the same cost,
-# so its optimum can only be lower.
+# so its optimum can only be lower. Naumann reports graphs where it *is*
+# lower, yet none has turned up among the thousands of small graphs
+# `minirad.studies.elimination_gaps` has searched (its docstring lists
+# them), although face steps reach dual graphs that no edge sequence
+# reaches. An open exercise: find one. `face_edge_census(n_inputs,
+# n_intermediates, n_outputs, max_edges)` goes through every small graph of
+# a shape, and `face_elimination.cheaper_than(g, cost)` asks whether faces
+# beat a cost you know (the edge optimum), which is far quicker than
+# finding the face optimum.

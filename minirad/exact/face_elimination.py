@@ -37,9 +37,13 @@ entry.  Front-eliminating the LCG edge ``i -> j`` is eliminating every face
 out of its dual vertex, back-eliminating it every face into it
 (:func:`edges_as_faces`), so edge and vertex elimination are face
 elimination in particular orders, and the face optimum is never above the
-edge optimum.  Naumann reports graphs where it is strictly below; none of
-the some 14,000 graphs of 8 to 14 edges searched while writing this module
-(random and exhaustively enumerated small DAGs) showed one.  One face
+edge optimum.  Naumann reports graphs where it is strictly below; none has
+been found among the thousands of small graphs searched so far
+(:mod:`minirad.studies.elimination_gaps` says which), although the steps
+here are his (and those of his ANGEL library) and reach dual graphs no edge
+sequence reaches: eliminating two faces ``(i1->j, j->k1)`` and
+``(i2->j, j->k2)`` leaves ``i1->j`` meeting only ``j->k2``, where every edge
+sequence leaves every edge into ``j`` meeting every edge out of it.  One face
 costs one multiplication; labels are combined through the graph's algebra.
 
 >>> from minirad import examples
@@ -69,7 +73,7 @@ from .overflow import check_finite
 from .result import Accumulation
 
 __all__ = [
-    "OPTIMAL_EDGES", "STRATEGIES", "FaceElimination", "FaceStep", "dual_graph",
+    "OPTIMAL_EDGES", "STRATEGIES", "FaceElimination", "FaceStep", "cheaper_than", "dual_graph",
     "edges_as_faces", "eliminate_faces",
 ]
 
@@ -140,6 +144,7 @@ class _Registry:
     def __init__(self):
         self.number: dict[frozenset, int] = {}
         self.paths: list[frozenset] = []
+        self._ends: list[tuple[int, int]] = []
 
     def __call__(self, paths: frozenset) -> int:
         found = self.number.get(paths)
@@ -151,6 +156,14 @@ class _Registry:
     def is_end(self, a: int) -> bool:
         """A source or sink: the one path of one vertex."""
         return len(next(iter(self.paths[a]))) == 1
+
+    @property
+    def ends(self) -> list[tuple[int, int]]:
+        """The first and last LCG vertex of each number's paths (all its paths share them)."""
+        while len(self._ends) < len(self.paths):
+            path = next(iter(self.paths[len(self._ends)]))
+            self._ends.append((path[0], path[-1]))
+        return self._ends
 
 
 class _Dual:
@@ -355,13 +368,37 @@ def _face(dual: _Dual, entry, position: int) -> tuple[int, int]:
     return a, b
 
 
-def _optimal(g: LCG) -> list[tuple[int, int]]:
-    if g.n_edges > OPTIMAL_EDGES:
-        raise ValueError(f"the optimal face sequence is searched over every dual structure; it "
-                         f"is limited to {OPTIMAL_EDGES} LCG edges and this graph has "
-                         f"{g.n_edges}. Use an explicit sequence, e.g. edges_as_faces")
+def _reach(g: LCG) -> tuple[list[int], list[int]]:
+    """Bitmasks of every vertex's ancestors and descendants, itself included
+    (vertices are numbered in topological order)."""
+    above = [1 << v for v in range(g.n_vertices)]
+    below = list(above)
+    edges = sorted(zip(g.sources.tolist(), g.targets.tolist()), key=lambda e: e[1])
+    for u, v in edges:
+        above[v] |= above[u]
+    for u, v in reversed(edges):
+        below[u] |= below[v]
+    return above, below
+
+
+def _apart(crossings) -> int:
+    """How many of these faces at one vertex, each given as (ancestors of its
+    first vertex's start, descendants of its second vertex's end), are pairwise
+    apart (no common ancestor, or no common descendant): counted greedily."""
+    chosen = []
+    for above, below in sorted(crossings):
+        if all(not above & a or not below & b for a, b in chosen):
+            chosen.append((above, below))
+    return len(chosen)
+
+
+def _optimal(g: LCG, limit: int | None = None) -> list[tuple[int, int]] | None:
+    """A cheapest face sequence (dual vertices by name); with ``limit``, None unless
+    one costs at most ``limit`` multiplications."""
     registry = _Registry()
     start = _Dual.of(g, registry, labelled=False)
+    above, below = _reach(g)
+    entries = {(x, y) for x in g.inputs for y in g.outputs if below[x] >> y & 1}
 
     def rebuild(key) -> _Dual:
         pred, succ = {}, {}
@@ -380,16 +417,32 @@ def _optimal(g: LCG) -> list[tuple[int, int]]:
             yield (a, b), (multiplications, additions), after.key()
 
     def estimate(key) -> int:
-        # A dual vertex with an in-face from a non-source or an out-face to a non-sink
-        # must still meet a face elimination (as a or b) or merge with a twin that
-        # does; one elimination settles at most two of them: a lower bound (A*).
-        is_end = registry.is_end
-        unsettled = {v for a, b in key if not is_end(a) and not is_end(b) for v in (a, b)}
-        return (len(unsettled) + 1) // 2
+        # Three lower bounds on the eliminations left (A*), each step costing one:
+        # * a dual vertex that is not yet a Jacobian entry must still be the first or
+        #   second vertex of an elimination, or merge with a twin that is; one step
+        #   settles at most two;
+        # * each missing Jacobian entry is made by a step of its own (a step makes
+        #   at most one vertex);
+        # * an LCG path through an intermediate j where two of its pieces meet is
+        #   joined there by exactly one step, whose first vertex starts at an
+        #   ancestor of the path's current piece and whose second ends at a
+        #   descendant; faces at j with no common ancestor or no common descendant
+        #   of their ends need a step each.
+        is_end, ends = registry.is_end, registry.ends
+        middle = {v for face in key for v in face if not is_end(v)}
+        made = {ends[v] for v in middle} & entries
+        at = {}
+        for a, b in key:
+            if not is_end(a) and not is_end(b):
+                at.setdefault(ends[a][1], set()).add((above[ends[a][0]], below[ends[b][1]]))
+        return max((len(middle) - len(made) + 1) // 2, len(entries) - len(made),
+                   sum(_apart(crossings) for crossings in at.values()))
 
-    faces = cheapest(start.key(), moves, lambda key: rebuild(key).finished(), OPTIMAL_STATES,
-                     estimate)[1]
-    return [(start.names(a), start.names(b)) for a, b in faces]
+    found = cheapest(start.key(), moves, lambda key: rebuild(key).finished(), OPTIMAL_STATES,
+                     estimate, limit)
+    if found is None:
+        return None
+    return [(start.names(a), start.names(b)) for a, b in found[1]]
 
 
 # -------------------------------------------------------------- public API
@@ -437,6 +490,10 @@ def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> Fa
         if sequence not in STRATEGIES:
             raise ValueError(f"unknown face elimination strategy {sequence!r}; use 'optimal' or "
                              f"a list of faces (a, b)")
+        if g.n_edges > OPTIMAL_EDGES:
+            raise ValueError(f"the optimal face sequence is searched over every dual structure; "
+                             f"it is limited to {OPTIMAL_EDGES} LCG edges and this graph has "
+                             f"{g.n_edges}. Use an explicit sequence, e.g. edges_as_faces")
         sequence = _optimal(g)
     elif isinstance(sequence, (bytes, Set, Mapping)) or not isinstance(sequence, Iterable):
         raise TypeError(f"a face elimination sequence is 'optimal' or a list of faces (a, b), "
@@ -462,6 +519,30 @@ def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> Fa
     return FaceElimination(
         jacobian, sum(s.multiplications for s in steps), sum(s.additions for s in steps),
         sequence=tuple(taken), steps=tuple(steps), dual=final, duals=tuple(duals))
+
+
+@takes_lcg
+def cheaper_than(g: LCG, multiplications: int) -> FaceElimination | None:
+    """A cheapest face elimination of ``g`` if it takes fewer than ``multiplications``
+    multiplications, else None.
+
+    The exhaustive search of ``eliminate_faces(g, "optimal")``, told to drop
+    every dual structure from which no sequence can come in under the
+    limit: asking whether face elimination beats a known cost (the edge
+    optimum, say) is much cheaper than finding the face optimum.  It is
+    limited by the number of structures met (:data:`OPTIMAL_STATES`), not
+    by the number of edges.
+
+    >>> from minirad import examples
+    >>> g = examples.lab()  # its face optimum is 3
+    >>> cheaper_than(g, 3) is None, cheaper_than(g, 4).multiplications
+    (True, 3)
+    """
+    if isinstance(multiplications, bool) or not isinstance(multiplications, (int, np.integer)):
+        raise TypeError(f"multiplications must be an integer, not "
+                        f"{type(multiplications).__name__}")
+    sequence = _optimal(g, limit=int(multiplications) - 1)
+    return None if sequence is None else eliminate_faces(g, sequence)
 
 
 @takes_lcg
