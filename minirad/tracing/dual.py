@@ -121,10 +121,6 @@ class Dual(ComparesValues):
     def __rmatmul__(self, other):
         return _matmul(other, self)
 
-
-    def __bool__(self):
-        return bool(self.value != 0.0)
-
     def __float__(self):
         raise TypeError("float() of a dual number would drop its tangent; use minirad.ops "
                         "(ops.sin, ...) instead of math")

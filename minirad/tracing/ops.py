@@ -483,7 +483,7 @@ class NonFiniteError(ValueError):
 
 
 class ComparesValues:
-    """Comparisons that read the values: mixed into every traced number
+    """Comparisons (and truth) that read the values: mixed into every traced number
     (:class:`~minirad.tracing.tracer.Traced`, :class:`~minirad.tracing.tape.Var`)
     and into :class:`~minirad.tracing.dual.Dual`, each of which keeps its number
     in ``.value``.  An LCG is the linearization at the traced point, where a
@@ -518,6 +518,9 @@ class ComparesValues:
 
     def __ne__(self, other):
         return self.value != value_of(other)
+
+    def __bool__(self):   # `if x:` reads the value too
+        return bool(self.value != 0.0)
 
     __hash__ = object.__hash__
 

@@ -294,10 +294,6 @@ class Var(ComparesValues):
     def __abs__(self):
         return _unary(_ABS, self)
 
-
-    def __bool__(self):
-        return self.value != 0.0
-
     def __float__(self):
         # math.sin(x) and float(x) would silently turn x into a constant with no derivative
         raise TypeError(f"float() of a traced scalar (v{self.index}) would drop its derivative; "

@@ -131,10 +131,6 @@ class Traced(ComparesValues):
     def __abs__(self):
         return self._record(OPS["abs"], (self,))
 
-
-    def __bool__(self):
-        return self.value != 0.0
-
     def __float__(self):
         raise TypeError(f"float() of a traced number (v{self.index}) would drop its "
                         f"derivative; use minirad.ops (ops.sin, ...) instead of math")
