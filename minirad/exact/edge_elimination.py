@@ -38,7 +38,7 @@ counts 1.  The exhaustive ``"optimal"`` search prices every product as one
 multiplication, so it takes graphs of numbers only.
 
 Heuristic and optimum, against vertex elimination's, in multiplications on
-the graphs whose vertex costs ``tests/test_elimination.py`` derives by hand,
+the graphs whose vertex costs ``tests/exact/test_elimination.py`` derives by hand,
 and on the graph found where edge elimination wins (``"markowitz"`` is the
 edge rule of :func:`eliminate_edges`):
 

@@ -14,7 +14,7 @@ with one edge from ``p``: by the implicit function theorem
 ``f_x^T`` (reverse), whatever the iteration did and however many steps it
 took.  Differentiating *through* the iterations gives the same gradient at
 convergence, but keeps every iterate (:func:`solve_root` against an
-unrolled loop: see ``tests/test_implicit.py`` and ``bench``).
+unrolled loop: see ``tests/implicit/test_implicit.py`` and ``bench``).
 
 Inside :func:`minirad.trace`, ``np.linalg.solve`` on
 traced arrays records a solve (this module registers it):

@@ -8,7 +8,7 @@ A :class:`Network` bundles what the training loop needs for one architecture:
   injected on the graph, is the *reference*;
 * ``floor``: the hand-written numpy network (``None`` for the IRNN), a fast path
   tested equal to the reference on the same samples
-  (``tests/test_studies_nn_graph.py``);
+  (``tests/studies/nn/test_studies_nn_graph.py``);
 * ``logits``: the forward pass on plain arrays, for evaluation;
 * ``inputs``: how 784-pixel rows become the network's input (images, sequences);
 * ``rules``: its :mod:`~minirad.studies.memory` network, for the equal-memory batch.

@@ -121,7 +121,7 @@ class Replayed:
 
     The traced function takes the minibatch and the labels as arguments it does not
     differentiate, so a replay can take new ones; the graph equals
-    :func:`traced`'s bit for bit (``tests/test_studies_networks.py``).
+    :func:`traced`'s bit for bit (``tests/studies/nn/test_studies_networks.py``).
 
     >>> from minirad.studies import mlp_numpy
     >>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)

@@ -1,6 +1,6 @@
 """The explorable page, without a browser: what it stores, its size, its refusals, the command.
 
-The page in a real browser is tested in tests/test_explore_browser.py.
+The page in a real browser is tested in tests/draw/test_explore_browser.py.
 """
 
 import json
@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from oracles import small_mlp
 
 from minirad import (
     examples,
@@ -24,19 +25,6 @@ from minirad.draw.explore import explore
 from minirad.draw.explore_layout import positions
 from minirad.exact.paths import count_paths
 from minirad.exact.sweeps import gradient, reverse_sweep
-from minirad.tracing.ops import relu
-
-
-def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
-    """A two-layer ReLU network's loss as an array graph, in float64."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((batch, sizes[0]))
-    weights = [rng.standard_normal((a, b)) / np.sqrt(a) for a, b in zip(sizes, sizes[1:])]
-
-    def loss(W1, W2):
-        return (relu(X @ W1) @ W2).sum()
-
-    return trace(loss, *weights), X, weights
 
 
 def stored_data(page):

@@ -11,7 +11,7 @@ import json
 import browser
 import numpy as np
 import pytest
-from test_explore import small_mlp
+from oracles import small_mlp
 
 from minirad import (
     LCG,

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracles import array_programs, close, dense_jacobian, random_dags
-from test_array_trace import central_differences
+from oracles import array_programs, central_differences, close, dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, ops, trace

@@ -24,7 +24,7 @@ from minirad import examples, labs
 from minirad.exact.paths import count_paths as minirad_count_paths
 from minirad.labs import notebook
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
 LAB_IDS = [lab.stem for lab in LABS]
 

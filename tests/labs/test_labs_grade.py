@@ -23,7 +23,7 @@ from minirad.labs import grade, instructors, notebook
 from minirad.labs.exercise import EXERCISES, exercises_of_lab, reference_codes
 from minirad.labs.mistakes import MISTAKES, catalogue
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
 
 

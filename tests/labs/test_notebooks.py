@@ -23,7 +23,7 @@ from nbclient import NotebookClient
 from minirad.labs import grade, notebook
 from minirad.labs.exercise import exercises_of_lab
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
 
 # the text repr of a picture object: what shows when no image format was found

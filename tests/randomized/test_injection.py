@@ -23,8 +23,8 @@ from oracles import (
     chi_square_p,
     dense_jacobian,
     draws_for_power,
+    paper_mlp,
 )
-from test_array_trace import paper_mlp
 
 import minirad
 from minirad import LCG, examples, trace

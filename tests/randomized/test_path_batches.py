@@ -6,10 +6,10 @@ It uses the generator in another order than the reference
 agree: every batched sample is a run of Algorithm 1 (checked sample by
 sample), its estimate is the sampled graph's Jacobian (dense oracle), the
 accumulation gives the reference's estimates on the reference's own draws
-(tests/test_sampling.py, tests/test_engines.py), and the draws have the
+(tests/randomized/test_sampling.py, tests/exact/test_engines.py), and the draws have the
 law Algorithm 1 prescribes (chi-square tests with fixed seeds, each with
 its false-failure rate).  The law of the estimates against an exhaustive
-enumeration is in tests/test_sampling.py.
+enumeration is in tests/randomized/test_sampling.py.
 """
 
 import numpy as np

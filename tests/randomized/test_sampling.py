@@ -286,7 +286,7 @@ def test_batched_and_single_samplers_agree_in_mean_and_variance():
 def test_batched_estimates_equal_the_reference_on_the_reference_draws(k):
     # the batched sampler uses the generator in another order than sample_paths,
     # so one seed gives different samples; fed sample_paths' own draws, its
-    # accumulation must give sample_paths' estimates (tests/test_path_batches.py
+    # accumulation must give sample_paths' estimates (tests/randomized/test_path_batches.py
     # checks that its own draws are runs of Algorithm 1 with the right law)
     from minirad.graph.lcg import levels
     from minirad.randomized import _batches as _path_batches

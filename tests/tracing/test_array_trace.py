@@ -4,6 +4,7 @@ memory (Appendix A), and refusals."""
 
 import numpy as np
 import pytest
+from oracles import central_differences, paper_mlp
 
 import minirad
 from minirad import ops, trace
@@ -11,27 +12,10 @@ from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient, jvp, vjp
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
-from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax, softmax_cross_entropy
+from minirad.tracing.arrays import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 from minirad.tracing.ops import relu, sigmoid
 
 RNG = np.random.default_rng(3)
-
-
-def central_differences(f, args, h=1e-6):
-    """Jacobian of f (arrays -> array or tuple of arrays) by central differences."""
-    def flat_out(xs):
-        out = f(*xs)
-        outs = out if isinstance(out, tuple) else (out,)
-        return np.concatenate([np.ravel(o) for o in outs])
-    columns = []
-    for i, a in enumerate(args):
-        for j in range(a.size):
-            plus = [x.copy() for x in args]
-            minus = [x.copy() for x in args]
-            plus[i].reshape(-1)[j] += h
-            minus[i].reshape(-1)[j] -= h
-            columns.append((flat_out(plus) - flat_out(minus)) / (2 * h))
-    return np.stack(columns, axis=1)
 
 
 def positive(*shape):
@@ -148,25 +132,6 @@ def test_scalarize_refuses_large_graphs():
 
 
 # ----------------------------------------------------- the paper's MLP (Appendix A)
-def paper_mlp(batch=150, dtype=np.float32, rng=0):
-    rng = np.random.default_rng(rng)
-    sizes = [784, 300, 300, 300, 10]
-    X = rng.standard_normal((batch, 784)).astype(dtype)
-    labels = rng.integers(0, 10, batch)
-    params = []
-    for a, b in zip(sizes, sizes[1:]):
-        params += [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype), np.zeros(b, dtype)]
-
-    def mlp(W1, b1, W2, b2, W3, b3, W4, b4):
-        h = X
-        for i, (W, b) in enumerate([(W1, b1), (W2, b2), (W3, b3), (W4, b4)]):
-            h = name(h @ W + b, f"h{i + 1}")
-            if i < 3:
-                h = name(relu(h), f"a{i + 1}")
-        return softmax_cross_entropy(h, labels)
-    return mlp, params
-
-
 def test_paper_mlp_memory_at_baseline_is_6776_bytes_per_example():
     mlp, params = paper_mlp()
     g = trace(mlp, *params)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_array_trace import central_differences
+from oracles import central_differences
 
 import minirad
 from minirad import ops, trace

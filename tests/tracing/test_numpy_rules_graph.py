@@ -22,7 +22,7 @@ from minirad.randomized.sampling import path_sampling_variance, sampled_jacobian
 from minirad.tracing.catalog import EXAMPLES
 
 RULES = [name for name, e in EXAMPLES.items() if e.group != "elementwise"]
-# the table's entries make diagonals, masks and scales, which tests/test_graph_arrays.py and
+# the table's entries make diagonals, masks and scales, which tests/graph/test_graph_arrays.py and
 # test_injection.py already carry through; one of each here is enough
 ENTRIES = ["np.sin(x)", "ops.relu(x)", "np.hypot(a, b)", "np.floor(x)"]
 

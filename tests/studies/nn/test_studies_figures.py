@@ -96,7 +96,8 @@ def test_the_irnn_curves_include_different_project(data):
 
 
 def test_different_project_projects_every_example():
-    # its unbiasedness is tested with the other injections (tests/test_studies_nn_graph.py)
+    # its unbiasedness is tested with the other injections
+    # (tests/studies/nn/test_studies_nn_graph.py)
     rng = np.random.default_rng(0)
     params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
     x, y = rng.standard_normal((4, 6)).astype(np.float32), np.array([0, 1, 2, 0])

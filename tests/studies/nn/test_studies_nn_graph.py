@@ -167,7 +167,7 @@ def test_a_biased_injection_fails_the_comparison_with_the_floors(kind, monkeypat
     (above, to 1e-10): a 5% bias inside the injection, every injected label scaled by
     1.05, fails that comparison for the MLP and for the ConvNet, whose exact covariance
     is too large for a statistical test with that power (the ConvNet's floor has its
-    own statistical tests, tests/test_studies_convnet.py)."""
+    own statistical tests, tests/studies/nn/test_studies_convnet.py)."""
     from minirad.graph.operators import Diagonal, compose
     from minirad.randomized import injection
 
