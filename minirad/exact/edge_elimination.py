@@ -63,7 +63,7 @@ beats vertex                 7              7              8            6
 
 The edge rule finds Figure 1's optimum, which vertex Markowitz misses, but
 misses the one of ``edge_beats_vertex()``: greedy rules are not optimal.  On
-150 random graphs (``minirad.studies.elimination_gaps.markowitz_rules(150,
+150 random graphs (``minirad.exact.elimination_gaps.markowitz_rules(150,
 rng=0)``) the two rules cost about the same in all, 5,554 multiplications
 for the edge rule against 5,560, the edge rule cheaper on 54 graphs and
 dearer on 57.

@@ -39,7 +39,7 @@ out of its dual vertex, back-eliminating it every face into it
 elimination in particular orders, and the face optimum is never above the
 edge optimum.  Naumann reports graphs where it is strictly below; none has
 been found among the thousands of small graphs searched so far
-(:mod:`minirad.studies.elimination_gaps` says which), although the steps
+(:mod:`minirad.exact.elimination_gaps` says which), although the steps
 here are his (and those of his ANGEL library) and reach dual graphs no edge
 sequence reaches: eliminating two faces ``(i1->j, j->k1)`` and
 ``(i2->j, j->k2)`` leaves ``i1->j`` meeting only ``j->k2``, where every edge

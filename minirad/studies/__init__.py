@@ -10,7 +10,9 @@ imports this package.
   LCG of arrays, the reference), :mod:`minirad.studies.pde_engine` (the batched
   fast path), :mod:`minirad.studies.pde_traced` (the loss as a numpy program,
   traced and replayed by the library) and :mod:`minirad.studies.pde_figures`
-  (``minirad study pde``);
-* :mod:`minirad.studies.elimination_gaps`: a search of small random graphs
-  for gaps between the vertex, edge and face elimination optima.
+  (``minirad study pde``).
+
+The search of small graphs for gaps between the vertex, edge and face
+elimination optima, a census rather than a study of the paper, is
+:mod:`minirad.exact.elimination_gaps`.
 """

@@ -1,4 +1,4 @@
-"""The gap search of minirad.studies.elimination_gaps and the named example it found."""
+"""The gap search of minirad.exact.elimination_gaps and the named example it found."""
 
 import itertools
 import re
@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 from minirad import examples
-from minirad.studies.elimination_gaps import (
+from minirad.exact.elimination_gaps import (
     KINDS,
     SEEDS,
     every_small_dag,
