@@ -577,7 +577,8 @@ def cmd_study(args) -> None:
         if args.steps is not None or args.iterations is not None or args.resume:
             raise UsageError("--steps, --iterations and --resume apply to the pde study "
                              "only")
-        from .studies import nn, nn_figures
+        from .studies.nn import figures as nn_figures
+        from .studies.nn import study as nn
 
         try:
             if args.paper_figures:
@@ -590,12 +591,12 @@ def cmd_study(args) -> None:
         for path in result["paths"].values():
             print(f"wrote {path}")
         return
-    from .studies.pde_figures import StudyConfig, run_study
+    from .studies.pde.study import StudyConfig, run_study
 
     if args.paper_figures:
         if args.iterations is not None or args.resume:
             raise UsageError("--iterations and --resume do not apply to --paper-figures")
-        from .studies.pde_sampling import run_figure
+        from .studies.pde.sampling import run_figure
 
         steps = args.steps if args.steps is not None else (
             StudyConfig.quick() if args.quick else StudyConfig()).n_steps

@@ -1,7 +1,7 @@
 """Exercise checks for lab 8: memory of reverse mode, checkpointing, RAD at equal memory.
 
 Same contract as :mod:`minirad.labs.checks`.  The oracles are minirad's own
-accounting and schedules: :mod:`minirad.studies.memory` (Table 1's rules),
+accounting and schedules: :mod:`minirad.studies.nn.memory` (Table 1's rules),
 :mod:`minirad.checkpoint.schedules` (the store-all reverse sweep, the closed forms of
 the uniform schedule) and the ledger of that module run on the PDE's sampled
 chain (:func:`minirad.studies.pde.rad_gradient`).  The checkpointing check does
@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..checkpoint.schedules import Chain, reverse_chain, uniform_forward_steps, uniform_peak_stored
-from ..studies.memory import mlp, total_bytes
+from ..studies.nn.memory import mlp, total_bytes
 from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
 from .checks import CheckFailed, as_numbers, call_student, location, passed
 from .exercise import exercise
@@ -121,13 +121,14 @@ _TABLE1_SLIPS = {
 
 
 @exercise("8.1", "Table 1 by hand", takes=("table1_bytes",), points=3, minutes=25, seconds=30,
-          reference=("minirad.studies.memory:total_bytes", "minirad.studies.memory:table1_rows",
-                     "minirad.studies.nn_graph:table1_from_graph"))
+          reference=("minirad.studies.nn.memory:total_bytes",
+                     "minirad.studies.nn.memory:table1_rows",
+                     "minirad.studies.nn.graph:table1_from_graph"))
 def check_table1_bytes(fn: Callable) -> None:
     """Exercise 8.1: ``fn(sizes, fraction, batch)`` is Table 1's peak memory of an MLP, in bytes.
 
     ``sizes = (d_0, ..., d_L)``: a fully connected network with a ReLU after
-    every hidden layer.  Compared with :func:`minirad.studies.memory.total_bytes`
+    every hidden layer.  Compared with :func:`minirad.studies.nn.memory.total_bytes`
     on seven small networks and on the paper's network at its six fractions
     (where the totals must also round to the printed 2.69, 1.80... MB), with a
     hint for 8-byte floats, weights or logits left out, sampled logits, ReLU

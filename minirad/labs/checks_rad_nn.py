@@ -16,7 +16,7 @@ adjoint of the layer's output) are checked without looking inside them:
   of 600 draws; below 1e-4 for the whole check).
 
 >>> import numpy as np
->>> from minirad.studies.memory import kept_entries
+>>> from minirad.studies.nn.memory import kept_entries
 >>> def different(x, delta, f, rng):   # each row draws its own k features
 ...     B, d = x.shape
 ...     k = kept_entries(d, f)
@@ -45,7 +45,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..studies.memory import kept_entries
+from ..studies.nn.memory import kept_entries
 from .checks import CheckFailed, as_numbers, call_student, location, passed
 from .exercise import exercise
 
@@ -243,7 +243,7 @@ def _check_sampler(fn: Callable, exercise: str, topic: str, shared: bool) -> Non
 
 
 @exercise("9.1", "different-sample weight gradient", takes=("different_sample_grad",),
-          points=3, minutes=25, seconds=60, reference=("minirad.studies.activations",))
+          points=3, minutes=25, seconds=60, reference=("minirad.studies.nn.activations",))
 def check_different_sample(fn: Callable) -> None:
     """Exercise 9.1: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by different sample.
 
@@ -266,7 +266,7 @@ def check_different_sample(fn: Callable) -> None:
 
 
 @exercise("9.3", "same-sample weight gradient", takes=("same_sample_grad",), points=2,
-          minutes=15, seconds=60, reference=("minirad.studies.activations",))
+          minutes=15, seconds=60, reference=("minirad.studies.nn.activations",))
 def check_same_sample(fn: Callable) -> None:
     """Exercise 9.3: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by same sample.
 
@@ -275,8 +275,8 @@ def check_same_sample(fn: Callable) -> None:
     300 probe calls must show identical rows (300, not 100, because a shared
     sample gives one row's worth of repeats per call, not ``B``).
 
-    >>> from minirad.studies.activations import keep_input, restore_input
-    >>> from minirad.studies.memory import kept_entries
+    >>> from minirad.studies.nn.activations import keep_input, restore_input
+    >>> from minirad.studies.nn.memory import kept_entries
     >>> def same(x, delta, f, rng):       # one draw of k features for the whole batch
     ...     d = x.shape[1]
     ...     k = kept_entries(d, f)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..studies.memory import kept_entries
+from ..studies.nn.memory import kept_entries
 from ..studies.pde import index_dtype
 from .checks import CheckFailed
 from .checks_injection import planted_variances

@@ -19,7 +19,8 @@ from oracles import array_programs, random_dags
 from minirad import examples, trace
 from minirad.exact import cotangents
 from minirad.exact.sweeps import gradient, reverse_sweep, vjp
-from minirad.studies import mlp_numpy, nn_graph
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import mlp_numpy
 
 OPTIONS = [("in_place", False), ("plain", True), ("in_place", True)]
 

@@ -15,9 +15,8 @@ from minirad.graph.lcg import relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import Im2Col, MatMul
 from minirad.graph.patches import ProjectedPatches, SampledPatches
-from minirad.studies import convnet_numpy
-from minirad.studies import nn_graph as graph
-from minirad.studies.activations import sample_pattern, signs
+from minirad.studies.nn import convnet_numpy, graph
+from minirad.studies.nn.activations import sample_pattern, signs
 
 RNG = np.random.default_rng(13)
 

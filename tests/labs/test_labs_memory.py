@@ -20,7 +20,7 @@ from minirad.checkpoint.schedules import (
     uniform_forward_steps,
     uniform_peak_stored,
 )
-from minirad.studies.memory import mlp, total_bytes
+from minirad.studies.nn.memory import mlp, total_bytes
 from minirad.studies.pde import index_dtype
 
 STEM = "lab8_memory"

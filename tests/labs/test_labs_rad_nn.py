@@ -13,8 +13,8 @@ from oracles import expect_failure, lab_solution
 
 from minirad import labs
 from minirad.labs import checks_rad_nn
-from minirad.studies.activations import keep_input, restore_input
-from minirad.studies.memory import kept_entries
+from minirad.studies.nn.activations import keep_input, restore_input
+from minirad.studies.nn.memory import kept_entries
 
 STEM = "lab9_rad_nn"
 

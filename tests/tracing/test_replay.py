@@ -13,8 +13,7 @@ from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory
 from minirad.graph.operators import Diagonal
 from minirad.randomized.injection import inject_edge
-from minirad.studies import convnet_numpy, mlp_numpy
-from minirad.studies import nn_graph as graph
+from minirad.studies.nn import convnet_numpy, graph, mlp_numpy
 from minirad.tracing import arrays
 from minirad.tracing.catalog import EXAMPLES
 from minirad.tracing.recording import replayable

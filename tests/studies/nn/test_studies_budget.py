@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from minirad.studies import budget, mlp_numpy
+from minirad.studies.nn import budget, mlp_numpy
 
 
 def test_exact_variance_matches_monte_carlo():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.signal import correlate
 
-from minirad.studies import convnet_numpy as cnn
+from minirad.studies.nn import convnet_numpy as cnn
 
 
 def small():

@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from minirad.studies import data
+from minirad.studies.nn import data
 
 
 @pytest.fixture

@@ -14,13 +14,15 @@ import pytest
 
 from minirad import cli
 from minirad.graph.memory import memory
-from minirad.studies import convnet_numpy, mlp_numpy, networks, nn_figures, nn_graph
-from minirad.studies import memory as rules
-from minirad.studies.activations import sample_pattern
-from minirad.studies.data import mnist_split
-from minirad.studies.nn_figures import FiguresConfig
+from minirad.studies.nn import convnet_numpy, mlp_numpy, networks
+from minirad.studies.nn import figures as nn_figures
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import memory as rules
+from minirad.studies.nn.activations import sample_pattern
+from minirad.studies.nn.data import mnist_split
+from minirad.studies.nn.figures import FiguresConfig
 from minirad.studies.pde import Reactor, initial_theta, sampler
-from minirad.studies.pde_sampling import FILE, run_figure, sampled_states
+from minirad.studies.pde.sampling import FILE, run_figure, sampled_states
 
 
 @pytest.fixture(scope="module")

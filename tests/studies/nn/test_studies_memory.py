@@ -7,8 +7,8 @@ import math
 import pytest
 from oracles import ROOT
 
-from minirad.studies import memory
-from minirad.studies.memory import (
+from minirad.studies.nn import memory
+from minirad.studies.nn.memory import (
     FRACTIONS,
     PAPER_TABLE1,
     Layer,

@@ -6,9 +6,9 @@ minibatch, and the retained bytes counted and measured."""
 import numpy as np
 import pytest
 
-from minirad.studies import mlp_numpy as mlp
-from minirad.studies.activations import keep_input, restore_input
-from minirad.studies.nn import estimator_batch, estimator_kind, measured_bytes
+from minirad.studies.nn import mlp_numpy as mlp
+from minirad.studies.nn.activations import keep_input, restore_input
+from minirad.studies.nn.study import estimator_batch, estimator_kind, measured_bytes
 
 RAD = ("different_sample", "same_sample", "project")
 

@@ -5,9 +5,11 @@ evaluation matches the floors, and the ConvNet's Figure 5 comparison at small si
 import numpy as np
 import pytest
 
-from minirad.studies import convnet_numpy, memory, mlp_numpy, networks, nn, nn_graph
-from minirad.studies.noise import Setting, full_gradient, gradient_noise
-from minirad.studies.training import train
+from minirad.studies.nn import convnet_numpy, memory, mlp_numpy, networks
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import study as nn
+from minirad.studies.nn.noise import Setting, full_gradient, gradient_noise
+from minirad.studies.nn.training import train
 from minirad.tracing import trace
 
 

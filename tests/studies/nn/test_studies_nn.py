@@ -5,7 +5,8 @@ from dataclasses import replace
 import pytest
 
 from minirad import cli
-from minirad.studies import nn, nn_report
+from minirad.studies.nn import report as nn_report
+from minirad.studies.nn import study as nn
 
 
 def tiny():

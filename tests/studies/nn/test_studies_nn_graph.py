@@ -11,9 +11,8 @@ from minirad.graph.lcg import LCG
 from minirad.graph.memory import memory as graph_memory
 from minirad.graph.operators import InjectedMatMul, ProjectedMatMul
 from minirad.randomized.injection import activation_sampling_variance
-from minirad.studies import convnet_numpy, memory, mlp_numpy
-from minirad.studies import nn_graph as graph
-from minirad.studies.activations import signs
+from minirad.studies.nn import convnet_numpy, graph, memory, mlp_numpy
+from minirad.studies.nn.activations import signs
 
 
 def small_mlp():

@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from minirad.studies.training import Adam, Progress, learning_rate, train
+from minirad.studies.nn.training import Adam, Progress, learning_rate, train
 
 
 def test_schedule():

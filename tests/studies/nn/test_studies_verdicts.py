@@ -4,11 +4,12 @@ comparisons only beyond their uncertainty, and the standard errors behind them."
 import numpy as np
 import pytest
 
-from minirad.studies import mlp_numpy as mlp
-from minirad.studies import nn, nn_report
-from minirad.studies.noise import Setting, gradient_noise
-from minirad.studies.training import History
-from minirad.studies.verdicts import at_chance, noise_verdict, ranking
+from minirad.studies.nn import mlp_numpy as mlp
+from minirad.studies.nn import report as nn_report
+from minirad.studies.nn import study as nn
+from minirad.studies.nn.noise import Setting, gradient_noise
+from minirad.studies.nn.training import History
+from minirad.studies.nn.verdicts import at_chance, noise_verdict, ranking
 
 
 def test_ranking_ties_neighbours_within_their_seed_to_seed_spread():

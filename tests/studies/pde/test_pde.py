@@ -15,20 +15,21 @@ from minirad.checkpoint.schedules import (
     binomial_forward_steps,
     sqrt_every,
 )
-from minirad.studies import pde, pde_engine
 from minirad.studies.pde import (
     Reactor,
     exact_gradient,
     exact_retained_bytes,
     initial_state,
     initial_theta,
+    problem,
     rad_gradient,
     sample_count,
     simulate,
     source_profile,
     target,
 )
-from minirad.studies.pde_figures import relative_noise
+from minirad.studies.pde import engine as pde_engine
+from minirad.studies.pde.study import relative_noise
 
 
 def relative(a, b):
@@ -260,7 +261,7 @@ def test_the_loss_is_summed_exactly_in_a_few_floats():
         terms = (rng.standard_normal(500) * 10.0 ** rng.integers(-20, 20, size=500)).tolist()
         partials = []
         for x in terms:
-            pde._add_exactly(partials, x)
+            problem._add_exactly(partials, x)
         assert math.fsum(partials) == math.fsum(terms) and len(partials) < 60
     p = Reactor.quick(n_steps=64)
     loss = exact_gradient(p, initial_theta(rng=0))[0]

@@ -17,13 +17,13 @@ from minirad.studies.pde import (
     initial_theta,
     step,
 )
-from minirad.studies.pde_adjoint import (
+from minirad.studies.pde.adjoint import (
     continuous_gradient,
     discrete_partials,
     growth_per_step,
     rate,
 )
-from minirad.studies.pde_adjoint_plots import plot_reintegration, reintegration
+from minirad.studies.pde.adjoint_plots import plot_reintegration, reintegration
 
 THETA = initial_theta(rng=0)
 

@@ -7,7 +7,6 @@ import pytest
 from minirad.exact.sweeps import gradient
 from minirad.graph.memory import memory
 from minirad.graph.scalarize import scalarize
-from minirad.studies import pde_engine
 from minirad.studies.pde import (
     Reactor,
     exact_gradient,
@@ -17,7 +16,8 @@ from minirad.studies.pde import (
     sampler,
     simulate,
 )
-from minirad.studies.pde_graph import pde_graph
+from minirad.studies.pde import engine as pde_engine
+from minirad.studies.pde.graph import pde_graph
 
 P = Reactor.quick(n_steps=24)
 THETA = initial_theta(rng=4)

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from minirad.cli import main
-from minirad.studies import pde_figures, pde_state
 from minirad.studies.pde import adam
-from minirad.studies.pde_figures import StudyConfig
+from minirad.studies.pde import state as pde_state
+from minirad.studies.pde import study as pde_figures
+from minirad.studies.pde.study import StudyConfig
 
 CFG = StudyConfig(n_steps=24, iterations=5, fractions=(0.1,), released=(0.1,))
 

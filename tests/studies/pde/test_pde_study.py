@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from minirad.cli import main
-from minirad.studies import pde_figures, pde_state
-from minirad.studies.pde_figures import StudyConfig, curve_gaps, run_study
+from minirad.studies.pde import state as pde_state
+from minirad.studies.pde import study as pde_figures
+from minirad.studies.pde.study import StudyConfig, curve_gaps, run_study
 
 TINY = StudyConfig(n_steps=32, iterations=3, noise_estimates=6, noise_horizon=32,
                    noise_steps=(16, 32), snapshots=(2,))

@@ -1,12 +1,12 @@
-"""The reaction-diffusion loss as a traced numpy program (minirad.studies.pde_traced):
+"""The reaction-diffusion loss as a traced numpy program (minirad.studies.pde.traced):
 its value is the study's simulation, its gradient by replay is the adjoint's, and an
 optimisation on the replayed graph takes the engine's steps."""
 
 import numpy as np
 
-from minirad.studies import pde_engine
 from minirad.studies.pde import Reactor, adam, exact_gradient, initial_theta, simulate
-from minirad.studies.pde_traced import ReplayedGradient, loss
+from minirad.studies.pde import engine as pde_engine
+from minirad.studies.pde.traced import ReplayedGradient, loss
 
 
 def test_the_traced_loss_is_the_simulation_and_its_replayed_gradient_the_adjoint():

@@ -35,10 +35,10 @@ import math
 
 import numpy as np
 
-from ..graph.lcg import LCG, value_key
-from ..graph.operators import Diagonal, Operator, Retained, SumAxes, compose, fresh_key
-from ..randomized.injection import inject_edges
-from .pde import Reactor, check_theta, coefficient_matrix, initial_state, stencil, target
+from ...graph.lcg import LCG, value_key
+from ...graph.operators import Diagonal, Operator, Retained, SumAxes, compose, fresh_key
+from ...randomized.injection import inject_edges
+from .problem import Reactor, check_theta, coefficient_matrix, initial_state, stencil, target
 
 __all__ = ["SourceBasis", "Stencil", "pde_graph"]
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..rng import as_generator
+from ...rng import as_generator
 
 __all__ = ["Adam", "History", "Progress", "learning_rate", "train"]
 

@@ -1,7 +1,8 @@
-"""Drawing the RAD paper's Figures 4, 8, 9 and 10 from :mod:`minirad.studies.nn_figures`.
+"""Drawing the RAD paper's Figures 4, 8, 9 and 10 from :mod:`minirad.studies.nn.figures`.
 
-Every function takes the numbers a function of ``nn_figures`` returned, writes one
-PNG and returns nothing; the colours are the study's (:data:`nn_report.COLORS`).
+Every function takes the numbers a function of :mod:`~minirad.studies.nn.figures`
+returned, writes one PNG and returns nothing; the colours are the study's
+(:data:`minirad.studies.nn.report.COLORS`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .nn_report import COLORS, save_figure
+from .report import COLORS, save_figure
 
 __all__ = ["COLORS_ALL", "plot_curves", "plot_fraction_sweep", "plot_sample_positions"]
 

@@ -39,9 +39,9 @@ import os
 
 import numpy as np
 
-from ..graph.files import write_atomically
-from ..rng import as_generator
-from .pde import ADAM_BETAS, Reactor, initial_theta
+from ...graph.files import write_atomically
+from ...rng import as_generator
+from .problem import ADAM_BETAS, Reactor, initial_theta
 
 __all__ = ["STATE_FILE", "adam_bounds", "draws_between", "generator", "load_state",
            "parse_state", "run_key", "save_state"]

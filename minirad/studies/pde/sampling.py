@@ -19,8 +19,8 @@ import os
 
 import numpy as np
 
-from .nn_report import save_figure
-from .pde import Reactor, check_theta, initial_state, initial_theta, sampler, step
+from ..nn.report import save_figure
+from .problem import Reactor, check_theta, initial_state, initial_theta, sampler, step
 
 __all__ = ["FILE", "plot_sampled_states", "run_figure", "sampled_states"]
 

@@ -64,9 +64,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, StoreAll, Uniform, reverse_chain, sqrt_every
-from ..implicit.ode_adjoint import STATES
-from .pde import (
+from ...checkpoint.schedules import Chain, StoreAll, Uniform, reverse_chain, sqrt_every
+from ...implicit.ode_adjoint import STATES
+from .problem import (
     Reactor,
     chain,
     check_theta,

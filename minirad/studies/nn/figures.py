@@ -1,6 +1,6 @@
 """The numbers behind the RAD paper's remaining neural-network figures (4, 8, 9, 10).
 
-Each function returns plain numbers; :mod:`minirad.studies.nn_figure_plots` draws
+Each function returns plain numbers; :mod:`minirad.studies.nn.figure_plots` draws
 them and :func:`run_figures` (``minirad study nn --paper-figures``) writes the
 pictures and a table of their numbers.
 
@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graph.files import write_atomically
-from . import memory, networks, nn_graph
-from .nn import (
+from ...graph.files import write_atomically
+from . import graph as nn_graph
+from . import memory, networks
+from .study import (
     ALL_ESTIMATORS,
     ESTIMATORS,
     PAPER_HYPERPARAMETERS,
@@ -92,7 +93,7 @@ def sample_positions(data, kind: str, fraction: float = 0.1, channels=(4, 8, 8, 
 
     The ConvNet at its initial parameters (seed 0) is traced, ``kind``
     (``different_sample`` or ``same_sample``) is injected on the graph
-    (:func:`minirad.studies.nn_graph.inject`, drawing from ``rng``), and the
+    (:func:`minirad.studies.nn.graph.inject`, drawing from ``rng``), and the
     positions are read off the injected edge.  Returns ``activation`` (B, C, H, W),
     the layer's stored input, and ``rows``, ``cols`` (B, C, k): the pixel of every
     draw (repeated draws appear twice), plus ``k`` and ``d = H W``.
@@ -214,7 +215,7 @@ def fraction_sweep(data, config: FiguresConfig, reuse: dict | None = None,
                    progress=True) -> list[Curve]:
     """Figure 10: MLP runs of different sample and project at every kept fraction of
     ``config.fractions``, and of the reduced batch with the memory of each fraction
-    (:func:`minirad.studies.memory.equal_memory_batch`), plus the baseline; seeds
+    (:func:`minirad.studies.nn.memory.equal_memory_batch`), plus the baseline; seeds
     ``config.sweep_seeds``.  Every estimator keeps its own tuned learning rate and
     weight decay at every fraction.  Runs of Figure 8 (``reuse``: its curves) with
     the same estimator, fraction and seed are taken, not run again."""
@@ -254,7 +255,7 @@ FILES = {"fig4": "fig4_conv_sample_positions.png", "fig8": "fig8_mlp_training_cu
 def run_figures(out_dir: str, config: FiguresConfig | None = None, progress=True) -> dict:
     """Compute and draw Figures 4, 8, 9 and 10 into ``out_dir`` (names in :data:`FILES`),
     with ``paper_figures.md`` holding their numbers; returns the paths written."""
-    from . import nn_figure_plots as plots
+    from . import figure_plots as plots
     from .data import mnist_split
 
     config = config or FiguresConfig()

@@ -8,11 +8,11 @@ Estimators (all at minibatch 150 except the last; fraction f = 0.1):
 * ``different_sample``: independent indices for every example;
 * ``project``: a Rademacher projection of each layer input;
 * ``reduced_batch``: exact backprop on the smaller batch with the same memory
-  (:func:`~minirad.studies.memory.equal_memory_batch`: 18 for the MLP).
+  (:func:`~minirad.studies.nn.memory.equal_memory_batch`: 18 for the MLP).
 
 A sixth, ``different_project`` (a Rademacher projection per example, the
 paper's Appendix A), trains only for the paper's Figure 9
-(:mod:`minirad.studies.nn_figures`).
+(:mod:`minirad.studies.nn.figures`).
 
 Only the stored input of each linear (or convolutional) layer is randomized;
 the adjoint passes exactly through ``W^T`` and the ReLU masks (paper Sec. 4.2).
@@ -40,9 +40,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..graph.files import write_atomically
-from . import budget, convnet_numpy, memory, networks, nn_report, verdicts
+from ...graph.files import write_atomically
+from . import budget, convnet_numpy, memory, networks, verdicts
 from . import mlp_numpy as floor
+from . import report as nn_report
 from .data import mnist_split
 from .noise import Setting, full_gradient, gradient_noise
 from .training import train
@@ -76,7 +77,7 @@ def _check_estimator(name: str) -> str:
 
 
 def estimator_kind(name: str) -> str:
-    """How the estimator keeps layer inputs (see :mod:`minirad.studies.activations`)."""
+    """How the estimator keeps layer inputs (see :mod:`minirad.studies.nn.activations`)."""
     _check_estimator(name)
     return "exact" if name in ("baseline", "reduced_batch") else name
 
@@ -278,7 +279,7 @@ def convnet_noise(data, config: StudyConfig, progress=True) -> tuple[list[dict],
 def budget_allocation(data, config: StudyConfig, pilot, uniform_runs=None,
                       progress=True) -> dict:
     """Beyond the paper: per-layer kept counts chosen for the least total variance at
-    the memory of the uniform fraction (see :mod:`minirad.studies.budget`), and
+    the memory of the uniform fraction (see :mod:`minirad.studies.nn.budget`), and
     training curves of both (different sample, the paper's hyperparameters)."""
     widths = config.sizes[:-1]
     uniform = tuple(memory.kept_entries(d, config.fraction) for d in widths)

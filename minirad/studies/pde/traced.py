@@ -8,7 +8,7 @@ optimisation needs at every iteration, on that graph: traced at the first
 theta, replayed (:func:`minirad.replay`) at the others, so the program's Python
 runs once.
 
-The study itself runs its hand-written engine (:mod:`minirad.studies.pde_engine`):
+The study itself runs its hand-written engine (:mod:`minirad.studies.pde.engine`):
 the graph keeps every intermediate array (about 62 KB a step, 2.5 GB at the
 paper's 40,961 steps), and a replay and its sweep cost about fourteen times the
 engine's gradient (measured at 1,024 and 4,096 steps, ``python -m bench.bench_pde``).
@@ -31,10 +31,10 @@ import math
 
 import numpy as np
 
-from ..exact.sweeps import gradient
-from ..tracing import replay, trace
-from ..tracing.replay import recorded_program
-from .pde import Reactor, check_theta, initial_state, target
+from ...exact.sweeps import gradient
+from ...tracing import replay, trace
+from ...tracing.replay import recorded_program
+from .problem import Reactor, check_theta, initial_state, target
 
 __all__ = ["ReplayedGradient", "loss"]
 

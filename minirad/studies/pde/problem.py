@@ -53,12 +53,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, StoreAll, reverse_chain
-from ..rng import as_generator
+from ...checkpoint.schedules import Chain, StoreAll, reverse_chain
+from ...rng import as_generator
 
 __all__ = [
     "ADAM_BETAS", "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
-    "exact_retained_bytes", "initial_state", "initial_theta", "rad_gradient", "sample_count",
+    "exact_retained_bytes", "index_dtype", "initial_state", "initial_theta", "rad_gradient",
+    "sample_count",
     "sampler", "simulate", "source_profile", "step", "target",
 ]
 
@@ -391,7 +392,7 @@ def rad_gradient(p: Reactor, theta, fraction: float, rng=None, variant: str = "e
     and the tuple's headers, the schedule's bookkeeping), 5x the count at fraction 0.01;
     and it draws every step's samples up front, so under checkpoints it also holds all
     N+1 rows of indices, which ``peak_bytes`` does not count.  The study's engine
-    (:mod:`minirad.studies.pde_engine`) keeps what it counts.
+    (:mod:`minirad.studies.pde.engine`) keeps what it counts.
     """
     samples = sampler(p, fraction, rng, variant)
     result = reverse_chain(chain(p, theta, samples), initial_state(p), p.n_steps,

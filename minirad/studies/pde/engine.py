@@ -2,7 +2,7 @@
 vectors, each with its own estimator (exact, or RAD at its own fraction).
 
 The references are the simulation as an LCG of arrays
-(:func:`minirad.studies.pde_graph.pde_graph`, reversed by
+(:func:`minirad.studies.pde.graph.pde_graph`, reversed by
 :func:`minirad.exact.sweeps.gradient`) and the chain of
 :func:`minirad.studies.pde.chain` reversed by :mod:`minirad.checkpoint.schedules`
 (tested equal to each other); this engine computes the same numbers (tested
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rng import as_generator
-from .pde import Reactor, check_theta, coefficient_matrix, initial_state, sampler
+from ...rng import as_generator
+from .problem import Reactor, check_theta, coefficient_matrix, initial_state, sampler
 
 __all__ = ["EngineResult", "run", "simulate_batch"]
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph.files import write_atomically
-from ..rng import as_generator
+from ...graph.files import write_atomically
+from ...rng import as_generator
 
 __all__ = ["MNIST_CSV", "Split", "cache_dir", "file_digest", "fingerprint", "mnist_5k",
            "mnist_csv_path", "mnist_split", "read_cache", "stratified_split"]

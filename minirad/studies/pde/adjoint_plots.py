@@ -5,7 +5,7 @@ backwards blows up, stored and checkpointed states do not.
 for every time step, how far the state the backward solve used is from the
 forward state, and how far the theta-cotangent gathered from ``T`` down to
 that time is from the same partial sum of the study's own reverse sweep
-(:func:`minirad.studies.pde_adjoint.discrete_partials`).
+(:func:`minirad.studies.pde.adjoint.discrete_partials`).
 :func:`plot_reintegration` draws them on a log scale, time running from
 ``T`` back to 0 as the backward solve does.
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..implicit.ode_adjoint import STATES
-from .pde import Reactor, initial_theta
-from .pde_adjoint import continuous_gradient, discrete_partials, growth_per_step
+from ...implicit.ode_adjoint import STATES
+from .adjoint import continuous_gradient, discrete_partials, growth_per_step
+from .problem import Reactor, initial_theta
 
 __all__ = ["HORIZON", "plot_reintegration", "reintegration"]
 
@@ -73,7 +73,7 @@ def reintegration(p: Reactor | None = None, theta=None) -> dict:
 
 
 def _figure(width: float, height: float):
-    from ..draw.figure import Figure  # shows inline in any Jupyter kernel
+    from ...draw.figure import Figure  # shows inline in any Jupyter kernel
 
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -7,7 +7,7 @@ tensor the mean over its entries of the squared error against the full gradient.
 Any model works that offers ``loss_and_grad(params, x, y, kind, fraction, rng=)``
 returning weights and biases alternately.
 
->>> from minirad.studies import mlp_numpy
+>>> from minirad.studies.nn import mlp_numpy
 >>> gen = np.random.default_rng(0)
 >>> x = gen.standard_normal((40, 5)).astype(np.float32); y = gen.integers(3, size=40)
 >>> params = mlp_numpy.init_mlp((5, 4, 3), rng=0)
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rng import as_generator
+from ...rng import as_generator
 from .training import Progress
 
 __all__ = ["Setting", "full_gradient", "gradient_noise"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rng import as_generator
+from ...rng import as_generator
 from .memory import kept_entries
 
 __all__ = ["KINDS", "Kept", "keep_input", "log_softmax", "restore_input", "sample_pattern",
@@ -66,7 +66,7 @@ def sample_pattern(kind: str, batch: int, d: int, k: int, seed: int,
                    replace: bool = True) -> np.ndarray:
     """(B, k) column indices for ``different_sample``, (1, k) for ``same_sample``: the
     sampling pattern, reproducible from ``seed`` (the traced networks of
-    :mod:`minirad.studies.nn_graph` draw theirs here too, so both can be compared
+    :mod:`minirad.studies.nn.graph` draw theirs here too, so both can be compared
     on the same samples).
 
     >>> sample_pattern("same_sample", 3, 10, 2, seed=0).shape

@@ -11,7 +11,7 @@ import io
 
 import numpy as np
 
-from ..graph.files import write_atomically
+from ...graph.files import write_atomically
 from . import memory, verdicts
 
 __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_noise",

@@ -3,7 +3,7 @@ rules, and how a gradient is computed.
 
 A :class:`Network` bundles what the training loop needs for one architecture:
 
-* ``program``: the network as a traced program (:mod:`minirad.studies.nn_graph`),
+* ``program``: the network as a traced program (:mod:`minirad.studies.nn.graph`),
   traced once and replayed at every minibatch; its gradient, with an estimator
   injected on the graph, is the *reference*;
 * ``floor``: the hand-written numpy network (``None`` for the IRNN), a fast path
@@ -11,11 +11,11 @@ A :class:`Network` bundles what the training loop needs for one architecture:
   (``tests/studies/nn/test_studies_nn_graph.py``);
 * ``logits``: the forward pass on plain arrays, for evaluation;
 * ``inputs``: how 784-pixel rows become the network's input (images, sequences);
-* ``rules``: its :mod:`~minirad.studies.memory` network, for the equal-memory batch.
+* ``rules``: its :mod:`~minirad.studies.nn.memory` network, for the equal-memory batch.
 
 :func:`gradient_function` turns a network, an estimator kind and an engine
 (``"graph"`` or ``"floor"``) into the ``grad_fn`` that
-:func:`minirad.studies.training.train` calls.
+:func:`minirad.studies.nn.training.train` calls.
 
 >>> net = irnn(hidden=8)
 >>> params = net.init(0)
@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rng import as_generator
-from . import convnet_numpy, memory, mlp_numpy, nn_graph
+from ...rng import as_generator
+from . import convnet_numpy, memory, mlp_numpy
+from . import graph as nn_graph
 from .activations import log_softmax
 
 __all__ = ["ENGINES", "Network", "convnet", "evaluate", "gradient_function", "init_irnn",
@@ -108,7 +109,7 @@ def gradient_function(net: Network, kind: str, fraction: float, engine: str = "g
     (``exact``, ``different_sample``, ``same_sample``, ``project``).
 
     ``engine="graph"`` traces the program at the first minibatch and replays its graph
-    at the others (:class:`minirad.studies.nn_graph.Replayed`), injects the estimator
+    at the others (:class:`minirad.studies.nn.graph.Replayed`), injects the estimator
     on the graph and sweeps it in reverse; ``"floor"`` runs the hand-written numpy
     network.
     """

@@ -14,7 +14,7 @@ replace exactly those stored inputs (:func:`inject`, the paper's scheme of
 :func:`minirad.randomized.injection.sample_activations`, one seed per layer), so the
 reverse sweep passes ``W^T`` and the ReLU masks exactly.
 
->>> from minirad.studies import mlp_numpy
+>>> from minirad.studies.nn import mlp_numpy
 >>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
 >>> x = np.ones((4, 6), np.float32); y = np.array([0, 1, 2, 0])
 >>> loss, grads = loss_and_grad(params, x, y)
@@ -28,15 +28,15 @@ import inspect
 
 import numpy as np
 
-from ..exact.sweeps import gradient
-from ..graph.memory import memory
-from ..randomized.injection import inject_edge
-from ..rng import as_generator
-from ..tracing import replay, trace
-from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
-from ..tracing.naming import parameter_names
-from ..tracing.ops import relu
-from ..tracing.replay import recorded_program
+from ...exact.sweeps import gradient
+from ...graph.memory import memory
+from ...randomized.injection import inject_edge
+from ...rng import as_generator
+from ...tracing import replay, trace
+from ...tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from ...tracing.naming import parameter_names
+from ...tracing.ops import relu
+from ...tracing.replay import recorded_program
 
 __all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
@@ -72,7 +72,7 @@ def mlp_program(x, y):
 
 def convnet_program(x, y):
     """The paper's ConvNet on images ``x`` (B, C, H, W): parameters as
-    :func:`minirad.studies.convnet_numpy.init_convnet` makes them."""
+    :func:`minirad.studies.nn.convnet_numpy.init_convnet` makes them."""
     def f(k1, b1, k2, b2, k3, b3, k4, b4, w, b):
         a = x
         for i, (kernel, bias) in enumerate(((k1, b1), (k2, b2), (k3, b3), (k4, b4))):
@@ -123,7 +123,7 @@ class Replayed:
     differentiate, so a replay can take new ones; the graph equals
     :func:`traced`'s bit for bit (``tests/studies/nn/test_studies_networks.py``).
 
-    >>> from minirad.studies import mlp_numpy
+    >>> from minirad.studies.nn import mlp_numpy
     >>> params = mlp_numpy.init_mlp((6, 5, 3), rng=0)
     >>> graphs = Replayed(mlp_program)
     >>> x, y = np.ones((4, 6), np.float32), np.array([0, 1, 2, 0])
@@ -188,8 +188,8 @@ def inject(g, kind: str, fraction: float, rng=None):
 
     Every layer draws an integer seed from ``rng``, in the order of the layers, and
     injects with it; for one seed, ``inject_edge`` draws the pattern
-    :func:`minirad.studies.activations.sample_pattern` or
-    :func:`~minirad.studies.activations.signs` draws, as the numpy floors do, so on
+    :func:`minirad.studies.nn.activations.sample_pattern` or
+    :func:`~minirad.studies.nn.activations.signs` draws, as the numpy floors do, so on
     one seed both estimate with the same samples.
 
     ``different_project`` (the paper's Appendix A, its Figure 9) projects every
@@ -240,7 +240,7 @@ def table1_from_graph(fraction: float = 0.1) -> dict:
     """Per-example bytes by the traced graphs' own accounting, for the paper's three
     networks (CIFAR-sized ConvNet, 784-step IRNN): ``name -> (baseline, RAD at f)``.
 
-    Beside :func:`minirad.studies.memory.per_example_bytes` (the paper's rules) this
+    Beside :func:`minirad.studies.nn.memory.per_example_bytes` (the paper's rules) this
     shows what an implementation must keep: equal for the MLP and the IRNN; for the
     ConvNet the baseline also keeps the ReLU masks before each pool, which cannot be
     rebuilt from the pooled arrays.

@@ -12,7 +12,7 @@ them without drawing):
   checkpoints;
 * :func:`released_bias`: the mean of many estimates against the exact gradient;
 * :func:`adjoint`: the continuous adjoint solved backwards with stored, checkpointed and
-  re-integrated states against the reverse sweep (:mod:`minirad.studies.pde_adjoint`),
+  re-integrated states against the reverse sweep (:mod:`minirad.studies.pde.adjoint`),
   over at most 256 steps whatever the configuration (the re-integrated state is
   garbage long before that); about 3 s.
 
@@ -34,11 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
-from ..graph.files import write_atomically
-from ..rng import as_generator
-from . import pde_engine
-from .pde import (
+from ...checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
+from ...graph.files import write_atomically
+from ...rng import as_generator
+from . import engine as pde_engine
+from .adjoint_plots import HORIZON, plot_reintegration, reintegration
+from .problem import (
     Reactor,
     adam,
     exact_gradient,
@@ -47,8 +48,7 @@ from .pde import (
     sample_count,
     simulate,
 )
-from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
-from .pde_state import STATE_FILE, generator, load_state, save_state
+from .state import STATE_FILE, generator, load_state, save_state
 
 __all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
            "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
@@ -117,7 +117,7 @@ def optimise(cfg: StudyConfig, progress=None, state_path: str | None = None,
     the loss at each iteration (iterations, members), plus seconds per iteration.
 
     With ``state_path`` the run saves its state there after every iteration (Adam's
-    moments, the losses, the generator: :mod:`minirad.studies.pde_state`); ``resume=True``
+    moments, the losses, the generator: :mod:`minirad.studies.pde.state`); ``resume=True``
     continues from that file, which must exist and pass every check, and ends with
     exactly the numbers an uninterrupted run gives."""
     progress = progress or (lambda *a, **k: None)
@@ -316,7 +316,7 @@ def released_bias(cfg: StudyConfig, fraction: float = 0.1, progress=None) -> dic
 # ---------------------------------------------------------------- figures
 # -------------------------------------------------------------- adjoint
 def adjoint(cfg: StudyConfig, progress=None) -> dict:
-    """The numbers of :func:`minirad.studies.pde_adjoint_plots.reintegration` over
+    """The numbers of :func:`minirad.studies.pde.adjoint_plots.reintegration` over
     ``min(cfg.n_steps, 256)`` steps at the study's initial theta (seed ``cfg.seed``;
     no random draws)."""
     progress = progress or (lambda *a, **k: None)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rng import as_generator
+from ...rng import as_generator
 from .activations import keep_input, log_softmax, restore_input
 
 __all__ = ["conv2d", "init_convnet", "logits", "loss", "loss_and_grad"]

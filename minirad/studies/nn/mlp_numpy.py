@@ -4,7 +4,7 @@
 (mean over the batch), float32 end to end. The forward pass returns a *tape*:
 exactly what the backward pass keeps, so its size can be counted and measured.
 
-* Every layer input is kept through :func:`~minirad.studies.activations.keep_input`
+* Every layer input is kept through :func:`~minirad.studies.nn.activations.keep_input`
   (exact, sampled or projected); the logits are kept whole.
 * With exact inputs the ReLU masks are recomputed from the next layer's kept
   input (``relu(h) > 0`` exactly where ``h > 0``); with reduced inputs that is
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rng import as_generator
+from ...rng import as_generator
 from .activations import Kept, keep_input, log_softmax, restore_input
 
 __all__ = ["Tape", "accuracy", "backward", "forward", "init_mlp", "layer_adjoints", "loss",
