@@ -7,16 +7,18 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 
-from ...graph.files import write_atomically
+from ...draw.render import save
 from . import memory, verdicts
 
 __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_noise",
-           "other_training_markdown", "plot_training", "save_figure", "table1_markdown",
+           "other_training_markdown", "plot_training", "table1_markdown",
            "training_markdown"]
+
+#: the resolution of the study's pictures (PNG, written atomically and without a timestamp
+#: by :func:`minirad.draw.render.save`)
+DPI = 110
 
 COLORS = {"baseline": "black", "same_sample": "tab:orange", "different_sample": "tab:blue",
           "project": "tab:green", "reduced_batch": "tab:red"}
@@ -27,13 +29,6 @@ def _pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
-
-
-def save_figure(fig, path: str) -> None:
-    """PNG at 110 dpi, written atomically."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
-    write_atomically(path, lambda f: f.write(buffer.getvalue()))
 
 
 def plot_training(runs: dict, batches: dict, title: str, path: str,
@@ -77,7 +72,7 @@ def plot_training(runs: dict, batches: dict, title: str, path: str,
     ax_loss.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path)
+    save(fig, path, dpi=DPI)
     plt.close(fig)
 
 
@@ -134,7 +129,7 @@ def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
         axes[0].legend(fontsize=6, loc="lower left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path)
+    save(fig, path, dpi=DPI)
     plt.close(fig)
 
 
@@ -282,7 +277,7 @@ def plot_budget(result: dict, title: str, path: str) -> None:
     ax_loss.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path)
+    save(fig, path, dpi=DPI)
     plt.close(fig)
 
 

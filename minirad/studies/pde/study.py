@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
+from ...draw.render import save
 from ...graph.files import write_atomically
 from ...rng import as_generator
 from . import engine as pde_engine
@@ -611,14 +612,6 @@ def report(cfg: StudyConfig, parts: dict, seconds: float, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _save(fig, path: str) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=130, metadata={"Software": None})
-    write_atomically(path, lambda f: f.write(buffer.getvalue()))
-
-
 def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
               command: str = "minirad study pde", resume: bool = False) -> list[str]:
     """Run every part, write the pictures and ``pde_results.md`` into ``folder``;
@@ -640,9 +633,9 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
     progress = progress or Progress()
     start, parts, written = time.perf_counter(), {}, []
 
-    def save(fig, name):
+    def picture(fig, name):
         path = os.path.join(folder, name)
-        _save(fig, path)
+        save(fig, path, dpi=130)
         written.append(path)
 
     path = os.path.join(folder, "pde_results.md")
@@ -666,7 +659,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
               lambda: plot_reintegration(parts["adjoint"]), "pde_adjoint_reintegration.png")]
     for key, compute, draw, name in steps:
         parts[key] = compute()
-        save(draw(), name)
+        picture(draw(), name)
         table()
     written.append(path)
     os.remove(state_path)
