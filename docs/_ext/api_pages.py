@@ -25,9 +25,13 @@ def public_modules(package: ModuleType) -> list[str]:
 
 
 def subpackages(package: ModuleType) -> list[str]:
-    return sorted(f"{package.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(package.__path__)
-                  if info.ispkg and not info.name.startswith("_"))
+    """Every public subpackage, at any depth (``minirad.studies`` and ``minirad.studies.nn``)."""
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.ispkg and not info.name.startswith("_"):
+            sub = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [sub.__name__, *subpackages(sub)]
+    return sorted(found)
 
 
 def _title(text: str) -> list[str]:
@@ -88,11 +92,18 @@ def _title_sub(text: str) -> list[str]:
 
 
 def part_page(package: ModuleType) -> str:
-    """The page of one subpackage: its docstring and a page per public module."""
+    """The page of one subpackage: its docstring, a page per public module, and links to
+    the pages of its own subpackages (each a part with a page of its own)."""
     name = package.__name__
+    folders = [m for m in public_modules(package) if m in subpackages(package)]
+    modules = [m for m in public_modules(package) if m not in folders]
     lines = [*_title(f"``{name}``"), f".. automodule:: {name}", "   :no-members:", ""]
-    lines += [*_title_sub("Modules"), ""]
-    lines += _autosummary([_short(m) for m in public_modules(package)], "modules")
+    if folders:
+        lines += [*_title_sub("Folders"), ""]
+        lines += [f"* :mod:`{folder}`" for folder in folders] + [""]
+    if modules:
+        lines += [*_title_sub("Modules"), ""]
+        lines += _autosummary([_short(m) for m in modules], "modules")
     return "\n".join(lines)
 
 

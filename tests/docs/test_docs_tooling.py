@@ -95,13 +95,17 @@ def test_bars_are_escaped_in_prose_only():
 
 def test_api_pages_list_every_module_on_disk(tmp_path):
     parts = api_pages.write_pages("minirad", tmp_path)
-    # the oracle: the package's folders and files
-    folders = sorted(p.parent.name for p in (ROOT / "minirad").glob("*/__init__.py"))
+    # the oracle: the package's folders (at any depth: studies/nn/) and files
+    folders = sorted(".".join(p.parent.relative_to(ROOT / "minirad").parts)
+                     for p in (ROOT / "minirad").glob("*/**/__init__.py"))
+    assert "studies.nn" in folders
     assert parts == ["minirad"] + [f"minirad.{name}" for name in folders]
     for name in folders:
         page = (tmp_path / f"minirad.{name}.rst").read_text()
-        for module in (ROOT / "minirad" / name).glob("*.py"):
+        for module in (ROOT / "minirad" / name.replace(".", "/")).glob("*.py"):
             listed = f"   {module.stem}\n" in page
             assert listed == (not module.stem.startswith("_")), (name, module.stem)
+    studies = (tmp_path / "minirad.studies.rst").read_text()
+    assert "* :mod:`minirad.studies.nn`" in studies and "   nn\n" not in studies
     top = (tmp_path / "minirad.rst").read_text()
     assert "   trace\n" in top and "   examples\n" in top
