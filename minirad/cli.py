@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import STRATEGIES
+from .exact.elimination import ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.files import load_graph, save_graph
@@ -235,7 +235,7 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
 
 
 def _parse_order(text: str | None):
-    if text is None or text in STRATEGIES:
+    if text is None or text in ORDERS:
         return text
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -281,7 +281,7 @@ def _path_highlight(g: LCG, ends, limit: int = 10):
 
 
 def cmd_render(args) -> None:
-    from .draw.render import render, sample_title, save
+    from .draw.render import render, sample_title, save_drawing
     from .randomized.sampling import sample_paths
 
     _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
@@ -307,7 +307,7 @@ def cmd_render(args) -> None:
         print(f"minirad render: drawing {g.n_vertices} vertices; the graphviz 'dot' layout "
               f"may take a while (stopped after --timeout {args.timeout:g} s)",
               file=sys.stderr, flush=True)
-    print(f"wrote {save(drawing, args.output, timeout=args.timeout)}")
+    print(f"wrote {save_drawing(drawing, args.output, timeout=args.timeout)}")
     if sample is not None:
         print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
               f"{sample.vertices_stored} of {g.n_vertices} vertices")
@@ -441,10 +441,10 @@ def cmd_compare(args) -> None:
         print(f"minirad compare: warning: {warning}", file=sys.stderr)
     if args.output:
         from .draw.plots import plot_comparison
-        from .draw.render import save
+        from .draw.render import save_drawing
 
         figure = plot_comparison(g, result, k)
-        print(f"wrote {save(figure, args.output)}")
+        print(f"wrote {save_drawing(figure, args.output)}")
 
 
 def cmd_figures(args) -> None:
@@ -479,7 +479,7 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, samples=args.samples)
+    page = explore(g, title=args.title, n=args.samples)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
@@ -510,7 +510,7 @@ def cmd_lab(args) -> None:
 
 def cmd_demo(args) -> None:
     from . import examples
-    from .draw.render import render, save
+    from .draw.render import render, save_drawing
     from .exact.jacobians import accumulate
     from .exact.paths import count_paths, path_product, paths
     from .randomized.experiments import compare
@@ -524,14 +524,15 @@ def cmd_demo(args) -> None:
     print(f"traced at (x1, x2) = (1, 2): {g!r}\n")
     print("1. Wengert list (one line per vertex, with its local partials):\n")
     print(g.wengert())
-    print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
+    drawing = render(g, show_ops=True)
+    print(f"\nwrote {save_drawing(drawing, os.path.join(folder, 'figure1_lcg.png'))}")
 
     total = format_count(int(count_paths(g).sum()))
     print(f"\n2. Bauer's formula: {total} paths from the inputs to y\n")
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
-    print(f"wrote {save(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
+    print(f"wrote {save_drawing(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
 
     print("\n3. The exact Jacobian, every way, with its cost:\n")
     # every method; vertex elimination in its dynamic and its optimal order
@@ -546,7 +547,7 @@ def cmd_demo(args) -> None:
     print(_format_jacobian(g, sample.jacobian))
     print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
           f"{g.n_vertices} vertices")
-    print(f"wrote {save(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
+    print(f"wrote {save_drawing(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
 
     n = 10_000
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
@@ -742,7 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help=graph_file)
     p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
-    p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
+    p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
 
     p = command("render", cmd_render)

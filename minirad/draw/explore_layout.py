@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from ..graph.lcg import LCG
 from .render import MAX_VERTICES, has_dot, layout_positions
 
+# the sections of minirad.draw.explore's page: no API of their own
+__all__: list[str] = []
+
 #: the width of one character and the height of one line of a vertex's text, in points
 CHAR_WIDTH, LINE_HEIGHT = 7.4, 16.0
 

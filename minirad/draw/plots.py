@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..graph.lcg import LCG, takes_lcg
+from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import LCG
 from ..rng import as_generator
 from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths
 
@@ -198,9 +199,9 @@ def _names(names, count: int, what: str, stem: str) -> list[str]:
     return names
 
 
-@takes_lcg
-def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
-                 exact_std: bool = False):
+@takes_graph_or_function
+def plot_compare(g: LCG, k=1, n: int = 1000, title: str | None = None,
+                 exact_std: bool = False, *, rng=None):
     """Exact Jacobian of ``g`` against path sampling: see :func:`jacobian_heatmaps`.
 
     Draws ``n`` estimates with :func:`minirad.randomized.experiments.compare` (``k`` as
@@ -220,7 +221,7 @@ def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
     return plot_comparison(g, compare(g, k=k, n=n, rng=rng), k, title, exact_std)
 
 
-@takes_lcg
+@takes_graph_or_function
 def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool = False):
     """:func:`plot_compare` for a :class:`~minirad.randomized.experiments.Comparison` already
     computed with draws ``k`` on ``g``, so nothing is sampled twice.
@@ -258,9 +259,9 @@ def _check_ks(ks, where: str) -> list:
     return list(ks)
 
 
-@takes_lcg
-def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
-                     title: str | None = None):
+@takes_graph_or_function
+def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, title: str | None = None, *,
+                     rng=None):
     """Relative error of the running mean against the number of samples, log-log.
 
     One solid curve per ``k``: ``||mean of the first m estimates - J|| / ||J||``
@@ -318,8 +319,8 @@ def _cycle(count: int) -> list[str]:
 
 # --------------------------------------------------------------- variance
 def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float = 0.5,
-                           methods: Sequence[str] = ("paths",), partials="balanced", rng=0,
-                           title: str | None = None):
+                           methods: Sequence[str] = ("paths",), partials="balanced",
+                           title: str | None = None, *, rng=0):
     """Figure 2 of the paper, computed exactly: relative variance against depth.
 
     For both families -- independent paths (Figure 2a) and interleaved,
@@ -374,9 +375,9 @@ def _slope_guide(ax, x: np.ndarray, top: float) -> None:
             label=f"slope guide $\\propto 1/k$ (drawn ×{GUIDE_OFFSET:g} above)")
 
 
-@takes_lcg
-def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None,
-                       title: str | None = None):
+@takes_graph_or_function
+def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None,
+                       title: str | None = None, *, rng=None):
     """Exact variance of path sampling against the number of draws per vertex, log-log.
 
     Two quantities, normalised differently, so each has its own panel:
@@ -430,7 +431,7 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
             _say(ax, "variance exactly 0 at every k: sampling reproduces J")
         if n is not None:
             seeds = _seeds(rng, len(ks))
-            empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / norm
+            empirical = [sampled_jacobians(g, k, n, rng=seed).var(axis=0, ddof=1).sum() / norm
                          for k, seed in zip(ks, seeds)]
             ax.plot(x, empirical, linestyle="none", marker="x", color=EMPIRICAL_COLOR,
                     markersize=8, markeredgewidth=1.6, label=f"from n={n} samples per k")
@@ -492,13 +493,13 @@ def _say(ax, text: str, row: int = 0) -> None:
 # ------------------------------------------------------- elimination costs
 def plot_elimination_costs(graphs: Mapping[str, LCG],
                            orders: Sequence[str] = ("forward", "reverse", "markowitz", "optimal"),
-                           cost: str = "multiplications", title: str | None = None):
+                           by: str = "multiplications", title: str | None = None):
     """Grouped bars: the cost of each elimination order on each graph.
 
     One group per graph, one bar per order, the count written on each bar.
     The optimal order is an exhaustive search and is computed only for
     graphs with at most :data:`minirad.exact.elimination.OPTIMAL_LIMIT`
-    intermediates; elsewhere its place reads "n/a".  ``cost`` is
+    intermediates; elsewhere its place reads "n/a".  ``by`` is
     ``"multiplications"`` or ``"additions"``; ``title`` replaces the default title.
 
     >>> from minirad import examples
@@ -516,11 +517,11 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
         if not isinstance(g, LCG):
             raise TypeError(f"plot_elimination_costs: graph {name!r} is a "
                             f"{type(g).__name__}, not an LCG")
-    if cost not in ("multiplications", "additions"):
-        raise ValueError(f"cost must be 'multiplications' or 'additions', not {cost!r}")
+    if by not in ("multiplications", "additions"):
+        raise ValueError(f"by must be 'multiplications' or 'additions', not {by!r}")
     if isinstance(orders, str):
         orders = (orders,)
-    which = 0 if cost == "multiplications" else 1
+    which = 0 if by == "multiplications" else 1
     table = {}
     for name, g in graphs.items():
         for order in orders:
@@ -541,10 +542,10 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
                     ha="center", va="bottom", fontsize=8,
                     color="grey" if h is None else "black")
     ax.set_xticks(centres, list(graphs))
-    ax.set_ylabel(f"{cost} to accumulate the Jacobian")
+    ax.set_ylabel(f"{by} to accumulate the Jacobian")
     ax.set_xlabel("graph")
     ax.set_ylim(0, tallest * 1.15)
-    ax.set_title(title or f"Vertex elimination: {cost} by order "
+    ax.set_title(title or f"Vertex elimination: {by} by order "
                           f"(optimal only up to {OPTIMAL_LIMIT} intermediates)", fontsize=10)
     ax.legend(title="elimination order", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)

@@ -54,19 +54,20 @@ from functools import cached_property
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import INTERMEDIATE, LCG, takes_lcg
+from ..graph.lcg import INTERMEDIATE, LCG
 from ._markowitz import markowitz_in_place
 from .orders import OPTIMAL_LIMIT, chain_vertices, cheapest_order, is_chain, optimal_chain
 from .overflow import check_finite
 from .result import Accumulation, from_labels
 
 __all__ = [
-    "OPTIMAL_LIMIT", "SEARCH_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
+    "OPTIMAL_LIMIT", "SEARCH_LIMIT", "ORDERS", "Elimination", "Step", "eliminate",
     "eliminate_vertex", "elimination_cost", "elimination_order",
 ]
 
-STRATEGIES = ("forward", "reverse", "markowitz", "optimal")
+ORDERS = ("forward", "reverse", "markowitz", "optimal")
 
 #: on a graph with arrays (not a chain) the optimal order tries every order of at
 #: most this many intermediates
@@ -293,7 +294,7 @@ def _resolve(g: LCG, order) -> list[int]:
     """Validate an explicit order: known intermediates, each at most once."""
     # a set or mapping has no order to follow, so it is refused rather than guessed at
     if isinstance(order, (str, bytes, Set, Mapping)) or not isinstance(order, Iterable):
-        raise TypeError(f"an elimination order is one of {', '.join(STRATEGIES)} or a list "
+        raise TypeError(f"an elimination order is one of {', '.join(ORDERS)} or a list "
                         f"of intermediate vertices, not {type(order).__name__}")
     seen: set[int] = set()
     vertices = []
@@ -320,7 +321,7 @@ def _shown(g: LCG) -> str:
 
 def _unknown_strategy(name: str) -> ValueError:
     return ValueError(f"unknown elimination strategy {name!r}; use one of "
-                      f"{', '.join(map(repr, STRATEGIES))} or a list of intermediate vertices")
+                      f"{', '.join(map(repr, ORDERS))} or a list of intermediate vertices")
 
 
 def _markowitz(work: _Working, candidates) -> Iterator[int]:
@@ -447,7 +448,7 @@ def _run(g: LCG, order, record: bool, keep_graphs: bool):
 
 
 # -------------------------------------------------------------- public API
-@takes_lcg
+@takes_graph_or_function
 def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Elimination:
     """Eliminate intermediates of ``g`` in the given order.
 
@@ -504,7 +505,7 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     return result
 
 
-@takes_lcg
+@takes_graph_or_function
 def eliminate_vertex(g: LCG, v) -> LCG:
     """The graph left by eliminating the one intermediate ``v`` (name or number).
 
@@ -525,10 +526,10 @@ def eliminate_vertex(g: LCG, v) -> LCG:
     return work.to_lcg()
 
 
-@takes_lcg
+@takes_graph_or_function
 def elimination_order(g: LCG, order="markowitz") -> tuple[str, ...]:
     """The vertex names an ``order`` eliminates, in turn: ``order`` is one of
-    :data:`STRATEGIES` (``"forward"``, ``"reverse"``, ``"markowitz"``, ...) or an
+    :data:`ORDERS` (``"forward"``, ``"reverse"``, ``"markowitz"``, ...) or an
     explicit list, which is validated and returned as names (as ``order=`` of
     :func:`eliminate` and :func:`minirad.exact.jacobians.jacobian`).
 
@@ -544,7 +545,7 @@ def elimination_order(g: LCG, order="markowitz") -> tuple[str, ...]:
     return tuple(g.names[v] for v in eliminated)
 
 
-@takes_lcg
+@takes_graph_or_function
 def elimination_cost(g: LCG, order="markowitz") -> tuple[int, int]:
     """``(multiplications, additions)`` of an order, without building graphs.
 

@@ -26,29 +26,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
-from ..tracing import trace
 from .elimination import eliminate
 from .paths import DEFAULT_MAX_PATHS, bauer
+from .result import Accumulation
 from .sweeps import forward_sweep, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 
-def _as_graph(g_or_f, args) -> LCG:
-    if isinstance(g_or_f, LCG):
-        if args:
-            raise TypeError(f"got an LCG and {len(args)} extra argument(s); arguments are "
-                            f"only for a function to trace at, e.g. jacobian(f, 2.0, 5.0)")
-        return g_or_f
-    if callable(g_or_f):
-        return trace(g_or_f, *args)
-    raise TypeError(f"jacobian needs an LCG or a function to trace, not "
-                    f"{type(g_or_f).__name__}")
-
-
-def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
-               keep_values: bool = True):
+@takes_graph_or_function
+def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
+               keep_values: bool = True) -> Accumulation:
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
@@ -79,7 +69,6 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     if max_paths is not None and method != "bauer":
         raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
                          f"method={method!r}")
-    g = _as_graph(g_or_f, args)
     if method == "bauer":
         return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
     if method == "forward":
@@ -92,10 +81,13 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
         raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
                          f"{len(g.intermediates)} intermediates, so {left} remain and there is "
                          f"no Jacobian yet; list every intermediate or use a named order")
-    return result
+    # one result type whatever the method: eliminate() itself keeps the graphs and steps
+    return Accumulation(result.jacobian, result.multiplications, result.additions,
+                        "eliminate", order=result.order, shapes=result.shapes)
 
 
-def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+@takes_graph_or_function
+def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -125,5 +117,5 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
            [0., 0., 1., 2., 0., 1.]])
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
-    return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
+    return accumulate(g, method=method, order=order, max_paths=max_paths,
                       keep_values=False).jacobian

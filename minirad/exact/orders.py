@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.operators import OPERATORS
 
@@ -41,6 +42,7 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+@takes_graph_or_function
 def cheapest_order(g) -> list[int]:
     """An order of least (multiplications, additions) on a graph of numbers, by
     dynamic programming over subsets.
@@ -104,12 +106,14 @@ def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], lis
 
 
 # ------------------------------------------------------------------ chains
+@takes_graph_or_function
 def is_chain(g) -> bool:
     """One input, one output, and every other vertex one predecessor and one successor."""
     return (len(g.inputs) == 1 and len(g.outputs) == 1 and g.n_edges == g.n_vertices - 1
             and all(g.in_degree(v) == 1 and g.out_degree(v) == 1 for v in g.intermediates))
 
 
+@takes_graph_or_function
 def chain_vertices(g) -> list[int]:
     """The vertices of a chain graph from its input to its output."""
     if not is_chain(g):
@@ -122,6 +126,7 @@ def chain_vertices(g) -> list[int]:
     return path
 
 
+@takes_graph_or_function
 def chain_labels(g) -> list:
     """The labels of a chain graph (:func:`chain_vertices`), from the input side.
 

@@ -55,8 +55,9 @@ from numbers import Integral
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import COUNTS, FLOATS, Algebra, forward, path_label, reverse, walk
-from ..graph.lcg import LCG, reachable, takes_lcg
+from ..graph.lcg import LCG, reachable
 from ..graph.operators import Identity
 from . import _engines
 from .overflow import check_finite
@@ -89,7 +90,7 @@ class PathCount(int):
     __str__ = __repr__
 
 
-@takes_lcg
+@takes_graph_or_function
 def count_paths(g: LCG) -> np.ndarray:
     """Exact numbers of paths from each input to each output.
 
@@ -127,10 +128,12 @@ def count_paths(g: LCG) -> np.ndarray:
     return result
 
 
-def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
+@takes_graph_or_function
+def count_paths_reference(g: LCG, direction: str = "forward") -> np.ndarray:
     """:func:`count_paths` straight from the label recurrence: one forward
-    sweep over :data:`~minirad.graph.labels.COUNTS` per input (or, ``backward``, one
-    reverse sweep per output), every edge labelled 1.  Slower; the oracle
+    sweep over :data:`~minirad.graph.labels.COUNTS` per input (or, with
+    ``direction="reverse"``, one reverse sweep per output), every edge labelled 1.  Slower;
+    the oracle
     the engine is tested against.
 
     >>> from minirad import examples
@@ -139,7 +142,7 @@ def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
     """
     ones = [1] * g.n_edges
     result = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
-    if not backward:
+    if direction == "forward":
         for c, x in enumerate(g.inputs):
             reached = forward(g, {x: 1}, algebra=COUNTS, labels=ones).values
             result[:, c] = [reached[y] or 0 for y in g.outputs]
@@ -168,8 +171,8 @@ COUNT_BLOCKS = Algebra("count blocks", _count_product, lambda a, b: a + b)
 SCALAR_COUNT_LIMIT = 2_000_000
 
 
-@takes_lcg
-def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
+@takes_graph_or_function
+def count_scalar_paths(g: LCG, max_entries: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     """Exact numbers of paths between entries: from each input entry to each output
     entry, as Python ints of shape ``(output entries, input entries)`` (C order,
     one vertex after another).  These are the path counts of
@@ -177,7 +180,7 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     per input over :data:`COUNT_BLOCKS`, whose labels are the blocks' nonzero
     patterns (:func:`minirad.exact.sparsity.operator_pattern`).  On a graph of
     numbers it is :func:`count_paths`.  Refused when the count matrices of one
-    sweep would hold more than ``limit`` entries.
+    sweep would hold more than ``max_entries`` entries.
 
     >>> import numpy as np
     >>> from minirad import trace
@@ -190,10 +193,10 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
         return count_paths(g)
     out_sizes, in_sizes = scalar_sizes(g, g.outputs), scalar_sizes(g, g.inputs)
     held = sum(math.prod(shape) for shape in g.shapes) * max(in_sizes, default=0)
-    if held > limit:
+    if held > max_entries:
         raise ValueError(f"counting scalar paths holds {held:,} counts per sweep, above the "
-                         f"limit of {limit:,}; pass a larger limit, or count the paths of "
-                         f"arrays (count_paths)")
+                         f"limit of {max_entries:,}; pass a larger max_entries, or count the "
+                         f"paths of arrays (count_paths)")
     patterns = [operator_pattern(label) for label in g.labels]
     result = np.zeros((sum(out_sizes), sum(in_sizes)), dtype=object)
     rows = np.cumsum([0] + out_sizes)
@@ -208,7 +211,7 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     return result
 
 
-@takes_lcg
+@takes_graph_or_function
 def count_paths_between(g: LCG, source, target) -> int:
     """Exact number of paths from one vertex to another (1 when they coincide).
 
@@ -231,7 +234,7 @@ def count_paths_between(g: LCG, source, target) -> int:
     return PathCount(counts.get(t, 0))
 
 
-@takes_lcg
+@takes_graph_or_function
 def path_costs(g: LCG) -> tuple[int, int]:
     """Multiplications and additions of evaluating Bauer's formula term by term.
 
@@ -281,7 +284,7 @@ def _vertex_set(g: LCG, given, default: Sequence[int]) -> list[int]:
     return [g.index(v) for v in given]
 
 
-@takes_lcg
+@takes_graph_or_function
 def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """Lazily yield every path from ``source`` to ``target`` as a vertex tuple.
 
@@ -301,12 +304,12 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """
     sources = _vertex_set(g, source, g.inputs)
     targets = _vertex_set(g, target, g.outputs)
-    useful = reachable(g, targets, forward=False)
+    useful = reachable(g, targets, direction="reverse")
     return (path for path, _ in _engines.walk_products(g, sources, targets, useful,
                                                        products=False))
 
 
-@takes_lcg
+@takes_graph_or_function
 def path_product(g: LCG, path: Sequence):
     """Product of the labels along a path of vertices, the first edge innermost.
 
@@ -362,7 +365,7 @@ def _refuse_many_paths(g: LCG, max_paths) -> np.ndarray:
     return counts
 
 
-@takes_lcg
+@takes_graph_or_function
 def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     """Bauer's formula as written, on any graph: for each input and output, every
     path between them (:func:`minirad.graph.labels.walk`), its labels multiplied
@@ -408,7 +411,7 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     return Accumulation(jacobian, multiplications, additions, "bauer", shapes=shapes)
 
 
-@takes_lcg
+@takes_graph_or_function
 def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     """The Jacobian by Bauer's formula, with its operation counts.
 
@@ -432,7 +435,7 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     counts = _refuse_many_paths(g, max_paths)
     jac = np.zeros((len(g.outputs), len(g.inputs)))
     row = {y: r for r, y in enumerate(g.outputs)}
-    useful = reachable(g, g.outputs, forward=False)
+    useful = reachable(g, g.outputs, direction="reverse")
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         for col, x in enumerate(g.inputs):
             for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
@@ -442,7 +445,7 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     return Accumulation(jac, multiplications, additions, "bauer")
 
 
-@takes_lcg
+@takes_graph_or_function
 def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
     """The Jacobian as the sum over paths of path products (eq. 1).
 

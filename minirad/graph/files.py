@@ -36,11 +36,11 @@ True
 A graph of arrays, with a linear solve whose two edges share one LU factorisation:
 
 >>> import numpy as np
->>> from minirad import memory, trace
+>>> from minirad import retained_memory, trace
 >>> g = trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
 ...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> h = load_graph(save_graph(g, os.path.join(folder, "solve.npz")))
->>> h.same_as(g), memory(h).per_edge == memory(g).per_edge   # the LU kept once
+>>> h.same_as(g), retained_memory(h).per_edge == retained_memory(g).per_edge   # the LU kept once
 (True, True)
 """
 
@@ -59,6 +59,7 @@ import numpy as np
 
 from ..implicit import solves as implicit
 from . import operators as O
+from .calls import takes_graph_or_function
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
 from .lcg import LCG
@@ -133,6 +134,7 @@ def write_atomically(path, write) -> None:
         raise
 
 
+@takes_graph_or_function
 def save_graph(g: LCG, path) -> str:
     """Write ``g`` to ``path``, atomically; returns the path.
 
@@ -150,8 +152,6 @@ def save_graph(g: LCG, path) -> str:
     ValueError: LCG(3 vertices: ...) has array vertices: save it as an .npz archive (a path \
 ending in .npz), not as JSON text ('.../g.json')
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"save_graph saves an LCG, not {type(g).__name__}")
     path = os.fspath(path)
     if path.lower().endswith(".npz"):
         arrays = _archive(g)

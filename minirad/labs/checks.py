@@ -128,7 +128,7 @@ def show(obj, name: str, folder=None):
     from matplotlib.figure import Figure
 
     from ..draw.figure import png
-    from ..draw.render import Drawings, save, strip
+    from ..draw.render import Drawings, save_drawing, strip
 
     if isinstance(obj, Drawings):
         obj = strip(obj)
@@ -152,7 +152,7 @@ def show(obj, name: str, folder=None):
         if is_figure:
             obj.savefig(path, dpi=150, bbox_inches="tight")
         else:
-            save(obj, path)
+            save_drawing(obj, path)
         print(f"picture saved: {path}")
         return path
     finally:

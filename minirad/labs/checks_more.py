@@ -503,7 +503,7 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
 
     >>> from minirad.randomized.sampling import sample_paths
     >>> def sample_Q(g, k, rng):
-    ...     s = sample_paths(g, k, rng)
+    ...     s = sample_paths(g, k, rng=rng)
     ...     return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
     >>> check_sample_Q(sample_Q)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -650,9 +650,9 @@ def _sgd_reference(f, start, rate, steps, k, seed, batched: bool) -> np.ndarray:
         if k is None:
             grad = reverse_sweep(g).jacobian[0]
         elif batched:
-            grad = sampled_jacobians(g, k, 1, rng)[0, 0]
+            grad = sampled_jacobians(g, k, 1, rng=rng)[0, 0]
         else:
-            grad = sample_paths(g, k, rng).jacobian[0]
+            grad = sample_paths(g, k, rng=rng).jacobian[0]
         x = x - rate * grad
         path.append(x.copy())
     return np.array(path)
@@ -679,8 +679,8 @@ def check_sgd(fn: Callable) -> None:
     Returns an array of shape ``(steps + 1, len(start))``: the start, then
     each iterate.  Each step traces ``f`` at the current point and, for an
     int ``k``, uses the Algorithm 1 estimate
-    ``sample_paths(trace(f, *x), k, rng).jacobian[0]`` (or, equally,
-    ``sampled_jacobians(trace(f, *x), k, 1, rng)[0, 0]``) drawn from the
+    ``sample_paths(trace(f, *x), k, rng=rng).jacobian[0]`` (or, equally,
+    ``sampled_jacobians(trace(f, *x), k, 1, rng=rng)[0, 0]``) drawn from the
     ``rng`` passed in; ``k=None`` means the exact gradient.  With the same
     seed the run is then reproducible, and the check compares it iterate by
     iterate (to 1e-9) with minirad's run.
@@ -693,7 +693,7 @@ def check_sgd(fn: Callable) -> None:
     ...     for _ in range(steps):
     ...         g = trace(f, *x)
     ...         grad = (reverse_sweep(g).jacobian[0] if k is None
-    ...                 else sample_paths(g, k, rng).jacobian[0])
+    ...                 else sample_paths(g, k, rng=rng).jacobian[0])
     ...         x = x - rate * grad
     ...         path.append(x)
     ...     return np.array(path)
@@ -734,8 +734,8 @@ def check_sgd(fn: Callable) -> None:
             hint = " -- row 0 is the start itself"
         elif k is not None:
             hint = (" -- estimate each step's gradient with sample_paths(trace(f, *x), k, "
-                    "rng).jacobian[0], drawing from the rng you were given (do not make a new "
-                    "one)")
+                    "rng=rng).jacobian[0], drawing from the rng you were given (do not make a "
+                    "new one)")
         raise CheckFailed(f"{where}: your iterate {t} is {mine[t].tolist()}, expected "
                           f"{reference[t].tolist()}{hint}")
     passed(exercise, f"descent with sampled gradients agrees with minirad on {len(_SGD_CASES)} "

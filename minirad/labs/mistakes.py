@@ -153,7 +153,7 @@ def _sgd(exact=False, fresh=False, start_row=True):
             if k is None or exact:
                 gradient = reverse_sweep(graph).jacobian[0]
             else:
-                gradient = sample_paths(graph, k, np.random.default_rng(0) if fresh
+                gradient = sample_paths(graph, k, rng=np.random.default_rng(0) if fresh
                                         else rng).jacobian[0]
             point = point - rate * gradient
             path.append(point)

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._arguments import takes_graph_or_function
 from ..exact.jacobians import jacobian
 from ..examples import independent_paths, interleaved
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, takes_lcg
+from ..graph.lcg import LCG, levels
 from ..graph.scalarize import from_chain, scalarize
 from ..rng import seed_from
 from .injection import injection_variance
@@ -36,8 +36,11 @@ from .sampling import (
     sampled_jacobians,
 )
 
-__all__ = ["FAMILIES", "Comparison", "DepthStudy", "LevelComparison", "check_compare", "compare",
+__all__ = ["ESTIMATORS", "FAMILIES", "Comparison", "DepthStudy", "LevelComparison", "compare",
            "compare_levels", "variance_by_depth"]
+
+#: the estimators variance_by_depth compares (its method=)
+ESTIMATORS = ("paths", "injection")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -78,8 +81,8 @@ class Comparison:
 
 
 @takes_graph_or_function
-def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
-            progress=None) -> Comparison:
+def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
+            rng=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
 
     ``entries`` (the second level on array graphs) and ``progress`` are passed
@@ -101,7 +104,7 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
     """
     check_compare(g, k, n)
     draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng, entries=entries, progress=progress)
+    estimates = sampled_jacobians(g, k, n, entries=entries, progress=progress, rng=rng)
     exact = np.array(jacobian(g), dtype=np.float64)
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:
@@ -148,7 +151,7 @@ class LevelComparison:
         return float(self.array_variance.sum()) / scale, float(self.scalar_variance.sum()) / scale
 
 
-@takes_lcg
+@takes_graph_or_function
 def compare_levels(g: LCG, k=1, entries=None, scalar_k=None) -> LevelComparison:
     """The exact variances of two ways of sampling paths through an array program:
 
@@ -262,7 +265,7 @@ def _injection_by_layers(g: LCG, fraction: float) -> np.ndarray:
 
 
 def variance_by_depth(family, width: int, depths: Sequence[int], fraction: float = 0.5,
-                      partials="balanced", rng=0, method: str = "paths") -> DepthStudy:
+                      partials="balanced", method: str = "paths", *, rng=0) -> DepthStudy:
     """Section 3.3 of the paper, computed exactly: relative variance against depth.
 
     For each depth, builds ``family(width, depth, partials=partials, rng=rng)``
@@ -301,7 +304,7 @@ def variance_by_depth(family, width: int, depths: Sequence[int], fraction: float
     else:
         raise TypeError(f"family must be a name in {sorted(FAMILIES)} or a function "
                         f"(width, depth, partials=, rng=) -> LCG, not {type(family).__name__}")
-    if method not in ("paths", "injection"):
+    if method not in ESTIMATORS:
         raise ValueError(f"method must be 'paths' or 'injection', not {method!r}")
     if isinstance(fraction, (bool, np.bool_)) or not isinstance(
             fraction, (float, np.floating)) or not 0.0 < fraction <= 1.0:

@@ -56,6 +56,7 @@ import math
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable
 from .stacked import Layout
@@ -168,6 +169,7 @@ def _dense(label, source_shape, target_shape) -> np.ndarray:
     return label.to_dense().reshape(math.prod(target_shape), math.prod(source_shape))
 
 
+@takes_graph_or_function
 def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
                       edge_laws=None, max_entries: int = EXACT_VARIANCE_LIMIT,
                       covariance: bool = False) -> np.ndarray:
@@ -194,7 +196,7 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
     blocks: dict[int, np.ndarray] = {}
     row = 0
     for y in g.outputs:
-        on = from_inputs & reachable(g, [y], forward=False)
+        on = from_inputs & reachable(g, [y], direction="reverse")
         vertices = np.flatnonzero(on)
         total = int(sizes[vertices].sum())
         if total > max_entries:

@@ -73,13 +73,14 @@ from functools import cached_property
 
 import numpy as np
 
-from .._arguments import check_memory, format_number, number_of_estimates, takes_graph_or_function
+from .._arguments import check_memory, format_number, number_of_estimates
 from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, reachable, takes_lcg
+from ..graph.lcg import LCG, levels, reachable
 from ..graph.operators import Diagonal, compose
 from ..rng import as_generator as _rng
 from . import _batches as _path_batches
@@ -87,7 +88,7 @@ from .moments import EXACT_VARIANCE_LIMIT, ProjectionLaw, estimate_variance
 from .stacked import Layout, reverse_stack, samples_per_chunk
 
 __all__ = [
-    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "entries_per_vertex", "on_paths",
+    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "entries_per_vertex",
     "path_sampling_variance", "sample_paths", "sampled_jacobians",
 ]
 
@@ -102,7 +103,7 @@ _MOST_DRAWS = 2**63
 _SAMPLES_PER_LEVEL = 160
 
 # ------------------------------------------------------------ arguments
-@takes_lcg
+@takes_graph_or_function
 def draws_per_vertex(g: LCG, k) -> np.ndarray:
     """How many out-edges each vertex draws, as an int array over ``g``'s vertices.
 
@@ -169,7 +170,7 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
                     f"to ints, not {type(k).__name__}")
 
 
-@takes_lcg
+@takes_graph_or_function
 def entries_per_vertex(g: LCG, entries) -> np.ndarray:
     """How many of its entries each vertex draws inside (the second level of
     :func:`sample_paths`), as an int array over ``g``'s vertices; 0: it keeps them all.
@@ -249,9 +250,9 @@ def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
     from_inputs = g.memo("sampling.from_inputs", lambda: _read_only(reachable(g, g.inputs)))
     if outputs is None:
         mask = g.memo("sampling.on_paths", lambda: _read_only(
-            from_inputs & reachable(g, g.outputs, forward=False)))
+            from_inputs & reachable(g, g.outputs, direction="reverse")))
     else:
-        mask = from_inputs & reachable(g, outputs, forward=False)
+        mask = from_inputs & reachable(g, outputs, direction="reverse")
     if required and not mask.any():
         raise ValueError(f"{g!r} has no path from any input to any output, so there is "
                          f"nothing to sample; connect an input to an output")
@@ -340,8 +341,8 @@ class PathSample:
                 f"{self.vertices_stored} of {self.full_vertices} vertices stored)")
 
 
-@takes_lcg
-def sample_paths(g: LCG, k=1, rng=None, *, entries=None) -> PathSample:
+@takes_graph_or_function
+def sample_paths(g: LCG, k=1, *, entries=None, rng=None) -> PathSample:
     """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
 
     Vertices are visited in topological order; a vertex none of whose
@@ -469,8 +470,8 @@ def _stacked_estimates(g: LCG, factors: np.ndarray, diagonals: dict) -> np.ndarr
 
 
 @takes_graph_or_function
-def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
-                      direction: str | None = None, progress=None) -> np.ndarray:
+def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
+                      direction: str | None = None, progress=None, rng=None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, output entries,
     input entries): (n, n_outputs, n_inputs) on a graph of numbers.
 
@@ -631,7 +632,7 @@ def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
 
 
 # ------------------------------------------------------------ exact variance
-@takes_lcg
+@takes_graph_or_function
 def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT, *,
                            entries=None, covariance: bool = False) -> np.ndarray:
     r"""The exact variance of every entry of the Algorithm 1 estimate, shape

@@ -1046,7 +1046,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     """2-D cross-correlation (deep learning's convolution) of images ``x`` (B, C, H, W)
     with kernels ``w`` (F, C, kh, kw), by im2col: patches gathered into a matrix and
     multiplied by the kernels.  The patch matrix is kept for dW but can be rebuilt
-    from ``x``, so :func:`minirad.memory` counts ``x``."""
+    from ``x``, so :func:`minirad.retained_memory` counts ``x``."""
     stride, padding = _count(stride, "conv2d: stride", 1), _count(padding, "conv2d: padding", 0)
     tape, (x, w) = traced_operands("conv2d", (x, w))
     xv, wv = np.asarray(plain(x)), np.asarray(plain(w))

@@ -17,7 +17,7 @@ from minirad import (
     LCG,
     eliminate,
     examples,
-    memory,
+    retained_memory,
     sample_activations,
     sample_paths,
     sampled_jacobians,
@@ -155,11 +155,11 @@ def test_drawn_samples_show_sampled_jacobians_running_mean(chromium, pages):
 def test_memory_slider_shows_minirads_bytes(chromium, pages):
     g = opened(chromium, pages, "mlp")
     chromium.click("#tab-memory")
-    assert chromium.text("#memory-bytes") == f"{memory(g).total:,.0f} B"
+    assert chromium.text("#memory-bytes") == f"{retained_memory(g).total:,.0f} B"
     chromium.evaluate("document.getElementById('memory-slider').focus()")
     for f in (1.0, 0.5, 0.25, 0.1, 0.05):
         chromium.key("ArrowRight")
-        m = memory(sample_activations(g, f, rng=0))
+        m = retained_memory(sample_activations(g, f, rng=0))
         shown = chromium.text("#memory-bytes").replace(",", "").removesuffix(" B")
         assert float(shown) == m.total
         for e, charged in enumerate(m.per_edge):

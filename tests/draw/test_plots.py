@@ -243,5 +243,5 @@ def test_plot_elimination_costs_bad_input():
         plots.plot_elimination_costs([examples.figure1()])
     with pytest.raises(TypeError, match="graph 'f' is a str, not an LCG"):
         plots.plot_elimination_costs({"f": "figure1"})
-    with pytest.raises(ValueError, match="cost"):
-        plots.plot_elimination_costs({"f": examples.figure1()}, cost="flops")
+    with pytest.raises(ValueError, match="by must be"):
+        plots.plot_elimination_costs({"f": examples.figure1()}, by="flops")

@@ -304,8 +304,8 @@ def test_scalar_path_counts_are_exact_beyond_int64():
     assert count_scalar_paths(g).tolist() == [[2 ** 69] * 2] * 2
     assert count_scalar_paths(examples.lecture()).tolist() == count_paths(
         examples.lecture()).tolist()
-    with pytest.raises(ValueError, match="pass a larger limit"):
-        count_scalar_paths(g, limit=10)
+    with pytest.raises(ValueError, match="pass a larger max_entries"):
+        count_scalar_paths(g, max_entries=10)
 
 
 def test_bauer_costs_one_product_per_path():

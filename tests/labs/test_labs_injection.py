@@ -62,7 +62,7 @@ def test_minirad_s_own_matrices_are_refused_as_the_reference():
     expect_failure(labs.check_sampling_P, lambda d, k, rng: random_projection(d, k, rng=rng),
                    "Exercise 10.1", "on d=1, k=1", "used the reference", "random_projection")
     expect_failure(labs.check_rademacher_P,
-                   lambda d, k, rng: random_projection(d, k, "rademacher", rng),
+                   lambda d, k, rng: random_projection(d, k, "rademacher", rng=rng),
                    "Exercise 10.2", "used the reference", "random_projection")
     expect_failure(labs.check_variance_k1, lambda g: path_sampling_variance(g, 1),
                    "Exercise 5.2", "used the reference", "path_sampling_variance")

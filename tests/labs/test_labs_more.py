@@ -239,7 +239,7 @@ def with_replacement(rng, d, k):
 
 def test_sample_check_refuses_minirad_and_accepts_a_plain_loop():
     def via_minirad(g, k, rng):
-        s = sample_paths(g, k, rng)
+        s = sample_paths(g, k, rng=rng)
         return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
 
     expect_failure(labs.check_sample_Q, via_minirad, "Exercise 5.1", "used the reference",
@@ -342,7 +342,7 @@ def exact(g, k, rng):
 
 
 def sampled(g, k, rng):
-    return exact(g, k, rng) if k is None else sample_paths(g, k, rng).jacobian[0]
+    return exact(g, k, rng) if k is None else sample_paths(g, k, rng=rng).jacobian[0]
 
 
 def test_sgd_check_rejects_planted_bugs():

@@ -552,7 +552,7 @@
       const c = current(), s = c.singles[run];
       $("single-status").textContent = "run " + (run + 1) + " of " + c.singles.length + ": stores " + s.edges_stored + " of " + m + " edges and "
         + s.vertices_stored + " of " + n + " vertices; estimate " + S.entries.map((name, i) => name + " = " + fmt(s.estimate[i])).join(", ")
-        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng) called " + (run + 1)
+        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng=rng) called " + (run + 1)
         + " time" + (run ? "s" : "") + " on rng = numpy.random.default_rng(" + c.seed + ").";
       $("single-prev").disabled = run === 0;
       $("single-next").disabled = run + 1 >= c.singles.length;
@@ -602,8 +602,8 @@
         { id: "sample-exact-" + e, text: fmt(S.exact[e]) },
         { id: "sample-variance-" + e, text: exactVariance ? fmt(exactVariance[e], 4) : "–" }]);
       table($("sample-table"), ["entry", "last estimate", "mean of " + drawn, "std. error", "exact", "exact variance"], rows);
-      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng) above, in order"
-        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng) on the same generator afterwards (the same law, drawn in batches)" : "")
+      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng=rng) above, in order"
+        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng=rng) on the same generator afterwards (the same law, drawn in batches)" : "")
         + (S.all_entries > S.entries.length ? " (the first " + S.entries.length + " of " + S.all_entries + " entries)" : "")
         + "; exact variance: minirad.path_sampling_variance(g, " + c.k + ")" + (exactVariance ? "" : ": " + c.exact_variance) + ".";
       $("draw-1").disabled = $("draw-10").disabled = $("draw-all").disabled = drawn >= c.n;
@@ -648,7 +648,7 @@
       $("memory-fraction").textContent = text;
       slider.setAttribute("aria-valuetext", text);
       $("memory-total").innerHTML = "";
-      $("memory-total").append(el("span", { id: "memory-bytes" }, bytes(s.total)), " of " + bytes(full.total) + " kept when nothing is sampled (minirad.memory"
+      $("memory-total").append(el("span", { id: "memory-bytes" }, bytes(s.total)), " of " + bytes(full.total) + " kept when nothing is sampled (minirad.retained_memory"
         + (s.fraction === null ? "(g))" : "(sample_activations(g, " + s.fraction + ", rng=" + M.seed + ")))"));
       const box = $("memory-variance");
       clear(box);

@@ -51,7 +51,7 @@ from .problem import (
 )
 from .state import STATE_FILE, generator, load_state, save_state
 
-__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
+__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory_use", "noise", "optimise",
            "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
@@ -167,7 +167,7 @@ def curve_gaps(result: dict) -> list[dict]:
 
 
 # --------------------------------------------------------------- memory
-def memory(cfg: StudyConfig, progress=None) -> list[dict]:
+def memory_use(cfg: StudyConfig, progress=None) -> list[dict]:
     """Bytes per gradient: counted (what the sweep keeps) and measured (tracemalloc's peak
     while one gradient is computed, and that peak less the peak of the forward
     simulation alone: what the reverse sweep adds, its working buffers included)."""
@@ -646,7 +646,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
 
     steps = [("optimise", lambda: optimise(cfg, progress, state_path, resume),
               lambda: plot_losses(parts["optimise"], cfg), "pde_loss_curves.png"),
-             ("memory", lambda: memory(cfg, progress),
+             ("memory", lambda: memory_use(cfg, progress),
               lambda: plot_memory(parts["memory"], cfg), "pde_memory.png"),
              ("noise", lambda: noise(cfg, progress),
               lambda: plot_noise(parts["noise"]), "pde_noise.png"),
