@@ -3,7 +3,7 @@
 Every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
 displays as a cell's value, in any kernel (see :mod:`minirad.draw.figure`);
-elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save`).
+elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save_drawing`).
 
 >>> from minirad import examples
 >>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)

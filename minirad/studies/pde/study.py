@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
-from ...draw.render import save
+from ...draw.render import save_drawing
 from ...graph.files import write_atomically
 from ...rng import as_generator
 from . import engine as pde_engine
@@ -635,7 +635,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
 
     def picture(fig, name):
         path = os.path.join(folder, name)
-        save(fig, path, dpi=130)
+        save_drawing(fig, path, dpi=130)
         written.append(path)
 
     path = os.path.join(folder, "pde_results.md")
