@@ -370,7 +370,7 @@ def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
     import sys
     import types
 
-    from minirad.labs import checks
+    from minirad.labs import checking
 
     # a stand-in for IPython.display, so the test runs whether or not IPython is installed
     shown = []
@@ -380,7 +380,7 @@ def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
     ipython.display = display_module
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display_module)
-    monkeypatch.setattr(checks, "_in_kernel", lambda: True)
+    monkeypatch.setattr(checking, "_in_kernel", lambda: True)
     monkeypatch.setenv("MINIRAD_LAB_OUTPUT", str(tmp_path))
     from minirad.draw.render import render
 

@@ -6,7 +6,7 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad import symbolic
-from minirad.labs.checks_symbolic import SECONDS, check_tree_size, tree_size_cases
+from minirad.labs.lab11_symbolic import SECONDS, check_tree_size, tree_size_cases
 
 sp = pytest.importorskip("sympy")
 

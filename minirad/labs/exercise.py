@@ -25,7 +25,7 @@ directly or through a public function that calls it.
 >>> labs.check_forward_sweep(lambda g: forward_sweep(g).jacobian)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 2.1 (forward sweep), on figure1(): used the \
+minirad.labs.checking.CheckFailed: Exercise 2.1 (forward sweep), on figure1(): used the \
 reference -- your function called minirad's forward_sweep (minirad.exact.sweeps)...
 """
 

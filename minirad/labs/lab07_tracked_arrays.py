@@ -1,6 +1,7 @@
-"""Exercise checks for lab 7: a scalar tracer of your own, and pullbacks on tracked arrays.
+"""Lab 7's exercises: a scalar tracer (7.1), pullbacks on tracked arrays (7.2, 7.3) and the
+maybe-mutating add ``add!!`` (7.4).
 
-Same contract as :mod:`minirad.labs.checks`.  Two oracles stand behind
+Same contract as :mod:`minirad.labs.checking`.  Two oracles stand behind
 every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
 scalars, :func:`minirad.trace` of arrays with
 :func:`minirad.exact.sweeps.vjp` for arrays) and central finite differences,
@@ -31,13 +32,21 @@ import numpy as np
 from ..exact.sweeps import reverse_sweep
 from ..exact.sweeps import vjp as block_vjp
 from ..tracing import ops, trace
-from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .checking import (
+    CheckFailed,
+    as_numbers,
+    call_student,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
 __all__ = [
-    "ARRAY_RULES", "check_matmul_pullback", "check_other_pullbacks", "check_pullbacks",
-    "check_scalar_tracer",
+    "ARRAY_RULES", "MISTAKES", "check_add_bang", "check_matmul_pullback",
+    "check_other_pullbacks", "check_pullbacks", "check_scalar_tracer",
 ]
+
 
 #: what the exercises of this module ask the student to write, in minirad
 TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.tape",
@@ -106,7 +115,7 @@ def check_scalar_tracer(gradient: Callable) -> None:
     >>> check_scalar_tracer(gradient)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    minirad.labs.checks.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
+    minirad.labs.checking.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
 reference -- your function called minirad's trace (minirad.tracing), ...
     """
     exercise, topic = "Exercise 7.1", "scalar tracer"
@@ -298,3 +307,230 @@ def check_other_pullbacks(tsum: Callable, add: Callable, sub: Callable, abs2: Ca
     ``vjp`` (see :func:`check_pullbacks`)."""
     check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2, "sigmoid": tsigmoid,
                      "hcat": hcat}, vjp)
+
+
+# ------------------------------------------------------------ 7.4: add!!
+EXERCISE = "Exercise 7.4"
+
+
+def _cases():
+    """(name, total, term, own, whether add!! should write into total)."""
+    shared = np.arange(4.0) / 3                     # someone else's (a view, a seed, ...)
+    return [
+        ("your own float64 vector plus a vector", np.arange(4.0) / 3, np.full(4, 0.1), True,
+         True),
+        ("an array that is not yours (own=False)", shared, np.full(4, 0.1), False, False),
+        ("a read-only array (np.broadcast_to of a seed)", np.broadcast_to(np.array(0.7), (3,)),
+         np.arange(3.0), True, False),
+        ("your own float32 vector plus a float64 vector (the sum is float64)",
+         np.arange(3, dtype=np.float32) / 3, np.full(3, 0.1), True, False),
+        ("your own (1, 3) row plus a (2, 3) matrix (the sum is (2, 3))",
+         np.ones((1, 3)), np.arange(6.0).reshape(2, 3), True, False),
+        ("your own 0-d array plus a 0-d array", np.array(0.25), np.array(1 / 3), True, True),
+        ("two numbers (floats cannot be written into)", 0.25, 1 / 3, True, False),
+    ]
+
+
+def _as_result(result, where: str):
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{where}: return a pair (sum, own), not {type(result).__name__}")
+    return result
+
+
+@exercise("7.4", "add!!", takes=("add_bang",), points=3, minutes=25, seconds=60,
+          reference=("minirad.exact.cotangents",))
+def check_add_bang(add_bang) -> None:
+    """Check ``add_bang(total, term, own) -> (sum, own)`` on seven cases."""
+    cases = _cases()
+    for name, total, term, own, writes in cases:
+        where = location(EXERCISE, "add!!", name)
+        before = np.array(total, copy=True)
+        expected = total + term
+        sum_, now_own = _as_result(call_student(add_bang, where, total, term, own), where)
+        if np.shape(sum_) != np.shape(expected) or np.result_type(sum_) != np.result_type(
+                expected):
+            raise CheckFailed(f"{where}: your sum has shape {np.shape(sum_)} and dtype "
+                              f"{np.result_type(sum_)}; total + term has shape "
+                              f"{np.shape(expected)} and dtype {np.result_type(expected)}"
+                              + (" -- a float32 buffer cannot hold a float64 sum: allocate"
+                                 if np.result_type(sum_) == np.float32 else ""))
+        if not np.array_equal(sum_, expected):
+            raise CheckFailed(f"{where}: your sum {np.round(sum_, 6).tolist()} is not total + "
+                              f"term = {np.round(expected, 6).tolist()}")
+        if writes and sum_ is not total:
+            raise CheckFailed(f"{where}: you returned a new array, but the accumulator was "
+                              f"yours and can hold the sum: add the term into it "
+                              f"(np.add(total, term, out=total)) and return it")
+        if not writes and not np.array_equal(np.asarray(total), before):
+            raise CheckFailed(f"{where}: you wrote into total, which must stay as it was: "
+                              + ("it is not yours" if not own else
+                                 "it cannot hold the sum") + "; allocate total + term instead")
+        owned = isinstance(sum_, np.ndarray)
+        if bool(now_own) != owned:
+            raise CheckFailed(f"{where}: you said own={now_own!r}; the sum is "
+                              + ("an array you made or wrote, so it is yours (own=True)"
+                                 if owned else "a number, which has no buffer to write into "
+                                               "later (own=False)"))
+    passed(EXERCISE, f"add!! gives total + term bit for bit, writes only into arrays it owns "
+                     f"and can hold the sum, on {len(cases)} cases")
+
+
+# ------------------------------------------------------- planted mistakes
+def _tracer(mistake=""):
+    """A tape tracer (Exercise 7.1) with one slip switched on."""
+    class Var:
+        def __init__(self, value, tape):
+            self.value, self.adjoint, self.tape = value, 0.0, tape
+
+        def record(self, value, *operands):
+            result = Var(value, self.tape)
+            self.tape.append((result, operands))
+            return result
+
+        def __add__(self, other):
+            return self.record(self.value + other.value, (self, 1.0), (other, 1.0))
+
+        def __sub__(self, other):
+            minus = 1.0 if mistake == "lost minus" else -1.0
+            return self.record(self.value - other.value, (self, 1.0), (other, minus))
+
+        def __mul__(self, other):
+            if mistake == "swapped product":
+                return self.record(self.value * other.value, (self, self.value),
+                                   (other, other.value))
+            return self.record(self.value * other.value, (self, other.value),
+                               (other, self.value))
+
+    def sin(a):
+        slope = math.sin(a.value) if mistake == "sin' = sin" else math.cos(a.value)
+        return a.record(math.sin(a.value), (a, slope))
+
+    def gradient(f, x, y):
+        tape = []
+        X, Y = Var(x, tape), Var(y, tape)
+        result = f(X, Y, sin)
+        result.adjoint = 1.0
+        for node, operands in reversed(tape):
+            for operand, partial in operands:
+                if mistake == "overwritten adjoint":
+                    operand.adjoint = partial * node.adjoint
+                else:
+                    operand.adjoint += partial * node.adjoint
+        return [X.adjoint, Y.adjoint]
+
+    return gradient
+
+
+class _TArray:
+    def __init__(self, data):
+        self.data = np.asarray(data, dtype=float)
+        self.grad = None
+        self.children = []
+
+
+def _accum(x):
+    if x.grad is None:
+        x.grad = sum((pullback(_accum(child)) for child, pullback in x.children),
+                     np.zeros_like(x.data))
+    return x.grad
+
+
+def _vjp(op, *arrays, wobble):
+    xs = [a if isinstance(a, _TArray) else _TArray(a) for a in arrays]
+    z = op(*xs)
+    z.grad = np.asarray(wobble, dtype=float)
+    return [_accum(x) for x in xs]
+
+
+def _matmul(into_x=lambda w, X, Y: w @ Y.T):
+    def matmul(X, Y):
+        Z = _TArray(X.data @ Y.data)
+        X.children.append((Z, lambda w: into_x(w, X.data, Y.data)))
+        Y.children.append((Z, lambda w: X.data.T @ w))
+        return Z
+    return matmul
+
+
+def _unary(value, pullback):
+    def op(x):
+        z = _TArray(value(x.data))
+        x.children.append((z, lambda w: pullback(w, x.data, z.data)))
+        return z
+    return op
+
+
+def _binary(sign):
+    def op(X, Y):
+        Z = _TArray(X.data + sign * Y.data)
+        X.children.append((Z, lambda w: w))
+        Y.children.append((Z, lambda w: sign * w))
+        return Z
+    return op
+
+
+def _hcat(*xs):
+    z = _TArray(np.concatenate([x.data for x in xs], axis=1))
+    start = 0
+    for x in xs:
+        stop = start + x.data.shape[1]
+        x.children.append((z, lambda w, a=start, b=stop: w[:, a:b]))
+        start = stop
+    return z
+
+
+def _array_rules(**changed):
+    """The seven names Exercise 7.3's check takes, right but for ``changed``."""
+    rules = {
+        "tsum": _unary(np.sum, lambda w, x, z: w * np.ones_like(x)),
+        "add": _binary(1.0),
+        "sub": _binary(-1.0),
+        "abs2": _unary(np.square, lambda w, x, z: w * 2 * x),
+        "tsigmoid": _unary(lambda x: 1 / (1 + np.exp(-x)), lambda w, x, z: w * z * (1 - z)),
+        "hcat": _hcat,
+        "vjp": _vjp,
+    }
+    rules.update(changed)
+    return tuple(rules.values())
+
+
+def _add_bang(writes: str = "own", new_owned: bool = True):
+    """Exercise 7.4's add!!: writing into an accumulator only when ``writes`` is
+    ``"own"``, always (``"always"``) or never (``"never"``); a new sum marked as
+    the caller's own unless ``new_owned`` is False."""
+    def add_bang(total, term, own):
+        can_hold = (isinstance(total, np.ndarray) and total.flags.writeable
+                    and np.result_type(total, term) == total.dtype
+                    and np.broadcast_shapes(total.shape, np.shape(term)) == total.shape)
+        if can_hold and (writes == "always" or (writes == "own" and own)):
+            np.add(total, term, out=total)
+            return total, True
+        total = total + term
+        return total, new_owned and isinstance(total, np.ndarray)
+    return add_bang
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "7.1": [
+        (f"a tracer with a {slip}", one(_tracer(slip)))
+        for slip in ("swapped product", "lost minus", "sin' = sin", "overwritten adjoint")
+    ],
+    "7.2": [
+        ("the gradient into X transposed",
+         lambda: (_matmul(lambda w, X, Y: (w @ Y.T).T), _vjp)),
+        ("Y^T multiplied from the wrong side", lambda: (_matmul(lambda w, X, Y: Y.T @ w), _vjp)),
+    ],
+    "7.3": [
+        ("abs2's pullback without the 2",
+         lambda: _array_rules(abs2=_unary(np.square, lambda w, x, z: w * x))),
+        ("the minus of sub lost", lambda: _array_rules(sub=_binary(1.0))),
+        ("sigma' taken at the input",
+         lambda: _array_rules(tsigmoid=_unary(lambda x: 1 / (1 + np.exp(-x)),
+                                              lambda w, x, z: w * x * (1 - x)))),
+    ],
+    "7.4": [
+        ("always a new array", one(_add_bang(writes="never"))),
+        ("writing into an array that is not yours", one(_add_bang(writes="always"))),
+        ("a new sum not marked as yours", one(_add_bang(new_owned=False))),
+    ],
+}

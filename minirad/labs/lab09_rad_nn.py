@@ -1,6 +1,6 @@
-"""Exercise checks for lab 9: randomized AD for neural networks.
+"""Lab 9's exercises: randomized AD for neural networks.
 
-Same contract as :mod:`minirad.labs.checks`.  The two estimators of a linear
+Same contract as :mod:`minirad.labs.checking`.  The two estimators of a linear
 layer's weight gradient ``x^T delta`` (``x`` the stored input, ``delta`` the
 adjoint of the layer's output) are checked without looking inside them:
 
@@ -32,7 +32,7 @@ layers (3600 estimates)
 >>> check_different_sample(unscaled)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 9.1 (different-sample weight gradient), on B=4, \
+minirad.labs.checking.CheckFailed: Exercise 9.1 (different-sample weight gradient), on B=4, \
 d=5, out=3, f=0.4: with x all ones and delta = I your column 0 (row 0's x P) is [...]; each \
 entry must be (times drawn) x d/k = (times drawn) x 2.5 -- multiply the kept entries by \
 d/k = 2.5, so that E[x P] = x
@@ -46,10 +46,21 @@ from collections.abc import Callable
 import numpy as np
 
 from ..studies.memory import kept_entries
-from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .checking import (
+    CheckFailed,
+    as_numbers,
+    call_student,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
-__all__ = ["check_different_sample", "check_same_sample", "check_z_scores"]
+__all__ = [
+    "MISTAKES", "check_different_sample", "check_same_sample", "check_z_scores",
+    "estimate_variance", "reference_z_scores",
+]
+
 
 #: the mean of the student's estimates may miss the exact gradient by this many standard errors
 Z_LIMIT = 5.0
@@ -358,7 +369,7 @@ def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
 
 
 @exercise("9.2", "z-scores", takes=("z_scores",), points=1, minutes=10, seconds=30,
-          reference=("minirad.labs.checks_rad_nn:reference_z_scores",
+          reference=("minirad.labs.lab09_rad_nn:reference_z_scores",
                      "minirad.draw.plots:z_scores"))
 def check_z_scores(fn: Callable) -> None:
     """Exercise 9.2: ``fn(estimates, exact)`` returns the z-score of every entry.
@@ -376,7 +387,7 @@ def check_z_scores(fn: Callable) -> None:
     >>> check_z_scores(reference_z_scores)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    minirad.labs.checks.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
+    minirad.labs.checking.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
 gradient, exact all zeros: used the reference -- your function called minirad's ...
     """
     exercise, topic = "Exercise 9.2", "z-scores"
@@ -405,3 +416,53 @@ gradient, exact all zeros: used the reference -- your function called minirad's 
             raise CheckFailed(f"{where}: your z-score at {list(i)} is {mine[i]:.6g}, expected "
                               f"{expected[i]:.6g}" + _z_hint(mine, estimates, exact))
     passed(exercise, f"z-scores agree with minirad on {len(cases)} cases")
+
+
+# ------------------------------------------------------- planted mistakes
+def _estimator(shared=False, scale=lambda d, k, f: d / k, keep=kept_entries):
+    def estimate(x, delta, f, rng):
+        B, d = x.shape
+        k = keep(d, f)
+        P = np.zeros((B, d))
+        rows = [P[0]] if shared else P
+        for row in rows:
+            np.add.at(row, rng.integers(0, d, size=k), scale(d, k, f))
+        if shared:
+            P[:] = P[0]
+        return (x * P).T @ delta
+    return estimate
+
+
+def _z(stderr=lambda s, n: s / np.sqrt(n), ddof=1, sign=1.0):
+    def z_scores(estimates, exact):
+        estimates = np.asarray(estimates, dtype=float)
+        miss = sign * (estimates.mean(axis=0) - exact)
+        s = stderr(estimates.std(axis=0, ddof=ddof), len(estimates))
+        z = np.zeros(miss.shape)
+        np.divide(miss, s, out=z, where=s > 0)
+        flat = (s == 0) & ~np.isclose(estimates.mean(axis=0), exact)
+        z[flat] = np.copysign(np.inf, miss[flat])
+        return z
+    return z_scores
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "9.1": [
+        ("the d/k left out", one(_estimator(scale=lambda d, k, f: 1.0))),
+        ("scaled by 1/f instead of d/k", one(_estimator(scale=lambda d, k, f: 1 / f))),
+        ("floor(f d) draws", one(_estimator(keep=lambda d, f: max(1, math.floor(f * d))))),
+        ("one sample shared by the batch", one(_estimator(shared=True))),
+    ],
+    "9.2": [
+        ("s instead of s / sqrt(n)", one(_z(stderr=lambda s, n: s))),
+        ("ddof=0", one(_z(ddof=0))),
+        ("the sign reversed", one(_z(sign=-1.0))),
+    ],
+    "9.3": [
+        ("rows drawn independently", one(_estimator(shared=False))),
+        ("the d/k left out", one(_estimator(shared=True, scale=lambda d, k, f: 1.0))),
+        ("floor(f d) draws",
+         one(_estimator(shared=True, keep=lambda d, f: max(1, math.floor(f * d))))),
+    ],
+}

@@ -1,4 +1,4 @@
-"""Exercise check on symbolic differentiation (lab 11).
+"""Lab 11's exercise: the size of an expression tree.
 
 * Exercise 11.1: the number of nodes of a SymPy expression tree, every
   repeated subexpression counted again (:func:`check_tree_size`), on the
@@ -6,8 +6,8 @@
   2.7e12 nodes: counting them one by one never ends, remembering the size of
   each distinct subexpression takes a millisecond.
 
-Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
-:class:`~minirad.labs.checks.CheckFailed` naming the input and what is wrong.
+Same contract as :mod:`minirad.labs.checking`: one line on success, otherwise a
+:class:`~minirad.labs.checking.CheckFailed` naming the input and what is wrong.
 Needs SymPy (``pip install 'minirad[symbolic]'``).
 
 >>> from minirad import symbolic
@@ -21,7 +21,7 @@ Exercise 11.1 passed: tree sizes agree on 8 expressions, up to 2.7e+12 nodes
 >>> check_tree_size(lambda e: len(set(symbolic.sympy().preorder_traversal(e))))
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 11.1 (tree size), on x*sin(x): your function \
+minirad.labs.checking.CheckFailed: Exercise 11.1 (tree size), on x*sin(x): your function \
 returned 3, expected 4 -- you counted each distinct subexpression once, which is the size of \
 the graph; a tree writes a subexpression out again every time it is used
 """
@@ -32,10 +32,17 @@ from collections.abc import Callable
 from numbers import Integral
 
 from .. import examples, symbolic
-from .checks import CheckFailed, call_student, location, passed
+from .checking import (
+    CheckFailed,
+    call_student,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
-__all__ = ["check_tree_size", "tree_size_cases"]
+__all__ = ["MISTAKES", "SECONDS", "check_tree_size", "tree_size_cases"]
+
 
 #: the deep composition of the check: its tree has 5 * 2^39 - 1 nodes
 DEEP = 40
@@ -80,7 +87,7 @@ def tree_size_cases() -> dict[str, tuple]:
 
 
 #: wrong answers a check can recognise: (hint, the count it would give)
-MISTAKES = (
+SLIPS = (
     (" -- you counted each distinct subexpression once, which is the size of the graph; a "
      "tree writes a subexpression out again every time it is used",
      lambda e, nodes: len(set(nodes))),
@@ -102,7 +109,7 @@ def _hint(fn, cases) -> str:
     except Exception:                  # the failure itself is reported already
         return ""
     walks = [list(sp.preorder_traversal(e)) for e in small]
-    for hint, count in MISTAKES:
+    for hint, count in SLIPS:
         if all(answer == count(e, nodes) for answer, e, nodes in zip(answers, small, walks)):
             return hint
     return ""
@@ -131,3 +138,27 @@ def check_tree_size(fn: Callable) -> None:
     largest = max(expected for _, expected in cases.values())
     passed("Exercise 11.1", f"tree sizes agree on {len(cases)} expressions, up to "
                             f"{largest:.2g} nodes")
+
+
+# ------------------------------------------------------- planted mistakes
+def _tree_size_slip(kind: str):
+    """A wrong count of the nodes of a SymPy expression tree (lab 11)."""
+    def count(e):
+        from ..symbolic import sympy
+
+        nodes = list(sympy().preorder_traversal(e))
+        return {"distinct": len(set(nodes)), "leaves": sum(1 for n in nodes if not n.args),
+                "count_ops": int(sympy().count_ops(e)), "one short": len(nodes) - 1}[kind]
+    return one(count)
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "11.1": [
+        ("each distinct subexpression counted once (the graph, not the tree)",
+         _tree_size_slip("distinct")),
+        ("only the leaves counted", _tree_size_slip("leaves")),
+        ("sympy.count_ops (operations, not nodes)", _tree_size_slip("count_ops")),
+        ("one short: the node itself not counted", _tree_size_slip("one short")),
+    ],
+}

@@ -1,8 +1,8 @@
-"""Exercise checks for random matrix injection and the exact variance of Algorithm 1 (lab 5).
+"""Lab 10's exercises: a sampling matrix (10.1) and a Rademacher matrix (10.2).
 
-Same contract as :mod:`minirad.labs.checks`: each check runs the
+Same contract as :mod:`minirad.labs.checking`: each check runs the
 student's function on several inputs, prints one line when everything
-agrees and raises :class:`~minirad.labs.checks.CheckFailed` otherwise,
+agrees and raises :class:`~minirad.labs.checking.CheckFailed` otherwise,
 with a targeted hint for the common slips (a sampling matrix without its
 ``d/k`` scale, a Rademacher matrix without its ``1/k``, a variance
 recursion that forgets to square the partials).
@@ -16,24 +16,30 @@ Exercise 10.1 passed: sampling P well formed, reproducible, E[P] = I and uniform
 >>> check_sampling_P(lambda d, k, rng: sampling_P(d, k, rng) * k / d)
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 10.1 (sampling P), on d=3, k=1: your diagonal is \
+minirad.labs.checking.CheckFailed: Exercise 10.1 (sampling P), on d=3, k=1: your diagonal is \
 [0.0, 0.0, 1.0]; each entry must be (times drawn) x d/k = (times drawn) x 3 -- your diagonal \
 holds the draw counts themselves; scale them by d/k so that E[P] = I
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from .. import examples
-from ..graph.lcg import LCG
-from ..randomized.sampling import path_sampling_variance
-from .checks import CheckFailed, as_numbers, call_student, compare_jacobian, location, passed
+from .checking import (
+    CheckFailed,
+    as_numbers,
+    call_student,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
-__all__ = ["check_rademacher_P", "check_sampling_P", "check_variance_k1"]
+__all__ = ["MISTAKES", "check_rademacher_P", "check_sampling_P"]
+
 
 #: what the exercises of this module ask the student to write, in minirad
 INJECTION_REFERENCE = ("minirad.randomized.injection", "minirad.randomized.moments")
@@ -222,87 +228,36 @@ the diagonal on 5 (d, k) cases
                      f"diagonal on {len(_PROJECTION_CASES)} (d, k) cases")
 
 
-# ------------------------------------------------------- exact variance, k = 1
-def _variance_graphs() -> dict[str, LCG]:
-    return {
-        "figure1()": examples.figure1(),
-        "lecture()": examples.lecture(),
-        "two_outputs()": examples.two_outputs(),
-        "independent_paths(3, 3, partials='random', rng=0)":
-            examples.independent_paths(3, 3, partials="random", rng=0),
-        "interleaved(3, 3, partials='random', rng=0)":
-            examples.interleaved(3, 3, partials="random", rng=0),
-        "random_dag(3, 10, 2, rng=0)": examples.random_dag(3, 10, 2, rng=0),
-        "random_dag(2, 8, 2, density=0.4, rng=3)":
-            examples.random_dag(2, 8, 2, density=0.4, rng=3),
-    }
+# ------------------------------------------------------- planted mistakes
+def _sampling(draws=lambda d, k: k, scale=True, add=True, replace=True):
+    def sampling_P(d, k, rng):
+        n = draws(d, k)
+        picks = rng.integers(d, size=n) if replace else rng.permutation(d)[:min(n, d)]
+        diagonal = np.zeros(d)
+        for i in picks:
+            diagonal[i] = diagonal[i] + 1 if add else 1
+        return np.diag(diagonal * (d / k if scale else 1.0))
+    return sampling_P
 
 
-def planted_variances(g: LCG) -> dict[str, np.ndarray]:
-    """The variance that three common slips in the k = 1 recursion would compute."""
-    def recursion(step, subtract=True):
-        out = np.zeros((len(g.outputs), len(g.inputs)))
-        for row, y in enumerate(g.outputs):
-            adjoint, second = np.zeros(g.n_vertices), np.zeros(g.n_vertices)
-            adjoint[y] = second[y] = 1.0
-            for z in range(y - 1, -1, -1):
-                succ = list(g.successors(z))
-                d = len(succ)
-                p = np.array([g.partial(z, s) for s in succ])
-                adjoint[z] = float(p @ adjoint[succ]) if d else 0.0
-                second[z] = step(d, p, second[succ]) if d else 0.0
-            out[row] = [second[x] - (adjoint[x] ** 2 if subtract else 0.0) for x in g.inputs]
-        return out
-
-    return {
-        "forgets to square the partials (d * sum p * M)":
-            recursion(lambda d, p, m: d * float(p @ m)),
-        "leaves out the factor d (sum p^2 * M)":
-            recursion(lambda d, p, m: float((p * p) @ m)),
-        "returns the second moment E[J^2], without subtracting J^2":
-            recursion(lambda d, p, m: d * float((p * p) @ m), subtract=False),
-    }
+def _rademacher(divide=math.sqrt, transpose=False):
+    def rademacher_P(d, k, rng):
+        R = rng.choice([-1.0, 1.0], size=(d, k)) / divide(k)
+        return R.T @ R if transpose else R @ R.T
+    return rademacher_P
 
 
-@exercise("5.2", "exact variance for k = 1", takes=("variance_k1",), points=3, minutes=30,
-          seconds=60, reference=("minirad.randomized.sampling:path_sampling_variance",
-                                 "minirad.randomized.experiments"))
-def check_variance_k1(fn: Callable) -> None:
-    """Exercise 5.2: ``fn(g)`` is the exact variance of Algorithm 1 with ``k = 1``.
-
-    Returns an array of shape (n_outputs, n_inputs): the variance of each
-    entry of the estimate.  Compared with
-    :func:`minirad.randomized.sampling.path_sampling_variance` (``k = 1``) on seven
-    graphs, with hints for a recursion that forgets to square the partials,
-    leaves out the out-degree, or forgets to subtract the squared mean.
-
-    >>> from minirad.randomized.sampling import path_sampling_variance
-    >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    minirad.labs.checks.CheckFailed: Exercise 5.2 (variance of Algorithm 1, k = 1), on \
-figure1(): used the reference -- your function called minirad's path_sampling_variance ...
-    """
-    exercise, topic = "Exercise 5.2", "variance of Algorithm 1, k = 1"
-    graphs = _variance_graphs()
-    for name, g in graphs.items():
-        where = location(exercise, topic, name)
-        result = call_student(fn, where, g)
-        expected = path_sampling_variance(g, 1)
-        try:
-            compare_jacobian(result, expected, where, what="variance", rtol=1e-8)
-        except CheckFailed as failure:
-            mine = np.asarray(result, dtype=float)
-            for slip, wrong in planted_variances(g).items():
-                if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
-                    raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
-                                      f"is M(z) = d_z * sum over successors s of "
-                                      f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
-            if mine.shape == expected.shape and np.any(mine < -1e-9 * max(1.0, mine.max())):
-                i = np.unravel_index(np.argmin(mine), mine.shape)
-                raise CheckFailed(f"{failure} -- your entry [{i[0]}, {i[1]}] is negative, and a "
-                                  f"variance never is: the second moment M(x) is at least "
-                                  f"(dy/dx)^2, so M is too small (each draw's term needs the "
-                                  f"factor d_z, and the partial squared)") from None
-            raise
-    passed(exercise, f"exact k = 1 variance agrees with minirad on {len(graphs)} graphs")
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "10.1": [
+        ("the draw counts without d/k", one(_sampling(scale=False))),
+        ("d draws instead of k", one(_sampling(draws=lambda d, k: d))),
+        ("a repeated draw overwritten", one(_sampling(add=False))),
+        ("draws without replacement", one(_sampling(replace=False))),
+    ],
+    "10.2": [
+        ("+-1 entries without the 1/sqrt(k)", one(_rademacher(divide=lambda k: 1.0))),
+        ("R / k instead of R / sqrt(k)", one(_rademacher(divide=lambda k: k))),
+        ("R^T R instead of R R^T", one(_rademacher(transpose=True))),
+    ],
+}

@@ -1,6 +1,6 @@
-"""Exercise checks for lab 8: memory of reverse mode, checkpointing, RAD at equal memory.
+"""Lab 8's exercises: memory of reverse mode, checkpointing, RAD at equal memory.
 
-Same contract as :mod:`minirad.labs.checks`.  The oracles are minirad's own
+Same contract as :mod:`minirad.labs.checking`.  The oracles are minirad's own
 accounting and schedules: :mod:`minirad.studies.memory` (Table 1's rules),
 :mod:`minirad.checkpoint.schedules` (the store-all reverse sweep, the closed forms of
 the uniform schedule) and the ledger of that module run on the PDE's sampled
@@ -17,7 +17,7 @@ Exercise 8.3 passed: forward steps and peak states agree with minirad on 54 (n, 
 >>> check_uniform_cost(lambda n, every: (2 * n - n // every, peak(n, every)))
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 8.3 (cost of the sqrt(N) schedule), on n=3, every=2: \
+minirad.labs.checking.CheckFailed: Exercise 8.3 (cost of the sqrt(N) schedule), on n=3, every=2: \
 your number of forward steps is 5, expected 4 -- n // every rounds down, but the last, shorter \
 segment has a checkpoint too: there are ceil(n / every) segments
 """
@@ -33,11 +33,20 @@ import numpy as np
 from ..checkpoint.schedules import Chain, reverse_chain, uniform_forward_steps, uniform_peak_stored
 from ..studies.memory import mlp, total_bytes
 from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
-from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .checking import (
+    CheckFailed,
+    as_numbers,
+    call_student,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
-__all__ = ["check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
-           "check_uniform_cost"]
+__all__ = [
+    "MISTAKES", "check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
+    "check_uniform_cost", "table1_variant",
+]
 
 
 # ------------------------------------------------------ 8.1 Table 1 by hand
@@ -294,7 +303,7 @@ def check_checkpointed_gradient(fn: Callable) -> None:
     >>> check_checkpointed_gradient(fn)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    minirad.labs.checks.CheckFailed: Exercise 8.2 (sqrt(N) checkpointing), on a chain of n=1 \
+    minirad.labs.checking.CheckFailed: Exercise 8.2 (sqrt(N) checkpointing), on a chain of n=1 \
 steps, every=1: used the reference -- your function called minirad's reverse_chain ...
     """
     exercise, topic = "Exercise 8.2", "sqrt(N) checkpointing"
@@ -545,3 +554,78 @@ def _budget_slips(p: Reactor, budget: int) -> list[tuple[int, str]]:
          f"at most d = {d} samples per state: k = d already keeps every value (and, with the "
          f"indices, more bytes than reverse mode)"),
     ]
+
+
+# ------------------------------------------------------- planted mistakes
+def _checkpoints(every_state=False, from_start=False):
+    def checkpointed_gradient(step, vjp, seed, x0, n, every):
+        if every_state:
+            states = [x0]
+            for i in range(n):
+                states.append(step(i, states[-1]))
+            lam = seed(states[-1])
+            for i in reversed(range(n)):
+                lam = vjp(i, states[i], lam)
+            return lam
+        checkpoints, x = {0: x0}, x0
+        for i in range(n):
+            x = step(i, x)
+            if (i + 1) % every == 0 and i + 1 < n:
+                checkpoints[i + 1] = x
+        lam = seed(x)
+        for start in reversed(range(0, n, every)):
+            x = x0 if from_start else checkpoints[start]
+            states = [x]
+            for i in range(0 if from_start else start, min(start + every, n) - 1):
+                states.append(step(i, states[-1]))
+            states = states[-(min(start + every, n) - start):]
+            for offset in reversed(range(len(states))):
+                lam = vjp(start + offset, states[offset], lam)
+        return lam
+    return checkpointed_gradient
+
+
+def _cost(segments=lambda n, e: -(-n // e), first_sweep=True):
+    def uniform_cost(n, every):
+        count = segments(n, every)
+        steps = (n if first_sweep else 0) + (n - count)
+        lengths = [min(every, n - j * every) for j in range(count)]
+        return steps, max((j + length for j, length in enumerate(lengths)), default=0)
+    return uniform_cost
+
+
+def _budget(value_bytes=8, index=True, states=lambda p: p.n_steps, rounding=math.floor):
+    def rad_samples_for_budget(p, budget):
+        per_sample = value_bytes + (np.dtype(index_dtype(p)).itemsize if index else 0)
+        return min(p.size, int(rounding(budget / (states(p) * per_sample))))
+    return rad_samples_for_budget
+
+
+def _table1_slip(variant: dict):
+    return lambda sizes, f, batch: table1_variant(sizes, f, batch, **variant)
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "8.1": [
+        (slip, one(_table1_slip(variant)))
+        for slip, variant in (("8-byte floats", dict(float_bytes=8)),
+                              ("the biases left out", dict(biases=False)),
+                              ("ReLU masks counted as bytes", dict(relu_bytes=1)),
+                              ("floor(f d) where the rule says ceil",
+                               dict(keep=lambda d, f: math.floor(round(f * d, 9)))))
+    ],
+    "8.2": [
+        ("every state kept", one(_checkpoints(every_state=True))),
+        ("segments recomputed from x_0", one(_checkpoints(from_start=True))),
+    ],
+    "8.3": [
+        ("n // every segments", one(_cost(segments=lambda n, e: n // e))),
+        ("the first sweep left out", one(_cost(first_sweep=False))),
+    ],
+    "8.4": [
+        ("the indices left out", one(_budget(index=False))),
+        ("N + 1 states", one(_budget(states=lambda p: p.n_steps + 1))),
+        ("rounded up", one(_budget(rounding=math.ceil))),
+    ],
+}

@@ -1,4 +1,4 @@
-"""Exercise checks on dual numbers and forward over reverse (lab 12).
+"""Lab 12's exercises: dual numbers and forward over reverse.
 
 * Exercise 12.1: a dual number type, ``Dual(value, tangent)``, with the
   arithmetic operators both ways round and the methods ``sin``, ``cos``,
@@ -11,8 +11,8 @@
   the recorded gradient graph.  The check hands in a correct ``gradient`` and
   ``Dual`` (minirad's), so a slip in 12.1 costs no points here.
 
-Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
-:class:`~minirad.labs.checks.CheckFailed` naming the input and what is wrong.
+Same contract as :mod:`minirad.labs.checking`: one line on success, otherwise a
+:class:`~minirad.labs.checking.CheckFailed` naming the input and what is wrong.
 ``tests/test_labs_higher.py`` runs both checks on correct answers.
 
 >>> class Dual:                        # a first try, with a slip in the product rule
@@ -27,7 +27,7 @@ Same contract as :mod:`minirad.labs.checks`: one line on success, otherwise a
 >>> check_dual_numbers(Dual)
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 12.1 (dual numbers), on x * y (the product rule) at \
+minirad.labs.checking.CheckFailed: Exercise 12.1 (dual numbers), on x * y (the product rule) at \
 x = 0.7, y = 1.9 with tangents 0.3, -1.1: the tangent is -0.33..., expected -0.2... -- the \
 product rule is (a b)' = a' b + a b', not a' b'
 >>> def hvp(f, x, v, gradient, Dual):
@@ -35,7 +35,7 @@ product rule is (a b)' = a' b + a b', not a' b'
 >>> check_hvp(hvp)
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 12.2 (Hessian-vector product), on x*y*y + sin(x) at \
+minirad.labs.checking.CheckFailed: Exercise 12.2 (Hessian-vector product), on x*y*y + sin(x) at \
 (0.7, -1.3): your Hessian-vector product entry [0] is 2.45484, expected -1.94422 -- that is \
 the gradient itself: the product H v is the tangent of each gradient entry, not its value
 """
@@ -47,10 +47,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .checks import CheckFailed, call_student, compare_jacobian, location, passed
+from .checking import (
+    CheckFailed,
+    call_student,
+    compare_jacobian,
+    location,
+    one,
+    passed,
+)
 from .exercise import exercise
 
-__all__ = ["DUAL_PROGRAMS", "HVP_PROGRAMS", "check_dual_numbers", "check_hvp"]
+__all__ = ["DUAL_PROGRAMS", "HVP_PROGRAMS", "MISTAKES", "RULES", "check_dual_numbers", "check_hvp"]
+
 
 #: the point and the tangents of the rules by hand
 X, Y, TX, TY = 0.7, 1.9, 0.3, -1.1
@@ -243,3 +251,108 @@ def _hvp_hint(result, program, point, v, H) -> str:
         return (" -- close, but only to about 1e-5: a difference quotient of the gradient? "
                 "Dual numbers give H v exactly, to rounding")
     return ""
+
+
+# ------------------------------------------------------- planted mistakes
+class _Dual:
+    """A correct dual number, the base of the planted slips of Exercise 12.1."""
+
+    def __init__(self, value, tangent=0.0):
+        self.value, self.tangent = value, tangent
+
+    @classmethod
+    def lift(cls, x):
+        return x if isinstance(x, _Dual) else cls(x, 0.0)
+
+    def __add__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value + other.value, self.tangent + other.tangent)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value - other.value, self.tangent - other.tangent)
+
+    def __rsub__(self, other):
+        return self.lift(other) - self
+
+    def __mul__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value * other.value,
+                          self.tangent * other.value + self.value * other.tangent)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        other = self.lift(other)
+        return type(self)(self.value / other.value, (self.tangent * other.value - self.value
+                                                     * other.tangent) / other.value ** 2)
+
+    def __rtruediv__(self, other):
+        return self.lift(other) / self
+
+    def __neg__(self):
+        return type(self)(-self.value, -self.tangent)
+
+    def sin(self):
+        return type(self)(math.sin(self.value), math.cos(self.value) * self.tangent)
+
+    def cos(self):
+        return type(self)(math.cos(self.value), -math.sin(self.value) * self.tangent)
+
+    def exp(self):
+        return type(self)(math.exp(self.value), math.exp(self.value) * self.tangent)
+
+    def log(self):
+        return type(self)(math.log(self.value), self.tangent / self.value)
+
+
+def _dual_slip(name: str, method):
+    """``_Dual`` with one method replaced by a wrong one."""
+    return one(type("Dual", (_Dual,), {name: method}))
+
+
+def _hvp_slip(kind: str):
+    """A wrong Hessian-vector product for Exercise 12.2, built on the gradient and Dual
+    the check hands in."""
+    def hvp(f, x, v, gradient, Dual):
+        if kind == "difference":  # the gradient differenced along v
+            h = 1e-6
+            ahead = gradient(f, *(a + h * b for a, b in zip(x, v)))
+            return [(float(p) - float(q)) / h for p, q in zip(ahead, gradient(f, *x))]
+        seeds = {"gradient": v, "ones": [1.0] * len(x),
+                 "first": [v[0]] + [0.0] * (len(x) - 1)}[kind]
+        adjoints = gradient(f, *(Dual(a, t) for a, t in zip(x, seeds)))
+        read = (lambda a: a.value) if kind == "gradient" else (lambda a: a.tangent)
+        return [float(read(a)) if isinstance(a, Dual) else 0.0 for a in adjoints]
+    return one(hvp)
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "12.1": [
+        ("the product rule as a' b'", _dual_slip(
+            "__mul__", lambda self, other: type(self)(
+                self.value * self.lift(other).value, self.tangent * self.lift(other).tangent))),
+        ("the quotient rule with a plus", _dual_slip(
+            "__truediv__", lambda self, other: type(self)(
+                self.value / self.lift(other).value,
+                (self.tangent * self.lift(other).value + self.value * self.lift(other).tangent)
+                / self.lift(other).value ** 2))),
+        ("cos' = sin, the sign lost", _dual_slip(
+            "cos", lambda self: type(self)(math.cos(self.value),
+                                           math.sin(self.value) * self.tangent))),
+        ("log' = y instead of 1/y", _dual_slip(
+            "log", lambda self: type(self)(math.log(self.value), self.tangent * self.value))),
+        ("__rsub__ as d - c", _dual_slip("__rsub__", lambda self, other: self - other)),
+        ("no __rmul__: 2.0 * d fails",
+         _dual_slip("__rmul__", lambda self, other: NotImplemented)),
+    ],
+    "12.2": [
+        ("the gradient's values returned, not their tangents", _hvp_slip("gradient")),
+        ("every input seeded with tangent 1", _hvp_slip("ones")),
+        ("only the first input seeded", _hvp_slip("first")),
+        ("a difference quotient of the gradient along v", _hvp_slip("difference")),
+    ],
+}
