@@ -14,6 +14,10 @@ rebuild it.
 * :func:`compare_jacobian` -- shape and entry-by-entry comparison with a
   readable message;
 * :func:`passed` -- the success line;
+* :func:`build_graph` -- the graph a case names, from plain data, so that the
+  student's kernel and the grader build the same one;
+* :func:`run_check` -- what every check does in a notebook: probe and judge
+  each published case (see :mod:`minirad.labs.exercise`);
 * :func:`show` -- a picture inline in Jupyter, else saved as a PNG.
 
 >>> compare_jacobian([[1.0, 2.0]], np.array([[1.0, 2.0]]), "on lab()")
@@ -37,11 +41,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from . import wire
 from .exercise import UsedReference, current_exercise, guard_reference
 
 __all__ = [
-    "CheckFailed", "EPS", "as_numbers", "call_student", "compare_jacobian", "location", "one",
-    "output_folder", "passed", "show", "time_limit",
+    "CheckFailed", "EPS", "as_float", "as_numbers", "build_graph", "call_student",
+    "compare_jacobian", "location", "low_precision", "one", "output_folder", "passed",
+    "run_check", "show", "time_limit", "type_name",
 ]
 
 
@@ -275,7 +281,7 @@ def _two_numbers(mine, expected) -> tuple[str, str]:
     return a, b
 
 
-def _low_precision(result) -> np.dtype | None:
+def low_precision(result) -> np.dtype | None:
     """The dtype of an answer held in fewer bits than a float64 (float32, float16), or None."""
     try:
         dtype = np.asarray(result).dtype
@@ -299,7 +305,37 @@ def as_numbers(result, where: str, advice: str = ", which is not an array of num
     try:
         return np.asarray(result, dtype=float)
     except (TypeError, ValueError):
-        raise CheckFailed(f"{where}: {returned} {type(result).__name__}{advice}") from None
+        raise CheckFailed(f"{where}: {returned} {type_name(result)}{advice}") from None
+
+
+def type_name(value) -> str:
+    """The type of what the student's function returned, as a message names it (a value
+    the grader's format does not carry arrives as :class:`~minirad.labs.wire.Other`,
+    which keeps the name of its type).
+
+    >>> type_name(3.0), type_name(wire.Other("mymodule.Vector"))
+    ('float', 'mymodule.Vector')
+    """
+    return value.type if isinstance(value, wire.Other) else type(value).__name__
+
+
+def as_float(value, where: str, advice: str = "; expected one float") -> float:
+    """One number from the student's answer, or a CheckFailed naming what came back.
+
+    >>> as_float([1.0], "on lab()")
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checking.CheckFailed: on lab(): your function returned list [1.0]; expected \
+one float
+    """
+    try:
+        if isinstance(value, (list, tuple, dict, str, bytes, wire.Other)):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        shown = "" if isinstance(value, wire.Other) else f" {value!r:.60}"
+        raise CheckFailed(f"{where}: your function returned {type_name(value)}{shown}"
+                          f"{advice}") from None
 
 
 def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jacobian",
@@ -326,7 +362,7 @@ def compare_jacobian(result, expected: np.ndarray, where: str, what: str = "Jaco
     scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
     error = np.abs(mine - expected)
     error[np.isnan(error)] = np.inf
-    low = _low_precision(result)
+    low = low_precision(result)
     tolerance = max(rtol, 8 * float(np.finfo(low).eps)) if low is not None else rtol
     if np.all(error <= tolerance * scale):
         return
@@ -356,3 +392,61 @@ def one(fn: Callable) -> Callable:
     """A planted answer of one definition, as the catalogue of mistakes takes it:
     a function returning the tuple of definitions an exercise's check takes."""
     return lambda: (fn,)
+
+
+# ------------------------------------------------------------ cases as data
+def _copies(x: float = 2.0, y: float = 3.0):
+    """An input returned as is and outputs listed out of vertex order."""
+    from ..tracing import ops, trace
+
+    return trace(lambda a, b: (a, a * b, ops.sin(b)), x, y)
+
+
+def _graph_builders() -> dict[str, Callable]:
+    from .. import examples
+
+    return {name: getattr(examples, name) for name in (
+        "figure1", "lecture", "lab", "two_outputs", "random_dag", "interleaved",
+        "independent_paths", "edge_beats_vertex", "random_layered")} | {"copies": _copies}
+
+
+def build_graph(spec):
+    """The LCG a case describes as ``[builder, args, kwargs]``: one of minirad's example
+    graphs (``["random_dag", [3, 10, 2], {"rng": 7}]``, ``["figure1", [0.5, 1.5], {}]``)
+    or ``["copies", [x, y], {}]`` (a graph returning an input as is).  The kernel and the
+    grader build the same graph from the same data.
+
+    >>> build_graph(["random_dag", [2, 5, 1], {"density": 0.5, "rng": 3}])
+    LCG(8 vertices: 2 inputs, 5 intermediates, 1 output; 16 edges)
+    >>> build_graph(["open", ["/etc/passwd"], {}])
+    Traceback (most recent call last):
+    ...
+    ValueError: a case names the graph builder 'open'; the builders are copies, edge_beats_vertex, \
+figure1, independent_paths, interleaved, lab, lecture, random_dag, random_layered, two_outputs
+    """
+    builders = _graph_builders()
+    if not (isinstance(spec, (list, tuple)) and len(spec) == 3 and isinstance(spec[1], (
+            list, tuple)) and isinstance(spec[2], dict)):
+        raise ValueError(f"a graph is described as [builder, args, kwargs], not {spec!r:.80}")
+    name, args, kwargs = spec
+    if name not in builders:
+        raise ValueError(f"a case names the graph builder {name!r}; the builders are "
+                         f"{', '.join(sorted(builders))}")
+    return builders[name](*args, **kwargs)
+
+
+def run_check(spec, fns) -> None:
+    """Exercise ``spec``'s check in the student's own process: probe each published case
+    and judge the answer, as the grader would see it (sent through :mod:`wire` and back);
+    the first failure raises :class:`CheckFailed`, else the success line is printed."""
+    cases = spec.cases(None)
+    for case in cases:
+        where = spec.where(case)
+        try:
+            answer = spec.probe(fns, case, where)
+        except CheckFailed as failure:
+            if failure.reason != "timed out" or spec.slow is None:
+                raise
+            raise CheckFailed(f"{failure}{spec.slow(case)}", reason="timed out") from None
+        spec.judge(case, wire.decode(wire.encode(answer)), where)
+    passed(f"Exercise {spec.number}", spec.passed.format(n=len(cases)))

@@ -1,25 +1,13 @@
 """Lab 2's exercises: the forward sweep (2.1) and the reverse sweep (2.2).
 
-A check runs the student's function on several inputs (named example
-graphs, seeded random DAGs, a few functions and points), compares each
-answer with minirad's own, prints one line when everything agrees and
-otherwise raises :class:`CheckFailed` saying what differs where.  The
-message never shows minirad's code; it names the graph (or function) so
-the student can rebuild it, e.g. ``labs.check_graphs()["figure1()"]``.
-
-Building blocks for new checks (labs 4-6 use them too):
-
-* :func:`check_graphs` -- the named graphs checks run on;
-* :func:`call_student` -- call the student's function, turning its
-  exceptions into a :class:`CheckFailed` naming the graph (a
-  ``NotImplementedError`` from an unsolved stub passes through unchanged),
-  optionally under a time limit;
-* :func:`compare_jacobian` -- shape and entry-by-entry comparison with a
-  readable message;
-* :func:`passed` -- the success line.
+Each check runs the student's function on graphs of every shape: one and
+several outputs, an input returned as is, seeded random DAGs, an
+interleaved graph.  A case names its graph as an expression the student can
+rebuild (``random_dag(3, 10, 2, rng=0)``); the published graphs are
+:func:`check_graphs`, the hidden ones are drawn from the same shapes at
+random points, sizes and seeds (:func:`random_graphs`).
 
 >>> import numpy as np
->>> from minirad import examples
 >>> def forward_sweep(g):                 # one tangent column per input
 ...     tangent = np.zeros((g.n_vertices, len(g.inputs)))
 ...     tangent[list(g.inputs), range(len(g.inputs))] = 1.0
@@ -37,70 +25,52 @@ returned shape (2,) but the Jacobian has shape (1, 2) (rows: outputs, columns: i
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from .. import examples
 from ..graph.lcg import LCG
-from ..tracing import ops, trace
-from .checking import (
-    CheckFailed,
-    call_student,
-    compare_jacobian,
-    location,
-    one,
-    passed,
-)
+from .checking import CheckFailed, build_graph, call_student, compare_jacobian, one
 from .exercise import exercise
 
 __all__ = [
-    "JACOBIAN_REFERENCE", "MISTAKES", "check_forward_sweep", "check_graphs",
-    "check_reverse_sweep",
+    "JACOBIAN_REFERENCE", "MISTAKES", "OVERWRITE_HINT", "check_forward_sweep", "check_graphs",
+    "check_reverse_sweep", "graph_cases", "matches_any", "overwrite_variants", "planted_forward",
+    "random_graphs",
 ]
 
-
-#: what the exercises of this module ask the student to write, in minirad
+#: what the exercises of labs 2 and 3 ask the student to write, in minirad
 JACOBIAN_REFERENCE = ("minirad.exact.sweeps", "minirad.exact._engines", "minirad.exact.jacobians",
                       "minirad.exact.paths", "minirad.exact.elimination", "minirad.exact.orders")
 
-
-# ------------------------------------------------------------ infrastructure
-def _copies_graph() -> LCG:
-    """An input returned as is and outputs listed out of vertex order."""
-    return trace(lambda x, y: (x, x * y, ops.sin(y)), 2.0, 3.0)
-
-
-_SWEEP_GRAPHS = {
-    "figure1()": examples.figure1,
-    "lecture()": examples.lecture,
-    "lab()": examples.lab,
-    "two_outputs()": examples.two_outputs,
-    "copies (returns x, x*y, sin(y))": _copies_graph,
-    "random_dag(3, 10, 2, rng=0)": lambda: examples.random_dag(3, 10, 2, rng=0),
-    "random_dag(2, 25, 3, density=0.2, rng=1)":
-        lambda: examples.random_dag(2, 25, 3, density=0.2, rng=1),
-    "random_dag(4, 6, 1, density=0.5, rng=2)":
-        lambda: examples.random_dag(4, 6, 1, density=0.5, rng=2),
-    "interleaved(3, 4, partials='random', rng=0)":
-        lambda: examples.interleaved(3, 4, partials="random", rng=0),
-}
+# (the name a message uses, [builder, args, kwargs] for checking.build_graph)
+_SWEEP_GRAPHS = [
+    ("figure1()", ["figure1", [], {}]),
+    ("lecture()", ["lecture", [], {}]),
+    ("lab()", ["lab", [], {}]),
+    ("two_outputs()", ["two_outputs", [], {}]),
+    ("copies (returns x, x*y, sin(y))", ["copies", [], {}]),
+    ("random_dag(3, 10, 2, rng=0)", ["random_dag", [3, 10, 2], {"rng": 0}]),
+    ("random_dag(2, 25, 3, density=0.2, rng=1)",
+     ["random_dag", [2, 25, 3], {"density": 0.2, "rng": 1}]),
+    ("random_dag(4, 6, 1, density=0.5, rng=2)",
+     ["random_dag", [4, 6, 1], {"density": 0.5, "rng": 2}]),
+    ("interleaved(3, 4, partials='random', rng=0)",
+     ["interleaved", [3, 4], {"partials": "random", "rng": 0}]),
+]
 
 # Counting adds graphs whose path counts rule out enumeration (4.5e9 and 3^45 ~ 3e21 paths).
-_COUNT_GRAPHS = {
-    **_SWEEP_GRAPHS,
-    "independent_paths(4, 6)": lambda: examples.independent_paths(4, 6),
-    "interleaved(2, 10)": lambda: examples.interleaved(2, 10),
-    "random_dag(2, 60, 2, density=0.5, rng=4)":
-        lambda: examples.random_dag(2, 60, 2, density=0.5, rng=4),
-    "interleaved(3, 45)": lambda: examples.interleaved(3, 45),
-}
+_COUNT_GRAPHS = _SWEEP_GRAPHS + [
+    ("independent_paths(4, 6)", ["independent_paths", [4, 6], {}]),
+    ("interleaved(2, 10)", ["interleaved", [2, 10], {}]),
+    ("random_dag(2, 60, 2, density=0.5, rng=4)",
+     ["random_dag", [2, 60, 2], {"density": 0.5, "rng": 4}]),
+    ("interleaved(3, 45)", ["interleaved", [3, 45], {}]),
+]
 
 _SUITES = {"sweeps": _SWEEP_GRAPHS, "counts": _COUNT_GRAPHS}
 
 
 def check_graphs(suite: str = "counts") -> dict[str, LCG]:
-    """The graphs a check runs on, by the name its messages use.
+    """The published graphs the checks run on, by the name their messages use.
 
     ``suite`` is ``"sweeps"`` (small graphs of every shape: one and several
     outputs, an input returned as is, seeded random DAGs, an interleaved
@@ -114,10 +84,65 @@ def check_graphs(suite: str = "counts") -> dict[str, LCG]:
     """
     if suite not in _SUITES:
         raise ValueError(f"unknown suite {suite!r}; choose from {sorted(_SUITES)}")
-    return {name: build() for name, build in _SUITES[suite].items()}
+    return {name: build_graph(spec) for name, spec in _SUITES[suite]}
 
 
-# ------------------------------------------------------------ lab 2: sweeps
+def _point(rng, low=0.3, high=2.5) -> list[float]:
+    return np.round(rng.uniform(low, high, 2), 3).tolist()
+
+
+def random_graphs(rng: np.random.Generator, counts: bool = False) -> list[tuple[str, list]]:
+    """Hidden graphs of the shapes of :func:`check_graphs`: the programs at random points,
+    random DAGs and interleaved graphs of random sizes and seeds; with ``counts``, also
+    graphs with billions to about 1e21 paths.
+
+    >>> names = [name for name, _ in random_graphs(np.random.default_rng(1))]
+    >>> len(names), names[0].startswith("figure1(")
+    (9, True)
+    """
+    seed = lambda: int(rng.integers(2 ** 31))  # noqa: E731
+    graphs = []
+    for builder in ("figure1", "lecture", "lab", "two_outputs", "copies"):
+        point = _point(rng)
+        shown = f"{builder}({point[0]}, {point[1]})"
+        if builder == "copies":
+            shown = f"copies (returns x, x*y, sin(y)) at {tuple(point)}"
+        graphs.append((shown, [builder, point, {}]))
+    for n_in, n_mid, n_out, density in ((3, 10, 2, 0.3), (2, 25, 3, 0.2), (4, 6, 1, 0.5)):
+        shape = [int(n_in + rng.integers(-1, 2)), int(n_mid + rng.integers(-2, 3)),
+                 int(n_out + rng.integers(0, 2))]
+        density, s = round(density + float(rng.uniform(-0.05, 0.05)), 3), seed()
+        graphs.append((f"random_dag({shape[0]}, {shape[1]}, {shape[2]}, density={density}, "
+                       f"rng={s})", ["random_dag", shape, {"density": density, "rng": s}]))
+    width, depth, s = int(rng.integers(2, 4)), int(rng.integers(3, 6)), seed()
+    graphs.append((f"interleaved({width}, {depth}, partials='random', rng={s})",
+                   ["interleaved", [width, depth], {"partials": "random", "rng": s}]))
+    if counts:
+        width, depth = int(rng.integers(3, 6)), int(rng.integers(5, 9))
+        graphs.append((f"independent_paths({width}, {depth})",
+                       ["independent_paths", [width, depth], {}]))
+        depth, s = int(rng.integers(8, 13)), seed()
+        graphs.append((f"interleaved(2, {depth})", ["interleaved", [2, depth], {}]))
+        graphs.append((f"random_dag(2, 60, 2, density=0.5, rng={s})",
+                       ["random_dag", [2, 60, 2], {"density": 0.5, "rng": s}]))
+        depth = int(rng.integers(43, 48))
+        graphs.append((f"interleaved(3, {depth})", ["interleaved", [3, depth], {}]))
+    return graphs
+
+
+def graph_cases(rng, counts: bool = False) -> list[dict]:
+    """The cases of an exercise on graphs: published (``rng=None``) or hidden."""
+    graphs = _SUITES["counts" if counts else "sweeps"] if rng is None else random_graphs(
+        rng, counts)
+    return [{"name": name, "graph": spec} for name, spec in graphs]
+
+
+def on_graph(fns, case, where):
+    """The probe of an exercise whose function takes one graph: what it returned."""
+    return call_student(fns[0], where, build_graph(case["graph"]), seconds=60)
+
+
+# ------------------------------------------------------------ the judges
 def overwrite_variants(g: LCG, direction: str, partials=None) -> list[np.ndarray]:
     """What a sweep that overwrites (``=``) instead of adding (``+=``) computes.
 
@@ -190,40 +215,37 @@ OVERWRITE_HINT = {
 }
 
 
-def _check_jacobian_fn(fn, exercise, topic, reference, direction) -> None:
-    graphs = check_graphs("sweeps")
-    for name, g in graphs.items():
-        where = location(exercise, topic, name)
-        result = call_student(fn, where, g, seconds=60)
-        if isinstance(result, tuple):
-            raise CheckFailed(f"{where}: your function returned a tuple; return only the "
-                              f"Jacobian, a numpy array of shape (n_outputs, n_inputs)")
-        try:
-            compare_jacobian(result, reference(g), where)
-        except CheckFailed as failure:
-            if matches_any(result, overwrite_variants(g, direction)):
-                raise CheckFailed(f"{failure}{OVERWRITE_HINT[direction]}") from None
-            raise
-    passed(exercise, f"{topic} agrees with minirad on {len(graphs)} graphs")
+def _judge_sweep(answer, g: LCG, where: str, reference, direction: str) -> None:
+    if isinstance(answer, tuple):
+        raise CheckFailed(f"{where}: your function returned a tuple; return only the "
+                          f"Jacobian, a numpy array of shape (n_outputs, n_inputs)")
+    try:
+        compare_jacobian(answer, reference(g), where)
+    except CheckFailed as failure:
+        if matches_any(answer, overwrite_variants(g, direction)):
+            raise CheckFailed(f"{failure}{OVERWRITE_HINT[direction]}") from None
+        raise
 
 
 @exercise("2.1", "forward sweep", takes=("forward_sweep",), points=3, minutes=25, seconds=60,
-          reference=JACOBIAN_REFERENCE)
-def check_forward_sweep(fn: Callable) -> None:
+          reference=JACOBIAN_REFERENCE, cases=graph_cases, probe=on_graph,
+          passed="forward sweep agrees with minirad on {n} graphs")
+def check_forward_sweep(case, answer, where) -> None:
     """Exercise 2.1: ``fn(g)`` returns the Jacobian of LCG ``g`` (shape (n_outputs, n_inputs)).
 
-    Compared with :func:`minirad.exact.sweeps.forward_sweep` on every graph of
-    ``check_graphs("sweeps")``.
+    Compared with :func:`minirad.exact.sweeps.forward_sweep`; a sweep that
+    overwrites where it must add is named as such.
     """
     from ..exact.sweeps import forward_sweep
 
-    _check_jacobian_fn(fn, "Exercise 2.1", "forward sweep", lambda g: forward_sweep(g).jacobian,
-                       "forward")
+    _judge_sweep(answer, build_graph(case["graph"]), where,
+                 lambda g: forward_sweep(g).jacobian, "forward")
 
 
 @exercise("2.2", "reverse sweep", takes=("reverse_sweep",), points=3, minutes=25, seconds=60,
-          reference=JACOBIAN_REFERENCE)
-def check_reverse_sweep(fn: Callable) -> None:
+          reference=JACOBIAN_REFERENCE, cases=graph_cases, probe=on_graph,
+          passed="reverse sweep agrees with minirad on {n} graphs")
+def check_reverse_sweep(case, answer, where) -> None:
     """Exercise 2.2: ``fn(g)`` returns the Jacobian of LCG ``g`` by a reverse sweep.
 
     Same contract and graphs as :func:`check_forward_sweep`, compared with
@@ -246,8 +268,8 @@ reference -- your function called minirad's reverse_sweep (minirad.exact.sweeps)
     """
     from ..exact.sweeps import reverse_sweep
 
-    _check_jacobian_fn(fn, "Exercise 2.2", "reverse sweep", lambda g: reverse_sweep(g).jacobian,
-                       "reverse")
+    _judge_sweep(answer, build_graph(case["graph"]), where,
+                 lambda g: reverse_sweep(g).jacobian, "reverse")
 
 
 # ------------------------------------------------------- planted mistakes

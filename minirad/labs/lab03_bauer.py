@@ -1,5 +1,10 @@
 """Lab 3's exercise: counting paths exactly (3.1).
 
+The graphs are those of Lab 2 plus graphs with billions to about 3e21
+paths, where walking the paths one by one cannot finish and counts held in
+floats or numpy integers are inexact: only integer dynamic programming
+passes.
+
 >>> def count_paths(g):                   # Python ints keep every digit
 ...     counts = np.zeros((g.n_vertices, len(g.inputs)), dtype=object)
 ...     counts[list(g.inputs), range(len(g.inputs))] = 1
@@ -7,37 +12,52 @@
 ...         counts[v] += counts[u]
 ...     return counts[list(g.outputs)]
 >>> check_count_paths(count_paths)
-Exercise 3.1 passed: path counts exact on 13 graphs (the largest: 2954312706550833698643)
+Exercise 3.1 passed: path counts exact on 13 graphs
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from numbers import Integral
 
 import numpy as np
 
-from .checking import (
-    CheckFailed,
-    call_student,
-    location,
-    one,
-    passed,
-)
+from .checking import CheckFailed, build_graph, call_student, one, type_name
 from .exercise import exercise
 from .lab02_lcg import (
     JACOBIAN_REFERENCE,
     OVERWRITE_HINT,
-    check_graphs,
+    graph_cases,
     matches_any,
     overwrite_variants,
     planted_forward,
 )
 
-__all__ = ["MISTAKES", "check_count_paths"]
+__all__ = ["MISTAKES", "SECONDS", "check_count_paths"]
+
+#: seconds the student's function may take on one graph (dynamic programming takes
+#: milliseconds; walking 3e21 paths never ends)
+SECONDS = 10.0
 
 
 # ------------------------------------------------------------- lab 3: paths
+def _cases(rng) -> list[dict]:
+    """The graphs of Lab 2 and the large ones."""
+    return graph_cases(rng, counts=True)
+
+
+def _probe(fns, case, where):
+    return call_student(fns[0], where, build_graph(case["graph"]), seconds=SECONDS)
+
+
+def _slow(case) -> str:
+    """Why a graph is slow, told by the grader: the number of paths is the answer's sum."""
+    from ..exact.paths import count_paths
+
+    total = sum(int(c) for c in count_paths(build_graph(case["graph"])).flat)
+    return (f" -- this graph has {total} input-output paths; visiting them one by one "
+            f"cannot finish, so count by dynamic programming over the vertices")
+
+
 def _exact_hint(kind: str, largest: int) -> str:
     """Why a count came out wrong, from the kind of number that holds it (only when
     ``largest``, the graph's largest count, is too big for that kind to hold)."""
@@ -63,65 +83,43 @@ def _number_kind(raw: np.ndarray) -> str:
 
 
 @exercise("3.1", "count paths", takes=("count_paths",), points=3, minutes=30, seconds=150,
-          reference=JACOBIAN_REFERENCE)
-def check_count_paths(fn: Callable, seconds: float = 10.0) -> None:
+          reference=JACOBIAN_REFERENCE, cases=_cases, probe=_probe, slow=_slow,
+          passed="path counts exact on {n} graphs")
+def check_count_paths(case, answer, where) -> None:
     """Exercise 3.1: ``fn(g)`` returns the exact number of paths from each input
     to each output, shape (n_outputs, n_inputs).
 
-    Compared entry by entry, exactly, with :func:`minirad.exact.paths.count_paths`
-    on ``check_graphs("counts")``, which includes graphs with about 4.5e9
-    and 3^45 (about 3e21) paths.  Walking the paths one by one cannot finish
-    on those (each graph gets ``seconds``); counts held in floats or numpy
-    int64 are inexact there, so only integer dynamic programming passes.
-
-    >>> def count_paths(g):                   # Python ints keep every digit
-    ...     counts = np.zeros((g.n_vertices, len(g.inputs)), dtype=object)
-    ...     counts[list(g.inputs), range(len(g.inputs))] = 1
-    ...     for u, v, _ in g.edges():
-    ...         counts[v] += counts[u]
-    ...     return counts[list(g.outputs)]
-    >>> check_count_paths(count_paths)
-    Exercise 3.1 passed: path counts exact on 13 graphs (the largest: 2954312706550833698643)
+    Compared entry by entry, exactly, with :func:`minirad.exact.paths.count_paths`.
     """
     from ..exact.paths import count_paths
 
-    exercise, topic = "Exercise 3.1", "count paths"
-    graphs = check_graphs("counts")
-    largest = 0
-    for name, g in graphs.items():
-        where = location(exercise, topic, name)
-        expected = count_paths(g)
-        total = sum(int(c) for c in expected.flat)
-        slow = (f" -- this graph has {total} input-output paths; visiting them one by one "
-                f"cannot finish, so count by dynamic programming over the vertices")
-        result = call_student(fn, where, g, seconds=seconds, slow_hint=slow)
-        most = max((int(c) for c in expected.flat), default=0)
-        largest = max(largest, most)
-        try:
-            raw = np.asarray(result)
-            mine = np.asarray(result, dtype=object)  # Python ints keep every digit
-        except (TypeError, ValueError):
-            raise CheckFailed(f"{where}: your function returned {type(result).__name__}, not "
-                              f"an array of counts") from None
-        if mine.shape != expected.shape:
-            hint = " -- did you return the transpose?" if mine.shape == expected.shape[::-1] \
-                else ""
-            raise CheckFailed(f"{where}: your function returned shape {mine.shape} but the "
-                              f"counts have shape {expected.shape} (rows: outputs, columns: "
-                              f"inputs){hint}")
-        for index in np.ndindex(expected.shape):
-            value, exact = mine[index], int(expected[index])
-            right = isinstance(value, (Integral, float, np.floating)) and value == exact
-            if not right:
-                shown = ", ".join(map(str, index))
-                if matches_any(mine, overwrite_variants(g, "forward", np.ones(g.n_edges)),
-                                rtol=0.0):
-                    hint = OVERWRITE_HINT["counts"]
-                else:
-                    hint = _exact_hint(_number_kind(raw), most)
-                raise CheckFailed(f"{where}: your count for entry [{shown}] is {value!r}, "
-                                  f"expected exactly {exact}{hint}")
-    passed(exercise, f"path counts exact on {len(graphs)} graphs (the largest: {largest})")
+    g = build_graph(case["graph"])
+    expected = count_paths(g)
+    most = max((int(c) for c in expected.flat), default=0)
+    try:
+        raw = np.asarray(answer)
+        mine = np.asarray(answer, dtype=object)  # Python ints keep every digit
+    except (TypeError, ValueError):
+        raise CheckFailed(f"{where}: your function returned {type_name(answer)}, not "
+                          f"an array of counts") from None
+    if mine.shape != expected.shape:
+        hint = " -- did you return the transpose?" if mine.shape == expected.shape[::-1] \
+            else ""
+        raise CheckFailed(f"{where}: your function returned shape {mine.shape} but the "
+                          f"counts have shape {expected.shape} (rows: outputs, columns: "
+                          f"inputs){hint}")
+    for index in np.ndindex(expected.shape):
+        value, exact = mine[index], int(expected[index])
+        right = isinstance(value, (Integral, float, np.floating)) and value == exact
+        if not right:
+            shown = ", ".join(map(str, index))
+            if matches_any(mine, overwrite_variants(g, "forward", np.ones(g.n_edges)),
+                           rtol=0.0):
+                hint = OVERWRITE_HINT["counts"]
+            else:
+                hint = _exact_hint(_number_kind(raw), most)
+            raise CheckFailed(f"{where}: your count for entry [{shown}] is {value!r:.60}, "
+                              f"expected exactly {exact}{hint}")
 
 
 #: exercise number -> [(the mistake, a function returning the wrong definitions)]

@@ -1,16 +1,13 @@
 """Lab 4's exercises: vertex elimination (4.1), the Markowitz order (4.2), column colouring
 (4.3) and edge elimination (4.4).
 
-Same contract as :mod:`minirad.labs.checking`: a check runs the student's
-function on several inputs, compares with minirad's own answer, prints one
-line when everything agrees and otherwise raises
-:class:`~minirad.labs.checking.CheckFailed` naming the input (so the student
-can rebuild it) and what differs, without showing minirad's code.
-
 Students work on plain dicts where a graph's edges are needed:
 :func:`edge_dict` turns an LCG into ``{(u_name, v_name): partial}``, and
 :func:`sample_jacobian` runs reverse accumulation on such a dict (a sampled
-graph ``Q`` from Exercise 5.1).
+graph ``Q`` from Exercise 5.1).  The elimination exercises hand the student
+one step at a time, along whole walks (every intermediate of a graph in some
+order), so that fill-in edges made by one step meet the later ones; the
+grader computes each step's input beforehand and sends it as an edge dict.
 
 >>> from minirad import examples
 >>> edges = edge_dict(examples.lab())
@@ -26,23 +23,17 @@ has degree 1 x 1 = 1
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from .. import examples
 from ..exact.edge_elimination import FRONT, eliminate_edges, vertex_order_as_edges
 from ..exact.elimination import eliminate_vertex, elimination_order
 from ..exact.sparsity import colour_columns
 from ..graph.lcg import LCG
-from .checking import (
-    CheckFailed,
-    call_student,
-    location,
-    one,
-    passed,
-)
+from .checking import CheckFailed, build_graph, call_student, one, type_name
 from .exercise import exercise
+from .lab02_lcg import random_graphs
 
 __all__ = [
     "ELIMINATION_REFERENCE", "EdgeTable", "MISTAKES", "as_edge_dict", "check_column_colouring",
@@ -126,18 +117,75 @@ def sample_jacobian(g: LCG, Q: Mapping) -> np.ndarray:
 
 
 # --------------------------------------------------------------- lab 4: 4.1
-def _elimination_walks():
-    """(name, graph, order): every step of each walk is checked on the graph before it."""
-    return [
-        ("figure1()", examples.figure1(), "forward"),
-        ("figure1()", examples.figure1(), "reverse"),
-        ("lecture()", examples.lecture(), "markowitz"),
-        ("lab()", examples.lab(), "forward"),
-        ("two_outputs()", examples.two_outputs(), "forward"),
-        ("random_dag(3, 10, 2, rng=0)", examples.random_dag(3, 10, 2, rng=0), "markowitz"),
-        ("interleaved(3, 3, partials='random', rng=0)",
-         examples.interleaved(3, 3, partials="random", rng=0), "reverse"),
-    ]
+_WALKS = [  # (name, graph, order)
+    ("figure1()", ["figure1", [], {}], "forward"),
+    ("figure1()", ["figure1", [], {}], "reverse"),
+    ("lecture()", ["lecture", [], {}], "markowitz"),
+    ("lab()", ["lab", [], {}], "forward"),
+    ("two_outputs()", ["two_outputs", [], {}], "forward"),
+    ("random_dag(3, 10, 2, rng=0)", ["random_dag", [3, 10, 2], {"rng": 0}], "markowitz"),
+    ("interleaved(3, 3, partials='random', rng=0)",
+     ["interleaved", [3, 3], {"partials": "random", "rng": 0}], "reverse"),
+]
+
+
+def _vertex_walks(rng) -> list[dict]:
+    """The published cases are whole walks: the graph, the order, and each step's input
+    (the edge dict before the step, computed here with minirad, so the kernel needs none
+    of it).  A hidden case is one step from a random point of a walk: a later step's input
+    would show an earlier step's answer, so a case never holds two steps of one walk."""
+    if rng is None:
+        walks = _WALKS
+    else:
+        graphs = random_graphs(rng)
+        walks = [(*graphs[i], order) for i, order in (
+            (0, "forward"), (0, "reverse"), (1, "markowitz"), (2, "forward"), (3, "forward"),
+            (5, "markowitz"), (6, "reverse"), (7, "forward"), (8, "reverse"), (8, "markowitz"))]
+    cases = []
+    for name, spec, order in walks:
+        g, steps = build_graph(spec), []
+        for v in elimination_order(g, order):
+            steps.append({"v": v, "edges": edge_dict(g)})
+            g = eliminate_vertex(g, v)
+        prefix = []
+        if rng is not None and len(steps) > 1:   # one step, after a random prefix of the walk
+            j = int(rng.integers(len(steps) - 1)) + 1 if len(steps) > 2 else 1
+            prefix, steps = [s["v"] for s in steps[:j]], steps[j:j + 1]
+        cases.append({"name": name, "graph": spec, "order": order, "prefix": prefix,
+                      "steps": steps})
+    return cases
+
+
+def _step_where(where: str, done: list[str], step: str) -> str:
+    """``"..., on figure1() after eliminating v2, v3, eliminating v4"``."""
+    after = f" after {', '.join(done)}" if done else ""
+    return f"{where}{after}, {step}"
+
+
+def _eliminated(done: list[str]) -> list[str]:
+    """``["eliminating v2, v3"]``, as a walk's messages say what came before."""
+    return [f"eliminating {', '.join(done)}"] if done else []
+
+
+def _probe_walk(fns, case, where):
+    answers, done = [], list(case["prefix"])
+    for step in case["steps"]:
+        handed = dict(step["edges"])
+        result = call_student(fns[0], _step_where(where, _eliminated(done),
+                                                  f"eliminating {step['v']}"),
+                              handed, step["v"], seconds=10)
+        answers.append({"result": result, "changed": handed != step["edges"]})
+        done.append(step["v"])
+    return answers
+
+
+def _answers(answer, n: int, where: str) -> list:
+    """The per-step answers of a walk, as the probe packed them."""
+    if not (isinstance(answer, list) and len(answer) == n and all(
+            isinstance(a, dict) and set(a) == {"result", "changed"} for a in answer)):
+        raise CheckFailed(f"{where}: the grader could not read your answers to the steps of "
+                          f"this walk")
+    return answer
 
 
 def as_edge_dict(result, where: str, after: str = "the elimination") -> dict:
@@ -179,8 +227,9 @@ def _eliminate_hint(given: dict, v: str, key, mine: float) -> str:
 
 
 @exercise("4.1", "eliminate one vertex", takes=("eliminate_one",), points=3, minutes=25,
-          seconds=60, reference=ELIMINATION_REFERENCE)
-def check_eliminate_vertex(fn: Callable) -> None:
+          seconds=60, reference=ELIMINATION_REFERENCE, cases=_vertex_walks, probe=_probe_walk,
+          passed="eliminate_vertex agrees with minirad along {n} walks")
+def check_eliminate_vertex(case, answer, where) -> None:
     """Exercise 4.1: ``fn(edges, v)`` eliminates intermediate ``v`` from an edge dict.
 
     ``edges`` is ``{(u, w): dw/du}`` keyed by vertex names (see
@@ -191,7 +240,6 @@ def check_eliminate_vertex(fn: Callable) -> None:
     so that fill-in edges created by one step meet later steps.
 
     >>> from minirad.exact.elimination import eliminate_vertex
-    >>> from minirad.labs.lab04_elimination import edge_dict
     >>> def eliminate_one(edges, v):
     ...     g = LCG.from_edges([(a, b, d) for (a, b), d in edges.items()], [], [])
     ...     return edge_dict(eliminate_vertex(g, v))
@@ -201,65 +249,73 @@ def check_eliminate_vertex(fn: Callable) -> None:
     minirad.labs.checking.CheckFailed: Exercise 4.1 (eliminate one vertex), on figure1(), \
 eliminating v2: used the reference -- your function called minirad's eliminate_vertex ...
     """
-    exercise, topic = "Exercise 4.1", "eliminate one vertex"
-    walks = _elimination_walks()
-    steps = 0
-    for name, g, order in walks:
-        done: list[str] = []
-        for v in elimination_order(g, order):
-            label = name if not done else f"{name} after eliminating {', '.join(done)}"
-            where = location(exercise, topic, f"{label}, eliminating {v}")
-            given = edge_dict(g)
-            handed = dict(given)
-            result = call_student(fn, where, handed, v, seconds=10)
-            if handed != given:
-                raise CheckFailed(f"{where}: your function changed the dict it was given; "
-                                  f"build and return a new dict instead (start from a copy)")
-            mine = as_edge_dict(result, where)
-            g = eliminate_vertex(g, v)
-            expected = edge_dict(g)
-            stale = sorted(k for k in mine if v in k)
-            if stale:
-                raise CheckFailed(f"{where}: your result still has the edge {stale[0][0]} -> "
-                                  f"{stale[0][1]}; once {v} is eliminated no edge may touch it")
-            missing = [k for k in expected if k not in mine]
-            if missing:
-                p, s = missing[0]
-                kind = ("a new edge" if (p, s) not in given else "an edge that was already there")
-                raise CheckFailed(f"{where}: your result has no edge {p} -> {s} ({kind}); every "
-                                  f"path {p} -> {v} -> {s} must become an edge {p} -> {s}")
-            extra = [k for k in mine if k not in expected]
-            if extra:
-                raise CheckFailed(f"{where}: your result has an edge {extra[0][0]} -> "
-                                  f"{extra[0][1]} that should not be there")
-            for key, value in expected.items():
-                if abs(mine[key] - value) > 1e-12 * max(1.0, abs(value)):
-                    raise CheckFailed(f"{where}: your partial on {key[0]} -> {key[1]} is "
-                                      f"{_num(mine[key])}, expected {_num(value)}"
-                                      f"{_eliminate_hint(given, v, key, mine[key])}")
-            done.append(v)
-            steps += 1
-    graphs = len({name for name, _, _ in walks})
-    passed(exercise, f"eliminate_vertex agrees with minirad in {steps} steps on {graphs} graphs")
+    g, done = build_graph(case["graph"]), list(case["prefix"])
+    for v in done:
+        g = eliminate_vertex(g, v)
+    for step, got in zip(case["steps"], _answers(answer, len(case["steps"]), where)):
+        v, given = step["v"], step["edges"]
+        at = _step_where(where, _eliminated(done), f"eliminating {v}")
+        if got["changed"]:
+            raise CheckFailed(f"{at}: your function changed the dict it was given; "
+                              f"build and return a new dict instead (start from a copy)")
+        mine = as_edge_dict(got["result"], at)
+        g = eliminate_vertex(g, v)
+        expected = edge_dict(g)
+        stale = sorted(k for k in mine if v in k)
+        if stale:
+            raise CheckFailed(f"{at}: your result still has the edge {stale[0][0]} -> "
+                              f"{stale[0][1]}; once {v} is eliminated no edge may touch it")
+        missing = [k for k in expected if k not in mine]
+        if missing:
+            p, s = missing[0]
+            kind = ("a new edge" if (p, s) not in given else "an edge that was already there")
+            raise CheckFailed(f"{at}: your result has no edge {p} -> {s} ({kind}); every "
+                              f"path {p} -> {v} -> {s} must become an edge {p} -> {s}")
+        extra = [k for k in mine if k not in expected]
+        if extra:
+            raise CheckFailed(f"{at}: your result has an edge {extra[0][0]} -> "
+                              f"{extra[0][1]} that should not be there")
+        for key, value in expected.items():
+            if abs(mine[key] - value) > 1e-12 * max(1.0, abs(value)):
+                raise CheckFailed(f"{at}: your partial on {key[0]} -> {key[1]} is "
+                                  f"{_num(mine[key])}, expected {_num(value)}"
+                                  f"{_eliminate_hint(given, v, key, mine[key])}")
+        done.append(v)
 
 
 # --------------------------------------------------------------- lab 4: 4.2
-def _markowitz_graphs() -> dict[str, LCG]:
-    return {
-        "figure1()": examples.figure1(),
-        "lecture()": examples.lecture(),
-        "lab()": examples.lab(),
-        "two_outputs()": examples.two_outputs(),
-        "independent_paths(3, 3)": examples.independent_paths(3, 3),
-        "interleaved(3, 3)": examples.interleaved(3, 3),
-        "random_dag(3, 10, 2, rng=0)": examples.random_dag(3, 10, 2, rng=0),
-        "random_dag(2, 12, 2, density=0.4, rng=5)":
-            examples.random_dag(2, 12, 2, density=0.4, rng=5),
-        "random_dag(4, 20, 3, density=0.25, rng=7)":
-            examples.random_dag(4, 20, 3, density=0.25, rng=7),
-        "random_dag(1, 30, 1, density=0.15, rng=11)":
-            examples.random_dag(1, 30, 1, density=0.15, rng=11),
-    }
+_MARKOWITZ_GRAPHS = [
+    ("figure1()", ["figure1", [], {}]),
+    ("lecture()", ["lecture", [], {}]),
+    ("lab()", ["lab", [], {}]),
+    ("two_outputs()", ["two_outputs", [], {}]),
+    ("independent_paths(3, 3)", ["independent_paths", [3, 3], {}]),
+    ("interleaved(3, 3)", ["interleaved", [3, 3], {}]),
+    ("random_dag(3, 10, 2, rng=0)", ["random_dag", [3, 10, 2], {"rng": 0}]),
+    ("random_dag(2, 12, 2, density=0.4, rng=5)",
+     ["random_dag", [2, 12, 2], {"density": 0.4, "rng": 5}]),
+    ("random_dag(4, 20, 3, density=0.25, rng=7)",
+     ["random_dag", [4, 20, 3], {"density": 0.25, "rng": 7}]),
+    ("random_dag(1, 30, 1, density=0.15, rng=11)",
+     ["random_dag", [1, 30, 1], {"density": 0.15, "rng": 11}]),
+]
+
+
+def _markowitz_cases(rng) -> list[dict]:
+    if rng is None:
+        graphs = _MARKOWITZ_GRAPHS
+    else:
+        graphs = random_graphs(rng)[:4]
+        for n_in, n_mid, n_out, density in ((3, 10, 2, 0.3), (2, 12, 2, 0.4), (4, 20, 3, 0.25),
+                                            (1, 30, 1, 0.15), (2, 16, 2, 0.3), (3, 24, 2, 0.2)):
+            s = int(rng.integers(2 ** 31))
+            graphs.append((f"random_dag({n_in}, {n_mid}, {n_out}, density={density}, rng={s})",
+                           ["random_dag", [n_in, n_mid, n_out], {"density": density, "rng": s}]))
+    return [{"name": name, "graph": spec} for name, spec in graphs]
+
+
+def _probe_order(fns, case, where):
+    return call_student(fns[0], where, build_graph(case["graph"]), seconds=20)
 
 
 class _Structure:
@@ -275,23 +331,26 @@ class _Structure:
     def degree(self, v: int) -> tuple[int, int]:
         return len(self.pred[v]), len(self.succ[v])
 
-    def eliminate(self, v: int) -> None:
+    def eliminate(self, v: int, fill: bool = True) -> None:
         for s in self.succ[v]:
             self.pred[s].discard(v)
-            self.pred[s] |= self.pred[v]
+            if fill:
+                self.pred[s] |= self.pred[v]
         for p in self.pred[v]:
             self.succ[p].discard(v)
-            self.succ[p] |= self.succ[v]
+            if fill:
+                self.succ[p] |= self.succ[v]
         del self.pred[v], self.succ[v]
 
 
-def _greedy(g: LCG, key) -> list[str]:
-    """A dynamic greedy order: the least ``key(pred, succ, v)`` first."""
+def _greedy(g: LCG, key, fill: bool = True) -> list[str]:
+    """A dynamic greedy order: the least ``key(pred, succ, v)`` first (``fill=False``: an
+    eliminated vertex leaves its neighbours' sets, but no fill-in joins them)."""
     work, left, order = _Structure(g), set(g.intermediates), []
     while left:
         v = min(left, key=lambda u: key(*work.degree(u), u))
         order.append(g.names[v])
-        work.eliminate(v)
+        work.eliminate(v, fill)
         left.discard(v)
     return order
 
@@ -301,13 +360,19 @@ def _markowitz_hint(g: LCG, mine: list[str]) -> str:
     static = {v: len(g.predecessors(v)) * len(g.successors(v)) for v in g.intermediates}
     slips = [
         ([g.names[v] for v in sorted(static, key=lambda v: (static[v], v))],
-         " -- it is the order of the degrees on the original graph; eliminating a vertex "
-         "changes its neighbours' degrees, so recompute them after every step"),
+         " -- it is the order of the degrees on the original graph: the degrees must come "
+         "from the graph left by the earlier eliminations, so after each one update its "
+         "neighbours (its predecessors become predecessors of its successors, and it leaves "
+         "their sets) and recompute their degrees"),
         (_greedy(g, lambda p, s, v: (p * s, -v)),
          " -- ties go to the lowest vertex number (the earliest in g.names), not the highest"),
         (_greedy(g, lambda p, s, v: (p + s, v)),
          " -- the Markowitz degree is |pred| * |succ| (the multiplications the step costs), "
          "not |pred| + |succ|"),
+        (_greedy(g, lambda p, s, v: (p * s, v), fill=False),
+         " -- after eliminating a vertex you take it out of its neighbours' sets but do not "
+         "join its predecessors to its successors: the fill-in edges p -> s count in their "
+         "degrees too"),
     ]
     for order, text in slips:
         if mine == order:
@@ -316,66 +381,61 @@ def _markowitz_hint(g: LCG, mine: list[str]) -> str:
 
 
 @exercise("4.2", "Markowitz order", takes=("markowitz_order",), points=3, minutes=25,
-          seconds=60, reference=ELIMINATION_REFERENCE)
-def check_markowitz_order(fn: Callable) -> None:
+          seconds=60, reference=ELIMINATION_REFERENCE, cases=_markowitz_cases,
+          probe=_probe_order, passed="Markowitz order agrees with minirad on {n} graphs")
+def check_markowitz_order(case, answer, where) -> None:
     """Exercise 4.2: ``fn(g)`` returns the Markowitz elimination order of ``g``, as names.
 
     The rule: repeatedly eliminate the intermediate whose current Markowitz
     degree ``|pred(v)| * |succ(v)|`` (on the graph left by the earlier
     eliminations) is least; among equal degrees take the lowest vertex
     number (the earliest in ``g.names``).  Compared with
-    ``minirad.exact.elimination.elimination_order(g, "markowitz")`` on named and
-    seeded random graphs; the message names the first step that differs.
+    ``minirad.exact.elimination.elimination_order(g, "markowitz")``; the message
+    names the first step that differs.
     """
-    exercise, topic = "Exercise 4.2", "Markowitz order"
-    graphs = _markowitz_graphs()
-    for name, g in graphs.items():
-        where = location(exercise, topic, name)
-        result = call_student(fn, where, g, seconds=20)
-        try:
-            mine = list(result)
-        except TypeError:
-            raise CheckFailed(f"{where}: your function returned {type(result).__name__}; "
-                              f"return a list of vertex names") from None
-        if mine and not all(isinstance(x, str) for x in mine):
-            bad = next(x for x in mine if not isinstance(x, str))
-            hint = " (g.names[v] turns a number into its name)" if isinstance(
-                bad, (int, np.integer)) else ""
-            raise CheckFailed(f"{where}: your order contains {bad!r}; return vertex names "
-                              f"such as 'v3'{hint}")
-        mids = [g.names[v] for v in g.intermediates]
-        if sorted(mine) != sorted(mids):
-            wrong = [x for x in mine if x not in mids]
-            if wrong:
-                raise CheckFailed(f"{where}: your order contains {wrong[0]!r}, which is not "
-                                  f"an intermediate; only intermediates are eliminated")
-            if len(set(mine)) != len(mine):
-                twice = next(x for x in mine if mine.count(x) > 1)
-                raise CheckFailed(f"{where}: your order eliminates {twice} twice")
-            absent = [x for x in mids if x not in mine]
-            raise CheckFailed(f"{where}: your order never eliminates {absent[0]}; it must list "
-                              f"every intermediate once ({len(mids)} of them)")
-        expected = list(elimination_order(g, "markowitz"))
-        if mine == expected:
-            continue
-        i = next(j for j, (a, b) in enumerate(zip(mine, expected)) if a != b)
-        work = _Structure(g)
-        for v in expected[:i]:
-            work.eliminate(g.index(v))
-        (p1, s1), (p2, s2) = work.degree(g.index(mine[i])), work.degree(g.index(expected[i]))
-        after = f" (after eliminating {', '.join(expected[:i])})" if i else ""
-        if p1 * s1 == p2 * s2:
-            reason = (f"{expected[i]} has the same degree and a lower vertex number, and ties go "
-                      f"to the lowest number")
-        else:
-            reason = f"{expected[i]} has degree {p2} x {s2} = {p2 * s2}"
-        raise CheckFailed(f"{where}: your order is {mine}; step {i + 1}{after} eliminates "
-                          f"{mine[i]}, whose Markowitz degree is {p1} x {s1} = {p1 * s1}, but "
-                          f"{reason}{_markowitz_hint(g, mine)}")
-    passed(exercise, f"Markowitz order agrees with minirad on {len(graphs)} graphs")
+    g = build_graph(case["graph"])
+    if not isinstance(answer, (list, tuple, np.ndarray)):
+        raise CheckFailed(f"{where}: your function returned {type_name(answer)}; "
+                          f"return a list of vertex names")
+    mine = list(answer)
+    if mine and not all(isinstance(x, str) for x in mine):
+        bad = next(x for x in mine if not isinstance(x, str))
+        hint = " (g.names[v] turns a number into its name)" if isinstance(
+            bad, (int, np.integer)) else ""
+        raise CheckFailed(f"{where}: your order contains {bad!r:.40}; return vertex names "
+                          f"such as 'v3'{hint}")
+    mids = [g.names[v] for v in g.intermediates]
+    if sorted(mine) != sorted(mids):
+        wrong = [x for x in mine if x not in mids]
+        if wrong:
+            raise CheckFailed(f"{where}: your order contains {wrong[0]!r}, which is not "
+                              f"an intermediate; only intermediates are eliminated")
+        if len(set(mine)) != len(mine):
+            twice = next(x for x in mine if mine.count(x) > 1)
+            raise CheckFailed(f"{where}: your order eliminates {twice} twice")
+        absent = [x for x in mids if x not in mine]
+        raise CheckFailed(f"{where}: your order never eliminates {absent[0]}; it must list "
+                          f"every intermediate once ({len(mids)} of them)")
+    expected = list(elimination_order(g, "markowitz"))
+    if mine == expected:
+        return
+    i = next(j for j, (a, b) in enumerate(zip(mine, expected)) if a != b)
+    work = _Structure(g)
+    for v in expected[:i]:
+        work.eliminate(g.index(v))
+    (p1, s1), (p2, s2) = work.degree(g.index(mine[i])), work.degree(g.index(expected[i]))
+    after = f" (after eliminating {', '.join(expected[:i])})" if i else ""
+    if p1 * s1 == p2 * s2:
+        reason = (f"{expected[i]} has the same degree and a lower vertex number, and ties go "
+                  f"to the lowest number")
+    else:
+        reason = f"{expected[i]} has degree {p2} x {s2} = {p2 * s2}"
+    raise CheckFailed(f"{where}: your order is {mine}; step {i + 1}{after} eliminates "
+                      f"{mine[i]}, whose Markowitz degree is {p1} x {s1} = {p1 * s1}, but "
+                      f"{reason}{_markowitz_hint(g, mine)}")
 
 
-# ----------------------------------------------------------- colouring
+# ----------------------------------------------------------- 4.3: colouring
 def colouring_patterns() -> dict[str, np.ndarray]:
     """The patterns :func:`check_column_colouring` runs on, by name.
 
@@ -396,6 +456,33 @@ def colouring_patterns() -> dict[str, np.ndarray]:
     }
 
 
+def _colouring_cases(rng) -> list[dict]:
+    if rng is None:
+        return [{"name": name, "P": P} for name, P in colouring_patterns().items()]
+    cases = []
+    for band in (1, 2):
+        n = int(rng.integers(5, 10))
+        i, j = np.indices((n, n))
+        cases.append({"name": f"a band of half-width {band}, {n} x {n}", "P": abs(i - j) <= band})
+    n = int(rng.integers(4, 8))
+    i, j = np.indices((n, n))
+    cases.append({"name": f"arrow, dense row ({n})", "P": (i == j) | (i == 0)})
+    cases.append({"name": f"arrow, dense column ({n})", "P": (i == j) | (j == 0)})
+    size, blocks = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    i, j = np.indices((size * blocks, size * blocks))
+    cases.append({"name": f"block diagonal ({blocks} x {size})", "P": i // size == j // size})
+    for _ in range(2):
+        rows, cols = (int(x) for x in rng.integers(5, 10, 2))
+        density = round(float(rng.uniform(0.2, 0.4)), 2)
+        cases.append({"name": f"a random {rows} x {cols} pattern of density {density}",
+                      "P": rng.random((rows, cols)) < density})
+    return cases
+
+
+def _probe_colouring(fns, case, where):
+    return call_student(fns[0], where, case["P"].copy())
+
+
 def _colours(result, n: int, where: str) -> list[int]:
     try:
         colours = [int(c) for c in result]
@@ -413,57 +500,118 @@ def _colours(result, n: int, where: str) -> list[int]:
 
 
 @exercise("4.3", "colour the columns of a pattern", takes=("colour_columns",), points=2,
-          minutes=20, seconds=60, reference=("minirad.exact.sparsity", "minirad.exact.compressed"))
-def check_column_colouring(fn: Callable) -> None:
+          minutes=20, seconds=60, reference=("minirad.exact.sparsity", "minirad.exact.compressed"),
+          topic="column colouring", cases=_colouring_cases, probe=_probe_colouring,
+          passed="column colouring valid and compact on {n} patterns")
+def check_column_colouring(case, answer, where) -> None:
     """Exercise 4.3: ``fn(P)`` returns one colour per column of the Boolean pattern
     ``P`` (rows: outputs, columns: inputs) such that no row holds two columns of
     the same colour, using no more colours than greedy colouring does (in
     column order or largest-first order, whichever needs more)."""
-    patterns = colouring_patterns()
-    for name, P in patterns.items():
-        where = location("Exercise 4.3", "column colouring", name)
-        colours = _colours(call_student(fn, where, P.copy()), P.shape[1], where)
-        for row in range(P.shape[0]):
-            seen: dict[int, int] = {}
-            for col in np.flatnonzero(P[row]).tolist():
-                c = colours[col]
-                if c in seen:
-                    raise CheckFailed(
-                        f"{where}: columns {seen[c]} and {col} both have colour {c} but both "
-                        f"are nonzero in row {row}: one forward sweep seeded with both would "
-                        f"add their entries in that row")
-                seen[c] = col
-        # what greedy colouring reaches, in column order and largest-first order
-        bound = max(colour_columns(P, "natural").n_colours,
-                    colour_columns(P, "largest_first").n_colours)
-        used = len(set(colours))
-        if used > bound:
-            raise CheckFailed(
-                f"{where}: your colouring is valid but uses {used} colours; greedy colouring "
-                f"(take the columns in order, give each the smallest colour that no column "
-                f"sharing a row with it has) needs only {bound}")
-    passed("Exercise 4.3", f"column colouring valid and compact on {len(patterns)} patterns")
+    P = case["P"]
+    colours = _colours(answer, P.shape[1], where)
+    for row in range(P.shape[0]):
+        seen: dict[int, int] = {}
+        for col in np.flatnonzero(P[row]).tolist():
+            c = colours[col]
+            if c in seen:
+                raise CheckFailed(
+                    f"{where}: columns {seen[c]} and {col} both have colour {c} but both "
+                    f"are nonzero in row {row}: one forward sweep seeded with both would "
+                    f"add their entries in that row")
+            seen[c] = col
+    # what greedy colouring reaches, in column order and largest-first order
+    bound = max(colour_columns(P, "natural").n_colours,
+                colour_columns(P, "largest_first").n_colours)
+    used = len(set(colours))
+    if used > bound:
+        raise CheckFailed(
+            f"{where}: your colouring is valid but uses {used} colours; greedy colouring "
+            f"(take the columns in order, give each the smallest colour that no column "
+            f"sharing a row with it has) needs only {bound}")
 
 
 # --------------------------------------------------------------- lab 4: 4.4
-def _walks() -> list[tuple[str, LCG, tuple]]:
-    """(name, graph, edge sequence): front only, back only, and mixed sequences."""
-    figure1, beats = examples.figure1(), examples.edge_beats_vertex()
-    two, lab = examples.two_outputs(), examples.lab()
-    random = examples.random_dag(3, 6, 2, rng=0)
-    return [
-        ("figure1()", figure1, vertex_order_as_edges(figure1, "forward", "front")),
-        ("figure1()", figure1, vertex_order_as_edges(figure1, "reverse", "back")),
-        ("edge_beats_vertex()", beats, eliminate_edges(beats, "optimal").sequence),
-        ("two_outputs()", two, eliminate_edges(two, "markowitz").sequence),
-        ("lab()", lab, (("v3", "f", "back"), ("x", "v2", "front"), ("y", "v2", "front"))),
-        ("random_dag(3, 6, 2, rng=0)", random, eliminate_edges(random, "markowitz").sequence),
-    ]
+_EDGE_WALKS = [  # (name, graph, how its sequence is made)
+    ("figure1()", ["figure1", [], {}], ("forward", "front")),
+    ("figure1()", ["figure1", [], {}], ("reverse", "back")),
+    ("edge_beats_vertex()", ["edge_beats_vertex", [], {}], "optimal"),
+    ("two_outputs()", ["two_outputs", [], {}], "markowitz"),
+    ("lab()", ["lab", [], {}], [["v3", "f", "back"], ["x", "v2", "front"], ["y", "v2", "front"]]),
+    ("random_dag(3, 6, 2, rng=0)", ["random_dag", [3, 6, 2], {"rng": 0}], "markowitz"),
+]
+
+
+def _sequence(g: LCG, how) -> list:
+    if isinstance(how, tuple):
+        return [list(step) for step in vertex_order_as_edges(g, *how)]
+    if isinstance(how, str):
+        return [list(step) for step in eliminate_edges(g, how).sequence]
+    return how
+
+
+def _edge_walks(rng) -> list[dict]:
+    """Front only, back only and mixed sequences; each step's input computed here.  As in
+    Exercise 4.1, a hidden case is one step from a random point of a sequence."""
+    if rng is None:
+        walks = _EDGE_WALKS
+    else:
+        graphs = random_graphs(rng)
+        s = int(rng.integers(2 ** 31))
+        walks = [(*graphs[0], ("forward", "front")), (*graphs[0], ("reverse", "back")),
+                 ("edge_beats_vertex()", ["edge_beats_vertex", [], {}], "markowitz"),
+                 (*graphs[3], "markowitz"), (*graphs[2], ("reverse", "back")),
+                 (*graphs[1], ("forward", "front")), (*graphs[5], "markowitz"),
+                 (f"random_dag(3, 6, 2, rng={s})", ["random_dag", [3, 6, 2], {"rng": s}],
+                  "markowitz")]
+    cases = []
+    for name, spec, how in walks:
+        g = build_graph(spec)
+        steps = []
+        for i, j, direction in _sequence(g, how):
+            steps.append({"step": [i, j, direction], "edges": edge_dict(g)})
+            g = eliminate_edges(g, [(i, j, direction)]).graph
+        prefix = []
+        if rng is not None and len(steps) > 1:
+            j = int(rng.integers(len(steps)))
+            prefix, steps = [s["step"] for s in steps[:j]], steps[j:j + 1]
+        cases.append({"name": name, "graph": spec, "prefix": prefix, "steps": steps})
+    return cases
+
+
+def _edge_step_name(step) -> str:
+    i, j, direction = step
+    return f"{direction}-eliminating {i} -> {j}"
+
+
+def _done_steps(prefix) -> list[str]:
+    return ["{2} {0} -> {1}".format(*step) for step in prefix]
+
+
+def _probe_edge_walk(fns, case, where):
+    answers, done = [], _done_steps(case["prefix"])
+    for step in case["steps"]:
+        handed = dict(step["edges"])
+        result = call_student(fns[0], _step_where(where, done, _edge_step_name(step["step"])),
+                              handed, *step["step"], seconds=10)
+        answers.append({"result": result, "changed": handed != step["edges"]})
+        done.append("{2} {0} -> {1}".format(*step["step"]))
+    return answers
 
 
 def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
     i, j, direction = step
     end = j if direction == FRONT else i
+    other = "back" if direction == FRONT else "front"
+    swapped = _edge_step()(given, i, j, other)
+    if mine != expected and set(mine) == set(swapped) and all(
+            abs(mine[k] - swapped[k]) <= 1e-12 * max(1.0, abs(swapped[k])) for k in mine):
+        rule = ("front elimination of i -> j joins i to every successor k of j "
+                "(i -> k += dk/dj * dj/di)" if direction == FRONT else
+                "back elimination of i -> j joins every predecessor h of i to j "
+                "(h -> j += dj/di * di/dh)")
+        raise CheckFailed(f"{where}: your result is what {other}-eliminating {i} -> {j} gives; "
+                          f"front and back are swapped -- {rule}")
     if (i, j) in mine:
         raise CheckFailed(f"{where}: your result still has the edge {i} -> {j}; the eliminated "
                           f"edge must go")
@@ -492,37 +640,31 @@ def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
 
 @exercise("4.4", "eliminate one edge", takes=("eliminate_edge",), points=3, minutes=30,
           seconds=60, reference=("minirad.exact.edge_elimination", "minirad.exact.face_elimination",
-                                 "minirad.exact._cheapest"))
-def check_eliminate_edge(fn: Callable) -> None:
+                                 "minirad.exact._cheapest"),
+          cases=_edge_walks, probe=_probe_edge_walk,
+          passed="edge elimination agrees with minirad along {n} sequences")
+def check_eliminate_edge(case, answer, where) -> None:
     """Exercise 4.4: ``fn(edges, i, j, direction)`` eliminates the edge ``i -> j`` from
     an edge dict, by front (``"front"``) or back (``"back"``) elimination.
 
     Only steps the definitions allow are asked for (``j`` an intermediate
     for front, ``i`` for back).  ``fn`` returns a new dict for the graph
     after the step and must leave ``edges`` unchanged.  Compared step by step with
-    minirad along front-only, back-only and mixed sequences on five graphs.
+    minirad along front-only, back-only and mixed sequences.
     """
-    exercise, topic = "Exercise 4.4", "eliminate one edge"
-    steps = 0
-    walks = _walks()
-    for name, g, sequence in walks:
-        done: list[str] = []
-        for i, j, direction in sequence:
-            label = name if not done else f"{name} after {', '.join(done)}"
-            where = location(exercise, topic, f"{label}, {direction}-eliminating {i} -> {j}")
-            given = edge_dict(g)
-            handed = dict(given)
-            result = call_student(fn, where, handed, i, j, direction, seconds=10)
-            if handed != given:
-                raise CheckFailed(f"{where}: your function changed the dict it was given; "
-                                  f"build and return a new dict instead (start from a copy)")
-            g = eliminate_edges(g, [(i, j, direction)]).graph
-            mine = as_edge_dict(result, where, after="the step")
-            _compare(mine, edge_dict(g), given, (i, j, direction), where)
-            done.append(f"{direction} {i} -> {j}")
-            steps += 1
-    passed(exercise, f"edge elimination agrees with minirad in {steps} steps, {len(walks)} "
-                     f"sequences on {len({name for name, _, _ in walks})} graphs")
+    g, done = build_graph(case["graph"]), _done_steps(case["prefix"])
+    if case["prefix"]:
+        g = eliminate_edges(g, [tuple(step) for step in case["prefix"]]).graph
+    for step, got in zip(case["steps"], _answers(answer, len(case["steps"]), where)):
+        i, j, direction = step["step"]
+        at = _step_where(where, done, _edge_step_name(step["step"]))
+        if got["changed"]:
+            raise CheckFailed(f"{at}: your function changed the dict it was given; "
+                              f"build and return a new dict instead (start from a copy)")
+        g = eliminate_edges(g, [(i, j, direction)]).graph
+        mine = as_edge_dict(got["result"], at, after="the step")
+        _compare(mine, edge_dict(g), step["edges"], (i, j, direction), at)
+        done.append(f"{direction} {i} -> {j}")
 
 
 # ------------------------------------------------------- planted mistakes
@@ -554,18 +696,31 @@ def _greedy_order(key):
     return order
 
 
+def _stale_neighbours(g):
+    """Degrees recomputed after every step, but on neighbour sets never updated."""
+    pred = {v: set(g.predecessors(v)) for v in range(g.n_vertices)}
+    succ = {v: set(g.successors(v)) for v in range(g.n_vertices)}
+    left, result = set(g.intermediates), []
+    while left:
+        v = min(left, key=lambda u: (len(pred[u]) * len(succ[u]), u))
+        left.remove(v)
+        result.append(g.names[v])
+    return result
+
+
 def _static_order(g):
     degree = {v: len(g.predecessors(v)) * len(g.successors(v)) for v in g.intermediates}
     return [g.names[v] for v in sorted(degree, key=lambda v: (degree[v], v))]
 
 
-def _edge_step(add: bool = True, prune: bool = True):
-    """Exercise 4.4's edge step, with the product replacing an existing partial
-    (``add=False``) or a vertex nothing reaches kept (``prune=False``)."""
+def _edge_step(add: bool = True, prune: bool = True, swap: bool = False):
+    """Exercise 4.4's edge step, right by default; with the product replacing an existing
+    partial (``add=False``), a vertex nothing reaches kept (``prune=False``), or front and
+    back swapped (``swap=True``)."""
     def eliminate_edge(edges, i, j, direction):
         new = dict(edges)
         c_ji = new.pop((i, j))
-        front = direction == "front"
+        front = (direction == "front") != swap
         for (a, b), c in edges.items():
             if (a == j) if front else (b == i):
                 key = (i, b) if front else (a, j)
@@ -587,6 +742,8 @@ MISTAKES = {
     ],
     "4.2": [
         ("degrees computed once, on the original graph", one(_static_order)),
+        ("neighbours not updated after a step (degrees recomputed on the original sets)",
+         one(_stale_neighbours)),
         ("ties to the highest vertex number", one(_greedy_order(lambda p, s, v: (p * s, -v)))),
         ("|pred| + |succ| instead of the product",
          one(_greedy_order(lambda p, s, v: (p + s, v)))),
@@ -598,5 +755,6 @@ MISTAKES = {
     "4.4": [
         ("the product replaces the partial already on the edge", one(_edge_step(add=False))),
         ("a vertex nothing reaches kept", one(_edge_step(prune=False))),
+        ("front and back swapped", one(_edge_step(swap=True))),
     ],
 }

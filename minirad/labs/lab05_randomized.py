@@ -10,26 +10,32 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
-from .. import examples
 from ..graph.lcg import LCG
 from ..randomized.sampling import path_sampling_variance
 from .checking import (
     CheckFailed,
+    build_graph,
     call_student,
     compare_jacobian,
-    location,
     one,
-    passed,
     time_limit,
+    type_name,
 )
 from .exercise import exercise
+from .lab02_lcg import on_graph, random_graphs
 from .lab04_elimination import EdgeTable, edge_dict
 
-__all__ = ["MISTAKES", "check_sample_Q", "check_variance_k1", "planted_variances"]
+__all__ = ["MISTAKES", "Z_LIMIT", "check_sample_Q", "check_variance_k1", "planted_variances"]
+
+#: an entry of the mean may differ from the exact Jacobian by this many standard errors
+Z_LIMIT = 5.0
+#: samples per case for the statistical tests, and seconds the student's function may take
+#: for all of them
+SAMPLES, SECONDS = 2000, 60.0
 
 
 def _num(x) -> str:
@@ -37,26 +43,63 @@ def _num(x) -> str:
 
 
 # --------------------------------------------------------------- lab 5: 5.1
-# (name, graph builder, k, samples for the statistical tests)
-_SAMPLING_CASES = [
-    ("figure1()", examples.figure1, 1, 2000),
-    ("figure1()", examples.figure1, 2, 2000),
+_SAMPLING_GRAPHS = [  # (name, graph, k)
+    ("figure1()", ["figure1", [], {}], 1),
+    ("figure1()", ["figure1", [], {}], 2),
     ("interleaved(3, 3, partials='random', rng=0)",
-     lambda: examples.interleaved(3, 3, partials="random", rng=0), 2, 2000),
+     ["interleaved", [3, 3], {"partials": "random", "rng": 0}], 2),
     ("independent_paths(4, 3, partials='random', rng=1)",
-     lambda: examples.independent_paths(4, 3, partials="random", rng=1), 2, 2000),
+     ["independent_paths", [4, 3], {"partials": "random", "rng": 1}], 2),
     ("random_dag(2, 8, 2, density=0.4, rng=3)",
-     lambda: examples.random_dag(2, 8, 2, density=0.4, rng=3), 1, 2000),
+     ["random_dag", [2, 8, 2], {"density": 0.4, "rng": 3}], 1),
 ]
 
-#: an entry of the mean may differ from the exact Jacobian by this many standard errors
-Z_LIMIT = 5.0
+
+def _sampling_cases(rng) -> list[dict]:
+    """Each case: a graph, k, two seeds the student's function must reproduce with, and the
+    seed of the generator the statistical tests draw from."""
+    if rng is None:
+        return [{"name": f"{name} with k={k}", "graph": spec, "k": k, "seeds": [123, 456],
+                 "seed": 2021} for name, spec, k in _SAMPLING_GRAPHS]
+    graphs = random_graphs(rng)
+    s = [int(x) for x in rng.integers(2 ** 31, size=3)]
+    width, depth = int(rng.integers(3, 5)), int(rng.integers(2, 4))
+    chosen = [(*graphs[0], 1), (*graphs[0], int(rng.integers(2, 4))),
+              (f"interleaved(3, {depth}, partials='random', rng={s[0]})",
+               ["interleaved", [3, depth], {"partials": "random", "rng": s[0]}], 2),
+              (f"independent_paths({width}, 3, partials='random', rng={s[1]})",
+               ["independent_paths", [width, 3], {"partials": "random", "rng": s[1]}], 2),
+              (f"random_dag(2, 8, 2, density=0.4, rng={s[2]})",
+               ["random_dag", [2, 8, 2], {"density": 0.4, "rng": s[2]}], 1)]
+    return [{"name": f"{name} with k={k}", "graph": spec, "k": k,
+             "seeds": [int(x) for x in rng.integers(10 ** 6, size=2)],
+             "seed": int(rng.integers(10 ** 6))} for name, spec, k in chosen]
+
+
+def _snapshot(raw):
+    """The student's sample as it is now (a function that refills one dict and returns it
+    again would otherwise hand every sample the last one's edges)."""
+    return dict(raw) if isinstance(raw, dict) else raw
+
+
+def _probe_sampling(fns, case, where):
+    fn, g, k = fns[0], build_graph(case["graph"]), case["k"]
+    repeat = {seed: [_snapshot(call_student(fn, where, g, k, np.random.default_rng(seed),
+                                            seconds=SECONDS)) for _ in range(2)]
+              for seed in case["seeds"]}
+    rng = np.random.default_rng(case["seed"])
+    samples = []
+    with time_limit(SECONDS, where, " for all the samples of this case; is your function "
+                                    "much slower than it needs to be?"):
+        for _ in range(SAMPLES):
+            samples.append(_snapshot(call_student(fn, where, g, k, rng)))
+    return {"repeat": repeat, "samples": samples}
 
 
 def _as_sample(result, table: EdgeTable, where: str) -> dict[tuple[int, int], float]:
     """The student's Q as {(u, v) numbers: weight}, after checking its form."""
     if not isinstance(result, Mapping):
-        raise CheckFailed(f"{where}: your function returned {type(result).__name__}; return a "
+        raise CheckFailed(f"{where}: your function returned {type_name(result)}; return a "
                           f"dict {{(u_name, v_name): weight}} of the sampled edges")
     Q = {}
     for key, value in result.items():
@@ -125,8 +168,10 @@ def _draw_counts(Q: dict, table: EdgeTable, k: int, where: str) -> dict[int, dic
 
 @exercise("5.1", "Algorithm 1", takes=("sample_Q",), points=4, minutes=35, seconds=150,
           reference=("minirad.randomized.sampling", "minirad.randomized._batches",
-                     "minirad.randomized.experiments"))
-def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
+                     "minirad.randomized.experiments"),
+          cases=_sampling_cases, probe=_probe_sampling,
+          passed="Algorithm 1 well formed, reproducible and unbiased on {n} cases")
+def check_sample_Q(case, answer, where) -> None:
     """Exercise 5.1: ``fn(g, k, rng)`` runs Algorithm 1 once and returns the sampled edges.
 
     The result is a dict ``{(u_name, v_name): weight}`` holding only the
@@ -139,13 +184,13 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
     1. form: only edges out of visited vertices, weights that are whole
        multiples of ``d_u / k * partial``, exactly ``k`` draws per visited
        vertex with successors;
-    2. reproducibility: two calls with ``np.random.default_rng(123)`` return
-       the same dict, and so do two with ``np.random.default_rng(456)``;
-    3. unbiasedness: over 2000 samples drawn with the generator
-       ``np.random.default_rng(2021)``, every Jacobian entry of the mean is
-       within ``Z_LIMIT = 5`` standard errors of the exact Jacobian (the
-       standard error from minirad's exact variance of Algorithm 1, so a
-       correct sampler fails with probability below one in a million);
+    2. reproducibility: two calls with a generator seeded the same (123, then
+       456 in the published cases) return the same dict;
+    3. unbiasedness: over 2000 samples drawn with one generator (seeded 2021),
+       every Jacobian entry of the mean is within ``Z_LIMIT = 5`` standard
+       errors of the exact Jacobian (the standard error from minirad's exact
+       variance of Algorithm 1, so a correct sampler fails with probability
+       below one in a million);
     4. draws with replacement: for ``k >= 2`` the same edge is drawn twice
        about as often as uniform draws with replacement make it happen
        (between 0.6 and 1.4 times the expected number of repeats).
@@ -160,75 +205,76 @@ def check_sample_Q(fn: Callable, seconds: float = 60.0) -> None:
     minirad.labs.checking.CheckFailed: Exercise 5.1 (Algorithm 1), on figure1() with k=1: used \
 the reference -- your function called minirad's sample_paths ...
     """
-    exercise, topic = "Exercise 5.1", "Algorithm 1"
-    total = 0
-    for name, build, k, n in _SAMPLING_CASES:
-        g = build()
-        where = location(exercise, topic, f"{name} with k={k}")
-        table = EdgeTable(g)
-        for seed in (123, 456):
-            first, again = (_as_sample(call_student(fn, where, g, k, np.random.default_rng(seed),
-                                                    seconds=seconds), table, where)
-                            for _ in range(2))
-            if first != again:
-                raise CheckFailed(f"{where}: two calls with np.random.default_rng({seed}) "
-                                  f"returned different samples; draw every random number from "
-                                  f"the rng argument (e.g. rng.integers(d)), never from "
-                                  f"np.random or the random module")
-        rng = np.random.default_rng(2021)
-        estimates = np.empty((n, len(g.outputs), len(g.inputs)))
-        repeats, expected_repeats = 0, 0.0
-        with time_limit(seconds, where, " for all the samples of this case; is your "
-                                        "function much slower than it needs to be?"):
-            for i in range(n):
-                raw = call_student(fn, where, g, k, rng)
-                Q = _as_sample(raw, table, f"{where} (sample {i + 1})")
-                draws = _draw_counts(Q, table, k, f"{where} (sample {i + 1})")
-                for u, counts in draws.items():
-                    d = table.out_degree[u]
-                    if k >= 2 and d >= 2:
-                        repeats += sum(m * (m - 1) for m in counts.values())
-                        expected_repeats += k * (k - 1) / d
-                estimates[i] = table.jacobian(raw)
-        exact = table.jacobian(edge_dict(g))
-        stderr = np.sqrt(path_sampling_variance(g, k) / n)
-        mean = estimates.mean(axis=0)
-        allowed = Z_LIMIT * stderr + 1e-9 * max(1.0, float(np.abs(exact).max()))
-        bad = np.abs(mean - exact) > allowed
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            y, x = g.names[g.outputs[i]], g.names[g.inputs[j]]
-            raise CheckFailed(
-                f"{where}: over {n} samples your mean estimate of d{y}/d{x} is "
-                f"{_num(mean[i, j])} but the exact value is {_num(exact[i, j])}, "
-                f"{abs(mean[i, j] - exact[i, j]) / max(stderr[i, j], 1e-300):.1f} standard "
-                f"errors away (allowed: {Z_LIMIT:g}); the estimate is biased -- draw each "
-                f"successor with probability 1/d and weight each draw by d/k")
-        if expected_repeats >= 100 and not 0.6 <= repeats / expected_repeats <= 1.4:
-            raise CheckFailed(
-                f"{where}: over {n} samples the same edge was drawn twice at one vertex "
-                f"{repeats} times (counting pairs of draws), but uniform draws with "
-                f"replacement repeat about {expected_repeats:.0f} times; draw the k "
-                f"successors independently, with replacement")
-        total += n
-    passed(exercise, f"Algorithm 1 well formed, reproducible and unbiased on "
-                     f"{len(_SAMPLING_CASES)} cases ({total} samples)")
+    g, k = build_graph(case["graph"]), case["k"]
+    table = EdgeTable(g)
+    if not (isinstance(answer, dict) and set(answer) == {"repeat", "samples"}):
+        raise CheckFailed(f"{where}: the grader could not read your samples")
+    for seed in case["seeds"]:
+        first, again = (_as_sample(raw, table, where) for raw in answer["repeat"][seed])
+        if first != again:
+            raise CheckFailed(f"{where}: two calls with np.random.default_rng({seed}) "
+                              f"returned different samples; draw every random number from "
+                              f"the rng argument (e.g. rng.integers(d)), never from "
+                              f"np.random or the random module")
+    n = len(answer["samples"])
+    estimates = np.empty((n, len(g.outputs), len(g.inputs)))
+    repeats, expected_repeats = 0, 0.0
+    for i, raw in enumerate(answer["samples"]):
+        Q = _as_sample(raw, table, f"{where} (sample {i + 1})")
+        draws = _draw_counts(Q, table, k, f"{where} (sample {i + 1})")
+        for u, counts in draws.items():
+            d = table.out_degree[u]
+            if k >= 2 and d >= 2:
+                repeats += sum(m * (m - 1) for m in counts.values())
+                expected_repeats += k * (k - 1) / d
+        estimates[i] = table.jacobian(raw)
+    exact = table.jacobian(edge_dict(g))
+    stderr = np.sqrt(path_sampling_variance(g, k) / n)
+    mean = estimates.mean(axis=0)
+    allowed = Z_LIMIT * stderr + 1e-9 * max(1.0, float(np.abs(exact).max()))
+    bad = np.abs(mean - exact) > allowed
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        y, x = g.names[g.outputs[i]], g.names[g.inputs[j]]
+        raise CheckFailed(
+            f"{where}: over {n} samples your mean estimate of d{y}/d{x} is "
+            f"{_num(mean[i, j])} but the exact value is {_num(exact[i, j])}, "
+            f"{abs(mean[i, j] - exact[i, j]) / max(stderr[i, j], 1e-300):.1f} standard "
+            f"errors away (allowed: {Z_LIMIT:g}); the estimate is biased -- draw each "
+            f"successor with probability 1/d and weight each draw by d/k")
+    if expected_repeats >= 100 and not 0.6 <= repeats / expected_repeats <= 1.4:
+        raise CheckFailed(
+            f"{where}: over {n} samples the same edge was drawn twice at one vertex "
+            f"{repeats} times (counting pairs of draws), but uniform draws with "
+            f"replacement repeat about {expected_repeats:.0f} times; draw the k "
+            f"successors independently, with replacement")
 
 
 # ------------------------------------------------------- exact variance, k = 1
-def _variance_graphs() -> dict[str, LCG]:
-    return {
-        "figure1()": examples.figure1(),
-        "lecture()": examples.lecture(),
-        "two_outputs()": examples.two_outputs(),
-        "independent_paths(3, 3, partials='random', rng=0)":
-            examples.independent_paths(3, 3, partials="random", rng=0),
-        "interleaved(3, 3, partials='random', rng=0)":
-            examples.interleaved(3, 3, partials="random", rng=0),
-        "random_dag(3, 10, 2, rng=0)": examples.random_dag(3, 10, 2, rng=0),
-        "random_dag(2, 8, 2, density=0.4, rng=3)":
-            examples.random_dag(2, 8, 2, density=0.4, rng=3),
-    }
+_VARIANCE_GRAPHS = [
+    ("figure1()", ["figure1", [], {}]),
+    ("lecture()", ["lecture", [], {}]),
+    ("two_outputs()", ["two_outputs", [], {}]),
+    ("independent_paths(3, 3, partials='random', rng=0)",
+     ["independent_paths", [3, 3], {"partials": "random", "rng": 0}]),
+    ("interleaved(3, 3, partials='random', rng=0)",
+     ["interleaved", [3, 3], {"partials": "random", "rng": 0}]),
+    ("random_dag(3, 10, 2, rng=0)", ["random_dag", [3, 10, 2], {"rng": 0}]),
+    ("random_dag(2, 8, 2, density=0.4, rng=3)",
+     ["random_dag", [2, 8, 2], {"density": 0.4, "rng": 3}]),
+]
+
+
+def _variance_cases(rng) -> list[dict]:
+    if rng is None:
+        graphs = _VARIANCE_GRAPHS
+    else:
+        graphs = random_graphs(rng)
+        s = int(rng.integers(2 ** 31))
+        graphs = graphs[:2] + graphs[3:4] + [
+            (f"independent_paths(3, 3, partials='random', rng={s})",
+             ["independent_paths", [3, 3], {"partials": "random", "rng": s}])] + graphs[5:]
+    return [{"name": name, "graph": spec} for name, spec in graphs]
 
 
 def planted_variances(g: LCG) -> dict[str, np.ndarray]:
@@ -259,15 +305,17 @@ def planted_variances(g: LCG) -> dict[str, np.ndarray]:
 
 @exercise("5.2", "exact variance for k = 1", takes=("variance_k1",), points=3, minutes=30,
           seconds=60, reference=("minirad.randomized.sampling:path_sampling_variance",
-                                 "minirad.randomized.experiments"))
-def check_variance_k1(fn: Callable) -> None:
+                                 "minirad.randomized.experiments"),
+          topic="variance of Algorithm 1, k = 1", cases=_variance_cases, probe=on_graph,
+          passed="exact k = 1 variance agrees with minirad on {n} graphs")
+def check_variance_k1(case, answer, where) -> None:
     """Exercise 5.2: ``fn(g)`` is the exact variance of Algorithm 1 with ``k = 1``.
 
     Returns an array of shape (n_outputs, n_inputs): the variance of each
     entry of the estimate.  Compared with
-    :func:`minirad.randomized.sampling.path_sampling_variance` (``k = 1``) on seven
-    graphs, with hints for a recursion that forgets to square the partials,
-    leaves out the out-degree, or forgets to subtract the squared mean.
+    :func:`minirad.randomized.sampling.path_sampling_variance` (``k = 1``),
+    with hints for a recursion that forgets to square the partials, leaves out
+    the out-degree, or forgets to subtract the squared mean.
 
     >>> from minirad.randomized.sampling import path_sampling_variance
     >>> check_variance_k1(lambda g: path_sampling_variance(g, 1))  # doctest: +ELLIPSIS
@@ -276,29 +324,24 @@ def check_variance_k1(fn: Callable) -> None:
     minirad.labs.checking.CheckFailed: Exercise 5.2 (variance of Algorithm 1, k = 1), on \
 figure1(): used the reference -- your function called minirad's path_sampling_variance ...
     """
-    exercise, topic = "Exercise 5.2", "variance of Algorithm 1, k = 1"
-    graphs = _variance_graphs()
-    for name, g in graphs.items():
-        where = location(exercise, topic, name)
-        result = call_student(fn, where, g)
-        expected = path_sampling_variance(g, 1)
-        try:
-            compare_jacobian(result, expected, where, what="variance", rtol=1e-8)
-        except CheckFailed as failure:
-            mine = np.asarray(result, dtype=float)
-            for slip, wrong in planted_variances(g).items():
-                if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
-                    raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
-                                      f"is M(z) = d_z * sum over successors s of "
-                                      f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
-            if mine.shape == expected.shape and np.any(mine < -1e-9 * max(1.0, mine.max())):
-                i = np.unravel_index(np.argmin(mine), mine.shape)
-                raise CheckFailed(f"{failure} -- your entry [{i[0]}, {i[1]}] is negative, and a "
-                                  f"variance never is: the second moment M(x) is at least "
-                                  f"(dy/dx)^2, so M is too small (each draw's term needs the "
-                                  f"factor d_z, and the partial squared)") from None
-            raise
-    passed(exercise, f"exact k = 1 variance agrees with minirad on {len(graphs)} graphs")
+    g = build_graph(case["graph"])
+    expected = path_sampling_variance(g, 1)
+    try:
+        compare_jacobian(answer, expected, where, what="variance", rtol=1e-8)
+    except CheckFailed as failure:
+        mine = np.asarray(answer, dtype=float)
+        for slip, wrong in planted_variances(g).items():
+            if mine.shape == wrong.shape and np.allclose(mine, wrong, rtol=1e-8, atol=1e-12):
+                raise CheckFailed(f"{failure} -- your recursion {slip}; the second moment "
+                                  f"is M(z) = d_z * sum over successors s of "
+                                  f"(ds/dz)^2 * M(s), and Var = M - (dy/dx)^2") from None
+        if mine.shape == expected.shape and np.any(mine < -1e-9 * max(1.0, mine.max())):
+            i = np.unravel_index(np.argmin(mine), mine.shape)
+            raise CheckFailed(f"{failure} -- your entry [{i[0]}, {i[1]}] is negative, and a "
+                              f"variance never is: the second moment M(x) is at least "
+                              f"(dy/dx)^2, so M is too small (each draw's term needs the "
+                              f"factor d_z, and the partial squared)") from None
+        raise
 
 
 # ------------------------------------------------------- planted mistakes

@@ -1,11 +1,11 @@
 """Lab 7's exercises: a scalar tracer (7.1), pullbacks on tracked arrays (7.2, 7.3) and the
 maybe-mutating add ``add!!`` (7.4).
 
-Same contract as :mod:`minirad.labs.checking`.  Two oracles stand behind
-every answer: minirad itself (:func:`minirad.trace` with a reverse sweep for
-scalars, :func:`minirad.trace` of arrays with
+Two oracles stand behind every answer: minirad itself (:func:`minirad.trace`
+with a reverse sweep for scalars, :func:`minirad.trace` of arrays with
 :func:`minirad.exact.sweeps.vjp` for arrays) and central finite differences,
-which know nothing of either.
+which know nothing of either.  The programs of 7.1 travel as lists of
+operations (:func:`program`), so that hidden cases can be random programs.
 
 The array checks do not look inside the student's tracked-array type: they
 call a ``vjp(op, *arrays, wobble=...)`` helper (written in the lab on top of
@@ -32,21 +32,14 @@ import numpy as np
 from ..exact.sweeps import reverse_sweep
 from ..exact.sweeps import vjp as block_vjp
 from ..tracing import ops, trace
-from .checking import (
-    CheckFailed,
-    as_numbers,
-    call_student,
-    location,
-    one,
-    passed,
-)
+from .checking import CheckFailed, as_numbers, call_student, one, passed, type_name
 from .exercise import exercise
 
 __all__ = [
     "ARRAY_RULES", "MISTAKES", "check_add_bang", "check_matmul_pullback",
-    "check_other_pullbacks", "check_pullbacks", "check_scalar_tracer",
+    "check_other_pullbacks", "check_pullbacks", "check_scalar_tracer", "program",
+    "random_program", "written",
 ]
-
 
 #: what the exercises of this module ask the student to write, in minirad
 TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.tape",
@@ -59,52 +52,130 @@ def _num(x) -> str:
 
 
 # ------------------------------------------------------- the scalar tracer
-# (name, program f(x, y, sin), point, hint when the answer equals a slip's answer)
-def _scalar_cases():
-    return [
-        ("x * y at (2, 5)", lambda x, y, sin: x * y, (2.0, 5.0)),
-        ("x + y at (2, 5)", lambda x, y, sin: x + y, (2.0, 5.0)),
-        ("x - y at (2, 5)", lambda x, y, sin: x - y, (2.0, 5.0)),
-        ("sin(x) at (0.5, 1)", lambda x, y, sin: sin(x), (0.5, 1.0)),
-        ("x * x at (3, 1)", lambda x, y, sin: x * x, (3.0, 1.0)),
-        ("x*y + sin(x) at (2, 5) (the lab seed's f)", lambda x, y, sin: x * y + sin(x),
-         (2.0, 5.0)),
-        ("y*y + sin(x) at (1, -2) (the lab seed's g)", lambda x, y, sin: y * y + sin(x),
-         (1.0, -2.0)),
-        ("(x + y) * (x - y) * sin(x * y) at (0.7, -1.3)",
-         lambda x, y, sin: (x + y) * (x - y) * sin(x * y), (0.7, -1.3)),
-        ("a = x*y; a*a - a*x + sin(a) at (1.1, 0.4)",
-         lambda x, y, sin: (lambda a: a * a - a * x + sin(a))(x * y), (1.1, 0.4)),
-    ]
+def program(steps) -> Callable:
+    """The function ``f(x, y, sin)`` a list of steps describes: values 0 and 1 are ``x``
+    and ``y``, each step ``[op, i]`` or ``[op, i, j]`` (``op`` one of ``add``, ``sub``,
+    ``mul``, ``sin``) makes the next value from earlier ones (so a value may be used
+    several times), and ``f`` returns the last.
+
+    >>> f = program([["mul", 0, 1], ["sin", 2], ["add", 3, 0]])      # sin(x*y) + x
+    >>> f(2.0, 3.0, math.sin) == math.sin(6.0) + 2.0
+    True
+    """
+    steps = [tuple(step) for step in steps]
+
+    def f(x, y, sin):
+        values = [x, y]
+        for op, *args in steps:
+            a = values[args[0]]
+            if op == "sin":
+                values.append(sin(a))
+            else:
+                b = values[args[1]]
+                values.append(a + b if op == "add" else a - b if op == "sub" else a * b)
+        return values[-1]
+
+    return f
 
 
-def _scalar_hint(name: str, point, mine) -> str:
+_SCALAR_PROGRAMS = [  # (name, steps, point)
+    ("x * y at (2, 5)", [["mul", 0, 1]], (2.0, 5.0)),
+    ("x + y at (2, 5)", [["add", 0, 1]], (2.0, 5.0)),
+    ("x - y at (2, 5)", [["sub", 0, 1]], (2.0, 5.0)),
+    ("sin(x) at (0.5, 1)", [["sin", 0]], (0.5, 1.0)),
+    ("x * x at (3, 1)", [["mul", 0, 0]], (3.0, 1.0)),
+    ("x*y + sin(x) at (2, 5) (the lab seed's f)", [["mul", 0, 1], ["sin", 0], ["add", 2, 3]],
+     (2.0, 5.0)),
+    ("y*y + sin(x) at (1, -2) (the lab seed's g)", [["mul", 1, 1], ["sin", 0], ["add", 2, 3]],
+     (1.0, -2.0)),
+    ("(x + y) * (x - y) * sin(x * y) at (0.7, -1.3)",
+     [["add", 0, 1], ["sub", 0, 1], ["mul", 2, 3], ["mul", 0, 1], ["sin", 5], ["mul", 4, 6]],
+     (0.7, -1.3)),
+    ("a = x*y; a*a - a*x + sin(a) at (1.1, 0.4)",
+     [["mul", 0, 1], ["mul", 2, 2], ["mul", 2, 0], ["sub", 3, 4], ["sin", 2], ["add", 5, 6]],
+     (1.1, 0.4)),
+]
+
+
+def written(steps) -> str:
+    """A program's steps as a formula (values named x, y, a, b, ...).
+
+    >>> written([["mul", 0, 1], ["sin", 2]])
+    'a = x * y; b = sin(a)'
+    """
+    names, lines = ["x", "y"], []
+    for index, (op, *args) in enumerate(steps):
+        name = "abcdefghijklmnopqrstuvw"[index]
+        operands = [names[i] for i in args]
+        lines.append(f"{name} = " + (f"sin({operands[0]})" if op == "sin" else
+                                     f" {dict(add='+', sub='-', mul='*')[op]} ".join(operands)))
+        names.append(name)
+    return "; ".join(lines)
+
+
+def random_program(rng, size: int) -> list:
+    """``size`` random steps of the kind :func:`program` runs."""
+    steps = []
+    for k in range(size):
+        n = k + 2
+        op = str(rng.choice(["add", "sub", "mul", "mul", "sin"]))
+        # prefer the newest values, so that the output depends on most of the program
+        first = n - 1 - int(rng.integers(0, min(n, 3)))
+        steps.append([op, first] if op == "sin" else [op, first, int(rng.integers(0, n))])
+    return steps
+
+
+def _tracer_cases(rng) -> list[dict]:
+    if rng is None:
+        return [{"name": name, "steps": steps, "point": list(point)}
+                for name, steps, point in _SCALAR_PROGRAMS]
+    cases = []
+    for name, steps, _ in _SCALAR_PROGRAMS[:5]:   # one operation each, at a new point
+        point = np.round(rng.uniform(-2.5, 2.5, 2), 3).tolist()
+        cases.append({"name": f"{name.split(' at ')[0]} at ({point[0]}, {point[1]})",
+                      "steps": steps, "point": point})
+    for size in (3, 5, 7, 9):
+        steps = random_program(rng, size)
+        point = np.round(rng.uniform(-2, 2, 2), 3).tolist()
+        cases.append({"name": f"{written(steps)} at ({point[0]}, {point[1]})", "steps": steps,
+                      "point": point})
+    return cases
+
+
+def _probe_tracer(fns, case, where):
+    return call_student(fns[0], where, program(case["steps"]), *case["point"])
+
+
+def _scalar_hint(steps, point, mine) -> str:
     x, y = point
-    if name.startswith("x * y") and np.allclose(mine, [x, y]):
+    if steps == [["mul", 0, 1]] and np.allclose(mine, [x, y]):
         return (" -- you swapped the partials of a product: d(a*b)/da is b, and d(a*b)/db "
                 "is a")
-    if name.startswith("x - y") and np.allclose(mine, [1.0, 1.0]):
+    if steps == [["sub", 0, 1]] and np.allclose(mine, [1.0, 1.0]):
         return " -- the partial of a - b with respect to b is -1"
-    if name.startswith("sin") and np.allclose(mine, [math.sin(x), 0.0]):
+    if steps == [["sin", 0]] and np.allclose(mine, [math.sin(x), 0.0]):
         return " -- the partial of sin(a) is cos(a)"
-    if name.startswith("x * x") and np.allclose(mine, [x, 0.0]):
+    if steps == [["mul", 0, 0]] and np.allclose(mine, [x, 0.0]):
         return (" -- x is used twice; each use adds its contribution to x's adjoint (+=), "
                 "the second must not overwrite the first")
     return ""
 
 
 @exercise("7.1", "a scalar tracer", takes=("gradient",), points=4, minutes=40, seconds=60,
-          reference=TRACER_REFERENCE)
-def check_scalar_tracer(gradient: Callable) -> None:
+          reference=TRACER_REFERENCE, topic="scalar tracer", cases=_tracer_cases,
+          probe=_probe_tracer,
+          passed="your tracer agrees with minirad.trace and with finite differences on {n} "
+                 "programs")
+def check_scalar_tracer(case, answer, where) -> None:
     """Exercise 7.1: ``gradient(f, x, y)`` differentiates ``f(x, y, sin)`` with your tracer.
 
     ``gradient`` wraps ``x`` and ``y`` as your tracked scalars, runs
     ``f(X, Y, sin)`` with your own ``sin`` (``f`` uses ``+``, ``-``, ``*``
     and ``sin`` only), walks your tape backwards from the result, and
-    returns the two partials ``[df/dx, df/dy]``.  Compared on nine programs
-    with minirad's :func:`~minirad.trace` and a reverse sweep, and with
-    central differences; hints name a swapped product rule, a lost minus, a
-    missing cosine and an overwritten adjoint.
+    returns the two partials ``[df/dx, df/dy]``.  Compared with minirad's
+    :func:`~minirad.trace` and a reverse sweep, and with central differences;
+    hints name a swapped product rule, a lost minus, a missing cosine and an
+    overwritten adjoint.
 
     >>> from minirad import ops
     >>> from minirad.exact.sweeps import reverse_sweep
@@ -118,28 +189,22 @@ def check_scalar_tracer(gradient: Callable) -> None:
     minirad.labs.checking.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
 reference -- your function called minirad's trace (minirad.tracing), ...
     """
-    exercise, topic = "Exercise 7.1", "scalar tracer"
-    cases = _scalar_cases()
-    for name, f, point in cases:
-        where = location(exercise, topic, name)
-        result = call_student(gradient, where, f, *point)
-        mine = as_numbers(result, where, "; return the list [df/dx, df/dy] of two "
-                          "numbers").reshape(-1)
-        if mine.shape != (2,):
-            raise CheckFailed(f"{where}: your function returned {mine.size} numbers; return the "
-                              f"two partials [df/dx, df/dy]")
-        expected = reverse_sweep(trace(lambda a, b, f=f: f(a, b, ops.sin), *point)).jacobian[0]
-        h = 1e-6
-        fd = [(f(point[0] + h, point[1], math.sin) - f(point[0] - h, point[1], math.sin)) / (2 * h),
-              (f(point[0], point[1] + h, math.sin) - f(point[0], point[1] - h, math.sin)) / (2 * h)]
-        assert np.allclose(fd, expected, rtol=1e-6, atol=1e-6), name  # the two oracles agree
-        if not np.allclose(mine, expected, rtol=1e-9, atol=1e-12):
-            i = int(np.argmax(np.abs(mine - expected)))
-            raise CheckFailed(f"{where}: your df/d{'xy'[i]} is {_num(mine[i])}, expected "
-                              f"{_num(expected[i])} (finite differences: {_num(fd[i])})"
-                              + _scalar_hint(name, point, mine))
-    passed(exercise, f"your tracer agrees with minirad.trace and with finite differences on "
-                     f"{len(cases)} programs")
+    f, point = program(case["steps"]), case["point"]
+    mine = as_numbers(answer, where, "; return the list [df/dx, df/dy] of two "
+                      "numbers").reshape(-1)
+    if mine.shape != (2,):
+        raise CheckFailed(f"{where}: your function returned {mine.size} numbers; return the "
+                          f"two partials [df/dx, df/dy]")
+    expected = reverse_sweep(trace(lambda a, b: f(a, b, ops.sin), *point)).jacobian[0]
+    h = 1e-6
+    fd = [(f(point[0] + h, point[1], math.sin) - f(point[0] - h, point[1], math.sin)) / (2 * h),
+          (f(point[0], point[1] + h, math.sin) - f(point[0], point[1] - h, math.sin)) / (2 * h)]
+    assert np.allclose(fd, expected, rtol=1e-5, atol=1e-5), where  # the two oracles agree
+    if not np.allclose(mine, expected, rtol=1e-9, atol=1e-12):
+        i = int(np.argmax(np.abs(mine - expected)))
+        raise CheckFailed(f"{where}: your df/d{'xy'[i]} is {_num(mine[i])}, expected "
+                          f"{_num(expected[i])} (finite differences: {_num(fd[i])})"
+                          + _scalar_hint(case["steps"], point, mine))
 
 
 # ---------------------------------------------------------- array pullbacks
@@ -168,6 +233,46 @@ _SHAPES = {
     "sigmoid": [((2, 3),), ((5,),)],
     "hcat": [((2, 1), (2, 3), (2, 2)), ((3, 2), (3, 1), (3, 1))],
 }
+
+#: the names the student's rules have in the lab, by rule
+_TAKES = {"sum": "tsum", "add": "add", "sub": "sub", "abs2": "abs2", "sigmoid": "tsigmoid",
+          "hcat": "hcat"}
+
+
+def _random_shapes(rule: str, rng) -> list[tuple]:
+    n, m, l = (int(x) for x in rng.integers(1, 5, 3))
+    if rule == "matmul":
+        return [((n, m + 1), (m + 1, l)), ((1, n + 1), (n + 1, 1)), ((l + 1, n), (n, m + 1))]
+    if rule in ("sum", "abs2", "sigmoid"):
+        return [((n, m + 1),), ((l + 2,),)] + ([((m + 1, 1),)] if rule == "sum" else [])
+    if rule in ("add", "sub"):
+        return [((n, m + 1), (n, m + 1)), ((l + 2,), (l + 2,))]
+    widths = [int(x) for x in rng.integers(1, 4, 3)]
+    return [tuple((n + 1, w) for w in widths), tuple((m + 1, w) for w in widths[::-1])]
+
+
+def _pullback_cases(rules, rng) -> list[dict]:
+    seeded = np.random.default_rng(7) if rng is None else rng
+    cases = []
+    for rule in rules:
+        for shapes in (_SHAPES[rule] if rng is None else _random_shapes(rule, rng)):
+            arrays = [seeded.standard_normal(shape) for shape in shapes]
+            value = ARRAY_RULES[rule](*arrays)
+            wobble = seeded.standard_normal(np.shape(value))
+            cases.append({"name": " and ".join(f"an array of shape {s}" for s in shapes),
+                          "rule": rule, "arrays": arrays, "wobble": np.asarray(wobble)})
+    return cases
+
+
+def _probe_pullback(rules: dict, vjp, case, where):
+    arrays = [a.copy() for a in case["arrays"]]
+    try:
+        return call_student(vjp, where, rules[case["rule"]], *arrays, wobble=case["wobble"])
+    except CheckFailed as failure:
+        if case["rule"] == "matmul" and isinstance(failure.__cause__, ValueError):
+            raise CheckFailed(f"{failure}{_MATMUL_SHAPES}",
+                              reason=failure.reason) from failure.__cause__
+        raise
 
 
 def _fd_vjp(f, arrays, wobble, h=1e-6):
@@ -219,6 +324,36 @@ _MATMUL_SHAPES = (" -- the shapes do not fit: a pullback takes the wobble, shape
                   "(n, l)(l, m); into Y (m, l) it is X^T @ wobble, (m, n)(n, l)")
 
 
+def _judge_pullback(case, answer, where) -> None:
+    rule, arrays, wobble = case["rule"], case["arrays"], case["wobble"]
+    reference = ARRAY_RULES[rule]
+    if not isinstance(answer, (list, tuple)) or len(answer) != len(arrays):
+        raise CheckFailed(f"{where}: vjp returned {type_name(answer)}; it returns a "
+                          f"list with one gradient per input ({len(arrays)})")
+    g = trace(lambda *xs: reference(*xs), *arrays)
+    expected = block_vjp(g, [np.asarray(wobble)])
+    fd = _fd_vjp(reference, arrays, wobble)
+    for i, (got, want, check) in enumerate(zip(answer, expected, fd)):
+        assert np.allclose(want, check, rtol=1e-5, atol=1e-6), (rule, where)
+        try:
+            mine = np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{where}: the gradient of input {i + 1} is "
+                              f"{type_name(got)}, not an array of numbers") from None
+        if mine.shape != np.shape(want) or not np.allclose(mine, want, rtol=1e-9, atol=1e-12):
+            what = (f"has shape {mine.shape}, expected {np.shape(want)}"
+                    if mine.shape != np.shape(want) else
+                    f"differs from minirad's by up to "
+                    f"{_num(np.max(np.abs(mine - want)))} (largest entry "
+                    f"{_num(np.max(np.abs(want)))})")
+            raise CheckFailed(f"{where}: the gradient of input {i + 1} {what}"
+                              + _pullback_hint(rule, i, mine, arrays, wobble))
+
+
+def _where(number: str, case: dict) -> str:
+    return f"Exercise {number} (pullback of {case['rule']}), on {case['name']}"
+
+
 def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     """Exercises 7.2 and 7.3: pullbacks of tracked-array operations.
 
@@ -229,12 +364,11 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     list of the inputs' gradients.  Each rule is run on two or three shape
     cases with seeded random inputs and wobbles; each gradient is compared
     with minirad's VJP (:func:`minirad.exact.sweeps.vjp` on
-    :func:`minirad.trace`) and with central
-    differences, and the message names the rule, the input and the shapes,
-    with a hint for a transposed matmul rule, a missing minus, a missing 2,
-    a sigmoid derivative taken at the input, a sum that does not spread.
-    The exercise number is 7.2 when ``rules`` holds only ``matmul``, 7.3
-    otherwise.
+    :func:`minirad.trace`) and with central differences, and the message
+    names the rule, the input and the shapes, with a hint for a transposed
+    matmul rule, a missing minus, a missing 2, a sigmoid derivative taken at
+    the input, a sum that does not spread.  The exercise number is 7.2 when
+    ``rules`` holds only ``matmul``, 7.3 otherwise.
     """
     if not isinstance(rules, Mapping) or not rules:
         raise TypeError("rules must be a dict {name: your operation}, e.g. {'matmul': matmul}")
@@ -242,137 +376,179 @@ def check_pullbacks(rules: Mapping[str, Callable], vjp: Callable) -> None:
     if unknown:
         raise ValueError(f"unknown rule(s) {sorted(unknown)}; the rules are "
                          f"{list(ARRAY_RULES)}")
-    exercise = "Exercise 7.2" if set(rules) == {"matmul"} else "Exercise 7.3"
-    rng = np.random.default_rng(7)
-    cases = 0
-    for rule, op in rules.items():
-        reference = ARRAY_RULES[rule]
-        for shapes in _SHAPES[rule]:
-            arrays = [rng.standard_normal(shape) for shape in shapes]
-            value = reference(*arrays)
-            wobble = rng.standard_normal(np.shape(value))
-            where = location(exercise, f"pullback of {rule}",
-                             " and ".join(f"an array of shape {s}" for s in shapes))
-            try:
-                result = call_student(vjp, where, op, *[a.copy() for a in arrays],
-                                      wobble=wobble)
-            except CheckFailed as failure:
-                if rule == "matmul" and isinstance(failure.__cause__, ValueError):
-                    raise CheckFailed(f"{failure}{_MATMUL_SHAPES}",
-                                      reason=failure.reason) from failure.__cause__
-                raise
-            if not isinstance(result, (list, tuple)) or len(result) != len(arrays):
-                raise CheckFailed(f"{where}: vjp returned {type(result).__name__}; it returns a "
-                                  f"list with one gradient per input ({len(arrays)})")
-            g = trace(lambda *xs, f=reference: f(*xs), *arrays)
-            expected = block_vjp(g, [np.asarray(wobble)])
-            fd = _fd_vjp(reference, arrays, wobble)
-            for i, (got, want, check) in enumerate(zip(result, expected, fd)):
-                assert np.allclose(want, check, rtol=1e-5, atol=1e-6), (rule, shapes)
-                try:
-                    mine = np.asarray(got, dtype=float)
-                except (TypeError, ValueError):
-                    raise CheckFailed(f"{where}: the gradient of input {i + 1} is "
-                                      f"{type(got).__name__}, not an array of numbers") from None
-                if mine.shape != np.shape(want) or not np.allclose(mine, want, rtol=1e-9,
-                                                                    atol=1e-12):
-                    what = (f"has shape {mine.shape}, expected {np.shape(want)}"
-                            if mine.shape != np.shape(want) else
-                            f"differs from minirad's by up to "
-                            f"{_num(np.max(np.abs(mine - want)))} (largest entry "
-                            f"{_num(np.max(np.abs(want)))})")
-                    raise CheckFailed(f"{where}: the gradient of input {i + 1} {what}"
-                                      + _pullback_hint(rule, i, mine, arrays, wobble))
-            cases += 1
+    number = "7.2" if set(rules) == {"matmul"} else "7.3"
+    cases = _pullback_cases(list(rules), None)
+    for case in cases:
+        where = _where(number, case)
+        _judge_pullback(case, _probe_pullback(rules, vjp, case, where), where)
     names = ", ".join(rules)
-    passed(exercise, f"the pullback{'s' if len(rules) > 1 else ''} of {names} "
-                     f"agree{'' if len(rules) > 1 else 's'} with minirad and with finite "
-                     f"differences on {cases} cases")
+    passed(f"Exercise {number}", f"the pullback{'s' if len(rules) > 1 else ''} of {names} "
+                                 f"agree{'' if len(rules) > 1 else 's'} with minirad and with "
+                                 f"finite differences on {len(cases)} cases")
 
 
 @exercise("7.2", "matmul pullback", takes=("matmul", "vjp"), points=2, minutes=15, seconds=30,
-          reference=TRACER_REFERENCE)
-def check_matmul_pullback(matmul: Callable, vjp: Callable) -> None:
+          reference=TRACER_REFERENCE, topic="pullback of matmul",
+          cases=lambda rng: _pullback_cases(["matmul"], rng),
+          probe=lambda fns, case, where: _probe_pullback({"matmul": fns[0]}, fns[1], case, where),
+          passed="the pullback of matmul agrees with minirad and with finite differences on "
+                 "{n} cases")
+def check_matmul_pullback(case, answer, where) -> None:
     """Exercise 7.2: the pullbacks of your ``matmul``, run through your ``vjp``
     (see :func:`check_pullbacks`)."""
-    check_pullbacks({"matmul": matmul}, vjp)
+    _judge_pullback(case, answer, where)
+
+
+def _other_rules(fns) -> dict:
+    return dict(zip(("sum", "add", "sub", "abs2", "sigmoid", "hcat"), fns[:6]))
 
 
 @exercise("7.3", "the other pullbacks", takes=("tsum", "add", "sub", "abs2", "tsigmoid", "hcat",
                                                "vjp"),
-          points=4, minutes=30, seconds=60, reference=TRACER_REFERENCE)
-def check_other_pullbacks(tsum: Callable, add: Callable, sub: Callable, abs2: Callable,
-                          tsigmoid: Callable, hcat: Callable, vjp: Callable) -> None:
+          points=4, minutes=30, seconds=60, reference=TRACER_REFERENCE, topic="pullbacks",
+          cases=lambda rng: _pullback_cases(["sum", "add", "sub", "abs2", "sigmoid", "hcat"],
+                                            rng),
+          probe=lambda fns, case, where: _probe_pullback(_other_rules(fns), fns[6], case,
+                                                         where),
+          passed="the pullbacks of sum, add, sub, abs2, sigmoid, hcat agree with minirad and "
+                 "with finite differences on {n} cases")
+def check_other_pullbacks(case, answer, where) -> None:
     """Exercise 7.3: the pullbacks of sum, +, -, abs2, sigmoid and hcat, run through your
     ``vjp`` (see :func:`check_pullbacks`)."""
-    check_pullbacks({"sum": tsum, "add": add, "sub": sub, "abs2": abs2, "sigmoid": tsigmoid,
-                     "hcat": hcat}, vjp)
+    _judge_pullback(case, answer, where)
 
 
 # ------------------------------------------------------------ 7.4: add!!
-EXERCISE = "Exercise 7.4"
+def _add_bang_cases(rng) -> list[dict]:
+    """(name, total, term, own, whether add!! should write into total), the arrays as
+    data: ``["array", values]``, ``["read-only", value, shape]`` (np.broadcast_to) or
+    ``["number", value]``."""
+    if rng is None:
+        f64, f32 = np.arange(4.0) / 3, np.arange(3, dtype=np.float32) / 3
+        chosen = [
+            ("your own float64 vector plus a vector", ["array", f64], np.full(4, 0.1), True,
+             True),
+            ("an array that is not yours (own=False)", ["array", np.arange(4.0) / 3],
+             np.full(4, 0.1), False, False),
+            ("a read-only array (np.broadcast_to of a seed)", ["read-only", 0.7, [3]],
+             np.arange(3.0), True, False),
+            ("your own float32 vector plus a float64 vector (the sum is float64)",
+             ["array", f32], np.full(3, 0.1), True, False),
+            ("your own (1, 3) row plus a (2, 3) matrix (the sum is (2, 3))",
+             ["array", np.ones((1, 3))], np.arange(6.0).reshape(2, 3), True, False),
+            ("your own 0-d array plus a 0-d array", ["array", np.array(0.25)],
+             np.array(1 / 3), True, True),
+            ("two numbers (floats cannot be written into)", ["number", 0.25], 1 / 3, True,
+             False),
+        ]
+    else:
+        n, m = (int(x) for x in rng.integers(2, 6, 2))
+        chosen = [
+            (f"your own float64 vector of {n} plus a vector", ["array", rng.standard_normal(n)],
+             rng.standard_normal(n), True, True),
+            (f"an array of {n} that is not yours (own=False)",
+             ["array", rng.standard_normal(n)], rng.standard_normal(n), False, False),
+            (f"a read-only array of {m} (np.broadcast_to of a seed)",
+             ["read-only", float(rng.standard_normal()), [m]], rng.standard_normal(m), True,
+             False),
+            ("your own float32 vector plus a float64 vector (the sum is float64)",
+             ["array", rng.standard_normal(m).astype(np.float32)], rng.standard_normal(m),
+             True, False),
+            (f"your own (1, {n}) row plus a ({m}, {n}) matrix (the sum is ({m}, {n}))",
+             ["array", rng.standard_normal((1, n))], rng.standard_normal((m, n)), True, False),
+            ("your own 0-d array plus a 0-d array", ["array", np.array(rng.standard_normal())],
+             np.array(rng.standard_normal()), True, True),
+            ("two numbers (floats cannot be written into)",
+             ["number", float(rng.standard_normal())], float(rng.standard_normal()), True,
+             False),
+        ]
+    return [{"name": name, "total": total, "term": term, "own": own, "writes": writes}
+            for name, total, term, own, writes in chosen]
 
 
-def _cases():
-    """(name, total, term, own, whether add!! should write into total)."""
-    shared = np.arange(4.0) / 3                     # someone else's (a view, a seed, ...)
-    return [
-        ("your own float64 vector plus a vector", np.arange(4.0) / 3, np.full(4, 0.1), True,
-         True),
-        ("an array that is not yours (own=False)", shared, np.full(4, 0.1), False, False),
-        ("a read-only array (np.broadcast_to of a seed)", np.broadcast_to(np.array(0.7), (3,)),
-         np.arange(3.0), True, False),
-        ("your own float32 vector plus a float64 vector (the sum is float64)",
-         np.arange(3, dtype=np.float32) / 3, np.full(3, 0.1), True, False),
-        ("your own (1, 3) row plus a (2, 3) matrix (the sum is (2, 3))",
-         np.ones((1, 3)), np.arange(6.0).reshape(2, 3), True, False),
-        ("your own 0-d array plus a 0-d array", np.array(0.25), np.array(1 / 3), True, True),
-        ("two numbers (floats cannot be written into)", 0.25, 1 / 3, True, False),
-    ]
+def _total(spec):
+    kind = spec[0]
+    if kind == "array":
+        return np.array(spec[1], copy=True)
+    if kind == "read-only":
+        return np.broadcast_to(np.array(spec[1]), tuple(spec[2]))
+    return float(spec[1])
 
 
-def _as_result(result, where: str):
+def _probe_add_bang(fns, case, where):
+    total = _total(case["total"])
+    before = np.array(total, copy=True)
+    result = call_student(fns[0], where, total, case["term"], case["own"])
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"{where}: return a pair (sum, own), not {type(result).__name__}")
-    return result
+        return {"pair": False, "returned": result}
+    sum_, now_own = result
+    return {"pair": True, "sum": sum_, "own": now_own, "is_total": sum_ is total,
+            "changed": not np.array_equal(np.asarray(total), before)}
 
 
 @exercise("7.4", "add!!", takes=("add_bang",), points=3, minutes=25, seconds=60,
-          reference=("minirad.exact.cotangents",))
-def check_add_bang(add_bang) -> None:
-    """Check ``add_bang(total, term, own) -> (sum, own)`` on seven cases."""
-    cases = _cases()
-    for name, total, term, own, writes in cases:
-        where = location(EXERCISE, "add!!", name)
-        before = np.array(total, copy=True)
-        expected = total + term
-        sum_, now_own = _as_result(call_student(add_bang, where, total, term, own), where)
-        if np.shape(sum_) != np.shape(expected) or np.result_type(sum_) != np.result_type(
-                expected):
-            raise CheckFailed(f"{where}: your sum has shape {np.shape(sum_)} and dtype "
-                              f"{np.result_type(sum_)}; total + term has shape "
-                              f"{np.shape(expected)} and dtype {np.result_type(expected)}"
-                              + (" -- a float32 buffer cannot hold a float64 sum: allocate"
-                                 if np.result_type(sum_) == np.float32 else ""))
-        if not np.array_equal(sum_, expected):
-            raise CheckFailed(f"{where}: your sum {np.round(sum_, 6).tolist()} is not total + "
-                              f"term = {np.round(expected, 6).tolist()}")
-        if writes and sum_ is not total:
-            raise CheckFailed(f"{where}: you returned a new array, but the accumulator was "
-                              f"yours and can hold the sum: add the term into it "
-                              f"(np.add(total, term, out=total)) and return it")
-        if not writes and not np.array_equal(np.asarray(total), before):
-            raise CheckFailed(f"{where}: you wrote into total, which must stay as it was: "
-                              + ("it is not yours" if not own else
-                                 "it cannot hold the sum") + "; allocate total + term instead")
-        owned = isinstance(sum_, np.ndarray)
-        if bool(now_own) != owned:
-            raise CheckFailed(f"{where}: you said own={now_own!r}; the sum is "
-                              + ("an array you made or wrote, so it is yours (own=True)"
-                                 if owned else "a number, which has no buffer to write into "
-                                               "later (own=False)"))
-    passed(EXERCISE, f"add!! gives total + term bit for bit, writes only into arrays it owns "
-                     f"and can hold the sum, on {len(cases)} cases")
+          reference=("minirad.exact.cotangents",), cases=_add_bang_cases, probe=_probe_add_bang,
+          passed="add!! gives total + term bit for bit, writes only into arrays it owns and "
+                 "can hold the sum, on {n} cases")
+def check_add_bang(case, answer, where) -> None:
+    """Check ``add_bang(total, term, own) -> (sum, own)``: ``total + term``, written into
+    ``total`` when ``own`` says the array is the caller's and it can hold the sum, else in
+    a new array, which the caller then owns.  The oracle is numpy's ``total + term`` (the
+    sum must be the same bits either way) and, for what may be mutated, the rule of
+    :func:`minirad.exact.cotangents.add_bang`.
+
+    >>> def add_bang(total, term, own):
+    ...     can_hold = (isinstance(total, np.ndarray) and total.flags.writeable
+    ...                 and np.result_type(total, term) == total.dtype
+    ...                 and np.broadcast_shapes(total.shape, np.shape(term)) == total.shape)
+    ...     if own and can_hold:
+    ...         np.add(total, term, out=total)
+    ...         return total, True
+    ...     total = total + term
+    ...     return total, isinstance(total, np.ndarray)
+    >>> check_add_bang(add_bang)
+    Exercise 7.4 passed: add!! gives total + term bit for bit, writes only into arrays it \
+owns and can hold the sum, on 7 cases
+    >>> check_add_bang(lambda total, term, own: (total + term, True))
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checking.CheckFailed: Exercise 7.4 (add!!), on your own float64 vector plus \
+a vector: you returned a new array, but the accumulator was yours and can hold the sum: add \
+the term into it (np.add(total, term, out=total)) and return it
+    """
+    own, writes = case["own"], case["writes"]
+    expected = _total(case["total"]) + case["term"]
+    if not (isinstance(answer, dict) and "pair" in answer):
+        raise CheckFailed(f"{where}: the grader could not read your answer")
+    if not answer["pair"]:
+        raise CheckFailed(f"{where}: return a pair (sum, own), not "
+                          f"{type_name(answer['returned'])}")
+    sum_, now_own = answer["sum"], answer["own"]
+    if np.shape(sum_) != np.shape(expected) or np.result_type(sum_) != np.result_type(
+            expected):
+        raise CheckFailed(f"{where}: your sum has shape {np.shape(sum_)} and dtype "
+                          f"{np.result_type(sum_)}; total + term has shape "
+                          f"{np.shape(expected)} and dtype {np.result_type(expected)}"
+                          + (" -- a float32 buffer cannot hold a float64 sum: allocate"
+                             if np.result_type(sum_) == np.float32 else ""))
+    if not np.array_equal(sum_, expected):
+        raise CheckFailed(f"{where}: your sum {np.round(sum_, 6).tolist()} is not total + "
+                          f"term = {np.round(expected, 6).tolist()}")
+    if writes and not answer["is_total"]:
+        raise CheckFailed(f"{where}: you returned a new array, but the accumulator was "
+                          f"yours and can hold the sum: add the term into it "
+                          f"(np.add(total, term, out=total)) and return it")
+    if not writes and answer["changed"]:
+        raise CheckFailed(f"{where}: you wrote into total, which must stay as it was: "
+                          + ("it is not yours" if not own else
+                             "it cannot hold the sum") + "; allocate total + term instead")
+    owned = isinstance(sum_, np.ndarray) and np.ndim(sum_) >= 0 and not isinstance(
+        sum_, np.generic)
+    if bool(now_own) != owned:
+        raise CheckFailed(f"{where}: you said own={now_own!r:.40}; the sum is "
+                          + ("an array you made or wrote, so it is yours (own=True)"
+                             if owned else "a number, which has no buffer to write into "
+                                           "later (own=False)"))
 
 
 # ------------------------------------------------------- planted mistakes
