@@ -488,7 +488,7 @@ def cmd_explore(args) -> None:
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
     if args.form == "grade":
-        from .labs.grade import grade, summary
+        from .labs.grading import grade, summary
 
         reports = grade(args.paths, args.output or "minirad-grades",
                         exercise_seconds=args.exercise_seconds,

@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from minirad.labs import grade, notebook
+from minirad.labs import grading, notebook
 from minirad.labs.exercise import exercises_of_lab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +68,7 @@ def _graded(lab: Path, solutions: bool, folder: Path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", _kernel_env()["PYTHONPATH"])
     path = folder / f"{lab.stem}.ipynb"
     path.write_text(nbformat.writes(notebook.to_notebook(lab, solutions=solutions)))
-    (report,) = grade.grade([path], folder / "scores")
+    (report,) = grading.grade([path], folder / "scores")
     return report
 
 

@@ -1,6 +1,6 @@
-"""Exercise checks for lab 9: randomized AD for neural networks.
+"""Lab 9's exercises: randomized AD for neural networks.
 
-Same contract as :mod:`minirad.labs.checks`.  The two estimators of a linear
+The two estimators of a linear
 layer's weight gradient ``x^T delta`` (``x`` the stored input, ``delta`` the
 adjoint of the layer's output) are checked without looking inside them:
 
@@ -26,13 +26,13 @@ adjoint of the layer's output) are checked without looking inside them:
 ...     return (x * P).T @ delta
 >>> check_different_sample(different)
 Exercise 9.1 passed: different-sample estimate well formed, reproducible and unbiased on 6 \
-layers (3600 estimates)
+layers
 >>> def unscaled(x, delta, f, rng):    # a slip: the d/k left out
 ...     return different(x, delta, f, rng) * f
 >>> check_different_sample(unscaled)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 9.1 (different-sample weight gradient), on B=4, \
+minirad.labs.checking.CheckFailed: Exercise 9.1 (different-sample weight gradient), on B=4, \
 d=5, out=3, f=0.4: with x all ones and delta = I your column 0 (row 0's x P) is [...]; each \
 entry must be (times drawn) x d/k = (times drawn) x 2.5 -- multiply the kept entries by \
 d/k = 2.5, so that E[x P] = x
@@ -41,15 +41,18 @@ d/k = 2.5, so that E[x P] = x
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
 from ..studies.nn.memory import kept_entries
-from .checks import CheckFailed, as_numbers, call_student, location, passed
+from .checking import CheckFailed, as_numbers, call_student, one
 from .exercise import exercise
 
-__all__ = ["check_different_sample", "check_same_sample", "check_z_scores"]
+__all__ = [
+    "MISTAKES", "check_different_sample", "check_same_sample", "check_z_scores",
+    "estimate_variance", "reference_z_scores",
+]
+
 
 #: the mean of the student's estimates may miss the exact gradient by this many standard errors
 Z_LIMIT = 5.0
@@ -60,6 +63,8 @@ _PROBES = 300  # a third of them where every row is a sample of its own
 # last has f d = 2.1, where floor (2) and ceil (3) differ and d/k = 7/3 is not 1/f
 _LAYERS = [(4, 5, 3, 0.4), (6, 25, 2, 0.28), (3, 8, 4, 0.5), (5, 10, 3, 0.05), (4, 3, 2, 1.0),
            (4, 7, 3, 0.3)]
+#: (d, f) whose product in floating point lies just above a whole number
+_ROUNDING_TRAPS = [(25, 0.28), (50, 0.14), (100, 0.07), (10, 0.7), (20, 0.35), (100, 0.29)]
 
 
 def _name(B, d, out, f) -> str:
@@ -85,23 +90,56 @@ def _layer(B, d, out, seed):
     return x, gen.standard_normal((B, out))
 
 
-def _reproducible(fn, B, d, out, f, where):
-    x, delta = _layer(B, d, out, 99)
-    for seed in (123, 456):
+def _sampler_cases(shared: bool):
+    def cases(rng) -> list[dict]:
+        if rng is None:
+            layers, seeds, seed = _LAYERS, [123, 456], 2021
+            inputs = [(_layer(B, d, out, 99), _layer(B, d, out, seed=B * 1000 + d))
+                      for B, d, out, _ in layers]
+        else:
+            d, f = _ROUNDING_TRAPS[int(rng.integers(len(_ROUNDING_TRAPS)))]
+            layers = [(int(rng.integers(3, 6)), int(rng.integers(4, 9)), int(rng.integers(2, 5)),
+                       round(float(rng.uniform(0.2, 0.6)), 2)),
+                      (int(rng.integers(3, 7)), d, int(rng.integers(2, 4)), f),
+                      (int(rng.integers(3, 6)), int(rng.integers(6, 12)), 3,
+                       round(float(rng.uniform(0.03, 0.12)), 3)),
+                      (int(rng.integers(3, 6)), int(rng.integers(2, 5)), 2, 1.0),
+                      (int(rng.integers(3, 6)), 7, 3, 0.3)]
+            seeds, seed = [int(s) for s in rng.integers(10 ** 6, size=2)], int(
+                rng.integers(10 ** 6))
+            inputs = [(_layer(B, d, out, int(rng.integers(10 ** 6))),
+                       _layer(B, d, out, int(rng.integers(10 ** 6)))) for B, d, out, _ in layers]
+        return [{"name": _name(*layer), "layer": list(layer), "seeds": seeds, "seed": seed,
+                 "repeat_inputs": list(first), "inputs": list(second),
+                 "probes": _PROBES if shared else _PROBES // 3}
+                for layer, (first, second) in zip(layers, inputs)]
+    return cases
+
+
+def _probe_sampler(fns, case, where):
+    fn = fns[0]
+    B, d, out, f = case["layer"]
+    x, delta = case["repeat_inputs"]
+    repeat = {}
+    for seed in case["seeds"]:
         runs = []
         for _ in range(2):
             rng = np.random.default_rng(seed)
-            runs.append([_array(call_student(fn, where, x.copy(), delta.copy(), f, rng),
-                                (d, out), where) for _ in range(5)])
-        if not all(np.array_equal(a, b) for a, b in zip(*runs)):
-            raise CheckFailed(f"{where}: two runs of five calls on np.random.default_rng({seed}) "
-                              f"returned different estimates; take every random number from the "
-                              f"rng argument, never from np.random or the random module")
+            runs.append([call_student(fn, where, x.copy(), delta.copy(), f, rng)
+                         for _ in range(5)])
+        repeat[seed] = runs
+    rng = np.random.default_rng(case["seed"])
+    probes = [call_student(fn, where, np.ones((B, d)), np.eye(B), f, rng)
+              for _ in range(case["probes"])]
+    x, delta = case["inputs"]
+    estimates = [call_student(fn, where, x.copy(), delta.copy(), f, rng)
+                 for _ in range(_ESTIMATES)]
+    return {"repeat": repeat, "probes": probes, "estimates": estimates}
 
 
-def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
-    """One probe call: the (B, d) draw counts, checked for scale and number."""
-    G = _array(call_student(fn, where, np.ones((B, d)), np.eye(B), f, rng), (d, B), where,
+def _probe_counts(result, B, d, f, k, where, shared: bool) -> np.ndarray:
+    """One probe call's answer: the (B, d) draw counts, checked for scale and number."""
+    G = _array(result, (d, B), where,
                "with x all ones and delta = I (out = B) your function returned")
     scale = d / k
     if k < d and d > 1 and np.allclose(G, G[:1]) and not np.allclose(G, G[0, 0]):
@@ -137,6 +175,11 @@ def _probe_counts(fn, B, d, f, k, rng, where, shared: bool) -> np.ndarray:
             hint = f" -- multiply the kept entries by d/k = {scale:.6g}, so that E[x P] = x"
         elif np.allclose(G * scale, np.rint(G * scale)) and np.allclose(G.sum(axis=0), k / scale):
             hint = f" -- multiply the kept entries by d/k = {scale:.6g}, so that E[x P] = x"
+        elif (not math.isclose(1 / f, scale) and np.allclose(G * f, np.rint(G * f))
+              and np.allclose((G * f).sum(axis=0), k)):
+            hint = (f" -- you scaled each draw by 1/f = {1 / f:.6g}; the scale is d/k = "
+                    f"{d}/{k} = {scale:.6g}, because k = ceil(f d) = {k} draws are made, not "
+                    f"f d = {f * d:.6g}")
         raise CheckFailed(f"{where}: with x all ones and delta = I your column 0 (row 0's x P) is "
                           f"{column}; each entry must be (times drawn) x d/k = (times drawn) x "
                           f"{scale:.6g}{hint}")
@@ -188,63 +231,66 @@ def estimate_variance(x, delta, k, shared: bool) -> np.ndarray:
     return per_count * (x * x).T @ (delta * delta)   # independent rows add their variances
 
 
-def _check_sampler(fn: Callable, exercise: str, topic: str, shared: bool) -> None:
-    for B, d, out, f in _LAYERS:
-        where = location(exercise, topic, _name(B, d, out, f))
-        k = kept_entries(d, f)
-        _reproducible(fn, B, d, out, f, where)
-        rng = np.random.default_rng(2021)
-        repeats, same_rows, pairs = 0, 0, 0
-        probes = _PROBES if shared else _PROBES // 3
-        for _ in range(probes):
-            counts = _probe_counts(fn, B, d, f, k, rng, where, shared)
-            drawn = counts[:1] if shared else counts   # a shared sample is one draw of k
-            repeats += int((drawn * (drawn - 1)).sum())
-            same_rows += int(np.all(counts == counts[:1]))
-            pairs += 1
-        if shared and same_rows < pairs:
-            raise CheckFailed(f"{where}: with x all ones and delta = I the rows of your x P drew "
-                              f"different features; same sample draws ONE set of k = {k} "
-                              f"features for the whole minibatch and uses it for every row")
-        if not shared and B >= 2 and k < d and same_rows == pairs:
-            raise CheckFailed(f"{where}: with x all ones and delta = I every row of your x P "
-                              f"drew the same features in all {pairs} calls: that is one sample "
-                              f"shared by the minibatch (same sample); different sample draws "
-                              f"k = {k} features independently for every row")
-        rows = probes * (1 if shared else B)
-        expected = rows * k * (k - 1) / d
-        # judged only where the count is large enough: a correct sampler lands in the band
-        # with probability above 1 - 1e-4 (its count of repeats is nearly Poisson)
-        if expected >= 100 and not 0.5 <= repeats / expected <= 1.5:
-            raise CheckFailed(f"{where}: over {rows} sampled rows a feature was drawn twice "
-                              f"{repeats} times (counting pairs of draws), but k = {k} uniform "
-                              f"draws with replacement from d = {d} repeat about "
-                              f"{expected:.0f} times; draw with replacement, each draw "
-                              f"independent (rng.integers(d, size=k))")
-        x, delta = _layer(B, d, out, seed=B * 1000 + d)
-        exact = x.T @ delta
-        total = np.zeros((d, out))
-        for _ in range(_ESTIMATES):
-            total += _array(call_student(fn, where, x.copy(), delta.copy(), f, rng), (d, out),
-                            where)
-        mean = total / _ESTIMATES
-        stderr = np.sqrt(estimate_variance(x, delta, k, shared) / _ESTIMATES)
-        miss = np.abs(mean - exact)
-        bad = miss > Z_LIMIT * stderr + 1e-9 * (1 + np.abs(exact))
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise CheckFailed(f"{where}: over {_ESTIMATES} estimates the mean of entry [{i}, {j}] "
-                              f"is {mean[i, j]:.6g}, but x^T delta there is {exact[i, j]:.6g} "
-                              f"({miss[i, j] / max(stderr[i, j], 1e-300):.1f} standard errors "
-                              f"away); sample the input x (each feature with probability 1/d), "
-                              f"keep delta exact, and return (x P)^T delta")
-    passed(exercise, f"{topic.split(' weight')[0]} estimate well formed, reproducible and "
-                     f"unbiased on {len(_LAYERS)} layers ({len(_LAYERS) * _ESTIMATES} estimates)")
+def _judge_sampler(case, answer, where, shared: bool) -> None:
+    B, d, out, f = case["layer"]
+    k = kept_entries(d, f)
+    if not (isinstance(answer, dict) and {"repeat", "probes", "estimates"} <= set(answer)):
+        raise CheckFailed(f"{where}: the grader could not read your estimates")
+    for seed in case["seeds"]:
+        first, again = ([_array(G, (d, out), where) for G in run] for run in answer["repeat"][seed])
+        if not all(np.array_equal(a, b) for a, b in zip(first, again)):
+            raise CheckFailed(f"{where}: two runs of five calls on np.random.default_rng({seed}) "
+                              f"returned different estimates; take every random number from the "
+                              f"rng argument, never from np.random or the random module")
+    repeats, same_rows, pairs = 0, 0, 0
+    for G in answer["probes"]:
+        counts = _probe_counts(G, B, d, f, k, where, shared)
+        drawn = counts[:1] if shared else counts   # a shared sample is one draw of k
+        repeats += int((drawn * (drawn - 1)).sum())
+        same_rows += int(np.all(counts == counts[:1]))
+        pairs += 1
+    if shared and same_rows < pairs:
+        raise CheckFailed(f"{where}: with x all ones and delta = I the rows of your x P drew "
+                          f"different features; same sample draws ONE set of k = {k} "
+                          f"features for the whole minibatch and uses it for every row")
+    if not shared and B >= 2 and k < d and same_rows == pairs:
+        raise CheckFailed(f"{where}: with x all ones and delta = I every row of your x P "
+                          f"drew the same features in all {pairs} calls: that is one sample "
+                          f"shared by the minibatch (same sample); different sample draws "
+                          f"k = {k} features independently for every row")
+    rows = pairs * (1 if shared else B)
+    expected = rows * k * (k - 1) / d
+    # judged only where the count is large enough: a correct sampler lands in the band
+    # with probability above 1 - 1e-4 (its count of repeats is nearly Poisson)
+    if expected >= 100 and not 0.5 <= repeats / expected <= 1.5:
+        raise CheckFailed(f"{where}: over {rows} sampled rows a feature was drawn twice "
+                          f"{repeats} times (counting pairs of draws), but k = {k} uniform "
+                          f"draws with replacement from d = {d} repeat about "
+                          f"{expected:.0f} times; draw with replacement, each draw "
+                          f"independent (rng.integers(d, size=k))")
+    x, delta = case["inputs"]
+    exact = x.T @ delta
+    estimates = [_array(G, (d, out), where) for G in answer["estimates"]]
+    n = len(estimates)
+    mean = np.sum(estimates, axis=0) / n
+    stderr = np.sqrt(estimate_variance(x, delta, k, shared) / n)
+    miss = np.abs(mean - exact)
+    bad = miss > Z_LIMIT * stderr + 1e-9 * (1 + np.abs(exact))
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise CheckFailed(f"{where}: over {n} estimates the mean of entry [{i}, {j}] "
+                          f"is {mean[i, j]:.6g}, but x^T delta there is {exact[i, j]:.6g} "
+                          f"({miss[i, j] / max(stderr[i, j], 1e-300):.1f} standard errors "
+                          f"away); sample the input x (each feature with probability 1/d), "
+                          f"keep delta exact, and return (x P)^T delta")
 
 
 @exercise("9.1", "different-sample weight gradient", takes=("different_sample_grad",),
-          points=3, minutes=25, seconds=60, reference=("minirad.studies.nn.activations",))
-def check_different_sample(fn: Callable) -> None:
+          points=3, minutes=25, seconds=60, reference=("minirad.studies.nn.activations",),
+          cases=_sampler_cases(shared=False), probe=_probe_sampler,
+          passed="different-sample estimate well formed, reproducible and unbiased on {n} "
+                 "layers")
+def check_different_sample(case, answer, where) -> None:
     """Exercise 9.1: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by different sample.
 
     ``x`` is the stored input (B, d), ``delta`` the adjoint of the output
@@ -252,22 +298,23 @@ def check_different_sample(fn: Callable) -> None:
     uniformly with replacement, independently of the other rows; ``x P``
     keeps row ``b``'s drawn entries, each multiplied by (times drawn) x
     ``d/k``, and zeros elsewhere; the result is ``(x P)^T delta``, shape
-    (d, out).  On five layers: reproducibility on a seeded ``rng``; 100 probe
+    (d, out).  On each layer: reproducibility on a seeded ``rng``; 100 probe
     calls (``x`` ones, ``delta = I``) that must show whole draws scaled by
     ``d/k``, exactly ``k`` per row, rows drawn independently, and repeated
     features about as often as with replacement; and the mean of 600 estimates
-    drawn with ``np.random.default_rng(2021)`` within 5 standard errors of
-    ``x.T @ delta``.  Hints name a missing ``d/k``, ``ceil`` of ``f * d``
-    taken in floating point, sampling without replacement, one sample shared
-    by the batch, sampling ``delta`` instead of ``x``, and a global random
-    generator.
+    within 5 standard errors of ``x.T @ delta``.  Hints name a missing ``d/k``,
+    ``ceil`` of ``f * d`` taken in floating point, sampling without
+    replacement, one sample shared by the batch, sampling ``delta`` instead of
+    ``x``, and a global random generator.
     """
-    _check_sampler(fn, "Exercise 9.1", "different-sample weight gradient", shared=False)
+    _judge_sampler(case, answer, where, shared=False)
 
 
 @exercise("9.3", "same-sample weight gradient", takes=("same_sample_grad",), points=2,
-          minutes=15, seconds=60, reference=("minirad.studies.nn.activations",))
-def check_same_sample(fn: Callable) -> None:
+          minutes=15, seconds=60, reference=("minirad.studies.nn.activations",),
+          cases=_sampler_cases(shared=True), probe=_probe_sampler,
+          passed="same-sample estimate well formed, reproducible and unbiased on {n} layers")
+def check_same_sample(case, answer, where) -> None:
     """Exercise 9.3: ``fn(x, delta, f, rng)`` estimates ``x.T @ delta`` by same sample.
 
     As :func:`check_different_sample`, except that ONE set of ``k = ceil(f d)``
@@ -284,10 +331,9 @@ def check_same_sample(fn: Callable) -> None:
     ...     np.add.at(P, rng.integers(0, d, size=k), d / k)
     ...     return (x * P).T @ delta
     >>> check_same_sample(same)
-    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 6 \
-layers (3600 estimates)
+    Exercise 9.3 passed: same-sample estimate well formed, reproducible and unbiased on 6 layers
     """
-    _check_sampler(fn, "Exercise 9.3", "same-sample weight gradient", shared=True)
+    _judge_sampler(case, answer, where, shared=True)
 
 
 # --------------------------------------------------------------- z-scores
@@ -307,23 +353,35 @@ def reference_z_scores(estimates, exact) -> np.ndarray:
     return z
 
 
-def _z_cases() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    gen = np.random.default_rng(9)
-    cases = {}
-    samples = gen.standard_normal((50, 3, 4)) + 0.3
-    cases["50 estimates of a 3x4 gradient, exact all zeros"] = (samples, np.zeros((3, 4)))
+def _z_data(gen, scale: float = 1.0) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    cases = []
+    samples = gen.standard_normal((50, 3, 4)) + 0.3 * scale
+    cases.append(("50 estimates of a 3x4 gradient, exact all zeros", samples, np.zeros((3, 4))))
     samples = gen.exponential(2.0, size=(400, 6))
-    cases["400 estimates of 6 numbers, exact 2"] = (samples, np.full(6, 2.0))
+    cases.append(("400 estimates of 6 numbers, exact 2", samples, np.full(6, 2.0)))
     samples = gen.standard_normal((3, 2, 2)).astype(np.float32)
-    cases["3 estimates in float32 (2x2)"] = (samples, np.array([[0.5, -1.0], [0.0, 2.0]]))
+    cases.append(("3 estimates in float32 (2x2)", samples,
+                  np.array([[0.5, -1.0], [0.0, 2.0]]) * scale))
     samples = gen.standard_normal((20, 2, 3))
     samples[:, 0, 1] = 1.5   # a weight whose estimate never varies, and is exact
     samples[:, 1, 2] = 0.0   # a dead unit: always 0, and so is the exact gradient
     samples[:, 1, 0] = 4.0   # never varies, but wrong: an infinitely sure bias
     exact = np.zeros((2, 3))
     exact[0, 1], exact[1, 0] = 1.5, 3.0
-    cases["20 estimates with three entries that never vary"] = (samples, exact)
+    cases.append(("20 estimates with three entries that never vary", samples, exact))
     return cases
+
+
+def _z_cases(rng) -> list[dict]:
+    gen = np.random.default_rng(9) if rng is None else rng
+    scale = 1.0 if rng is None else float(rng.uniform(0.5, 2.0))
+    return [{"name": name, "estimates": estimates, "exact": exact}
+            for name, estimates, exact in _z_data(gen, scale)]
+
+
+def _probe_z(fns, case, where):
+    with np.errstate(all="ignore"):   # a student's 0/0 is reported by the check, not warned
+        return call_student(fns[0], where, case["estimates"].copy(), case["exact"].copy())
 
 
 def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
@@ -358,9 +416,10 @@ def _z_hint(mine: np.ndarray, estimates: np.ndarray, exact: np.ndarray) -> str:
 
 
 @exercise("9.2", "z-scores", takes=("z_scores",), points=1, minutes=10, seconds=30,
-          reference=("minirad.labs.checks_rad_nn:reference_z_scores",
-                     "minirad.draw.plots:z_scores"))
-def check_z_scores(fn: Callable) -> None:
+          reference=("minirad.labs.lab09_rad_nn:reference_z_scores",
+                     "minirad.draw.plots:z_scores"),
+          cases=_z_cases, probe=_probe_z, passed="z-scores agree with minirad on {n} cases")
+def check_z_scores(case, answer, where) -> None:
     """Exercise 9.2: ``fn(estimates, exact)`` returns the z-score of every entry.
 
     ``estimates`` has shape (n, ...) (n independent estimates of an array of
@@ -376,32 +435,76 @@ def check_z_scores(fn: Callable) -> None:
     >>> check_z_scores(reference_z_scores)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    minirad.labs.checks.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
+    minirad.labs.checking.CheckFailed: Exercise 9.2 (z-scores), on 50 estimates of a 3x4 \
 gradient, exact all zeros: used the reference -- your function called minirad's ...
     """
-    exercise, topic = "Exercise 9.2", "z-scores"
-    cases = _z_cases()
-    for name, (estimates, exact) in cases.items():
-        where = location(exercise, topic, name)
-        with np.errstate(all="ignore"):   # a student's 0/0 is reported below, not warned
-            result = call_student(fn, where, estimates.copy(), exact.copy())
-        mine = as_numbers(result, where)
-        expected = reference_z_scores(estimates, exact)
-        if mine.shape != expected.shape:
-            raise CheckFailed(f"{where}: your function returned shape {mine.shape}; the z-scores "
-                              f"have the shape of exact, {expected.shape} (average over axis 0)")
-        finite = np.isfinite(expected)
-        if np.isnan(mine).any():
-            i = tuple(int(v) for v in np.argwhere(np.isnan(mine))[0])
-            raise CheckFailed(f"{where}: your z-score at {list(i)} is nan; there every estimate "
-                              f"is {estimates[(slice(None),) + i][0]:.6g}, so s = 0: return 0 "
-                              f"when that equals exact, and +-inf when it does not")
-        ok = np.allclose(mine[finite], expected[finite], rtol=1e-6, atol=1e-9) and np.array_equal(
-            mine[~finite], expected[~finite])
-        if not ok:
-            bad = ~np.isclose(mine, expected, rtol=1e-6, atol=1e-9) & ~(
-                np.isinf(mine) & (mine == expected))
-            i = tuple(int(v) for v in np.argwhere(bad)[0])
-            raise CheckFailed(f"{where}: your z-score at {list(i)} is {mine[i]:.6g}, expected "
-                              f"{expected[i]:.6g}" + _z_hint(mine, estimates, exact))
-    passed(exercise, f"z-scores agree with minirad on {len(cases)} cases")
+    estimates, exact = case["estimates"], case["exact"]
+    mine = as_numbers(answer, where)
+    expected = reference_z_scores(estimates, exact)
+    if mine.shape != expected.shape:
+        raise CheckFailed(f"{where}: your function returned shape {mine.shape}; the z-scores "
+                          f"have the shape of exact, {expected.shape} (average over axis 0)")
+    finite = np.isfinite(expected)
+    if np.isnan(mine).any():
+        i = tuple(int(v) for v in np.argwhere(np.isnan(mine))[0])
+        raise CheckFailed(f"{where}: your z-score at {list(i)} is nan; there every estimate "
+                          f"is {estimates[(slice(None),) + i][0]:.6g}, so s = 0: return 0 "
+                          f"when that equals exact, and +-inf when it does not")
+    ok = np.allclose(mine[finite], expected[finite], rtol=1e-6, atol=1e-9) and np.array_equal(
+        mine[~finite], expected[~finite])
+    if not ok:
+        bad = ~np.isclose(mine, expected, rtol=1e-6, atol=1e-9) & ~(
+            np.isinf(mine) & (mine == expected))
+        i = tuple(int(v) for v in np.argwhere(bad)[0])
+        raise CheckFailed(f"{where}: your z-score at {list(i)} is {mine[i]:.6g}, expected "
+                          f"{expected[i]:.6g}" + _z_hint(mine, estimates, exact))
+
+
+# ------------------------------------------------------- planted mistakes
+def _estimator(shared=False, scale=lambda d, k, f: d / k, keep=kept_entries):
+    def estimate(x, delta, f, rng):
+        B, d = x.shape
+        k = keep(d, f)
+        P = np.zeros((B, d))
+        rows = [P[0]] if shared else P
+        for row in rows:
+            np.add.at(row, rng.integers(0, d, size=k), scale(d, k, f))
+        if shared:
+            P[:] = P[0]
+        return (x * P).T @ delta
+    return estimate
+
+
+def _z(stderr=lambda s, n: s / np.sqrt(n), ddof=1, sign=1.0):
+    def z_scores(estimates, exact):
+        estimates = np.asarray(estimates, dtype=float)
+        miss = sign * (estimates.mean(axis=0) - exact)
+        s = stderr(estimates.std(axis=0, ddof=ddof), len(estimates))
+        z = np.zeros(miss.shape)
+        np.divide(miss, s, out=z, where=s > 0)
+        flat = (s == 0) & ~np.isclose(estimates.mean(axis=0), exact)
+        z[flat] = np.copysign(np.inf, miss[flat])
+        return z
+    return z_scores
+
+
+#: exercise number -> [(the mistake, a function returning the wrong definitions)]
+MISTAKES = {
+    "9.1": [
+        ("the d/k left out", one(_estimator(scale=lambda d, k, f: 1.0))),
+        ("scaled by 1/f instead of d/k", one(_estimator(scale=lambda d, k, f: 1 / f))),
+        ("floor(f d) draws", one(_estimator(keep=lambda d, f: max(1, math.floor(f * d))))),
+        ("one sample shared by the batch", one(_estimator(shared=True))),
+    ],
+    "9.2": [
+        ("s instead of s / sqrt(n)", one(_z(stderr=lambda s, n: s))),
+        ("ddof=0", one(_z(ddof=0))),
+        ("the sign reversed", one(_z(sign=-1.0))),
+    ],
+    "9.3": [
+        ("rows drawn independently", one(_estimator(shared=False))),
+        ("the d/k left out", one(_estimator(shared=True, scale=lambda d, k, f: 1.0))),
+        ("floor(f d) draws",
+         one(_estimator(shared=True, keep=lambda d, f: max(1, math.floor(f * d))))),
+    ],
+}

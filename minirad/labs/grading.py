@@ -92,7 +92,7 @@ def grade_in_kernel(number: str, namespace: dict, out_path: str, stub_present: b
                     seconds: float | None = None) -> dict:
     """Run exercise ``number``'s check on the definitions in ``namespace``; write the
     outcome as JSON to ``out_path`` and return it.  Runs inside the student's kernel."""
-    from .checks import CheckFailed, time_limit
+    from .checking import CheckFailed, time_limit
 
     spec = EXERCISES[number]
     limit = spec.seconds if seconds is None else seconds
@@ -276,7 +276,7 @@ def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
                             continue
                         current = ("cell", index)
                         kernel.run(source, min(cell_seconds, deadline - time.monotonic() + 1))
-                    kernel.run("from minirad.labs.grade import grade_in_kernel as "
+                    kernel.run("from minirad.labs.grading import grade_in_kernel as "
                                "_minirad_grade_in_kernel", 60)
                     while pending:
                         spec = pending[0]
