@@ -369,6 +369,21 @@ def _worst_entry(g: LCG, result, digits: int) -> str:
             f"{mean[r, c]:.{digits}g}")
 
 
+def _z_line(result) -> str:
+    """The largest |z| over the entries the estimator can change (elsewhere the standard
+    error is 0 and a z-score would be rounding divided by rounding)."""
+    z = np.abs(result.z)[result.varies]
+    fixed = int((~result.varies).sum())
+    if not np.isfinite(z).any():
+        return (f"no z-score: no entry's estimate can vary (the exact variance is 0 for all "
+                f"{fixed}), so the estimates differ from the exact Jacobian by rounding only")
+    line = f"max |z| = {float(np.nanmax(z)):.2f} (mean minus exact, in standard errors"
+    if fixed:
+        varying = "entry that varies" if z.size == 1 else "entries that vary"
+        line += f"; over the {z.size} {varying}, not the {fixed} of exact variance 0"
+    return line + ")"
+
+
 def _noise_warning(g: LCG, result) -> str | None:
     """A warning when one estimate's standard deviation dwarfs the Jacobian."""
     variance = result.exact_variance if result.exact_variance is not None else result.variance
@@ -419,10 +434,8 @@ def cmd_compare(args) -> None:
     print(_format_jacobian(g, result.mean, digits))
     if result.n > 1:
         print("\nstandard error of the mean:")
-        stderr = result.stderr
-        if result.exact_variance is not None:  # where no estimate can vary, only rounding did
-            stderr = np.where(result.exact_variance == 0, 0.0, stderr)
-        print(_format_jacobian(g, stderr, digits))
+        # where no estimate can vary, only rounding did
+        print(_format_jacobian(g, np.where(result.varies, result.stderr, 0.0), digits))
     else:
         print("\nstandard error of the mean: undefined with one estimate (the spread of the "
               "estimates needs at least two to measure); use --samples 2 or more")
@@ -431,8 +444,7 @@ def cmd_compare(args) -> None:
         print(_format_jacobian(g, result.exact_variance, digits))
     print()
     if result.n > 1:
-        print(f"max |z| = {float(np.nanmax(np.abs(result.z))):.2f} (mean minus exact, in "
-              f"standard errors)")
+        print(_z_line(result))
     print(f"relative error of the mean = {result.running_error[-1]:.{digits}g} "
           f"(||mean - exact|| / ||exact||)")
     print(_worst_entry(g, result, digits))
@@ -552,11 +564,12 @@ def cmd_demo(args) -> None:
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
     result = compare(g, k=1, n=n, rng=0)
     print(_format_jacobian(g, result.mean))
-    print(f"standard errors {result.stderr.ravel().round(4).tolist()}, max |z| = "
-          f"{float(abs(result.z).max()):.2f}, relative error of the whole matrix "
-          f"{result.running_error[-1]:.2g}")
+    stderr = np.where(result.varies, result.stderr, 0.0)  # elsewhere rounding only
+    print(f"standard errors {stderr.ravel().round(4).tolist()}, relative error of the whole "
+          f"matrix {result.running_error[-1]:.2g}")
+    print(_z_line(result))
     # the norm hides a small entry's error behind the large one: name the worst entry
-    z = float(abs(result.z).max())
+    z = float(np.nanmax(np.abs(result.z)[result.varies], initial=0.0))
     print(_worst_entry(g, result, 4) + ("; within noise (|z| < 3)" if z < 3 else
                                         "; more than 3 standard errors off"))
     print("dy/dx1 is estimated without error: both of its paths carry the same product "

@@ -568,3 +568,34 @@ def test_writing_dot_text_warns_of_no_missing_dot(tmp_path, capsys, monkeypatch)
     assert main(["render", saved(tmp_path, examples.figure1()), "-o", str(out)]) == 0
     assert capsys.readouterr().err == ""
     assert out.read_text().startswith("digraph lcg {")
+
+
+# ----------------------------------------------------------------- issue 39
+@pytest.mark.drawing
+def test_compare_of_a_graph_of_arrays_saves_its_heatmaps(tmp_path, capsys):
+    """Issue 39: `compare LAYER.npz -o x.png` printed its numbers, then failed ("input_names
+    has 2 names for 30 entries"). Every entry of figure3's chain has exact variance 0
+    (k=1 keeps each vertex's only edge), so no z-score is printed: it would be rounding
+    divided by rounding."""
+    path = saved(tmp_path, examples.figure3(), "layer.npz")
+    picture = tmp_path / "cmp.png"
+    assert main(["compare", path, "--samples", "20", "-o", str(picture)]) == 0
+    out = capsys.readouterr().out
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {picture}" in out
+    assert "max |z|" not in out
+    assert "no z-score: no entry's estimate can vary (the exact variance is 0 for all 30)" in out
+
+
+def test_compare_prints_z_only_over_the_entries_that_vary(tmp_path, capsys):
+    """Figure 1: dy/dx1 has exact variance 0 (both paths carry a * a * c), dy/dx2 does not.
+    The printed max |z| is dy/dx2's own, (mean - exact) / stderr from the library (the
+    oracle), and says the other entry is left out."""
+    from minirad.randomized.experiments import compare
+
+    g = examples.figure1()
+    assert main(["compare", saved(tmp_path, g), "--samples", "500", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    oracle = compare(g, k=1, n=500, rng=3)
+    z = (oracle.mean[0, 1] - oracle.exact[0, 1]) / oracle.stderr[0, 1]
+    assert (f"max |z| = {abs(z):.2f} (mean minus exact, in standard errors; over the 1 entry "
+            f"that varies, not the 1 of exact variance 0)") in out

@@ -71,6 +71,20 @@ class Comparison:
     def n(self) -> int:
         return len(self.estimates)
 
+    @property
+    def varies(self) -> np.ndarray:
+        """Which entries the estimator can change: all but those whose exact variance
+        is 0 (where the estimates differ by rounding only, their spread and ``z`` say
+        nothing); every entry when the exact variance is unknown.
+
+        >>> from minirad import examples
+        >>> compare(examples.figure1(), 1, 10, rng=0).varies.tolist()  # dy/dx1: equal paths
+        [[False, True]]
+        """
+        if self.exact_variance is None:
+            return np.ones(self.exact.shape, dtype=bool)
+        return self.exact_variance != 0
+
     def __repr__(self) -> str:
         worst = np.nanmax(np.abs(self.z)) if np.isfinite(self.z).any() else float("nan")
         return (f"Comparison(n={self.n}, relative error of the mean "
