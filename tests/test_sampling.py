@@ -698,3 +698,19 @@ def test_entries_are_checked():
         sample_paths(g, 1, entries={g.names[g.inputs[0]]: 1})
     with pytest.raises(ValueError, match="accumulated in reverse"):
         sampled_jacobians(g, 1, 3, direction="forward")
+
+
+def test_an_exact_variance_beyond_the_float_range_is_refused_not_nan():
+    """Issue 39: with paths of products 1e300 and 1 the variance of one estimate is about
+    1e600; the recursion returned NaN (inf - inf) with numpy's overflow warnings. Now it
+    says which entry overflowed, as every exact method does (AccumulationOverflow)."""
+    from minirad.exact.overflow import AccumulationOverflow
+
+    g = LCG.from_edges([("x", "a", 1e150), ("x", "b", 1.0), ("a", "y", 1e150), ("b", "y", 1.0)],
+                       inputs=["x"], outputs=["y"])
+    assert np.isfinite(jacobian(g)).all()             # the Jacobian itself is 1e300 + 1
+    for covariance in (False, True):
+        with pytest.raises(AccumulationOverflow, match="the exact variance of the estimate: "
+                                                       "dy/dx overflowed to inf"):
+            path_sampling_variance(g, 1, covariance=covariance)
+    assert compare(g, 1, 10, rng=0).exact_variance is None   # compare reports it unknown

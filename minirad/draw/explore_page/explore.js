@@ -563,6 +563,9 @@
       node.setAttribute("viewBox", "0 0 " + W + " " + H);
       const c = current(), N = c.n;
       const finite = (x) => typeof x === "number";
+      // an axis label fits the margin: 1.3e40, not 13000000000000000000000000000000000000000
+      const tick = (x) => Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-3)
+        ? x.toExponential(1).replace("e+", "e") : fmt(x, 3);
       const values = [];
       series.forEach((y, i) => { if (finite(y)) values.push(y); if (band && finite(band[i]) && finite(y)) values.push(y - 2 * band[i], y + 2 * band[i]); });
       values.splice(0, values.length, ...values.filter(Number.isFinite));  // y ± 2 band may overflow
@@ -579,8 +582,8 @@
       const Y = (y) => top + (H - top - bottom) * (1 - (y / unit - lo) / (hi - lo));
       node.append(svgEl("line", { class: "axis", x1: left, y1: H - bottom, x2: W - right, y2: H - bottom }),
         svgEl("line", { class: "axis", x1: left, y1: top, x2: left, y2: H - bottom }),
-        svgEl("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, fmt(hi * unit, 3)),
-        svgEl("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, fmt(lo * unit, 3)),
+        svgEl("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, tick(hi * unit)),
+        svgEl("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, tick(lo * unit)),
         svgEl("text", { x: left, y: H - 6 }, "1"), svgEl("text", { x: W - right, y: H - 6, "text-anchor": "end" }, String(N) + " estimates"),
         svgEl("text", { x: left, y: 12 }, label));
       if (band) {
