@@ -320,6 +320,8 @@ def test_missing_dot_warning_is_one_clean_line(tmp_path, capsys, monkeypatch):
     assert err.count("\n") == 1
     assert err.startswith("minirad render: warning: the graphviz 'dot' program was not found")
     assert "warnings.warn" not in err and ".py:" not in err
+    # issue 39: it named a Python attribute (.source); a command-line user saves a .dot file
+    assert ".source" not in err and "saving as .dot still writes the DOT text" in err
 
 
 @pytest.mark.drawing
