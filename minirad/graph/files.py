@@ -61,7 +61,7 @@ from ..implicit import solves as implicit
 from . import operators as O
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
-from .lcg import LCG
+from .lcg import LCG, value_key
 from .patches import ProjectedPatches, SampledPatches
 
 __all__ = ["MAX_BYTES", "load_graph", "save_graph", "write_atomically"]
@@ -536,6 +536,8 @@ def _graph(r: _Archive) -> LCG:
             if str(error).startswith(f"{r.path} is not"):
                 raise
             r.fail(f"{where}: {error}")
+    for e, label in enumerate(labels):
+        _check_value_keys(r, label, values, f"edges[{e}].operator")
     inputs = r.field(doc, "inputs", list, "manifest")
     outputs = r.field(doc, "outputs", list, "manifest")
     injections = r.field(doc, "injections", list, "manifest")
@@ -546,6 +548,27 @@ def _graph(r: _Archive) -> LCG:
                    injections=injections)
     except (TypeError, ValueError) as error:
         r.fail(str(error))
+
+
+def _check_value_keys(r: _Archive, label, values: list, where: str) -> None:
+    """An array kept under a vertex's value key (``value:<vertex>``) is that vertex's
+    value: the key names a vertex of the file, as :func:`value_key` writes it, and the
+    bits are its stored value's.  :func:`minirad.graph.memory.memory` shares and frees
+    arrays by these keys, so a key that named no vertex (``value:abc``, ``value:999999``)
+    would fail there or count other bytes."""
+    for kept in getattr(label, "retained", ()):
+        for key, bits in ((kept.key, kept.nbits), (kept.recompute_from, kept.source_bits)):
+            if key is None or not key.startswith("value:"):
+                continue
+            number = key[len("value:"):]
+            v = int(number) if number.isascii() and number.isdigit() else -1
+            if not 0 <= v < len(values) or key != value_key(v):
+                r.fail(f"{where} keeps {_shown(key)}, which names no vertex: a vertex's "
+                       f"value is kept as 'value:<vertex number>', 0..{len(values) - 1}")
+            expected = values[v].size * values[v].dtype.itemsize * 8
+            if bits != expected:
+                r.fail(f"{where} keeps {key} ({values[v].dtype} of shape "
+                       f"{values[v].shape}, {expected:,} bits) as {bits:,} bits")
 
 
 def _dtype(r: _Archive, name, where) -> np.dtype:
