@@ -29,7 +29,7 @@ import numpy as np
 from ..graph.lcg import LCG
 from ..tracing import trace
 from .elimination import eliminate
-from .paths import DEFAULT_MAX_PATHS, bauer
+from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
 from .sweeps import forward_sweep, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
@@ -48,7 +48,7 @@ def _as_graph(g_or_f, args) -> LCG:
 
 
 def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
-               keep_values: bool = True):
+               keep_values: bool = True, max_products=None):
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
@@ -56,8 +56,9 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
     is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
     final graph and the steps.  ``order`` (default ``"markowitz"``)
-    applies only to elimination and ``max_paths`` (default 1,000,000) only
-    to Bauer's formula; passing either with another method is an error.
+    applies only to elimination, ``max_paths`` (default 1,000,000) and
+    ``max_products`` (the multiplications along them, default 10,000,000) only
+    to Bauer's formula; passing any with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -76,12 +77,14 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     if order is not None and method != "eliminate":
         raise ValueError(f"order={order!r} applies only to method='eliminate', not "
                          f"method={method!r}")
-    if max_paths is not None and method != "bauer":
-        raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
-                         f"method={method!r}")
+    for name, value in (("max_paths", max_paths), ("max_products", max_products)):
+        if value is not None and method != "bauer":
+            raise ValueError(f"{name}={value!r} applies only to method='bauer', not "
+                             f"method={method!r}")
     g = _as_graph(g_or_f, args)
     if method == "bauer":
-        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
+        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths,
+                     DEFAULT_MAX_PRODUCTS if max_products is None else max_products)
     if method == "forward":
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
@@ -95,7 +98,8 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     return result
 
 
-def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
+             max_products=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -126,4 +130,4 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
-                      keep_values=False).jacobian
+                      keep_values=False, max_products=max_products).jacobian
