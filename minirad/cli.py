@@ -491,7 +491,7 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, samples=args.samples)
+    page = explore(g, title=args.title, samples=args.samples, max_vertices=args.max_vertices)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
@@ -807,6 +807,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="the page's title (default: the graph's summary)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
+    p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions", "grade"],

@@ -56,6 +56,7 @@ from ..graph.labels import FLOATS
 from ..graph.lcg import LCG
 from . import explore_arrays, explore_data
 from .explore_layout import positions
+from .render import MAX_VERTICES
 
 __all__ = ["Page", "explore"]
 
@@ -92,8 +93,8 @@ class Page:
         return f"Page({self.data['title']!r}, {len(self.html.encode('utf-8')):,} bytes)"
 
 
-def _layout_section(g, lines) -> dict:
-    spots = positions(g, lines)
+def _layout_section(g, lines, max_vertices: int) -> dict:
+    spots = positions(g, lines, max_vertices)
     return dict(x=spots.x, y=spots.y, width=spots.width, height=spots.height,
                 lines=lines, engine=spots.layout)
 
@@ -110,8 +111,10 @@ def _check_options(ks, seeds, samples) -> None:
 
 
 def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples: int = 100,
-            max_paths: int = 60, fractions=explore_arrays.FRACTIONS, seed: int = 0) -> Page:
-    """The explorable page of ``g``, an LCG of numbers or of arrays (at most 200 vertices).
+            max_paths: int = 60, fractions=explore_arrays.FRACTIONS, seed: int = 0,
+            max_vertices: int = MAX_VERTICES) -> Page:
+    """The explorable page of ``g``, an LCG of numbers or of arrays (at most
+    ``max_vertices`` vertices, refused before anything is computed).
 
     ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
     precomputed: ``samples`` estimates, the first dozen from runs of
@@ -123,6 +126,13 @@ def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples:
     if not isinstance(g, LCG):
         raise TypeError(f"explore draws an LCG (minirad.trace), not "
                         f"{type(g).__name__}; trace the function first")
+    if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
+        raise TypeError(f"max_vertices must be an int, not {max_vertices!r}")
+    if g.n_vertices > max_vertices:   # before any panel: they cost time and memory
+        raise ValueError(f"the graph has {g.n_vertices:,} vertices, more than "
+                         f"max_vertices={max_vertices} that one page can lay out and be read; "
+                         f"explore a smaller subgraph, or pass max_vertices={g.n_vertices} "
+                         f"(--max-vertices {g.n_vertices}) to build it anyway")
     if g.algebra is FLOATS:  # a graph of numbers: every panel but Memory
         _check_options(list(ks), list(seeds), samples)
         lines = [[name] for name in g.names]
@@ -140,7 +150,7 @@ def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples:
                     exact=explore_arrays.exact_section(g),
                     memory=explore_arrays.memory_section(g, fractions, seed),
                     elimination=None, paths=None, sample=None)
-    data["layout"] = _layout_section(g, lines)
+    data["layout"] = _layout_section(g, lines, max_vertices)
     data["title"] = title or repr(g)
     return Page(_fill(data), data)
 
