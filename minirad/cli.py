@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -25,7 +26,7 @@ from . import __version__
 from .exact.elimination import STRATEGIES
 from .exact.jacobians import METHODS
 from .exact.result import format_count
-from .graph.files import load_graph, save_graph
+from .graph.files import MAX_BYTES, load_graph, save_graph
 from .graph.labels import FLOATS
 from .graph.lcg import LCG, plural
 from .tracing import trace
@@ -145,17 +146,23 @@ def _parse_point(text: str):
                          f"numbers") from None
 
 
-def _load_graph(path: str) -> LCG:
+def _load_graph(path: str, max_bytes: int) -> LCG:
     if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
     if not os.path.isfile(path):
         raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
-    return load_graph(path)
+    if max_bytes < 1:
+        raise UsageError(f"--max-bytes must be a positive number of bytes, not {max_bytes}")
+    try:
+        return load_graph(path, max_bytes=max_bytes)
+    except ValueError as error:  # the library's keyword is this command's flag
+        raise UsageError(re.sub(r"pass max_bytes=(\d+)", r"pass --max-bytes \1",
+                                str(error))) from None
 
 
 # ---------------------------------------------------------------- commands
 def cmd_wengert(args) -> None:
-    print(_load_graph(args.file).wengert())
+    print(_load_graph(args.file, args.max_bytes).wengert())
 
 
 def cmd_trace(args) -> None:
@@ -258,7 +265,7 @@ def _print_accumulation(g: LCG, result) -> None:
 def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     order = _parse_order(args.order)
     if order is not None and args.method != "eliminate":
         raise UsageError("--order applies only to --method eliminate")
@@ -285,7 +292,7 @@ def cmd_render(args) -> None:
     from .randomized.sampling import sample_paths
 
     _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     if g.n_vertices > args.max_vertices:
         raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
                          f"{args.max_vertices} that can be read in one picture; pass "
@@ -415,7 +422,7 @@ def cmd_compare(args) -> None:
     if not 1 <= args.precision <= 17:
         raise UsageError(f"--precision is a number of significant digits from 1 to 17, not "
                          f"{args.precision}")
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     k = _parse_k(args.k)
     check_compare(g, k, args.samples)  # a bad or too large --k or --samples: before any work
     as_generator(args.seed)
@@ -470,7 +477,7 @@ def _graph_to_explore(args):
     """The graph named by ``minirad explore``'s first argument (and point)."""
     target = args.graph
     if target.lower().endswith((".json", ".npz")) and not args.point:
-        return _load_graph(target)
+        return _load_graph(target, args.max_bytes)
     f = _load_function(target)
     if not args.point:  # a function that builds a graph, such as minirad.examples:figure1
         g = _run_user_code(target, f)
@@ -736,11 +743,16 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     graph_file = "a saved LCG (minirad trace -o, minirad.save_graph): .json or .npz"
+
+    def max_bytes_option(p):
+        p.add_argument("--max-bytes", type=int, default=MAX_BYTES, metavar="BYTES",
+                       help="refuse a saved graph whose reading takes more (minirad.load_graph)")
     p = command("demo", cmd_demo)
     p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
 
     p = command("wengert", cmd_wengert)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
 
     p = command("trace", cmd_trace)
     p.add_argument("function", help="MODULE:FUNCTION or FILE.py:FUNCTION")
@@ -752,6 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("jacobian", cmd_jacobian)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
@@ -759,6 +772,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("render", cmd_render)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf, g.dot")
     p.add_argument("--sample", metavar="K", help="highlight one Algorithm 1 sample with K draws")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample")
@@ -772,6 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("compare", cmd_compare)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("--k", default="1", help="draws per visited vertex (an integer), or a "
                    "fraction of each out-degree such as 0.5 (1.0 means every out-edge)")
     p.add_argument("--samples", type=int, default=1000, help="number of estimates")
@@ -808,6 +823,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
     p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")
+    max_bytes_option(p)
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions", "grade"],
