@@ -17,8 +17,9 @@ from minirad.cli import main
 from minirad.graph.files import ARRAY_COST, MAX_BYTES, TEXT_COST
 
 
-def peak_bytes(call) -> int:
-    """The most memory Python allocated during ``call()`` (which must raise ValueError)."""
+def peak_bytes(call) -> tuple[int, str]:
+    """The most memory Python allocated during ``call()``, which must raise a ValueError,
+    and its message."""
     tracemalloc.start()
     try:
         with pytest.raises(ValueError) as refusal:
