@@ -504,10 +504,20 @@ def cmd_explore(args) -> None:
           f"open it in a browser, no server needed")
 
 
+#: the longest time limit a grader's flag takes (a day): beyond it no grading finishes
+MAX_SECONDS = 86400.0
+
+
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
     if args.form == "grade":
         from .labs.grade import grade, summary
+
+        for flag, seconds in (("--exercise-seconds", args.exercise_seconds),
+                              ("--cell-seconds", args.cell_seconds)):
+            if seconds is not None and not 0 < seconds <= MAX_SECONDS:  # also refuses nan
+                raise UsageError(f"{flag} must be a number of seconds above 0 and at most "
+                                 f"{MAX_SECONDS:g} (a day), not {seconds}")
 
         reports = grade(args.paths, args.output or "minirad-grades",
                         exercise_seconds=args.exercise_seconds,
@@ -610,8 +620,10 @@ def cmd_study(args) -> None:
         for path in result["paths"].values():
             print(f"wrote {path}")
         return
-    from .studies.pde_figures import StudyConfig, run_study
+    from .studies.pde_figures import SECONDS_PER_STEP, StudyConfig, estimated_seconds, run_study
 
+    if not 0 < args.max_days < math.inf:  # also refuses nan
+        raise UsageError(f"--max-days must be a positive number of days, not {args.max_days}")
     if args.paper_figures:
         if args.iterations is not None or args.resume:
             raise UsageError("--iterations and --resume do not apply to --paper-figures")
@@ -621,6 +633,7 @@ def cmd_study(args) -> None:
             StudyConfig.quick() if args.quick else StudyConfig()).n_steps
         if steps < 1:
             raise UsageError(f"--steps must be a positive integer, not {steps}")
+        _check_days(SECONDS_PER_STEP * steps, f"--steps {steps}", args.max_days)
         print(run_figure(folder, steps))
         return
     if args.quick and (args.steps is not None or args.iterations is not None):
@@ -644,6 +657,9 @@ def cmd_study(args) -> None:
     # the exact gradient (reverse mode) keeps the state of every step
     check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
                  f"--steps {cfg.n_steps} (the exact gradient stores the state of every step)")
+    _check_days(estimated_seconds(cfg), f"{cfg.iterations} iterations of {cfg.n_steps} steps",
+                args.max_days, " (the state is saved after every iteration: --resume goes on "
+                               "after an interruption)")
     command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
     try:
         written = run_study(folder, cfg, command=command, resume=args.resume)
@@ -651,6 +667,15 @@ def cmd_study(args) -> None:
         raise UsageError(str(error)) from None
     for path in written:
         print(path)
+
+
+def _check_days(seconds: float, what: str, max_days: float, note: str = "") -> None:
+    """Refuse, before it starts, a run estimated (low) to take more than ``max_days``."""
+    days = seconds / 86400
+    if days > max_days:
+        raise UsageError(f"{what} would take at least {days:,.3g} days, more than --max-days "
+                         f"{max_days:g}; ask for fewer, or pass --max-days {math.ceil(days)} "
+                         f"to run it anyway{note}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -808,6 +833,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pde: Adam iterations; the paper's 800 if not given")
     p.add_argument("--resume", action="store_true",
                    help="pde: go on with an interrupted run saved in the output folder")
+    p.add_argument("--max-days", type=float, default=30.0, metavar="DAYS",
+                   help="pde: refuse a run estimated to take longer")
     p.add_argument("--paper-figures", action="store_true",
                    help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, 5 to 15 "
                         "minutes) or 7a (pde, seconds)")

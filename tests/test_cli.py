@@ -601,3 +601,42 @@ def test_compare_prints_z_only_over_the_entries_that_vary(tmp_path, capsys):
     z = (oracle.mean[0, 1] - oracle.exact[0, 1]) / oracle.stderr[0, 1]
     assert (f"max |z| = {abs(z):.2f} (mean minus exact, in standard errors; over the 1 entry "
             f"that varies, not the 1 of exact variance 0)") in out
+
+
+@pytest.mark.parametrize("flag", ["--exercise-seconds", "--cell-seconds"])
+@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "1e300"])
+def test_lab_grade_refuses_time_limits_no_grading_can_use(tmp_path, capsys, flag, seconds):
+    """Issue 39: -1 or 0 marked every solution "timed out", inf ended in an OverflowError
+    traceback. Refused in one line before any kernel starts (no output folder)."""
+    submission = tmp_path / "lab1_x.ipynb"
+    submission.write_text("{}")
+    out = tmp_path / "grades"
+    assert main(["lab", "grade", str(submission), "-o", str(out), flag, seconds]) == 1
+    assert f"{flag} must be a number of seconds above 0" in one_line_error(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--iterations", "1000000000000"], "1000000000000 iterations of 40961 steps would take at "
+                                         "least 1.9e+08 days"),
+    (["--steps", "100000", "--iterations", "100000"], "pass --max-days 47 to run it anyway"),
+    (["--paper-figures", "--steps", "100000000000"], "--steps 100000000000 would take at least"),
+    (["--max-days", "nan"], "--max-days must be a positive number of days"),
+    (["--max-days", "inf", "--iterations", "1000000000000"], "--max-days must be a positive"),
+    (["--max-days", "-1"], "--max-days must be a positive number of days"),
+])
+def test_study_pde_refuses_a_run_it_cannot_finish(tmp_path, capsys, monkeypatch, argv, words):
+    """Issue 39: --iterations 10**12 was accepted and ran indefinitely. The estimate is low
+    (SECONDS_PER_STEP a step and member, the oracle below), so what is refused cannot
+    finish in --max-days; nothing starts (the study is a stand-in that records a call)."""
+    import minirad.studies.pde_figures as pde_figures
+
+    ran = []
+    monkeypatch.setattr(pde_figures, "run_study", lambda *a, **k: ran.append(a) or [])
+    out = tmp_path / "study"
+    assert main(["study", "pde", "-o", str(out), *argv]) == 1
+    assert words in one_line_error(capsys) and not ran and not out.exists()
+    members = 1 + len(pde_figures.FRACTIONS) + len(pde_figures.StudyConfig().released)
+    days = pde_figures.SECONDS_PER_STEP * 40961 * members * 10**12 / 86400
+    assert f"{days:,.3g}" == "1.9e+08"
+    assert main(["study", "pde", "-o", str(out), "--iterations", "800"]) == 0 and ran

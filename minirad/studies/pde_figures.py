@@ -50,8 +50,9 @@ from .pde import (
 from .pde_adjoint_plots import HORIZON, plot_reintegration, reintegration
 from .pde_state import STATE_FILE, generator, load_state, save_state
 
-__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
+__all__ = ["SECONDS_PER_STEP", "STATE_FILE", "StudyConfig", "adjoint", "curve_gaps",
+           "estimated_seconds", "memory", "noise", "optimise", "relative_noise",
+           "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
@@ -85,6 +86,23 @@ class StudyConfig:
     def acceptance(cls) -> StudyConfig:
         """The issue's acceptance run: t up to 1 (4,096 steps), 150 iterations."""
         return cls(n_steps=4096, iterations=150, noise_steps=(64, 256, 1024, 4096))
+
+
+#: a low estimate of the seconds one time step of one member's gradient takes (the forward
+#: and reverse sweeps over the grid): 100 to 270 microseconds measured on a shared 2-core
+#: machine, so that an estimate made with it errs on the short side
+SECONDS_PER_STEP = 5e-5
+
+
+def estimated_seconds(cfg: StudyConfig) -> float:
+    """A low estimate of the optimisation's time, the study's longest part: a gradient of
+    ``n_steps`` steps per member and iteration.
+
+    >>> round(estimated_seconds(StudyConfig()) / 3600, 1)     # the paper's run: hours
+    3.6
+    """
+    members = 1 + len(cfg.fractions) + len(cfg.released)
+    return SECONDS_PER_STEP * cfg.n_steps * members * cfg.iterations
 
 
 class Progress:
