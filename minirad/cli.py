@@ -670,10 +670,10 @@ def cmd_study(args) -> None:
 
 
 def _check_days(seconds: float, what: str, max_days: float, note: str = "") -> None:
-    """Refuse, before it starts, a run estimated (low) to take more than ``max_days``."""
+    """Refuse, before it starts, a run estimated to take more than ``max_days``."""
     days = seconds / 86400
     if days > max_days:
-        raise UsageError(f"{what} would take at least {days:,.3g} days, more than --max-days "
+        raise UsageError(f"{what} would take about {days:,.3g} days, more than --max-days "
                          f"{max_days:g}; ask for fewer, or pass --max-days {math.ceil(days)} "
                          f"to run it anyway{note}")
 

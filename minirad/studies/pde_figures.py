@@ -88,15 +88,15 @@ class StudyConfig:
         return cls(n_steps=4096, iterations=150, noise_steps=(64, 256, 1024, 4096))
 
 
-#: a low estimate of the seconds one time step of one member's gradient takes (the forward
-#: and reverse sweeps over the grid): 100 to 270 microseconds measured on a shared 2-core
-#: machine, so that an estimate made with it errs on the short side
+#: the seconds one time step of one member's gradient takes (its forward and reverse
+#: sweeps over the grid), about: the paper-sized run took 3-4 hours on one core, 45 to 55
+#: microseconds a step; a loaded machine takes longer, so estimates err on the short side
 SECONDS_PER_STEP = 5e-5
 
 
 def estimated_seconds(cfg: StudyConfig) -> float:
-    """A low estimate of the optimisation's time, the study's longest part: a gradient of
-    ``n_steps`` steps per member and iteration.
+    """An estimate of the optimisation's time, the study's longest part (on the short side):
+    a gradient of ``n_steps`` steps per member and iteration.
 
     >>> round(estimated_seconds(StudyConfig()) / 3600, 1)     # the paper's run: hours
     3.6
