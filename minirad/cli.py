@@ -902,6 +902,12 @@ def main(argv=None) -> int:
             raise
         print(f"minirad {args.command}: error: {_message(error)}", file=sys.stderr)
         return 1
+    except MemoryError:  # a size no check foresaw: one line, not a traceback
+        if args.debug:
+            raise
+        print(f"minirad {args.command}: error: ran out of memory; try a smaller graph or "
+              f"smaller counts", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0

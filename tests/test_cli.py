@@ -640,3 +640,17 @@ def test_study_pde_refuses_a_run_it_cannot_finish(tmp_path, capsys, monkeypatch,
     days = pde_figures.SECONDS_PER_STEP * 40961 * members * 10**12 / 86400
     assert f"{days:,.3g}" == "1.9e+08"
     assert main(["study", "pde", "-o", str(out), "--iterations", "800"]) == 0 and ran
+
+
+def test_running_out_of_memory_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """Issue 39: a 10^6-edge graph ended `minirad explore` in a MemoryError traceback. The
+    checks now refuse it first; whatever no check foresees still ends in one line."""
+    import minirad.draw.explore
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(minirad.draw.explore, "explore", exhausted)
+    path = saved(tmp_path, examples.figure1())
+    assert main(["explore", path, "-o", str(tmp_path / "p.html")]) == 1
+    assert "ran out of memory" in one_line_error(capsys)
