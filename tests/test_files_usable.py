@@ -30,7 +30,8 @@ def _retained_keys(manifest):
 
 
 @pytest.mark.parametrize("key", ["value:abc", "value:999999", "value:01", "value:-1",
-                                 "value:٣", "value:", "value:0"])
+                                 "value:٣", "value:", "value:0", "value:abc:sample:1",
+                                 "value:999999:sample:1", "value:01:sample:1"])
 @pytest.mark.parametrize("field", [0, 2], ids=["key", "source_key"])
 def test_an_archive_whose_retained_value_key_names_no_vertex_is_refused(tmp_path, key, field):
     """``value:abc`` loaded, then memory() and render failed (int('abc')); ``value:999999``

@@ -617,22 +617,22 @@ def _graph(r: _Archive) -> LCG:
 
 
 def _check_value_keys(r: _Archive, label, values: list, where: str) -> None:
-    """An array kept under a vertex's value key (``value:<vertex>``) is that vertex's
-    value: the key names a vertex of the file, as :func:`value_key` writes it, and the
-    bits are its stored value's.  :func:`minirad.graph.memory.memory` shares and frees
-    arrays by these keys, so a key that named no vertex (``value:abc``, ``value:999999``)
-    would fail there or count other bytes."""
+    """An array kept under a vertex's value key is that vertex's value (``value:<vertex>``,
+    as :func:`value_key` writes it, of the bits its stored value has) or an array made
+    from it (``value:<vertex>:...``, a sample of it, say).  :func:`minirad.graph.memory.memory`
+    shares and frees arrays by these keys, so a key that named no vertex
+    (``value:abc``, ``value:999999``) would fail there or count other bytes."""
     for kept in getattr(label, "retained", ()):
         for key, bits in ((kept.key, kept.nbits), (kept.recompute_from, kept.source_bits)):
             if key is None or not key.startswith("value:"):
                 continue
-            number = key[len("value:"):]
+            number = key[len("value:"):].split(":")[0]
             v = int(number) if number.isascii() and number.isdigit() else -1
-            if not 0 <= v < len(values) or key != value_key(v):
+            if not 0 <= v < len(values) or not (key + ":").startswith(value_key(v) + ":"):
                 r.fail(f"{where} keeps {_shown(key)}, which names no vertex: a vertex's "
                        f"value is kept as 'value:<vertex number>', 0..{len(values) - 1}")
             expected = values[v].size * values[v].dtype.itemsize * 8
-            if bits != expected:
+            if key == value_key(v) and bits != expected:
                 r.fail(f"{where} keeps {key} ({values[v].dtype} of shape "
                        f"{values[v].shape}, {expected:,} bits) as {bits:,} bits")
 
