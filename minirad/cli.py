@@ -153,11 +153,20 @@ def _load_graph(path: str, max_bytes: int) -> LCG:
         raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
     if max_bytes < 1:
         raise UsageError(f"--max-bytes must be a positive number of bytes, not {max_bytes}")
-    try:
-        return load_graph(path, max_bytes=max_bytes)
-    except ValueError as error:  # the library's keyword is this command's flag
-        raise UsageError(re.sub(r"pass max_bytes=(\d+)", r"pass --max-bytes \1",
-                                str(error))) from None
+    return load_graph(path, max_bytes=max_bytes)
+
+
+def _as_flags(message: str, flags: set[str]) -> str:
+    """A library's advice "pass max_paths=N" as the command's own "pass --max-paths N",
+    for the keywords the command has a flag for.
+
+    >>> _as_flags("more than max_bytes=10; pass max_bytes=99 to read it", {"--max-bytes"})
+    'more than max_bytes=10; pass --max-bytes 99 to read it'
+    """
+    def flag(match):
+        name = "--" + match.group(1).replace("_", "-")
+        return f"pass {name} {match.group(2)}" if name in flags else match.group(0)
+    return re.sub(r"pass (max_\w+)=(\d+)", flag, message)
 
 
 # ---------------------------------------------------------------- commands
@@ -269,7 +278,9 @@ def cmd_jacobian(args) -> None:
     order = _parse_order(args.order)
     if order is not None and args.method != "eliminate":
         raise UsageError("--order applies only to --method eliminate")
-    options = {"order": order} if order is not None else {}
+    options = {name: value for name, value in (
+        ("order", order), ("max_paths", args.max_paths), ("max_products", args.max_products),
+        ("max_intermediates", args.max_intermediates)) if value is not None}
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -764,7 +775,7 @@ def build_parser() -> argparse.ArgumentParser:
         text, description = _COMMANDS[name]
         p = sub.add_parser(name, help=text, description=description,
                            formatter_class=_HelpFormatter)
-        p.set_defaults(run=run)
+        p.set_defaults(run=run, flags=p._option_string_actions.keys())
         return p
 
     graph_file = "a saved LCG (minirad trace -o, minirad.save_graph): .json or .npz"
@@ -794,6 +805,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--max-paths", type=int, metavar="N",
+                   help="with --method bauer: refuse more paths (default: 1000000)")
+    p.add_argument("--max-products", type=int, metavar="N",
+                   help="with --method bauer: refuse more multiplications along them "
+                        "(default: 10000000)")
+    p.add_argument("--max-intermediates", type=int, metavar="N",
+                   help="with --order optimal: search orders of more intermediates")
 
     p = command("render", cmd_render)
     p.add_argument("file", help=graph_file)
@@ -900,7 +918,8 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError) as error:
         if args.debug:
             raise
-        print(f"minirad {args.command}: error: {_message(error)}", file=sys.stderr)
+        print(f"minirad {args.command}: error: {_as_flags(_message(error), args.flags)}",
+              file=sys.stderr)
         return 1
     except MemoryError:  # a size no check foresaw: one line, not a traceback
         if args.debug:

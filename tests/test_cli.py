@@ -654,3 +654,26 @@ def test_running_out_of_memory_is_one_line_not_a_traceback(tmp_path, capsys, mon
     path = saved(tmp_path, examples.figure1())
     assert main(["explore", path, "-o", str(tmp_path / "p.html")]) == 1
     assert "ran out of memory" in one_line_error(capsys)
+
+
+def test_jacobian_refusals_name_the_flags_that_ask_for_more(tmp_path, capsys):
+    """Issue 39: each size refusal says how to ask for more; on the command line that is a
+    flag, not the library's keyword. Counts from tests/test_paths.py's broom (n(n+1)/2
+    products along n paths) and Figure 1 (4 intermediates, optimal cost 5)."""
+    from test_paths import broom
+
+    path = saved(tmp_path, broom(300))
+    assert main(["jacobian", path, "--method", "bauer", "--max-products", "45149"]) == 1
+    assert "pass --max-products 45150 to multiply" in one_line_error(capsys)
+    assert main(["jacobian", path, "--method", "bauer", "--max-products", "45150"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("bauer: 45150 multiplications")
+    assert main(["jacobian", path, "--method", "bauer", "--max-paths", "299"]) == 1
+    assert "pass --max-paths 300 to sum them" in one_line_error(capsys)
+    figure1 = saved(tmp_path, examples.figure1(), "f.json")
+    argv = ["jacobian", figure1, "--method", "eliminate", "--order", "optimal"]
+    assert main(argv + ["--max-intermediates", "3"]) == 1
+    assert "pass --max-intermediates 4 to search anyway" in one_line_error(capsys)
+    assert main(argv + ["--max-intermediates", "4"]) == 0
+    assert "eliminate: 5 multiplications" in capsys.readouterr().out
+    assert main(["jacobian", figure1, "--max-paths", "3"]) == 1
+    assert "applies only to method='bauer'" in one_line_error(capsys)

@@ -48,7 +48,7 @@ def _as_graph(g_or_f, args) -> LCG:
 
 
 def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
-               keep_values: bool = True, max_products=None):
+               keep_values: bool = True, max_products=None, max_intermediates=None):
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
@@ -56,9 +56,10 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
     is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
     final graph and the steps.  ``order`` (default ``"markowitz"``)
-    applies only to elimination, ``max_paths`` (default 1,000,000) and
-    ``max_products`` (the multiplications along them, default 10,000,000) only
-    to Bauer's formula; passing any with another method is an error.
+    and ``max_intermediates`` (the limit of the optimal order's search) apply only
+    to elimination, ``max_paths`` (default 1,000,000) and ``max_products`` (the
+    multiplications along them, default 10,000,000) only to Bauer's formula;
+    passing any with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -74,9 +75,10 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "
                          f"{', '.join(map(repr, METHODS))}")
-    if order is not None and method != "eliminate":
-        raise ValueError(f"order={order!r} applies only to method='eliminate', not "
-                         f"method={method!r}")
+    for name, value in (("order", order), ("max_intermediates", max_intermediates)):
+        if value is not None and method != "eliminate":
+            raise ValueError(f"{name}={value!r} applies only to method='eliminate', not "
+                             f"method={method!r}")
     for name, value in (("max_paths", max_paths), ("max_products", max_products)):
         if value is not None and method != "bauer":
             raise ValueError(f"{name}={value!r} applies only to method='bauer', not "
@@ -89,7 +91,8 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
-    result = eliminate(g, "markowitz" if order is None else order)
+    result = eliminate(g, "markowitz" if order is None else order,
+                       max_intermediates=max_intermediates)
     if result.jacobian is None:
         left = len(g.intermediates) - len(result.order)
         raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
@@ -99,7 +102,7 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
 
 
 def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
-             max_products=None) -> np.ndarray:
+             max_products=None, max_intermediates=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -130,4 +133,5 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
-                      keep_values=False, max_products=max_products).jacobian
+                      keep_values=False, max_products=max_products,
+                      max_intermediates=max_intermediates).jacobian
