@@ -522,14 +522,14 @@ MAX_SECONDS = 86400.0
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
     if args.form == "grade":
-        from .labs.grade import NOTEBOOK_SECONDS, grade, summary
+        from .labs.grade import grade, summary
 
         for flag, seconds in (("--exercise-seconds", args.exercise_seconds),
                               ("--cell-seconds", args.cell_seconds)):
             if seconds is not None and not 0 < seconds <= MAX_SECONDS:  # also refuses nan
                 raise UsageError(f"{flag} must be a number of seconds above 0 and at most "
-                                 f"{MAX_SECONDS:g} (a day; a whole submission is stopped "
-                                 f"after {NOTEBOOK_SECONDS:g} s anyway), not {seconds}")
+                                 f"{MAX_SECONDS:g} (a day; the grader stops a whole "
+                                 f"submission well before), not {seconds}")
 
         reports = grade(args.paths, args.output or "minirad-grades",
                         exercise_seconds=args.exercise_seconds,
