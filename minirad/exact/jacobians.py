@@ -29,7 +29,7 @@ import numpy as np
 from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
 from .elimination import eliminate
-from .paths import DEFAULT_MAX_PATHS, bauer
+from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
 from .result import Accumulation
 from .sweeps import forward_sweep, reverse_sweep
 
@@ -38,7 +38,8 @@ METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 @takes_graph_or_function
 def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
-               keep_values: bool = True) -> Accumulation:
+               keep_values: bool = True, max_products=None,
+               max_intermediates=None) -> Accumulation:
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
@@ -46,8 +47,10 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
     methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
     is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
     final graph and the steps.  ``order`` (default ``"markowitz"``)
-    applies only to elimination and ``max_paths`` (default 1,000,000) only
-    to Bauer's formula; passing either with another method is an error.
+    and ``max_intermediates`` (the limit of the optimal order's search) apply only
+    to elimination, ``max_paths`` (default 1,000,000) and ``max_products`` (the
+    multiplications along them, default 10,000,000) only to Bauer's formula;
+    passing any with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -63,19 +66,23 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "
                          f"{', '.join(map(repr, METHODS))}")
-    if order is not None and method != "eliminate":
-        raise ValueError(f"order={order!r} applies only to method='eliminate', not "
-                         f"method={method!r}")
-    if max_paths is not None and method != "bauer":
-        raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
-                         f"method={method!r}")
+    for name, value in (("order", order), ("max_intermediates", max_intermediates)):
+        if value is not None and method != "eliminate":
+            raise ValueError(f"{name}={value!r} applies only to method='eliminate', not "
+                             f"method={method!r}")
+    for name, value in (("max_paths", max_paths), ("max_products", max_products)):
+        if value is not None and method != "bauer":
+            raise ValueError(f"{name}={value!r} applies only to method='bauer', not "
+                             f"method={method!r}")
     if method == "bauer":
-        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
+        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths,
+                     DEFAULT_MAX_PRODUCTS if max_products is None else max_products)
     if method == "forward":
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
-    result = eliminate(g, "markowitz" if order is None else order)
+    result = eliminate(g, "markowitz" if order is None else order,
+                       max_intermediates=max_intermediates)
     if result.jacobian is None:
         left = len(g.intermediates) - len(result.order)
         raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
@@ -87,7 +94,8 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
 
 
 @takes_graph_or_function
-def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
+             max_products=None, max_intermediates=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -118,4 +126,5 @@ def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None) -> 
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g, method=method, order=order, max_paths=max_paths,
-                      keep_values=False).jacobian
+                      keep_values=False, max_products=max_products,
+                      max_intermediates=max_intermediates).jacobian

@@ -53,6 +53,7 @@ STATUSES = ("passed", "wrong answer", "raised", "timed out", "used the reference
 NOTEBOOK_SECONDS = 1200.0  # the whole submission: definitions and every check
 CELL_SECONDS = 180.0       # one cell of the student's
 MARGIN = 30.0              # a check cell's kernel-side limit is the exercise's plus this
+GRACE = 5.0                # a kernel still busy this long after its interrupt is killed
 
 
 @dataclass
@@ -182,6 +183,10 @@ def _kill(client) -> None:
         process.send_signal(signal.SIGKILL)
 
 
+class Unresponsive(Exception):
+    """The kernel went on past a cell's limit and its interrupt, and was killed."""
+
+
 class _Kernel:
     """One fresh kernel, driven cell by cell; shut down (or killed) on leaving."""
 
@@ -213,6 +218,19 @@ class _Kernel:
         return False
 
     def run(self, source: str, seconds: float) -> dict:
+        started = time.monotonic()
+        cell = self._execute(source, seconds)
+        if time.monotonic() - started >= max(int(seconds), 1):   # stopped at its limit
+            probe = self._execute("pass", GRACE)
+            self.nb.cells.remove(probe)
+            if probe.get("execution_count") is None:
+                # the student's code ignores the interrupt (SIGINT, SIGALRM): every later
+                # cell would wait behind it until the notebook's limit, so it is killed
+                _kill(self.client)
+                raise Unresponsive(f"the kernel ignored the interrupt after {seconds:g} s")
+        return cell
+
+    def _execute(self, source: str, seconds: float) -> dict:
         cell = self.v4.new_code_cell(source)
         self.nb.cells.append(cell)
         self.client.timeout = max(int(seconds), 1)
@@ -288,7 +306,7 @@ def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
                                    f"{out!r}, {stub!r}, {limit!r})", limit + MARGIN)
                         results[spec.number] = _read_outcome(out, spec, limit)
                         pending.pop(0)
-                except DeadKernelError:
+                except (DeadKernelError, Unresponsive) as error:
                     if time.monotonic() >= deadline - 0.5:
                         break
                     if current and current[0] == "cell":
@@ -299,6 +317,12 @@ def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
                             "status": "kernel died",
                             "message": f"{spec.label}: the kernel died while the check ran "
                                        f"(your code exited it or crashed it)"}
+                        if isinstance(error, Unresponsive):
+                            results[spec.number] = {
+                                "status": "timed out",
+                                "message": f"{spec.label}: stopped after the grader's limit of "
+                                           f"{limit:g} s; your code ignored the interrupt, so "
+                                           f"its kernel was killed"}
                         pending.remove(spec)
                 finally:
                     watchdog.cancel()

@@ -233,7 +233,7 @@ def test_bad_graphs_and_paths_are_refused(tmp_path):
         explore(lambda x: x)
     with pytest.raises(TypeError, match="works on an LCG"):
         explore("x -> y")
-    with pytest.raises(ValueError, match="at most 200"):
+    with pytest.raises(ValueError, match="more than max_vertices=200"):
         explore(examples.random_dag(3, 200, 2, density=0.01, rng=0))
     page = explore(examples.lab())
     with pytest.raises(ValueError, match="ending in .html"):
@@ -292,3 +292,28 @@ def test_command_refuses_bad_input_in_one_line(argv, message, capsys, tmp_path, 
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_the_vertex_limit_is_checked_before_any_panel_is_built(monkeypatch, tmp_path, capsys):
+    """Issue 39: a 5,000-vertex graph cost 70-105 s and 3 GiB of panels before the layout
+    refused it. Now refused first (no panel function runs), naming the keyword and the
+    command-line flag that ask for more; within the limit the page is built."""
+    def never(*args, **kwargs):
+        raise AssertionError("a panel was built for a graph that is refused")
+
+    for module, name in ((explore_data, "graph_section"), (explore_data, "exact_section"),
+                         (explore_arrays, "graph_section")):
+        monkeypatch.setattr(module, name, never)
+    big = examples.random_dag(10, 5000, 10, density=0.001, rng=0)
+    with pytest.raises(ValueError, match="5,020 vertices, more than max_vertices=200.*pass "
+                                         "max_vertices=5020 \\(--max-vertices 5020\\)"):
+        explore(big)
+    monkeypatch.undo()
+    g = examples.lecture()                                 # 7 vertices
+    with pytest.raises(ValueError, match="more than max_vertices=6"):
+        explore(g, max_vertices=6)
+    assert explore(g, max_vertices=7).data["layout"]["x"]
+    path = str(save_graph(g, tmp_path / "g.json"))
+    assert main(["explore", path, "-o", str(tmp_path / "p.html"), "--max-vertices", "6"]) == 1
+    assert "--max-vertices 7" in capsys.readouterr().err
+    assert main(["explore", path, "-o", str(tmp_path / "p.html"), "--max-vertices", "7"]) == 0

@@ -346,13 +346,33 @@ def test_render_elimination_saves_each_step(tmp_path):
 
 
 # ------------------------------------------------------------ saving: dot
+def test_a_drawing_keeps_graphvizs_own_save(tmp_path):
+    """Issue 39: Drawing.save overrode graphviz's with another signature, which broke
+    graphviz's render (it calls save(filename, directory=...)). graphviz's save writes
+    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save."""
+    import graphviz
+
+    dot = R.render(examples.figure1(), FIGURE1_PATHS)
+    written = dot.save("g.gv", directory=tmp_path)
+    assert open(written, encoding="utf-8").read() == dot.source + "\n" * (
+        not dot.source.endswith("\n"))
+    assert type(dot).save is graphviz.Digraph.save
+
+
+@needs_dot
+def test_graphvizs_own_render_works_on_a_drawing(tmp_path):
+    dot = R.render(examples.figure1(), FIGURE1_PATHS)
+    png = dot.render(tmp_path / "g", format="png")
+    assert open(png, "rb").read(8) == PNG_MAGIC
+
+
 @needs_dot
 def test_save_with_dot(tmp_path):
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
     png = R.save_drawing(dot, tmp_path / "paths.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = tmp_path / "paths.svg"
-    dot.save(svg)
+    R.save(dot, svg)
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "#0072b2" in svg.read_text().lower()  # the first path's colour is in the picture
