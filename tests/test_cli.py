@@ -629,7 +629,7 @@ def test_study_pde_refuses_a_run_it_cannot_finish(tmp_path, capsys, monkeypatch,
     """Issue 39: --iterations 10**12 was accepted and ran indefinitely. The estimate errs
     short (SECONDS_PER_STEP a step and member, the oracle below), so what is refused cannot
     finish in --max-days; nothing starts (the study is a stand-in that records a call)."""
-    import minirad.studies.pde_figures as pde_figures
+    from minirad.studies.pde import study as pde_figures
 
     ran = []
     monkeypatch.setattr(pde_figures, "run_study", lambda *a, **k: ran.append(a) or [])

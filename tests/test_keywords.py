@@ -102,6 +102,15 @@ MEANINGS = {
     "refinements": "the factors by which the time step is refined",
     "checkpoint_every": "how many steps lie between checkpoints",
     "max_paths": "the most paths a function enumerates before it refuses",
+    "max_products": "the most path products Bauer's formula forms before it refuses",
+    "max_intermediates": "the most intermediates an exhaustive order search takes on",
+    "max_edges": "the most edges a searched graph may have",
+    "n_graphs": "how many random graphs to draw (at most, in a search)",
+    "n_inputs": "how many inputs a drawn graph has (a count or an inclusive range)",
+    "n_intermediates": "how many intermediates a drawn graph has (a count or a range)",
+    "n_outputs": "how many outputs a drawn graph has (a count or an inclusive range)",
+    "cheaper": "the kind of elimination searched for as the cheaper",
+    "dearer": "the kind of elimination searched for as the dearer",
     "max_entries": "the most entries a function holds before it refuses",
     "max_vertices": "the most vertices a function draws before it refuses",
     "max_bytes": "the most bytes a file may hold",
@@ -171,6 +180,7 @@ SYNONYMS = {
     "seed": "rng", "random_state": "rng", "generator": "rng",
     "accumulate": "in_place", "inputs": "wrt", "samples": "n", "cost": "by",
     "directions": "n_directions", "limit": "max_entries or max_paths",
+    "tries": "n_graphs",
 }
 
 # functions whose first parameter is a graph but which do not take a function instead:

@@ -63,6 +63,7 @@ from .. import examples
 from ..exact.edge_elimination import OPTIMAL_EDGES, eliminate_edges
 from ..exact.elimination import elimination_cost
 from ..exact.face_elimination import cheaper_than, eliminate_faces
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
 from ..rng import as_generator
 
@@ -90,6 +91,7 @@ class Gap:
     parameters: dict
 
 
+@takes_graph_or_function
 def optimum(g: LCG, kind: str) -> int:
     """The multiplications of the cheapest elimination of ``kind`` (``"vertex"``,
     ``"edge"`` or ``"face"``), by exhaustive search.
@@ -106,16 +108,16 @@ def optimum(g: LCG, kind: str) -> int:
     raise ValueError(f"unknown kind of elimination {kind!r}; use one of {KINDS}")
 
 
-def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, inputs=(1, 2),
-               intermediates=(3, 5), outputs=(1, 2), max_edges: int = 10, tries: int = 1000,
-               rng=None) -> Gap | None:
+def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, n_inputs=(1, 2),
+               n_intermediates=(3, 5), n_outputs=(1, 2), max_edges: int = 10,
+               n_graphs: int = 1000, rng=None) -> Gap | None:
     """The first random graph whose ``cheaper`` optimum is strictly below its ``dearer`` one.
 
     Graphs are drawn with :func:`minirad.examples.random_dag`, the numbers of
     inputs, intermediates and outputs uniform in the inclusive ranges given,
     the edge density uniform in [0.3, 0.9]; graphs with more than
     ``max_edges`` edges are drawn again without counting.  Returns None when
-    ``tries`` graphs show no gap.
+    ``n_graphs`` graphs show no gap.
     """
     for kind in (cheaper, dearer):
         if kind not in KINDS:
@@ -126,11 +128,11 @@ def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, inputs=(1, 2),
                          f"other way round")
     rng = as_generator(rng)
     drawn = 0
-    while drawn < tries:
+    while drawn < n_graphs:
         parameters = {
-            "n_inputs": int(rng.integers(inputs[0], inputs[1] + 1)),
-            "n_intermediates": int(rng.integers(intermediates[0], intermediates[1] + 1)),
-            "n_outputs": int(rng.integers(outputs[0], outputs[1] + 1)),
+            "n_inputs": int(rng.integers(n_inputs[0], n_inputs[1] + 1)),
+            "n_intermediates": int(rng.integers(n_intermediates[0], n_intermediates[1] + 1)),
+            "n_outputs": int(rng.integers(n_outputs[0], n_outputs[1] + 1)),
             "density": float(rng.uniform(0.3, 0.9)),
             "rng": int(rng.integers(2 ** 31)),
         }
@@ -226,7 +228,7 @@ def face_edge_census(n_inputs: int, n_intermediates: int, n_outputs: int,
     return {"graphs": graphs, "face below edge": gaps}
 
 
-def markowitz_rules(n_graphs: int = 150, rng=None) -> dict:
+def markowitz_rules(n_graphs: int = 150, *, rng=None) -> dict:
     """Vertex Markowitz against the edge Markowitz rule on random graphs.
 
     Draws ``n_graphs`` graphs with :func:`minirad.examples.random_dag` (1 to 3

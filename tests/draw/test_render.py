@@ -372,7 +372,7 @@ def test_save_with_dot(tmp_path):
     png = R.save_drawing(dot, tmp_path / "paths.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = tmp_path / "paths.svg"
-    R.save(dot, svg)
+    R.save_drawing(dot, svg)
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "#0072b2" in svg.read_text().lower()  # the first path's colour is in the picture

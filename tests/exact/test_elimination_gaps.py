@@ -18,7 +18,7 @@ from minirad.exact.elimination_gaps import (
 
 
 def test_the_search_finds_the_named_example():
-    gap = search_gap("edge", "vertex", max_edges=10, tries=300, rng=SEEDS["edge_beats_vertex"])
+    gap = search_gap("edge", "vertex", max_edges=10, n_graphs=300, rng=SEEDS["edge_beats_vertex"])
     assert gap.costs == {"edge": 6, "vertex": 7}
     assert gap.tries == 44
     assert examples.random_dag(**gap.parameters).same_as(gap.graph)
@@ -29,7 +29,7 @@ def test_the_search_finds_the_named_example():
 
 
 def test_no_gap_in_too_few_tries():
-    assert search_gap("edge", "vertex", max_edges=10, tries=43,
+    assert search_gap("edge", "vertex", max_edges=10, n_graphs=43,
                       rng=SEEDS["edge_beats_vertex"]) is None
 
 
@@ -40,7 +40,7 @@ def test_no_gap_in_too_few_tries():
 ])
 def test_bad_kinds(cheaper, dearer, fragment):
     with pytest.raises(ValueError, match=fragment):
-        search_gap(cheaper, dearer, tries=1, rng=0)
+        search_gap(cheaper, dearer, n_graphs=1, rng=0)
 
 
 def test_optimum_of_each_kind():
@@ -98,7 +98,7 @@ def test_no_face_gap_among_the_smallest_graphs():
 
 
 def test_the_random_face_search_asks_only_for_a_gap():
-    assert search_gap("face", "edge", max_edges=10, tries=20, rng=0) is None
+    assert search_gap("face", "edge", max_edges=10, n_graphs=20, rng=0) is None
 
 
 @pytest.mark.parametrize("shape, error, fragment", [
