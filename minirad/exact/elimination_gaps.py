@@ -49,7 +49,7 @@ piece out of it), and its exhaustive optimum matches a brute force over every
 face sequence on small graphs (``tests/test_face_elimination.py``).  The gap
 Naumann reports must need larger or more particular graphs than these.
 
->>> gap = search_gap("edge", "vertex", max_edges=10, tries=300, rng=SEEDS["edge_beats_vertex"])
+>>> gap = search_gap("edge", "vertex", max_edges=10, n_graphs=300, rng=SEEDS["edge_beats_vertex"])
 >>> gap.costs, gap.graph
 ({'edge': 6, 'vertex': 7}, LCG(6 vertices: 1 input, 4 intermediates, 1 output; 10 edges))
 """
