@@ -1,94 +1,50 @@
 """Forward and reverse sweeps: the Jacobian by dynamic programming on the LCG.
 
-A forward sweep seeds an input with tangent 1 and pushes tangents along
-the edges in topological order: the tangent of ``v`` is the sum over its
-in-edges of label times the tangent of the predecessor.  A reverse sweep
-seeds an output with adjoint 1 and pulls adjoints back in reverse order:
-the adjoint of ``u`` is the sum over its out-edges of the adjoint of the
-successor times the label, so a vertex used several times receives the sum
-of its partial adjoints (the lecture's ``node_to_grad`` algorithm).  Both
-are Bauer's path sum with the common prefixes (forward) or suffixes
-(reverse) of the paths factored out.
+A forward sweep seeds an input with tangent 1 and pushes tangents along the
+edges in topological order: the tangent of ``v`` is the sum over its in-edges
+of label times the tangent of the predecessor.  A reverse sweep seeds an
+output with adjoint 1 and pulls adjoints back in reverse order: the adjoint of
+``u`` is the sum over its out-edges of the successor's adjoint times the label,
+so a value used several times receives the sum of its partial adjoints (the
+lecture's ``node_to_grad``).  Both are Bauer's path sum with the common prefixes
+(forward) or suffixes (reverse) of the paths factored out.
 
-The same functions run on every graph.  Where a vertex holds an array,
-its tangent or adjoint is an array of its shape and an edge label is a
-Jacobian block (:mod:`minirad.graph.operators`), so one step of the sweep
-is a JVP ``J t`` or a VJP ``a J`` and a diagonal block costs d, not d²
-(the RAD paper's vectorized graph, Sec. 3.2).
-
-Every exact method returns an :class:`Accumulation`: the Jacobian plus the
-multiplications and additions it took (for sweeps, counted when first read).
-
-Tangents, adjoints and results
-------------------------------
-:func:`jvp` takes one tangent per input and returns one per output;
-:func:`vjp` takes one adjoint per output and returns one per input.  Each
-side is given, or comes back, in one of two forms, decided by the graph:
-
-* when every vertex of that side is a number: a plain float array, ``(n,)``
-  for one vector, ``(n, k)`` for k tangents as columns (``J @ V``) and
-  ``(k, n)`` for k adjoints as rows (``U @ J``), as in matrix algebra;
-* otherwise: a list with one entry per vertex, an array of the vertex's
-  shape (a float for a number; None for zero when given), every entry with
-  the same optional leading *stack* axes for several products at once.
-
-:func:`gradient` is the VJP of a graph with one number as output, seeded
-with 1 in the output's dtype.  :func:`forward_sweep` and
-:func:`reverse_sweep` seed unit tangents (adjoints) on every entry of the
-selected inputs (outputs) and keep every vertex's values.
-
-Cost convention
----------------
-A sweep for one seed skips the vertices the seed cannot reach: their
-tangents (adjoints) are structurally zero.  Each edge the sweep traverses
-costs the algebra's ``multiply_cost`` (:mod:`minirad.graph.labels`): 1 for
-a number, the block's flops for an array, times the number of stacked
-seeds, and each vertex that combines ``t >= 1`` traversed edges costs
-``t - 1`` of the algebra's additions (1 for a number, one per entry for an
-array).  On a graph of numbers: for each seed, every edge whose tail the
-seed reaches (forward) or whose head reaches the seed (reverse) is one
-multiplication, partials of ±1 included.  A sweep over several seeds costs
-the sum over its seeds.  The vectorised engines may multiply some
-structural zeros in bulk; the counts describe the algorithm, not how numpy
-blocks the arithmetic.
-
-The recurrence
---------------
-Edges are grouped by target and vertices numbered topologically, so one
-pass over the edges in order is a forward sweep and one pass in reverse
-order is a reverse sweep.  That is the whole algorithm; over the graph's
-labels (:mod:`minirad.graph.labels`) it reads::
+The recurrence is :func:`minirad.graph.labels.forward` and
+:func:`~minirad.graph.labels.reverse`, over the graph's labels::
 
     for u, v, label in edges:                 # forward: tangents
         tangent[v] = add(tangent[v], multiply(label, tangent[u]))
     for u, v, label in reversed(edges):       # reverse: adjoints
         adjoint[u] = add(adjoint[u], multiply(adjoint[v], label))
 
-:func:`minirad.graph.labels.forward` and :func:`minirad.graph.labels.reverse` are
-exactly this (skipping vertices not reached, which is what the cost
-convention counts), and ``engine="reference"`` runs them.  It is the only
-engine for a graph with arrays, which it sweeps with all of a vertex's
-unit seeds stacked.  On a graph of numbers the other engines compute the
-same numbers faster (:mod:`minirad.exact._engines`, tested equal to the
-reference):
+It runs on every graph: where a vertex holds an array, its tangent or adjoint
+is an array of its shape and a label a Jacobian block, so one step is a JVP
+``J t`` or a VJP ``a J`` (the RAD paper's vectorized graph, Sec. 3.2).  A
+sweep seeds every entry of a vertex at once, stacked along a leading axis.
+On a large graph of numbers the same numbers come faster from the engines of
+:mod:`minirad.exact._engines` (a loop over floats, wavefronts of sparse
+products, a triangular solve), tested equal to the recurrence:
+``engine="auto"`` picks one by the graph's size, ``"reference"`` always runs
+the recurrence.
 
-* ``"loop"``: the same loop over plain Python float lists, no per-edge
-  function calls; best on small graphs such as traced scalar programs;
-* ``"levels"``: vertices grouped into wavefronts (topological levels),
-  each wavefront one sparse matrix product; best on wide graphs;
-* ``"triangular"``: the sweep as the unit triangular solve
-  ``(I - L) T = S`` (forward) or ``(I - L)^T A = S`` (reverse), with ``L``
-  the strictly lower triangular matrix of partials, by SciPy's compiled
-  solver; best on large graphs with long dependency chains.
+Tangents, adjoints and results
+------------------------------
+:func:`jvp` takes one tangent per input and returns one per output;
+:func:`vjp` takes one adjoint per output and returns one per input.  When
+every vertex of a side is a number, that side is a float array: ``(n,)`` for
+one vector, ``(n, k)`` for k tangents as columns (``J @ V``), ``(k, n)`` for k
+adjoints as rows (``U @ J``).  Otherwise it is a list with one entry per
+vertex, an array of the vertex's shape (a float for a number; None for zero
+when given), every entry with the same optional leading *stack* axes.
+:func:`gradient` is the VJP of a graph whose one output is a number.
 
-``engine="auto"`` picks one from the graph's size and number of levels.
-
-The reverse functions take ``wrt=`` (the inputs whose cotangents are wanted)
-and two options of the reference recurrence from the ChainRules notes,
-:mod:`minirad.exact.cotangents`: ``accumulate="in_place"`` adds each term
-into the sweep's own accumulator (``add!!``) and ``lazy=True`` defers every
-cotangent until a wanted input needs it.  The numbers are the reference's,
-bit for bit; only the arrays allocated (and, lazily, the work) change.
+Cost convention
+---------------
+A sweep for one seed skips the vertices the seed cannot reach.  Each edge it
+traverses costs the algebra's ``multiply_cost`` (1 between numbers, a block's
+flops between arrays, times the stacked seeds), and a vertex that combines
+``t >= 1`` traversed edges costs ``t - 1`` additions.  The counts are worked
+out when first read.
 
 >>> from minirad import examples
 >>> g = examples.lecture()
@@ -99,9 +55,6 @@ array([[5.5  , 1.716]])
 (8, 2)
 >>> forward_sweep(g, inputs=["x1"]).tangents[:, 0].round(3).tolist()
 [1.0, 0.0, 0.5, 5.0, 0.0, 5.5, 5.5]
-
-The same calls on a program of arrays:
-
 >>> import numpy as np
 >>> from minirad import trace
 >>> h = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
@@ -120,7 +73,6 @@ from numbers import Integral
 import numpy as np
 
 from ..graph import labels
-from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable, takes_lcg
 from . import _engines, cotangents
 from .overflow import check_finite
@@ -131,10 +83,256 @@ __all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "rever
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 
+#: a graph of numbers with more edges than this is swept by the fast engines
+REFERENCE_EDGES = 2_000
 
-# ---------------------------------------------------------------- arguments
-def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
-    """Resolve a seed selection (None, one vertex or several) to numbers."""
+
+# -------------------------------------------------------------------- sweeps
+@takes_lcg
+def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
+                  keep_values: bool = True) -> Accumulation:
+    """Tangents of every vertex with respect to each entry of the selected inputs.
+
+    ``inputs`` is None (all), one input or a sequence of inputs, by name or
+    number.  ``jacobian`` has one column per entry of the selected inputs;
+    ``tangents`` is ``(n_vertices, n_columns)`` on a graph of numbers and holds
+    one ``(n_columns,) + shape`` array per vertex otherwise, or is None with
+    ``keep_values=False``.
+
+    >>> from minirad import examples
+    >>> r = forward_sweep(examples.lecture(), inputs="x2")
+    >>> r.jacobian.round(3), r.multiplications, r.additions
+    (array([[1.716]]), 5, 1)
+    """
+    chosen = select(g, inputs, g.inputs, "input")
+    values, jac, counts = sweep(g, chosen, g.outputs, True, keep_values, engine)
+    check_finite(g, jac, "forward", columns=chosen)
+    return Accumulation(jac, None, None, "forward", tangents=values, seeds=chosen,
+                        shapes=_shapes(g, g.outputs, chosen), counts=counts)
+
+
+@takes_lcg
+def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
+                  wrt=None, accumulate: str = "plain", lazy: bool = False) -> Accumulation:
+    """Adjoints of every vertex for each entry of the selected outputs.
+
+    ``outputs`` is None (all), one output or a sequence; ``jacobian`` has one
+    row per entry of the selected outputs and one column per entry of the
+    inputs ``wrt`` (None: all).  ``adjoints`` is laid out as
+    :func:`forward_sweep`'s tangents.  ``accumulate="in_place"`` and
+    ``lazy=True`` accumulate as :mod:`minirad.exact.cotangents` says: the same
+    numbers, bit for bit, with fewer arrays allocated.
+
+    >>> from minirad import examples
+    >>> r = reverse_sweep(examples.lecture())
+    >>> r.adjoints[:, 0].round(3).tolist()
+    [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
+    >>> r = reverse_sweep(examples.lecture(), wrt="x2", keep_values=False, lazy=True)
+    >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
+    (array([[1.716]]), 5)
+    """
+    chosen = select(g, outputs, g.outputs, "output")
+    columns = select(g, wrt, g.inputs, "input")
+    run = None
+    if not cotangents.check_options(accumulate, lazy):
+        def run(h, seeds):
+            return cotangents.reverse_accumulation(
+                h, seeds, wanted=None if keep_values else columns, accumulate=accumulate,
+                lazy=lazy)
+    values, jac_t, counts = sweep(g, chosen, columns, False, keep_values, engine, run)
+    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+    return Accumulation(jac_t.T, None, None, "reverse", adjoints=values, seeds=chosen,
+                        shapes=_shapes(g, chosen, columns), counts=counts)
+
+
+# Without values to keep, seeds are swept in blocks of about this many values, so the
+# Jacobian of a huge graph never needs n_vertices x n_seeds memory at once
+_BLOCK_VALUES = 1 << 22
+
+
+def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, run=None):
+    """Sweep unit seeds on every entry of the ``chosen`` vertices.
+
+    Returns the per-vertex values (or None), the block of the Jacobian read at the
+    ``far`` vertices (``far`` entries by seeds) and a function giving the counts.
+    ``run(g, seeds)`` replaces the recurrence (a reverse sweep with options)."""
+    engine = _engine(g, engine, run is None)
+    if engine != "reference":
+        return _fast(g, chosen, far, forward, keep_values, engine)
+    recurrence = run or (labels.forward if forward else labels.reverse)
+    far_at = _offsets(g, far)
+    sizes = [g.size(v) for v in chosen]
+    check_size(far_at[-1], sum(sizes))
+    ends = np.zeros((far_at[-1], sum(sizes)))
+    kept = [[] for _ in range(g.n_vertices)]
+    multiplications = additions = column = 0
+    widest = max((g.size(v) for v in range(g.n_vertices)), default=1)
+    for s, size in zip(chosen, sizes):
+        step = size if keep_values else max(1, min(size, _BLOCK_VALUES // widest))
+        for lo in range(0, size, step):
+            hi = min(size, lo + step)
+            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shape(s))
+            with np.errstate(over="ignore", invalid="ignore"):   # checked by the caller
+                swept = recurrence(g, {s: unit})
+            multiplications += swept.multiplications
+            additions += swept.additions
+            for i, v in enumerate(far):
+                if swept.values[v] is not None:
+                    ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
+                        swept.values[v], (hi - lo, -1)).T
+            for v, value in enumerate(swept.values if keep_values else ()):
+                kept[v].append(np.zeros((hi - lo,) + g.shape(v), g.dtype(v)) if value is None
+                               else np.asarray(value))
+            column += hi - lo
+    values = _kept(g, kept) if keep_values else None
+    return values, ends, lambda: (multiplications, additions)
+
+
+def _kept(g: LCG, kept):
+    """Per-vertex values as a sweep returns them: an ``(n_vertices, n_seeds)`` array on a
+    graph of numbers, else one ``(n_seeds,) + shape`` array per vertex."""
+    values = tuple(np.concatenate(parts) if parts else np.zeros((0,) + g.shape(v), g.dtype(v))
+                   for v, parts in enumerate(kept))
+    if g.algebra is labels.FLOATS:
+        return np.array(values, dtype=np.float64).reshape(g.n_vertices, -1)
+    return values
+
+
+def _fast(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str):
+    """:func:`sweep` on a graph of numbers by a fast engine, in blocks of seeds."""
+    n, k = g.n_vertices, len(chosen)
+    check_size(len(far), k)
+    block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
+    values = np.zeros((n, 0)) if keep_values else None
+    ends = np.empty((len(far), k))
+    for lo in range(0, k, block):
+        hi = min(k, lo + block)
+        with np.errstate(over="ignore", invalid="ignore"):   # checked by the caller
+            swept = _engines.propagate_units(g, chosen[lo:hi], forward, engine)
+        ends[:, lo:hi] = swept[list(far), :]
+        if keep_values:
+            values = swept
+    return values, ends, lambda: _sweep_cost(g, chosen, forward)
+
+
+def _engine(g: LCG, engine, plain: bool) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid engines are "
+                         f"{', '.join(map(repr, ENGINES))}")
+    numbers = g.algebra is labels.FLOATS
+    if engine not in ("auto", "reference") and not (numbers and plain):
+        raise ValueError(f"engine {engine!r} sweeps graphs of numbers plainly; this sweep needs "
+                         f"the 'reference' engine ('auto' picks it)")
+    if engine == "auto":
+        fast = numbers and plain and g.n_edges > REFERENCE_EDGES
+        return "auto" if fast else "reference"
+    return engine
+
+
+def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
+    """Multiplications and additions of a sweep over ``seeds`` on a graph of numbers,
+    from reachability alone (the recurrence counts the same: tests/test_engines.py)."""
+    per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
+    degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
+    for seed in seeds:
+        if seed not in per_seed:
+            reached = reachable(g, [seed], forward)
+            edges = int(degree[reached].sum())
+            # each reached vertex but the seed combines >= 1 traversed edges
+            per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
+    return (sum(per_seed[seed][0] for seed in seeds),
+            sum(per_seed[seed][1] for seed in seeds))
+
+
+# ------------------------------------------------------------ products
+@takes_lcg
+def jvp(g: LCG, v, engine: str = "auto"):
+    """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
+
+    >>> from minirad import examples
+    >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
+    array([4.5839])
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
+    [array([1., 0.])]
+    """
+    engine = _engine(g, engine, True)
+    seeds, stack = _entries(g, "v", v, g.inputs, seeds_first=False)
+    values = _propagate(g, seeds, stack, True, engine)
+    return _results(g, values, g.outputs, stack, False)
+
+
+@takes_lcg
+def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+        lazy: bool = False):
+    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
+    (per input of ``wrt``), with :func:`reverse_sweep`'s options.
+
+    >>> from minirad import examples
+    >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
+    array([-1.05  , -1.4049])
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
+    >>> dA                                                 # the outer product a x^T
+    array([[1., 2.],
+           [0., 0.]])
+    >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
+    [array([1., 0.])]
+    """
+    plain = cotangents.check_options(accumulate, lazy)
+    engine = _engine(g, engine, plain)
+    columns = select(g, wrt, g.inputs, "input")
+    seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
+    if plain:
+        values = _propagate(g, seeds, stack, False, engine)
+    else:
+        values = cotangents.reverse_accumulation(g, seeds, wanted=columns,
+                                                 accumulate=accumulate, lazy=lazy).values
+    return _results(g, values, columns, stack, True)
+
+
+@takes_lcg
+def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+             lazy: bool = False):
+    """The gradient of a graph whose one output is a number: :func:`vjp` seeded with 1
+    in the output's dtype (a float32 program's gradient is float32).
+
+    >>> from minirad import examples
+    >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
+    [2.5838531634528574, 2.0]
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> gradient(trace(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
+    [array([[2., 2.],
+           [2., 2.]], dtype=float32)]
+    """
+    if len(g.outputs) != 1 or g.shape(g.outputs[0]) != ():
+        raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
+                         f"of shapes {[g.shape(v) for v in g.outputs]}; use vjp")
+    y = g.outputs[0]
+    seed = [1.0] if g.algebra is labels.FLOATS else [np.ones((), dtype=g.dtype(y))]
+    return vjp(g, seed, engine, wrt=wrt, accumulate=accumulate, lazy=lazy)
+
+
+def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):
+    """Per-vertex values of one sweep from ``seeds`` (None where nothing arrives)."""
+    if engine == "reference":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (labels.forward if forward else labels.reverse)(g, seeds).values
+    block = np.zeros((g.n_vertices, math.prod(stack)))
+    for v, seed in seeds.items():
+        block[v] = np.reshape(seed, -1)
+    swept = _engines.propagate(g, block, forward, engine)
+    return [row.reshape(stack) for row in swept]
+
+
+# --------------------------------------------------------------- arguments
+def select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
+    """Resolve a seed selection (None, one vertex or several) to vertex numbers."""
     if given is None:
         return pool
     if isinstance(given, (str, Integral)) and not isinstance(given, bool):
@@ -142,68 +340,56 @@ def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
     elif isinstance(given, (bytes, bool)) or not isinstance(given, (Sequence, np.ndarray)):
         raise TypeError(f"{role}s must be a vertex, a sequence of vertices or None, not "
                         f"{type(given).__name__}")
-    members = set(pool)
-    chosen, seen = [], set()
+    members, chosen = set(pool), []
     for vertex in given:
         v = g.index(vertex)
         if v not in members:
             valid = ", ".join(g.names[p] for p in pool[:8]) + (", ..." if len(pool) > 8 else "")
             raise ValueError(f"{g.names[v]} is not an {role} of the graph; its {role}s are "
                              f"{valid or 'none'}")
-        if v in seen:
+        if v in chosen:
             raise ValueError(f"{role} {g.names[v]} is selected twice")
-        seen.add(v)
         chosen.append(v)
     return tuple(chosen)
 
 
-def _check_engine(g: LCG, engine, plain: bool = True) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; valid engines are "
-                         f"{', '.join(map(repr, ENGINES))}")
-    if g.algebra is not FLOATS and engine not in ("auto", "reference"):
-        raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
-                         f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
-    if not plain and engine not in ("auto", "reference"):
-        raise ValueError(f"accumulate and lazy are options of the 'reference' engine ('auto' "
-                         f"picks it); engine {engine!r} accumulates plainly")
-    return engine
+def _offsets(g: LCG, vertices) -> list[int]:
+    starts = [0]
+    for v in vertices:
+        starts.append(starts[-1] + g.size(v))
+    return starts
 
 
-def _seed_block(name: str, given, length: int, seeds_first: bool) -> tuple[np.ndarray, bool]:
-    """Validate a flat jvp/vjp argument; return it as (length, k) and whether it was 1-D."""
-    try:
-        array = np.asarray(given, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of real numbers") from None
-    if array.ndim == 1 and array.shape[0] == length:
-        block, flat = array[:, None], True
-    elif array.ndim == 2 and array.shape[1 if seeds_first else 0] == length:
-        block, flat = (array.T if seeds_first else array), False
-    else:
-        layout = f"(k, {length})" if seeds_first else f"({length}, k)"
-        raise ValueError(f"{name} has shape {array.shape}; expected ({length},) or {layout}")
-    if not np.all(np.isfinite(block)):
-        raise ValueError(f"{name} contains non-finite entries; seeds must be finite")
-    return block, flat
+def _shapes(g: LCG, rows, columns):
+    if g.algebra is labels.FLOATS:
+        return None
+    return tuple(g.shape(v) for v in rows), tuple(g.shape(v) for v in columns)
 
 
 def _numbers(g: LCG, vertices) -> bool:
-    return all(g.shapes[v] == () for v in vertices)
+    return all(g.shape(v) == () for v in vertices)
 
 
 def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dict, tuple]:
-    """Seeds ``{vertex: array}`` for a graph with arrays, and their common stack shape.
-
-    The argument takes the flat form when every vertex of its side is a
-    number, else the form of one entry per vertex (see the module docstring)."""
+    """Seeds ``{vertex: array}`` from a jvp/vjp argument, and their stack shape: a flat
+    float array when every vertex of the side is a number, else one entry per vertex."""
     if _numbers(g, vertices):
-        block, flat = _seed_block(name, given, len(vertices), seeds_first)
-        stack = () if flat else (block.shape[1],)
+        try:
+            array = np.asarray(given, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be an array of real numbers") from None
+        length = len(vertices)
+        if array.ndim == 1 and array.shape[0] == length:
+            block, stack = array[:, None], ()
+        elif array.ndim == 2 and array.shape[1 if seeds_first else 0] == length:
+            block = array.T if seeds_first else array
+            stack = (block.shape[1],)
+        else:
+            layout = f"(k, {length})" if seeds_first else f"({length}, k)"
+            raise ValueError(f"{name} has shape {array.shape}; expected ({length},) or {layout}")
         # arrays, never numpy scalars: the algebra tells a label from a value by type
-        return {v: np.asarray(block[i, 0] if flat else block[i])
-                for i, v in enumerate(vertices)}, stack
-    if isinstance(given, (str, bytes, np.ndarray)) or not isinstance(given, Sequence):
+        given = [np.asarray(block[i, 0] if stack == () else block[i]) for i in range(length)]
+    elif isinstance(given, (str, bytes, np.ndarray)) or not isinstance(given, Sequence):
         raise TypeError(f"{name} must be a list with one entry per vertex (an array of its "
                         f"shape, a float for a number, or None for zero), not "
                         f"{type(given).__name__}")
@@ -221,7 +407,7 @@ def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dic
         if array.dtype.kind not in "biuf":
             raise TypeError(f"the entry of {name} for {g.names[v]} must be an array of real "
                             f"numbers, not {type(entry).__name__}")
-        shape = g.shapes[v]
+        shape = g.shape(v)
         lead = array.shape[:array.ndim - len(shape)]
         if array.ndim < len(shape) or array.shape[len(lead):] != shape or (
                 stack is not None and lead != stack):
@@ -230,353 +416,17 @@ def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dic
                              f"expected {wanted}" + ("" if stack is not None else
                                                      " (optionally stacked along leading axes)"))
         if not np.all(np.isfinite(array)):
-            raise ValueError(f"the entry of {name} for {g.names[v]} has non-finite entries; "
-                             f"seeds must be finite")
+            raise ValueError(f"{name} has non-finite entries; seeds must be finite")
         stack = lead
         seeds[v] = array if array.dtype.kind == "f" else array.astype(np.float64)
     return seeds, () if stack is None else stack
 
 
 def _results(g: LCG, values, vertices, stack: tuple, seeds_first: bool):
-    """The swept values at ``vertices`` in the form of their side (module docstring)."""
-    found = [np.zeros(stack + g.shapes[v], dtype=g.dtypes[v]) if values[v] is None
+    """The swept values at ``vertices``, in the form of their side (module docstring)."""
+    found = [np.zeros(stack + g.shape(v), dtype=g.dtype(v)) if values[v] is None
              else np.asarray(values[v]) for v in vertices]
     if _numbers(g, vertices):
         flat = np.array(found, dtype=np.float64).reshape((len(vertices),) + stack)
         return flat.T if seeds_first else flat
     return [float(x) if x.ndim == 0 else x for x in found]
-
-
-# ------------------------------------------------------------------ engines
-def _reverse(g: LCG, seeds: dict, wanted, accumulate: str, lazy: bool):
-    """One reverse sweep from ``seeds``: the reference recurrence, or the same
-    recurrence with the accumulation options of :mod:`minirad.exact.cotangents`
-    (``wanted``: the cotangents a lazy sweep forces; None for all)."""
-    if cotangents.check_options(accumulate, lazy):
-        return labels.reverse(g, seeds)
-    return cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
-                                           lazy=lazy)
-
-
-def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
-    """The label recurrence itself, one column of seeds at a time."""
-    sweep = labels.forward if forward else labels.reverse
-    swept = np.zeros_like(seeds)
-    for c in range(seeds.shape[1]):
-        start = {v: float(seeds[v, c]) for v in np.flatnonzero(seeds[:, c]).tolist()}
-        values = sweep(g, start).values
-        swept[:, c] = [0.0 if x is None else x for x in values]
-    return swept
-
-
-def _propagate(g: LCG, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
-    """Solve the sweep recurrence for a (n_vertices, k) block of seeds."""
-    if engine == "reference":
-        return _reference(g, seeds, forward)
-    return _engines.propagate(g, seeds, forward, engine)
-
-
-def _propagate_units(g: LCG, vertices: Sequence[int], forward: bool, engine: str) -> np.ndarray:
-    """:func:`_propagate` of unit seeds, one column per vertex of ``vertices``."""
-    if engine == "reference":
-        return _reference(g, _engines.unit_seeds(g.n_vertices, vertices), forward)
-    return _engines.propagate_units(g, vertices, forward, engine)
-
-
-# ------------------------------------------------------------------- counts
-def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
-    """Multiplications and additions of a sweep over ``seeds`` on a graph of
-    numbers (see the module docstring), from reachability alone: the reference
-    recurrence counts the same (tests/test_engines.py).  Per-seed figures are
-    memoized, as they depend only on structure."""
-    per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
-    missing = [seed for seed in seeds if seed not in per_seed]
-    if missing:
-        degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
-        for seed in missing:
-            reached = reachable(g, [seed], forward)
-            edges = int(degree[reached].sum())
-            # each reached vertex but the seed combines >= 1 traversed edges
-            per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
-    multiplications = sum(per_seed[seed][0] for seed in seeds)
-    additions = sum(per_seed[seed][1] for seed in seeds)
-    return multiplications, additions
-
-
-# ------------------------------------------------------------------- sweeps
-# Without per-vertex values to keep, seeds are swept in blocks holding about
-# this many values, so a Jacobian of a huge graph never needs n_vertices x
-# n_seeds memory at once.
-_BLOCK_VALUES = 1 << 22
-# On a graph with arrays, kept values hold one array per vertex and seed: at most this many
-# numbers (256 MiB of float64)
-_KEPT_VALUES = 1 << 25
-
-
-def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
-           keep_values: bool, far=None) -> tuple[np.ndarray | None, np.ndarray]:
-    """Per-vertex values (or None) and their rows at the far end (outputs for a
-    forward sweep, the inputs ``far`` or all of them for a reverse one), one column
-    per seed."""
-    n, k = g.n_vertices, len(chosen)
-    far = list(far if far is not None else g.outputs if forward else g.inputs)
-    block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
-    values = None
-    ends = np.empty((len(far), k))
-    for lo in range(0, k, block) if k else []:
-        hi = min(k, lo + block)
-        with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
-            swept = _propagate_units(g, chosen[lo:hi], forward, engine)
-        ends[:, lo:hi] = swept[far, :]
-        if keep_values:
-            values = swept
-    if keep_values and values is None:
-        values = np.zeros((n, 0))
-    return values, ends
-
-
-def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: bool,
-                  far=None, sweep=None):
-    """The reference recurrence (or ``sweep(g, seeds)``, one with options), seeded with
-    the unit vectors of every entry of each chosen vertex, stacked (in chunks of
-    about ``_BLOCK_VALUES`` values per vertex when the values are not kept).
-
-    Returns the per-vertex values (or None), the Jacobian (entries of ``far``, by
-    default the outputs or inputs, x seed entries for a forward sweep) and the
-    operation counts."""
-    far = far if far is not None else g.outputs if forward else g.inputs
-    sizes = [math.prod(g.shapes[v]) for v in chosen]
-    far_at = np.cumsum([0] + [math.prod(g.shapes[v]) for v in far])
-    k = sum(sizes)
-    check_size(int(far_at[-1]), k)
-    entries = sum(math.prod(shape) for shape in g.shapes)
-    if keep_values and k * entries > _KEPT_VALUES:
-        raise ValueError(f"keeping the values of every vertex for {k:,} seeds takes "
-                         f"{k * entries:,} numbers, above the limit of {_KEPT_VALUES:,}; pass "
-                         f"keep_values=False (the Jacobian alone is swept in bounded blocks)")
-    widest = max((math.prod(shape) for shape in g.shapes), default=1)
-    sweep = sweep or (labels.forward if forward else labels.reverse)
-    ends = np.zeros((int(far_at[-1]), k))
-    kept = [[] for _ in range(g.n_vertices)] if keep_values else None
-    multiplications = additions = 0
-    column = 0
-    for s, size in zip(chosen, sizes):
-        step = size if keep_values else max(1, min(size, _BLOCK_VALUES // max(widest, 1)))
-        for lo in range(0, size, step):
-            hi = min(size, lo + step)
-            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shapes[s])
-            with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
-                swept = sweep(g, {s: unit})
-            multiplications += swept.multiplications
-            additions += swept.additions
-            for i, v in enumerate(far):
-                if swept.values[v] is not None:
-                    ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
-                        swept.values[v], (hi - lo, -1)).T
-            if keep_values:
-                for v, value in enumerate(swept.values):
-                    kept[v].append(np.zeros((hi - lo,) + g.shapes[v], dtype=g.dtypes[v])
-                                   if value is None else np.asarray(value))
-            column += hi - lo
-    values = None
-    if keep_values:
-        values = tuple(np.concatenate(parts) if parts else
-                       np.zeros((0,) + g.shapes[v], dtype=g.dtypes[v])
-                       for v, parts in enumerate(kept))
-    return values, ends, multiplications, additions
-
-
-def _shapes(g: LCG, rows, columns) -> tuple[tuple, tuple]:
-    return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
-
-
-@takes_lcg
-def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
-                  keep_values: bool = True) -> Accumulation:
-    """Tangents of every vertex with respect to each selected input.
-
-    ``inputs`` is None (all inputs), one input or a sequence of inputs, by
-    name or number.  ``jacobian`` has one column per entry of the selected
-    inputs (one per input on a graph of numbers); ``tangents`` has shape
-    ``(n_vertices, n_columns)`` on a graph of numbers and holds one
-    ``(n_columns,) + shape`` array per vertex on a graph with arrays, or
-    is None with ``keep_values=False``, which sweeps the seeds in
-    memory-bounded blocks.
-
-    >>> from minirad import examples
-    >>> g = examples.lecture()
-    >>> r = forward_sweep(g, inputs="x2")
-    >>> r.jacobian.round(3), r.multiplications, r.additions
-    (array([[1.716]]), 5, 1)
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> r = forward_sweep(h, inputs="x")
-    >>> r.jacobian                                    # dy/dx = A
-    array([[1., 0.],
-           [0., 1.]])
-    >>> r.blocks[0][0].shape, r.tangents[h.index("y")].shape
-    ((2, 2), (2, 2))
-    """
-    engine = _check_engine(g, engine)
-    chosen = _select(g, inputs, g.inputs, "input")
-    if g.algebra is not FLOATS:
-        tangents, jac, mults, adds = _sweep_arrays(g, chosen, True, keep_values)
-        check_finite(g, jac, "forward", columns=chosen)
-        return Accumulation(jac, mults, adds, "forward", tangents=tangents, seeds=chosen,
-                            shapes=_shapes(g, g.outputs, chosen))
-    tangents, jac = _sweep(g, chosen, True, engine, keep_values)
-    check_finite(g, jac, "forward", columns=chosen)
-    return Accumulation(jac, None, None, "forward", tangents=tangents, seeds=chosen,
-                        counts=lambda: _sweep_cost(g, chosen, True))
-
-
-@takes_lcg
-def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
-                  wrt=None, accumulate: str = "plain", lazy: bool = False) -> Accumulation:
-    """Adjoints of every vertex for each selected output.
-
-    ``outputs`` is None (all outputs), one output or a sequence of outputs.
-    ``jacobian`` has one row per entry of the selected outputs and one column
-    per entry of the inputs ``wrt`` (None: all inputs, in order); ``adjoints``
-    has shape ``(n_vertices, n_rows)`` on a graph of numbers and holds one
-    ``(n_rows,) + shape`` array per vertex on a graph with arrays, or is
-    None with ``keep_values=False``.
-
-    ``accumulate="in_place"`` and ``lazy=True`` run the reference recurrence
-    with the accumulation of :mod:`minirad.exact.cotangents` (an add that
-    writes into the sweep's own buffers; cotangents computed only when a
-    ``wrt`` input needs them, so with ``keep_values=False`` a branch that
-    reaches none of them is never computed).  The numbers are the reference
-    engine's, bit for bit; ``multiplications`` and ``additions`` count what
-    was done.
-
-    >>> from minirad import examples
-    >>> r = reverse_sweep(examples.lecture())
-    >>> r.adjoints[:, 0].round(3).tolist()
-    [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
-    >>> r = reverse_sweep(examples.lecture(), wrt="x2", keep_values=False, lazy=True)
-    >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
-    (array([[1.716]]), 5)
-    """
-    plain = cotangents.check_options(accumulate, lazy)
-    engine = _check_engine(g, engine, plain)
-    chosen = _select(g, outputs, g.outputs, "output")
-    columns = _select(g, wrt, g.inputs, "input")
-    if g.algebra is FLOATS and plain:
-        adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values, columns)
-        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
-        return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
-                            counts=lambda: _sweep_cost(g, chosen, False))
-
-    def sweep(h, seeds):
-        return _reverse(h, seeds, None if keep_values else columns, accumulate, lazy)
-
-    adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values, columns, sweep)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
-    shapes = _shapes(g, chosen, columns)
-    if g.algebra is FLOATS:   # the layout of a graph of numbers: (n_vertices, n_rows)
-        shapes = None
-        adjoints = None if adjoints is None else np.array(adjoints).reshape(g.n_vertices, -1)
-    return Accumulation(jac_t.T, mults, adds, "reverse", adjoints=adjoints, seeds=chosen,
-                        shapes=shapes)
-
-
-@takes_lcg
-def jvp(g: LCG, v, engine: str = "auto"):
-    """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
-
-    On a graph whose inputs and outputs are numbers, ``v`` has shape
-    ``(n_inputs,)`` or ``(n_inputs, k)`` and the result ``(n_outputs,)`` or
-    ``(n_outputs, k)``; with arrays, see the module docstring (a list with
-    one entry per vertex).
-
-    >>> from minirad import examples
-    >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
-    array([4.5839])
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
-    [array([1., 0.])]
-    """
-    engine = _check_engine(g, engine)
-    if g.algebra is not FLOATS:
-        seeds, stack = _entries(g, "v", v, g.inputs, seeds_first=False)
-        return _results(g, labels.forward(g, seeds).values, g.outputs, stack, False)
-    block, flat = _seed_block("v", v, len(g.inputs), seeds_first=False)
-    seeds = np.zeros((g.n_vertices, block.shape[1]))
-    seeds[list(g.inputs), :] = block
-    result = _propagate(g, seeds, True, engine)[list(g.outputs), :]
-    return result[:, 0] if flat else result
-
-
-@takes_lcg
-def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
-        lazy: bool = False):
-    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
-    (per input of ``wrt`` when given: one input or a sequence of them).
-
-    On a graph whose inputs and outputs are numbers, ``u`` has shape
-    ``(n_outputs,)`` or ``(k, n_outputs)`` and the result ``(n_inputs,)`` or
-    ``(k, n_inputs)``; with arrays, see the module docstring.  ``accumulate``
-    and ``lazy`` are the options of :func:`reverse_sweep`: the same numbers,
-    bit for bit, with fewer arrays allocated.
-
-    >>> from minirad import examples
-    >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
-    array([-1.05  , -1.4049])
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
-    >>> dA                                                 # the outer product a x^T
-    array([[1., 2.],
-           [0., 0.]])
-    >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
-    [array([1., 0.])]
-    """
-    plain = cotangents.check_options(accumulate, lazy)
-    engine = _check_engine(g, engine, plain)
-    columns = _select(g, wrt, g.inputs, "input")
-    if g.algebra is not FLOATS or not plain:
-        seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
-        values = _reverse(g, seeds, columns, accumulate, lazy).values
-        return _results(g, values, columns, stack, True)
-    block, flat = _seed_block("u", u, len(g.outputs), seeds_first=True)
-    seeds = np.zeros((g.n_vertices, block.shape[1]))
-    seeds[list(g.outputs), :] = block
-    result = _propagate(g, seeds, False, engine)[list(columns), :].T
-    return result[0] if flat else result
-
-
-@takes_lcg
-def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
-             lazy: bool = False):
-    """The gradient of a graph whose one output is a number: one reverse sweep
-    seeded with 1 in the output's dtype, one entry per input (of ``wrt``) as
-    :func:`vjp` returns them (a float array on a graph of numbers, else a list
-    of arrays), with :func:`vjp`'s options.
-
-    >>> from minirad import examples
-    >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
-    [2.5838531634528574, 2.0]
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> gradient(trace(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
-    [array([[2., 2.],
-           [2., 2.]], dtype=float32)]
-    """
-    if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
-        raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
-                         f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
-    plain = cotangents.check_options(accumulate, lazy)
-    engine = _check_engine(g, engine, plain)
-    if g.algebra is FLOATS and plain:
-        return vjp(g, [1.0], engine, wrt=wrt)
-    columns = _select(g, wrt, g.inputs, "input")
-    y = g.outputs[0]
-    # seeded in the output's dtype: a float32 program's gradient is float32, as it would be
-    # by hand, and the same bits as a hand-written backward pass
-    values = _reverse(g, {y: np.ones((), dtype=g.dtypes[y])}, columns, accumulate, lazy).values
-    return _results(g, values, columns, (), True)

@@ -147,7 +147,7 @@ class LCG:
     """
 
     __slots__ = (
-        "names", "ops", "values", "_shapes", "_dtypes", "sources", "targets", "labels",
+        "names", "ops", "values", "_shapes", "_dtypes", "sources", "targets", "_labels",
         "inputs", "outputs", "injections", "_memos",
     )
 
@@ -315,6 +315,28 @@ class LCG:
                tuple(outputs), tuple(x.dtype for x in values), (), shapes)
         return g
 
+    @classmethod
+    def traced(cls, names, sources, targets, labels: Callable[[], Sequence], inputs, outputs,
+               values, ops) -> LCG:
+        """A traced graph, built without validation (the tracer guarantees what the
+        constructor checks: see :meth:`from_trusted_blocks`), whose labels are
+        worked out by ``labels()`` when first read.  ``values`` are floats on a graph
+        of numbers, else read-only arrays (floats among them are numbers)."""
+        g = cls.__new__(cls)
+        src, dst = np.array(sources, dtype=np.int64), np.array(targets, dtype=np.int64)
+        if all(np.shape(x) == () for x in values):   # numbers, 1 x 1 blocks among them
+            if not all(type(x) is float for x in values):
+                values = [float(x) for x in values]
+                labels = functools.partial(_as_floats, labels)
+            g._set(names, ops, np.array(values, dtype=np.float64), src, dst, labels,
+                   tuple(inputs), tuple(outputs))
+        else:
+            values = tuple(x if isinstance(x, np.ndarray) else np.asarray(x, dtype=np.float64)
+                           for x in values)
+            g._set(names, ops, values, src, dst, labels, tuple(inputs), tuple(outputs),
+                   tuple(x.dtype for x in values), (), tuple(x.shape for x in values))
+        return g
+
     def _set(self, names, ops, values, src, dst, labels, inputs, outputs, dtypes=None,
              injections=(), shapes=None):
         for array in (values, src, dst, labels):
@@ -329,7 +351,7 @@ class LCG:
         self._dtypes = dtypes
         self.sources = src
         self.targets = dst
-        self.labels = labels
+        self._labels = labels
         self.inputs = inputs
         self.outputs = outputs
         self.injections = injections
@@ -447,11 +469,21 @@ class LCG:
 
     # ------------------------------------------------------- edge labels
     @property
+    def labels(self):
+        """The edge labels, in edge order: floats (a read-only float64 array) on a graph
+        of numbers, floats and Jacobian blocks otherwise.  A traced graph works them
+        out from its tape when they are first read (:mod:`minirad.tracing.tracer`)."""
+        labels = self._labels
+        if callable(labels):
+            labels = self._labels = _label_storage(labels(), self._shapes is None)
+        return labels
+
+    @property
     def algebra(self) -> Algebra:
         """How to multiply and add this graph's labels: :data:`~minirad.graph.labels.FLOATS`
         when every label is a float, :data:`~minirad.graph.operators.OPERATORS` (Jacobian
         blocks, floats among them) otherwise.  Algorithms choose their fast paths by it."""
-        return FLOATS if isinstance(self.labels, np.ndarray) else OPERATORS
+        return FLOATS if self._shapes is None else OPERATORS
 
     @property
     def partials(self) -> np.ndarray:
@@ -474,7 +506,7 @@ class LCG:
 
     @property
     def n_edges(self) -> int:
-        return len(self.labels)
+        return len(self.sources)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -883,11 +915,7 @@ def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
     h = object.__new__(LCG)
     for slot in LCG.__slots__:     # every field is immutable: share it with g
         setattr(h, slot, getattr(g, slot))
-    if isinstance(g.labels, np.ndarray):
-        h.labels = np.array(new, dtype=np.float64)
-        h.labels.flags.writeable = False
-    else:
-        h.labels = tuple(new)
+    h._labels = _label_storage(new, isinstance(g.labels, np.ndarray))
     h.injections = tuple(g.injections) + tuple(injections)
     h._memos = {k: v for k, v in g._memos.items() if k in _STRUCTURAL_MEMOS}
     return h
@@ -1240,6 +1268,22 @@ def fill_template(template: str, operands: list[str]) -> str:
 def _is_real(x) -> bool:
     return _real_type(type(x)) or (isinstance(x, np.ndarray) and x.shape == ()
                                    and x.dtype.kind in "iuf")
+
+
+def _as_floats(labels: Callable[[], Sequence]) -> list[float]:
+    """The labels of a graph of numbers whose 1 x 1 blocks are operators, as floats."""
+    return [float(label.to_dense()[0, 0]) if isinstance(label, Operator) else float(label)
+            for label in labels()]
+
+
+def _label_storage(labels, numbers: bool):
+    """Labels as a graph keeps them: a read-only float64 array on a graph of numbers, a
+    tuple otherwise (an operator between two numbers stays an operator there)."""
+    if numbers:
+        labels = np.array(labels, dtype=np.float64)
+        labels.flags.writeable = False
+        return labels
+    return tuple(labels)
 
 
 def _label_column(labels):

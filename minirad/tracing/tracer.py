@@ -1,14 +1,34 @@
-"""The tracer of numbers, written plainly: read this one first.
+"""The tracer: a Python function of numbers or numpy arrays into its LCG.
 
-A :class:`Traced` number is a value and the number of its vertex.  Each
-operation on it looks the operation up in the table
-(:data:`minirad.tracing.ops.OPS`), asks :func:`~minirad.tracing.ops.evaluate`
-for the value and the local partials, and at once appends the new vertex
-and one in-edge per traced operand to a :class:`Recorder`.  Plain numbers
-are constants: they end up inside the partials (the edge of ``0.5 * x``
-carries 0.5), never as vertices.  Control flow follows the values
-(comparisons read them), so the graph is the path this call took.  When
-``f`` returns, the recorder's lists become an :class:`~minirad.graph.lcg.LCG`.
+Read this module first; :func:`minirad.trace` is :func:`trace` below.
+
+A :class:`Traced` value is a number or an array together with its place on a
+:class:`Tape`.  Every operation on it (``x * y``, ``np.sin(x)``, ``x @ W``,
+``x.sum()``) looks up its *rule* and calls :func:`record`, which computes the
+new value with the rule and appends one entry to the tape: the rule, the
+operands (tape positions, or constants) and the parameters.  Nothing else
+happens per operation: no derivative is worked out, nothing is checked that
+can be checked later.  When the function returns, :func:`trace` turns the
+tape into an :class:`~minirad.graph.lcg.LCG`, whose edge labels are worked
+out from the tape only when an algorithm first reads them (:func:`labels`).
+
+A rule is one of two kinds:
+
+* an elementwise :class:`~minirad.tracing.ops.Op` of the operation table
+  (``sin``, ``*``, ``relu``): ``partials[i](a, b, y)`` is the derivative of
+  each entry, which becomes a float between numbers and a diagonal (or a bit
+  mask) between arrays;
+* a :class:`~minirad.tracing.rules.Rule` for everything else (``@``, ``sum``,
+  indexing): its ``block`` gives the Jacobian block itself, an operator of
+  :mod:`minirad.graph.operators`.
+
+Arguments the program is not differentiated by (``wrt``) are traced too, as
+*data*: what the program computes from them is on the tape, so
+:func:`~minirad.tracing.replay.replay` recomputes it, but it is not a vertex
+of the LCG, whose vertices are the values that depend on the inputs.  Every
+value the program reads (a comparison ``x > 0``, ``bool(x)``, an index) is
+written down as a *read*, so that replay can tell when new inputs would take
+the program down another path.
 
 >>> from minirad import ops
 >>> g = trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
@@ -20,213 +40,668 @@ v3 = v0 * v1   = 10.0                  dv3/dv0 = 5.0, dv3/dv1 = 2.0
 v4 = v2 + v3   = 10.693147180559945    dv4/dv2 = 1.0, dv4/dv3 = 1.0
 v5 = sin(v1)   = -0.9589242746631385   dv5/dv1 = 0.28366218546322625
 v6 = v4 - v5   = 11.652071455223084    dv6/dv4 = 1.0, dv6/dv5 = -1.0   (output y)
-
-:func:`minirad.trace` gives the same graph, bit for bit (the suite checks
-this on random programs), but runs programs of numbers on
-:mod:`minirad.tracing.tape`, an engine that records the same thing several
-times faster: a code per operation, partials worked out afterwards for the
-whole tape at once.  Read that one second, if at all.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 
-from ..graph.lcg import LCG
-from .naming import ARRAY_HINT, argument_positions, named_vertices, parameter_names
-from .ops import OPS, ComparesValues, NonFiniteError, evaluate
+from ..graph.lcg import LCG, value_key
+from ..graph.names import VertexNames, VertexOps
+from ..graph.operators import (
+    OPERATORS,
+    Broadcast,
+    Diagonal,
+    Identity,
+    Mask,
+    Retained,
+    compose,
+)
+from .naming import argument_positions, named_vertices, parameter_names
+from .ops import OPS, Op
+
+COPY = OPS["copy"]
 
 
-class Recorder:
-    """The graph as it grows: per vertex its value, template and in-edges
-    (pairs of a predecessor and a partial)."""
+class Tape:
+    """The record of one trace: per value the rule that made it, its operands
+    (tape positions as ``int``, constants as themselves) and its parameters."""
 
     def __init__(self):
-        self.values, self.templates, self.in_edges = [], [], []
+        self.values = []     # every value, data and inputs included
+        self.steps = []      # (rule, operands, params); None for an argument
+        self.active = []     # whether the value depends on an input (is a vertex)
+        self.names = {}      # tape position -> a name given (arguments, tracing.name)
+        self.reads = []      # (tape length, function, operands, result): what was read
 
-    def vertex(self, value: float, template: str, in_edges) -> int:
+    def append(self, value, step, active: bool) -> Traced:
         self.values.append(value)
-        self.templates.append(template)
-        self.in_edges.append(in_edges)
-        return len(self.values) - 1
+        self.steps.append(step)
+        self.active.append(active)
+        return Traced(self, len(self.values) - 1, value)
 
 
-class Traced(ComparesValues):
-    """A traced number: its value and its vertex in ``recorder``."""
+class Traced:
+    """A value on a tape.  It supports Python's arithmetic and numpy's functions
+    (through :mod:`minirad.tracing.rules`); a comparison reads its value."""
 
-    __slots__ = ("recorder", "index", "value")
+    __slots__ = ("tape", "index", "value")
+    __array_priority__ = 1000   # x @ W and W @ x both come to Traced
 
-    def __init__(self, recorder: Recorder, index: int, value: float):
-        self.recorder, self.index, self.value = recorder, index, value
+    def __init__(self, tape: Tape, index: int, value):
+        self.tape, self.index, self.value = tape, index, value
 
     def __repr__(self):
-        return f"Traced(v{self.index} = {self.value!r})"
+        shape = f", shape={self.value.shape}" if isinstance(self.value, np.ndarray) else ""
+        return f"Traced(t{self.index} = {self.value!r:.60}{shape})"
 
-    def _record(self, op, args):
-        """Record the operation ``op`` on ``args`` (traced numbers and constants);
-        :mod:`minirad.ops` calls this for ``ops.sin(x)`` and the like."""
-        recorder = self.recorder
-        floats = tuple(_number(a, op, recorder) for a in args)
-        wrt = [i for i, a in enumerate(args) if isinstance(a, Traced)]
-        try:
-            value, partials = evaluate(op, floats, wrt)
-        except NonFiniteError as error:
-            operands = ", ".join(f"v{a.index}" if isinstance(a, Traced) else repr(f)
-                                 for a, f in zip(args, floats))
-            raise ValueError(f"{op.name}({operands}) at vertex v{len(recorder.values)} is not "
-                             f"finite: {error}") from None
-        # the template names the operands {0}, {1} in order of first appearance
-        # (x * x reads {0} * {0}) and writes constants in
-        slots, pieces = {}, []
-        for a, f in zip(args, floats):
-            traced = isinstance(a, Traced)
-            pieces.append(f"{{{slots.setdefault(a.index, len(slots))}}}" if traced else repr(f))
-        in_edges = {}  # one edge per predecessor: x * x has one edge, partial 2x
-        for i, d in zip(wrt, partials):
-            u = args[i].index
-            in_edges[u] = in_edges[u] + d if u in in_edges else d
-        v = recorder.vertex(value, op.template.format(*pieces), list(in_edges.items()))
-        return Traced(recorder, v, value)
+    def _record(self, op, args):   # minirad.ops.sin(x) and the like come here
+        return record(op, *args)
 
-    # arithmetic: one entry of the table each, both ways round
+    # arithmetic: one entry of the operation table each, both ways round
     def __add__(self, other):
-        return self._record(OPS["add"], (self, other))
+        return record(ADD, self, other)
 
     def __radd__(self, other):
-        return self._record(OPS["add"], (other, self))
+        return record(ADD, other, self)
 
     def __sub__(self, other):
-        return self._record(OPS["sub"], (self, other))
+        return record(SUB, self, other)
 
     def __rsub__(self, other):
-        return self._record(OPS["sub"], (other, self))
+        return record(SUB, other, self)
 
     def __mul__(self, other):
-        return self._record(OPS["mul"], (self, other))
+        return record(MUL, self, other)
 
     def __rmul__(self, other):
-        return self._record(OPS["mul"], (other, self))
+        return record(MUL, other, self)
 
     def __truediv__(self, other):
-        return self._record(OPS["div"], (self, other))
+        return record(DIV, self, other)
 
     def __rtruediv__(self, other):
-        return self._record(OPS["div"], (other, self))
+        return record(DIV, other, self)
 
     def __pow__(self, other):
-        return self._record(OPS["pow"], (self, other))
+        return record(POW, self, other)
 
     def __rpow__(self, other):
-        return self._record(OPS["pow"], (other, self))
+        return record(POW, other, self)
 
     def __neg__(self):
-        return self._record(OPS["neg"], (self,))
+        return record(OPS["neg"], self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return self._record(OPS["abs"], (self,))
+        return record(OPS["abs"], self)
+
+    # values read, not differentiated: at the traced point a comparison is a constant
+    def __lt__(self, other):
+        return read(np.less, self, other)
+
+    def __le__(self, other):
+        return read(np.less_equal, self, other)
+
+    def __gt__(self, other):
+        return read(np.greater, self, other)
+
+    def __ge__(self, other):
+        return read(np.greater_equal, self, other)
+
+    def __eq__(self, other):
+        return read(np.equal, self, other)
+
+    def __ne__(self, other):
+        return read(np.not_equal, self, other)
+
+    __hash__ = object.__hash__   # identity: two equal values are still two vertices
+
+    def __bool__(self):
+        if np.size(self.value) != 1:
+            raise ValueError(f"the truth value of a traced array of shape {self.shape} is "
+                             f"ambiguous; compare first and use .any() or .all(): "
+                             f"(x > 0).all()")
+        return read(bool, self)
 
     def __float__(self):
-        raise TypeError(f"float() of a traced number (v{self.index}) would drop its "
-                        f"derivative; use minirad.ops (ops.sin, ...) instead of math")
+        return self._read_plain(float, "float()")
+
+    def __int__(self):
+        return self._read_plain(int, "int()")
+
+    def __index__(self):
+        return self._read_plain(_as_index, "using it as an index")
+
+    # numpy: shapes are read freely; functions, ufuncs and methods go to their rules
+    shape = property(lambda self: np.shape(self.value))
+    ndim = property(lambda self: np.ndim(self.value))
+    size = property(lambda self: np.size(self.value))
+    dtype = property(lambda self: np.asarray(self.value).dtype)
+    T = property(lambda self: FUNCTIONS["transpose"](self))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a traced number (an array of shape ())")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a traced number (an array of shape ())")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __matmul__(self, other):
+        return FUNCTIONS["matmul"](self, other)
+
+    def __rmatmul__(self, other):
+        return FUNCTIONS["matmul"](other, self)
+
+    def __getitem__(self, key):
+        return FUNCTIONS["getitem"](self, key)
+
+    def __setitem__(self, key, value):
+        raise TypeError("a traced array cannot be written into (x[...] = ... would not be "
+                        "recorded); make a new array instead: np.where(mask, new, x), "
+                        "np.concatenate or np.stack of the pieces")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a traced value cannot become a plain numpy array (np.asarray, or "
+                        "writing it into a plain array: A[i] = x), which would drop its "
+                        "derivative; gather traced pieces with np.stack or np.concatenate, "
+                        "or take minirad.detach(x) for its plain value")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs.get("out") is not None:
+            raise TypeError(f"numpy's {ufunc.__name__}.{method} with {kwargs or 'no'} options "
+                            f"is not supported on traced values; call np.{ufunc.__name__}(...) "
+                            f"and use the result it returns")
+        return call(FUNCTIONS, ufunc.__name__, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return call(FUNCTIONS, function_key(func), args, kwargs)
+
+    def __getattr__(self, attribute):   # the ndarray methods: x.sum(axis=0) is np.sum(x, 0)
+        method = METHODS.get(attribute)
+        if method is not None:
+            return lambda *args, **kwargs: method(self, *args, **kwargs)
+        raise AttributeError(f"traced values have no attribute {attribute!r}"
+                             + (f"; {MISSING}" if hasattr(np.ndarray, attribute) else ""))
+
+    def _read_plain(self, convert, what: str):
+        """Data (not differentiated) may become a plain number, as a value read;
+        a value with a derivative may not: the derivative would be lost."""
+        if self.tape.active[self.index]:
+            raise TypeError(f"{what} of a traced value (t{self.index}) would drop its "
+                            f"derivative; use minirad.ops (ops.sin, ...) or numpy's functions "
+                            f"instead of math, or minirad.detach(x) on purpose")
+        return read(convert, self)
 
 
-# numpy applies np.sin, np.exp, np.hypot, ... to an object it does not know by calling
-# its method of that name: so np.tanh(W @ x) works on (object arrays of) traced numbers
-for _op in OPS.values():
-    if _op.arity == 1 and _op.ufunc == _op.name:
-        setattr(Traced, _op.name, lambda self, _op=_op: self._record(_op, (self,)))
-    elif _op.arity == 2 and _op.ufunc == _op.name:
-        setattr(Traced, _op.name, lambda self, other, _op=_op: self._record(_op, (self, other)))
+def _as_index(x):
+    return x.__index__()
 
 
-def _number(x, op, recorder: Recorder) -> float:
-    """An operand's value as a float; a traced number of another trace, a boolean or a
-    non-number is refused."""
-    if isinstance(x, Traced):
-        if x.recorder is not recorder:
-            raise ValueError(f"{op.name} mixes numbers from two different traces")
-        return x.value
-    if isinstance(x, bool) or not isinstance(x, Real):
-        raise TypeError(f"unsupported operand type for {op.name}: {type(x).__name__}; traced "
-                        f"numbers combine with other traced numbers and real numbers"
-                        f"{ARRAY_HINT if isinstance(x, np.ndarray) else ''}")
+FUNCTIONS: dict = {}
+"""The rules of numpy's functions and ufuncs, by numpy's name (``"sum"``, ``"sin"``,
+``"linalg.norm"``): the operation table's entries and the array rules
+(:mod:`minirad.tracing.rules`) fill it; :func:`register` adds one of your own."""
+
+METHODS: dict = {}
+"""ndarray methods by name, each a function of the array and the method's arguments."""
+
+MISSING = ("it has no rule: minirad.tracing.supported() lists what traced values support; "
+           "write it with those, or register a rule (minirad.tracing.register)")
+
+
+def call(rules: dict, key: str, args, kwargs):
+    """Call the rule of numpy's ``key`` on ``args``."""
+    rule = rules.get(key)
+    if rule is None:
+        raise TypeError(f"numpy's {key} is not supported on traced values; {MISSING}")
+    if isinstance(rule, Op):
+        if kwargs:
+            raise TypeError(f"numpy's {key} with {', '.join(kwargs)}=: not supported on "
+                            f"traced values; call it with its operands alone")
+        return record(rule, *args)
+    return rule(*args, **kwargs)
+
+
+def function_key(function) -> str:
+    """numpy's name for ``function`` below the ``numpy`` namespace: ``"sum"`` for
+    ``np.sum``, ``"linalg.norm"`` for ``np.linalg.norm``.
+
+    >>> function_key(np.linalg.norm), function_key(np.max)
+    ('linalg.norm', 'max')
+    """
+    module = getattr(function, "__module__", None) or ""
+    parts = [p for p in module.split(".")[1:] if not p.startswith("_")]
+    return ".".join([*parts, function.__name__])
+
+
+ADD, SUB, MUL, DIV, POW = (OPS[name] for name in ("add", "sub", "mul", "div", "pow"))
+
+
+# ------------------------------------------------------------------ recording
+def record(rule, *args, **params):
+    """Apply ``rule`` to ``args`` (traced values and constants) and append the
+    result to the tape; with no traced operand, just compute it."""
+    tape, operands, values, active = None, [], [], False
+    for a in args:
+        if type(a) is Traced:
+            if tape is not a.tape:
+                if tape is not None:
+                    raise ValueError(f"{rule.name} mixes values of two different traces")
+                tape = a.tape
+            operands.append(a.index)
+            values.append(a.value)
+            active = active or tape.active[a.index]
+        else:
+            a = constant(a, rule.name)
+            operands.append(a)
+            values.append(a)
+    try:
+        out = compute(rule, values, params)
+    except (ArithmeticError, ValueError) as error:
+        if tape is not None:    # a program may catch it: replay must see it raise again
+            tape.reads.append((len(tape.steps), functools.partial(computed, rule),
+                               tuple(operands), params, RAISED))
+        shown = ", ".join(f"t{o}" if type(o) is int else _short(o) for o in operands)
+        raise ValueError(f"{rule.name}({shown}) is undefined: {error}") from None
+    if tape is None:
+        return out
+    if type(out) is np.ndarray:
+        out.flags.writeable = False
+    return tape.append(out, (rule, tuple(operands), params), active)
+
+
+def compute(rule, values, params):
+    """The value of ``rule`` on plain operands: the rule for numbers when they are all
+    numbers, numpy's otherwise."""
+    if isinstance(rule, Op):
+        if all(type(v) is float for v in values):
+            return rule.value(*values)
+        return np.asarray(rule.on_arrays[0](*values))
+    return rule.value(*values, **params)
+
+
+def computed(rule, *values, **params):
+    return compute(rule, values, params)
+
+
+RAISED = "raised"
+"""What the tape writes down as read when an operation raised (the program caught it)."""
+
+
+def constant(x, what: str):
+    """An operand that is not traced, as the tape keeps it: a Python number as a float
+    (an ``int`` on the tape is a position), an array as a read-only copy."""
+    if type(x) is float:
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{what}: a boolean operand ({x!r}); write 1.0 or 0.0")
+    if isinstance(x, Real):
+        try:
+            return float(x)
+        except OverflowError:
+            raise ValueError(f"{what}: a constant integer too large for a float64") from None
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf" or isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"{what}: a constant of dtype {x.dtype}; constants are real "
+                            f"numbers and plain arrays of them")
+        copy = np.array(x, dtype=float if x.dtype.kind in "biu" else x.dtype)
+        copy.flags.writeable = False
+        return copy
+    raise TypeError(f"unsupported operand type for {what}: {type(x).__name__}; traced values "
+                    f"combine with other traced values, real numbers and numpy arrays")
+
+
+def read(function, *args, **kwargs):
+    """A value the program reads (a comparison, ``bool(x)``, an index): ``function``
+    on the plain values, written down so that a replay can check it reads the same."""
+    tape = next((a.tape for a in args if type(a) is Traced), None)
+    plain = [a.value if type(a) is Traced else a for a in args]
+    result = function(*plain, **kwargs)
+    if tape is not None:
+        operands = tuple(a.index if type(a) is Traced else a for a in args)
+        tape.reads.append((len(tape.steps), function, operands, kwargs, result))
+    return result
+
+
+def _short(x) -> str:
+    return repr(x) if type(x) is float else f"array of shape {np.shape(x)}"
+
+
+# ---------------------------------------------------------------------- trace
+def trace(f, *args, wrt=None) -> LCG:
+    """Run ``f(*args)`` on traced values and return its LCG.
+
+    An argument is a number, a list of numbers (one input per element, named
+    ``x[0]``, ``x[1]``, ...) or a numpy array (one vertex, a number being an
+    array of shape ``()``).  ``wrt`` lists the positions of the arguments to
+    differentiate by (default: all); the others are data (see the module's
+    docstring).  Inputs are named after ``f``'s parameters; outputs ``y``, or
+    ``y[0]``, ``y[1]``, ... when ``f`` returns several.  Control flow follows the
+    values, so the graph is the linearisation along the path this call took.
+
+    >>> import numpy as np
+    >>> from minirad import ops
+    >>> trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
+    LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
+    >>> g = trace(lambda X, w, s: ops.tanh(X @ w * s).sum(), np.ones((4, 3)), np.ones(3), 0.5,
+    ...           wrt=[1, 2])                      # X is data; s is a vertex of shape ()
+    >>> [g.shape(v) for v in g.inputs], g.names[g.outputs[0]]
+    ([(3,), ()], 'y')
+    """
+    positions = argument_positions(wrt, len(args))
+    names = parameter_names(f, len(args))
+    tape, call = Tape(), list(args)
+    for position in positions:      # the inputs first: they are vertices 0, 1, ...
+        call[position] = argument(tape, args[position], names[position], active=True)
+    n_inputs = len(tape.values)
+    for position, arg in enumerate(args):
+        if position not in positions and is_data(arg):
+            call[position] = argument(tape, arg, names[position], active=False)
+    with np.errstate(all="ignore"):   # what is not finite is found below, once
+        result = f(*call)
+    several = isinstance(result, (tuple, list)) or (
+        isinstance(result, np.ndarray) and result.dtype == object)
+    outputs = finish(tape, [output(tape, r) for r in (result if several else [result])],
+                     n_inputs)
+    check_finite(tape, outputs)
+    kept = Recording(tape, args, positions, outputs, n_inputs, [names[p] for p in positions],
+                     several)
+    g = graph(tape, outputs, n_inputs, kept.input_names, several)
+    g.memo("tracing.recording", lambda: kept)
+    return g
+
+
+class Recording(NamedTuple):
+    """What a traced graph keeps to be replayed (:mod:`minirad.tracing.replay`): its tape,
+    the arguments it was traced with, which were differentiated, and the outputs."""
+
+    tape: Tape
+    args: tuple
+    positions: list
+    outputs: list
+    n_inputs: int
+    input_names: list
+    several: bool
+
+
+def is_data(arg) -> bool:
+    """Whether an argument not differentiated is traced as data: a number or an array."""
+    return (isinstance(arg, np.ndarray) and arg.dtype.kind in "biuf") or (
+        isinstance(arg, Real) and not isinstance(arg, (bool, np.bool_)))
+
+
+def argument(tape: Tape, x, name: str, active: bool):
+    """The traced value of an argument: a number, a numpy array, or a list of numbers
+    (one traced number each, named ``x[0]``, ``x[1]``, ...)."""
+    if isinstance(x, (list, tuple)) and active:
+        return [argument(tape, xi, f"{name}[{j}]", active) for j, xi in enumerate(x)]
+    if isinstance(x, np.ndarray) or not isinstance(x, Real) or isinstance(x, (bool, np.bool_)):
+        value = _array_argument(x, name)
+    else:
+        value = _float_argument(x, name)
+    if active and not np.isfinite(value).all():
+        raise ValueError(f"input {name} has a non-finite entry; trace needs finite inputs")
+    tape.names[len(tape.values)] = name
+    return tape.append(value, None, active)
+
+
+def _float_argument(x, name: str) -> float:
     try:
         return float(x)
     except OverflowError:
-        raise ValueError(f"{op.name}: a constant integer too large for a float64") from None
+        raise ValueError(f"input {name} is too large for a float64") from None
 
 
-def trace(f, *args, wrt=None) -> LCG:
-    """Run ``f(*args)`` on traced numbers and return its LCG: what
-    :func:`minirad.trace` does for a program of numbers.
-
-    Arguments are numbers or lists of numbers (one input per element, named
-    ``x[0]``, ``x[1]``, ... after the parameter ``x``); those not listed in
-    ``wrt`` (default: all) are passed as they are.  An output that is an
-    input, is used later or is returned twice gets its own vertex, joined by
-    a unit ``copy`` edge; a constant output is a vertex without in-edges.
-    """
-    recorder = Recorder()
-    names = parameter_names(f, len(args))
-    call, input_names = list(args), []
-    for position in argument_positions(wrt, len(args)):
-        arg, name = args[position], names[position]
-        if isinstance(arg, (list, tuple)):
-            call[position] = [_input(recorder, x, f"{name}[{j}]") for j, x in enumerate(arg)]
-            input_names += [f"{name}[{j}]" for j in range(len(arg))]
-        else:
-            call[position] = _input(recorder, arg, name)
-            input_names.append(name)
-    n_inputs = len(recorder.values)
-
-    result = f(*call)
-    several = isinstance(result, (tuple, list, np.ndarray))  # an array: a 1-D one
-    results = list(result) if several else [result]
-    used = {u for in_edges in recorder.in_edges for u, _ in in_edges}
-    returned = [r.index for r in results if isinstance(r, Traced)]
-    outputs = []
-    for r in results:
-        if isinstance(r, Traced):
-            if r.recorder is not recorder:
-                raise ValueError("an output was not computed from this trace's inputs")
-            v = r.index
-            if v < n_inputs or v in used or returned.count(v) > 1:
-                v = r._record(OPS["copy"], (r,)).index
-        elif isinstance(r, Real) and not isinstance(r, bool):
-            v = recorder.vertex(_finite(r, "an output"), repr(float(r)), [])
-        else:
-            raise TypeError(f"f returned a {type(r).__name__}; outputs are traced numbers or "
-                            f"finite numbers")
-        outputs.append(v)
-
-    n = len(recorder.values)
-    named = named_vertices(n, input_names, outputs, several)
-    sources = [u for in_edges in recorder.in_edges for u, _ in in_edges]
-    targets = [v for v, in_edges in enumerate(recorder.in_edges) for _ in in_edges]
-    partials = [d for in_edges in recorder.in_edges for _, d in in_edges]
-    return LCG([named.get(v, f"v{v}") for v in range(n)], sources, targets, partials,
-               range(n_inputs), outputs, values=recorder.values, ops=recorder.templates)
-
-
-def _input(recorder: Recorder, x, name: str) -> Traced:
-    if isinstance(x, bool) or not isinstance(x, Real):
-        raise TypeError(f"input {name} is a {type(x).__name__}; trace takes numbers and lists "
-                        f"of numbers")
-    value = _finite(x, f"input {name}")
-    return Traced(recorder, recorder.vertex(value, "input", []), value)
-
-
-def _finite(x: Real, what: str) -> float:
-    try:
-        value = float(x)
-    except OverflowError:  # an integer beyond 1.8e308
-        value = math.inf
-    if not math.isfinite(value):
-        raise ValueError(f"{what} is {x!r:.40}; a trace's inputs and outputs are finite")
+def _array_argument(x, name: str) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"input {name} is a masked array; its mask would be dropped: pass "
+                        f"x.filled(value), or the unmasked entries")
+    if isinstance(x, Traced):
+        raise TypeError(f"input {name} is already traced")
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"input {name} is a {type(x).__name__}; trace takes numbers, lists of "
+                        f"numbers and numpy arrays")
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"input {name} must be a real array, not {x.dtype}")
+    value = np.array(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    value.flags.writeable = False   # the graph's own copy: changing x later changes nothing
     return value
+
+
+def output(tape: Tape, r) -> int:
+    """The tape position of one result of the program."""
+    if type(r) is not Traced:
+        if isinstance(r, Real) and not isinstance(r, (bool, np.bool_)):
+            return tape.append(float(r), None, False).index   # a constant output
+        raise TypeError(f"f returned a {type(r).__name__}; outputs are traced values or "
+                        f"numbers")
+    if r.tape is not tape:
+        raise ValueError("an output was not computed from this trace's inputs")
+    return r.index
+
+
+def check_finite(tape: Tape, outputs) -> None:
+    """Refuse a trace whose values are not all finite, naming the first value that
+    went wrong.  Only the outputs of an array program are checked (a non-finite value
+    reaches them, or a derivative, which the sweeps check)."""
+    numbers = all(type(v) is float for v in tape.values)
+    checked = tape.values if numbers else [tape.values[i] for i in outputs]
+    if all(np.isfinite(v).all() for v in ([np.array(checked)] if numbers else checked)):
+        return
+    raise ValueError(first_not_finite(tape))
+
+
+def first_not_finite(tape: Tape) -> str:
+    """Which value of the tape is the first that is not finite, and how it was made."""
+    for i, value in enumerate(tape.values):
+        if not np.isfinite(value).all():
+            rule, operands, _ = tape.steps[i]
+            shown = ", ".join(f"t{o}" if type(o) is int else _short(o) for o in operands)
+            at = ", ".join(_short(tape.values[o]) if type(o) is int else _short(o)
+                           for o in operands)
+            return (f"{rule.name}({shown}) at t{i} is not finite ({_short(value)}); its "
+                    f"operands are {at}")
+    return "every value is finite"
+
+
+# ---------------------------------------------------------------------- graph
+def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
+    """The outputs' tape positions, where an output that is an input, feeds another
+    operation or is returned twice gets a value of its own, a unit ``copy``."""
+    used = {o for step in tape.steps if step for o in step[1] if type(o) is int}
+    for k, t in enumerate(outputs):
+        if tape.active[t] and (t < n_inputs or t in used or t in outputs[:k]):
+            outputs[k] = tape.append(tape.values[t], (COPY, (t,), {}), True).index
+    return outputs
+
+
+def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG:
+    """The LCG of a finished tape: its active values are the vertices, numbered in
+    tape order, the inputs first."""
+    tape_of = [t for t, active in enumerate(tape.active) if active]   # vertex -> tape
+    tape_of += [t for t in outputs if not tape.active[t]]   # a constant output is a vertex
+    vertex = {t: v for v, t in enumerate(tape_of)}          # tape position -> vertex
+    sources, targets, edges = [], [], []
+    for v, t in enumerate(tape_of):
+        step = tape.steps[t]
+        if step is None or not tape.active[t]:
+            continue
+        seen = {}
+        for i, o in enumerate(step[1]):
+            if type(o) is int and tape.active[o]:
+                if o in seen:             # x * x: one edge, its partials added
+                    edges[seen[o]][2].append(i)
+                    continue
+                seen[o] = len(edges)
+                sources.append(vertex[o])
+                targets.append(v)
+                edges.append((t, o, [i]))
+    names = named_vertices(len(tape_of), input_names, [vertex[t] for t in outputs], several)
+    for t, name in tape.names.items():
+        if t >= n_inputs and t in vertex and vertex[t] not in names:
+            names[vertex[t]] = name
+    values = [tape.values[t] for t in tape_of]
+    return LCG.traced(VertexNames(len(values), names), sources, targets,
+                      lambda: labels(tape, edges, vertex), range(n_inputs),
+                      [vertex[t] for t in outputs], values,
+                      VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
+
+
+def templates(tape: Tape, tape_of):
+    """Each vertex's operation over its operands ``{0}``, ``{1}``, ... (constants and data
+    written in), as :class:`~minirad.graph.names.VertexOps` takes them."""
+    table, ids = {"input": 0}, []
+    for t in tape_of:
+        step = tape.steps[t]
+        if step is None:
+            text = "input" if tape.active[t] else repr(tape.values[t])
+        else:
+            rule, operands, params = step
+            slots, pieces = {}, []
+            for o in operands:
+                if type(o) is int and tape.active[o]:
+                    pieces.append("{" + str(slots.setdefault(o, len(slots))) + "}")
+                else:
+                    pieces.append(_constant_text(tape, o))
+            text = (rule.template(pieces, params) if callable(rule.template)
+                    else rule.template.format(*pieces, **params))
+        ids.append(table.setdefault(text, len(table)))
+    return tuple(table), ids
+
+
+def _constant_text(tape: Tape, o) -> str:
+    if type(o) is int:   # data: its name if it has one
+        return tape.names.get(o, "c") if np.ndim(tape.values[o]) else repr(
+            float(tape.values[o]))
+    text = repr(float(o)) if np.ndim(o) == 0 else "c"
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+# --------------------------------------------------------------------- labels
+def labels(tape: Tape, edges, vertex):
+    """Every edge's label, worked out from the tape when first read: the rule's
+    partial, a float between numbers, a Jacobian block otherwise."""
+    out = []
+    for t, o, positions in edges:
+        rule, operands, params = tape.steps[t]
+        values = [tape.values[p] if type(p) is int else p for p in operands]
+        y, edge = tape.values[t], Edge(tape, t, operands, vertex)
+        label = None
+        for i in positions:
+            if isinstance(rule, Op):
+                part = elementwise(rule, i, values, y, edge)
+            else:
+                part = rule.block(i, values, y, edge, **params)
+            label = part if label is None else OPERATORS.add(label, part)  # x * x
+        out.append(label)
+    return out
+
+
+def elementwise(op: Op, i: int, values, y, edge):
+    """The label of operand ``i`` of an entry of the operation table: its partial,
+    a float between numbers, else a diagonal (a bit mask where the partial is
+    boolean) after the operand's broadcast."""
+    if type(y) is float:
+        return float(op.partials[i](*values, y))
+    d = op.on_arrays[1][i](*values, y)
+    if isinstance(d, np.ndarray) and d.dtype == np.bool_:   # kept as bits, or rebuilt
+        return elementwise_block(d, values[i], y, Retained(
+            f"mask:{edge.target}", int(y.size), recompute_from=value_key(edge.target),
+            source_bits=y.nbytes * 8, what="mask"))
+    return elementwise_block(d, values[i], y, *edge.kept(op.keeps[i] if i < len(op.keeps)
+                                                          else ""))
+
+
+def elementwise_block(d, x, y, *kept: Retained):
+    """The Jacobian block ``diag(d)`` (``d`` broadcast to ``y``'s shape; a bit mask
+    when boolean, nothing when 1) taking ``x`` to ``y``, broadcast included."""
+    spread = Identity(y.shape, y.dtype) if np.shape(x) == y.shape else Broadcast(
+        np.shape(x), y.shape, y.dtype)
+    if isinstance(d, np.ndarray) and d.dtype == np.bool_:
+        return compose(Mask(np.broadcast_to(d, y.shape), y.dtype, kept), spread)
+    if type(d) in (int, float) and d == 1.0:
+        return spread
+    return compose(Diagonal(np.asarray(d, dtype=y.dtype), y.shape, kept), spread)
+
+
+class Edge:
+    """What a rule's block may ask about the edge it labels: the vertex it ends at,
+    what it keeps (:meth:`kept`), and whether an operand was gathered by im2col."""
+
+    def __init__(self, tape: Tape, t: int, operands, vertex):
+        self.tape, self.t, self.operands, self.vertex = tape, t, operands, vertex
+        self.target = vertex[t]
+
+    def kept(self, words: str) -> tuple[Retained, ...]:
+        """One :class:`Retained` record per array a block keeps, from a rule's ``keeps``
+        words (operand names ``x``, or ``a`` and ``b``, and ``y`` for the result), keyed
+        by whose value it is (``value:<vertex>``, ``data:<t>`` for data,
+        ``const:<t>.<i>`` for a constant), so that edges keeping one array count it
+        once.  An input's value is marked ``what="input"``: the caller keeps it anyway."""
+        tape, operands = self.tape, self.operands
+        names = ("x", "y") if len(operands) == 1 else ("a", "b", "y")
+        records = []
+        for word in words.split():
+            j = names.index(word)
+            o = self.t if j == len(operands) else operands[j]
+            value = tape.values[o] if type(o) is int else o
+            if np.ndim(value) == 0:
+                continue    # a number is kept inside the block
+            what = word
+            if type(o) is not int:
+                key = f"const:{self.t}.{j}"
+            elif tape.active[o]:
+                key = value_key(self.vertex[o])
+                what = "input" if tape.steps[o] is None else word
+            else:
+                key = f"data:{o}"
+            records.append(Retained(key, int(value.size) * value.dtype.itemsize * 8,
+                                    what=what))
+        return tuple(records)
+
+    def gathered(self, j: int):
+        """``(source, im2col)`` when operand ``j`` is an im2col gather of ``source``."""
+        o = self.operands[j]
+        step = self.tape.steps[o] if type(o) is int else None
+        if step is None or step[0].name != "im2col":
+            return None
+        return self.tape.values[step[1][0]] if type(step[1][0]) is int else step[1][0], \
+            step[2]["im2col"]
+
+
+def name(x, label: str):
+    """Name the vertex of a traced value (``h1``, ``a1``): pictures and listings use
+    it.  On anything else it does nothing.  Returns ``x``."""
+    if type(x) is Traced:
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"a vertex name must be a non-empty string, not {label!r}")
+        x.tape.names[x.index] = label
+    return x
+
+
+def detach(x):
+    """The plain value of a traced value (anything else unchanged): a constant from here
+    on, so no derivative flows through it; a value read (replay checks it stays the
+    same).  Use it on purpose only.
+
+    >>> from minirad import jacobian
+    >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
+    array([[3.]])
+    """
+    return read(_same, x) if type(x) is Traced else x
+
+
+def _same(x):
+    return x
+
+
