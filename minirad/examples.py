@@ -500,7 +500,8 @@ def figure3(injected: bool = False, rng=0) -> LCG:
     """
     from .randomized.injection import sample_activations
     from .tracing import trace
-    from .tracing.arrays import name, softmax_cross_entropy
+    from .tracing import name
+    from .tracing.rules import softmax_cross_entropy
     from .tracing.ops import relu
 
     r = _rng(rng)

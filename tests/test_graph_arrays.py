@@ -11,7 +11,8 @@ from minirad.graph.lcg import LCG, relabelled
 from minirad.graph.memory import memory
 from minirad.graph.operators import OPERATORS, Diagonal, Mask
 from minirad.graph.scalarize import scalarize, vertex_copies
-from minirad.tracing.arrays import conv2d, name, softmax_cross_entropy
+from minirad.tracing import name
+from minirad.tracing.rules import conv2d, softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 

@@ -48,7 +48,8 @@ from minirad.randomized.injection import (
     sample_activations,
 )
 from minirad.randomized.sampling import path_sampling_variance
-from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from minirad.tracing import name
+from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 METHODS = ("sample", "rademacher")

@@ -546,7 +546,8 @@ def lab8_graph():
     """Lab 8's two-layer network on a batch of 4 (float32): nine array edges, two of
     them bias additions, with the labels that used to be printed over each other."""
     from minirad import trace
-    from minirad.tracing.arrays import name, softmax_cross_entropy
+    from minirad.tracing import name
+    from minirad.tracing.rules import softmax_cross_entropy
     from minirad.tracing.ops import relu
 
     rng = np.random.default_rng(0)

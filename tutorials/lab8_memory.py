@@ -49,7 +49,8 @@ from minirad.graph.memory import memory
 from minirad.studies import memory as table1
 from minirad.studies import mlp_numpy, nn_graph, pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
-from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing import name
+from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 # %% [markdown]

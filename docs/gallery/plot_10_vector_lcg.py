@@ -12,7 +12,7 @@ backward pass.
 import numpy as np
 
 import minirad
-from minirad.tracing.arrays import softmax_cross_entropy
+from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 rng = np.random.default_rng(0)

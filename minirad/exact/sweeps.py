@@ -220,9 +220,12 @@ def _engine(g: LCG, engine, plain: bool) -> str:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
     numbers = g.algebra is labels.FLOATS
-    if engine not in ("auto", "reference") and not (numbers and plain):
-        raise ValueError(f"engine {engine!r} sweeps graphs of numbers plainly; this sweep needs "
-                         f"the 'reference' engine ('auto' picks it)")
+    if engine not in ("auto", "reference") and not numbers:
+        raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
+                         f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
+    if engine not in ("auto", "reference") and not plain:
+        raise ValueError(f"accumulate and lazy are options of the 'reference' engine ('auto' "
+                         f"picks it); engine {engine!r} accumulates plainly")
     if engine == "auto":
         fast = numbers and plain and g.n_edges > REFERENCE_EDGES
         return "auto" if fast else "reference"
@@ -313,9 +316,17 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain
     if len(g.outputs) != 1 or g.shape(g.outputs[0]) != ():
         raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
                          f"of shapes {[g.shape(v) for v in g.outputs]}; use vjp")
+    plain = cotangents.check_options(accumulate, lazy)
+    engine = _engine(g, engine, plain)
+    columns = select(g, wrt, g.inputs, "input")
     y = g.outputs[0]
-    seed = [1.0] if g.algebra is labels.FLOATS else [np.ones((), dtype=g.dtype(y))]
-    return vjp(g, seed, engine, wrt=wrt, accumulate=accumulate, lazy=lazy)
+    seeds = {y: np.ones((), dtype=g.dtype(y))}   # a float32 program's gradient is float32
+    if plain:
+        values = _propagate(g, seeds, (), False, engine)
+    else:
+        values = cotangents.reverse_accumulation(g, seeds, wanted=columns,
+                                                 accumulate=accumulate, lazy=lazy).values
+    return _results(g, values, columns, (), True)
 
 
 def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):

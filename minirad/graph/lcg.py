@@ -320,7 +320,7 @@ class LCG:
                values, ops) -> LCG:
         """A traced graph, built without validation (the tracer guarantees what the
         constructor checks: see :meth:`from_trusted_blocks`), whose labels are
-        worked out by ``labels()`` when first read.  ``values`` are floats on a graph
+        given, or worked out by ``labels()`` when first read.  ``values`` are floats on a graph
         of numbers, else read-only arrays (floats among them are numbers)."""
         g = cls.__new__(cls)
         src, dst = np.array(sources, dtype=np.int64), np.array(targets, dtype=np.int64)
@@ -328,6 +328,8 @@ class LCG:
             if not all(type(x) is float for x in values):
                 values = [float(x) for x in values]
                 labels = functools.partial(_as_floats, labels)
+            elif not callable(labels):
+                labels = _label_storage(labels, True)
             g._set(names, ops, np.array(values, dtype=np.float64), src, dst, labels,
                    tuple(inputs), tuple(outputs))
         else:

@@ -33,7 +33,8 @@ from ..graph.memory import memory
 from ..randomized.injection import inject_edge
 from ..rng import as_generator
 from ..tracing import replay, trace
-from ..tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from ..tracing import name
+from ..tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from ..tracing.naming import parameter_names
 from ..tracing.ops import relu
 from ..tracing.replay import recorded_program

@@ -55,23 +55,16 @@ from ..graph.operators import (
 from .ops import COMPARISONS, IDENTITIES, NOT_DIFFERENTIABLE, OPS, UFUNCS, Op
 from .tracer import (
     FUNCTIONS,
+    MAX_ENTRIES,
     METHODS,
     Traced,
     call,
+    check_entries,
     elementwise_block,
     function_key,
     read,
     record,
 )
-
-MAX_AXES = 31
-"""The most axes a traced array may have: the sweeps stack arrays along one more axis,
-and numpy's broadcasting stops at 32."""
-
-MAX_ENTRIES = 2 ** 28
-"""The most entries an array a rule makes may have (2 GiB of float64): a larger shape
-is refused before anything is allocated."""
-
 
 @dataclass(frozen=True, eq=False)
 class Rule:
@@ -87,19 +80,6 @@ class Rule:
 def plain(x):
     """The value of a traced value (anything else as it is)."""
     return x.value if type(x) is Traced else x
-
-
-def check_entries(shape, what: str) -> None:
-    """Refuse a shape of more than :data:`MAX_ENTRIES` entries or :data:`MAX_AXES` axes
-    before anything that size is allocated."""
-    if len(shape) > MAX_AXES:
-        raise ValueError(f"{what}: a traced array has at most {MAX_AXES} axes, not "
-                         f"{len(shape)}")
-    size = math.prod(shape)
-    if size > MAX_ENTRIES:
-        raise ValueError(f"{what} of shape {tuple(shape)} would have {size:.3g} entries; the "
-                         f"tracer makes arrays of at most {MAX_ENTRIES:,} "
-                         f"(minirad.tracing.rules.MAX_ENTRIES)")
 
 
 def refuse_options(what: str, **options) -> None:
@@ -144,8 +124,8 @@ def _sparse_bits(A) -> int:
     return (A.data.nbytes + A.indices.nbytes + A.indptr.nbytes) * 8
 
 
-SPARSE_MATMUL = Rule("matmul", lambda p, k: f"c @ {p[1]}" if k["side"] == "left"
-                     else f"{p[1]} @ c", _sparse_value, _sparse_block)
+SPARSE_MATMUL = Rule("matmul", lambda p, k: f"{p[0]} @ {p[1]}" if k["side"] == "left"
+                     else f"{p[1]} @ {p[0]}", _sparse_value, _sparse_block)
 
 
 def matmul(a, b):
@@ -155,7 +135,10 @@ def matmul(a, b):
         A, x, side = (a, b, "left") if sparse.issparse(a) else (b, a, "right")
         if type(x) is not Traced:
             return a @ b
-        A = sparse.csr_array(A, dtype=x.dtype, copy=True)
+        copy = sparse.csr_array(A, dtype=x.dtype, copy=True)
+        if id(A) in x.tape.constant_names:     # a sparse matrix passed as an argument
+            x.tape.constant_names[id(copy)] = x.tape.constant_names[id(A)]
+        A = copy
         shape = matmul_shape(A.shape, x.shape) if side == "left" else matmul_shape(
             x.shape, A.shape)
         check_entries(shape, "matmul")
@@ -635,7 +618,7 @@ def _values_only(function):
 
 def _not_differentiable(name: str, why: str):
     def refuse(*args, **kwargs):
-        raise TypeError(f"numpy's {name} has no derivative on traced values: {why}")
+        raise TypeError(f"numpy's {name} has no derivative: {why}")
     return refuse
 
 
@@ -644,7 +627,7 @@ register_rules({
     **{name: _values_only(getattr(np, name)) for name in COMPARISONS},
     **{name: (lambda x: x) for name in IDENTITIES},
     **{name: _not_differentiable(name, why) for name, why in NOT_DIFFERENTIABLE.items()},
-    "matmul": matmul, "getitem": getitem,
+    "matmul": matmul,
     "sum": _reduction(SUM, False), "mean": _reduction(MEAN, True),
     "reshape": reshape, "ravel": lambda a, order="C": reshape(a, -1, order),
     "squeeze": squeeze, "transpose": transpose, "swapaxes": swapaxes,
@@ -661,6 +644,8 @@ register_rules({
         "flatnonzero", "count_nonzero", "isclose", "allclose", "array_equal", "result_type",
         "all", "any", "searchsorted", "iscomplexobj", "isrealobj")},
 })
+
+FUNCTIONS["getitem"] = getitem     # x[key]: numpy has no function of that name
 
 
 def _method(name: str):

@@ -45,10 +45,12 @@ v6 = v4 - v5   = 11.652071455223084    dv6/dv4 = 1.0, dv6/dv5 = -1.0   (output y
 from __future__ import annotations
 
 import functools
+import math
 from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sparse
 
 from ..graph.lcg import LCG, value_key
 from ..graph.names import VertexNames, VertexOps
@@ -62,9 +64,30 @@ from ..graph.operators import (
     compose,
 )
 from .naming import argument_positions, named_vertices, parameter_names
-from .ops import OPS, Op
+from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array
 
 COPY = OPS["copy"]
+
+MAX_AXES = 31
+"""The most axes a traced array may have: the sweeps stack arrays along one more axis,
+and numpy's broadcasting stops at 32."""
+
+MAX_ENTRIES = 2 ** 28
+"""The most entries an array the tracer makes or copies may have (2 GiB of float64): a
+larger shape is refused before anything is allocated."""
+
+
+def check_entries(shape, what: str) -> None:
+    """Refuse a shape of more than :data:`MAX_ENTRIES` entries or :data:`MAX_AXES` axes
+    before anything that size is allocated."""
+    if len(shape) > MAX_AXES:
+        raise ValueError(f"{what}: a traced array has at most {MAX_AXES} axes, not "
+                         f"{len(shape)}")
+    size = math.prod(shape)
+    if size > MAX_ENTRIES:
+        raise ValueError(f"{what} of shape {tuple(shape)} would have {size:.3g} entries; the "
+                         f"tracer makes arrays of at most {MAX_ENTRIES:,} "
+                         f"(minirad.tracing.tracer.MAX_ENTRIES)")
 
 
 class Tape:
@@ -77,6 +100,7 @@ class Tape:
         self.active = []     # whether the value depends on an input (is a vertex)
         self.names = {}      # tape position -> a name given (arguments, tracing.name)
         self.reads = []      # (tape length, function, operands, result): what was read
+        self.constant_names = {}   # id of an argument used as it is -> its parameter name
 
     def append(self, value, step, active: bool) -> Traced:
         self.values.append(value)
@@ -185,6 +209,8 @@ class Traced:
     size = property(lambda self: np.size(self.value))
     dtype = property(lambda self: np.asarray(self.value).dtype)
     T = property(lambda self: FUNCTIONS["transpose"](self))
+    mT = property(lambda self: FUNCTIONS["swapaxes"](self, -1, -2))
+    real = property(lambda self: self)   # real numbers
 
     def __len__(self):
         if not self.shape:
@@ -211,16 +237,33 @@ class Traced:
                         "np.concatenate or np.stack of the pieces")
 
     def __array__(self, dtype=None, copy=None):
+        if type(self.value) is float and dtype in (None, object):
+            # np.array([x, y]) of traced numbers: an array of objects, on which numpy's
+            # functions call the numbers' own arithmetic (and their methods: x.tanh())
+            holder = np.empty((), dtype=object)
+            holder[()] = self
+            return holder
         raise TypeError("a traced value cannot become a plain numpy array (np.asarray, or "
                         "writing it into a plain array: A[i] = x), which would drop its "
                         "derivative; gather traced pieces with np.stack or np.concatenate, "
                         "or take minirad.detach(x) for its plain value")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method != "__call__" or kwargs.get("out") is not None:
-            raise TypeError(f"numpy's {ufunc.__name__}.{method} with {kwargs or 'no'} options "
-                            f"is not supported on traced values; call np.{ufunc.__name__}(...) "
-                            f"and use the result it returns")
+        name = ufunc.__name__
+        if kwargs.get("out") is not None:
+            raise TypeError(f"numpy's {name} with out=: a traced value cannot be written into "
+                            f"an array; use the result it returns")
+        if method != "__call__":
+            hint = UFUNC_METHODS.get((name, method), "write it with the functions of the rules "
+                                                     "instead (np.sum, np.cumsum, ...)")
+            raise TypeError(f"numpy's {name}.{method} has no entry in minirad's operation "
+                            f"table; {hint}")
+        if ufunc.__name__ not in FUNCTIONS and all(
+                type(a.value) is float for a in inputs if type(a) is Traced):
+            # a ufunc of one's own (np.frompyfunc, np.vectorize) on traced numbers: numpy's
+            # loop over objects calls their arithmetic
+            return getattr(ufunc, method)(*[a.__array__() if type(a) is Traced else a
+                                             for a in inputs], **kwargs)
         return call(FUNCTIONS, ufunc.__name__, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -230,8 +273,14 @@ class Traced:
         method = METHODS.get(attribute)
         if method is not None:
             return lambda *args, **kwargs: method(self, *args, **kwargs)
-        raise AttributeError(f"traced values have no attribute {attribute!r}"
-                             + (f"; {MISSING}" if hasattr(np.ndarray, attribute) else ""))
+        op = FUNCTIONS.get(attribute)
+        if isinstance(op, Op) and type(self.value) is float:
+            # numpy applies np.tanh to an array of objects by calling each one's .tanh()
+            return lambda *others: record(op, self, *others)
+        if not attribute.startswith("_") and hasattr(np.ndarray, attribute):
+            raise TypeError(f"x.{attribute} is not supported on traced arrays; "
+                            f"{REFUSED.get(attribute, 'it has no rule: ' + missing(attribute))}")
+        raise AttributeError(f"'Traced' object has no attribute {attribute!r}")
 
     def _read_plain(self, convert, what: str):
         """Data (not differentiated) may become a plain number, as a value read;
@@ -255,19 +304,46 @@ FUNCTIONS: dict = {}
 METHODS: dict = {}
 """ndarray methods by name, each a function of the array and the method's arguments."""
 
-MISSING = ("it has no rule: minirad.tracing.supported() lists what traced values support; "
-           "write it with those, or register a rule (minirad.tracing.register)")
+def missing(key: str) -> str:
+    """What to do about numpy's ``key``, which has no rule."""
+    return (f"docs/numpy_support.md (or minirad.tracing.supported()) lists what traced arrays "
+            f"support; write it with those, or add a rule of your own with "
+            f"minirad.tracing.register(np.{key}, rule)")
+
+
+_DROPS = ("it would drop the derivative; take minirad.detach(x) for the plain values on "
+          "purpose")
+_WRITES = ("a traced array is never written into; make a new array instead (np.where, "
+           "np.concatenate, np.stack)")
+UFUNC_METHODS = {("add", "reduce"): "use np.sum", ("multiply", "reduce"): "use np.prod",
+                 ("maximum", "reduce"): "use np.max", ("minimum", "reduce"): "use np.min",
+                 ("add", "accumulate"): "use np.cumsum",
+                 ("multiply", "accumulate"): "use np.cumprod",
+                 ("logaddexp", "reduce"): "use minirad.tracing.reductions.logsumexp"}
+"""What to use instead of a ufunc's methods (``np.add.reduce`` is ``np.sum``)."""
+
+REFUSED = {
+    **dict.fromkeys(("item", "tolist", "tobytes", "tofile", "dump", "dumps", "view",
+                     "getfield", "data", "ctypes", "flat", "base"), _DROPS),
+    **dict.fromkeys(("fill", "put", "itemset", "setfield", "setflags", "resize", "partition",
+                     "byteswap"), _WRITES),
+    "sort": f"x.sort() sorts in place, and {_WRITES}: np.sort(x) returns the sorted copy",
+}
+"""Why the ndarray methods traced values refuse are refused."""
 
 
 def call(rules: dict, key: str, args, kwargs):
     """Call the rule of numpy's ``key`` on ``args``."""
     rule = rules.get(key)
     if rule is None:
-        raise TypeError(f"numpy's {key} is not supported on traced values; {MISSING}")
+        raise TypeError(f"numpy.{key} has no rule for traced arrays; {missing(key)}")
     if isinstance(rule, Op):
         if kwargs:
             raise TypeError(f"numpy's {key} with {', '.join(kwargs)}=: not supported on "
                             f"traced values; call it with its operands alone")
+        if any(isinstance(a, np.ndarray) and a.dtype == object for a in args):
+            # an array of traced numbers: the operation entry by entry
+            return np.frompyfunc(lambda *xs: record(rule, *xs), len(args), 1)(*args)
         return record(rule, *args)
     return rule(*args, **kwargs)
 
@@ -305,14 +381,22 @@ def record(rule, *args, **params):
             a = constant(a, rule.name)
             operands.append(a)
             values.append(a)
+    if isinstance(rule, Op) and len(values) == 2 and np.shape(values[0]) != np.shape(values[1]):
+        try:    # refused before numpy allocates the result, naming the shapes
+            shape = np.broadcast_shapes(np.shape(values[0]), np.shape(values[1]))
+        except ValueError:
+            raise ValueError(f"{rule.name}: shapes {np.shape(values[0])} and "
+                             f"{np.shape(values[1])} do not broadcast") from None
+        check_entries(shape, rule.name)
     try:
         out = compute(rule, values, params)
     except (ArithmeticError, ValueError) as error:
-        if tape is not None:    # a program may catch it: replay must see it raise again
-            tape.reads.append((len(tape.steps), functools.partial(computed, rule),
-                               tuple(operands), params, RAISED))
-        shown = ", ".join(f"t{o}" if type(o) is int else _short(o) for o in operands)
-        raise ValueError(f"{rule.name}({shown}) is undefined: {error}") from None
+        if tape is None:
+            raise ValueError(f"{rule.name}: {error}") from None
+        # a program may catch it: replay must see it raise again
+        tape.reads.append((len(tape.steps), functools.partial(computed, rule),
+                           tuple(operands), params, RAISED))
+        raise ValueError(not_finite(tape, rule, operands, params, len(tape.steps))) from None
     if tape is None:
         return out
     if type(out) is np.ndarray:
@@ -350,10 +434,16 @@ def constant(x, what: str):
             return float(x)
         except OverflowError:
             raise ValueError(f"{what}: a constant integer too large for a float64") from None
+    if sparse.issparse(x):   # a constant sparse matrix, already the trace's own copy
+        return x
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{what}: masked arrays are not supported (their mask would be "
+                        f"dropped); use np.where(mask, x, fill) or pass x.filled(value)")
     if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "biuf" or isinstance(x, np.ma.MaskedArray):
+        if x.dtype.kind not in "biuf":
             raise TypeError(f"{what}: a constant of dtype {x.dtype}; constants are real "
                             f"numbers and plain arrays of them")
+        check_entries(x.shape, f"{what}: a constant")
         copy = np.array(x, dtype=float if x.dtype.kind in "biu" else x.dtype)
         copy.flags.writeable = False
         return copy
@@ -374,7 +464,7 @@ def read(function, *args, **kwargs):
 
 
 def _short(x) -> str:
-    return repr(x) if type(x) is float else f"array of shape {np.shape(x)}"
+    return repr(float(x)) if np.ndim(x) == 0 else f"an array of shape {np.shape(x)}"
 
 
 # ---------------------------------------------------------------------- trace
@@ -402,11 +492,15 @@ def trace(f, *args, wrt=None) -> LCG:
     names = parameter_names(f, len(args))
     tape, call = Tape(), list(args)
     for position in positions:      # the inputs first: they are vertices 0, 1, ...
-        call[position] = argument(tape, args[position], names[position], active=True)
+        call[position] = argument(tape, args[position], names[position], True,
+                                  f"argument {position} ({names[position]})")
     n_inputs = len(tape.values)
     for position, arg in enumerate(args):
         if position not in positions and is_data(arg):
-            call[position] = argument(tape, arg, names[position], active=False)
+            call[position] = argument(tape, arg, names[position], False,
+                                      f"argument {position} ({names[position]})")
+        elif position not in positions:
+            tape.constant_names[id(arg)] = names[position]
     with np.errstate(all="ignore"):   # what is not finite is found below, once
         result = f(*call)
     several = isinstance(result, (tuple, list)) or (
@@ -414,8 +508,8 @@ def trace(f, *args, wrt=None) -> LCG:
     outputs = finish(tape, [output(tape, r) for r in (result if several else [result])],
                      n_inputs)
     check_finite(tape, outputs)
-    kept = Recording(tape, args, positions, outputs, n_inputs, [names[p] for p in positions],
-                     several)
+    kept = Recording(tape, args, positions, outputs, n_inputs,
+                     [tape.names[t] for t in range(n_inputs)], several)
     g = graph(tape, outputs, n_inputs, kept.input_names, several)
     g.memo("tracing.recording", lambda: kept)
     return g
@@ -440,42 +534,39 @@ def is_data(arg) -> bool:
         isinstance(arg, Real) and not isinstance(arg, (bool, np.bool_)))
 
 
-def argument(tape: Tape, x, name: str, active: bool):
+def argument(tape: Tape, x, name: str, active: bool, what: str = ""):
     """The traced value of an argument: a number, a numpy array, or a list of numbers
-    (one traced number each, named ``x[0]``, ``x[1]``, ...)."""
+    (one traced number each, named ``x[0]``, ``x[1]``, ...).  ``what`` names it in
+    messages (``argument 0 (x)``)."""
     if isinstance(x, (list, tuple)) and active:
-        return [argument(tape, xi, f"{name}[{j}]", active) for j, xi in enumerate(x)]
-    if isinstance(x, np.ndarray) or not isinstance(x, Real) or isinstance(x, (bool, np.bool_)):
-        value = _array_argument(x, name)
+        return [argument(tape, xi, f"{name}[{j}]", active, f"{what} element {j}")
+                for j, xi in enumerate(x)]
+    if isinstance(x, Traced):
+        raise TypeError(f"{what} is already traced")
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{what} is a masked array; its mask would be dropped: pass "
+                        f"x.filled(value), or the unmasked entries")
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+        check_entries(x.shape, what)
+        value = np.array(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+        value.flags.writeable = False   # the graph's own copy: changing x later changes nothing
+    elif isinstance(x, Real) and not isinstance(x, (bool, np.bool_)):
+        try:
+            value = float(x) if active or not isinstance(x, int) else x
+        except OverflowError:
+            raise ValueError(f"{what} is too large for a float64") from None
+    elif isinstance(x, np.ndarray):
+        raise TypeError(f"{what} must be a real array, not one of {x.dtype}")
     else:
-        value = _float_argument(x, name)
+        raise TypeError(f"{what} is a {type(x).__name__}; it must be a number or a list of "
+                        f"numbers, or a numpy array (trace takes numbers, lists of numbers and "
+                        f"numpy arrays)")
     if active and not np.isfinite(value).all():
-        raise ValueError(f"input {name} has a non-finite entry; trace needs finite inputs")
+        if np.ndim(value) == 0:
+            raise ValueError(f"{what} is {value}; trace needs finite inputs")
+        raise ValueError(f"{what} has a non-finite entry; trace needs finite inputs")
     tape.names[len(tape.values)] = name
     return tape.append(value, None, active)
-
-
-def _float_argument(x, name: str) -> float:
-    try:
-        return float(x)
-    except OverflowError:
-        raise ValueError(f"input {name} is too large for a float64") from None
-
-
-def _array_argument(x, name: str) -> np.ndarray:
-    if isinstance(x, np.ma.MaskedArray):
-        raise TypeError(f"input {name} is a masked array; its mask would be dropped: pass "
-                        f"x.filled(value), or the unmasked entries")
-    if isinstance(x, Traced):
-        raise TypeError(f"input {name} is already traced")
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"input {name} is a {type(x).__name__}; trace takes numbers, lists of "
-                        f"numbers and numpy arrays")
-    if x.dtype.kind not in "biuf":
-        raise TypeError(f"input {name} must be a real array, not {x.dtype}")
-    value = np.array(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
-    value.flags.writeable = False   # the graph's own copy: changing x later changes nothing
-    return value
 
 
 def output(tape: Tape, r) -> int:
@@ -492,26 +583,46 @@ def output(tape: Tape, r) -> int:
 
 def check_finite(tape: Tape, outputs) -> None:
     """Refuse a trace whose values are not all finite, naming the first value that
-    went wrong.  Only the outputs of an array program are checked (a non-finite value
-    reaches them, or a derivative, which the sweeps check)."""
+    went wrong.  A program of numbers has every value checked; a program of arrays its
+    outputs (a value that is not finite reaches them, or a derivative, which the
+    sweeps check: :mod:`minirad.exact.overflow`)."""
     numbers = all(type(v) is float for v in tape.values)
-    checked = tape.values if numbers else [tape.values[i] for i in outputs]
-    if all(np.isfinite(v).all() for v in ([np.array(checked)] if numbers else checked)):
+    checked = [np.array(tape.values)] if numbers else [tape.values[t] for t in outputs]
+    if all(np.isfinite(v).all() for v in checked):
         return
-    raise ValueError(first_not_finite(tape))
+    for t, value in enumerate(tape.values):
+        if tape.steps[t] is not None and not np.isfinite(value).all():
+            raise ValueError(not_finite(tape, *tape.steps[t], t))
 
 
-def first_not_finite(tape: Tape) -> str:
-    """Which value of the tape is the first that is not finite, and how it was made."""
-    for i, value in enumerate(tape.values):
-        if not np.isfinite(value).all():
-            rule, operands, _ = tape.steps[i]
-            shown = ", ".join(f"t{o}" if type(o) is int else _short(o) for o in operands)
-            at = ", ".join(_short(tape.values[o]) if type(o) is int else _short(o)
-                           for o in operands)
-            return (f"{rule.name}({shown}) at t{i} is not finite ({_short(value)}); its "
-                    f"operands are {at}")
-    return "every value is finite"
+def not_finite(tape: Tape, rule, operands, params, t: int) -> str:
+    """The message for the value at tape position ``t`` that is not finite (or whose
+    rule raised, or whose partial is not finite): the operation over its operands,
+    the vertex, and in what way, worded by :func:`minirad.tracing.ops.evaluate`."""
+    values = [tape.values[o] if type(o) is int else o for o in operands]
+    detail = "the result is not finite"
+    if isinstance(rule, Op):
+        wrt = [i for i, o in enumerate(operands) if type(o) is int and tape.active[o]]
+        try:
+            if all(np.ndim(v) == 0 for v in values):
+                evaluate(rule, tuple(float(v) for v in values), wrt)
+            else:
+                evaluate_array(rule, tuple(values), wrt)
+        except NonFiniteError as error:
+            detail = str(error)
+    at = f"at vertex {vertex_name(tape, t)} is not finite"
+    if any(np.ndim(v) for v in values):     # arrays: the detail says where, and the operands
+        return f"{rule.name} {at}: {detail.removeprefix(rule.name + ': ')}"
+    names = ", ".join(vertex_name(tape, o) if type(o) is int else _short(o) for o in operands)
+    return f"{rule.name}({names}) {at}: {detail}"
+
+
+def vertex_name(tape: Tape, t: int) -> str:
+    """How a message names the value at tape position ``t``: the vertex it is (or will
+    be), ``v<number>``; a value of data by its name, or as data."""
+    if t < len(tape.active) and not tape.active[t]:
+        return tape.names.get(t, f"data value {t}")
+    return f"v{sum(tape.active[:t])}"
 
 
 # ---------------------------------------------------------------------- graph
@@ -519,8 +630,9 @@ def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
     """The outputs' tape positions, where an output that is an input, feeds another
     operation or is returned twice gets a value of its own, a unit ``copy``."""
     used = {o for step in tape.steps if step for o in step[1] if type(o) is int}
-    for k, t in enumerate(outputs):
-        if tape.active[t] and (t < n_inputs or t in used or t in outputs[:k]):
+    returned = list(outputs)
+    for k, t in enumerate(returned):
+        if tape.active[t] and (t < n_inputs or t in used or returned.count(t) > 1):
             outputs[k] = tape.append(tape.values[t], (COPY, (t,), {}), True).index
     return outputs
 
@@ -551,8 +663,11 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
         if t >= n_inputs and t in vertex and vertex[t] not in names:
             names[vertex[t]] = name
     values = [tape.values[t] for t in tape_of]
-    return LCG.traced(VertexNames(len(values), names), sources, targets,
-                      lambda: labels(tape, edges, vertex), range(n_inputs),
+    edge_labels = functools.partial(labels, tape, edges, vertex)
+    if all(type(x) is float for x in values):   # numbers: partials at once, checked
+        edge_labels = edge_labels()
+    return LCG.traced(VertexNames(len(values), names), sources, targets, edge_labels,
+                      range(n_inputs),
                       [vertex[t] for t in outputs], values,
                       VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
 
@@ -583,7 +698,7 @@ def _constant_text(tape: Tape, o) -> str:
     if type(o) is int:   # data: its name if it has one
         return tape.names.get(o, "c") if np.ndim(tape.values[o]) else repr(
             float(tape.values[o]))
-    text = repr(float(o)) if np.ndim(o) == 0 else "c"
+    text = repr(float(o)) if np.ndim(o) == 0 else tape.constant_names.get(id(o), "c")
     return text.replace("{", "{{").replace("}", "}}")
 
 
@@ -591,6 +706,11 @@ def _constant_text(tape: Tape, o) -> str:
 def labels(tape: Tape, edges, vertex):
     """Every edge's label, worked out from the tape when first read: the rule's
     partial, a float between numbers, a Jacobian block otherwise."""
+    with np.errstate(all="ignore"):   # a partial that is not finite is refused by name
+        return _labels(tape, edges, vertex)
+
+
+def _labels(tape: Tape, edges, vertex):
     out = []
     for t, o, positions in edges:
         rule, operands, params = tape.steps[t]
@@ -598,11 +718,16 @@ def labels(tape: Tape, edges, vertex):
         y, edge = tape.values[t], Edge(tape, t, operands, vertex)
         label = None
         for i in positions:
-            if isinstance(rule, Op):
-                part = elementwise(rule, i, values, y, edge)
-            else:
-                part = rule.block(i, values, y, edge, **params)
+            try:
+                if isinstance(rule, Op):
+                    part = elementwise(rule, i, values, y, edge)
+                else:
+                    part = rule.block(i, values, y, edge, **params)
+            except (ArithmeticError, ValueError):
+                raise ValueError(not_finite(tape, rule, operands, params, t)) from None
             label = part if label is None else OPERATORS.add(label, part)  # x * x
+        if type(label) is float and not math.isfinite(label):
+            raise ValueError(not_finite(tape, rule, operands, params, t))
         out.append(label)
     return out
 
@@ -614,6 +739,8 @@ def elementwise(op: Op, i: int, values, y, edge):
     if type(y) is float:
         return float(op.partials[i](*values, y))
     d = op.on_arrays[1][i](*values, y)
+    if not (type(d) is bool or np.isfinite(d).all()):
+        raise ValueError("a partial that is not finite")   # named by the caller
     if isinstance(d, np.ndarray) and d.dtype == np.bool_:   # kept as bits, or rebuilt
         return elementwise_block(d, values[i], y, Retained(
             f"mask:{edge.target}", int(y.size), recompute_from=value_key(edge.target),
