@@ -17,7 +17,7 @@
 """
 
 # rules and the modules beside it fill the table of numpy's names
-from . import contractions, linalg, ops, reductions, rules  # noqa: F401
+from . import contractions, linalg, ops, rearrange, reductions, rules  # noqa: F401
 from .replay import replay
 from .rules import register, supported
 from .tracer import detach, name, trace
