@@ -13,7 +13,7 @@ from oracles import ROOT
 import minirad
 from minirad import trace
 from minirad.exact.sweeps import gradient, vjp
-from minirad.tracing import arrays, ops
+from minirad.tracing import ops, rules
 from minirad.tracing.catalog import DOMAINS, EXAMPLES, supported_table
 from minirad.tracing.ops import COMPARISONS, IDENTITIES, NOT_DIFFERENTIABLE, UFUNCS, Op
 
@@ -58,7 +58,7 @@ def test_every_rule_matches_fourth_order_central_differences(name):
 
 # numpy's own rules make these float64 from float32: float_power always computes in
 # float64, and a float64 constant (the sparse Laplacian) promotes what it multiplies
-PROMOTED = {"np.float_power(a, b)", "arrays.matmul(L, x), L sparse"}
+PROMOTED = {"np.float_power(a, b)", "rules.matmul(L, x), L sparse"}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -217,12 +217,12 @@ def _sinc_slope(x, y):
 @pytest.fixture
 def sinc_rule():
     """np.sinc given a rule for the test's length, then as it was (no rule)."""
-    rules = []
+    rules_given = []
 
     def give(rule):
-        rules.append(arrays.register(np.sinc, rule))
+        rules_given.append(rules.register(np.sinc, rule))
     yield give
-    arrays.register(np.sinc, rules[0] if rules else None)
+    rules.register(np.sinc, rules_given[0] if rules_given else None)
 
 
 def test_a_user_rule_as_an_entry_is_checked_against_central_differences(sinc_rule):
@@ -241,10 +241,14 @@ def test_a_user_rule_as_an_entry_is_checked_against_central_differences(sinc_rul
 
 def test_a_user_rule_as_a_function_records_its_own_vertex(sinc_rule):
     from minirad.graph.operators import Diagonal
+    from minirad.tracing.tracer import record
+
+    # a Rule: the value on plain arrays, the Jacobian block built when it is read
+    sinc = rules.Rule("sinc", "sinc({0})", lambda x: np.sinc(x),
+                      lambda i, values, y, edge: Diagonal(_sinc_slope(values[0], y)))
 
     def rule(x):
-        y = np.sinc(x.value)
-        return arrays.record(x.tape, y, "sinc({0})", [(x, Diagonal(_sinc_slope(x.value, y)))])
+        return record(sinc, x)
     sinc_rule(rule)
     x = np.array([[0.1, -0.4], [0.0, 1.7]])
 
@@ -259,9 +263,9 @@ def test_a_user_rule_as_a_function_records_its_own_vertex(sinc_rule):
 
 def test_register_refuses_what_is_not_a_rule():
     with pytest.raises(TypeError, match="a rule is an Op .* or a function, not int"):
-        arrays.register(np.sinc, 3)
+        rules.register(np.sinc, 3)
     with pytest.raises(TypeError, match="register takes a numpy function or ufunc"):
-        arrays.register(3, lambda x: x)
+        rules.register(3, lambda x: x)
 
 
 # ---------------------------------------------------------------- the page
