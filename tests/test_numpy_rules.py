@@ -135,6 +135,21 @@ def test_cholesky_reads_only_the_triangle_numpy_reads():
         np.testing.assert_array_equal(J[:, ignored], 0.0)   # numpy never looks there
 
 
+def test_what_the_rules_keep_is_counted_by_hand():
+    """memory() of the arrays the rules' edges keep: an array the backward pass could
+    rebuild from a kept (or input) value costs nothing, else its own bytes."""
+    a, b = np.arange(12.0).reshape(3, 4), np.full((3, 4), 2.0)   # no ties for the max
+    # the contraction's edges keep the other operand: inputs, which the caller keeps
+    assert minirad.memory(trace(lambda a, b: np.vdot(a, b), a, b)).total == 0
+    # the max's mask (12 bits) is rebuilt from x * 2 (96 B) if that is kept; it is not,
+    # so the 1.5 B mask is what is kept (the constant factor 2 keeps nothing)
+    assert minirad.memory(trace(lambda x: np.max(x * 2.0, axis=0), a)).total == 1.5
+    # the cofactors of det(A) are rebuilt from A, an input: nothing; the weights of the
+    # variance of A * A (96 B) are rebuilt from it: A * A's diagonal keeps A (an input)
+    assert minirad.memory(trace(lambda A: np.linalg.det(A), np.eye(3) * 2.0)).total == 0
+    assert minirad.memory(trace(lambda x: np.var(x * x), a)).total == 96
+
+
 # ------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("program, error, message", [
     (lambda x: np.sum(x, out=np.zeros(())), TypeError, r"np.sum with out=: not supported"),
@@ -144,6 +159,11 @@ def test_cholesky_reads_only_the_triangle_numpy_reads():
     (lambda x: np.pad(x, 1, mode="mean"), TypeError, "modes constant, edge"),
     (lambda x: np.einsum("ij->", x), ValueError, "do not fit an operand of 1 axes"),
     (lambda x: np.einsum("i,i->ii", x, x), ValueError, "appeared more than once"),
+    (lambda x: np.einsum("i,i->k", x, x), ValueError, "output letter 'k' .* is no operand's"),
+    (lambda x: np.take(x, [4]), ValueError, r"np.take: an index lies outside .* \(-4 to 3\)"),
+    (lambda x: np.take(x, [1.5]), TypeError, "np.take: indices must be integers"),
+    (lambda x: np.sort(x, axis=1), ValueError, r"np.sort: axis 1 is out of range"),
+    (lambda x: np.max(x[:0]), ValueError, "max of an empty selection"),
     (lambda x: np.tensordot(x, x, axes=3), ValueError, r"axes=3 must lie in 0..1"),
     (lambda x: np.tile(x, (10 ** 6, 10 ** 6)), ValueError, "would have 4e\\+12 entries"),
     (lambda x: np.repeat(x, 10 ** 12), ValueError, "entries"),

@@ -159,18 +159,36 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return record(SORT, x, axis=int(axis))
 
 
+def _indices(indices, length: int, mode: str, what: str):
+    """Indices into an axis of ``length`` entries as a rule keeps them (:func:`_frozen`),
+    checked: integers, and inside the axis unless ``mode`` wraps or clips them."""
+    indices = _frozen(indices)
+    kind = np.asarray(indices).dtype
+    if np.size(indices) and kind.kind not in "iu":
+        raise TypeError(f"{what}: indices must be integers, not {kind}")
+    if mode == "raise" and np.size(indices) and (
+            np.min(indices) < -length or np.max(indices) >= length):
+        raise ValueError(f"{what}: an index lies outside the {length} entries of the axis "
+                         f"(-{length} to {length - 1})")
+    return indices
+
+
 def take(a, indices, axis=None, out=None, mode="raise"):
     refuse_options("np.take", out=out)
-    indices = _frozen(indices)
     if type(a) is Traced:
         shape, size = _shape(a), a.size
-        rest = size if axis is None else size // max(shape[axis % max(len(shape), 1)], 1)
+        length = size if axis is None else shape[axis % max(len(shape), 1)]
+        indices = _indices(indices, length, mode, "np.take")
+        rest = size if axis is None else size // max(length, 1)
         _grown((np.size(indices), rest if axis is not None else 1), "np.take")
     return rearranged(a, lambda v: np.take(v, indices, axis, mode=mode), "take({0}, c)")
 
 
 def take_along_axis(arr, indices, axis=-1):
-    indices = _frozen(indices)
+    if type(arr) is Traced:
+        shape = _shape(arr)
+        length = arr.size if axis is None else shape[axis % max(len(shape), 1)]
+        indices = _indices(indices, length, "raise", "np.take_along_axis")
     return rearranged(arr, lambda v: np.take_along_axis(v, indices, axis),
                       "take_along_axis({0}, c)")
 
