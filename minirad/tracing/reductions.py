@@ -396,12 +396,15 @@ def _matrix_norm(x, order, axes, keepdims):
 def norm(x, ord=None, axis=None, keepdims=False):
     """``np.linalg.norm``: the 2-norm and Frobenius norm as one vertex; the 1, inf and
     other vector norms, and the 1 and inf matrix norms, by abs, sum and max."""
-    value = np.asarray(plain(x))
-    with np.errstate(all="ignore"):   # numpy's checks of ord and axis, on zeros of the shape
-        np.linalg.norm(np.broadcast_to(np.zeros((), value.dtype), value.shape), ord, axis,
-                       keepdims)
+    ndim = np.ndim(plain(x))
+    try:   # numpy's checks of ord and axis: they read ndim alone
+        with np.errstate(all="ignore"):
+            np.linalg.norm(np.zeros((1,) * ndim), ord, axis, keepdims)
+    except (TypeError, ValueError) as error:
+        raise (TypeError if isinstance(error, TypeError) else ValueError)(
+            f"np.linalg.norm(ord={ord!r}, axis={axis!r}) of {ndim} axes: {error}") from None
     axis = _axis(axis)
-    axes = _norm_axes(value.ndim, axis)
+    axes = _norm_axes(ndim, axis)
     if ord is None or ord == (2 if len(axes) == 1 else "fro"):
         return record(TWO_NORM, x, ord=ord, axis=axis, keepdims=bool(keepdims))
     if len(axes) == 1:
