@@ -116,6 +116,16 @@ def test_products_with_zeros_and_spreads_and_norms_at_zero():
                                   np.zeros((2, 4)))
 
 
+def test_contractions_take_numbers_as_operands():
+    """y_i = x v_i + x^2: dy_i/dx = v_i + 2x, dy_i/dv_j = x if i = j (by hand), whether
+    x is a traced number or an array of shape ()."""
+    def f(x, v):
+        return np.einsum(",i->i", x, v) + np.einsum(",->", x, x)
+    for x in (3.0, np.array(3.0)):
+        np.testing.assert_array_equal(minirad.jacobian(f, x, np.array([1.0, 2.0])),
+                                      [[7.0, 3.0, 0.0], [8.0, 0.0, 3.0]])
+
+
 def test_a_singular_determinant_has_its_adjugate_for_a_gradient():
     A = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, 1.0, 2.5]])   # rank 2
     # det is a polynomial: central differences are exact up to rounding
