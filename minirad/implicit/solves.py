@@ -43,7 +43,7 @@ import scipy.sparse as sparse
 from ..exact.jacobians import jacobian
 from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import trace
-from ..tracing.rules import Rule, plain, register
+from ..tracing.rules import Rule, plain, register_rules
 from ..tracing.tracer import Traced, detach, record
 
 __all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
@@ -271,7 +271,7 @@ def solve(a, b):
     return record(SOLVE, a, b)
 
 
-register(np.linalg.solve, solve)
+register_rules({"linalg.solve": solve})
 
 
 # ------------------------------------------------------------- roots
