@@ -93,7 +93,8 @@ def _kept_others(edge: Edge, i: int):
     n = len(edge.operands)
     if n <= 2:
         return edge.kept("" if n == 1 else "b" if i == 0 else "a")
-    # three or more operands: each as the operand of a rule of one (Edge.kept names two)
+    # three or more operands: Edge.kept names two ("a", "b"), so until it takes operand
+    # positions each is asked about as the operand of a rule of one
     records = []
     for j, o in enumerate(edge.operands):
         if j != i:
