@@ -16,7 +16,8 @@
   tape, without running the program.
 """
 
-from . import ops, rules  # noqa: F401 - rules fills the table of numpy's names
+# rules and the modules beside it fill the table of numpy's names
+from . import contractions, linalg, ops, rearrange, reductions, rules  # noqa: F401
 from .replay import replay
 from .rules import register, supported
 from .tracer import detach, name, trace
