@@ -148,6 +148,8 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
 # Without values to keep, seeds are swept in blocks of about this many values, so the
 # Jacobian of a huge graph never needs n_vertices x n_seeds memory at once
 _BLOCK_VALUES = 1 << 22
+# Kept values hold one array per vertex and seed: at most this many numbers (256 MiB)
+_KEPT_VALUES = 1 << 25
 
 
 def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, run=None):
@@ -163,6 +165,12 @@ def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, ru
     far_at = _offsets(g, far)
     sizes = [g.size(v) for v in chosen]
     check_size(far_at[-1], sum(sizes))
+    entries = sum(g.size(v) for v in range(g.n_vertices))
+    if keep_values and sum(sizes) * entries > _KEPT_VALUES:
+        raise ValueError(f"keeping the values of every vertex for {sum(sizes):,} seeds takes "
+                         f"{sum(sizes) * entries:,} numbers, above the limit of "
+                         f"{_KEPT_VALUES:,}; pass keep_values=False (the Jacobian alone is "
+                         f"swept in bounded blocks)")
     ends = np.zeros((far_at[-1], sum(sizes)))
     kept = [[] for _ in range(g.n_vertices)]
     multiplications = additions = column = 0

@@ -43,10 +43,7 @@ from .rules import (
     reshape,
     transpose,
 )
-from .tracer import FUNCTIONS, Traced, read, record
-
-if "getitem" not in FUNCTIONS:   # until rules.py files it (/work/team/rules_requests.md, 1)
-    register("getitem", rules.getitem)
+from .tracer import Traced, read, record
 
 
 def _moved_value(x, how, text):
@@ -78,7 +75,7 @@ def rearranged(x, how, template: str):
     rule = _RULES.get(name)
     if rule is None:
         rule = _RULES[name] = Rule(name, lambda p, k: k["text"].format(*p), _moved_value,
-                                   _moved_block)
+                                   _moved_block, moves=True)
     return record(rule, x, how=how, text=template)
 
 
@@ -341,7 +338,7 @@ def _moved_axes(ndim: int, source, destination) -> tuple[int, ...]:
 BROADCAST = Rule("broadcast_to", "broadcast_to({0}, {shape})",
                  lambda x, shape: np.array(np.broadcast_to(x, shape)),
                  lambda i, values, y, edge, shape: Broadcast(np.shape(values[0]), shape,
-                                                             y.dtype))
+                                                             y.dtype), moves=True)
 
 
 def broadcast_to(array, shape, subok=False):

@@ -61,22 +61,22 @@ def replay(g, *args) -> LCG:
     tape = Tape()
     tape.names, tape.active, tape.steps = old.names, old.active, old.steps
     tape.values = [None] * len(old.values)
-    arguments = 0
-    for position, (new, was) in enumerate(zip(args, kept.args)):
-        traced = position in kept.positions or is_data(was)
-        if not traced:
-            _same_argument(position, new, was)
-            continue
-        pieces = list(new) if isinstance(was, (list, tuple)) and traced else [new]
-        if len(pieces) != (len(was) if isinstance(was, (list, tuple)) else 1):
+    # the tape holds the inputs first (the arguments differentiated, in order), then data
+    slots = iter(t for t, step in enumerate(old.steps) if step is None)
+    data = [p for p in range(len(args)) if p not in kept.positions and is_data(kept.args[p])]
+    for position in range(len(args)):
+        if position not in kept.positions and position not in data:
+            _same_argument(position, args[position], kept.args[position])
+    for position in [*kept.positions, *data]:
+        new, was = args[position], kept.args[position]
+        several = isinstance(was, (list, tuple)) and position in kept.positions
+        pieces = list(new) if several and isinstance(new, (list, tuple, np.ndarray)) else [new]
+        if len(pieces) != (len(was) if several else 1):
             raise ValueError(f"argument {position} has {len(pieces)} entries; it was traced "
-                             f"with {len(was)}")
+                             f"with {len(was) if several else 1}")
         for piece in pieces:
-            while old.steps[arguments] is not None:
-                arguments += 1
-            tape.values[arguments] = _argument(position, piece, old.values[arguments],
-                                               old.active[arguments])
-            arguments += 1
+            t = next(slots)
+            tape.values[t] = _argument(position, piece, old.values[t], old.active[t])
     reads = iter(old.reads)
     read = next(reads, None)
     for t, step in enumerate(old.steps):

@@ -60,6 +60,7 @@ from .tracer import (
     Traced,
     call,
     check_entries,
+    constant,
     elementwise_block,
     function_key,
     read,
@@ -75,6 +76,7 @@ class Rule:
     value: Callable
     block: Callable
     keeps: tuple[str, ...] = ()
+    moves: bool = False   # only moves entries: its value can be rebuilt from its operand's
 
 
 def plain(x):
@@ -92,19 +94,24 @@ def refuse_options(what: str, **options) -> None:
 
 
 # ------------------------------------------------------------------ matmul
-def _matmul_value(a, b):
+def _matmul_value(a, b, gathered=None):
     return np.asarray(np.matmul(a, b))
 
 
-def _matmul_block(i, values, y, edge):
+def _matmul_block(i, values, y, edge, gathered=None):
     other = values[1 - i]
     side = "right" if i == 0 else "left"
     kept = edge.kept("b" if i == 0 else "a")
     # by a parameter (an input of the graph), nothing more is kept; by an intermediate
     # value (an activation), that value is: the outer-product edge of a weight gradient
     kind = MatMul if all(r.what == "input" for r in kept) else Outer
+    if gathered is not None and i == 0:   # patches of a constant image: rebuilt from it
+        source = gathered[0]
+        kept = (Retained(f"patches:{edge.target}", kept[0].nbits, recompute_from=
+                         f"image:{edge.target}", source_bits=source.nbytes * 8,
+                         what="patches"),)
     return kind(np.asarray(other, dtype=y.dtype), side, np.shape(values[i]), kept,
-                edge.gathered(1 - i))
+                edge.gathered(1 - i) or (gathered if i == 0 else None))
 
 
 MATMUL = Rule("matmul", "{0} @ {1}", _matmul_value, _matmul_block, ("b", "a"))
@@ -200,7 +207,8 @@ def as_float_dtype(x, dtype, what: str):
 # ------------------------------------------------------------ data movement
 RESHAPE = Rule("reshape", "reshape({0}, {shape})",
                lambda x, shape: np.reshape(x, shape),
-               lambda i, v, y, edge, shape: Reshape(np.shape(v[0]), y.shape, y.dtype))
+               lambda i, v, y, edge, shape: Reshape(np.shape(v[0]), y.shape, y.dtype),
+               moves=True)
 
 
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
@@ -224,7 +232,8 @@ def _c_order(what: str, order) -> None:
 TRANSPOSE = Rule("transpose", lambda p, k: f"{p[0]}.T" if k["axes"] is None
                  else f"transpose({p[0]}, {k['axes']})",
                  lambda x, axes: np.transpose(x, axes).copy(),
-                 lambda i, v, y, edge, axes: Transpose(np.shape(v[0]), axes, y.dtype))
+                 lambda i, v, y, edge, axes: Transpose(np.shape(v[0]), axes, y.dtype),
+                 moves=True)
 
 
 def transpose(a, axes=None):
@@ -271,7 +280,7 @@ def _gather_block(i, values, y, edge, key):
 
 
 GETITEM = Rule("getitem", lambda p, k: f"{p[0]}[{_key_text(k['key'])}]",
-               lambda x, key: np.asarray(x[key]), _gather_block)
+               lambda x, key: np.asarray(x[key]), _gather_block, moves=True)
 
 
 def getitem(x, key):
@@ -293,8 +302,13 @@ def getitem(x, key):
 def _index_copy(k):
     """An index as the tape keeps it: arrays copied, read-only (changing the caller's
     index array later changes nothing)."""
+    if isinstance(k, np.ndarray):
+        check_entries(k.shape, "an index array")
     if isinstance(k, (list, np.ndarray)):
-        k = np.array(k)
+        try:
+            k = np.array(k)
+        except ValueError as error:
+            raise ValueError(f"the index {k!r:.60} is not an array ({error})") from None
         k.flags.writeable = False
     return k
 
@@ -384,6 +398,8 @@ def where(condition, x=None, y=None):
         return read(np.nonzero, condition)
     if x is None or y is None:
         raise TypeError("where takes a condition alone, or a condition, x and y")
+    for part in (condition, x, y):
+        check_entries(np.shape(plain(part)), "where")
     condition = read(_as_bool, condition)
     try:
         shape = np.broadcast_shapes(np.shape(condition), np.shape(plain(x)), np.shape(plain(y)))
@@ -523,7 +539,7 @@ def count(value, what: str, least: int) -> int:
 
 IM2COL = Rule("im2col", "im2col({0})",
               lambda x, im2col: np.asarray(im2col.apply(x)),
-              lambda i, v, y, edge, im2col: im2col)
+              lambda i, v, y, edge, im2col: im2col, moves=True)
 
 
 def conv2d(x, w, stride: int = 1, padding: int = 0):
@@ -533,6 +549,8 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     from ``x``, so :func:`minirad.memory` counts ``x``."""
     stride, padding = count(stride, "conv2d: stride", 1), count(padding, "conv2d: padding", 0)
     xv, wv = np.asarray(plain(x)), np.asarray(plain(w))
+    if type(x) is not Traced and type(w) is Traced and xv.ndim == 4:
+        x = xv = constant(xv, "conv2d", wv.dtype)   # the trace's own read-only copy
     if xv.ndim != 4 or wv.ndim != 4 or xv.shape[1] != wv.shape[1]:
         raise ValueError(f"conv2d: needs images (B, C, H, W) and kernels (F, C, kh, kw) with "
                          f"the same C; got shapes {xv.shape} and {wv.shape}")
@@ -546,7 +564,11 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     check_entries(im2col.out_shape, "conv2d: the patch matrix")
     ho, wo = im2col.pixels
     cols = record(IM2COL, x, im2col=im2col)
-    out = matmul(reshape(w, (f, c * kh * kw)), cols)                 # (B, F, Ho*Wo)
+    kernels = reshape(w, (f, c * kh * kw))
+    if type(x) is Traced:
+        out = matmul(kernels, cols)                                  # (B, F, Ho*Wo)
+    else:   # the patches of a constant image: the kernels' edge still knows the image
+        out = record(MATMUL, kernels, cols, gathered=(xv, im2col))
     return reshape(out, (b, f, ho, wo))
 
 

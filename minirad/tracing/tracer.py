@@ -378,9 +378,11 @@ def record(rule, *args, **params):
             values.append(a.value)
             active = active or tape.active[a.index]
         else:
-            a = constant(a, rule.name)
             operands.append(a)
-            values.append(a)
+            values.append(None)
+    for i, a in enumerate(operands):    # constants, as the tape keeps them
+        if values[i] is None:
+            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
     if isinstance(rule, Op) and len(values) == 2 and np.shape(values[0]) != np.shape(values[1]):
         try:    # refused before numpy allocates the result, naming the shapes
             shape = np.broadcast_shapes(np.shape(values[0]), np.shape(values[1]))
@@ -396,7 +398,8 @@ def record(rule, *args, **params):
         # a program may catch it: replay must see it raise again
         tape.reads.append((len(tape.steps), functools.partial(computed, rule),
                            tuple(operands), params, RAISED))
-        raise ValueError(not_finite(tape, rule, operands, params, len(tape.steps))) from None
+        raise ValueError(not_finite(tape, rule, operands, params, len(tape.steps),
+                                    error)) from None
     if tape is None:
         return out
     if type(out) is np.ndarray:
@@ -422,9 +425,16 @@ RAISED = "raised"
 """What the tape writes down as read when an operation raised (the program caught it)."""
 
 
-def constant(x, what: str):
+def _float_type(values):
+    """The dtype an integer constant among traced ``values`` becomes: the first traced
+    array's (a float32 program stays float32)."""
+    return next((v.dtype for v in values if type(v) is np.ndarray), np.float64)
+
+
+def constant(x, what: str, dtype=np.float64):
     """An operand that is not traced, as the tape keeps it: a Python number as a float
-    (an ``int`` on the tape is a position), an array as a read-only copy."""
+    (an ``int`` on the tape is a position), an array as a read-only copy (of integers
+    or booleans, as ``dtype``)."""
     if type(x) is float:
         return x
     if isinstance(x, (bool, np.bool_)):
@@ -444,7 +454,7 @@ def constant(x, what: str):
             raise TypeError(f"{what}: a constant of dtype {x.dtype}; constants are real "
                             f"numbers and plain arrays of them")
         check_entries(x.shape, f"{what}: a constant")
-        copy = np.array(x, dtype=float if x.dtype.kind in "biu" else x.dtype)
+        copy = np.array(x, dtype=dtype if x.dtype.kind in "biu" else x.dtype)
         copy.flags.writeable = False
         return copy
     raise TypeError(f"unsupported operand type for {what}: {type(x).__name__}; traced values "
@@ -491,9 +501,10 @@ def trace(f, *args, wrt=None) -> LCG:
     positions = argument_positions(wrt, len(args))
     names = parameter_names(f, len(args))
     tape, call = Tape(), list(args)
+    vectors = not any(isinstance(args[p], np.ndarray) for p in positions)
     for position in positions:      # the inputs first: they are vertices 0, 1, ...
         call[position] = argument(tape, args[position], names[position], True,
-                                  f"argument {position} ({names[position]})")
+                                  f"argument {position} ({names[position]})", vectors)
     n_inputs = len(tape.values)
     for position, arg in enumerate(args):
         if position not in positions and is_data(arg):
@@ -534,13 +545,20 @@ def is_data(arg) -> bool:
         isinstance(arg, Real) and not isinstance(arg, (bool, np.bool_)))
 
 
-def argument(tape: Tape, x, name: str, active: bool, what: str = ""):
+def argument(tape: Tape, x, name: str, active: bool, what: str = "", vectors=True):
     """The traced value of an argument: a number, a numpy array, or a list of numbers
-    (one traced number each, named ``x[0]``, ``x[1]``, ...).  ``what`` names it in
-    messages (``argument 0 (x)``)."""
-    if isinstance(x, (list, tuple)) and active:
+    (one traced number each, named ``x[0]``, ``x[1]``, ...; an array beside arrays,
+    when not ``vectors``).  ``what`` names it in messages (``argument 0 (x)``)."""
+    if isinstance(x, (list, tuple)) and active and vectors and all(
+            isinstance(xi, Real) or np.ndim(xi) == 0 and not isinstance(xi, np.ndarray)
+            for xi in x):    # a vector of numbers: one input each
         return [argument(tape, xi, f"{name}[{j}]", active, f"{what} element {j}")
                 for j, xi in enumerate(x)]
+    if isinstance(x, (list, tuple)) and active:    # nested: an array, if it is one
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as error:
+            raise TypeError(f"{what} is not an array of numbers ({error})") from None
     if isinstance(x, Traced):
         raise TypeError(f"{what} is already traced")
     if isinstance(x, np.ma.MaskedArray):
@@ -595,12 +613,12 @@ def check_finite(tape: Tape, outputs) -> None:
             raise ValueError(not_finite(tape, *tape.steps[t], t))
 
 
-def not_finite(tape: Tape, rule, operands, params, t: int) -> str:
+def not_finite(tape: Tape, rule, operands, params, t: int, error=None) -> str:
     """The message for the value at tape position ``t`` that is not finite (or whose
     rule raised, or whose partial is not finite): the operation over its operands,
     the vertex, and in what way, worded by :func:`minirad.tracing.ops.evaluate`."""
     values = [tape.values[o] if type(o) is int else o for o in operands]
-    detail = "the result is not finite"
+    detail = "the result is not finite" if error is None else str(error)
     if isinstance(rule, Op):
         wrt = [i for i, o in enumerate(operands) if type(o) is int and tape.active[o]]
         try:
@@ -726,6 +744,9 @@ def _labels(tape: Tape, edges, vertex):
             except (ArithmeticError, ValueError):
                 raise ValueError(not_finite(tape, rule, operands, params, t)) from None
             label = part if label is None else OPERATORS.add(label, part)  # x * x
+        if type(label) is not float and np.shape(y) == () == np.shape(values[positions[0]]):
+            # between two numbers a block is its float
+            label = float(label.to_dense()[0, 0])
         if type(label) is float and not math.isfinite(label):
             raise ValueError(not_finite(tape, rule, operands, params, t))
         out.append(label)
@@ -743,7 +764,7 @@ def elementwise(op: Op, i: int, values, y, edge):
         raise ValueError("a partial that is not finite")   # named by the caller
     if isinstance(d, np.ndarray) and d.dtype == np.bool_:   # kept as bits, or rebuilt
         return elementwise_block(d, values[i], y, Retained(
-            f"mask:{edge.target}", int(y.size), recompute_from=value_key(edge.target),
+            f"mask:{edge.target}.{i}", int(y.size), recompute_from=value_key(edge.target),
             source_bits=y.nbytes * 8, what="mask"))
     return elementwise_block(d, values[i], y, *edge.kept(op.keeps[i] if i < len(op.keeps)
                                                           else ""))
@@ -771,30 +792,44 @@ class Edge:
 
     def kept(self, words: str) -> tuple[Retained, ...]:
         """One :class:`Retained` record per array a block keeps, from a rule's ``keeps``
-        words (operand names ``x``, or ``a`` and ``b``, and ``y`` for the result), keyed
-        by whose value it is (``value:<vertex>``, ``data:<t>`` for data,
-        ``const:<t>.<i>`` for a constant), so that edges keeping one array count it
-        once.  An input's value is marked ``what="input"``: the caller keeps it anyway."""
+        words (operand names ``x``, or ``a`` and ``b``, or operand positions ``0``, ``1``,
+        ...; ``y`` for the result), keyed by whose value it is (``value:<vertex>``,
+        ``data:<t>`` for data, ``const:<t>.<i>`` for a constant), so that edges keeping
+        one array count it once.  An input's value is marked ``what="input"`` (the
+        caller keeps it anyway); a value a rule only moved entries of (a reshape, a
+        transpose: ``Rule.moves``) can be rebuilt from the value it was moved from."""
         tape, operands = self.tape, self.operands
-        names = ("x", "y") if len(operands) == 1 else ("a", "b", "y")
+        names = ("x",) if len(operands) == 1 else ("a", "b")
         records = []
         for word in words.split():
-            j = names.index(word)
+            j = len(operands) if word == "y" else int(word) if word.isdigit() else names.index(
+                word)
             o = self.t if j == len(operands) else operands[j]
             value = tape.values[o] if type(o) is int else o
             if np.ndim(value) == 0:
                 continue    # a number is kept inside the block
-            what = word
+            bits = int(value.size) * value.dtype.itemsize * 8
             if type(o) is not int:
-                key = f"const:{self.t}.{j}"
-            elif tape.active[o]:
-                key = value_key(self.vertex[o])
-                what = "input" if tape.steps[o] is None else word
+                records.append(Retained(f"const:{self.t}.{j}", bits, what=word))
+                continue
+            root = o    # follow moves back to the value they moved
+            while tape.steps[root] is not None and getattr(tape.steps[root][0], "moves", False) \
+                    and type(tape.steps[root][1][0]) is int:
+                root = tape.steps[root][1][0]
+            # an input's value, or entries moved from one: a parameter the caller keeps
+            what = "input" if tape.steps[root] is None and tape.active[root] else word
+            if root == o:
+                records.append(Retained(self.key(o), bits, what=what))
             else:
-                key = f"data:{o}"
-            records.append(Retained(key, int(value.size) * value.dtype.itemsize * 8,
-                                    what=what))
+                source = tape.values[root]
+                records.append(Retained(self.key(o), bits, recompute_from=self.key(root),
+                                        source_bits=int(source.size) * source.dtype.itemsize * 8,
+                                        what=what))
         return tuple(records)
+
+    def key(self, o: int) -> str:
+        """The key of the value at tape position ``o``."""
+        return value_key(self.vertex[o]) if self.tape.active[o] else f"data:{o}"
 
     def gathered(self, j: int):
         """``(source, im2col)`` when operand ``j`` is an im2col gather of ``source``."""
