@@ -37,7 +37,7 @@ from ..tracing import name
 from ..tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from ..tracing.naming import parameter_names
 from ..tracing.ops import relu
-from ..tracing.replay import recorded_program
+from ..tracing.replay import recording
 
 __all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
@@ -150,7 +150,7 @@ class Replayed:
             return replay(recording, *arguments)
         g = trace(self._function(x, y, len(pieces), len(params)), *arguments,
                   wrt=range(len(pieces) + 1, len(arguments)))
-        self.recordings[key] = recorded_program(g)
+        self.recordings[key] = recording(g)
         return g
 
     def _function(self, x, y, n_pieces: int, n_params: int):

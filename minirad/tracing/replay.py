@@ -56,7 +56,7 @@ def replay(g, *args) -> LCG:
     kept = g if isinstance(g, Recording) else recording(g)
     old = kept.tape
     if len(args) != len(kept.args):
-        raise ValueError(f"replay takes the {len(kept.args)} arguments the program was traced "
+        raise TypeError(f"replay takes the {len(kept.args)} arguments the program was traced "
                          f"with, not {len(args)}")
     tape = Tape()
     tape.names, tape.active, tape.steps = old.names, old.active, old.steps
@@ -149,6 +149,7 @@ def _check(read, values) -> None:
             same = now == result
     if not same:
         name = getattr(function, "__name__", "a value")
-        raise ValueError(f"the program read {name} of the traced values and got {result!r:.60} "
-                         f"when traced, {now!r:.60} now: at these inputs it takes another path; "
-                         f"trace again")
+        raise ValueError(f"the program read {name} of the traced values, which depends on "
+                         f"them: {result!r:.60} when traced; it would read differently now "
+                         f"({now!r:.60}), so at these inputs it takes another path (trace "
+                         f"again)")

@@ -664,7 +664,8 @@ register_rules({
     **{name: _values_only(getattr(np, name)) for name in (
         "shape", "ndim", "size", "argmax", "argmin", "argsort", "argwhere", "nonzero",
         "flatnonzero", "count_nonzero", "isclose", "allclose", "array_equal", "result_type",
-        "all", "any", "searchsorted", "iscomplexobj", "isrealobj")},
+        "all", "any", "searchsorted", "iscomplexobj", "isrealobj", "ones_like", "zeros_like",
+        "full_like", "empty_like")},
 })
 
 FUNCTIONS["getitem"] = getitem     # x[key]: numpy has no function of that name

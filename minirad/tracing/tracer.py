@@ -237,7 +237,7 @@ class Traced:
                         "np.concatenate or np.stack of the pieces")
 
     def __array__(self, dtype=None, copy=None):
-        if type(self.value) is float and dtype in (None, object):
+        if not isinstance(self.value, np.ndarray) and dtype in (None, object):
             # np.array([x, y]) of traced numbers: an array of objects, on which numpy's
             # functions call the numbers' own arithmetic (and their methods: x.tanh())
             holder = np.empty((), dtype=object)
@@ -258,8 +258,8 @@ class Traced:
                                                      "instead (np.sum, np.cumsum, ...)")
             raise TypeError(f"numpy's {name}.{method} has no entry in minirad's operation "
                             f"table; {hint}")
-        if ufunc.__name__ not in FUNCTIONS and all(
-                type(a.value) is float for a in inputs if type(a) is Traced):
+        if ufunc.__name__ not in FUNCTIONS and not any(
+                isinstance(a.value, np.ndarray) for a in inputs if type(a) is Traced):
             # a ufunc of one's own (np.frompyfunc, np.vectorize) on traced numbers: numpy's
             # loop over objects calls their arithmetic
             return getattr(ufunc, method)(*[a.__array__() if type(a) is Traced else a
@@ -274,7 +274,7 @@ class Traced:
         if method is not None:
             return lambda *args, **kwargs: method(self, *args, **kwargs)
         op = FUNCTIONS.get(attribute)
-        if isinstance(op, Op) and type(self.value) is float:
+        if isinstance(op, Op) and not isinstance(self.value, np.ndarray):
             # numpy applies np.tanh to an array of objects by calling each one's .tanh()
             return lambda *others: record(op, self, *others)
         if not attribute.startswith("_") and hasattr(np.ndarray, attribute):
@@ -413,7 +413,10 @@ def compute(rule, values, params):
     if isinstance(rule, Op):
         if all(type(v) is float for v in values):
             return rule.value(*values)
-        return np.asarray(rule.on_arrays[0](*values))
+        out = rule.on_arrays[0](*values)
+        # numpy's values are arrays; values of an outer trace (a tape nested in another,
+        # minirad.exact.higher) stay what that trace made
+        return np.asarray(out) if isinstance(out, (np.ndarray, np.generic, float)) else out
     return rule.value(*values, **params)
 
 
@@ -468,7 +471,9 @@ def read(function, *args, **kwargs):
     plain = [a.value if type(a) is Traced else a for a in args]
     result = function(*plain, **kwargs)
     if tape is not None:
-        operands = tuple(a.index if type(a) is Traced else a for a in args)
+        # on the tape an int is a position: a constant int is kept as a 0-d array
+        operands = tuple(a.index if type(a) is Traced else np.asarray(a) if type(a) is int
+                         else a for a in args)
         tape.reads.append((len(tape.steps), function, operands, kwargs, result))
     return result
 
@@ -566,7 +571,8 @@ def argument(tape: Tape, x, name: str, active: bool, what: str = "", vectors=Tru
                         f"x.filled(value), or the unmasked entries")
     if isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
         check_entries(x.shape, what)
-        value = np.array(x, dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+        # an input is differentiated, so floating point; data keeps its dtype (labels)
+        value = np.array(x, dtype=x.dtype if x.dtype.kind == "f" or not active else np.float64)
         value.flags.writeable = False   # the graph's own copy: changing x later changes nothing
     elif isinstance(x, Real) and not isinstance(x, (bool, np.bool_)):
         try:
@@ -617,7 +623,7 @@ def not_finite(tape: Tape, rule, operands, params, t: int, error=None) -> str:
     """The message for the value at tape position ``t`` that is not finite (or whose
     rule raised, or whose partial is not finite): the operation over its operands,
     the vertex, and in what way, worded by :func:`minirad.tracing.ops.evaluate`."""
-    values = [tape.values[o] if type(o) is int else o for o in operands]
+    values = [_innermost(tape.values[o] if type(o) is int else o) for o in operands]
     detail = "the result is not finite" if error is None else str(error)
     if isinstance(rule, Op):
         wrt = [i for i, o in enumerate(operands) if type(o) is int and tape.active[o]]
@@ -633,6 +639,13 @@ def not_finite(tape: Tape, rule, operands, params, t: int, error=None) -> str:
         return f"{rule.name} {at}: {detail.removeprefix(rule.name + ': ')}"
     names = ", ".join(vertex_name(tape, o) if type(o) is int else _short(o) for o in operands)
     return f"{rule.name}({names}) {at}: {detail}"
+
+
+def _innermost(x):
+    """The plain value of a value of a trace nested in others (minirad.exact.higher)."""
+    while type(x) is Traced:
+        x = x.value
+    return x
 
 
 def vertex_name(tape: Tape, t: int) -> str:
