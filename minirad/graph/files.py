@@ -57,7 +57,6 @@ import zlib
 
 import numpy as np
 
-from ..implicit import solves as implicit
 from . import operators as O
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
@@ -570,13 +569,22 @@ def _retained(r: _Archive, value, where) -> tuple:
     return tuple(out)
 
 
-class _Fields:
-    """The parameters and arrays of one operator entry, each read with its check."""
+class Fields:
+    """The parameters and arrays of one operator entry, each read with its check: what a
+    reader of an operator kind (:func:`register_reader`) reads its operator from.
+    ``fail(message)`` refuses the file."""
 
     def __init__(self, r: _Archive, doc: dict, where: str):
         self.r, self.where = r, where
         self.params = r.field(doc, "params", dict, where)
         self.names = r.field(doc, "arrays", dict, where)
+
+    def fail(self, message: str):
+        self.r.fail(message)
+
+    def key(self, key: str) -> str:
+        """A retained array's key, checked."""
+        return self.r.key(key)
 
     def param(self, key, kind):
         return self.r.field(self.params, key, kind, f"{self.where}.params")
@@ -646,7 +654,7 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
         ops = [_operator(r, r.field({"x": d}, "x", dict, f"{where}.{key}[{i}]"),
                          f"{where}.{key}[{i}]", depth + 1) for i, d in enumerate(items)]
         return O.Composed(ops) if kind == "composed" else O.Added(ops)
-    f = _Fields(r, doc, where)
+    f = Fields(r, doc, where)
     build = _BUILDERS.get(kind)
     if build is None:
         r.fail(f"{where} has the unknown operator kind {_shown(kind)}; known kinds: "
@@ -656,11 +664,11 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
     return build(f)
 
 
-def _number(f: _Fields) -> float:
+def _number(f: Fields) -> float:
     return f.number("value")
 
 
-def _matmul(f: _Fields, doc: dict, depth: int):
+def _matmul(f: Fields, doc: dict, depth: int):
     cls = O.MatMul if doc["kind"] == "matmul" else O.Outer
     gathered = None
     if "gathered" in doc:        # the source and the operator that gathers from it
@@ -673,7 +681,7 @@ def _matmul(f: _Fields, doc: dict, depth: int):
                f.retained(), gathered)
 
 
-def _sparse(f: _Fields):
+def _sparse(f: Fields):
     import scipy.sparse as sp
 
     shape = f.shape("shape")
@@ -686,7 +694,7 @@ def _sparse(f: _Fields):
 
 
 def _patches(cls):
-    def build(f: _Fields):
+    def build(f: Fields):
         data = f.floats("values" if cls is SampledPatches else "kept")
         gather = O.Im2Col(f.shape("image_shape"), f.shape("kernel"), 1, f.ints("padding"),
                           data.dtype)
@@ -697,7 +705,7 @@ def _patches(cls):
     return build
 
 
-def _projection(f: _Fields):
+def _projection(f: Fields):
     def optional_axis(key):
         value = f.params.get(key)
         if value is not None and not (_is_integer(value) and abs(value) <= MAX_DIMENSIONS):
@@ -707,28 +715,7 @@ def _projection(f: _Fields):
                         optional_axis("batch_axis"), f.param("method", str))
 
 
-def _solves(kind: str):
-    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
-
-    def build(f: _Fields):
-        keys = f.param("keys", list)
-        if len(keys) != count or not all(isinstance(k, str) for k in keys):
-            f.r.fail(f"{f.where}.params.keys must be {count} string(s)")
-        keys = [f.r.key(k) for k in keys]
-        lu = implicit.checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
-        if kind == "solve":
-            return implicit.LinearSolve(lu, f.shape("shape"), keys[0])
-        if kind == "solve_matrix":
-            x = f.floats("x")
-            if x.dtype != lu[0].dtype:
-                f.r.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
-            return implicit.SolveMatrix(lu, x, *keys)
-        return implicit.ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"),
-                                         f.shape("p_shape"), *keys)
-    return build
-
-
-def _einsum(f: _Fields):
+def _einsum(f: Fields):
     subscripts = f.param("subscripts", str)
     count = subscripts.count(",")
     if count >= MAX_OPERANDS:
@@ -737,7 +724,7 @@ def _einsum(f: _Fields):
                   f.ints("position"), f.shape("variable_shape"), f.dtype(), f.retained())
 
 
-def _mask(f: _Fields):
+def _mask(f: Fields):
     mask = f.array("mask")
     if mask.dtype != np.bool_:
         f.r.fail(f"{f.where}.mask must be a boolean array")
@@ -777,7 +764,14 @@ _BUILDERS = {
     "cumsum": lambda f: O.CumSum(f.shape("shape"), f.axis("axis"), f.dtype()),
     "einsum": _einsum,
     "concatenate": lambda f: O.Embed(f.shape("out_shape"), f.integers("positions"), f.dtype()),
-    "solve": _solves("solve"),
-    "solve_matrix": _solves("solve_matrix"),
-    "implicit": _solves("implicit"),
 }
+
+
+def register_reader(kind: str, read) -> None:
+    """Say how to read an operator of ``kind`` that a module above ``graph/`` defines
+    (:mod:`minirad.implicit.solves` registers its solves): ``read(fields)`` gets a
+    :class:`Fields` and returns the operator.  The kinds of :mod:`minirad.graph.operators`
+    are read here.  Saving needs nothing: every operator describes itself (``spec()``)."""
+    if kind in _BUILDERS and _BUILDERS[kind] is not read:
+        raise ValueError(f"the operator kind {kind!r} is already read otherwise")
+    _BUILDERS[kind] = read

@@ -54,8 +54,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..exact import _engines
 from .labels import FLOATS, Algebra
+from .levels import levels_within
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
 
@@ -987,7 +987,7 @@ def levels(g: LCG) -> np.ndarray:
     >>> levels(g).tolist()
     [0, 1, 2]
     """
-    return _engines.levels_within(g, None)
+    return levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation

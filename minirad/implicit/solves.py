@@ -41,6 +41,7 @@ import scipy.linalg as linalg
 import scipy.sparse as sparse
 
 from ..exact.jacobians import jacobian
+from ..graph.files import register_reader
 from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import trace
 from ..tracing.rules import Rule, plain, register_rules
@@ -421,3 +422,31 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     if type(p) is not Traced:
         return _newton(f, x, p, tol, max_iter)[0]
     return record(ROOT, p, f=f, x0=x, tol=tol, max_iter=max_iter)
+
+
+# --------------------------------------------------------------------- files
+def _reader(kind: str):
+    """How a graph file's solve of ``kind`` is read (:func:`minirad.graph.files.register_reader`):
+    its keys and its LU factors, checked non-singular."""
+    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
+
+    def read(f):
+        keys = f.param("keys", list)
+        if len(keys) != count or not all(isinstance(k, str) for k in keys):
+            f.fail(f"{f.where}.params.keys must be {count} string(s)")
+        keys = [f.key(k) for k in keys]
+        lu = checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
+        if kind == "solve":
+            return LinearSolve(lu, f.shape("shape"), keys[0])
+        if kind == "solve_matrix":
+            x = f.floats("x")
+            if x.dtype != lu[0].dtype:
+                f.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
+            return SolveMatrix(lu, x, *keys)
+        return ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"), f.shape("p_shape"),
+                                *keys)
+    return read
+
+
+for _kind in ("solve", "solve_matrix", "implicit"):
+    register_reader(_kind, _reader(_kind))

@@ -367,7 +367,7 @@ ADD, SUB, MUL, DIV, POW = (OPS[name] for name in ("add", "sub", "mul", "div", "p
 def record(rule, *args, **params):
     """Apply ``rule`` to ``args`` (traced values and constants) and append the
     result to the tape; with no traced operand, just compute it."""
-    tape, operands, values, active = None, [], [], False
+    tape, operands, values, active, numbers = None, [], [], False, True
     for a in args:
         if type(a) is Traced:
             if tape is not a.tape:
@@ -377,19 +377,16 @@ def record(rule, *args, **params):
             operands.append(a.index)
             values.append(a.value)
             active = active or tape.active[a.index]
+            numbers = numbers and type(a.value) is float
+        elif type(a) is float:       # the common constant, kept as it is
+            operands.append(a)
+            values.append(a)
         else:
             operands.append(a)
-            values.append(None)
-    for i, a in enumerate(operands):    # constants, as the tape keeps them
-        if values[i] is None:
-            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
-    if isinstance(rule, Op) and len(values) == 2 and np.shape(values[0]) != np.shape(values[1]):
-        try:    # refused before numpy allocates the result, naming the shapes
-            shape = np.broadcast_shapes(np.shape(values[0]), np.shape(values[1]))
-        except ValueError:
-            raise ValueError(f"{rule.name}: shapes {np.shape(values[0])} and "
-                             f"{np.shape(values[1])} do not broadcast") from None
-        check_entries(shape, rule.name)
+            values.append(None)     # a constant to convert, below
+            numbers = False
+    if not numbers:   # arrays, or constants to convert: checked before numpy allocates
+        _arrays(rule, operands, values)
     try:
         out = compute(rule, values, params)
     except (ArithmeticError, ValueError) as error:
@@ -407,17 +404,21 @@ def record(rule, *args, **params):
     return tape.append(out, (rule, tuple(operands), params), active)
 
 
-def compute(rule, values, params):
-    """The value of ``rule`` on plain operands: the rule for numbers when they are all
-    numbers, numpy's otherwise."""
-    if isinstance(rule, Op):
-        if all(type(v) is float for v in values):
-            return rule.value(*values)
-        out = rule.on_arrays[0](*values)
-        # numpy's values are arrays; values of an outer trace (a tape nested in another,
-        # minirad.exact.higher) stay what that trace made
-        return np.asarray(out) if isinstance(out, (np.ndarray, np.generic, float)) else out
-    return rule.value(*values, **params)
+def _arrays(rule, operands, values) -> None:
+    """Convert the constants among ``operands`` as the tape keeps them (in place), and
+    refuse an elementwise operation whose shapes do not broadcast or broadcast too big."""
+    for i, a in enumerate(operands):
+        if values[i] is None:
+            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
+    if isinstance(rule, Op) and len(values) == 2:
+        first, second = np.shape(values[0]), np.shape(values[1])
+        if first != second:
+            try:
+                shape = np.broadcast_shapes(first, second)
+            except ValueError:
+                raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
+                                 f"broadcast") from None
+            check_entries(shape, rule.name)
 
 
 def computed(rule, *values, **params):
@@ -671,35 +672,37 @@ def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
 def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG:
     """The LCG of a finished tape: its active values are the vertices, numbered in
     tape order, the inputs first."""
-    tape_of = [t for t, active in enumerate(tape.active) if active]   # vertex -> tape
-    tape_of += [t for t in outputs if not tape.active[t]]   # a constant output is a vertex
-    vertex = {t: v for v, t in enumerate(tape_of)}          # tape position -> vertex
-    sources, targets, edges = [], [], []
+    active, steps = tape.active, tape.steps
+    tape_of = [t for t, a in enumerate(active) if a]        # vertex -> tape position
+    tape_of += [t for t in outputs if not active[t]]         # a constant output is a vertex
+    vertex = [-1] * len(active)                              # tape position -> vertex
     for v, t in enumerate(tape_of):
-        step = tape.steps[t]
-        if step is None or not tape.active[t]:
+        vertex[t] = v
+    sources, targets, edges = [], [], []
+    for t in tape_of:
+        step = steps[t]
+        if step is None or not active[t]:
             continue
-        seen = {}
+        first = len(edges)
         for i, o in enumerate(step[1]):
-            if type(o) is int and tape.active[o]:
-                if o in seen:             # x * x: one edge, its partials added
-                    edges[seen[o]][2].append(i)
+            if type(o) is int and active[o]:
+                repeated = next((e for e in range(first, len(edges)) if edges[e][1] == o), -1)
+                if repeated >= 0:          # x * x: one edge, its partials added
+                    edges[repeated][2].append(i)
                     continue
-                seen[o] = len(edges)
                 sources.append(vertex[o])
-                targets.append(v)
+                targets.append(vertex[t])
                 edges.append((t, o, [i]))
     names = named_vertices(len(tape_of), input_names, [vertex[t] for t in outputs], several)
     for t, name in tape.names.items():
-        if t >= n_inputs and t in vertex and vertex[t] not in names:
+        if t >= n_inputs and vertex[t] >= 0 and vertex[t] not in names:
             names[vertex[t]] = name
     values = [tape.values[t] for t in tape_of]
     edge_labels = functools.partial(labels, tape, edges, vertex)
     if all(type(x) is float for x in values):   # numbers: partials at once, checked
         edge_labels = edge_labels()
     return LCG.traced(VertexNames(len(values), names), sources, targets, edge_labels,
-                      range(n_inputs),
-                      [vertex[t] for t in outputs], values,
+                      range(n_inputs), [vertex[t] for t in outputs], values,
                       VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
 
 
@@ -746,32 +749,38 @@ def _labels(tape: Tape, edges, vertex):
     for t, o, positions in edges:
         rule, operands, params = tape.steps[t]
         values = [tape.values[p] if type(p) is int else p for p in operands]
-        y, edge = tape.values[t], Edge(tape, t, operands, vertex)
-        label = None
-        for i in positions:
-            try:
-                if isinstance(rule, Op):
-                    part = elementwise(rule, i, values, y, edge)
-                else:
-                    part = rule.block(i, values, y, edge, **params)
-            except (ArithmeticError, ValueError):
-                raise ValueError(not_finite(tape, rule, operands, params, t)) from None
-            label = part if label is None else OPERATORS.add(label, part)  # x * x
-        if type(label) is not float and np.shape(y) == () == np.shape(values[positions[0]]):
-            # between two numbers a block is its float
-            label = float(label.to_dense()[0, 0])
-        if type(label) is float and not math.isfinite(label):
-            raise ValueError(not_finite(tape, rule, operands, params, t))
+        y = tape.values[t]
+        try:
+            if type(y) is float:   # between numbers: the rule's partials, added (x * x)
+                label = float(sum(rule.partials[i](*values, y) for i in positions))
+                if not math.isfinite(label):
+                    raise ValueError
+            else:
+                label = _block(rule, positions, values, y, Edge(tape, t, operands, vertex),
+                               params)
+        except (ArithmeticError, ValueError):
+            raise ValueError(not_finite(tape, rule, operands, params, t)) from None
         out.append(label)
     return out
 
 
+def _block(rule, positions, values, y, edge, params):
+    """The Jacobian block of an edge into an array (or a number made from arrays)."""
+    label = None
+    for i in positions:
+        if isinstance(rule, Op):
+            part = elementwise(rule, i, values, y, edge)
+        else:
+            part = rule.block(i, values, y, edge, **params)
+        label = part if label is None else OPERATORS.add(label, part)  # x * x
+    if np.shape(y) == () == np.shape(values[positions[0]]):   # between two numbers: a float
+        label = float(label.to_dense()[0, 0])
+    return label
+
+
 def elementwise(op: Op, i: int, values, y, edge):
-    """The label of operand ``i`` of an entry of the operation table: its partial,
-    a float between numbers, else a diagonal (a bit mask where the partial is
-    boolean) after the operand's broadcast."""
-    if type(y) is float:
-        return float(op.partials[i](*values, y))
+    """The block of operand ``i`` of an entry of the operation table: its partial as a
+    diagonal (a bit mask where the partial is boolean) after the operand's broadcast."""
     d = op.on_arrays[1][i](*values, y)
     if not (type(d) is bool or np.isfinite(d).all()):
         raise ValueError("a partial that is not finite")   # named by the caller
