@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from numbers import Real
 from typing import NamedTuple
 
@@ -401,7 +402,12 @@ def record(rule, *args, **params):
         return out
     if type(out) is np.ndarray:
         out.flags.writeable = False
-    return tape.append(out, (rule, tuple(operands), params), active)
+    return tape.append(out, (rule, tuple(operands), params or NO_PARAMS), active)
+
+
+NO_PARAMS: dict = {}
+"""The parameters of a step that has none (one shared dict: a million steps of a
+program of numbers would otherwise keep a million empty ones); never written into."""
 
 
 def _arrays(rule, operands, values) -> None:
@@ -419,6 +425,19 @@ def _arrays(rule, operands, values) -> None:
                 raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
                                  f"broadcast") from None
             check_entries(shape, rule.name)
+
+
+def compute(rule, values, params):
+    """The value of ``rule`` on plain operands: the rule for numbers when they are all
+    numbers, numpy's otherwise."""
+    if isinstance(rule, Op):
+        if type(values[0]) is float and (len(values) == 1 or type(values[1]) is float):
+            return rule.value(*values)
+        out = rule.on_arrays[0](*values)
+        # numpy's values are arrays; values of an outer trace (a tape nested in another,
+        # minirad.exact.higher) stay what that trace made
+        return np.asarray(out) if isinstance(out, (np.ndarray, np.generic, float)) else out
+    return rule.value(*values, **params)
 
 
 def computed(rule, *values, **params):
@@ -671,39 +690,58 @@ def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
 
 def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG:
     """The LCG of a finished tape: its active values are the vertices, numbered in
-    tape order, the inputs first."""
+    tape order, the inputs first.  Between numbers an edge's label is its partial,
+    worked out now; a Jacobian block is worked out when first read (:func:`labels`)."""
     active, steps = tape.active, tape.steps
     tape_of = [t for t, a in enumerate(active) if a]        # vertex -> tape position
     tape_of += [t for t in outputs if not active[t]]         # a constant output is a vertex
     vertex = [-1] * len(active)                              # tape position -> vertex
     for v, t in enumerate(tape_of):
         vertex[t] = v
-    sources, targets, edges = [], [], []
+    numbers = all(type(tape.values[t]) is float for t in tape_of)
+    sources, targets = array("q"), array("q")                # compact: 8 bytes an edge end
+    partials, edges = array("d"), []
     for t in tape_of:
         step = steps[t]
         if step is None or not active[t]:
             continue
-        first = len(edges)
+        by_operand = {}            # x * x: one edge, its partials added
         for i, o in enumerate(step[1]):
             if type(o) is int and active[o]:
-                repeated = next((e for e in range(first, len(edges)) if edges[e][1] == o), -1)
-                if repeated >= 0:          # x * x: one edge, its partials added
-                    edges[repeated][2].append(i)
-                    continue
-                sources.append(vertex[o])
-                targets.append(vertex[t])
-                edges.append((t, o, [i]))
+                by_operand.setdefault(o, []).append(i)
+        for o, positions in by_operand.items():
+            sources.append(vertex[o])
+            targets.append(vertex[t])
+            if numbers:
+                partials.append(number_label(tape, t, positions))
+            else:
+                edges.append((t, o, positions))
     names = named_vertices(len(tape_of), input_names, [vertex[t] for t in outputs], several)
     for t, name in tape.names.items():
         if t >= n_inputs and vertex[t] >= 0 and vertex[t] not in names:
             names[vertex[t]] = name
     values = [tape.values[t] for t in tape_of]
-    edge_labels = functools.partial(labels, tape, edges, vertex)
-    if all(type(x) is float for x in values):   # numbers: partials at once, checked
-        edge_labels = edge_labels()
+    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
     return LCG.traced(VertexNames(len(values), names), sources, targets, edge_labels,
                       range(n_inputs), [vertex[t] for t in outputs], values,
                       VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
+
+
+def number_label(tape: Tape, t: int, positions) -> float:
+    """The partial of the number at tape position ``t`` in its operands at ``positions``
+    (summed: ``x * x`` is one edge), by the table's rule for numbers, checked finite."""
+    rule, operands, params = tape.steps[t]
+    values = [tape.values[o] if type(o) is int else o for o in operands]
+    y = tape.values[t]
+    try:
+        d = float(rule.partials[positions[0]](*values, y))
+        for i in positions[1:]:     # (not sum(), whose 0 + -0.0 would lose the sign of 0)
+            d += rule.partials[i](*values, y)
+    except (ArithmeticError, ValueError):
+        d = math.nan
+    if not math.isfinite(d):
+        raise ValueError(not_finite(tape, rule, operands, params, t))
+    return d
 
 
 def templates(tape: Tape, tape_of):
@@ -749,18 +787,11 @@ def _labels(tape: Tape, edges, vertex):
     for t, o, positions in edges:
         rule, operands, params = tape.steps[t]
         values = [tape.values[p] if type(p) is int else p for p in operands]
-        y = tape.values[t]
         try:
-            if type(y) is float:   # between numbers: the rule's partials, added (x * x)
-                label = float(sum(rule.partials[i](*values, y) for i in positions))
-                if not math.isfinite(label):
-                    raise ValueError
-            else:
-                label = _block(rule, positions, values, y, Edge(tape, t, operands, vertex),
-                               params)
+            out.append(_block(rule, positions, values, tape.values[t],
+                              Edge(tape, t, operands, vertex), params))
         except (ArithmeticError, ValueError):
             raise ValueError(not_finite(tape, rule, operands, params, t)) from None
-        out.append(label)
     return out
 
 
