@@ -42,6 +42,7 @@ LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re

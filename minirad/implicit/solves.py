@@ -271,7 +271,7 @@ def solve(a, b):
     array([0.5, 0.5])
     """
     _solve_shapes(np.shape(plain(a)), np.shape(plain(b)))
-    if type(a) is not Traced and type(b) is not Traced:
+    if not isinstance(a, Traced) and not isinstance(b, Traced):
         return _solve_value(a, b)
     return record(SOLVE, a, b)
 
@@ -423,7 +423,7 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
         raise TypeError(f"{what}, not a {type(tol).__name__}")
     if not 0 <= tol < 1:
         raise ValueError(f"{what}, not {tol!r}")
-    if type(p) is not Traced:
+    if not isinstance(p, Traced):
         return _newton(f, x, p, tol, max_iter)[0]
     return record(ROOT, p, f=f, x0=x, tol=tol, max_iter=max_iter)
 

@@ -69,7 +69,7 @@ def rearranged(x, how, template: str):
     positions; ``template`` shows it (``"flip({0})"``).  ``how`` is kept with the
     recording and applied again by a replay: it may read shapes and constants only.
     On a plain array, ``how(x)``."""
-    if type(x) is not Traced:
+    if not isinstance(x, Traced):
         return how(np.asarray(x))
     name = template.split("(")[0]
     rule = _RULES.get(name)
@@ -82,7 +82,7 @@ def rearranged(x, how, template: str):
 def _frozen(k):
     """An index array (or list) as a rule keeps it: a traced one read (a replay checks it
     reads the same), and a read-only copy: changing the caller's array changes nothing."""
-    if type(k) is Traced:
+    if isinstance(k, Traced):
         k = read(np.array, k)
     if isinstance(k, (list, np.ndarray)):
         k = np.array(k)
@@ -145,7 +145,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """``np.sort``: the gradient goes back through the permutation, which comes from the
     values (kept, or rebuilt by sorting x again); equal entries keep their order."""
     refuse_options("np.sort", order=order)
-    if type(a) is not Traced:
+    if not isinstance(a, Traced):
         return np.sort(a, axis=axis)
     x = reshape(a, -1) if axis is None else a
     axis = 0 if axis is None else axis
@@ -172,7 +172,7 @@ def _indices(indices, length: int, mode: str, what: str):
 
 def take(a, indices, axis=None, out=None, mode="raise"):
     refuse_options("np.take", out=out)
-    if type(a) is Traced:
+    if isinstance(a, Traced):
         shape, size = _shape(a), a.size
         length = size if axis is None else shape[axis % max(len(shape), 1)]
         indices = _indices(indices, length, mode, "np.take")
@@ -182,7 +182,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 
 
 def take_along_axis(arr, indices, axis=-1):
-    if type(arr) is Traced:
+    if isinstance(arr, Traced):
         shape = _shape(arr)
         length = arr.size if axis is None else shape[axis % max(len(shape), 1)]
         indices = _indices(indices, length, "raise", "np.take_along_axis")
@@ -193,7 +193,7 @@ def take_along_axis(arr, indices, axis=-1):
 # ---------------------------------------------------------------- repetition
 def tile(A, reps):
     reps = _frozen(reps)
-    if type(A) is Traced:
+    if isinstance(A, Traced):
         counts = (reps,) if np.ndim(reps) == 0 else tuple(reps)
         shape = (1,) * (len(counts) - A.ndim) + _shape(A)
         counts = (1,) * (len(shape) - len(counts)) + counts
@@ -203,7 +203,7 @@ def tile(A, reps):
 
 def repeat(a, repeats, axis=None):
     repeats = _frozen(repeats)
-    if type(a) is Traced:
+    if isinstance(a, Traced):
         times = np.asarray(repeats)
         if times.dtype.kind not in "iu" or np.any(times < 0):
             raise ValueError(f"np.repeat: repeats must be counts >= 0, not {repeats!r}")
@@ -222,7 +222,7 @@ def pad(array, pad_width, mode="constant", **options):
         raise TypeError(f"np.pad(mode={mode!r}, {options}) computes new values; traced "
                         f"arrays support the modes constant, edge, wrap, reflect and "
                         f"symmetric")
-    if type(array) is not Traced:
+    if not isinstance(array, Traced):
         return np.pad(array, pad_width, mode, **options)
     pad_width = _frozen(pad_width)
     options = {k: _frozen(v) for k, v in options.items()}
@@ -241,7 +241,7 @@ def _pieces(split, what: str, along: bool):
     """The rule of ``np.split`` and its kin (``along``: the ones of a fixed axis)."""
     def rule(ary, indices_or_sections, axis=0):
         arguments = (indices_or_sections,) if along else (indices_or_sections, axis)
-        if type(ary) is not Traced:
+        if not isinstance(ary, Traced):
             return split(ary, *arguments)
         slices = split(np.arange(ary.size).reshape(_shape(ary)), *arguments)
         return [rearranged(ary, functools.partial(_flat_take, _frozen(s)),
@@ -260,7 +260,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 def diag(v, k=0):
     """``np.diag``: a vector's matrix (zeros off the diagonal) or a matrix's diagonal."""
-    if type(v) is Traced:
+    if isinstance(v, Traced):
         shape = _shape(v)
         if len(shape) not in (1, 2):
             raise ValueError(f"np.diag takes a vector or a matrix, not shape {shape}")
@@ -292,7 +292,7 @@ TRACE = Rule("trace", "trace({0})",
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """``np.trace``: the sum of a diagonal, one vertex (a gather, then the sum)."""
     refuse_options("np.trace", dtype=dtype, out=out)
-    if type(a) is not Traced:
+    if not isinstance(a, Traced):
         return np.trace(a, offset, axis1, axis2)
     try:   # numpy's checks of the axes, on a view that allocates nothing
         np.diagonal(np.broadcast_to(np.float32(0), _shape(a)), offset, axis1, axis2)
@@ -303,14 +303,14 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 # ------------------------------------------------ reshapes, transposes, broadcasts
 def expand_dims(a, axis):
-    if type(a) is not Traced:
+    if not isinstance(a, Traced):
         return np.expand_dims(a, axis)
     shape = np.expand_dims(np.broadcast_to(np.float32(0), _shape(a)), axis).shape
     return reshape(a, shape)
 
 
 def moveaxis(a, source, destination):
-    if type(a) is not Traced:
+    if not isinstance(a, Traced):
         return np.moveaxis(a, source, destination)
     return transpose(a, _moved_axes(len(_shape(a)), source, destination))
 
@@ -342,7 +342,7 @@ BROADCAST = Rule("broadcast_to", "broadcast_to({0}, {shape})",
 
 
 def broadcast_to(array, shape, subok=False):
-    if type(array) is not Traced:
+    if not isinstance(array, Traced):
         return np.broadcast_to(array, shape)
     shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
     _grown(shape, "np.broadcast_to")
@@ -355,7 +355,7 @@ def broadcast_to(array, shape, subok=False):
 
 def _at_least(ndim: int):
     def one(x):
-        if type(x) is not Traced:
+        if not isinstance(x, Traced):
             return getattr(np, f"atleast_{ndim}d")(x)
         shape = _shape(x)
         if len(shape) >= ndim:
@@ -376,7 +376,7 @@ atleast_1d, atleast_2d, atleast_3d = (_at_least(n) for n in (1, 2, 3))
 
 
 def _arrays(tup, what: str) -> list:
-    if type(tup) is Traced:
+    if isinstance(tup, Traced):
         raise TypeError(f"{what} takes a sequence of arrays, not one traced array")
     return list(tup)
 

@@ -81,7 +81,7 @@ class Rule:
 
 def plain(x):
     """The value of a traced value (anything else as it is)."""
-    return x.value if type(x) is Traced else x
+    return x.value if isinstance(x, Traced) else x
 
 
 def refuse_options(what: str, **options) -> None:
@@ -140,10 +140,10 @@ def matmul(a, b):
     (write ``matmul(A, x)``: scipy's own ``A @ x`` does not hand over to traced arrays)."""
     if sparse.issparse(a) or sparse.issparse(b):
         A, x, side = (a, b, "left") if sparse.issparse(a) else (b, a, "right")
-        if type(x) is not Traced:
+        if not isinstance(x, Traced):
             return a @ b
         copy = sparse.csr_array(A, dtype=x.dtype, copy=True)
-        if id(A) in x.tape.constant_names:     # a sparse matrix passed as an argument
+        if x.tape is not None and id(A) in x.tape.constant_names:   # an argument as it is
             x.tape.constant_names[id(copy)] = x.tape.constant_names[id(A)]
         A = copy
         shape = matmul_shape(A.shape, x.shape) if side == "left" else matmul_shape(
@@ -285,7 +285,7 @@ GETITEM = Rule("getitem", lambda p, k: f"{p[0]}[{_key_text(k['key'])}]",
 
 def getitem(x, key):
     parts = key if isinstance(key, tuple) else (key,)
-    if any(type(k) is Traced for k in parts):
+    if any(isinstance(k, Traced) for k in parts):
         raise TypeError("indexing with a traced array is not supported; index with constants "
                         "(a comparison such as x > 0 gives one)")
     key = tuple(_index_copy(k) for k in parts) if isinstance(key, tuple) else _index_copy(key)
@@ -364,7 +364,7 @@ JOIN = Rule("join", lambda p, k: f"{k['how']}({', '.join(p)}, axis={k['axis']})"
 def _join(how):
     def join(arrays, axis=0, out=None, *, dtype=None, casting=None):
         refuse_options(f"np.{how}", out=out, dtype=dtype, casting=casting)
-        if type(arrays) is Traced:
+        if isinstance(arrays, Traced):
             raise TypeError(f"{how} takes a sequence of arrays, not one traced array")
         arrays = list(arrays)
         shapes = [np.shape(plain(a)) for a in arrays]
@@ -498,7 +498,7 @@ def softmax_cross_entropy(logits, labels):
     if z.ndim not in (1, 2) or z.shape[-1] == 0 or (z.ndim == 2 and z.shape[0] == 0):
         raise ValueError(f"softmax_cross_entropy: logits must have shape (B, C) or (C,) with "
                          f"B, C >= 1, not {z.shape}")
-    if type(labels) is Traced and labels.tape.active[labels.index]:
+    if isinstance(labels, Traced) and (labels.tape is None or labels.tape.active[labels.index]):
         raise TypeError("softmax_cross_entropy: labels must be constants or data")
     if isinstance(labels, np.ma.MaskedArray):
         raise TypeError("softmax_cross_entropy: masked labels are not supported")
@@ -549,7 +549,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     from ``x``, so :func:`minirad.memory` counts ``x``."""
     stride, padding = count(stride, "conv2d: stride", 1), count(padding, "conv2d: padding", 0)
     xv, wv = np.asarray(plain(x)), np.asarray(plain(w))
-    if type(x) is not Traced and type(w) is Traced and xv.ndim == 4:
+    if not isinstance(x, Traced) and isinstance(w, Traced) and xv.ndim == 4:
         x = xv = constant(xv, "conv2d", wv.dtype)   # the trace's own read-only copy
     if xv.ndim != 4 or wv.ndim != 4 or xv.shape[1] != wv.shape[1]:
         raise ValueError(f"conv2d: needs images (B, C, H, W) and kernels (F, C, kh, kw) with "
@@ -565,7 +565,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     ho, wo = im2col.pixels
     cols = record(IM2COL, x, im2col=im2col)
     kernels = reshape(w, (f, c * kh * kw))
-    if type(x) is Traced:
+    if isinstance(x, Traced):
         out = matmul(kernels, cols)                                  # (B, F, Ho*Wo)
     else:   # the patches of a constant image: the kernels' edge still knows the image
         out = record(MATMUL, kernels, cols, gathered=(xv, im2col))

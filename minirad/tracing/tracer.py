@@ -382,6 +382,8 @@ def record(rule, *args, **params):
         elif type(a) is float:       # the common constant, kept as it is
             operands.append(a)
             values.append(a)
+        elif isinstance(a, Traced):  # a value of another kind (a dual number) applies it
+            return type(a).apply(rule, args, params)
         else:
             operands.append(a)
             values.append(None)     # a constant to convert, below
@@ -488,7 +490,7 @@ def read(function, *args, **kwargs):
     """A value the program reads (a comparison, ``bool(x)``, an index): ``function``
     on the plain values, written down so that a replay can check it reads the same."""
     tape = next((a.tape for a in args if type(a) is Traced), None)
-    plain = [a.value if type(a) is Traced else a for a in args]
+    plain = [a.value if isinstance(a, Traced) else a for a in args]
     result = function(*plain, **kwargs)
     if tape is not None:
         # on the tape an int is a position: a constant int is kept as a 0-d array
