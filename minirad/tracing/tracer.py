@@ -788,6 +788,9 @@ def _labels(tape: Tape, edges, vertex):
     out = []
     for t, o, positions in edges:
         rule, operands, params = tape.steps[t]
+        if type(tape.values[t]) is float and isinstance(rule, Op):   # a number: its partial
+            out.append(number_label(tape, t, positions))
+            continue
         values = [tape.values[p] if type(p) is int else p for p in operands]
         try:
             out.append(_block(rule, positions, values, tape.values[t],
