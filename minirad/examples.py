@@ -499,10 +499,9 @@ def figure3(injected: bool = False, *, rng=0) -> LCG:
     (LCG(6 vertices: 2 inputs, 3 intermediates, 1 output; 5 edges), (3, 5))
     """
     from .randomized.injection import sample_activations
-    from .tracing import trace
-    from .tracing import name
-    from .tracing.rules import softmax_cross_entropy
+    from .tracing import name, trace
     from .tracing.ops import relu
+    from .tracing.rules import softmax_cross_entropy
 
     r = _rng(rng)
     X = r.standard_normal((3, 4)).astype(np.float32)

@@ -17,8 +17,8 @@ from minirad import LCG, examples, labs, trace
 from minirad.labs import notebook
 from minirad.randomized.sampling import draws_per_vertex
 from minirad.tracing import name
-from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import softmax_cross_entropy
 
 ROOT = Path(__file__).resolve().parents[1]
 

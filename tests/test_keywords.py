@@ -23,7 +23,7 @@ from minirad.exact.compressed import CRITERIA
 from minirad.exact.elimination import ORDERS
 from minirad.exact.jacobians import METHODS
 from minirad.exact.sweeps import ENGINES
-from minirad.graph.calls import takes_graph_or_function
+from minirad.graph.lcg import takes_graph_or_function
 from minirad.implicit.ode_adjoint import STATES
 from minirad.randomized.experiments import ESTIMATORS
 from minirad.randomized.injection import LAWS
@@ -301,11 +301,12 @@ def test_a_function_and_its_point_give_what_its_graph_gives(call):
 
 
 def test_one_helper_handles_the_graph_or_the_function():
-    """No module but graph/calls.py decides between a graph and a function to trace."""
+    """No module but graph/lcg.py (takes_graph_or_function) decides between a graph and a
+    function to trace."""
     found = []
     for path in (ROOT / "minirad").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        if path.name != "calls.py" and ("callable(g" in text or "g_or_f" in text):
+        if path.name != "lcg.py" and ("callable(g" in text or "g_or_f" in text):
             found.append(str(path.relative_to(ROOT)))
     assert not found, found
-    assert takes_graph_or_function.__module__ == "minirad.graph.calls"
+    assert takes_graph_or_function.__module__ == "minirad.graph.lcg"

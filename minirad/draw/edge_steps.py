@@ -28,8 +28,7 @@ front-eliminate x → v2: |succ(v2)| = 1 multiplication, 0 additions
 from __future__ import annotations
 
 from ..exact.edge_elimination import FRONT, EdgeStep, eliminate_edges
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, plural
+from ..graph.lcg import LCG, plural, takes_graph_or_function
 from .render import (
     PATH_COLORS,
     STEP_EDGE_COLOR,

@@ -53,10 +53,9 @@ from importlib import resources
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..rng import seed_from
 from . import explore_arrays, explore_data
 from .explore_layout import positions

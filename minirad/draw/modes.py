@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from .figure import Figure
 from .render import PATH_COLORS as COLORS
 

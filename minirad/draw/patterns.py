@@ -18,7 +18,7 @@ from matplotlib.colors import ListedColormap
 
 from ..exact.compressed import STRATEGIES, Plan, plan
 from ..exact.sparsity import as_pattern, colour_columns, colour_rows, pattern
-from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import takes_graph_or_function
 from .render import PATH_COLORS
 
 __all__ = ["plot_blocks", "plot_pattern", "plot_strategies"]

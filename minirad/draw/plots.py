@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..graph.scalarize import entry_names
 from ..rng import as_generator
 from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths

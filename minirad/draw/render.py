@@ -64,10 +64,18 @@ import graphviz
 import numpy as np
 
 from ..exact.paths import path_product
-from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
-from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural, shape_text
+from ..graph.lcg import (
+    INPUT,
+    INTERMEDIATE,
+    LCG,
+    OUTPUT,
+    fill_template,
+    plural,
+    shape_text,
+    takes_graph_or_function,
+)
 from ..graph.lcg import levels as topological_levels
 from ..graph.memory import retained_memory
 

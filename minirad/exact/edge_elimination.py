@@ -76,9 +76,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ._cheapest import cheapest
 from .elimination import elimination_order
 from .overflow import check_finite

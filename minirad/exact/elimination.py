@@ -55,9 +55,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import INTERMEDIATE, LCG
+from ..graph.lcg import INTERMEDIATE, LCG, takes_graph_or_function
 from ._markowitz import markowitz_in_place
 from .orders import (
     CHAIN_LIMIT,

@@ -66,9 +66,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ._cheapest import cheapest
 from .overflow import check_finite
 from .result import Accumulation

@@ -51,9 +51,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..graph.lcg import LCG
-from ..tracing.naming import argument_positions, output_names
+from ..tracing.naming import output_names
 from ..tracing.ops import Op, traced_partials
-from ..tracing.tracer import Tape, Traced, trace
+from ..tracing.tracer import Tape, Traced, argument_positions, trace
 from .jacobians import jacobian
 from .sweeps import jvp
 

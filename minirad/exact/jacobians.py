@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from .elimination import eliminate
 from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
 from .result import Accumulation
-from .sweeps import forward_sweep, reverse_sweep
+from .sweeps import forward_sweep, reverse_jacobian, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
 
@@ -124,7 +123,8 @@ def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
     array([[1., 2., 0., 0., 1., 0.],
            [0., 0., 1., 2., 0., 1.]])
     """
-    # only the matrix is wanted, so sweeps need not hold every vertex's values
+    if method == "reverse" and order is max_paths is max_products is max_intermediates is None:
+        return reverse_jacobian(g)    # the matrix alone: no counts, no values kept
     return accumulate(g, method=method, order=order, max_paths=max_paths,
                       keep_values=False, max_products=max_products,
                       max_intermediates=max_intermediates).jacobian

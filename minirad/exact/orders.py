@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
+from ..graph.lcg import takes_graph_or_function
 from ..graph.operators import OPERATORS
 
 __all__ = ["CHAIN_LIMIT", "OPTIMAL_LIMIT", "ChainOrder", "chain_labels", "chain_vertices",

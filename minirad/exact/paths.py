@@ -55,9 +55,8 @@ from numbers import Integral
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import COUNTS, FLOATS, Algebra, forward, path_label, reverse, walk
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from ..graph.operators import Identity
 from . import _engines
 from .overflow import check_finite

@@ -81,14 +81,13 @@ from numbers import Integral
 import numpy as np
 
 from ..graph import labels
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from . import _engines, cotangents
 from .overflow import check_finite
-from .result import Accumulation, check_size
+from .result import JACOBIAN_LIMIT, Accumulation, check_size
 
-__all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_sweep",
-           "vjp"]
+__all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_jacobian",
+           "reverse_sweep", "vjp"]
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 
@@ -115,7 +114,8 @@ def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
     """
     chosen = select(g, wrt, g.inputs, "input")
     values, jac, counts = sweep(g, chosen, g.outputs, True, keep_values, engine)
-    check_finite(g, jac, "forward", columns=chosen)
+    if not np.isfinite(jac).all():    # names the vertex where it went wrong
+        check_finite(g, jac, "forward", columns=chosen)
     return Accumulation(jac, None, None, "forward", tangents=values, seeds=chosen,
                         shapes=_shapes(g, g.outputs, chosen), counts=counts)
 
@@ -143,15 +143,31 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
     chosen = select(g, outputs, g.outputs, "output")
     columns = select(g, wrt, g.inputs, "input")
     run = None
-    if not cotangents.check_options(in_place, lazy):
+    if (in_place is not False or lazy is not False) and not cotangents.check_options(
+            in_place, lazy):
         def run(h, seeds):
             return cotangents.reverse_accumulation(
                 h, seeds, wanted=None if keep_values else columns, in_place=in_place,
                 lazy=lazy)
     values, jac_t, counts = sweep(g, chosen, columns, False, keep_values, engine, run)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
+    if not np.isfinite(jac_t).all():   # names the vertex where it went wrong
+        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
     return Accumulation(jac_t.T, None, None, "reverse", adjoints=values, seeds=chosen,
                         shapes=_shapes(g, chosen, columns), counts=counts)
+
+
+def reverse_jacobian(g: LCG) -> np.ndarray:
+    """The Jacobian alone, by :func:`reverse_sweep`'s sweeps, keeping no values and
+    counting nothing: what :func:`minirad.jacobian` runs by default.
+
+    >>> from minirad import examples
+    >>> reverse_jacobian(examples.lecture()).round(3)
+    array([[5.5  , 1.716]])
+    """
+    _, jac_t, _ = sweep(g, g.outputs, g.inputs, False, False, "auto")
+    if not np.isfinite(jac_t).all():   # names the vertex where it went wrong
+        check_finite(g, jac_t.T, "reverse", direction="reverse")
+    return jac_t.T
 
 
 # Without values to keep, seeds are swept in blocks of about this many values, so the
@@ -172,9 +188,10 @@ def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, ru
         return _fast(g, chosen, far, forward, keep_values, engine)
     recurrence = run or (labels.forward if forward else labels.reverse)
     far_at = _offsets(g, far)
-    sizes = [g.size(v) for v in chosen]
-    check_size(far_at[-1], sum(sizes))
-    entries = sum(g.size(v) for v in range(g.n_vertices))
+    sizes = [math.prod(g.shapes[v]) for v in chosen]
+    if far_at[-1] * sum(sizes) > JACOBIAN_LIMIT:   # refused before it is allocated
+        check_size(far_at[-1], sum(sizes))
+    entries = sum(math.prod(g.shapes[v]) for v in range(g.n_vertices))
     if keep_values and sum(sizes) * entries > _KEPT_VALUES:
         raise ValueError(f"keeping the values of every vertex for {sum(sizes):,} seeds takes "
                          f"{sum(sizes) * entries:,} numbers, above the limit of "
@@ -183,12 +200,12 @@ def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, ru
     ends = np.zeros((far_at[-1], sum(sizes)))
     kept = [[] for _ in range(g.n_vertices)]
     multiplications = additions = column = 0
-    widest = max((g.size(v) for v in range(g.n_vertices)), default=1)
+    widest = max((math.prod(g.shapes[v]) for v in range(g.n_vertices)), default=1)
     for s, size in zip(chosen, sizes):
         step = size if keep_values else max(1, min(size, _BLOCK_VALUES // widest))
         for lo in range(0, size, step):
             hi = min(size, lo + step)
-            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shape(s))
+            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shapes[s])
             with np.errstate(over="ignore", invalid="ignore"):   # checked by the caller
                 swept = recurrence(g, {s: unit})
             multiplications += swept.multiplications
@@ -198,7 +215,7 @@ def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, ru
                     ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
                         swept.values[v], (hi - lo, -1)).T
             for v, value in enumerate(swept.values if keep_values else ()):
-                kept[v].append(np.zeros((hi - lo,) + g.shape(v), g.dtype(v)) if value is None
+                kept[v].append(np.zeros((hi - lo,) + g.shapes[v], g.dtypes[v]) if value is None
                                else np.asarray(value))
             column += hi - lo
     values = _kept(g, kept) if keep_values else None
@@ -208,7 +225,7 @@ def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, ru
 def _kept(g: LCG, kept):
     """Per-vertex values as a sweep returns them: an ``(n_vertices, n_seeds)`` array on a
     graph of numbers, else one ``(n_seeds,) + shape`` array per vertex."""
-    values = tuple(np.concatenate(parts) if parts else np.zeros((0,) + g.shape(v), g.dtype(v))
+    values = tuple(np.concatenate(parts) if parts else np.zeros((0,) + g.shapes[v], g.dtypes[v])
                    for v, parts in enumerate(kept))
     if g.algebra is labels.FLOATS:
         return np.array(values, dtype=np.float64).reshape(g.n_vertices, -1)
@@ -218,7 +235,8 @@ def _kept(g: LCG, kept):
 def _fast(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str):
     """:func:`sweep` on a graph of numbers by a fast engine, in blocks of seeds."""
     n, k = g.n_vertices, len(chosen)
-    check_size(len(far), k)
+    if len(far) * k > JACOBIAN_LIMIT:
+        check_size(len(far), k)
     block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
     values = np.zeros((n, 0)) if keep_values else None
     ends = np.empty((len(far), k))
@@ -332,11 +350,11 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
     [array([[2., 2.],
            [2., 2.]], dtype=float32)]
     """
-    if len(g.outputs) != 1 or g.shape(g.outputs[0]) != ():
+    if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
-                         f"of shapes {[g.shape(v) for v in g.outputs]}; use vjp")
+                         f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
     y = g.outputs[0]
-    return _pulled(g, {y: np.ones((), dtype=g.dtype(y))}, (), engine, wrt, in_place, lazy)
+    return _pulled(g, {y: np.ones((), dtype=g.dtypes[y])}, (), engine, wrt, in_place, lazy)
 
 
 def _pulled(g: LCG, seeds: dict, stack: tuple, engine, wrt, in_place: bool, lazy: bool):
@@ -390,14 +408,14 @@ def select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
 def _offsets(g: LCG, vertices) -> list[int]:
     starts = [0]
     for v in vertices:
-        starts.append(starts[-1] + g.size(v))
+        starts.append(starts[-1] + math.prod(g.shapes[v]))
     return starts
 
 
 def _shapes(g: LCG, rows, columns):
     if g.algebra is labels.FLOATS:
         return None
-    return tuple(g.shape(v) for v in rows), tuple(g.shape(v) for v in columns)
+    return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
 
 
 def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
@@ -424,7 +442,7 @@ def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
         if array.dtype.kind not in "biuf":
             raise TypeError(f"the entry of {name} for {g.names[v]} must be an array of real "
                             f"numbers, not {type(entry).__name__}")
-        shape = g.shape(v)
+        shape = g.shapes[v]
         lead = array.shape[:array.ndim - len(shape)]
         if array.ndim < len(shape) or array.shape[len(lead):] != shape or (
                 stack is not None and lead != stack):
@@ -443,6 +461,6 @@ def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
 
 def _results(g: LCG, values, vertices, stack: tuple) -> list:
     """The swept values at ``vertices`` in the form of the module docstring."""
-    found = [np.zeros(stack + g.shape(v), dtype=g.dtype(v)) if values[v] is None
+    found = [np.zeros(stack + g.shapes[v], dtype=g.dtypes[v]) if values[v] is None
              else np.asarray(values[v]) for v in vertices]
     return [float(x) if x.ndim == 0 else x for x in found]

@@ -59,10 +59,9 @@ import zlib
 import numpy as np
 
 from . import operators as O
-from .calls import takes_graph_or_function
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
-from .lcg import LCG, value_key
+from .lcg import LCG, takes_graph_or_function, value_key
 from .patches import ProjectedPatches, SampledPatches
 
 __all__ = ["ARRAY_COST", "MAX_BYTES", "TEXT_COST", "load_graph", "save_graph",

@@ -43,6 +43,7 @@ LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import re
@@ -147,7 +148,7 @@ class LCG:
     """
 
     __slots__ = (
-        "names", "ops", "values", "_shapes", "_dtypes", "sources", "targets", "_labels",
+        "_names", "_ops", "values", "_shapes", "_dtypes", "sources", "targets", "_labels",
         "inputs", "outputs", "injections", "_memos",
     )
 
@@ -326,13 +327,14 @@ class LCG:
         of numbers, else read-only arrays (floats among them are numbers)."""
         g = cls.__new__(cls)
         src, dst = np.array(sources, dtype=np.int64), np.array(targets, dtype=np.int64)
-        if all(np.shape(x) == () for x in values):   # numbers, 1 x 1 blocks among them
-            if not all(type(x) is float for x in values):
-                values = [float(x) for x in values]
-                labels = functools.partial(_as_floats, labels)
-            elif not callable(labels):
+        if all(type(x) is float for x in values):     # numbers
+            if not callable(labels):
                 labels = _label_storage(labels, True)
             g._set(names, ops, np.array(values, dtype=np.float64), src, dst, labels,
+                   tuple(inputs), tuple(outputs))
+        elif all(np.shape(x) == () for x in values):   # numbers as arrays of shape ()
+            labels = functools.partial(_as_floats, labels)
+            g._set(names, ops, np.array([float(x) for x in values]), src, dst, labels,
                    tuple(inputs), tuple(outputs))
         else:
             values = tuple(x if isinstance(x, np.ndarray) else np.asarray(x, dtype=np.float64)
@@ -346,8 +348,10 @@ class LCG:
         for array in (values, src, dst, labels):
             if isinstance(array, np.ndarray):
                 array.flags.writeable = False
-        self.names = names if isinstance(names, VertexNames) else tuple(names)
-        self.ops = ops if isinstance(ops, VertexOps) else tuple(ops)
+        # a traced graph's names and operations may come as functions: worked out when read
+        self._names = names if callable(names) or isinstance(names, VertexNames) else tuple(
+            names)
+        self._ops = ops if callable(ops) or isinstance(ops, VertexOps) else tuple(ops)
         self.values = values
         # a traced program of numbers has millions of vertices, all of shape () and float64:
         # those two columns are written out only if someone reads them
@@ -473,6 +477,22 @@ class LCG:
 
     # ------------------------------------------------------- edge labels
     @property
+    def names(self) -> Sequence[str]:
+        """The vertices' names, in vertex order (a tuple, or a sequence that behaves
+        as one: :class:`minirad.graph.names.VertexNames`)."""
+        if callable(self._names):
+            self._names = self._names()
+        return self._names
+
+    @property
+    def ops(self) -> Sequence[str]:
+        """The operation that made each vertex, as a template over its predecessors
+        (``"sin({0})"``), ``"input"`` for an input, ``""`` where unknown."""
+        if callable(self._ops):
+            self._ops = self._ops()
+        return self._ops
+
+    @property
     def labels(self):
         """The edge labels, in edge order: floats (a read-only float64 array) on a graph
         of numbers, floats and Jacobian blocks otherwise.  A traced graph works them
@@ -506,14 +526,15 @@ class LCG:
     # ---------------------------------------------------------------- queries
     @property
     def n_vertices(self) -> int:
-        return len(self.names)
+        # a traced graph's names are worked out when read; its values are always there
+        return len(self.values) if callable(self._names) else len(self._names)
 
     @property
     def n_edges(self) -> int:
         return len(self.sources)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self.n_vertices
 
     @property
     def shapes(self) -> Sequence[tuple]:
@@ -873,6 +894,94 @@ class LCG:
 
 
 # ------------------------------------------------------- functions over an LCG
+# the one tracer, set by minirad.tracing when it is imported
+_TRACERS: list[Callable] = []
+
+
+def use_tracer(trace: Callable) -> None:
+    """Tell :func:`takes_graph_or_function` how to turn a function into an LCG.
+
+    Parameters
+    ----------
+    trace : callable
+        ``trace(f, *point)`` returns the LCG of ``f`` at ``point``;
+        :mod:`minirad.tracing` passes :func:`minirad.trace`.
+
+    Returns
+    -------
+    None
+    """
+    _TRACERS[:] = [trace]
+
+
+def takes_graph_or_function(function: Callable) -> Callable:
+    """Let ``function(g, ...)`` also be called as ``function(f, *point, **options)``.
+
+    Parameters
+    ----------
+    function : callable
+        A function whose first parameter is an LCG.
+
+    Returns
+    -------
+    callable
+        The same function, which also takes a Python function and the point
+        to trace it at in place of the LCG (then the options by keyword).
+        ``inspect.signature`` and ``help`` show ``function``'s own.
+
+    Raises
+    ------
+    TypeError
+        When called with something that is neither an LCG nor a callable,
+        or with a function but no point.
+
+    Examples
+    --------
+    >>> @takes_graph_or_function
+    ... def size(g, scale=1):
+    ...     return g.n_vertices * scale
+    >>> size(lambda x, y: x * y + y, 2.0, 3.0, scale=10)
+    40
+    >>> size(lambda x: x)
+    Traceback (most recent call last):
+    ...
+    TypeError: size(f, ...) needs the point to trace the function at, e.g. size(f, 2.0, 5.0)
+    >>> size(3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: size works on an LCG (...) or on a function and the point to trace it at, not int
+    """
+    name = function.__name__
+    parameters = inspect.signature(function).parameters.values()
+    # how many positional arguments may follow the graph (None: any number)
+    room = None if any(p.kind is p.VAR_POSITIONAL for p in parameters) else sum(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters) - 1
+
+    @functools.wraps(function)
+    def on_graph_or_function(g, *args, **kwargs):
+        if isinstance(g, LCG):
+            if room is not None and len(args) > room:
+                raise TypeError(f"{name} got an LCG and {len(args)} more positional "
+                                f"argument(s), but takes {room}: a point to trace at goes "
+                                f"with a function, {name}(f, 2.0, 5.0), and options go by "
+                                f"keyword")
+            return function(g, *args, **kwargs)
+        if callable(g):
+            if not args:
+                raise TypeError(f"{name}(f, ...) needs the point to trace the function at, "
+                                f"e.g. {name}(f, 2.0, 5.0)")
+            if not _TRACERS:
+                raise TypeError(f"{name} was given a function, but no tracer is set up; "
+                                f"import minirad")
+            return function(_TRACERS[0](g, *args), **kwargs)
+        raise TypeError(f"{name} works on an LCG (minirad.trace(f, *point), LCG.from_edges) "
+                        f"or on a function and the point to trace it at, not "
+                        f"{type(g).__name__}")
+
+    on_graph_or_function.takes_graph_or_function = True
+    return on_graph_or_function
+
+
 def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
     """A new graph: ``g`` with the edges of ``labels`` (edge number -> label)
     carrying new labels, and ``injections`` (records, see

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calls import takes_graph_or_function
-from .lcg import LCG, value_key
+from .lcg import LCG, takes_graph_or_function, value_key
 from .operators import FROM_SHAPES
 
 

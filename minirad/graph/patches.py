@@ -202,7 +202,7 @@ class SampledPatches(_ReducedPatches):
             bits = values.size * values.dtype.itemsize * 8 + picks.size * index_bits(d)
             retained = (Retained(fresh_key("sampled"), bits,
                                  what=f"{k} sampled image entries per row and their indices"),)
-        self.retained = tuple(retained)
+        self._retained = tuple(retained)
         self.picks, self.values, self.scale = picks, values, _checked_scale(scale)
         self.method, self.k = str(method), k
 

@@ -13,8 +13,7 @@ import math
 
 import numpy as np
 
-from .calls import takes_graph_or_function
-from .lcg import INPUT, LCG
+from .lcg import INPUT, LCG, takes_graph_or_function
 from .operators import DENSE_LIMIT, Dense
 
 #: the largest scalar graph ``scalarize`` builds (scalar edges)

@@ -171,7 +171,8 @@ _TABLE1_SLIPS = {
 
 
 @exercise("8.1", "Table 1 by hand", takes=("table1_bytes",), points=3, minutes=25, seconds=30,
-          reference=("minirad.studies.nn.memory:total_bytes", "minirad.studies.nn.memory:table1_rows",
+          reference=("minirad.studies.nn.memory:total_bytes",
+                     "minirad.studies.nn.memory:table1_rows",
                      "minirad.studies.nn.graph:table1_from_graph"),
           cases=_table1_cases, probe=_probe_table1,
           passed="Table 1's accounting agrees with minirad on {n} groups of (network, "

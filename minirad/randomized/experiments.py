@@ -22,9 +22,8 @@ import numpy as np
 
 from ..exact.jacobians import jacobian
 from ..examples import independent_paths, interleaved
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels
+from ..graph.lcg import LCG, levels, takes_graph_or_function
 from ..graph.scalarize import from_chain, scalarize
 from ..rng import seed_from
 from .injection import injection_variance

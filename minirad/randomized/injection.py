@@ -52,8 +52,7 @@ import math
 import numpy as np
 
 from .._arguments import number_of_estimates
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, relabelled
+from ..graph.lcg import LCG, relabelled, takes_graph_or_function
 from ..graph.operators import (
     Composed,
     Diagonal,

@@ -78,9 +78,8 @@ from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, reachable
+from ..graph.lcg import LCG, levels, reachable, takes_graph_or_function
 from ..graph.operators import Diagonal, compose
 from ..rng import as_generator as _rng
 from . import _batches as _path_batches

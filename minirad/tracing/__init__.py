@@ -16,7 +16,7 @@
   tape, without running the program.
 """
 
-from ..graph.calls import use_tracer
+from ..graph.lcg import use_tracer
 
 # rules and the modules beside it fill the table of numpy's names
 from . import contractions, linalg, ops, rearrange, reductions, rules  # noqa: F401

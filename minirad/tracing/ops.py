@@ -482,53 +482,6 @@ class NonFiniteError(ValueError):
     """An operation produced a value or partial that is not a finite number."""
 
 
-class ComparesValues:
-    """Comparisons (and truth) that read the values: mixed into
-    :class:`~minirad.tracing.dual.Dual`, which keeps its number in ``.value``
-    (a traced value compares the same way, and writes the read down for replay).  An LCG is the linearization at the traced point, where a
-    comparison is a constant, so ``x > 0`` is a plain ``bool`` and the program's
-    ``if`` follows the trace.  Hashing stays by identity: two equal values are
-    still two vertices.
-
-    >>> class Number(ComparesValues):
-    ...     __slots__ = ("value",)
-    ...     def __init__(self, value):
-    ...         self.value = value
-    >>> Number(2.0) > 1, Number(2.0) == Number(2.0), Number(2.0) <= 1.5
-    (True, True, False)
-    """
-
-    __slots__ = ()
-
-    def __lt__(self, other):
-        return self.value < value_of(other)
-
-    def __le__(self, other):
-        return self.value <= value_of(other)
-
-    def __gt__(self, other):
-        return self.value > value_of(other)
-
-    def __ge__(self, other):
-        return self.value >= value_of(other)
-
-    def __eq__(self, other):
-        return self.value == value_of(other)
-
-    def __ne__(self, other):
-        return self.value != value_of(other)
-
-    def __bool__(self):   # `if x:` reads the value too
-        return bool(self.value != 0.0)
-
-    __hash__ = object.__hash__
-
-
-def value_of(x):
-    """The number of a traced value or dual (:class:`ComparesValues`); anything else as is."""
-    return x.value if isinstance(x, ComparesValues) else x
-
-
 def _call(op: Op, args: tuple) -> str:
     return f"{op.name}({', '.join(repr(float(a)) for a in args)})"
 

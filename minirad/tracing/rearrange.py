@@ -31,14 +31,12 @@ import functools
 import numpy as np
 
 from ..graph.operators import Broadcast, Gather, SumAxes, compose
-from . import rules
 from .reductions import rebuilt
 from .rules import (
     Rule,
     check_entries,
     plain,
     refuse_options,
-    register,
     register_rules,
     reshape,
     transpose,

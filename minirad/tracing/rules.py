@@ -67,6 +67,7 @@ from .tracer import (
     record,
 )
 
+
 @dataclass(frozen=True, eq=False)
 class Rule:
     """An array operation: its value, and each operand's Jacobian block."""
@@ -99,19 +100,21 @@ def _matmul_value(a, b, gathered=None):
 
 
 def _matmul_block(i, values, y, edge, gathered=None):
-    other = values[1 - i]
-    side = "right" if i == 0 else "left"
-    kept = edge.kept("b" if i == 0 else "a")
     # by a parameter (an input of the graph), nothing more is kept; by an intermediate
     # value (an activation), that value is: the outer-product edge of a weight gradient
-    kind = MatMul if all(r.what == "input" for r in kept) else Outer
-    if gathered is not None and i == 0:   # patches of a constant image: rebuilt from it
-        source = gathered[0]
-        kept = (Retained(f"patches:{edge.target}", kept[0].nbits, recompute_from=
-                         f"image:{edge.target}", source_bits=source.nbytes * 8,
-                         what="patches"),)
-    return kind(np.asarray(other, dtype=y.dtype), side, np.shape(values[i]), kept,
+    kind = MatMul if edge.parameter(1 - i) else Outer
+    return kind(np.asarray(values[1 - i], dtype=y.dtype), "right" if i == 0 else "left",
+                np.shape(values[i]), lambda: _matmul_kept(i, edge, gathered),
                 edge.gathered(1 - i) or (gathered if i == 0 else None))
+
+
+def _matmul_kept(i, edge, gathered):
+    kept = edge.kept("b" if i == 0 else "a")
+    if gathered is not None and i == 0:   # patches of a constant image: rebuilt from it
+        kept = (Retained(f"patches:{edge.target}", kept[0].nbits, recompute_from=
+                         f"image:{edge.target}", source_bits=gathered[0].nbytes * 8,
+                         what="patches"),)
+    return kept
 
 
 MATMUL = Rule("matmul", "{0} @ {1}", _matmul_value, _matmul_block, ("b", "a"))
@@ -382,8 +385,8 @@ def _join(how):
 # ------------------------------------------------------------ where and clip
 def _where_block(i, values, y, edge, condition):
     chosen = np.broadcast_to(condition if i == 0 else ~condition, y.shape)
-    return elementwise_block(chosen, values[i], y, Retained(
-        f"mask:{edge.target}.{i}", int(y.size), what="where condition"))
+    return elementwise_block(chosen, values[i], y, (Retained(
+        f"mask:{edge.target}.{i}", int(y.size), what="where condition"),))
 
 
 WHERE = Rule("where", "where(c, {0}, {1})",

@@ -45,6 +45,7 @@ v6 = v4 - v5   = 11.652071455223084    dv6/dv4 = 1.0, dv6/dv5 = -1.0   (output y
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from array import array
 from numbers import Real
@@ -64,7 +65,7 @@ from ..graph.operators import (
     Retained,
     compose,
 )
-from .naming import argument_positions, named_vertices, parameter_names
+from .naming import named_vertices
 from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array
 
 COPY = OPS["copy"]
@@ -566,6 +567,41 @@ class Recording(NamedTuple):
     several: bool
 
 
+def parameter_names(f, count: int) -> list[str]:
+    """Names for ``count`` arguments of ``f``: its parameter names where it has
+    them (``*args`` numbered), ``x0, x1, ...`` beyond."""
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for p in parameters:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind is p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
+    names.extend(f"x{j}" for j in range(len(names), count))
+    return names[:count]
+
+def argument_positions(wrt, count: int) -> list[int]:
+    """``wrt`` (positions of the arguments to differentiate by, or one position, or
+    None for all ``count``) as a sorted list, checked."""
+    if wrt is None:
+        return list(range(count))
+    if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, (bool, np.bool_)):
+        wrt = [wrt]
+    try:
+        wrt = list(wrt)
+    except TypeError:
+        raise TypeError(f"wrt must list argument positions, not {wrt!r}") from None
+    for position in wrt:
+        if isinstance(position, (bool, np.bool_)) or not isinstance(
+                position, (int, np.integer)) or not 0 <= position < count:
+            valid = f"0..{count - 1}" if count else "none (no arguments)"
+            raise ValueError(f"wrt must list argument positions {valid}, not {position!r}")
+    return sorted(set(int(p) for p in wrt))
+
+
 def is_data(arg) -> bool:
     """Whether an argument not differentiated is traced as data: a number or an array."""
     return (isinstance(arg, np.ndarray) and arg.dtype.kind in "biuf") or (
@@ -718,15 +754,24 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
                 partials.append(number_label(tape, t, positions))
             else:
                 edges.append((t, o, positions))
+    values = [tape.values[t] for t in tape_of]
+    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
+    return LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
+                                        n_inputs, input_names, several),
+                      sources, targets, edge_labels, range(n_inputs),
+                      [vertex[t] for t in outputs], values,
+                      lambda: VertexOps(*templates(tape, tape_of)))
+
+
+def vertex_names(tape: Tape, tape_of, vertex, outputs, n_inputs, input_names, several):
+    """The names of a traced graph's vertices (worked out when first read): inputs after
+    the function's parameters, outputs ``y``, names given by :func:`name`, and
+    ``v<number>`` for the rest (:mod:`minirad.tracing.naming`)."""
     names = named_vertices(len(tape_of), input_names, [vertex[t] for t in outputs], several)
     for t, name in tape.names.items():
         if t >= n_inputs and vertex[t] >= 0 and vertex[t] not in names:
             names[vertex[t]] = name
-    values = [tape.values[t] for t in tape_of]
-    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
-    return LCG.traced(VertexNames(len(values), names), sources, targets, edge_labels,
-                      range(n_inputs), [vertex[t] for t in outputs], values,
-                      VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
+    return VertexNames(len(tape_of), names)
 
 
 def number_label(tape: Tape, t: int, positions) -> float:
@@ -786,7 +831,7 @@ def labels(tape: Tape, edges, vertex):
 
 def _labels(tape: Tape, edges, vertex):
     out = []
-    for t, o, positions in edges:
+    for t, _, positions in edges:
         rule, operands, params = tape.steps[t]
         if type(tape.values[t]) is float and isinstance(rule, Op):   # a number: its partial
             out.append(number_label(tape, t, positions))
@@ -821,16 +866,17 @@ def elementwise(op: Op, i: int, values, y, edge):
     if not (type(d) is bool or np.isfinite(d).all()):
         raise ValueError("a partial that is not finite")   # named by the caller
     if isinstance(d, np.ndarray) and d.dtype == np.bool_:   # kept as bits, or rebuilt
-        return elementwise_block(d, values[i], y, Retained(
+        return elementwise_block(d, values[i], y, (Retained(
             f"mask:{edge.target}.{i}", int(y.size), recompute_from=value_key(edge.target),
-            source_bits=y.nbytes * 8, what="mask"))
-    return elementwise_block(d, values[i], y, *edge.kept(op.keeps[i] if i < len(op.keeps)
-                                                          else ""))
+            source_bits=y.nbytes * 8, what="mask"),))
+    words = op.keeps[i] if i < len(op.keeps) else ""
+    return elementwise_block(d, values[i], y, lambda: edge.kept(words))
 
 
-def elementwise_block(d, x, y, *kept: Retained):
+def elementwise_block(d, x, y, kept=()):
     """The Jacobian block ``diag(d)`` (``d`` broadcast to ``y``'s shape; a bit mask
-    when boolean, nothing when 1) taking ``x`` to ``y``, broadcast included."""
+    when boolean, nothing when 1) taking ``x`` to ``y``, broadcast included; ``kept``
+    are its :class:`Retained` records (or a function giving them, asked when needed)."""
     spread = Identity(y.shape, y.dtype) if np.shape(x) == y.shape else Broadcast(
         np.shape(x), y.shape, y.dtype)
     if isinstance(d, np.ndarray) and d.dtype == np.bool_:
@@ -870,12 +916,8 @@ class Edge:
             if type(o) is not int:
                 records.append(Retained(f"const:{self.t}.{j}", bits, what=word))
                 continue
-            root = o    # follow moves back to the value they moved
-            while tape.steps[root] is not None and getattr(tape.steps[root][0], "moves", False) \
-                    and type(tape.steps[root][1][0]) is int:
-                root = tape.steps[root][1][0]
-            # an input's value, or entries moved from one: a parameter the caller keeps
-            what = "input" if tape.steps[root] is None and tape.active[root] else word
+            root = self.root(o)
+            what = "input" if j < len(operands) and self.parameter(j) else word
             if root == o:
                 records.append(Retained(self.key(o), bits, what=what))
             else:
@@ -884,6 +926,25 @@ class Edge:
                                         source_bits=int(source.size) * source.dtype.itemsize * 8,
                                         what=what))
         return tuple(records)
+
+    def root(self, o: int) -> int:
+        """The value the value at tape position ``o`` was moved from (by rules that only
+        move entries, ``Rule.moves``: a reshape, a transpose), or ``o`` itself."""
+        steps = self.tape.steps
+        while steps[o] is not None and getattr(steps[o][0], "moves", False) and type(
+                steps[o][1][0]) is int:
+            o = steps[o][1][0]
+        return o
+
+    def parameter(self, j: int) -> bool:
+        """Whether operand ``j`` is a number or a parameter (an input's value, or entries
+        moved from one): what the caller keeps anyway."""
+        o = self.operands[j]
+        if type(o) is not int:
+            return np.ndim(o) == 0
+        root = self.root(o)
+        return np.ndim(self.tape.values[o]) == 0 or (
+            self.tape.steps[root] is None and self.tape.active[root])
 
     def key(self, o: int) -> str:
         """The key of the value at tape position ``o``."""

@@ -20,8 +20,8 @@ from minirad.exact.sweeps import gradient as full_gradient
 from minirad.studies.pde import Reactor, initial_theta
 from minirad.studies.pde.graph import pde_graph
 from minirad.tracing import name
-from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import softmax_cross_entropy
 
 
 def schedules(n):

@@ -567,8 +567,8 @@ def lab8_graph():
     them bias additions, with the labels that used to be printed over each other."""
     from minirad import trace
     from minirad.tracing import name
-    from minirad.tracing.rules import softmax_cross_entropy
     from minirad.tracing.ops import relu
+    from minirad.tracing.rules import softmax_cross_entropy
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 6)).astype(np.float32)

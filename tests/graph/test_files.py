@@ -24,8 +24,8 @@ from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Added, Dense, Identity, ProjectedMatMul
 from minirad.randomized.injection import inject_edge, inject_vertex, sample_activations
 from minirad.tracing import name
-from minirad.tracing.rules import avg_pool2d, conv2d, matmul, softmax, softmax_cross_entropy
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import avg_pool2d, conv2d, matmul, softmax, softmax_cross_entropy
 
 
 def full_jacobian(g):

@@ -49,8 +49,8 @@ from minirad.randomized.injection import (
 )
 from minirad.randomized.sampling import path_sampling_variance
 from minirad.tracing import name
-from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 
 LAWS = ("sample", "rademacher")
 

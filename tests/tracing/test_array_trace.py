@@ -12,9 +12,8 @@ from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient, jvp, vjp
 from minirad.graph.memory import retained_memory
 from minirad.graph.scalarize import scalarize
-from minirad.tracing import name
-from minirad.tracing.rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 from minirad.tracing.ops import relu, sigmoid
+from minirad.tracing.rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 
 RNG = np.random.default_rng(3)
 

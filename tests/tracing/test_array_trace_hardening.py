@@ -13,10 +13,10 @@ import minirad
 from minirad import ops, trace
 from minirad.graph.files import load_graph, save_graph
 from minirad.tracing import rules
-from minirad.tracing.rules import avg_pool2d, conv2d
-from minirad.tracing.tracer import MAX_AXES
 from minirad.tracing.catalog import DOMAINS
 from minirad.tracing.ops import OPS, UFUNCS, evaluate, evaluate_array
+from minirad.tracing.rules import avg_pool2d, conv2d
+from minirad.tracing.tracer import MAX_AXES
 
 RNG = np.random.default_rng(26)
 

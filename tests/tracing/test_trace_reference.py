@@ -11,7 +11,6 @@ bit; where evaluate refuses an operation, the trace must refuse it, naming it.
 import math
 
 import numpy as np
-import pytest
 
 from minirad import ops, trace
 from minirad.tracing.ops import OPS, NonFiniteError, Op, evaluate

@@ -33,10 +33,9 @@ from ...graph.memory import retained_memory
 from ...randomized.injection import inject_edge
 from ...rng import as_generator
 from ...tracing import name, replay, trace
-from ...tracing.naming import parameter_names
 from ...tracing.ops import relu
-from ...tracing.replay import recording
 from ...tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
+from ...tracing.tracer import parameter_names
 
 __all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
