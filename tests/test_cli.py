@@ -629,7 +629,7 @@ def test_study_pde_refuses_a_run_it_cannot_finish(tmp_path, capsys, monkeypatch,
     """Issue 39: --iterations 10**12 was accepted and ran indefinitely. The estimate errs
     short (SECONDS_PER_STEP a step and member, the oracle below), so what is refused cannot
     finish in --max-days; nothing starts (the study is a stand-in that records a call)."""
-    import minirad.studies.pde_figures as pde_figures
+    import minirad.studies.pde.study as pde_figures
 
     ran = []
     monkeypatch.setattr(pde_figures, "run_study", lambda *a, **k: ran.append(a) or [])
@@ -660,7 +660,7 @@ def test_jacobian_refusals_name_the_flags_that_ask_for_more(tmp_path, capsys):
     """Issue 39: each size refusal says how to ask for more; on the command line that is a
     flag, not the library's keyword. Counts from tests/test_paths.py's broom (n(n+1)/2
     products along n paths) and Figure 1 (4 intermediates, optimal cost 5)."""
-    from test_paths import broom
+    from oracles import broom
 
     path = saved(tmp_path, broom(300))
     assert main(["jacobian", path, "--method", "bauer", "--max-products", "45149"]) == 1

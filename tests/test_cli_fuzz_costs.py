@@ -16,19 +16,18 @@ import signal
 import warnings
 
 import pytest
-from test_files_costs import fake_zip64
-from test_paths import broom
+from oracles import broom, fake_zip64
 
 import minirad._arguments
 import minirad.gallery
-import minirad.labs.grade
-import minirad.studies.nn
-import minirad.studies.nn_figures
-import minirad.studies.pde_figures
-import minirad.studies.pde_sampling
+import minirad.labs.grading
+import minirad.studies.nn.figures
+import minirad.studies.nn.study
+import minirad.studies.pde.sampling
+import minirad.studies.pde.study
 from minirad import examples, save_graph
 from minirad.cli import build_parser, main
-from minirad.studies.pde_figures import estimated_seconds
+from minirad.studies.pde.study import estimated_seconds
 
 HOSTILE = ["0", "-1", "nan", "inf", "1e12", "1000000000000"]
 #: options that take a count as text (parsed by the command, not argparse)
@@ -88,13 +87,13 @@ def setting(tmp_path, monkeypatch):
             return {"paths": {}} if name == "nn" else []
         return run
 
-    monkeypatch.setattr(minirad.studies.pde_figures, "run_study", study)
-    monkeypatch.setattr(minirad.studies.pde_sampling, "run_figure",
+    monkeypatch.setattr(minirad.studies.pde.study, "run_study", study)
+    monkeypatch.setattr(minirad.studies.pde.sampling, "run_figure",
                         lambda folder, steps: heavy.append(("fig7a", steps)) or "fig.png")
-    monkeypatch.setattr(minirad.studies.nn, "run_study", stand_in("nn"))
-    monkeypatch.setattr(minirad.studies.nn_figures, "run_figures", stand_in("nn"))
+    monkeypatch.setattr(minirad.studies.nn.study, "run_study", stand_in("nn"))
+    monkeypatch.setattr(minirad.studies.nn.figures, "run_figures", stand_in("nn"))
     monkeypatch.setattr(minirad.gallery, "build_figures", stand_in("figures"))
-    monkeypatch.setattr(minirad.labs.grade, "grade", stand_in("grade"))
+    monkeypatch.setattr(minirad.labs.grading, "grade", stand_in("grade"))
     return made, heavy, tmp_path
 
 

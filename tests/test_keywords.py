@@ -102,6 +102,8 @@ MEANINGS = {
     "refinements": "the factors by which the time step is refined",
     "checkpoint_every": "how many steps lie between checkpoints",
     "max_paths": "the most paths a function enumerates before it refuses",
+    "max_products": "the most multiplications along paths a function does before it refuses",
+    "max_intermediates": "the most intermediates an optimal order's search takes on",
     "max_entries": "the most entries a function holds before it refuses",
     "max_vertices": "the most vertices a function draws before it refuses",
     "max_bytes": "the most bytes a file may hold",

@@ -56,8 +56,8 @@ import math
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..exact.overflow import check_finite
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable
 from .stacked import Layout

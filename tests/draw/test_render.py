@@ -349,7 +349,7 @@ def test_render_elimination_saves_each_step(tmp_path):
 def test_a_drawing_keeps_graphvizs_own_save(tmp_path):
     """Issue 39: Drawing.save overrode graphviz's with another signature, which broke
     graphviz's render (it calls save(filename, directory=...)). graphviz's save writes
-    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save."""
+    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save_drawing."""
     import graphviz
 
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
@@ -372,7 +372,7 @@ def test_save_with_dot(tmp_path):
     png = R.save_drawing(dot, tmp_path / "paths.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = tmp_path / "paths.svg"
-    R.save(dot, svg)
+    R.save_drawing(dot, svg)
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "#0072b2" in svg.read_text().lower()  # the first path's colour is in the picture

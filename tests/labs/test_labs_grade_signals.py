@@ -6,7 +6,7 @@ exercise scores "timed out", and a fresh kernel grades the rest."""
 
 from test_labs_grade import by_number, notebook_of, write
 
-from minirad.labs import grade
+from minirad.labs import grading as grade
 
 DEAF = ("import signal\n\n"
         "def central_difference(f, x, h):\n"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import minirad
-from minirad import LCG, examples, load_graph, memory, save_graph
+from minirad import LCG, examples, load_graph, retained_memory, save_graph
 from minirad.draw.explore import explore
-from minirad.draw.render import render, save
+from minirad.draw.render import render, save_drawing
 
 
 def _rewritten(source, target, change):
@@ -34,12 +34,12 @@ def _retained_keys(manifest):
                                  "value:999999:sample:1", "value:01:sample:1"])
 @pytest.mark.parametrize("field", [0, 2], ids=["key", "source_key"])
 def test_an_archive_whose_retained_value_key_names_no_vertex_is_refused(tmp_path, key, field):
-    """``value:abc`` loaded, then memory() and render failed (int('abc')); ``value:999999``
+    """``value:abc`` loaded, then retained_memory() and render failed (int('abc')); ``value:999999``
     loaded and changed the memory total. ``value:0`` names W1, a vertex of other bits.
     The oracle: the unchanged archive loads and counts what the traced graph counts."""
     g = examples.figure3()          # keeps value:1 (W2), value:3 (a1) and a mask from value:3
     path = save_graph(g, tmp_path / "g.npz")
-    assert memory(load_graph(path)).total == memory(g).total
+    assert retained_memory(load_graph(path)).total == retained_memory(g).total
     keys = [kept[field] for kept in _retained_keys(json.loads(
         np.load(path)["manifest"].tobytes().decode("utf-8")))]
     assert any(isinstance(k, str) and k.startswith("value:") for k in keys)
@@ -74,5 +74,5 @@ def test_a_lone_surrogate_is_refused_where_the_graph_is_made(tmp_path, where):
         g = LCG.from_edges([(name, "y", 2.0)], inputs=[name], outputs=["y"])
         assert load_graph(save_graph(g, tmp_path / "ok.json")).names[0] == name
         explore(g).save(tmp_path / "ok.html")
-        save(render(g), tmp_path / "ok.dot")
+        save_drawing(render(g), tmp_path / "ok.dot")
         assert minirad.jacobian(g).tolist() == [[2.0]]
