@@ -10,6 +10,7 @@ it is reorganised.  autosummary then writes one page per listed name or module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import pkgutil
@@ -134,6 +135,34 @@ def write_pages(package_name: str, folder: Path) -> list[str]:
     for filename, text in pages.items():
         write_if_changed(folder / filename, text)
     return parts
+
+
+STAMP = ".written-from"
+
+
+def fingerprint(package_name: str, *more: Path) -> str:
+    """A hash of the package's source files (and of ``more`` files): what the pages
+    autosummary writes for the package are made from."""
+    package = importlib.import_module(package_name)
+    root = Path(package.__file__).parent
+    digest = hashlib.sha256()
+    for file in sorted(root.rglob("*.py")) + sorted(more):
+        digest.update(str(file).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def unchanged(folder: Path, print_: str) -> bool:
+    """Whether ``folder``'s pages were generated from the fingerprint ``print_``."""
+    stamp = folder / STAMP
+    return stamp.exists() and stamp.read_text(encoding="utf-8") == print_
+
+
+def record(folder: Path, print_: str) -> None:
+    """Note that ``folder``'s pages are now those of the fingerprint ``print_`` (after a build
+    that succeeded, so that a failed one generates them again)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STAMP).write_text(print_, encoding="utf-8")
 
 
 # ------------------------------------------------------------- keywords

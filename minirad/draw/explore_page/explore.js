@@ -189,8 +189,17 @@
       tab.tabIndex = on ? 0 : -1;
       $("panel-" + tab.dataset.mode).hidden = !on;
     });
+    // the open tab is part of the address (figure1.html#sample), so that a link, a
+    // reload or a bookmark opens the page on it
+    if (location.hash.slice(1) !== name) {
+      try { history.replaceState(null, "", "#" + name); } catch (error) { /* a frame without an address */ }
+    }
     redraw();
   }
+  window.addEventListener("hashchange", () => {
+    const wanted = location.hash.slice(1);
+    if (wanted !== mode && available.includes(wanted)) setMode(wanted);
+  });
   const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
   tabs.forEach((tab) => {
     tab.addEventListener("click", () => setMode(tab.dataset.mode));
