@@ -814,7 +814,7 @@ class Drawing(graphviz.Digraph):
     back to :func:`draw_matplotlib` when the ``dot`` program is missing.
     graphviz's own methods keep their meaning and signatures (``.save`` writes
     the DOT text, ``.render`` runs ``dot``): a picture by its extension is
-    :func:`save` ``(drawing, path)``.
+    :func:`save_drawing` ``(drawing, path)``.
     """
 
     lcg: LCG | None = None

@@ -349,7 +349,7 @@ def test_render_elimination_saves_each_step(tmp_path):
 def test_a_drawing_keeps_graphvizs_own_save(tmp_path):
     """Issue 39: Drawing.save overrode graphviz's with another signature, which broke
     graphviz's render (it calls save(filename, directory=...)). graphviz's save writes
-    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save."""
+    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save_drawing."""
     import graphviz
 
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
