@@ -1,0 +1,35 @@
+"""Every committed figure drawn with matplotlib can be read on the site: at the width
+the site shows it, no text is under 8 px high, no two texts overlap, and none is cut
+off (tests/figure_text.py says how it is measured).
+
+The figures of ``figures/`` are drawn by the gallery (``minirad figures``), those of
+the case studies by the studies' commands; here the studies run on tiny
+configurations, which draw the same pictures with fewer points.
+"""
+
+import importlib.util
+
+import pytest
+from figure_text import SITE_WIDTH, problems, watching
+
+from minirad import gallery
+
+pytestmark = pytest.mark.drawing
+
+
+def _check(saved, what):
+    assert saved, f"{what} saved no PNG drawn by matplotlib"
+    report = [f"{what} #{i} ({figure.width:.0f} x {figure.height:.0f} px): {problem}"
+              for i, figure in enumerate(saved) for problem in problems(figure)]
+    assert not report, f"{len(report)} problems at {SITE_WIDTH} px:\n" + "\n".join(report[:40])
+
+
+@pytest.mark.parametrize("entry", gallery.FIGURES, ids=lambda entry: entry.name)
+def test_a_gallery_figure_reads_at_the_site_width(entry, tmp_path):
+    if entry.needs and importlib.util.find_spec(entry.needs[0]) is None:
+        pytest.skip(f"{entry.name} needs {entry.needs[0]}")
+    with watching() as saved:
+        entry.make(str(tmp_path))
+    if not saved:
+        pytest.skip(f"{entry.name} is drawn by graphviz, not matplotlib")
+    _check(saved, entry.name)
