@@ -33,3 +33,47 @@ def test_a_gallery_figure_reads_at_the_site_width(entry, tmp_path):
     if not saved:
         pytest.skip(f"{entry.name} is drawn by graphviz, not matplotlib")
     _check(saved, entry.name)
+
+
+# ------------------------------------------------------------- the case studies
+# the studies on the tiny configurations of their own tests: the same pictures, fewer points
+def test_the_neural_network_study_figures_read_at_the_site_width(tmp_path):
+    from test_studies_nn import tiny
+
+    from minirad.studies import nn
+
+    with watching() as saved:
+        nn.run_study(str(tmp_path), config=tiny(), progress=False)
+    _check(saved, "minirad study nn")
+
+
+def test_the_papers_neural_network_figures_read_at_the_site_width(tmp_path):
+    from test_studies_figures import tiny
+
+    from minirad.studies import nn_figures
+
+    with watching() as saved:
+        nn_figures.run_figures(str(tmp_path), tiny(iterations=4, evaluations=2, seeds=(0, 1)),
+                               progress=False)
+    _check(saved, "minirad study nn --paper-figures")
+
+
+def test_the_pde_study_figures_read_at_the_site_width(tmp_path):
+    import io
+
+    from test_pde_study import TINY
+
+    from minirad.studies import pde_figures
+
+    with watching() as saved:
+        pde_figures.run_study(str(tmp_path), TINY,
+                              progress=pde_figures.Progress(io.StringIO()))
+    _check(saved, "minirad study pde")
+
+
+def test_figure_7a_reads_at_the_site_width(tmp_path):
+    from minirad.studies import pde_sampling
+
+    with watching() as saved:
+        pde_sampling.run_figure(str(tmp_path), n_steps=64)
+    _check(saved, "minirad study pde --paper-figures")
