@@ -244,8 +244,8 @@ def elimination_section(g) -> dict:
     steps.  ``states`` (for at most :data:`MAX_CLICKABLE` intermediates): for every
     set of eliminated intermediates, written as a bit mask over ``intermediates``,
     the step of eliminating each intermediate still there, so that any order can be
-    clicked (the page keeps the graph left by applying the steps' fill-in).  Costs are what the block algebra counts:
-    multiplications of the entries of the blocks.
+    clicked (the page keeps the graph left by applying the steps' fill-in).  Costs are
+    what the block algebra counts: multiplications of the entries of the blocks.
 
     >>> from minirad import examples
     >>> section = elimination_section(examples.figure3())

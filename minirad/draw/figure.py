@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 
 import numpy as np
-
 from matplotlib.figure import Figure as _MatplotlibFigure
 
 __all__ = ["Figure", "place_labels", "png"]
