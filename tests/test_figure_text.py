@@ -8,6 +8,7 @@ configurations, which draw the same pictures with fewer points.
 """
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 from figure_text import SITE_WIDTH, problems, watching
@@ -37,43 +38,49 @@ def test_a_gallery_figure_reads_at_the_site_width(entry, tmp_path):
 
 # ------------------------------------------------------------- the case studies
 # the studies on the tiny configurations of their own tests: the same pictures, fewer points
+def _their_tests(path: str):
+    """A test module of the studies, by its path under tests/ (test folders are not
+    packages)."""
+    location = Path(__file__).resolve().parent / path
+    spec = importlib.util.spec_from_file_location(location.stem + "_configs", location)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_neural_network_study_figures_read_at_the_site_width(tmp_path):
-    from test_studies_nn import tiny
+    from minirad.studies.nn import study
 
-    from minirad.studies import nn
-
+    tiny = _their_tests("studies/nn/test_studies_nn.py").tiny
     with watching() as saved:
-        nn.run_study(str(tmp_path), config=tiny(), progress=False)
+        study.run_study(str(tmp_path), config=tiny(), progress=False)
     _check(saved, "minirad study nn")
 
 
 def test_the_papers_neural_network_figures_read_at_the_site_width(tmp_path):
-    from test_studies_figures import tiny
+    from minirad.studies.nn import figures
 
-    from minirad.studies import nn_figures
-
+    tiny = _their_tests("studies/nn/test_studies_figures.py").tiny
     with watching() as saved:
-        nn_figures.run_figures(str(tmp_path), tiny(iterations=4, evaluations=2, seeds=(0, 1)),
-                               progress=False)
+        figures.run_figures(str(tmp_path), tiny(iterations=4, evaluations=2, seeds=(0, 1)),
+                            progress=False)
     _check(saved, "minirad study nn --paper-figures")
 
 
 def test_the_pde_study_figures_read_at_the_site_width(tmp_path):
     import io
 
-    from test_pde_study import TINY
+    from minirad.studies.pde import study
 
-    from minirad.studies import pde_figures
-
+    tiny = _their_tests("studies/pde/test_pde_study.py").TINY
     with watching() as saved:
-        pde_figures.run_study(str(tmp_path), TINY,
-                              progress=pde_figures.Progress(io.StringIO()))
+        study.run_study(str(tmp_path), tiny, progress=study.Progress(io.StringIO()))
     _check(saved, "minirad study pde")
 
 
 def test_figure_7a_reads_at_the_site_width(tmp_path):
-    from minirad.studies import pde_sampling
+    from minirad.studies.pde import sampling
 
     with watching() as saved:
-        pde_sampling.run_figure(str(tmp_path), n_steps=64)
+        sampling.run_figure(str(tmp_path), n_steps=64)
     _check(saved, "minirad study pde --paper-figures")

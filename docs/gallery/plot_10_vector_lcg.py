@@ -36,7 +36,7 @@ def mlp(X, W1, W2):
 g = minirad.trace(mlp, X, W1, W2, wrt=[1, 2])         # X is data, not a vertex
 print(g)
 print("the graph of examples.figure3():", g.same_as(examples.figure3()))
-print("bytes kept per example:", minirad.memory(g).per_example(3))
+print("bytes kept per example:", minirad.retained_memory(g).per_example(3))
 drawing = minirad.render(
     g, show_ops=True, batch=3,
     title="Figure 3(a): the LCG of a two-layer ReLU MLP, batch of 3, float32\n"
@@ -49,7 +49,7 @@ drawing
 # entries of each example's row: the injected projections are the dashed
 # edges, and the memory falls. The draws continue the same generator.
 sampled = minirad.sample_activations(g, 2, rng=rng)
-print("bytes kept per example:", minirad.memory(sampled).per_example(3))
+print("bytes kept per example:", minirad.retained_memory(sampled).per_example(3))
 sampled_drawing = minirad.render(
     sampled, show_ops=True, batch=3,
     title="The same graph with activation sampling (Sec. 4.2): each stored "
