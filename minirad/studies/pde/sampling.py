@@ -59,7 +59,7 @@ def plot_sampled_states(found: dict, path: str) -> None:
     first steps."""
     from matplotlib.figure import Figure
 
-    from ..draw import palette
+    from ...draw import palette
 
     states, x = found["states"], found["x"]
     first, last = states[0], states[-1]
