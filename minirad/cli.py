@@ -500,6 +500,14 @@ def _graph_to_explore(args):
     return _run_user_code(target, trace, f, *point)
 
 
+def _title_of(target: str) -> str:
+    """The name a page is titled by: the function's (``mymodule:f`` -> ``f``), or the
+    saved graph's file name."""
+    if target.lower().endswith((".json", ".npz")):
+        return os.path.basename(target)
+    return target.rpartition(":")[2]
+
+
 def cmd_explore(args) -> None:
     from .draw.explore import explore
 
@@ -509,7 +517,8 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, n=args.samples, max_vertices=args.max_vertices)
+    page = explore(g, title=args.title or _title_of(args.graph), n=args.samples,
+                   max_vertices=args.max_vertices)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
@@ -867,7 +876,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the point to trace the function at: a number, or 1,2,3 for a vector "
                         "(an array: the page of a graph of arrays, with a Memory panel)")
     p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
-    p.add_argument("--title", help="the page's title (default: the graph's summary)")
+    p.add_argument("--title", help="the page's title (default: the function's name, or the "
+                                   "saved graph's file name)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
     p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")

@@ -20,6 +20,12 @@ nothing fetched when it is opened), with a panel per way of looking at it:
   kept fraction of sampled activations with the memory and the exact
   variance side by side.
 
+On a graph of arrays the Eliminate, Paths and Sample panels work on its
+Jacobian blocks: elimination multiplies blocks (every step minirad's own,
+looked up, since the page cannot multiply operators), a path's product is a
+block, and a sample draws paths through the arrays and then entries inside
+each array it visits (the paper's two levels, both drawn).
+
 Everything shown is computed here by minirad (:mod:`minirad.draw.explore_data`,
 :mod:`minirad.draw.explore_arrays`) and stored in the page as JSON.  The one
 computation the page makes itself is the elimination step of a vertex the
@@ -117,16 +123,19 @@ def _check_options(ks, seeds, n) -> None:
 @takes_graph_or_function
 def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: int = 100,
             max_paths: int = 60, fractions=explore_arrays.FRACTIONS,
-            max_vertices: int = MAX_VERTICES, rng=0) -> Page:
+            max_vertices: int = MAX_VERTICES, rng=0, entries=(None, 1, 2)) -> Page:
     """The explorable page of ``g``, an LCG of numbers or of arrays (at most
     ``max_vertices`` vertices, refused before anything is computed).
 
-    ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
-    precomputed: ``n`` estimates, the first dozen from runs of
-    ``sample_paths`` shown with their draws, the rest from ``sampled_jacobians``);
-    ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the
-    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with a
-    seed, ``rng`` itself or one drawn from it (the page names it).
+    ``title`` heads the page (``minirad explore`` gives the function's name); without
+    one the page is titled by the graph's size.  ``ks`` and ``seeds`` are the menu of
+    the Sample panel (each pair is precomputed: ``n`` estimates, the first dozen from
+    runs of ``sample_paths`` shown with their draws, the rest from
+    ``sampled_jacobians``); on a graph of arrays ``entries`` adds the second level,
+    the entries kept inside each array (``None``: all of them).  ``max_paths`` bounds
+    the paths listed per Jacobian entry (per pair of arrays); ``fractions`` are the
+    kept fractions of the Memory panel's slider, each drawn by ``sample_activations``
+    with a seed, ``rng`` itself or one drawn from it (the page names it).
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
     if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
@@ -146,16 +155,20 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
                     sample=_optional(explore_data.sample_section, g, tuple(ks), tuple(seeds),
                                      n),
                     memory=None)
-    else:  # a graph with arrays: its blocks, the reverse sweep over them and Memory
+    else:  # a graph with arrays: the same panels on its blocks, and Memory
+        _check_options(list(ks), list(seeds), n)
         lines = [[name, shape] for name, shape in zip(g.names, map(
             explore_arrays.shape_text, g.shapes))]
         data = dict(kind="arrays", graph=explore_arrays.graph_section(g),
                     exact=explore_arrays.exact_section(g),
                     memory=explore_arrays.memory_section(g, fractions, rng=seed_from(
                         np.random.default_rng() if rng is None else rng)),
-                    elimination=None, paths=None, sample=None)
+                    elimination=explore_arrays.elimination_section(g),
+                    paths=_optional(explore_arrays.paths_section, g, max_paths),
+                    sample=_optional(explore_data.sample_section, g, tuple(ks), tuple(seeds),
+                                     n, 12, tuple(entries)))
     data["layout"] = _layout_section(g, lines, max_vertices)
-    data["title"] = title or repr(g)
+    data["title"] = title or "an LCG of " + repr(g).removeprefix("LCG(").removesuffix(")")
     return Page(_fill(data), data)
 
 

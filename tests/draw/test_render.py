@@ -679,7 +679,9 @@ def test_blocks_are_drawn_as_their_matrices_and_large_ones_listed():
 
     g = examples.figure3()
     figure = plot_blocks(g)
-    assert len(figure.axes) == g.n_edges
+    blocks = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
+    assert len(blocks) == g.n_edges  # and a colour bar beside each
+    assert len(figure.axes) == 2 * g.n_edges
     first = figure.axes[0].images[0].get_array()
     np.testing.assert_array_equal(first, g.labels[0].to_dense())
     # dh1/dW1 for h1 = X @ W1: I_3 ⊗ ... one entry of X per (h1, W1) pair that meet: 3 x 4 x 5
