@@ -45,7 +45,7 @@ from minirad.checkpoint.schedules import (
     reverse_chain,
     sqrt_every,
 )
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.studies.nn import graph as nn_graph
 from minirad.studies.nn import memory as table1
 from minirad.studies.nn import mlp_numpy
@@ -59,7 +59,7 @@ from minirad.tracing.ops import relu
 #
 # In the LCG of arrays (Lab 7, the paper's Figure 3) every edge carries a
 # linear operator, and each operator lists the arrays its transpose needs:
-# `minirad.memory(g)` adds them up. Take a two-layer network on a
+# `minirad.retained_memory(g)` adds them up. Take a two-layer network on a
 # minibatch of 4 examples with 6 features, 32-bit floats:
 # $h = xW_1 + b_1$, $a = \mathrm{relu}(h)$, logits $= aW_2 + b_2$, and the
 # mean softmax cross-entropy.
@@ -80,7 +80,7 @@ def two_layers(W1, b1, W2, b2):
 
 
 g = trace(two_layers, W1, b1, W2, b2)
-kept = memory(g)
+kept = retained_memory(g)
 print(f"{'edge':<22}{'operator':<11}{'bytes':>6}  why it costs nothing")
 for e in range(g.n_edges):
     edge = f"{g.names[g.sources[e]]} -> {g.names[g.targets[e]]}"
@@ -173,7 +173,7 @@ sampled = nn_graph.inject(traced, "different_sample", 0.1, rng=0)
 for f, graph, which in ((1, traced, "traced"), (0.1, sampled, "injected")):
     per_example = table1_bytes(paper_net, f, 2) - table1_bytes(paper_net, f, 1)
     print(f"per example at f = {f:<3g}: your rule {per_example:.1f} B, the {which} graph "
-          f"{memory(graph).per_example(2):.1f} B")
+          f"{retained_memory(graph).per_example(2):.1f} B")
 
 # %% [markdown]
 # Your rule and the graph agree: Table 1's rule is exactly what an

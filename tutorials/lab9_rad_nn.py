@@ -51,7 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs
-from minirad.graph.memory import memory as graph_memory
+from minirad.graph.memory import retained_memory
 from minirad.studies.nn import convnet_numpy, memory, mlp_numpy
 from minirad.studies.nn import graph as nn_graph
 from minirad.studies.nn.data import mnist_split
@@ -81,9 +81,9 @@ sizes = (784, 100, 10)
 params = mlp_numpy.init_mlp(sizes, rng=0)
 x150, y150 = data.x_train[:150], data.y_train[:150]
 g = nn_graph.traced(nn_graph.mlp_program, params, x150, y150)
-exact_bytes = graph_memory(g)
+exact_bytes = retained_memory(g)
 sampled = nn_graph.inject(g, "different_sample", 0.1, rng=0)
-sampled_bytes = graph_memory(sampled)
+sampled_bytes = retained_memory(sampled)
 print(f"exact reverse sweep keeps   {exact_bytes.total:>9,.0f} bytes")
 print(f"with f = 0.1 sampling keeps {sampled_bytes.total:>9,.0f} bytes "
       f"({sampled_bytes.total / exact_bytes.total:.1%})")

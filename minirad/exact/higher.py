@@ -26,8 +26,8 @@ without any graph: the same recorded reverse pass, run on dual numbers
 >>> hessian(f, 2.0, 5.0).round(4)                            # the Jacobian of G
 array([[-0.25  ,  1.    ],
        [ 1.    , -0.9589]])
->>> hvp(f, 2.0, 5.0, v=[1.0, 0.0]).round(4)                  # its first column, no H formed
-array([-0.25,  1.  ])
+>>> hvp(f, 2.0, 5.0, v=[1.0, 0.0])                           # its first column, no H formed
+[-0.25, 1.0]
 
 The partials are the table's own rules (:func:`minirad.tracing.ops.traced_partials`),
 evaluated on the traced values, so every operation of the table has its
@@ -266,22 +266,27 @@ def hessian(f, *args, wrt=None) -> np.ndarray:
     return jacobian(gradient_graph(f, *args, wrt=wrt))
 
 
-def hvp(f, *args, v, wrt=None) -> np.ndarray:
+def hvp(f, *args, v, wrt=None) -> list:
     """The Hessian-vector product ``H v`` of ``f`` at ``args``, forward over reverse:
-    the reverse pass recorded on dual numbers whose tangents are ``v`` (one entry
-    per input, arrays flattened in C order; or ``(n, k)`` for k vectors at once).
-    No graph and no Hessian are formed: it costs a few gradients.
+    the reverse pass recorded on dual numbers whose tangents are ``v``.  No graph
+    and no Hessian are formed: it costs a few gradients.
+
+    ``v`` and the result take the form of :func:`minirad.jvp`'s on a graph of
+    numbers: one entry per number differentiated (array arguments flattened in C
+    order), a float, or an array of shape ``(k,)`` for k vectors at once.
 
     >>> hvp(lambda x, y: x * x * y, 3.0, 2.0, v=[1.0, 1.0])
-    array([10.,  6.])
+    [10.0, 6.0]
     """
     positions = argument_positions(wrt, len(args))
     flat = _checked(_flat_arguments(args, positions))
     v = np.asarray(v, dtype=float)
     if v.ndim not in (1, 2) or len(v) != len(flat):
-        raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)},) or "
-                         f"k vectors as columns ({len(flat)}, k)")
+        raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)}), "
+                         f"each a number, or an array of shape (k,) for k vectors")
     gradient = recorded_gradient(f, args, positions,
                                  [Dual(float(x), t) for x, t in zip(flat, v)]).gradient
     zero = np.zeros(v.shape[1:])
-    return np.array([g.tangent if isinstance(g, Dual) else zero for g in gradient])
+    rows = [np.asarray(g.tangent if isinstance(g, Dual) else zero, dtype=float)
+            for g in gradient]
+    return [float(row) if row.ndim == 0 else row for row in rows]

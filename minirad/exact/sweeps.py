@@ -22,15 +22,16 @@ multiplications and additions it took (for sweeps, counted when first read).
 Tangents, adjoints and results
 ------------------------------
 :func:`jvp` takes one tangent per input and returns one per output;
-:func:`vjp` takes one adjoint per output and returns one per input.  Each
-side is given, or comes back, in one of two forms, decided by the graph:
-
-* when every vertex of that side is a number: a plain float array, ``(n,)``
-  for one vector, ``(n, k)`` for k tangents as columns (``J @ V``) and
-  ``(k, n)`` for k adjoints as rows (``U @ J``), as in matrix algebra;
-* otherwise: a list with one entry per vertex, an array of the vertex's
-  shape (a float for a number; None for zero when given), every entry with
-  the same optional leading *stack* axes for several products at once.
+:func:`vjp` takes one adjoint per output and returns one per input;
+:func:`gradient` returns one per input.  Each side is given, and comes
+back, in one form whatever the graph holds: a list with one entry per
+vertex, in the graph's order of inputs (outputs), each an array of the
+vertex's shape or, for a number, a float (None for zero when given).  Every
+entry may carry the same leading *stack* axes, for several products at
+once: ``[array of shape (k,), array of shape (k,)]`` are k tangents of two
+numbers.  So on a graph of numbers ``jvp(g, [1.0, 0.0])`` is the first
+column of the Jacobian, as a list of floats, and on a graph of arrays the
+entries have the arrays' shapes.
 
 :func:`gradient` is the VJP of a graph with one number as output, seeded
 with 1 in the output's dtype.  :func:`forward_sweep` and
@@ -85,7 +86,7 @@ reference):
 
 The reverse functions take ``wrt=`` (the inputs whose cotangents are wanted)
 and two options of the reference recurrence from the ChainRules notes,
-:mod:`minirad.exact.cotangents`: ``accumulate="in_place"`` adds each term
+:mod:`minirad.exact.cotangents`: ``in_place=True`` adds each term
 into the sweep's own accumulator (``add!!``) and ``lazy=True`` defers every
 cotangent until a wanted input needs it.  The numbers are the reference's,
 bit for bit; only the arrays allocated (and, lazily, the work) change.
@@ -97,7 +98,7 @@ bit for bit; only the arrays allocated (and, lazily, the work) change.
 array([[5.5  , 1.716]])
 >>> result.multiplications, result.additions
 (8, 2)
->>> forward_sweep(g, inputs=["x1"]).tangents[:, 0].round(3).tolist()
+>>> forward_sweep(g, wrt=["x1"]).tangents[:, 0].round(3).tolist()
 [1.0, 0.0, 0.5, 5.0, 0.0, 5.5, 5.5]
 
 The same calls on a program of arrays:
@@ -120,8 +121,9 @@ from numbers import Integral
 import numpy as np
 
 from ..graph import labels
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, reachable, takes_lcg
+from ..graph.lcg import LCG, reachable
 from . import _engines, cotangents
 from .overflow import check_finite
 from .result import Accumulation, check_size
@@ -165,48 +167,25 @@ def _check_engine(g: LCG, engine, plain: bool = True) -> str:
         raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
                          f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
     if not plain and engine not in ("auto", "reference"):
-        raise ValueError(f"accumulate and lazy are options of the 'reference' engine ('auto' "
+        raise ValueError(f"in_place and lazy are options of the 'reference' engine ('auto' "
                          f"picks it); engine {engine!r} accumulates plainly")
     return engine
-
-
-def _seed_block(name: str, given, length: int, seeds_first: bool) -> tuple[np.ndarray, bool]:
-    """Validate a flat jvp/vjp argument; return it as (length, k) and whether it was 1-D."""
-    try:
-        array = np.asarray(given, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of real numbers") from None
-    if array.ndim == 1 and array.shape[0] == length:
-        block, flat = array[:, None], True
-    elif array.ndim == 2 and array.shape[1 if seeds_first else 0] == length:
-        block, flat = (array.T if seeds_first else array), False
-    else:
-        layout = f"(k, {length})" if seeds_first else f"({length}, k)"
-        raise ValueError(f"{name} has shape {array.shape}; expected ({length},) or {layout}")
-    if not np.all(np.isfinite(block)):
-        raise ValueError(f"{name} contains non-finite entries; seeds must be finite")
-    return block, flat
 
 
 def _numbers(g: LCG, vertices) -> bool:
     return all(g.shapes[v] == () for v in vertices)
 
 
-def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dict, tuple]:
-    """Seeds ``{vertex: array}`` for a graph with arrays, and their common stack shape.
-
-    The argument takes the flat form when every vertex of its side is a
-    number, else the form of one entry per vertex (see the module docstring)."""
-    if _numbers(g, vertices):
-        block, flat = _seed_block(name, given, len(vertices), seeds_first)
-        stack = () if flat else (block.shape[1],)
-        # arrays, never numpy scalars: the algebra tells a label from a value by type
-        return {v: np.asarray(block[i, 0] if flat else block[i])
-                for i, v in enumerate(vertices)}, stack
-    if isinstance(given, (str, bytes, np.ndarray)) or not isinstance(given, Sequence):
+def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
+    """Seeds ``{vertex: array}`` from one entry per vertex (the module docstring's
+    form), and their common stack shape."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, (Sequence, np.ndarray)) or (
+            isinstance(given, np.ndarray) and given.ndim != 1):
         raise TypeError(f"{name} must be a list with one entry per vertex (an array of its "
-                        f"shape, a float for a number, or None for zero), not "
-                        f"{type(given).__name__}")
+                        f"shape, a float for a number, or None for zero; stacked products "
+                        f"carry the same leading axes in every entry), not "
+                        f"{type(given).__name__}"
+                        + (f" of shape {given.shape}" if isinstance(given, np.ndarray) else ""))
     if len(given) != len(vertices):
         raise ValueError(f"{name} has {len(given)} entries; give one per vertex "
                          f"({len(vertices)}: {', '.join(g.names[v] for v in vertices)})")
@@ -233,29 +212,35 @@ def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dic
             raise ValueError(f"the entry of {name} for {g.names[v]} has non-finite entries; "
                              f"seeds must be finite")
         stack = lead
+        # arrays, never numpy scalars: the algebra tells a label from a value by type
         seeds[v] = array if array.dtype.kind == "f" else array.astype(np.float64)
     return seeds, () if stack is None else stack
 
 
-def _results(g: LCG, values, vertices, stack: tuple, seeds_first: bool):
-    """The swept values at ``vertices`` in the form of their side (module docstring)."""
+def _seed_rows(g: LCG, seeds: dict, stack: tuple) -> np.ndarray:
+    """The seeds of a graph of numbers as the ``(n_vertices, k)`` float array the
+    engines sweep, the stack flattened into its k columns."""
+    block = np.zeros((g.n_vertices, math.prod(stack)))
+    for v, array in seeds.items():
+        block[v] = array.reshape(-1)
+    return block
+
+
+def _results(g: LCG, values, vertices, stack: tuple) -> list:
+    """The swept values at ``vertices`` in the form of the module docstring."""
     found = [np.zeros(stack + g.shapes[v], dtype=g.dtypes[v]) if values[v] is None
              else np.asarray(values[v]) for v in vertices]
-    if _numbers(g, vertices):
-        flat = np.array(found, dtype=np.float64).reshape((len(vertices),) + stack)
-        return flat.T if seeds_first else flat
     return [float(x) if x.ndim == 0 else x for x in found]
 
 
 # ------------------------------------------------------------------ engines
-def _reverse(g: LCG, seeds: dict, wanted, accumulate: str, lazy: bool):
+def _reverse(g: LCG, seeds: dict, wanted, in_place: bool, lazy: bool):
     """One reverse sweep from ``seeds``: the reference recurrence, or the same
     recurrence with the accumulation options of :mod:`minirad.exact.cotangents`
     (``wanted``: the cotangents a lazy sweep forces; None for all)."""
-    if cotangents.check_options(accumulate, lazy):
+    if cotangents.check_options(in_place, lazy):
         return labels.reverse(g, seeds)
-    return cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
-                                           lazy=lazy)
+    return cotangents.reverse_accumulation(g, seeds, wanted=wanted, in_place=in_place, lazy=lazy)
 
 
 def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
@@ -294,7 +279,7 @@ def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
     if missing:
         degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
         for seed in missing:
-            reached = reachable(g, [seed], forward)
+            reached = reachable(g, [seed], "forward" if forward else "reverse")
             edges = int(degree[reached].sum())
             # each reached vertex but the seed combines >= 1 traversed edges
             per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
@@ -390,12 +375,12 @@ def _shapes(g: LCG, rows, columns) -> tuple[tuple, tuple]:
     return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
 
 
-@takes_lcg
-def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
+@takes_graph_or_function
+def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
     """Tangents of every vertex with respect to each selected input.
 
-    ``inputs`` is None (all inputs), one input or a sequence of inputs, by
+    ``wrt`` is None (all inputs), one input or a sequence of inputs, by
     name or number.  ``jacobian`` has one column per entry of the selected
     inputs (one per input on a graph of numbers); ``tangents`` has shape
     ``(n_vertices, n_columns)`` on a graph of numbers and holds one
@@ -405,13 +390,13 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
 
     >>> from minirad import examples
     >>> g = examples.lecture()
-    >>> r = forward_sweep(g, inputs="x2")
+    >>> r = forward_sweep(g, wrt="x2")
     >>> r.jacobian.round(3), r.multiplications, r.additions
     (array([[1.716]]), 5, 1)
     >>> import numpy as np
     >>> from minirad import trace
     >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> r = forward_sweep(h, inputs="x")
+    >>> r = forward_sweep(h, wrt="x")
     >>> r.jacobian                                    # dy/dx = A
     array([[1., 0.],
            [0., 1.]])
@@ -419,7 +404,7 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
     ((2, 2), (2, 2))
     """
     engine = _check_engine(g, engine)
-    chosen = _select(g, inputs, g.inputs, "input")
+    chosen = _select(g, wrt, g.inputs, "input")
     if g.algebra is not FLOATS:
         tangents, jac, mults, adds = _sweep_arrays(g, chosen, True, keep_values)
         check_finite(g, jac, "forward", columns=chosen)
@@ -431,9 +416,9 @@ def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
                         counts=lambda: _sweep_cost(g, chosen, True))
 
 
-@takes_lcg
+@takes_graph_or_function
 def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
-                  wrt=None, accumulate: str = "plain", lazy: bool = False) -> Accumulation:
+                  wrt=None, in_place: bool = False, lazy: bool = False) -> Accumulation:
     """Adjoints of every vertex for each selected output.
 
     ``outputs`` is None (all outputs), one output or a sequence of outputs.
@@ -443,7 +428,7 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
     ``(n_rows,) + shape`` array per vertex on a graph with arrays, or is
     None with ``keep_values=False``.
 
-    ``accumulate="in_place"`` and ``lazy=True`` run the reference recurrence
+    ``in_place=True`` and ``lazy=True`` run the reference recurrence
     with the accumulation of :mod:`minirad.exact.cotangents` (an add that
     writes into the sweep's own buffers; cotangents computed only when a
     ``wrt`` input needs them, so with ``keep_values=False`` a branch that
@@ -459,21 +444,21 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
     >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
     (array([[1.716]]), 5)
     """
-    plain = cotangents.check_options(accumulate, lazy)
+    plain = cotangents.check_options(in_place, lazy)
     engine = _check_engine(g, engine, plain)
     chosen = _select(g, outputs, g.outputs, "output")
     columns = _select(g, wrt, g.inputs, "input")
     if g.algebra is FLOATS and plain:
         adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values, columns)
-        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
         return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
                             counts=lambda: _sweep_cost(g, chosen, False))
 
     def sweep(h, seeds):
-        return _reverse(h, seeds, None if keep_values else columns, accumulate, lazy)
+        return _reverse(h, seeds, None if keep_values else columns, in_place, lazy)
 
     adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values, columns, sweep)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
     shapes = _shapes(g, chosen, columns)
     if g.algebra is FLOATS:   # the layout of a graph of numbers: (n_vertices, n_rows)
         shapes = None
@@ -482,18 +467,19 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
                         shapes=shapes)
 
 
-@takes_lcg
+@takes_graph_or_function
 def jvp(g: LCG, v, engine: str = "auto"):
     """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
 
-    On a graph whose inputs and outputs are numbers, ``v`` has shape
-    ``(n_inputs,)`` or ``(n_inputs, k)`` and the result ``(n_outputs,)`` or
-    ``(n_outputs, k)``; with arrays, see the module docstring (a list with
-    one entry per vertex).
+    ``v`` and the result are lists with one entry per vertex, a float for a
+    number and an array of the vertex's shape otherwise, each with the same
+    leading stack axes for several products at once (the module docstring).
 
     >>> from minirad import examples
-    >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
-    array([4.5839])
+    >>> jvp(examples.lab(), [1.0, 1.0])                    # f = x y + sin x at (2, 3)
+    [4.583853163452858]
+    >>> jvp(examples.lab(), [[1.0, 0.0], [0.0, 1.0]])      # two tangents: the Jacobian
+    [array([2.58385316, 2.        ])]
     >>> import numpy as np
     >>> from minirad import trace
     >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
@@ -501,31 +487,26 @@ def jvp(g: LCG, v, engine: str = "auto"):
     [array([1., 0.])]
     """
     engine = _check_engine(g, engine)
+    seeds, stack = _entries(g, "v", v, g.inputs)
     if g.algebra is not FLOATS:
-        seeds, stack = _entries(g, "v", v, g.inputs, seeds_first=False)
-        return _results(g, labels.forward(g, seeds).values, g.outputs, stack, False)
-    block, flat = _seed_block("v", v, len(g.inputs), seeds_first=False)
-    seeds = np.zeros((g.n_vertices, block.shape[1]))
-    seeds[list(g.inputs), :] = block
-    result = _propagate(g, seeds, True, engine)[list(g.outputs), :]
-    return result[:, 0] if flat else result
+        return _results(g, labels.forward(g, seeds).values, g.outputs, stack)
+    swept = _propagate(g, _seed_rows(g, seeds, stack), True, engine)
+    return _results(g, [row.reshape(stack) for row in swept], g.outputs, stack)
 
 
-@takes_lcg
-def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+@takes_graph_or_function
+def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
         lazy: bool = False):
     """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
     (per input of ``wrt`` when given: one input or a sequence of them).
 
-    On a graph whose inputs and outputs are numbers, ``u`` has shape
-    ``(n_outputs,)`` or ``(k, n_outputs)`` and the result ``(n_inputs,)`` or
-    ``(k, n_inputs)``; with arrays, see the module docstring.  ``accumulate``
-    and ``lazy`` are the options of :func:`reverse_sweep`: the same numbers,
-    bit for bit, with fewer arrays allocated.
+    ``u`` and the result take the form of :func:`jvp`'s (the module docstring).
+    ``in_place`` and ``lazy`` are the options of :func:`reverse_sweep`: the same
+    numbers, bit for bit, with fewer arrays allocated.
 
     >>> from minirad import examples
-    >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
-    array([-1.05  , -1.4049])
+    >>> [round(a, 4) for a in vjp(examples.two_outputs(), [1.0, 0.0])]
+    [-1.05, -1.4049]
     >>> import numpy as np
     >>> from minirad import trace
     >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
@@ -536,30 +517,27 @@ def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
     >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
     [array([1., 0.])]
     """
-    plain = cotangents.check_options(accumulate, lazy)
+    plain = cotangents.check_options(in_place, lazy)
     engine = _check_engine(g, engine, plain)
     columns = _select(g, wrt, g.inputs, "input")
+    seeds, stack = _entries(g, "u", u, g.outputs)
     if g.algebra is not FLOATS or not plain:
-        seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
-        values = _reverse(g, seeds, columns, accumulate, lazy).values
-        return _results(g, values, columns, stack, True)
-    block, flat = _seed_block("u", u, len(g.outputs), seeds_first=True)
-    seeds = np.zeros((g.n_vertices, block.shape[1]))
-    seeds[list(g.outputs), :] = block
-    result = _propagate(g, seeds, False, engine)[list(columns), :].T
-    return result[0] if flat else result
+        values = _reverse(g, seeds, columns, in_place, lazy).values
+        return _results(g, values, columns, stack)
+    swept = _propagate(g, _seed_rows(g, seeds, stack), False, engine)
+    return _results(g, [row.reshape(stack) for row in swept], columns, stack)
 
 
-@takes_lcg
-def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+@takes_graph_or_function
+def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
              lazy: bool = False):
     """The gradient of a graph whose one output is a number: one reverse sweep
     seeded with 1 in the output's dtype, one entry per input (of ``wrt``) as
-    :func:`vjp` returns them (a float array on a graph of numbers, else a list
-    of arrays), with :func:`vjp`'s options.
+    :func:`vjp` returns them (a float for a number, an array of its shape for an
+    array), with :func:`vjp`'s options.
 
     >>> from minirad import examples
-    >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
+    >>> gradient(examples.lab())                     # f = x y + sin x at (2, 3)
     [2.5838531634528574, 2.0]
     >>> import numpy as np
     >>> from minirad import trace
@@ -570,7 +548,7 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
                          f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
-    plain = cotangents.check_options(accumulate, lazy)
+    plain = cotangents.check_options(in_place, lazy)
     engine = _check_engine(g, engine, plain)
     if g.algebra is FLOATS and plain:
         return vjp(g, [1.0], engine, wrt=wrt)
@@ -578,5 +556,5 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain
     y = g.outputs[0]
     # seeded in the output's dtype: a float32 program's gradient is float32, as it would be
     # by hand, and the same bits as a hand-written backward pass
-    values = _reverse(g, {y: np.ones((), dtype=g.dtypes[y])}, columns, accumulate, lazy).values
-    return _results(g, values, columns, (), True)
+    values = _reverse(g, {y: np.ones((), dtype=g.dtypes[y])}, columns, in_place, lazy).values
+    return _results(g, values, columns, ())

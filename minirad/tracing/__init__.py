@@ -28,6 +28,7 @@ from numbers import Real
 
 import numpy as np
 
+from ..graph.calls import use_tracer
 from ..graph.lcg import LCG
 from . import contractions, linalg, rearrange, reductions  # noqa: F401 - they register rules
 from .arrays import Tracked, trace_on_arrays
@@ -70,6 +71,9 @@ def trace(f, *args, wrt=None) -> LCG:
     if all(_numbers(args[i]) for i in wrt):
         return trace_on_tape(f, args, wrt, names)
     return trace_on_arrays(f, args, wrt, names)
+
+
+use_tracer(trace)  # every public function on a graph also takes a function and its point
 
 
 def _numbers(arg) -> bool:

@@ -925,6 +925,8 @@ def concatenate(arrays, axis=0):
     tape, arrays, values = _joined("concatenate", arrays)
     if tape is None:
         return np.concatenate(values, axis=axis)
+    if axis is None:  # numpy's meaning: every array flattened, then joined
+        return concatenate([reshape(a, (-1,)) for a in arrays], 0)
     check_entries((sum(v.size for v in values),), "concatenate")
     try:
         out = np.concatenate(values, axis=axis)
@@ -1046,7 +1048,7 @@ def conv2d(x, w, stride: int = 1, padding: int = 0):
     """2-D cross-correlation (deep learning's convolution) of images ``x`` (B, C, H, W)
     with kernels ``w`` (F, C, kh, kw), by im2col: patches gathered into a matrix and
     multiplied by the kernels.  The patch matrix is kept for dW but can be rebuilt
-    from ``x``, so :func:`minirad.memory` counts ``x``."""
+    from ``x``, so :func:`minirad.retained_memory` counts ``x``."""
     stride, padding = _count(stride, "conv2d: stride", 1), _count(padding, "conv2d: padding", 0)
     tape, (x, w) = traced_operands("conv2d", (x, w))
     xv, wv = np.asarray(plain(x)), np.asarray(plain(w))

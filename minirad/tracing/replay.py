@@ -25,7 +25,7 @@ What the new graph guarantees
 -----------------------------
 * The same numbers as tracing afresh, bit for bit: the same rules run in the
   same order on the same values (``tests/test_replay.py``).
-* The same memory accounting (:func:`minirad.memory`): the operators say what
+* The same memory accounting (:func:`minirad.retained_memory`): the operators say what
   they keep as they did when traced.
 * Nothing drawn: an injection (:mod:`minirad.randomized.injection`) is applied
   to the replayed graph, with its own draws, each time.

@@ -176,13 +176,115 @@ def _loaded_images(page) -> int:
                          ".filter(i => i.complete && i.naturalWidth > 0).length")
 
 
+def _pages(site: Path) -> list[str]:
+    """Every page of the site, its theme's assets (folders named ``_...``) left out."""
+    return sorted(page.relative_to(site).as_posix() for page in site.rglob("*.html")
+                  if not any(part.startswith("_")
+                             for part in page.relative_to(site).parts[:-1]))
+
+
+def test_every_page_loads_without_an_error_or_a_request_leaving_the_site(browser, served,
+                                                                          site):
+    pages = _pages(site)
+    assert len(pages) > 100 and "explore/figure1.html" in pages
+    failures = []
+    for path in pages:
+        try:
+            _open(browser, served, path)
+        except AssertionError as error:
+            failures.append(str(error).splitlines()[0])
+    assert not failures, f"{len(failures)} of {len(pages)} pages:\n" + "\n".join(failures[:20])
+
+
+def test_no_page_loads_from_a_content_delivery_network(site):
+    """The browser test sees what a page fetched; this sees every address in every file,
+    the theme's assets included, so that nothing can fetch later (on a click, say)."""
+    remote = re.compile(r"""(?:src|href)\s*=\s*["']https?://""")
+    found = [page.relative_to(site).as_posix() for page in site.rglob("*.html")
+             if remote.search(page.read_text(encoding="utf-8", errors="replace"))
+             and "<script" in page.read_text(encoding="utf-8", errors="replace")
+             and re.search(r"""<(?:script|link)[^>]+(?:src|href)\s*=\s*["']https?://""",
+                           page.read_text(encoding="utf-8", errors="replace"))]
+    assert not found, f"pages that load a script or a style from another host: {found[:10]}"
+
+
 def test_home_page(browser, served):
     page = _open(browser, served, "index.html")
     assert page.evaluate("document.querySelector('main h1').textContent").startswith("minirad")
+    # the picture first, then three ways in
+    assert _loaded_images(page) >= 1
+    assert page.evaluate("document.querySelectorAll('.path-card').length") == 3
     # the search box is there, and its index loads
     assert page.evaluate("document.querySelector('form.bd-search input[name=q]') !== null")
     page = _open(browser, served, "search.html?q=jacobian")
     assert page.evaluate("document.querySelectorAll('#search-results li').length") > 0
+
+
+def _search(browser, served, query: str) -> list[str]:
+    page = _open(browser, served, f"search.html?q={query}")
+    hits = []
+    for _ in range(100):  # the results are shown one by one after the index has loaded
+        if "found" in page.evaluate("(document.querySelector('#search-results p.search-summary')"
+                                    " || {textContent: ''}).textContent"):
+            hits = page.evaluate("Array.from(document.querySelectorAll('#search-results li a'))"
+                                 ".map(a => a.getAttribute('href'))")
+            break
+        page.evaluate("new Promise(r => setTimeout(r, 100))")
+    return hits
+
+
+def test_search_ranks_a_lab_above_its_solutions(browser, served, site):
+    if not (site / "instructors").exists():
+        pytest.skip("built without the instructors' section (-t students)")
+    lab = _first_lab().stem
+    hits = _search(browser, served, "Derivatives+by+definition")
+    handout = [i for i, h in enumerate(hits) if h.startswith(f"labs/handouts/{lab}")]
+    solution = [i for i, h in enumerate(hits) if h.startswith(f"instructors/solutions/{lab}")]
+    assert handout and solution, hits
+    assert handout[0] < solution[0], hits
+
+
+def test_labs_are_listed_in_their_order(site):
+    for index in ("labs/index.html", "instructors/index.html"):
+        if not (site / index).exists():
+            continue
+        html = (site / index).read_text(encoding="utf-8")
+        # the page's own lists, not the menu or the link to the next page
+        lists = re.findall(r'class="toctree-wrapper.*?</div>', html, re.S)
+        links = [link for listed in lists
+                 for link in re.findall(r'href="((?:handouts|solutions)/lab\d+[^"]*)"', listed)]
+        numbers = [int(re.search(r"lab(\d+)", t)[1]) for t in links]
+        assert numbers and numbers == sorted(numbers), (index, numbers)
+        assert len(set(numbers)) == len(list((ROOT / "tutorials").glob("lab*.py")))
+
+
+def test_explorable_pages_are_embedded_where_the_labs_discuss_them(browser, served):
+    for lab, tab in (("lab3_bauer", "paths"), ("lab4_elimination", "eliminate"),
+                     ("lab5_randomized", "sample")):
+        page = _open(browser, served, f"labs/handouts/{lab}.html")
+        frames = page.evaluate("Array.from(document.querySelectorAll('iframe.explorable'))"
+                               ".map(f => f.getAttribute('src'))")
+        assert f"../../explore/figure1.html#{tab}" in frames, (lab, frames)
+
+
+def test_a_picture_enlarges_on_a_click(browser, served):
+    page = _open(browser, served, "getting_started.html")
+    page.click("main img.enlargeable")
+    shown = page.evaluate("(() => { const big = document.querySelector('.minirad-lightbox img');"
+                          " return big && big.getBoundingClientRect().width; })()")
+    natural = page.evaluate("document.querySelector('main img.enlargeable').naturalWidth")
+    assert shown and shown >= min(natural, 1000), (shown, natural)
+    page.key("Escape", code="Escape")
+    assert page.evaluate("document.querySelector('.minirad-lightbox') === null")
+
+
+def test_pages_without_a_section_use_the_whole_width(browser, served):
+    page = browser.open(f"{served}/concepts/../glossary.html", width=1400, height=900)
+    width = page.evaluate("document.querySelector('.bd-article-container')"
+                          ".getBoundingClientRect().width")
+    assert page.evaluate("document.querySelector('.bd-sidebar-primary') === null || "
+                         "document.querySelector('.bd-sidebar-primary').offsetWidth === 0")
+    assert width > 1000, width
 
 
 def test_api_page_of_trace_shows_its_signature(browser, served):
@@ -215,7 +317,8 @@ def _first_heading(lab: Path) -> str:
 
 
 def _first_lab() -> Path:
-    return sorted((ROOT / "tutorials").glob("lab*.py"))[0]
+    return min((ROOT / "tutorials").glob("lab*.py"),
+               key=lambda lab: int(re.match(r"lab(\d+)", lab.stem)[1]))
 
 
 def test_lab_handout_page_shows_the_lab_as_students_get_it(browser, served):

@@ -12,7 +12,7 @@ from oracles import small_mlp
 
 from minirad import (
     examples,
-    memory,
+    retained_memory,
     sample_activations,
     sample_paths,
     sampled_jacobians,
@@ -112,7 +112,7 @@ def test_paths_sum_to_the_jacobian_and_counts_are_exact():
 
 def test_a_limited_list_says_so():
     g = examples.interleaved(3, 4)
-    entry = explore_data.paths_section(g, limit=5)["entries"][0]
+    entry = explore_data.paths_section(g, max_paths=5)["entries"][0]
     assert entry["count"] == str(count_paths(g)[0, 0]) and not entry["complete"]
     assert len(entry["paths"]) == 5
 
@@ -147,7 +147,7 @@ def test_one_draw_variance_is_the_closed_form_of_an_mlp_layer():
 @pytest.mark.slow
 def test_memory_section_variance_matches_many_sampled_gradients():
     g, _, _ = small_mlp()
-    section = explore_arrays.memory_section(g, fractions=(0.5,), seed=0)
+    section = explore_arrays.memory_section(g, fractions=(0.5,), rng=0)
     stored = section["steps"][1]["variance"]
     exact = [np.asarray(x) for x in gradient(g)]
     rng = np.random.default_rng(11)
@@ -164,10 +164,10 @@ def test_memory_section_variance_matches_many_sampled_gradients():
 
 def test_memory_section_bytes_are_minirads():
     g, _, _ = small_mlp()
-    section = explore_arrays.memory_section(g, fractions=(0.5, 0.1), seed=3)
-    assert section["steps"][0]["total"] == memory(g).total
+    section = explore_arrays.memory_section(g, fractions=(0.5, 0.1), rng=3)
+    assert section["steps"][0]["total"] == retained_memory(g).total
     for step in section["steps"][1:]:
-        m = memory(sample_activations(g, step["fraction"], rng=3))
+        m = retained_memory(sample_activations(g, step["fraction"], rng=3))
         assert step["per_edge"] == list(m.per_edge) and step["total"] == m.total
     # sampling keeps fewer bytes and pays in variance
     totals = [s["total"] for s in section["steps"]]
@@ -220,7 +220,7 @@ def test_layout_with_dot_keeps_dots_order(monkeypatch):
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(samples=1), "samples must be a whole number"),
+    (dict(n=1), "n must be a whole number"),
     (dict(seeds=(-1,)), "seeds must be non-negative"),
     (dict(ks=(0,)), "k must be at least 1"),
 ])
@@ -230,9 +230,11 @@ def test_bad_options_are_refused(bad, message):
 
 
 def test_bad_graphs_and_paths_are_refused(tmp_path):
-    with pytest.raises(TypeError, match="trace the function first"):
+    with pytest.raises(TypeError, match="needs the point to trace the function at"):
         explore(lambda x: x)
-    with pytest.raises(ValueError, match="at most 200"):
+    with pytest.raises(TypeError, match="works on an LCG"):
+        explore("x -> y")
+    with pytest.raises(ValueError, match="more than max_vertices=200"):
         explore(examples.random_dag(3, 200, 2, density=0.01, rng=0))
     page = explore(examples.lab())
     with pytest.raises(ValueError, match="ending in .html"):
@@ -264,7 +266,7 @@ def test_command_writes_pages_from_a_builder_a_traced_function_and_files(tmp_pat
     g, _, _ = small_mlp()
     save_graph(g, tmp_path / "mlp.npz")
     assert main(["explore", str(tmp_path / "mlp.npz"), "-o", str(out)]) == 0
-    assert stored_data_of(out)["memory"]["steps"][0]["total"] == memory(g).total
+    assert stored_data_of(out)["memory"]["steps"][0]["total"] == retained_memory(g).total
     module = tmp_path / "norm.py"  # a vector point is an array: the page of a graph of arrays
     module.write_text("def f(x):\n    return (x * x).sum()\n")
     assert main(["explore", f"{module}:f", "1,2,3", "-o", str(out)]) == 0
@@ -291,3 +293,28 @@ def test_command_refuses_bad_input_in_one_line(argv, message, capsys, tmp_path, 
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_the_vertex_limit_is_checked_before_any_panel_is_built(monkeypatch, tmp_path, capsys):
+    """Issue 39: a 5,000-vertex graph cost 70-105 s and 3 GiB of panels before the layout
+    refused it. Now refused first (no panel function runs), naming the keyword and the
+    command-line flag that ask for more; within the limit the page is built."""
+    def never(*args, **kwargs):
+        raise AssertionError("a panel was built for a graph that is refused")
+
+    for module, name in ((explore_data, "graph_section"), (explore_data, "exact_section"),
+                         (explore_arrays, "graph_section")):
+        monkeypatch.setattr(module, name, never)
+    big = examples.random_dag(10, 5000, 10, density=0.001, rng=0)
+    with pytest.raises(ValueError, match="5,020 vertices, more than max_vertices=200.*pass "
+                                         "max_vertices=5020 \\(--max-vertices 5020\\)"):
+        explore(big)
+    monkeypatch.undo()
+    g = examples.lecture()                                 # 7 vertices
+    with pytest.raises(ValueError, match="more than max_vertices=6"):
+        explore(g, max_vertices=6)
+    assert explore(g, max_vertices=7).data["layout"]["x"]
+    path = str(save_graph(g, tmp_path / "g.json"))
+    assert main(["explore", path, "-o", str(tmp_path / "p.html"), "--max-vertices", "6"]) == 1
+    assert "--max-vertices 7" in capsys.readouterr().err
+    assert main(["explore", path, "-o", str(tmp_path / "p.html"), "--max-vertices", "7"]) == 0

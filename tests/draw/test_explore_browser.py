@@ -17,7 +17,7 @@ from minirad import (
     LCG,
     eliminate,
     examples,
-    memory,
+    retained_memory,
     sample_activations,
     sample_paths,
     sampled_jacobians,
@@ -157,11 +157,11 @@ def test_drawn_samples_show_sampled_jacobians_running_mean(chromium, pages):
 def test_memory_slider_shows_minirads_bytes(chromium, pages):
     g = opened(chromium, pages, "mlp")
     chromium.click("#tab-memory")
-    assert chromium.text("#memory-bytes") == f"{memory(g).total:,.0f} B"
+    assert chromium.text("#memory-bytes") == f"{retained_memory(g).total:,.0f} B"
     chromium.evaluate("document.getElementById('memory-slider').focus()")
     for f in (1.0, 0.5, 0.25, 0.1, 0.05):
         chromium.key("ArrowRight")
-        m = memory(sample_activations(g, f, rng=0))
+        m = retained_memory(sample_activations(g, f, rng=0))
         shown = chromium.text("#memory-bytes").replace(",", "").removesuffix(" B")
         assert float(shown) == m.total
         for e, charged in enumerate(m.per_edge):
@@ -225,3 +225,38 @@ def test_every_panel_opens_and_works_without_error(chromium, pages, name):
             chromium.click(f"#{button}")
             chromium.evaluate("document.getElementById('elim-pause')?.click()")
     assert chromium.errors == []
+
+
+@pytest.mark.parametrize("scale", [1e10, 1e150])
+def test_the_plots_of_huge_estimates_have_finite_coordinates(chromium, tmp_path, scale):
+    """Issue 39: with an exact variance of 1e40 the y range of the variance plot collapsed
+    to one number (1e40 +- 1 is 1e40), every coordinate NaN and the exact line missing;
+    with entries near 1e300 the range itself overflows. The oracle for the exact line:
+    where path_sampling_variance puts it on the printed axis."""
+    from minirad import path_sampling_variance
+
+    g = LCG.from_edges([("x", "a", scale), ("x", "b", 1.0), ("a", "y", scale),
+                        ("b", "y", 1.0)], inputs=["x"], outputs=["y"])
+    chromium.errors.clear()
+    chromium.open(explore(g).save(tmp_path / "huge.html"))
+    chromium.click("#tab-sample")
+    for button in ("#draw-1", "#draw-10", "#draw-all"):
+        chromium.click(button)
+        coordinates = chromium.evaluate("""[...document.querySelectorAll(
+            '#mean-plot *, #variance-plot *')].flatMap((e) => ['x1', 'x2', 'y1', 'y2', 'points']
+            .map((a) => e.getAttribute(a)).filter((v) => v !== null))""")
+        assert coordinates and not any("NaN" in c or "Infinity" in c for c in coordinates)
+    assert chromium.errors == []
+    if scale > 1e100:   # the variance, 1e600, is beyond any float: said, not NaN
+        with pytest.raises(ValueError, match="the exact variance of the estimate: dy/dx "
+                                             "overflowed to inf"):
+            path_sampling_variance(g)
+        assert "overflowed" in chromium.evaluate("document.body.textContent")
+        return
+    variance = float(path_sampling_variance(g)[0, 0])   # 1e40
+    top, bottom = (float(chromium.evaluate(
+        f"document.querySelectorAll('#variance-plot text')[{i}].textContent")) for i in (0, 1))
+    y = float(chromium.evaluate(
+        "document.querySelector('#variance-plot line.exact').getAttribute('y1')"))
+    # the dashed line sits where the axis labels put the exact variance (plot rows 24..128)
+    assert y == pytest.approx(24 + 104 * (top - variance) / (top - bottom), abs=6.0)  # 2 digits

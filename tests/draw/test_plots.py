@@ -243,5 +243,30 @@ def test_plot_elimination_costs_bad_input():
         plots.plot_elimination_costs([examples.figure1()])
     with pytest.raises(TypeError, match="graph 'f' is a str, not an LCG"):
         plots.plot_elimination_costs({"f": "figure1"})
-    with pytest.raises(ValueError, match="cost"):
-        plots.plot_elimination_costs({"f": examples.figure1()}, cost="flops")
+    with pytest.raises(ValueError, match="by must be"):
+        plots.plot_elimination_costs({"f": examples.figure1()}, by="flops")
+
+
+def test_plot_comparison_of_a_graph_of_arrays_names_every_entry(tmp_path):
+    """Issue 39: on a graph of arrays the heatmaps have one column per input entry; they
+    were given one name per input vertex and refused ("input_names has 2 names for 30
+    entries").  Long rows get at most 24 spread tick labels and no numbers in the cells;
+    an entry whose exact variance is 0 shows a spread of 0, not its rounding noise."""
+    from minirad.randomized.experiments import compare
+
+    g = examples.figure3()                            # y = f(W1 (4 x 5), W2 (5 x 2))
+    result = compare(g, k=1, n=20, rng=0)
+    fig = plots.plot_comparison(g, result, k=1)
+    columns = [f"W1[{i},{j}]" for i in range(4) for j in range(5)] + \
+              [f"W2[{i},{j}]" for i in range(5) for j in range(2)]
+    assert fig.axes[0].images[0].get_array().shape == (1, 30)
+    shown = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    positions = fig.axes[0].get_xticks()
+    assert shown == [columns[int(p)] for p in positions] and len(shown) == 24
+    assert shown[0] == "W1[0,0]" and shown[-1] == "W2[4,1]"
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["y"]
+    assert not any(ax.texts for ax in fig.axes[:5])   # 30 columns: too narrow for numbers
+    assert not result.varies.any()                    # a chain: k=1 keeps the only edge
+    assert not fig.axes[3].images[0].get_array().any()
+    fig.savefig(tmp_path / "arrays.png")
+    assert (tmp_path / "arrays.png").read_bytes()[:8] == PNG_MAGIC

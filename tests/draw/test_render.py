@@ -346,18 +346,38 @@ def test_render_elimination_saves_each_step(tmp_path):
 
 
 # ------------------------------------------------------------ saving: dot
+def test_a_drawing_keeps_graphvizs_own_save(tmp_path):
+    """Issue 39: Drawing.save overrode graphviz's with another signature, which broke
+    graphviz's render (it calls save(filename, directory=...)). graphviz's save writes
+    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save."""
+    import graphviz
+
+    dot = R.render(examples.figure1(), FIGURE1_PATHS)
+    written = dot.save("g.gv", directory=tmp_path)
+    assert open(written, encoding="utf-8").read() == dot.source + "\n" * (
+        not dot.source.endswith("\n"))
+    assert type(dot).save is graphviz.Digraph.save
+
+
+@needs_dot
+def test_graphvizs_own_render_works_on_a_drawing(tmp_path):
+    dot = R.render(examples.figure1(), FIGURE1_PATHS)
+    png = dot.render(tmp_path / "g", format="png")
+    assert open(png, "rb").read(8) == PNG_MAGIC
+
+
 @pytest.mark.slow
 @needs_dot
 def test_save_with_dot(tmp_path):
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
-    png = R.save(dot, tmp_path / "paths.png")
+    png = R.save_drawing(dot, tmp_path / "paths.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
     svg = tmp_path / "paths.svg"
-    dot.save(svg)
+    R.save(dot, svg)
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     assert "#0072b2" in svg.read_text().lower()  # the first path's colour is in the picture
-    pdf = R.save(dot, tmp_path / "paths.pdf")
+    pdf = R.save_drawing(dot, tmp_path / "paths.pdf")
     assert open(pdf, "rb").read(5) == b"%PDF-"
     strip = R.elimination_strip(examples.figure1(), "markowitz", tmp_path / "strip.png")
     assert isinstance(strip, Figure)
@@ -375,15 +395,15 @@ def test_save_with_dot(tmp_path):
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_saving_a_figure_twice_gives_the_same_bytes(tmp_path, fmt):
     figure = R.draw_matplotlib(examples.figure1(), title="no timestamp")
-    first, second = (R.save(figure, tmp_path / f"{name}.{fmt}") for name in ("a", "b"))
+    first, second = (R.save_drawing(figure, tmp_path / f"{name}.{fmt}") for name in ("a", "b"))
     assert open(first, "rb").read() == open(second, "rb").read()
 
 
 def test_save_rejects_unknown_formats_and_objects(tmp_path):
     with pytest.raises(ValueError, match=r"\.png"):
-        R.save(R.render(examples.lab()), tmp_path / "lab.bmp")
+        R.save_drawing(R.render(examples.lab()), tmp_path / "lab.bmp")
     with pytest.raises(TypeError, match="render"):
-        R.save("digraph {}", tmp_path / "lab.png")
+        R.save_drawing("digraph {}", tmp_path / "lab.png")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -394,19 +414,19 @@ def test_fallback_without_dot(no_dot, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the DOT text needs no dot program: no warning
         dot = R.render(g, sample_paths(g, k=1, rng=0))
-        R.save(dot, tmp_path / "sample.dot")
+        R.save_drawing(dot, tmp_path / "sample.dot")
     assert "rankdir=BT" in dot.source and "rankdir=BT" in (tmp_path / "sample.dot").read_text()
     with pytest.warns(R.MissingDotWarning, match="matplotlib"):
-        R.save(dot, tmp_path / "first.png")
+        R.save_drawing(dot, tmp_path / "first.png")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per process: no second warning
-        png = R.save(dot, tmp_path / "sample.png")
+        png = R.save_drawing(dot, tmp_path / "sample.png")
     assert open(png, "rb").read(8) == PNG_MAGIC
-    svg = R.save(dot, tmp_path / "sample.svg")
+    svg = R.save_drawing(dot, tmp_path / "sample.svg")
     assert ET.parse(svg).getroot().tag.endswith("svg")
     assert "image/svg+xml" in dot._repr_mimebundle_()
     with pytest.raises(RuntimeError, match="dot"):
-        R.save(graphviz.Digraph(), tmp_path / "plain.png")
+        R.save_drawing(graphviz.Digraph(), tmp_path / "plain.png")
 
 
 @pytest.mark.slow
@@ -640,14 +660,14 @@ def test_array_pictures_with_and_without_dot_are_deterministic(tmp_path, monkeyp
             continue
         monkeypatch.setattr(R, "has_dot", lambda installed=dot_installed: installed)
         monkeypatch.setattr(R, "_warned_missing_dot", True)
-        first = R.save(R.render(g, title="t", batch=3), tmp_path / f"a{dot_installed}.png")
-        again = R.save(R.render(g, title="t", batch=3), tmp_path / f"b{dot_installed}.png")
+        first = R.save_drawing(R.render(g, title="t", batch=3), tmp_path / f"a{dot_installed}.png")
+        again = R.save_drawing(R.render(g, title="t", batch=3), tmp_path / f"b{dot_installed}.png")
         data = open(first, "rb").read()
         assert data[:8] == PNG_MAGIC and len(data) > 5000 and open(again, "rb").read() == data
     monkeypatch.setattr(R, "has_dot", lambda: False)
-    dot_file = R.save(R.render(g), tmp_path / "g.dot")  # the DOT text needs no dot program
+    dot_file = R.save_drawing(R.render(g), tmp_path / "g.dot")  # the DOT text needs no dot program
     assert open(dot_file, encoding="utf-8").read().startswith("digraph lcg {")
-    with pytest.raises(TypeError, match="render draws an LCG, not ndarray"):
+    with pytest.raises(TypeError, match="render works on an LCG .*, not ndarray"):
         R.render(np.ones(3))
 
 
@@ -669,7 +689,7 @@ def test_blocks_are_drawn_as_their_matrices_and_large_ones_listed():
     np.testing.assert_array_equal(first, g.labels[0].to_dense())
     # dh1/dW1 for h1 = X @ W1: I_3 ⊗ ... one entry of X per (h1, W1) pair that meet: 3 x 4 x 5
     assert "15 × 20, 60 nonzero" in figure.axes[0].get_title()
-    small = plot_blocks(g, limit=10)
+    small = plot_blocks(g, max_entries=10)
     assert not small.axes[0].images and "too large to draw" in small.axes[0].texts[0].get_text()
 
 

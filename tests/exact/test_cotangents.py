@@ -22,7 +22,7 @@ from minirad.exact.sweeps import gradient, reverse_sweep, vjp
 from minirad.studies.nn import graph as nn_graph
 from minirad.studies.nn import mlp_numpy
 
-OPTIONS = [("in_place", False), ("plain", True), ("in_place", True)]
+OPTIONS = [(True, False), (False, True), (True, True)]   # (in_place, lazy)
 
 
 def same_bits(a, b):
@@ -48,8 +48,8 @@ def test_options_give_the_plain_sweeps_numbers_on_random_array_programs(program,
     wrt = data.draw(st.lists(st.sampled_from(g.inputs), min_size=1, unique=True))
     plain = reverse_sweep(g)
     plain_vjp, plain_subset = vjp(g, u), vjp(g, u, wrt=wrt)
-    for accumulate, lazy in OPTIONS:
-        options = dict(accumulate=accumulate, lazy=lazy)
+    for in_place, lazy in OPTIONS:
+        options = dict(in_place=in_place, lazy=lazy)
         mine = reverse_sweep(g, **options)
         same_bits(mine.jacobian, plain.jacobian)
         # every vertex's adjoint, so a buffer wrongly shared and mutated would show
@@ -69,8 +69,8 @@ def test_options_on_graphs_of_numbers_give_the_reference_engines_numbers(g, data
     wrt = data.draw(st.lists(st.sampled_from(g.inputs), min_size=1, unique=True))
     u = np.linspace(-1.0, 2.0, len(g.outputs))
     reference = reverse_sweep(g, engine="reference")
-    for accumulate, lazy in OPTIONS:
-        options = dict(accumulate=accumulate, lazy=lazy)
+    for in_place, lazy in OPTIONS:
+        options = dict(in_place=in_place, lazy=lazy)
         mine = reverse_sweep(g, **options)
         same_bits(mine.jacobian, reference.jacobian)
         same_bits(mine.adjoints, reference.adjoints)       # the (n_vertices, n_rows) layout
@@ -87,8 +87,8 @@ def test_the_papers_mlp_gradient_is_the_same_in_float32():
     g = nn_graph.traced(nn_graph.mlp_program, params, X, labels)
     plain = gradient(g)
     assert all(p.dtype == np.float32 for p in plain)
-    for accumulate, lazy in OPTIONS:
-        same_lists(gradient(g, accumulate=accumulate, lazy=lazy), plain)
+    for in_place, lazy in OPTIONS:
+        same_lists(gradient(g, in_place=in_place, lazy=lazy), plain)
     # the last two layers only: a lazy sweep stops before the first two weight gradients
     last = g.inputs[-4:]
     same_lists(gradient(g, wrt=last, lazy=True), plain[-4:])
@@ -103,7 +103,7 @@ def test_allocations_of_a_vertex_used_three_times():
     g = trace(lambda x: (x * 2.0 + x * 3.0 + x * 4.0).sum(), x)
     seeds = {g.outputs[0]: np.ones(())}
     plain = cotangents.reverse_accumulation(g, seeds)
-    mine = cotangents.reverse_accumulation(g, seeds, accumulate="in_place")
+    mine = cotangents.reverse_accumulation(g, seeds, in_place=True)
     assert (plain.allocations, mine.allocations) == (5, 3)
     assert (plain.allocated_bytes, mine.allocated_bytes) == (5 * x.nbytes, 3 * x.nbytes)
     same_bits(mine.values[0], np.full(5, 9.0))
@@ -118,7 +118,7 @@ def test_allocations_of_the_notes_first_example():
     g = trace(lambda X: X[0] + X[1], X)
     seeds = {g.outputs[0]: np.ones(())}
     plain = cotangents.reverse_accumulation(g, seeds)
-    mine = cotangents.reverse_accumulation(g, seeds, accumulate="in_place")
+    mine = cotangents.reverse_accumulation(g, seeds, in_place=True)
     assert (plain.allocations, mine.allocations) == (5, 4)
     assert plain.allocated_bytes - mine.allocated_bytes == X.nbytes
     same_bits(mine.values[0], np.array([1.0, 1.0, 0.0]))
@@ -131,11 +131,11 @@ def test_a_view_of_another_cotangent_is_never_written_into():
     x = np.arange(4.0)
     g = trace(lambda x: (x * 5.0).sum() + (x.reshape(2, 2) * 2.0).sum(), x)
     r = next(v for v in range(g.n_vertices) if g.shapes[v] == (2, 2))
-    swept = reverse_sweep(g, accumulate="in_place")
+    swept = reverse_sweep(g, in_place=True)
     same_bits(swept.adjoints[r], np.full((1, 2, 2), 2.0))
     same_bits(swept.adjoints[0], np.full((1, 4), 7.0))
     seeds = {g.outputs[0]: np.ones(())}
-    assert (cotangents.reverse_accumulation(g, seeds, accumulate="in_place").allocations
+    assert (cotangents.reverse_accumulation(g, seeds, in_place=True).allocations
             == cotangents.reverse_accumulation(g, seeds).allocations)
 
 
@@ -145,9 +145,9 @@ def test_the_callers_seed_is_never_written_into():
     seed = np.ones(3)                                   # a writeable array of the caller's
     h = trace(lambda x: x + x * 3.0, x)          # x's first term: the seed itself
     for graph in (g, h):
-        cotangents.reverse_accumulation(graph, {graph.outputs[0]: seed}, accumulate="in_place")
+        cotangents.reverse_accumulation(graph, {graph.outputs[0]: seed}, in_place=True)
         same_bits(seed, np.ones(3))
-    same_bits(vjp(h, [seed], accumulate="in_place")[0], np.full(3, 4.0))
+    same_bits(vjp(h, [seed], in_place=True)[0], np.full(3, 4.0))
     same_bits(seed, np.ones(3))
 
 
@@ -187,27 +187,27 @@ def test_in_place_lowers_the_peak_bytes():
     x = np.ones(1 << 17)
     g = trace(lambda x: (x * 1.0 + x * 2.0 + x * 3.0 + x * 4.0).sum(), x)
 
-    def peak(accumulate):
+    def peak(in_place):
         tracemalloc.start()
         try:
-            gradient(g, accumulate=accumulate)
+            gradient(g, in_place=in_place)
             return tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
 
-    peak("plain")   # warm up caches the first call fills
-    assert peak("plain") - peak("in_place") >= 0.9 * x.nbytes
+    peak(False)   # warm up caches the first call fills
+    assert peak(False) - peak(True) >= 0.9 * x.nbytes
 
 
 # ------------------------------------------------------------ bad options
 def test_bad_options():
     g = trace(lambda x: (x * x).sum(), np.ones(3))
-    with pytest.raises(ValueError, match="accumulate must be one of 'plain', 'in_place'"):
-        gradient(g, accumulate="inplace")
+    with pytest.raises(TypeError, match="in_place must be True or False"):
+        gradient(g, in_place="in_place")
     with pytest.raises(TypeError, match="lazy must be True or False"):
         vjp(g, [1.0], lazy="yes")
     with pytest.raises(ValueError, match="options of the 'reference' engine"):
-        reverse_sweep(examples.lecture(), engine="loop", accumulate="in_place")
+        reverse_sweep(examples.lecture(), engine="loop", in_place=True)
     with pytest.raises(ValueError, match="is not an input of the graph"):
         gradient(g, wrt="y")
     with pytest.raises(ValueError, match="selected twice"):

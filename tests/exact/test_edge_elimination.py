@@ -279,7 +279,7 @@ def test_bad_sequences(sequence, error, fragment):
 def test_bad_graph_and_direction():
     with pytest.raises(TypeError, match="works on an LCG"):
         eliminate_edges({"x": 1}, "markowitz")
-    with pytest.raises(ValueError, match="direction must be 'front' or 'back'"):
+    with pytest.raises(ValueError, match="end must be 'front' or 'back'"):
         vertex_order_as_edges(small(), ["a"], "sideways")
 
 

@@ -17,6 +17,7 @@ from oracles import array_programs, close, rational_jacobian
 
 from minirad import LCG, examples, trace
 from minirad.exact.elimination import (
+    CHAIN_LIMIT,
     OPTIMAL_LIMIT,
     SEARCH_LIMIT,
     Elimination,
@@ -567,3 +568,45 @@ def test_bad_orders_on_arrays():
     partial = eliminate(g, ["v1"])
     assert partial.jacobian is None and partial.blocks is None
     assert math.isfinite(eliminate(g).operations)
+
+
+# ----------------------------------------------------------------- issue 39
+def test_the_matrix_chain_search_is_limited_and_says_how_to_ask_for_more():
+    """Issue 39: the optimal order of a chain of arrays had no limit (200 steps took 96 s,
+    10^4 never ended). Refused past CHAIN_LIMIT intermediates, naming the keyword; with
+    it, the search runs. The oracle: 2 x 2 blocks of ones cost 8 per product in every
+    order, so the optimal order costs 8 (L - 1) on L blocks."""
+    blocks = CHAIN_LIMIT + 2                           # CHAIN_LIMIT + 1 intermediates
+    chain = from_chain([np.ones((2, 2))] * blocks)
+    for call in (eliminate, elimination_order, elimination_cost):
+        with pytest.raises(ValueError, match=f"limited to {CHAIN_LIMIT} intermediates.*"
+                                             f"max_intermediates={CHAIN_LIMIT + 1}"):
+            call(chain, "optimal")
+    short = from_chain([np.ones((2, 2))] * 12)      # asking for more: the search runs
+    assert eliminate(short, "optimal", max_intermediates=11).multiplications == 8 * 11
+    with pytest.raises(ValueError, match="products of its 66 sub-chains"):
+        eliminate(short, "optimal", max_intermediates=10)
+    huge = from_chain([np.ones((1, 1))] * 2000)      # refused at once, nothing formed
+    with pytest.raises(ValueError, match="products of its 1,999,000 sub-chains"):
+        eliminate(huge, "optimal")
+
+
+def test_max_intermediates_moves_every_optimal_search_limit():
+    """The one keyword raises or lowers the limit of all three searches; within it the
+    answer is the default search's (the oracle: brute force over every order)."""
+    numbers = examples.random_dag(2, 5, 2, 0.5, rng=3)
+    arrays = trace(lambda x: np.tanh(x) * np.sin(x) + np.exp(x), np.ones(2))
+    for g in (numbers, arrays):
+        k = len(g.intermediates)
+        with pytest.raises(ValueError, match=f"limited to {k - 1} intermediates.*"
+                                             f"max_intermediates={k}"):
+            eliminate(g, "optimal", max_intermediates=k - 1)
+        costs = [elimination_cost(g, list(p)) for p in itertools.permutations(g.intermediates)]
+        assert elimination_cost(g, "optimal", max_intermediates=k) == min(costs)
+    wide = trace(lambda x: sum(np.tanh(x * float(k)) for k in range(1, 6)), np.ones(2))
+    message = f"tries every order of its {len(wide.intermediates)} intermediates"
+    with pytest.raises(ValueError, match=message):
+        eliminate(wide, "optimal")
+    for bad in (-1, 2.5, True, "9"):
+        with pytest.raises(TypeError, match="max_intermediates must be an int"):
+            eliminate(numbers, "optimal", max_intermediates=bad)

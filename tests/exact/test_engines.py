@@ -68,7 +68,7 @@ def test_path_count_engines_equal_sweeps_over_counts(name):
     g = GRAPHS[name]
     expected = count_paths_reference(g)
     assert count_paths(g).tolist() == expected.tolist()
-    assert count_paths_reference(g, backward=True).tolist() == expected.tolist()
+    assert count_paths_reference(g, direction="reverse").tolist() == expected.tolist()
     # total_counts: all seeds at once is the sum of the per-seed sweeps
     ones = [1] * g.n_edges
     into = _engines.total_counts(g, g.inputs, forward=True)
@@ -86,7 +86,7 @@ def test_path_count_engines_equal_sweeps_over_counts(name):
 @pytest.mark.parametrize("name", ["figure1", "two_outputs", "random_dag"])
 def test_path_walk_engine_equals_the_reference_walk(name):
     g = GRAPHS[name]
-    useful = minirad.graph.lcg.reachable(g, g.outputs, forward=False)
+    useful = minirad.graph.lcg.reachable(g, g.outputs, direction="reverse")
     for x in g.inputs:
         fast = dict(_engines.walk_products(g, [x], list(g.outputs), useful))
         slow = {p: labels.path_label(g, p) for y in g.outputs for p in labels.walk(g, x, y)}

@@ -161,12 +161,16 @@ def test_too_many_paths_through_the_entry_point():
 
 
 def test_bad_first_arguments():
-    with pytest.raises(TypeError, match="needs an LCG or a function to trace, not int"):
+    with pytest.raises(TypeError, match="works on an LCG .* or on a function and the point "
+                                        "to trace it at, not int"):
         jacobian(3)
-    with pytest.raises(TypeError, match="arguments are only for a function to trace"):
+    with pytest.raises(TypeError, match=r"got an LCG and 1 more positional argument\(s\), "
+                                        r"but takes 0: a point to trace at goes with a function"):
         jacobian(examples.lecture(), 2.0)
+    with pytest.raises(TypeError, match=r"needs the point to trace the function at"):
+        jacobian(examples.lab_program)
     with pytest.raises(ValueError, match="unknown vertex 'nope'"):
-        minirad.exact.sweeps.forward_sweep(examples.lecture(), inputs="nope")
+        minirad.exact.sweeps.forward_sweep(examples.lecture(), wrt="nope")
 
 
 def test_bad_elimination_orders():

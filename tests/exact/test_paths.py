@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import array_programs, close, dense_jacobian, random_dags
+from oracles import array_programs, broom, close, dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, trace
@@ -304,8 +304,8 @@ def test_scalar_path_counts_are_exact_beyond_int64():
     assert count_scalar_paths(g).tolist() == [[2 ** 69] * 2] * 2
     assert count_scalar_paths(examples.lecture()).tolist() == count_paths(
         examples.lecture()).tolist()
-    with pytest.raises(ValueError, match="pass a larger limit"):
-        count_scalar_paths(g, limit=10)
+    with pytest.raises(ValueError, match="pass a larger max_entries"):
+        count_scalar_paths(g, max_entries=10)
 
 
 def test_bauer_costs_one_product_per_path():
@@ -371,3 +371,56 @@ def test_a_count_too_long_for_python_to_print_still_prints():
     assert type(total) is int and total - 2**20000 == 1
     # below the limit every digit is printed, as for any int
     assert str(count_paths(layered(10, 32))[0, 0]) == str(10**31)
+
+
+# ----------------------------------------------------------------- issue 39
+def test_bauer_is_bounded_by_the_products_along_its_paths_not_only_their_number():
+    """Issue 39: n paths of average length n/2 are under any path limit yet cost n^2/2
+    products (two days at n = 10^6). Refused before any path is walked, naming the
+    products and the keyword that asks for them anyway; within the bound the counts are
+    the hand count and the Jacobian the reverse sweep's (the oracle)."""
+    n = 300
+    g = broom(n)
+    products = n * (n + 1) // 2
+    with pytest.raises(ValueError, match=f"multiplies {products} times along the graph's "
+                                         f"{n} input-to-output paths.*max_products={products - 1}"
+                                         f".*pass max_products={products}"):
+        bauer(g, max_products=products - 1)
+    with pytest.raises(ValueError, match=f"max_products={products}"):
+        minirad.jacobian(g, method="bauer", max_products=products - 1)
+    result = minirad.accumulate(g, method="bauer", max_products=products)
+    assert result.multiplications == products and result.additions == n - 1
+    np.testing.assert_allclose(result.jacobian, minirad.jacobian(g), rtol=0)
+    with pytest.raises(ValueError, match="max_products=5 applies only to method='bauer'"):
+        minirad.jacobian(g, method="reverse", max_products=5)
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="max_products must be a non-negative integer"):
+            bauer(g, max_products=bad)
+    big = broom(100_000)        # 5e9 products, refused by default
+    with pytest.raises(ValueError, match="multiplies 5000050000 times"):
+        bauer(big)
+
+
+def test_refusing_bauer_takes_two_counts_per_vertex_not_one_per_input():
+    """Issue 39: the refusal counted the paths of every input to every vertex (a float
+    and a Python int each), 4.2 GB on a 10^6-edge graph. 2,000 inputs and 2,000 outputs
+    joined by a chain of 50,000 vertices: 4,000,000 paths. The old counts table alone
+    would take 2,000 x 54,000 ints (over 3 GB); the refusal now takes a few MB."""
+    import tracemalloc
+
+    k, length = 2000, 50_000
+    names = [f"x{i}" for i in range(k)] + [f"c{i}" for i in range(length)] + \
+            [f"y{i}" for i in range(k)]
+    sources = list(range(k)) + list(range(k, k + length - 1)) + [k + length - 1] * k
+    targets = [k] * k + list(range(k + 1, k + length)) + list(range(k + length, 2 * k + length))
+    g = LCG(names, sources, targets, np.ones(len(sources)), list(range(k)),
+            list(range(k + length, 2 * k + length)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="has 4000000 input-to-output paths, more than "
+                                             "max_paths=1000000.*pass max_paths=4000000"):
+            bauer(g)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20

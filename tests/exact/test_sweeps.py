@@ -74,7 +74,7 @@ def test_lecture_graph_follows_the_lecture_numbering():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_forward_tangent_trace_of_the_lecture(engine):
     g = examples.lecture()  # x1 = 2, x2 = 5
-    r = forward_sweep(g, inputs=["x1"], engine=engine)
+    r = forward_sweep(g, wrt=["x1"], engine=engine)
     # v0 = x1, v1 = x2, v2 = ln v0, v3 = v0 v1, v4 = sin v1, v5 = v2 + v3, v6 = v5 - v4
     expected = [1.0, 0.0, 1 / 2, 5.0, 0.0, 5.5, 5.5]
     assert r.tangents.shape == (7, 1)
@@ -82,7 +82,7 @@ def test_forward_tangent_trace_of_the_lecture(engine):
     assert r.jacobian.tolist() == [[5.5]]
     assert r.seeds == (0,)
     # and seeded with x2: the tangent of sin(x2) is cos(5)
-    t2 = forward_sweep(g, inputs="x2", engine=engine).tangents[:, 0]
+    t2 = forward_sweep(g, wrt="x2", engine=engine).tangents[:, 0]
     np.testing.assert_allclose(t2, [0, 1, 0, 2, math.cos(5), 2, 2 - math.cos(5)],
                                rtol=1e-15, atol=1e-16)
 
@@ -152,10 +152,12 @@ def test_jvp_and_vjp_match_dense_products(g, engine, k, seed):
     slack = 1e-12 * max(1.0, float(magnitude.max()))
     bound_v = 1e-10 * (np.abs(magnitude) @ np.abs(v)) + slack
     bound_u = 1e-10 * (np.abs(u) @ np.abs(magnitude)) + slack
-    assert np.all(np.abs(jvp(g, v, engine=engine) - J @ v) <= bound_v)
-    assert np.all(np.abs(vjp(g, u, engine=engine) - u @ J) <= bound_u)
-    assert np.all(np.abs(jvp(g, v[:, 0], engine=engine) - J @ v[:, 0]) <= bound_v[:, 0])
-    assert np.all(np.abs(vjp(g, u[0], engine=engine) - u[0] @ J) <= bound_u[0])
+    # one entry per vertex: k tangents of an input are its entry's k numbers
+    assert np.all(np.abs(np.array(jvp(g, list(v), engine=engine)) - J @ v) <= bound_v)
+    assert np.all(np.abs(np.array(vjp(g, list(u.T), engine=engine)).T - u @ J) <= bound_u)
+    assert np.all(np.abs(np.array(jvp(g, v[:, 0], engine=engine)) - J @ v[:, 0])
+                  <= bound_v[:, 0])
+    assert np.all(np.abs(np.array(vjp(g, u[0], engine=engine)) - u[0] @ J) <= bound_u[0])
 
 
 @settings(max_examples=50, deadline=None)
@@ -164,7 +166,7 @@ def test_subsets_of_seeds_give_columns_and_rows(g, data):
     full = dense_jacobian(g)
     cols = data.draw(st.lists(st.sampled_from(range(len(g.inputs))), unique=True))
     rows = data.draw(st.lists(st.sampled_from(range(len(g.outputs))), unique=True))
-    fwd = forward_sweep(g, inputs=[g.names[g.inputs[c]] for c in cols])
+    fwd = forward_sweep(g, wrt=[g.names[g.inputs[c]] for c in cols])
     rev = reverse_sweep(g, outputs=[g.outputs[r] for r in rows])
     assert fwd.jacobian.shape == (len(g.outputs), len(cols))
     assert rev.jacobian.shape == (len(rows), len(g.inputs))
@@ -181,14 +183,14 @@ def test_counts_equal_the_edges_the_sweeps_traverse(g, data):
     assert ((reverse_sweep(g).multiplications, reverse_sweep(g).additions)
             == expected_cost(g, g.outputs, reverse=True))
     some = data.draw(st.lists(st.sampled_from(g.inputs), unique=True))
-    r = forward_sweep(g, inputs=some)
+    r = forward_sweep(g, wrt=some)
     assert (r.multiplications, r.additions) == expected_cost(g, some)
 
 
 def test_counts_of_the_lecture_by_hand():
     g = examples.lecture()
     # from x1: edges out of x1 (2), v2, v3, v5 -> 5; v5 adds its two terms
-    r = forward_sweep(g, inputs="x1")
+    r = forward_sweep(g, wrt="x1")
     assert (r.multiplications, r.additions) == (5, 1)
     # reverse from y reaches every vertex: all 8 edges; x1 and x2 each sum two terms
     r = reverse_sweep(g)
@@ -201,7 +203,7 @@ def test_counts_on_a_big_graph_use_the_compiled_reachability():
     seeds = g.outputs[:3]
     r = reverse_sweep(g, outputs=seeds)
     assert (r.multiplications, r.additions) == expected_cost(g, seeds, reverse=True)
-    f = forward_sweep(g, inputs=g.inputs[:2])
+    f = forward_sweep(g, wrt=g.inputs[:2])
     assert (f.multiplications, f.additions) == expected_cost(g, g.inputs[:2])
     # the forward sweep from every input costs at most n_inputs * n_edges
     assert forward_sweep(g).multiplications <= len(g.inputs) * g.n_edges
@@ -215,7 +217,7 @@ def test_engines_agree_on_a_wide_graph():
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(vjp(g, u, engine=engine), reference, rtol=1e-10,
                                    atol=1e-12)
-    v = np.random.default_rng(1).standard_normal((len(g.inputs), 3))
+    v = list(np.random.default_rng(1).standard_normal((len(g.inputs), 3)))
     reference = jvp(g, v, engine="loop")
     for engine in ("levels", "triangular", "auto"):
         np.testing.assert_allclose(jvp(g, v, engine=engine), reference, rtol=1e-10,
@@ -293,9 +295,9 @@ def test_constant_and_copied_outputs():
 
 def test_no_seeds_and_no_edges():
     g = examples.lecture()
-    assert forward_sweep(g, inputs=[]).jacobian.shape == (1, 0)
+    assert forward_sweep(g, wrt=[]).jacobian.shape == (1, 0)
     assert reverse_sweep(g, outputs=[]).jacobian.shape == (0, 2)
-    assert forward_sweep(g, inputs=[]).multiplications == 0
+    assert forward_sweep(g, wrt=[]).multiplications == 0
     bare = LCG(["x", "y"], [], [], [], inputs=[0], outputs=[1])
     assert forward_sweep(bare).jacobian.tolist() == [[0.0]]
     assert reverse_sweep(bare).jacobian.tolist() == [[0.0]]
@@ -317,32 +319,36 @@ def test_accumulation_is_a_frozen_record():
 def test_bad_seed_selections():
     g = examples.lecture()
     with pytest.raises(ValueError, match="unknown vertex 'x3'"):
-        forward_sweep(g, inputs=["x3"])
+        forward_sweep(g, wrt=["x3"])
     with pytest.raises(ValueError, match="v3 is not an input of the graph; its inputs are "
                                          "x1, x2"):
-        forward_sweep(g, inputs=["v3"])
+        forward_sweep(g, wrt=["v3"])
     with pytest.raises(ValueError, match="x1 is not an output of the graph; its outputs are y"):
         reverse_sweep(g, outputs="x1")
     with pytest.raises(ValueError, match="input x1 is selected twice"):
-        forward_sweep(g, inputs=["x1", 0])
+        forward_sweep(g, wrt=["x1", 0])
     with pytest.raises(ValueError, match="unknown vertex 12"):
         reverse_sweep(g, outputs=[12])
     with pytest.raises(TypeError, match="sequence of vertices"):
-        forward_sweep(g, inputs={"x1"})
+        forward_sweep(g, wrt={"x1"})
 
 
 def test_bad_engine_and_vectors():
     g = examples.lecture()
     with pytest.raises(ValueError, match="unknown engine 'gpu'; valid engines are 'auto'"):
         reverse_sweep(g, engine="gpu")
-    with pytest.raises(ValueError, match=r"v has shape \(3,\); expected \(2,\) or \(2, k\)"):
+    with pytest.raises(ValueError, match="v has 3 entries; give one per vertex"):
         jvp(g, [1.0, 2.0, 3.0])
-    with pytest.raises(ValueError, match=r"u has shape \(2, 2\); expected \(1,\) or \(k, 1\)"):
+    # a matrix is refused rather than read by rows or by columns
+    with pytest.raises(TypeError, match=r"u must be a list .* of shape \(2, 2\)"):
         vjp(g, np.ones((2, 2)))
     with pytest.raises(ValueError, match="non-finite"):
         jvp(g, [1.0, np.nan])
-    with pytest.raises(TypeError, match="u must be an array of real numbers"):
+    with pytest.raises(TypeError, match="the entry of u for y must be an array of real numbers"):
         vjp(g, ["a"])
+    with pytest.raises(ValueError, match=r"the entry of v for x2 has shape \(3,\); expected "
+                                         r"\(2,\)"):
+        jvp(g, [np.ones(2), np.ones(3)])
 
 
 @pytest.mark.parametrize("width, depth, degree", [(20, 5, 3), (300, 30, 6)])
@@ -392,7 +398,7 @@ def test_array_sweeps_keep_tangents_and_adjoints_of_every_vertex():
     A, w = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), np.array([0.1, -0.3])
     g = trace(lambda A, w: A @ np.tanh(w), A, w)
     expected = A * (1 - np.tanh(w) ** 2)
-    r = forward_sweep(g, inputs="w")
+    r = forward_sweep(g, wrt="w")
     np.testing.assert_allclose(r.jacobian, expected, rtol=1e-15)
     assert r.seeds == (g.index("w"),) and r.shapes == (((3,),), ((2,),))
     np.testing.assert_allclose(r.blocks[0][0], expected, rtol=1e-15)
@@ -446,18 +452,28 @@ def test_sweeping_in_blocks_without_keeping_values(kind, monkeypatch):
         assert (lean.multiplications, lean.additions) == (full.multiplications, full.additions)
 
 
-def test_the_forms_of_tangents_and_results_follow_the_vertices():
-    # numbers in, numbers out, arrays in between: the flat form on both sides (0-d arrays
-    # in, so that the array tracer runs: floats alone would go to the tracer of numbers)
-    g = trace(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), np.array(0.5), np.array(2.0))
-    assert g.algebra is not labels.FLOATS and g.shape("s") == () and g.shape("t") == ()
+def test_tangents_and_results_take_one_form_on_numbers_and_on_arrays():
+    # the same program traced on numbers and on 0-d arrays (the array tracer): the same
+    # lists, a float per number, and stacked seeds as arrays of shape (k,) per vertex
+    def f(s, t):
+        return ops.exp(s * 1.0) * t * 3.0
+
     e = math.exp(0.5)
-    np.testing.assert_allclose(jvp(g, [1.0, 0.0]), [3 * e * 2.0], rtol=1e-15)
-    np.testing.assert_allclose(vjp(g, [1.0]), [6 * e, 3 * e], rtol=1e-15)
-    np.testing.assert_allclose(gradient(g), [6 * e, 3 * e], rtol=1e-15)
-    np.testing.assert_allclose(jvp(g, np.eye(2)), [[6 * e, 3 * e]], rtol=1e-15)   # columns
-    np.testing.assert_allclose(vjp(g, [[1.0], [2.0]]), [[6 * e, 3 * e], [12 * e, 6 * e]],
-                               rtol=1e-15)                                     # rows
+    on_numbers = trace(f, 0.5, 2.0)
+    on_arrays = trace(lambda s, t: (np.exp(s * np.ones(3)) * t).sum(), np.array(0.5),
+                      np.array(2.0))
+    assert on_numbers.algebra is labels.FLOATS and on_arrays.algebra is not labels.FLOATS
+    for g in (on_numbers, on_arrays):
+        tangent, cotangent, grad = jvp(g, [1.0, 0.0]), vjp(g, [1.0]), gradient(g)
+        assert all(type(x) is float for x in (*tangent, *cotangent, *grad))
+        np.testing.assert_allclose(tangent, [6 * e], rtol=1e-15)
+        np.testing.assert_allclose(cotangent, [6 * e, 3 * e], rtol=1e-15)
+        assert grad == cotangent
+        columns = jvp(g, [np.array([1.0, 0.0]), np.array([0.0, 1.0])])   # two tangents
+        assert len(columns) == 1 and columns[0].shape == (2,)
+        np.testing.assert_allclose(columns[0], [6 * e, 3 * e], rtol=1e-15)
+        rows = vjp(g, [np.array([1.0, 2.0])])                              # two adjoints
+        np.testing.assert_allclose(rows, [[6 * e, 12 * e], [3 * e, 6 * e]], rtol=1e-15)
     # an array input: one entry per input, a number as a float, None for zero
     h = trace(lambda s, x: s * x, 2.0, np.array([1.0, 3.0]))
     ds, dx = vjp(h, [np.array([1.0, 1.0])])
@@ -490,8 +506,8 @@ def test_bad_tangents_and_engines_on_arrays():
         jvp(g, [np.ones((4, 2, 2)), np.ones((3, 2))])   # stacks of different lengths
     with pytest.raises(ValueError, match="non-finite"):
         vjp(g, [np.array([np.nan, 0.0])])
-    with pytest.raises(TypeError, match="u must be a list with one entry per vertex"):
-        vjp(g, np.ones(2))
+    with pytest.raises(ValueError, match=r"u has 2 entries; give one per vertex \(1: y\)"):
+        vjp(g, np.ones(2))      # the one output's adjoint is [np.ones(2)]
     with pytest.raises(TypeError, match="must be an array of real numbers"):
         vjp(g, [["a", "b"]])
     with pytest.raises(ValueError, match="engine 'levels' sweeps graphs of numbers only"):

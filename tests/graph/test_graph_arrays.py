@@ -8,7 +8,7 @@ import pytest
 from minirad import trace
 from minirad.exact.jacobians import jacobian
 from minirad.graph.lcg import LCG, relabelled
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import OPERATORS, Diagonal, Mask
 from minirad.graph.scalarize import scalarize, vertex_copies
 from minirad.tracing.arrays import conv2d, name, softmax_cross_entropy
@@ -98,16 +98,16 @@ def test_memory_rules():
     # a ReLU whose output is kept anyway (the next layer's activation) costs nothing
     g = trace(lambda W, V: (relu(x @ W) @ V).sum(), np.ones((3, 2), np.float32),
               np.ones((2, 2), np.float32))
-    m = memory(g)
+    m = retained_memory(g)
     assert m.total == 4 * 3 * 4 + 4 * 2 * 4          # x and relu(x @ W), floats
     assert dict(zip([op.kind for op in g.labels], m.per_edge))["mask"] == 0
     # an array used by two edges is stored once
     g = trace(lambda a: (x * a + x * a * 2.0).sum(), np.ones((4, 3), np.float32))
-    assert memory(g).total == 48                # x, for both products; "* 2.0" keeps nothing
+    assert retained_memory(g).total == 48      # x, for both products; "* 2.0" keeps nothing
     # im2col columns are rebuilt from the image: the image is what is kept
     img = np.ones((2, 1, 6, 6), np.float32)
     g = trace(lambda w: conv2d(img, w, padding=1).sum(), np.ones((4, 1, 3, 3), np.float32))
-    assert memory(g).total == img.nbytes
+    assert retained_memory(g).total == img.nbytes
 
 
 def test_scalarize_of_a_hand_built_graph():

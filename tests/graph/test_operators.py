@@ -158,20 +158,20 @@ def test_retained_bytes_follow_dtype_and_bits():
 
 
 def test_memory_reports_index_arrays_apart_and_counts_equal_ones_once():
-    """Two uses of the slice v[1:] hold equal positions (one key), v[:2] its own.  memory()
+    """Two uses of the slice v[1:] hold equal positions (one key), v[:2] its own.  retained_memory()
     charges none of them (the shapes rebuild them) but reports their bytes, counted by hand:
     3 + 2 int64 positions.  What it charges: the float32 constant x[1:] that the product
     keeps (3 x 4 B) and the four float partials of the two additions (4 x 8 B); the factors
     of v[:2] * v[:2] are slices of the input, which the caller keeps anyway."""
     from minirad import trace
-    from minirad.graph.memory import memory
+    from minirad.graph.memory import retained_memory
 
     x = np.arange(4.0, dtype=np.float32)
     g = trace(lambda v: (v[1:] * x[1:]).sum() + (v[1:] * 2.0).sum()
                      + (v[:2] * v[:2]).sum(), np.ones(4, np.float32))
     keys = {r.key for op in g.labels if isinstance(op, Gather) for r in op.retained}
     assert len(keys) == 2
-    m = memory(g)
+    m = retained_memory(g)
     assert m.from_shapes == (3 + 2) * 8
     assert m.total == 3 * 4 + 4 * 8
     assert sum("24 B of indices rebuilt from the shapes" in note for note in m.notes) == 2

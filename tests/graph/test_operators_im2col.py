@@ -11,7 +11,7 @@ import pytest
 from minirad import trace
 from minirad.exact.sweeps import gradient
 from minirad.graph.files import load_graph, save_graph
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
 from minirad.studies.nn import convnet_numpy
 from minirad.tracing.arrays import conv2d
@@ -101,7 +101,7 @@ def test_the_patch_edge_charges_the_image_and_remembers_how_to_gather():
     assert not source.flags.writeable
     np.testing.assert_array_equal(gather.apply(source), outer.stored)
     # the patches (25x the image) can be rebuilt from the image: the image is what counts
-    assert memory(g).total == x.nbytes
+    assert retained_memory(g).total == x.nbytes
 
 
 def test_files_keep_the_gathering_and_read_the_older_positions(tmp_path):

@@ -9,7 +9,7 @@ from minirad import trace
 from minirad.exact.jacobians import jacobian
 from minirad.graph.files import load_graph, save_graph
 from minirad.graph.lcg import LCG
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import MatMul, ProjectedMatMul, Retained
 
 RNG = np.random.default_rng(31)
@@ -100,7 +100,7 @@ def test_a_graph_with_a_projected_edge_survives_the_file(tmp_path):
     back = load_graph(tmp_path / "h.npz")
     assert [type(label) for label in back.labels] == [type(label) for label in h.labels]
     np.testing.assert_allclose(jacobian(back), jacobian(h), rtol=1e-14)
-    assert memory(back).total == memory(h).total
+    assert retained_memory(back).total == retained_memory(h).total
     # the projection really changed the Jacobian (it is an estimate, not the exact one)
     assert not np.allclose(jacobian(h), jacobian(g))
 

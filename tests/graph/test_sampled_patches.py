@@ -12,7 +12,7 @@ from minirad.exact.sweeps import gradient
 from minirad.graph import patches as sampled_patches
 from minirad.graph.files import load_graph, save_graph
 from minirad.graph.lcg import relabelled
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Im2Col, MatMul
 from minirad.graph.patches import ProjectedPatches, SampledPatches
 from minirad.studies.nn import convnet_numpy, graph
@@ -171,7 +171,7 @@ def test_the_convnet_injection_keeps_the_sampled_entries_only():
                     counts[r, q] += 1
             by_hand = (rows * (counts * (d / k))).reshape(source.shape)
             np.testing.assert_array_equal(op.patches(), gather.apply(by_hand))
-            assert memory(h).per_edge[e] == n * k * 8      # the floats; indices from the seed
+            assert retained_memory(h).per_edge[e] == n * k * 8   # the floats; indices: the seed
             reference[e] = MatMul(op.patches(), "right", op.in_shape)
         for a, b in zip(gradient(h), gradient(relabelled(h, reference))):
             np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
@@ -191,7 +191,7 @@ def test_the_convnet_injection_keeps_the_sampled_entries_only():
         np.testing.assert_array_equal(op.R, R)
         np.testing.assert_allclose(op.image(), (rows @ R @ R.T / k).reshape(source.shape),
                                    rtol=1e-12, atol=1e-13)
-        assert memory(h).per_edge[e] == n * k * 8 == op.kept.nbytes
+        assert retained_memory(h).per_edge[e] == n * k * 8 == op.kept.nbytes
         reference[e] = MatMul(op.patches(), "right", op.in_shape)
     for a, b in zip(gradient(h), gradient(relabelled(h, reference))):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-14)
@@ -206,7 +206,7 @@ def test_the_file_keeps_it(tmp_path, kind):
     save_graph(h, tmp_path / "h.npz")
     back = load_graph(tmp_path / "h.npz")
     assert [type(op) for op in back.labels] == [type(op) for op in h.labels]
-    assert memory(back).per_edge == memory(h).per_edge
+    assert retained_memory(back).per_edge == retained_memory(h).per_edge
     for a, b in zip(gradient(back), gradient(h)):
         np.testing.assert_array_equal(a, b)
 

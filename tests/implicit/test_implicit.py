@@ -18,7 +18,7 @@ import scipy.sparse
 from minirad import jacobian, load_graph, save_graph, trace
 from minirad.exact.sparsity import pattern
 from minirad.exact.sweeps import gradient
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.scalarize import scalarize
 from minirad.implicit.solves import ImplicitSolution, LinearSolve, SolveMatrix, solve, solve_root
 
@@ -76,7 +76,7 @@ def test_operators_retain_the_factors_not_the_inverse():
     assert kinds[:2] == ["solve_matrix", "solve"]
     lu_keys = [{r.key for r in op.retained if r.what == "LU factors"} for op in g.labels[:2]]
     assert lu_keys[0] == lu_keys[1] and len(lu_keys[0]) == 1        # one shared factorisation
-    m = memory(g)
+    m = retained_memory(g)
     lu_bytes, x_bytes = N * N * 8 + N * 4, N * 8
     # the solve's two edges keep LU once plus x; the square keeps x once more (its diagonal)
     assert m.per_edge[0] + m.per_edge[1] == lu_bytes + x_bytes
@@ -185,7 +185,7 @@ def test_root_gradient_against_central_differences_and_unrolled_iterations():
     np.testing.assert_allclose(got, central(lambda q: root_loss_unrolled(q, 200), p), rtol=1e-7)
     np.testing.assert_allclose(got, gradient(through)[0], rtol=1e-9)
     # one edge against sixty iterations' worth: the implicit graph keeps far less
-    assert memory(implicit).total < memory(through).total / 5
+    assert retained_memory(implicit).total < retained_memory(through).total / 5
     # the root's operator is -f_x^{-1} f_p, by the chain rule on the plain values
     root = next(v for v in range(implicit.n_vertices) if implicit.op(v) == "root({0})")
     x = implicit.values[root]
@@ -263,7 +263,7 @@ def test_a_graph_with_solves_survives_the_file(tmp_path, rhs):
     gA, gb = gradient(h)
     np.testing.assert_allclose(gA, central(lambda A: loss_of_solve(A, b0), A0), rtol=1e-6)
     np.testing.assert_allclose(gb, central(lambda b: loss_of_solve(A0, b), b0), rtol=1e-6)
-    mg, mh = memory(g), memory(h)
+    mg, mh = retained_memory(g), retained_memory(h)
     assert (mh.per_edge, mh.notes, mh.total) == (mg.per_edge, mg.notes, mg.total)
     assert "lu shared" in mh.notes[1]
     # the two edges' shared factors are written once, and share one key after loading
@@ -291,7 +291,7 @@ def test_a_graph_with_a_root_survives_the_file(tmp_path, f, p, sparse_f_p):
     np.testing.assert_array_equal(gradient(h)[0], gradient(g)[0])
     # central differences of Newton's root at perturbed parameters
     np.testing.assert_allclose(gradient(h)[0], central(loss, p), rtol=1e-7, atol=1e-10)
-    assert memory(h).per_edge == memory(g).per_edge
+    assert retained_memory(h).per_edge == retained_memory(g).per_edge
     assert scipy.sparse.issparse(h.labels[0].f_p) == scipy.sparse.issparse(g.labels[0].f_p) \
         == sparse_f_p
 
@@ -302,7 +302,7 @@ def test_a_float32_solve_stays_float32_through_the_file(tmp_path):
     h, _ = saved_and_loaded(g, tmp_path)
     assert [op.dtype for op in h.labels] == [op.dtype for op in g.labels]
     np.testing.assert_array_equal(gradient(h)[1], gradient(g)[1])
-    assert memory(h).per_edge == memory(g).per_edge
+    assert retained_memory(h).per_edge == retained_memory(g).per_edge
 
 
 def _tampered(tmp_path, change_manifest=None, change_arrays=None):

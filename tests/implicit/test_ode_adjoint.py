@@ -196,7 +196,7 @@ def test_reintegration_is_fine_for_an_oscillator_and_unstable_for_diffusion():
 
 def test_bad_input():
     problem = ode.oscillator(n_steps=10)
-    with pytest.raises(ValueError, match="states must be one of"):
+    with pytest.raises(ValueError, match="states_from must be one of"):
         ode.continuous_gradient(problem, problem.parameters, "guessed")
     with pytest.raises(ValueError, match=r"parameters of shape \(2,\), got \(3,\)"):
         ode.loss(problem, np.zeros(3))

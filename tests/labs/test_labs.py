@@ -318,7 +318,7 @@ def test_count_paths_check_names_the_overwrite_mistake():
     assert "--" not in message
 
 
-def test_count_paths_check_stops_enumeration():
+def test_count_paths_check_stops_enumeration(monkeypatch):
     def enumerate_paths(g):  # visits every path, depth first
         counts = [[0] * len(g.inputs) for _ in g.outputs]
         for i, x in enumerate(g.inputs):
@@ -330,7 +330,10 @@ def test_count_paths_check_stops_enumeration():
                 stack.extend(g.successors(v))
         return counts
 
-    message = expect_failure(lambda fn: labs.check_count_paths(fn, seconds=1.0), enumerate_paths,
+    from minirad.labs import lab03_bauer
+
+    monkeypatch.setattr(lab03_bauer, "SECONDS", 1.0)
+    message = expect_failure(labs.check_count_paths, enumerate_paths,
                              "took longer than 1 s", "dynamic programming")
     assert "random_dag(2, 60, 2, density=0.5, rng=4)" in message
 
@@ -370,7 +373,7 @@ def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
     import sys
     import types
 
-    from minirad.labs import checks
+    from minirad.labs import checking
 
     # a stand-in for IPython.display, so the test runs whether or not IPython is installed
     shown = []
@@ -380,7 +383,7 @@ def test_show_displays_inline_in_a_kernel(tmp_path, monkeypatch):
     ipython.display = display_module
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display_module)
-    monkeypatch.setattr(checks, "_in_kernel", lambda: True)
+    monkeypatch.setattr(checking, "_in_kernel", lambda: True)
     monkeypatch.setenv("MINIRAD_LAB_OUTPUT", str(tmp_path))
     from minirad.draw.render import render
 

@@ -11,7 +11,7 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad.exact.cotangents import add_bang
-from minirad.labs.checks_accumulation import check_add_bang
+from minirad.labs.lab07_tracked_arrays import check_add_bang
 
 
 def lab7(name, tmp_path_factory):

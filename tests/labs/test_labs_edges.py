@@ -9,8 +9,7 @@ from oracles import expect_failure, lab_solution
 
 from minirad import LCG
 from minirad.exact.edge_elimination import eliminate_edges
-from minirad.labs.checks_edges import check_eliminate_edge
-from minirad.labs.checks_more import edge_dict
+from minirad.labs.lab04_elimination import check_eliminate_edge, edge_dict
 
 
 def by_hand(edges, i, j, direction):

@@ -19,9 +19,9 @@ import pytest
 
 from minirad import labs
 from minirad.cli import main
-from minirad.labs import grade, instructors, notebook
+from minirad.labs import grading, instructors, notebook
 from minirad.labs.exercise import EXERCISES, exercises_of_lab, reference_codes
-from minirad.labs.mistakes import MISTAKES, catalogue
+from minirad.labs.instructors import catalogue, mistakes
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
@@ -115,7 +115,7 @@ def test_both_fooling_attempts_score_zero_for_the_exercises_they_fake(tmp_path):
         if cell.source.strip() == "labs.check_reverse_sweep(reverse_sweep)":
             cell.source = "print('Exercise 2.2 passed: reverse sweep agrees with minirad')"
     path = write(nb, tmp_path / "lab2_lcg.ipynb")
-    (report,) = grade.grade([path], tmp_path / "out")
+    (report,) = grading.grade([path], tmp_path / "out")
     scores = by_number(report)
     assert (scores["2.1"].points, scores["2.1"].status) == (0, "used the reference")
     assert "forward_sweep (minirad.exact.sweeps)" in scores["2.1"].message
@@ -170,28 +170,28 @@ def test_a_lab_script_is_graded_too_and_an_unknown_file_is_reported(tmp_path):
     stray.write_text(nbformat.writes(nbformat.v4.new_notebook()))
     broken = tmp_path / "lab2_broken.ipynb"
     broken.write_text("{not json")
-    reports = grade.grade([script, stray, broken], tmp_path / "out")
+    reports = grading.grade([script, stray, broken], tmp_path / "out")
     assert [r.total for r in reports] == [4, 0, 0]
     assert "could not tell which lab" in reports[1].error
     assert "could not read" in reports[2].error
     with pytest.raises(ValueError, match="no such submission"):
-        grade.grade([tmp_path / "missing.ipynb"], tmp_path / "out")
+        grading.grade([tmp_path / "missing.ipynb"], tmp_path / "out")
 
 
 def test_in_the_kernel_a_missing_name_and_a_stub_are_told_apart(tmp_path):
     out = tmp_path / "result.json"
-    outcome = grade.grade_in_kernel("2.1", {}, str(out), stub_present=True)
+    outcome = grading.grade_in_kernel("2.1", {}, str(out), stub_present=True)
     assert outcome["status"] == "not implemented"
-    outcome = grade.grade_in_kernel("2.1", {}, str(out), stub_present=False)
+    outcome = grading.grade_in_kernel("2.1", {}, str(out), stub_present=False)
     assert outcome["status"] == "missing" and "'forward_sweep'" in outcome["message"]
     assert json.loads(out.read_text()) == outcome
-    assert grade.grade_in_kernel("2.1", {"forward_sweep": 3}, str(out), False)["status"] == \
+    assert grading.grade_in_kernel("2.1", {"forward_sweep": 3}, str(out), False)["status"] == \
         "wrong answer"
 
 
 def test_identify_lab_prefers_the_metadata():
     nb = notebook.to_notebook(LABS[0], solutions=False)
-    assert grade.identify_lab(nb, "renamed.ipynb") == lab_number(LABS[0])
+    assert grading.identify_lab(nb, "renamed.ipynb") == lab_number(LABS[0])
     assert labs.EXERCISES is EXERCISES
 
 
@@ -201,20 +201,20 @@ def test_every_planted_mistake_scores_zero_and_the_guide_shows_what_the_check_sa
     every one is rejected (by the check of its own exercise, which takes only that
     exercise's names), and the guide is regenerated from them without a change."""
     entries = catalogue()
-    assert len(entries) == sum(len(m) for m in MISTAKES.values()) >= 60
-    assert {number for number in MISTAKES} == set(EXERCISES)  # every exercise has some
+    assert len(entries) == sum(len(m) for m in mistakes().values()) >= 60
+    assert {number for number in mistakes()} == set(EXERCISES)  # every exercise has some
     accepted = [(e.number, e.mistake) for e in entries if e.status == "passed"]
     assert not accepted, accepted
     for entry in entries:
         assert entry.message.startswith(f"Exercise {entry.number} "), entry
-        assert entry.status in grade.STATUSES and entry.status != "used the reference"
+        assert entry.status in grading.STATUSES and entry.status != "used the reference"
     guide = (ROOT / "tutorials" / "INSTRUCTORS.md").read_text()
     assert instructors.update(guide, entries) == guide, \
         "run: python -m minirad.labs.instructors tutorials/INSTRUCTORS.md"
     # through the grader's own entry point, as a notebook would be graded
-    number, (_, answer) = "2.1", MISTAKES["2.1"][0]
+    number, (_, answer) = "2.1", mistakes()["2.1"][0]
     namespace = dict(zip(EXERCISES[number].takes, answer()))
-    outcome = grade.grade_in_kernel(number, namespace, str(tmp_path / "r.json"), False)
+    outcome = grading.grade_in_kernel(number, namespace, str(tmp_path / "r.json"), False)
     assert outcome["status"] == "wrong answer" and "ADD" in outcome["message"]
 
 

@@ -1,12 +1,12 @@
 """Lab 12's checks accept the reference solutions, refuse minirad's own answers, and
-reject planted wrong answers with a targeted hint (every planted mistake of
-minirad/labs/mistakes.py is run through the grader in tests/test_labs_grade.py)."""
+reject planted wrong answers with a targeted hint (the planted mistakes of
+minirad/labs/lab12_higher.py are run through the grader in tests/test_labs_grade.py)."""
 
 import numpy as np
 from oracles import expect_failure, lab_solution
 
 from minirad.exact import higher
-from minirad.labs.checks_higher import HVP_PROGRAMS, RULES, check_dual_numbers, check_hvp
+from minirad.labs.lab12_higher import HVP_PROGRAMS, RULES, check_dual_numbers, check_hvp
 from minirad.tracing.dual import Dual
 
 
@@ -32,10 +32,11 @@ def test_the_solution_s_hvp_on_the_lab_s_own_tracer_and_duals(tmp_path_factory):
 
 def test_the_rules_by_hand_are_the_derivatives():
     # each rule's tangent against a central difference along the seeded direction
-    from minirad.labs.checks_higher import TX, TY, X, Y
+    from minirad.labs.lab12_higher import TX, TY, X, Y
 
     h = 1e-6
     for name, rule, value, tangent in RULES:
+        value, tangent = value(X, Y), tangent(X, Y, TX, TY)
         assert abs(rule(X, Y) - value) <= 1e-14 * max(1.0, abs(value)), name
         difference = (rule(X + h * TX, Y + h * TY) - rule(X - h * TX, Y - h * TY)) / (2 * h)
         assert abs(difference - tangent) <= 1e-7 * max(1.0, abs(tangent)), name

@@ -5,7 +5,8 @@ import numpy as np
 from oracles import expect_failure
 
 from minirad.exact.sparsity import colour_columns
-from minirad.labs.checks_sparse import check_column_colouring, check_implicit_gradient
+from minirad.labs.lab04_elimination import check_column_colouring
+from minirad.labs.lab06_optimisation import check_implicit_gradient
 
 
 def greedy(P):

@@ -6,17 +6,23 @@ import pytest
 from oracles import expect_failure, lab_solution
 
 from minirad import symbolic
-from minirad.labs.checks_symbolic import SECONDS, check_tree_size, tree_size_cases
+from minirad.labs.lab11_symbolic import SECONDS, check_tree_size, tree_size_cases
 
 sp = pytest.importorskip("sympy")
 
 
 def test_the_cases_are_counted_independently():
-    # the closed form of the deep case against a full walk of a shallower one
-    for name, (e, expected) in tree_size_cases().items():
-        if expected < 10**6:
-            assert expected == sum(1 for _ in sp.preorder_traversal(e)), name
-    assert max(expected for _, expected in tree_size_cases().values()) == 5 * 2**39 - 1
+    # the closed form of the deep case against a full walk of shallower ones, and the
+    # small cases against a walk of every node
+    from minirad.labs.lab11_symbolic import _size, expression
+
+    small, deep = tree_size_cases()
+    for name, spec in small["questions"]:
+        assert _size(spec) == sum(1 for _ in sp.preorder_traversal(expression(spec))), name
+    assert _size(deep["questions"][0][1]) == 5 * 2**39 - 1
+    for depth in (2, 3, 6):
+        walked = sum(1 for _ in sp.preorder_traversal(expression(["composition", depth])))
+        assert _size(["composition", depth]) == walked
 
 
 def test_accepts_the_reference_and_refuses_minirads_own(tmp_path_factory, capsys):

@@ -32,7 +32,7 @@ from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient
 from minirad.examples import chain_graph
 from minirad.graph.files import load_graph, save_graph
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Diagonal, Projection, Retained, SumAxes, compose
 from minirad.graph.scalarize import from_chain, scalarize, vertex_copies
 from minirad.randomized.injection import (
@@ -51,7 +51,7 @@ from minirad.randomized.sampling import path_sampling_variance
 from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
 from minirad.tracing.ops import relu
 
-METHODS = ("sample", "rademacher")
+LAWS = ("sample", "rademacher")
 
 
 def random_chain(sizes, seed, zero=False):
@@ -81,9 +81,9 @@ def at(positions, chain):
 
 
 # ------------------------------------------------------------------ the random P
-def all_projections(method, d, k):
+def all_projections(law, d, k):
     """Every equally likely outcome of P (d x d) with k samples."""
-    if method == "sample":
+    if law == "sample":
         for seq in itertools.product(range(d), repeat=k):
             yield np.diag(np.bincount(seq, minlength=d) * (d / k))
     else:
@@ -92,10 +92,10 @@ def all_projections(method, d, k):
             yield r @ r.T
 
 
-def injection_law(chain, k, method, where):
+def injection_law(chain, k, law, where):
     """Every equally likely outcome of the injected estimate."""
     sizes = [chain[0].shape[1]] + [m.shape[0] for m in chain]
-    per_position = [list(all_projections(method, sizes[l], k)) for l in where]
+    per_position = [list(all_projections(law, sizes[l], k)) for l in where]
     return np.array([product(chain, dict(zip(where, ps)))
                      for ps in itertools.product(*per_position)])
 
@@ -104,42 +104,42 @@ def same_law(a, b):
     return a.keys() == b.keys() and all(abs(a[key] - b[key]) < 1e-12 for key in a)
 
 
-@pytest.mark.parametrize("method,d,k", [("sample", 3, 1), ("sample", 3, 2), ("sample", 4, 3),
+@pytest.mark.parametrize("law,d,k", [("sample", 3, 1), ("sample", 3, 2), ("sample", 4, 3),
                                         ("sample", 2, 5), ("rademacher", 3, 1),
                                         ("rademacher", 3, 2), ("rademacher", 2, 4)])
-def test_expected_projection_is_identity_by_enumeration(method, d, k):
-    outcomes = np.array(list(all_projections(method, d, k)))
+def test_expected_projection_is_identity_by_enumeration(law, d, k):
+    outcomes = np.array(list(all_projections(law, d, k)))
     assert np.allclose(outcomes.mean(axis=0), np.eye(d), atol=1e-14)
 
 
-@pytest.mark.parametrize("method,d,k", [("sample", 3, 2), ("rademacher", 3, 2),
+@pytest.mark.parametrize("law,d,k", [("sample", 3, 2), ("rademacher", 3, 2),
                                         ("sample", 4, 1), ("rademacher", 2, 3)])
-def test_second_moment_identity_used_by_the_exact_variance(method, d, k):
+def test_second_moment_identity_used_by_the_exact_variance(law, d, k):
     # E[P A P] = A + D(A): checked through injection_variance on the chain
     # [column] -> P -> [row], whose variance is a^T (E[P b b^T P] - b b^T) a
     rng = np.random.default_rng(d * 10 + k)
     chain = [rng.standard_normal((d, 1)), rng.standard_normal((1, d))]
-    outcomes = injection_law(chain, k, method, [1])
+    outcomes = injection_law(chain, k, law, [1])
     assert np.allclose(outcomes.var(axis=0),
-                       injection_variance(from_chain(chain), ["v1"], k, method), atol=1e-12)
+                       injection_variance(from_chain(chain), ["v1"], k, law), atol=1e-12)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_expected_projection_is_identity_by_monte_carlo(method):
+@pytest.mark.parametrize("law", LAWS)
+def test_expected_projection_is_identity_by_monte_carlo(law):
     # per entry |mean - I| < 5 sd with the exact sd (sampling: diagonal variance (d-1)/k,
     # off-diagonal 0; Rademacher: diagonal 0, off-diagonal 1/k): false-failure rate
     # < 6e-7 per entry under the CLT; one P at a time, and the batched estimates of the
     # chain theta -> y (J = I) with P at y
     d, k = 5, 2
     rng = np.random.default_rng(0)
-    single = np.array([random_projection(d, k, method, rng) for _ in range(4000)])
-    batched = injected_jacobians(from_chain([np.eye(d)]), ["y"], k, 100000, method, rng=1)
-    sd = (np.sqrt((d - 1) / k) * np.eye(d) if method == "sample"
+    single = np.array([random_projection(d, k, law, rng=rng) for _ in range(4000)])
+    batched = injected_jacobians(from_chain([np.eye(d)]), ["y"], k, 100000, law, rng=1)
+    sd = (np.sqrt((d - 1) / k) * np.eye(d) if law == "sample"
           else np.sqrt(1 / k) * (1 - np.eye(d)))
     for found in (single, batched):
         assert np.all(np.abs(found.mean(axis=0) - np.eye(d)) <= 5 * sd / np.sqrt(len(found))
                       + 1e-12)
-    R = random_basis(5, 2, method, rows=4000, rng=7)        # one draw per row
+    R = random_basis(5, 2, law, n_rows=4000, rng=7)        # one draw per row
     P = np.einsum("ndk,nek->nde", R, R)
     assert np.all(np.abs(P.mean(axis=0) - np.eye(d)) <= 5 * sd / np.sqrt(4000) + 1e-12)
 
@@ -167,18 +167,18 @@ def test_a_chain_is_the_graph_from_chain_and_its_scalar_graph_is_chain_graph():
     np.testing.assert_allclose(minirad.jacobian(s), minirad.jacobian(old), rtol=1e-12)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_injecting_at_chain_vertices_is_the_matrix_product_with_p(method):
+@pytest.mark.parametrize("law", LAWS)
+def test_injecting_at_chain_vertices_is_the_matrix_product_with_p(law):
     chain = random_chain([2, 4, 3, 2], 1)
     g = from_chain(chain)
     rng = np.random.default_rng(5)
-    by_hand = product(chain, {1: random_projection(4, 2, method, rng),
-                              2: random_projection(3, 2, method, rng)})
+    by_hand = product(chain, {1: random_projection(4, 2, law, rng=rng),
+                              2: random_projection(3, 2, law, rng=rng)})
     rng = np.random.default_rng(5)
-    h = inject_vertex(inject_vertex(g, "v1", 2, method, rng=rng), "v2", 2, method, rng=rng)
+    h = inject_vertex(inject_vertex(g, "v1", 2, law, rng=rng), "v2", 2, law, rng=rng)
     np.testing.assert_allclose(jacobian(h), by_hand, rtol=1e-12)
     # at the output the projection goes on the edges into it
-    h = inject_vertex(g, "y", 1, method, rng=6)
+    h = inject_vertex(g, "y", 1, law, rng=6)
     P = h.labels[-1].parts[0].to_dense()
     np.testing.assert_allclose(jacobian(h), product(chain, {3: P}), rtol=1e-12)
 
@@ -192,23 +192,23 @@ def test_batched_estimates_are_reproducible_and_draw_per_vertex_in_order():
                                                     rng=4))
 
 
-@pytest.mark.parametrize("method,k,where", [("sample", 1, [1, 2]), ("sample", 2, [0, 1, 3]),
+@pytest.mark.parametrize("law,k,where", [("sample", 1, [1, 2]), ("sample", 2, [0, 1, 3]),
                                             ("rademacher", 1, [1, 2]), ("rademacher", 2, [2])])
-def test_unbiased_with_exact_variance_by_enumeration(method, k, where):
-    chain = random_chain([2, 2, 3, 2], 4) if method == "sample" else random_chain([1, 2, 2, 1], 4)
-    outcomes = injection_law(chain, k, method, where)
+def test_unbiased_with_exact_variance_by_enumeration(law, k, where):
+    chain = random_chain([2, 2, 3, 2], 4) if law == "sample" else random_chain([1, 2, 2, 1], 4)
+    outcomes = injection_law(chain, k, law, where)
     g = from_chain(chain)
     assert np.allclose(outcomes.mean(axis=0), product(chain), atol=1e-12)
-    assert np.allclose(outcomes.var(axis=0), injection_variance(g, at(where, chain), k, method),
+    assert np.allclose(outcomes.var(axis=0), injection_variance(g, at(where, chain), k, law),
                        atol=1e-10)
     # the batched estimates draw from that law (chi-square p > 1e-6: false-failure 1e-6)
-    estimates = injected_jacobians(g, at(where, chain), k, 20000, method, rng=11)
+    estimates = injected_jacobians(g, at(where, chain), k, 20000, law, rng=11)
     assert chi_square_p(estimates, as_law(outcomes)) > 1e-6
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("law", LAWS)
 @pytest.mark.parametrize("k", [1, 2, 0.5])
-def test_unbiased_by_monte_carlo_with_power(method, k):
+def test_unbiased_by_monte_carlo_with_power(law, k):
     # the number of estimates from the exact covariance, so that a 5% bias fails the
     # test (tests/oracles.py: false-failure rate below (m + 1) x 5.7e-7).  Positive
     # partials: with random signs the paths cancel, and the same power takes 10^7 draws
@@ -216,31 +216,31 @@ def test_unbiased_by_monte_carlo_with_power(method, k):
     chain = [rng.uniform(0.5, 1.5, (b, a)) for a, b in zip([2, 4, 4], [4, 4, 3])]
     g = from_chain(chain)
     where = ["v1", "v2"]
-    covariance = injection_variance(g, where, k, method, covariance=True)
+    covariance = injection_variance(g, where, k, law, covariance=True)
     exact = product(chain)
     n = draws_for_power(exact[0], covariance[0])
     assert n <= 250_000
-    estimates = injected_jacobians(g, where, k, n, method, rng=8)
+    estimates = injected_jacobians(g, where, k, n, law, rng=8)
     for row in range(3):
         assert_unbiased(estimates[:, row], exact[row], covariance[row])
     assert_power(estimates[:, 0], exact[0], covariance[0])
     # the sample variance against the exact one, its standard error from the
     # fourth moment: |z| < 5, false-failure rate about 6e-7 per entry
-    variance = injection_variance(g, where, k, method)
+    variance = injection_variance(g, where, k, law)
     centred = estimates - estimates.mean(axis=0)
     s2 = centred.var(axis=0, ddof=1)
     se = np.sqrt(((centred**4).mean(axis=0) - s2**2) / len(estimates))
     assert np.all(np.abs(s2 - variance) < 5 * se)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("law", LAWS)
 @pytest.mark.parametrize("seed", range(5))
-def test_variance_grows_with_the_number_of_injections(method, seed):
+def test_variance_grows_with_the_number_of_injections(law, seed):
     # exact: each injection adds a positive semidefinite term (see the docstring)
     chain = random_chain([2, 4, 4, 4, 4, 2], seed)
     g = from_chain(chain)
     nested = [[], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [0, 1, 2, 3, 4, 5]]
-    variances = [injection_variance(g, at(where, chain), 2, method) for where in nested]
+    variances = [injection_variance(g, at(where, chain), 2, law) for where in nested]
     assert np.all(variances[0] == 0)
     for fewer, more in zip(variances, variances[1:]):
         assert np.all(more >= fewer - 1e-12) and more.sum() > fewer.sum()
@@ -388,24 +388,24 @@ VERTEX_WAYS = {"vertex per-row": dict(axis=1, batch_axis=0, per_row=True),
 
 
 @pytest.mark.parametrize("how", sorted(VERTEX_WAYS))
-@pytest.mark.parametrize("method", METHODS)
-def test_vertex_injection_is_unbiased_with_its_exact_variance(how, method):
+@pytest.mark.parametrize("law", LAWS)
+def test_vertex_injection_is_unbiased_with_its_exact_variance(how, law):
     # batched estimates with the law of inject_vertex (checked by the loop below), as
     # many as draws_for_power asks: a 5% bias fails the test (false-failure rates:
     # tests/oracles.py, and |z| < 5 on the sample variances: 5.7e-7 per entry)
     g = small_network()
     options = VERTEX_WAYS[how]
     exact = flat_gradient(g)
-    covariance = injection_variance(g, ["a"], 2, method, covariance=True, **options)[0]
+    covariance = injection_variance(g, ["a"], 2, law, covariance=True, **options)[0]
     n = draws_for_power(exact, covariance)
-    estimates = injected_jacobians(g, ["a"], 2, n, method,
-                                   rng=zlib.crc32(f"{how}/{method}".encode()), **options)[:, 0]
+    estimates = injected_jacobians(g, ["a"], 2, n, law,
+                                   rng=zlib.crc32(f"{how}/{law}".encode()), **options)[:, 0]
     assert_unbiased(estimates, exact, covariance)
     assert_power(estimates, exact, covariance)
     # one graph at a time: the same law (400 estimates, two-sample z on the means with the
     # exact variance: false-failure rate 5.7e-7 per entry)
     rng = np.random.default_rng(3)
-    single = np.array([flat_gradient(inject_vertex(g, "a", 2, method, rng=rng, **options))
+    single = np.array([flat_gradient(inject_vertex(g, "a", 2, law, rng=rng, **options))
                        for _ in range(400)])
     sd = np.sqrt(np.diag(covariance) * (1 / 400 + 1 / n))
     assert np.all(np.abs(single.mean(axis=0) - estimates.mean(axis=0)) <= 5 * sd + 1e-9)
@@ -418,28 +418,28 @@ EDGE_WAYS = {"edge per-row": (8, True, "outer"), "edge shared": (8, False, "oute
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", sorted(EDGE_WAYS) + ["activations"])
-@pytest.mark.parametrize("method", METHODS)
-def test_edge_injection_is_unbiased_with_its_exact_variance(how, method):
+@pytest.mark.parametrize("law", LAWS)
+def test_edge_injection_is_unbiased_with_its_exact_variance(how, law):
     # one graph per estimate, as many as draws_for_power asks (k chosen so that this
     # is at most 6,000 here: k draws with replacement may exceed d); false-failure
     # rates in tests/oracles.py, and 5.7e-7 per entry for the sample variance against
     # the exact one
     g = small_network()
     exact = flat_gradient(g)
-    rng = np.random.default_rng(zlib.crc32(f"{how}/{method}".encode()))
+    rng = np.random.default_rng(zlib.crc32(f"{how}/{law}".encode()))
     if how == "activations":
-        covariance = activation_sampling_variance(g, 0.75, method, covariance=True)[0]
+        covariance = activation_sampling_variance(g, 0.75, law, covariance=True)[0]
 
         def draw():
-            return sample_activations(g, 0.75, method, rng=rng)
+            return sample_activations(g, 0.75, law, rng=rng)
     else:
         k, per_row, kind = EDGE_WAYS[how]
         edge = next(e for e, op in enumerate(g.labels) if op.kind == kind)
-        covariance = injection_variance(g, (), k, method, edges=[edge], per_row=per_row,
+        covariance = injection_variance(g, (), k, law, edges=[edge], per_row=per_row,
                                         covariance=True)[0]
 
         def draw():
-            return inject_edge(g, edge, k, method, per_row=per_row, rng=rng)
+            return inject_edge(g, edge, k, law, per_row=per_row, rng=rng)
     n = draws_for_power(exact, covariance)
     assert n <= 6000
     estimates = np.array([flat_gradient(draw()) for _ in range(n)])
@@ -474,15 +474,15 @@ def test_injection_on_a_graph_of_numbers_is_the_identity_and_is_recorded():
     """A number has one entry, so P = 1 at a vertex or on an edge between numbers:
     the labels stay, the injection is recorded, the variance is 0."""
     g = examples.lecture()
-    for method in METHODS:
-        h = inject_vertex(g, "v3", 2, method, rng=0)
+    for law in LAWS:
+        h = inject_vertex(g, "v3", 2, law, rng=0)
         assert np.array_equal(h.labels, g.labels) and h.algebra is g.algebra
         assert h.injections[0]["d"] == 1 and h.injections[0]["at"] == "v3"
-        e = inject_edge(g, 0, 3, method, rng=0)
+        e = inject_edge(g, 0, 3, law, rng=0)
         assert np.array_equal(e.labels, g.labels) and e.injections[0]["d"] == 1
-        assert np.array_equal(injected_jacobians(g, ["v3"], 2, 3, method, rng=0)[0],
+        assert np.array_equal(injected_jacobians(g, ["v3"], 2, 3, law, rng=0)[0],
                               minirad.jacobian(g))
-        assert np.all(injection_variance(g, ["v3"], 2, method, edges=[0]) == 0)
+        assert np.all(injection_variance(g, ["v3"], 2, law, edges=[0]) == 0)
     assert sample_activations(g, 0.5, rng=0) is g            # no activation kept
 
 
@@ -499,9 +499,9 @@ def test_random_basis_has_expectation_identity():
     # exact per-entry variances of P = R R^T: sampling, (d-1)/k on the diagonal and 0 off
     # it; Rademacher, 0 on the diagonal and 1/k off it.  |z| < 5: 5.7e-7 per entry
     d, k, n = 5, 2, 4000
-    for method, sd in (("sample", np.sqrt((d - 1) / k) * np.eye(d)),
+    for law, sd in (("sample", np.sqrt((d - 1) / k) * np.eye(d)),
                        ("rademacher", np.sqrt(1 / k) * (1 - np.eye(d)))):
-        R = random_basis(d, k, method, rows=n, rng=7)
+        R = random_basis(d, k, law, n_rows=n, rng=7)
         P = np.einsum("ndk,nek->nde", R, R)
         assert np.all(np.abs(P.mean(axis=0) - np.eye(d)) <= 5 * sd / np.sqrt(n) + 1e-12)
 
@@ -515,7 +515,7 @@ def test_k_as_count_or_fraction_and_bad_input():
     with pytest.raises(TypeError, match="k must be a count"):
         draws(10, "3")
     g = small_network()
-    with pytest.raises(ValueError, match="method must be one of"):
+    with pytest.raises(ValueError, match="law must be one of"):
         inject_vertex(g, "a", 2, "bernoulli")
     with pytest.raises(ValueError, match="unknown vertex 'b'"):
         inject_vertex(g, "b", 2)
@@ -535,7 +535,7 @@ def test_bad_input_to_the_estimates_and_variances():
         injected_jacobians(g, ["v1"], 1, 0)
     with pytest.raises(TypeError, match="n"):
         injected_jacobians(g, ["v1"], 1, 2.0)
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(ValueError, match="law"):
         injected_jacobians(g, ["v1"], 1, 2, "gaussian")
     with pytest.raises(ValueError, match="listed twice"):
         injection_variance(g, ["v1", "v1"], 1)
@@ -581,13 +581,13 @@ def test_bad_projections():
 
 # ------------------------------------------------------------------ memory, files
 @pytest.mark.parametrize("per_row", [True, False])
-@pytest.mark.parametrize("method", METHODS)
-def test_paper_mlp_at_fraction_01_keeps_8285_bytes_per_example(method, per_row):
+@pytest.mark.parametrize("law", LAWS)
+def test_paper_mlp_at_fraction_01_keeps_8285_bytes_per_example(law, per_row):
     mlp, params = paper_mlp()
     g = trace(mlp, *params)
-    h = sample_activations(g, 0.1, method=method, per_row=per_row, rng=0)
+    h = sample_activations(g, 0.1, law=law, per_row=per_row, rng=0)
     # (79 + 30 + 30 + 30 + 10) floats of 4 bytes + (300 + 300 + 300) one-bit ReLU masks
-    assert memory(h).per_example(150) == (79 + 30 + 30 + 30 + 10) * 4 + 900 / 8 == 828.5
+    assert retained_memory(h).per_example(150) == (79 + 30 + 30 + 30 + 10) * 4 + 900 / 8 == 828.5
     assert [r["k"] for r in h.injections] == [79, 30, 30, 30]
     assert all(gr.dtype == np.float32 for gr in gradient(h))
 
@@ -620,7 +620,7 @@ def test_paper_convnet_memory_and_where_it_differs_from_appendix_a():
     # outputs are not kept (the pool's are), so the masks cannot be rebuilt for free;
     # the paper assumes they are recomputed (which means re-running the convolution)
     masks_before_pools = (32 * 32 * 32 + 32 * 16 * 16) / 8
-    assert memory(g).per_example(2) == paper + masks_before_pools
+    assert retained_memory(g).per_example(2) == paper + masks_before_pools
     # activation sampling at 0.1 samples each layer's *input* (the image, not its im2col
     # patches) over its spatial positions, per example and channel (the paper's Fig. 4):
     # ceil(0.1 H W) per channel, 3 x 103 + 16 x 103 + 32 x 26 + 32 x 26 floats, and the
@@ -630,7 +630,7 @@ def test_paper_convnet_memory_and_where_it_differs_from_appendix_a():
     sampled = [3 * 103, 16 * 103, 32 * 26, 32 * 26, 205]
     assert [c * math.ceil(0.1 * d / c) for c, d in zip([3, 16, 32, 32, 1], inputs)] == sampled
     masks = (16 * 32 * 32 + 32 * 32 * 32 + 32 * 16 * 16 + 32 * 16 * 16) / 8
-    assert memory(h).per_example(2) == (sum(sampled) + 10) * 4 + masks
+    assert retained_memory(h).per_example(2) == (sum(sampled) + 10) * 4 + masks
 
 
 @pytest.mark.slow
@@ -664,7 +664,8 @@ def test_injected_graphs_record_and_round_trip(tmp_path):
     h = load_graph(tmp_path / "g.npz")
     assert h.injections == g.injections
     np.testing.assert_allclose(jacobian(h), jacobian(g))
-    assert (memory(h).per_edge, memory(h).notes) == (memory(g).per_edge, memory(g).notes)
+    kept, before = retained_memory(h), retained_memory(g)
+    assert (kept.per_edge, kept.notes) == (before.per_edge, before.notes)
 
 
 # ------------------------------------------------ given draws and diagonals (picks)
@@ -735,12 +736,12 @@ def test_same_array_same_picks_share_one_copy():
     g = LCG(["x", "y", "L"], [0, 0, 1], [1, 2, 2],
             [Diagonal(2 * x, retained=keep), compose(SumAxes((4,)), Diagonal(x, None, keep)),
              SumAxes((4,))], [0], [2], values=[x, x * x, np.array(0.0)])
-    assert memory(g).total == 32
+    assert retained_memory(g).total == 32
     picks = np.array([3, 3, 0])
     shared = inject_edges(g, [(0, 1), (0, 2)], picks=[picks, picks])
-    assert memory(shared).total == 3 * 9                   # one copy: 3 floats, 3 indices
+    assert retained_memory(shared).total == 3 * 9                   # one copy: 3 floats, 3 indices
     apart = inject_edges(g, [(0, 1), (0, 2)], picks=[picks, np.array([1, 1, 2])])
-    assert memory(apart).total == 2 * 3 * 9
+    assert retained_memory(apart).total == 2 * 3 * 9
     # the loss edge sum ∘ diag(x) sampled: sum over the picks of (d/k) x_i
     P = dense_projection(picks, 4)
     np.testing.assert_allclose(shared.labels[1].to_dense(), (x @ P)[None, :], rtol=1e-15)
@@ -772,13 +773,13 @@ def test_round_trip_keeps_the_sampled_diagonal(tmp_path):
     save_graph(g, tmp_path / "g.npz")
     h = load_graph(tmp_path / "g.npz")
     np.testing.assert_array_equal(jacobian(h), jacobian(g))
-    assert memory(h).total == memory(g).total and h.injections == g.injections
+    assert retained_memory(h).total == retained_memory(g).total and h.injections == g.injections
 
 
 def test_bad_picks_are_named():
     g = two_uses()
     with pytest.raises(ValueError, match="does not draw indices"):
-        inject_edge(g, 0, picks=[1, 2], method="rademacher")
+        inject_edge(g, 0, picks=[1, 2], law="rademacher")
     with pytest.raises(ValueError, match=r"indices 0..4"):
         inject_edge(g, 0, picks=[1, 5])
     with pytest.raises(ValueError, match="integer indices"):

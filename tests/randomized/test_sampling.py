@@ -458,12 +458,32 @@ def test_bad_rng_raises_value_error(rng):
         sampled_jacobians(examples.figure1(), 1, 3, rng=rng)
 
 
-def test_graph_without_input_output_path_raises_value_error():
-    g = no_path_graph()
-    for call in (lambda: sample_paths(g), lambda: sampled_jacobians(g, 1, 5),
-                 lambda: path_sampling_variance(g), lambda: compare(g, 1, 5)):
-        with pytest.raises(ValueError, match="no path from any input"):
-            call()
+def _linear_gradient_graph(point):
+    """The gradient graph of a linear program: its gradient is a constant, so no path
+    joins an input to an output (issue 39)."""
+    from minirad.exact.higher import gradient_graph
+
+    return gradient_graph(lambda x: (2.0 * x).sum() if np.ndim(x) else 2.0 * x, point)
+
+
+@pytest.mark.parametrize("g", [no_path_graph(), _linear_gradient_graph(1.5),
+                               _linear_gradient_graph(np.ones(3))], ids=["numbers",
+                                                                         "gradient_graph",
+                                                                         "gradient_graph_array"])
+def test_a_graph_without_input_output_path_samples_the_zero_jacobian(g):
+    """Issue 39: with no input-to-output path the exact Jacobian is zero (the oracle:
+    the reverse sweep), and so is every estimate, with variance 0; it used to raise."""
+    exact = jacobian(g)
+    assert exact.size > 0 and not exact.any()
+    estimates = sampled_jacobians(g, 2, 5, rng=0)
+    assert estimates.shape == (5, *exact.shape) and not estimates.any()
+    assert sample_paths(g, 1, rng=0).jacobian.shape == exact.shape
+    assert not sample_paths(g, 1, rng=0).jacobian.any()
+    assert path_sampling_variance(g).shape == exact.shape and not path_sampling_variance(g).any()
+    columns = exact.shape[1]
+    assert path_sampling_variance(g, covariance=True).shape == (exact.shape[0], columns, columns)
+    result = compare(g, 1, 5, rng=0)
+    assert not result.mean.any() and result.running_error[-1] == 0.0
 
 
 def test_exact_variance_refuses_large_graphs_naming_the_limit():
@@ -680,3 +700,19 @@ def test_entries_are_checked():
         sample_paths(g, 1, entries={g.names[g.inputs[0]]: 1})
     with pytest.raises(ValueError, match="accumulated in reverse"):
         sampled_jacobians(g, 1, 3, direction="forward")
+
+
+def test_an_exact_variance_beyond_the_float_range_is_refused_not_nan():
+    """Issue 39: with paths of products 1e300 and 1 the variance of one estimate is about
+    1e600; the recursion returned NaN (inf - inf) with numpy's overflow warnings. Now it
+    says which entry overflowed, as every exact method does (AccumulationOverflow)."""
+    from minirad.exact.overflow import AccumulationOverflow
+
+    g = LCG.from_edges([("x", "a", 1e150), ("x", "b", 1.0), ("a", "y", 1e150), ("b", "y", 1.0)],
+                       inputs=["x"], outputs=["y"])
+    assert np.isfinite(jacobian(g)).all()             # the Jacobian itself is 1e300 + 1
+    for covariance in (False, True):
+        with pytest.raises(AccumulationOverflow, match="the exact variance of the estimate: "
+                                                       "dy/dx overflowed to inf"):
+            path_sampling_variance(g, 1, covariance=covariance)
+    assert compare(g, 1, 10, rng=0).exact_variance is None   # compare reports it unknown

@@ -10,7 +10,7 @@ import minirad
 from minirad import ops, trace
 from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient, jvp, vjp
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.scalarize import scalarize
 from minirad.tracing.arrays import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 from minirad.tracing.ops import relu, sigmoid
@@ -128,7 +128,7 @@ def test_scalarize_equals_the_scalar_trace(key):
 def test_scalarize_refuses_large_graphs():
     g = trace(lambda a: (a * a).sum(), np.ones(1000))
     with pytest.raises(ValueError, match="above the limit of 100"):
-        scalarize(g, limit=100)
+        scalarize(g, max_entries=100)
 
 
 # ----------------------------------------------------- the paper's MLP (Appendix A)
@@ -138,7 +138,7 @@ def test_paper_mlp_memory_at_baseline_is_6776_bytes_per_example():
     assert all(dt == np.float32 for dt in g.dtypes)
     assert g.value("y").dtype == np.float32
     assert all(gr.dtype == np.float32 for gr in gradient(g))
-    m = memory(g)
+    m = retained_memory(g)
     # (784 + 300 + 300 + 300 + 10) floats of 4 bytes: every linear layer's input and the
     # logits; ReLU masks rebuilt from the kept activations, biases and W's free
     assert m.per_example(150) == (784 + 300 + 300 + 300 + 10) * 4 == 6776
@@ -152,7 +152,7 @@ def test_paper_mlp_memory_at_baseline_is_6776_bytes_per_example():
 
 def test_memory_follows_dtype():
     mlp, params = paper_mlp(batch=4, dtype=np.float64)
-    assert memory(trace(mlp, *params)).per_example(4) == 2 * 6776
+    assert retained_memory(trace(mlp, *params)).per_example(4) == 2 * 6776
 
 
 def test_gradient_of_mlp_matches_a_hand_written_backward_pass():
@@ -265,7 +265,7 @@ def test_constant_sparse_matrices():
         assert np.isclose(np.sum(op.apply(x) * y), np.sum(x * op.apply_transpose(y)))
     # the matrix is counted once however often it is used: values + indices + row pointers
     csr = sp.csr_array(laplacian)
-    assert memory(g).arrays and max(memory(g).arrays.values()) == (
+    assert retained_memory(g).arrays and max(retained_memory(g).arrays.values()) == (
         csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes)
 
 

@@ -113,7 +113,7 @@ def test_saving_and_loading_keeps_every_label(tmp_path, name):
     assert [getattr(op, "kind", "number") for op in h.labels] == [
         getattr(op, "kind", "number") for op in g.labels]
     np.testing.assert_array_equal(minirad.jacobian(h), minirad.jacobian(g))
-    m, n = minirad.memory(h), minirad.memory(g)
+    m, n = minirad.retained_memory(h), minirad.retained_memory(g)
     assert (m.per_edge, m.notes, m.from_shapes) == (n.per_edge, n.notes, n.from_shapes)
 
 

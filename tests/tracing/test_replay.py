@@ -10,7 +10,7 @@ import minirad
 from minirad import ops
 from minirad.exact.sweeps import gradient
 from minirad.graph.lcg import LCG
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Diagonal
 from minirad.randomized.injection import inject_edge
 from minirad.studies.nn import convnet_numpy, graph, mlp_numpy
@@ -88,10 +88,10 @@ def test_replay_with_new_parameters_and_a_new_minibatch(case):
     fresh = minirad.trace(f, x2, y2, *new, wrt=range(2, 2 + len(params)))
     assert_same_graph(h, fresh)
     # the memory accounting of the graph, and of an injected one, is tracing afresh's
-    assert memory(h).total == memory(fresh).total
+    assert retained_memory(h).total == retained_memory(fresh).total
     e = next(e for e, label in enumerate(h.labels) if label.kind == "outer")
-    assert (memory(inject_edge(h, e, 0.5, rng=1)).total
-            == memory(inject_edge(fresh, e, 0.5, rng=1)).total)
+    assert (retained_memory(inject_edge(h, e, 0.5, rng=1)).total
+            == retained_memory(inject_edge(fresh, e, 0.5, rng=1)).total)
     # the gradient is the hand-written network's at the new point
     floor = (mlp_numpy if case == 0 else convnet_numpy).loss_and_grad(new, x2, y2)[1]
     for a, b in zip(gradient(h), floor):

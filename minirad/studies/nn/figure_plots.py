@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ...draw.render import save
+from ...draw.render import save_drawing
 from .report import COLORS, DPI
 
 __all__ = ["COLORS_ALL", "plot_curves", "plot_fraction_sweep", "plot_sample_positions"]
@@ -76,7 +76,7 @@ def plot_sample_positions(different: dict, same: dict, path: str, channels: int 
                  f"{int(np.sqrt(d))} x {int(np.sqrt(d))} map (f = {different['fraction']:g}), "
                  f"red dots; darker pixels: larger activations", fontsize=11,
                  y=1 - 0.12 / fig.get_figheight())
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)
 
 
 def plot_curves(curves: dict, times: dict, title: str, path: str, loss_note: str = "") -> None:
@@ -124,7 +124,7 @@ def plot_curves(curves: dict, times: dict, title: str, path: str, loss_note: str
                       title=f"{len(next(iter(curves.values())))} seed(s), one line each")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)
 
 
 def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> None:
@@ -168,4 +168,4 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0.11, 1, 1))
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)

@@ -29,7 +29,7 @@ import inspect
 import numpy as np
 
 from ...exact.sweeps import gradient
-from ...graph.memory import memory
+from ...graph.memory import retained_memory
 from ...randomized.injection import inject_edge
 from ...rng import as_generator
 from ...tracing import replay, trace
@@ -217,8 +217,8 @@ def loss_and_grad(params, x, y, kind: str = "exact", fraction: float = 1.0, rng=
 
 
 def retained_bytes(g) -> float:
-    """Bytes the graph's reverse sweep keeps (:func:`minirad.memory`)."""
-    return memory(g).total
+    """Bytes the graph's reverse sweep keeps (:func:`minirad.retained_memory`)."""
+    return retained_memory(g).total
 
 
 def _paper_networks():
@@ -249,6 +249,7 @@ def table1_from_graph(fraction: float = 0.1) -> dict:
     for name_, program, params, x, y in _paper_networks():
         g = traced(program, params, x, y)
         batch = len(y)  # two examples: a batch of one lets the tracer fold some shapes
-        out[name_] = (memory(g).per_example(batch),
-                      memory(inject(g, "different_sample", fraction, rng=0)).per_example(batch))
+        sampled = inject(g, "different_sample", fraction, rng=0)
+        out[name_] = (retained_memory(g).per_example(batch),
+                      retained_memory(sampled).per_example(batch))
     return out

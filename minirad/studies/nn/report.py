@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...draw.render import save
+from ...draw.render import save_drawing
 from . import memory, verdicts
 
 __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_noise",
@@ -17,7 +17,7 @@ __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_n
            "training_markdown"]
 
 #: the resolution of the study's pictures (PNG, written atomically and without a timestamp
-#: by :func:`minirad.draw.render.save`)
+#: by :func:`minirad.draw.render.save_drawing`)
 DPI = 110
 
 COLORS = {"baseline": "black", "same_sample": "tab:orange", "different_sample": "tab:blue",
@@ -72,7 +72,7 @@ def plot_training(runs: dict, batches: dict, title: str, path: str,
     ax_loss.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)
     plt.close(fig)
 
 
@@ -129,7 +129,7 @@ def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
         axes[0].legend(fontsize=6, loc="lower left")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)
     plt.close(fig)
 
 
@@ -277,7 +277,7 @@ def plot_budget(result: dict, title: str, path: str) -> None:
     ax_loss.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    save(fig, path, dpi=DPI)
+    save_drawing(fig, path, dpi=DPI)
     plt.close(fig)
 
 

@@ -192,15 +192,15 @@ class _Backward:
         return phi_next - h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
 
 
-def continuous_gradient(p: Reactor, theta, states: str = "stored",
+def continuous_gradient(p: Reactor, theta, states_from: str = "stored",
                         checkpoint_every: int | None = None) -> ReactorAdjoint:
     """dL/dtheta from the continuous adjoint, solved backwards by RK4 with the state
-    from ``states`` (see the module docstring; ``checkpoint_every`` defaults to
+    from ``states_from`` (see the module docstring; ``checkpoint_every`` defaults to
     :func:`minirad.checkpoint.schedules.sqrt_every`).  The forward states are the study's
     own FTCS steps in every case."""
-    if states not in STATES:
-        raise ValueError(f"states must be one of {', '.join(map(repr, STATES))}, not "
-                         f"{states!r}")
+    if states_from not in STATES:
+        raise ValueError(f"states_from must be one of {', '.join(map(repr, STATES))}, not "
+                         f"{states_from!r}")
     theta = check_theta(theta)
     if theta.shape != (7,):
         raise ValueError(f"theta must have shape (7,), got {theta.shape}")
@@ -209,10 +209,10 @@ def continuous_gradient(p: Reactor, theta, states: str = "stored",
     study = chain(p, theta)           # the study's forward step, unchanged
     used = np.full((N + 1, p.side, p.side), np.nan)
     partial = np.zeros((N + 1, 7))
-    if states == "reintegrate":
+    if states_from == "reintegrate":
         return _reintegrate(p, study, backward, used, partial)
 
-    if states == "stored":
+    if states_from == "stored":
         schedule = StoreAll()
     else:
         every = sqrt_every(N) if checkpoint_every is None else checkpoint_every
@@ -238,7 +238,7 @@ def continuous_gradient(p: Reactor, theta, states: str = "stored",
 
     result = reverse_chain(Chain(step=study.step, vjp=vjp, seed=seed), initial_state(p), N,
                       schedule)
-    return ReactorAdjoint(f"continuous ({states})", result.param_bar, partial, used,
+    return ReactorAdjoint(f"continuous ({states_from})", result.param_bar, partial, used,
                           result.peak_stored, result.forward_steps)
 
 

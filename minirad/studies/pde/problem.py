@@ -57,10 +57,9 @@ from ...checkpoint.schedules import Chain, StoreAll, reverse_chain
 from ...rng import as_generator
 
 __all__ = [
-    "ADAM_BETAS", "Reactor", "RadEstimate", "adam", "chain", "check_theta", "exact_gradient",
-    "exact_retained_bytes", "index_dtype", "initial_state", "initial_theta", "rad_gradient",
-    "sample_count",
-    "sampler", "simulate", "source_profile", "step", "target",
+    "ADAM_BETAS", "Reactor", "RadEstimate", "adam", "adam_step", "chain", "check_theta",
+    "exact_gradient", "exact_retained_bytes", "index_dtype", "initial_state", "initial_theta",
+    "rad_gradient", "sample_count", "sampler", "simulate", "source_profile", "step", "target",
 ]
 
 #: theta_0 of the authors' code: the decay rate of the fundamental mode, so the flux starts
@@ -412,6 +411,19 @@ def exact_retained_bytes(p: Reactor) -> int:
 ADAM_BETAS = (0.9, 0.999)
 
 
+def adam_step(m, v, t: int, lr: float = 1e-2, betas=ADAM_BETAS, eps: float = 1e-8):
+    """The step Adam's ``t``-th iteration subtracts from theta, given the moments ``m`` and
+    ``v`` after it: ``lr m_hat / (sqrt(v_hat) + eps)``, the moments corrected for their
+    zero start.
+
+    >>> round(float(adam_step(0.1, 0.001, 1)), 9)    # the first step is lr, whatever the gradient
+    0.01
+    """
+    m_hat = m / (1 - betas[0] ** t)
+    v_hat = v / (1 - betas[1] ** t)
+    return lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
 def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=ADAM_BETAS,
          eps: float = 1e-8, resume: dict | None = None, on_iteration=None):
     """Adam (Kingma and Ba) on ``grad_fn(theta, i) -> (loss, gradient)``; returns
@@ -455,9 +467,7 @@ def adam(grad_fn, theta0, iterations: int, lr: float = 1e-2, betas=ADAM_BETAS,
         losses.append(np.array(loss, dtype=float))  # a batch of problems gives an array
         m = betas[0] * m + (1 - betas[0]) * g
         v = betas[1] * v + (1 - betas[1]) * g * g
-        m_hat = m / (1 - betas[0] ** (i + 1))
-        v_hat = v / (1 - betas[1] ** (i + 1))
-        theta = theta - lr * m_hat / (np.sqrt(v_hat) + eps)
+        theta = theta - adam_step(m, v, i + 1, lr, betas, eps)
         if on_iteration is not None:
             on_iteration({"done": i + 1, "theta": theta, "m": m, "v": v, "losses": list(losses)})
     return theta, np.array(losses)

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from ...draw.render import save
+from ...draw.render import save_drawing
 from .problem import Reactor, check_theta, initial_state, initial_theta, sampler, step
 
 __all__ = ["FILE", "plot_sampled_states", "run_figure", "sampled_states"]
@@ -87,7 +87,7 @@ def plot_sampled_states(found: dict, path: str) -> None:
                  f"{found['k']} of {found['side'] ** 2} at every step (f = "
                  f"{found['fraction']:g}), drawn uniformly with replacement", fontsize=11)
     fig.subplots_adjust(left=0.04, right=0.98, bottom=0.14, top=0.82, wspace=0.3)
-    save(fig, path, dpi=110)
+    save_drawing(fig, path, dpi=110)
 
 
 def run_figure(folder: str, n_steps: int = Reactor.n_steps, seed: int = 0,

@@ -13,7 +13,15 @@ A state is read back only if it is one the run it belongs to could have written:
   bounded steps reach; the members' first losses are equal (they share a start);
 * the generator's state must belong to the study's seed and lie a plausible number of
   draws after its start (:func:`draws_between`): a state changed by one is
-  ~2^127 draws away.
+  ~2^127 draws away;
+* the first and the last iteration's losses are recomputed, at the study's start and at
+  the parameters before the last step, which theta and the moments give back
+  (:func:`load_state`): an edited loss, or a moment no gradient gives, is refused though
+  every checksum is recomputed to match.
+
+The checksums guard against damage (a file cut short, a changed byte, a state written
+for other settings); they are no seal against a hand that recomputes them, which the
+checks of content are for.
 
 Anything else is a ValueError naming the field, never another exception.
 
@@ -41,7 +49,8 @@ import numpy as np
 
 from ...graph.files import write_atomically
 from ...rng import as_generator
-from .problem import ADAM_BETAS, Reactor, initial_theta
+from .engine import simulate_batch
+from .problem import ADAM_BETAS, Reactor, adam_step, initial_theta
 
 __all__ = ["STATE_FILE", "adam_bounds", "draws_between", "generator", "load_state",
            "parse_state", "run_key", "save_state"]
@@ -118,7 +127,35 @@ def load_state(path: str, cfg) -> dict:
     except OSError as error:
         raise ValueError(f"cannot read the saved run {path}: {error.strerror or error}") \
             from None
-    return parse_state(data, cfg, path)
+    state = parse_state(data, cfg, path)
+    _check_losses(state, cfg, path)
+    return state
+
+
+def _check_losses(state: dict, cfg, where: str) -> None:
+    """The losses the saved parameters give, recomputed (one forward simulation of every
+    member at two points, seconds at the paper's size) against the losses saved: the first
+    iteration's at the study's start, the last iteration's at the parameters before its step,
+    which theta, m and v give back (``theta + adam_step(m, v, done)``).  An edited first
+    or last loss, or a moment no gradient gives (an edited ``v`` changes the step back), is
+    refused even with both checksums recomputed."""
+    members = _members(cfg)
+    with np.errstate(over="ignore"):   # an edited v past the float range: a step of 0
+        before = state["theta"] + adam_step(state["m"], state["v"], state["done"], cfg.lr)
+    start = np.tile(initial_theta(rng=cfg.seed), (members, 1))
+    saved = np.concatenate([state["losses"][0], state["losses"][-1]])
+    try:
+        recomputed = simulate_batch(Reactor(n_steps=cfg.n_steps), np.vstack([start, before]))
+    except ValueError as error:   # parameters outside what the problem takes
+        recomputed, why = None, str(error)
+    if recomputed is None or not np.allclose(recomputed, saved, rtol=1e-9, atol=0.0):
+        worst = 0 if recomputed is None else int(np.argmax(np.abs(recomputed - saved)))
+        found = why if recomputed is None else f"{recomputed[worst]!r}"
+        row = "first" if worst < members else "last"
+        raise ValueError(f"{where} is not a usable saved optimisation of the pde study: its "
+                         f"{row} losses are not those of its parameters (member "
+                         f"{worst % members}: saved {saved[worst]!r}, recomputed {found}), so "
+                         f"its moments, theta or losses were changed; remove it to start again")
 
 
 def parse_state(data: bytes, cfg, where: str = "the saved state") -> dict:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
-from ...draw.render import save
+from ...draw.render import save_drawing
 from ...graph.files import write_atomically
 from ...rng import as_generator
 from . import engine as pde_engine
@@ -51,8 +51,9 @@ from .problem import (
 )
 from .state import STATE_FILE, generator, load_state, save_state
 
-__all__ = ["STATE_FILE", "StudyConfig", "adjoint", "curve_gaps", "memory", "noise", "optimise",
-           "relative_noise", "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
+__all__ = ["SECONDS_PER_STEP", "STATE_FILE", "StudyConfig", "adjoint", "curve_gaps",
+           "estimated_seconds", "memory_use", "noise", "optimise", "relative_noise",
+           "released_bias", "report", "run_study", "traced_peak", "tradeoff"]
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
@@ -86,6 +87,23 @@ class StudyConfig:
     def acceptance(cls) -> StudyConfig:
         """The issue's acceptance run: t up to 1 (4,096 steps), 150 iterations."""
         return cls(n_steps=4096, iterations=150, noise_steps=(64, 256, 1024, 4096))
+
+
+#: the seconds one time step of one member's gradient takes (its forward and reverse
+#: sweeps over the grid), about: the paper-sized run took 3-4 hours on one core, 45 to 55
+#: microseconds a step; a loaded machine takes longer, so estimates err on the short side
+SECONDS_PER_STEP = 5e-5
+
+
+def estimated_seconds(cfg: StudyConfig) -> float:
+    """An estimate of the optimisation's time, the study's longest part (on the short side):
+    a gradient of ``n_steps`` steps per member and iteration.
+
+    >>> round(estimated_seconds(StudyConfig()) / 3600, 1)     # the paper's run: hours
+    3.6
+    """
+    members = 1 + len(cfg.fractions) + len(cfg.released)
+    return SECONDS_PER_STEP * cfg.n_steps * members * cfg.iterations
 
 
 class Progress:
@@ -167,7 +185,7 @@ def curve_gaps(result: dict) -> list[dict]:
 
 
 # --------------------------------------------------------------- memory
-def memory(cfg: StudyConfig, progress=None) -> list[dict]:
+def memory_use(cfg: StudyConfig, progress=None) -> list[dict]:
     """Bytes per gradient: counted (what the sweep keeps) and measured (tracemalloc's peak
     while one gradient is computed, and that peak less the peak of the forward
     simulation alone: what the reverse sweep adds, its working buffers included)."""
@@ -635,7 +653,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
 
     def picture(fig, name):
         path = os.path.join(folder, name)
-        save(fig, path, dpi=130)
+        save_drawing(fig, path, dpi=130)
         written.append(path)
 
     path = os.path.join(folder, "pde_results.md")
@@ -646,7 +664,7 @@ def run_study(folder: str, cfg: StudyConfig | None = None, progress=None,
 
     steps = [("optimise", lambda: optimise(cfg, progress, state_path, resume),
               lambda: plot_losses(parts["optimise"], cfg), "pde_loss_curves.png"),
-             ("memory", lambda: memory(cfg, progress),
+             ("memory", lambda: memory_use(cfg, progress),
               lambda: plot_memory(parts["memory"], cfg), "pde_memory.png"),
              ("noise", lambda: noise(cfg, progress),
               lambda: plot_noise(parts["noise"]), "pde_noise.png"),

@@ -3,6 +3,9 @@
 import importlib.util
 import io
 import os
+import re
+import threading
+import warnings
 import zipfile
 
 import numpy as np
@@ -226,3 +229,45 @@ def test_an_unwritable_cache_folder_is_skipped(cache_home):
     with pytest.warns(UserWarning, match="no MNIST cache"):
         images, _ = data.mnist_5k()
     assert images.shape == (5000, 784)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/dev/urandom", "folder", "huge"])
+def test_a_cache_that_is_no_regular_file_is_rebuilt_without_reading_it(genuine_cache,
+                                                                       cache_home, kind):
+    """Issue 39: a FIFO at the cache's path hung the loader, a link to /dev/zero grew without
+    bound. Each is refused before it is opened (a thread would hang on the pipe), and
+    replaced by a cache rebuilt from the CSV (the oracle: the genuine arrays)."""
+    _, images, labels, _ = genuine_cache
+    folder = cache_home / "minirad"
+    folder.mkdir()
+    path = folder / data.CACHE_NAME
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "huge":                         # sparse: no disk, only its size
+        with open(path, "wb") as f:
+            f.truncate(data.MAX_CACHE_BYTES + 1)
+    elif not os.path.exists(kind):
+        pytest.skip(f"{kind} does not exist here")
+    else:
+        path.symlink_to(kind)
+    outcome, said = [], []
+
+    def load():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcome.append(data.mnist_5k())
+        said.extend(str(w.message) for w in caught)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert outcome, "the loader blocked or read without end"
+    got_images, got_labels = outcome[0]
+    assert np.array_equal(got_images, images) and np.array_equal(got_labels, labels)
+    assert re.search("not a usable MNIST cache.*rebuilding it from", said[0])
+    if kind == "folder":      # a folder is not replaced: the study goes on without a cache
+        assert len(said) == 2 and "cannot be written" in said[1] and path.is_dir()
+    else:                     # the cache was rebuilt in place
+        assert len(said) == 1 and path.is_file() and not path.is_symlink()

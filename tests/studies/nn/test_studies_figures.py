@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from minirad import cli
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.studies.nn import convnet_numpy, mlp_numpy, networks
 from minirad.studies.nn import figures as nn_figures
 from minirad.studies.nn import graph as nn_graph
@@ -112,7 +112,8 @@ def test_different_project_projects_every_example():
     assert [(r["method"], r["per_row"], r["k"]) for r in h.injections] == [
         ("rademacher", True, 3), ("rademacher", True, 3)]
     # it keeps what project keeps: k floats per example and layer
-    assert memory(h).total == memory(nn_graph.inject(g, "project", 0.5, rng=0)).total
+    projected = nn_graph.inject(g, "project", 0.5, rng=0)
+    assert retained_memory(h).total == retained_memory(projected).total
     # one matrix per example: the first layer's kept input x R_b differs from x R for a
     # shared R, and two examples equal in x get different projections
     twin = np.repeat(x[:1], 2, axis=0)

@@ -8,7 +8,7 @@ from oracles import assert_power, assert_unbiased, draws_for_power
 
 from minirad.exact.sweeps import gradient
 from minirad.graph.lcg import LCG
-from minirad.graph.memory import memory as graph_memory
+from minirad.graph.memory import retained_memory as graph_memory
 from minirad.graph.operators import InjectedMatMul, ProjectedMatMul
 from minirad.randomized.injection import activation_sampling_variance
 from minirad.studies.nn import convnet_numpy, graph, memory, mlp_numpy
@@ -264,7 +264,7 @@ def test_low_rank_projection_equals_the_dense_projected_input(network):
         ys = gen.standard_normal((2,) + op.out_shape)
         np.testing.assert_allclose(op.apply_transpose(ys), dense.apply_transpose(ys),
                                    rtol=1e-11, atol=1e-13)
-        # what the edge physically keeps is what memory() charges for it
+        # what the edge physically keeps is what retained_memory() charges for it
         assert op.retained_bytes == op.kept.nbytes
     ref_graph = LCG(g.names, g.sources, g.targets, reference, g.inputs, g.outputs,
                           values=g.values, ops=g.ops, shapes=g.shapes, dtypes=g.dtypes)

@@ -105,7 +105,7 @@ def test_reintegrating_diffusion_backwards_blows_up_at_the_predicted_rate():
 
 def test_bad_input():
     p = Reactor.quick(n_steps=10)
-    with pytest.raises(ValueError, match="states must be one of 'stored', 'checkpoints'"):
+    with pytest.raises(ValueError, match="states_from must be one of 'stored', 'checkpoints'"):
         continuous_gradient(p, THETA, "guessed")
     for every in (0, 11, 2.5, True):
         with pytest.raises(ValueError, match=r"checkpoint_every must be an integer in 1\.\.10"):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from minirad.exact.sweeps import gradient
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.graph.scalarize import scalarize
 from minirad.studies.pde import (
     Reactor,
@@ -47,13 +47,13 @@ def test_sampled_edge_labels_give_the_eq8_estimate():
 
 
 def test_graph_memory_is_the_counted_bytes_plus_the_last_state():
-    """memory(g) keeps phi_0 .. phi_N; the adjoint engine seeds phi_N as soon as it is
+    """retained_memory(g) keeps phi_0 .. phi_N; the adjoint engine seeds phi_N as soon as it is
     computed, so it keeps one state fewer."""
     state = P.size * 8
-    assert memory(pde_graph(P, THETA)).total == exact_retained_bytes(P) + state
+    assert retained_memory(pde_graph(P, THETA)).total == exact_retained_bytes(P) + state
     samples = sampler(P, 0.01, rng=0)
     k = samples[0].shape[1]
-    assert memory(pde_graph(P, THETA, samples)).total == (P.n_steps + 1) * k * 10
+    assert retained_memory(pde_graph(P, THETA, samples)).total == (P.n_steps + 1) * k * 10
     est = rad_gradient(P, THETA, 0.01, rng=0)
     assert est.retained_bytes == P.n_steps * k * 10
 

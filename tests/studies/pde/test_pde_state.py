@@ -273,3 +273,32 @@ def test_draws_between_counts_the_generator_steps():
         g.bit_generator.advance(n)  # PCG64's own jump ahead, the oracle
         after = g.bit_generator.state["state"]["state"]
         assert pde_state.draws_between(before["state"], after, before["inc"]) == n
+
+
+# ----------------------------------------------------------------- issue 39
+@pytest.mark.parametrize("name, change, row", [
+    ("v beyond any gradient", _set(["v", 0, 0], 1e308), "last"),
+    ("the last loss doubled", lambda r: r["losses"][-1].__setitem__(
+        0, 2 * r["losses"][-1][0]), "last"),
+    ("the first loss halved", lambda r: r["losses"][0].__setitem__(
+        slice(None), [x / 2 for x in r["losses"][0]]), "first"),
+    ("theta moved within Adam's reach", lambda r: r["theta"][1].__setitem__(
+        3, r["theta"][1][3] + 1e-3), "last"),
+])
+def test_a_forgery_with_both_checksums_recomputed_is_refused_on_load(genuine, tmp_path, name,
+                                                                     change, row):
+    """Issue 39: Adam's v[0][0] = 1e308 or the last loss doubled, both checksums recomputed,
+    resumed and trained to other numbers: each field passed its own checks. The losses are
+    recomputed from the parameters (the first at the study's start, the last before the last
+    step, which theta and the moments give back): a forged state does not match them. The
+    oracle: the genuine state loads, and gives the same numbers recomputed."""
+    text, original = genuine
+    record = _edit(text, change)
+    data = json.dumps(_sign(record)).encode()
+    pde_state.parse_state(data, CFG, "f.json")      # every field alone is plausible
+    path = tmp_path / pde_state.STATE_FILE
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=f"its {row} losses are not those of its parameters"):
+        pde_state.load_state(str(path), CFG)
+    path.write_bytes(text)
+    assert _same(pde_state.load_state(str(path), CFG), original)
