@@ -616,7 +616,7 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
-#: the case studies `minirad study NAME` runs (each a module of minirad.studies)
+#: the case studies `minirad study NAME` runs (each a folder of minirad.studies)
 STUDIES = {"nn": "neural networks on MNIST with randomized backward passes (paper Sec. 4)",
            "pde": "reaction-diffusion control with eq. 8 and checkpointing (paper Sec. 5)"}
 

@@ -5,6 +5,7 @@ the programs that tests in several folders trace."""
 
 import itertools
 import math
+import struct
 from fractions import Fraction
 from pathlib import Path
 
@@ -409,8 +410,6 @@ def broom(n: int) -> LCG:
 def fake_zip64(path, members: int):
     """A zip file whose end records (zip64) declare ``members`` entries, their directory
     never written: zipfile would try to read all of them."""
-    import struct
-
     directory_size, directory_offset = 100 * members, 4
     record = (b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, members, members,
                                           directory_size, directory_offset))

@@ -658,9 +658,9 @@ def test_running_out_of_memory_is_one_line_not_a_traceback(tmp_path, capsys, mon
 
 def test_jacobian_refusals_name_the_flags_that_ask_for_more(tmp_path, capsys):
     """Issue 39: each size refusal says how to ask for more; on the command line that is a
-    flag, not the library's keyword. Counts from tests/test_paths.py's broom (n(n+1)/2
+    flag, not the library's keyword. Counts from tests/oracles.py's broom (n(n+1)/2
     products along n paths) and Figure 1 (4 intermediates, optimal cost 5)."""
-    from test_paths import broom
+    from oracles import broom
 
     path = saved(tmp_path, broom(300))
     assert main(["jacobian", path, "--method", "bauer", "--max-products", "45149"]) == 1

@@ -145,6 +145,7 @@ def test_one_draw_variance_is_the_closed_form_of_an_mlp_layer():
     assert np.allclose(variance["W1"], expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_memory_section_variance_matches_many_sampled_gradients():
     g, _, _ = small_mlp()
     section = explore_arrays.memory_section(g, fractions=(0.5,), rng=0)

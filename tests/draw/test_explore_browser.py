@@ -26,8 +26,10 @@ from minirad import (
 from minirad.draw.explore import explore
 from minirad.exact.sweeps import reverse_sweep
 
-pytestmark = pytest.mark.skipif(browser.why_not() is not None,
-                                reason=f"browser tests: {browser.why_not()}")
+pytestmark = [pytest.mark.skipif(browser.why_not() is not None,
+                                 reason=f"browser tests: {browser.why_not()}"),
+              # one browser for the module: one worker runs it (--dist loadgroup)
+              pytest.mark.xdist_group("explore_browser")]
 
 
 @pytest.fixture(scope="module")

@@ -366,6 +366,7 @@ def test_graphvizs_own_render_works_on_a_drawing(tmp_path):
     assert open(png, "rb").read(8) == PNG_MAGIC
 
 
+@pytest.mark.slow
 @needs_dot
 def test_save_with_dot(tmp_path):
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
@@ -390,6 +391,7 @@ def test_save_with_dot(tmp_path):
     assert top * titled.get_size_inches()[1] == pytest.approx(height)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_saving_a_figure_twice_gives_the_same_bytes(tmp_path, fmt):
     figure = R.draw_matplotlib(examples.figure1(), title="no timestamp")
@@ -406,6 +408,7 @@ def test_save_rejects_unknown_formats_and_objects(tmp_path):
 
 
 # ------------------------------------------------------- saving: no dot
+@pytest.mark.slow
 def test_fallback_without_dot(no_dot, tmp_path):
     g = examples.figure1()
     with warnings.catch_warnings():
@@ -426,6 +429,7 @@ def test_fallback_without_dot(no_dot, tmp_path):
         R.save_drawing(graphviz.Digraph(), tmp_path / "plain.png")
 
 
+@pytest.mark.slow
 def test_fallback_strip_without_dot(no_dot, tmp_path):
     with pytest.warns(R.MissingDotWarning):
         figure = R.elimination_strip(examples.two_outputs(), "markowitz",
@@ -648,6 +652,7 @@ def test_highlights_on_a_graph_of_arrays():
     assert factors["a1", "h2"]["style"] == "dashed"  # h2 is not listed: dropped
 
 
+@pytest.mark.slow
 def test_array_pictures_with_and_without_dot_are_deterministic(tmp_path, monkeypatch):
     g = examples.figure3(injected=True)
     for dot_installed in (True, False):
@@ -700,6 +705,7 @@ def _boxes(figure):
             for t in ax.texts]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("picture", [
     lambda: R.draw_matplotlib(examples.figure3(), show_ops=True, batch=3),
     lambda: R.draw_matplotlib(examples.figure3(injected=True), show_ops=True, batch=3),

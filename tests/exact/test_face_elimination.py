@@ -149,6 +149,7 @@ def test_a_junction_no_edge_sequence_reaches():
 
 
 # --------------------------------------------------------- any sequence
+@pytest.mark.slow
 @SETTINGS
 @given(g=graphs(), data=st.data())
 def test_every_dual_vertex_sums_its_paths(g, data):
@@ -225,6 +226,7 @@ def brute_force_optimum(g: LCG) -> tuple[int, int]:
     return best_from(())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [examples.lab, examples.lecture, examples.figure1])
 def test_optimal_matches_brute_force_on_named_examples(make):
     g = make()
