@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import ORDERS
+from .exact.elimination import ON, ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.files import load_graph, save_graph
@@ -234,18 +234,32 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
 
 
-def _parse_order(text: str | None):
+def _parse_order(text: str | None, on: str | None = None):
     if text is None or text in ORDERS:
         return text
+    if on not in (None, "vertices"):
+        raise UsageError(f"--on {on} takes a named --order ({', '.join(ORDERS)}); a list of "
+                         f"names is a vertex order")
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _step_text(step) -> str:
+    """One step of an elimination order: a vertex, an edge ``i->j(front)``, or a face
+    ``x-a=>a-y`` (its two dual vertices by their paths)."""
+    if isinstance(step, str):
+        return step
+    if len(step) == 3 and all(isinstance(part, str) for part in step):
+        return f"{step[0]}->{step[1]}({step[2]})"
+    return "=>".join("+".join("-".join(path) for path in side) for side in step)
 
 
 def _shown_order(order, limit: int = 12) -> str:
     """An elimination order, the middle left out when it is long."""
+    order = [_step_text(step) for step in order]
     if len(order) <= limit:
         return " ".join(order)
     return (f"{' '.join(order[:8])} ... {' '.join(order[-3:])} "
-            f"({len(order) - 11} more not shown; {len(order)} vertices in all)")
+            f"({len(order) - 11} more not shown; {len(order)} steps in all)")
 
 
 def _print_accumulation(g: LCG, result) -> None:
@@ -259,10 +273,12 @@ def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
     g = _load_graph(args.file)
-    order = _parse_order(args.order)
-    if order is not None and args.method != "eliminate":
-        raise UsageError("--order applies only to --method eliminate")
+    order = _parse_order(args.order, args.on)
+    if (order is not None or args.on is not None) and args.method != "eliminate":
+        raise UsageError("--order and --on apply only to --method eliminate")
     options = {"order": order} if order is not None else {}
+    if args.on is not None:
+        options["on"] = args.on
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -744,6 +760,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--on", choices=ON,
+                   help="what elimination eliminates (with --method eliminate; default vertices)")
 
     p = command("render", cmd_render)
     p.add_argument("file", help=graph_file)

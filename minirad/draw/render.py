@@ -562,7 +562,10 @@ def _as_step(g: LCG, step):
             raise ValueError(f"Eliminating({g.names[v]!r}): {g.names[v]} is an {g.kind(v)}; "
                              f"only intermediates can be eliminated")
         step = eliminate(g, [v]).steps[0]
-    v = g.index(step.vertex)
+    if step.on != "vertices":
+        raise ValueError(f"render draws a vertex elimination step; a step on {step.on} is drawn "
+                         f"by minirad.draw.edge_steps.edge_step_pictures (edges)")
+    v = g.index(step.eliminated)
     fill_in, updated = [tuple(e) for e in step.fill_in], [tuple(e) for e in step.updated]
     # a step eliminates its vertex on the graph before it: there its neighbours
     # are the step's, every fill-in edge is still missing and every update present
@@ -571,23 +574,24 @@ def _as_step(g: LCG, step):
             tuple(g.names[w] for w in g.successors(v)) != tuple(step.successors) or \
             any(g.has_edge(p, w) for p, w in fill_in) or \
             not all(g.has_edge(p, w) for p, w in updated):
-        raise ValueError(f"the step eliminates {step.vertex!r} on a different graph: its "
+        raise ValueError(f"the step eliminates {step.eliminated!r} on a different graph: its "
                          f"neighbours, fill-in and updated edges do not match this one; draw "
                          f"it on the graph *before* the step (Elimination.graphs[i] for "
                          f"steps[i])")
     new_fill = tuple(getattr(step, "fill_in_labels", ()))
     new_updated = tuple(getattr(step, "updated_labels", ()))
     if len(new_fill) != len(fill_in) or len(new_updated) != len(updated):
-        raise ValueError(f"the step eliminating {step.vertex!r} does not carry the labels of "
+        raise ValueError(f"the step eliminating {step.eliminated!r} does not carry the labels of "
                          f"its new and updated edges; pass a Step from "
-                         f"minirad.exact.elimination.eliminate, or Eliminating({step.vertex!r})")
+                         f"minirad.exact.elimination.eliminate, or "
+                         f"Eliminating({step.eliminated!r})")
     return step, dict(zip(fill_in, new_fill)), dict(zip(updated, new_updated))
 
 
 def _apply_step(scene: _Scene, step, digits: int) -> None:
     g = scene.g
     step, new_fill, new_updated = _as_step(g, step)
-    v = g.index(step.vertex)
+    v = g.index(step.eliminated)
     node = scene.nodes[v]
     node.fill, node.border, node.penwidth, node.dashed = (
         STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
@@ -679,7 +683,7 @@ def _is_sample(h) -> bool:
 
 def _is_step(h) -> bool:
     return isinstance(h, Eliminating) or all(hasattr(h, a)
-                                             for a in ("vertex", "fill_in", "updated"))
+                                             for a in ("eliminated", "fill_in", "updated"))
 
 
 def _is_paths(h) -> bool:
@@ -1615,7 +1619,7 @@ def _legend_handle(key: _Key):
 
 # ------------------------------------------------------------- elimination
 def _step_title(number: int, total: int, step) -> str:
-    return (f"step {number}/{total}: eliminate {step.vertex}  "
+    return (f"step {number}/{total}: eliminate {step.eliminated}  "
             f"({len(step.predecessors)}×{len(step.successors)} = "
             f"{plural(step.multiplications, 'multiplication')}, "
             f"{plural(step.additions, 'addition')})")

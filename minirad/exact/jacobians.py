@@ -37,17 +37,18 @@ METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 
 @takes_graph_or_function
-def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
+def accumulate(g: LCG, *, method: str = "reverse", order=None, on=None, max_paths=None,
                keep_values: bool = True) -> Accumulation:
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
     ``method``, ``order`` (the elimination order, None for the other
-    methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
-    is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
-    final graph and the steps.  ``order`` (default ``"markowitz"``)
-    applies only to elimination and ``max_paths`` (default 1,000,000) only
-    to Bauer's formula; passing either with another method is an error.
+    methods), ``multiplications`` and ``additions``, whatever the method
+    (:func:`minirad.exact.elimination.eliminate` itself also keeps the graphs
+    and the steps).  ``order`` (default ``"markowitz"``) and ``on`` (default
+    ``"vertices"``) apply only to elimination and ``max_paths`` (default
+    1,000,000) only to Bauer's formula; passing one with another method is an
+    error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -63,9 +64,10 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "
                          f"{', '.join(map(repr, METHODS))}")
-    if order is not None and method != "eliminate":
-        raise ValueError(f"order={order!r} applies only to method='eliminate', not "
-                         f"method={method!r}")
+    for name, given in (("order", order), ("on", on)):
+        if given is not None and method != "eliminate":
+            raise ValueError(f"{name}={given!r} applies only to method='eliminate', not "
+                             f"method={method!r}")
     if max_paths is not None and method != "bauer":
         raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
                          f"method={method!r}")
@@ -75,19 +77,25 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
-    result = eliminate(g, "markowitz" if order is None else order)
+    result = eliminate(g, "markowitz" if order is None else order,
+                       on="vertices" if on is None else on)
     if result.jacobian is None:
-        left = len(g.intermediates) - len(result.order)
-        raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
-                         f"{len(g.intermediates)} intermediates, so {left} remain and there is "
-                         f"no Jacobian yet; list every intermediate or use a named order")
+        if result.on == "vertices":
+            left = len(g.intermediates) - len(result.order)
+            raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
+                             f"{len(g.intermediates)} intermediates, so {left} remain and there "
+                             f"is no Jacobian yet; list every intermediate or use a named order")
+        raise ValueError(f"the order stops after {len(result.order)} steps on {result.on}, "
+                         f"with intermediates left and no Jacobian yet; complete it or use a "
+                         f"named order")
     # one result type whatever the method: eliminate() itself keeps the graphs and steps
     return Accumulation(result.jacobian, result.multiplications, result.additions,
                         "eliminate", order=result.order, shapes=result.shapes)
 
 
 @takes_graph_or_function
-def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+def jacobian(g: LCG, *, method: str = "reverse", order=None, on=None,
+             max_paths=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -117,5 +125,5 @@ def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None) -> 
            [0., 0., 1., 2., 0., 1.]])
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
-    return accumulate(g, method=method, order=order, max_paths=max_paths,
+    return accumulate(g, method=method, order=order, on=on, max_paths=max_paths,
                       keep_values=False).jacobian

@@ -2,7 +2,7 @@
 
 Same contract as :mod:`minirad.labs.checks`: the check runs the student's
 function on several inputs, compares each answer with minirad's own
-(:func:`minirad.exact.edge_elimination.eliminate_edges`), prints one line
+(:func:`minirad.exact.elimination.eliminate` with ``on="edges"``), prints one line
 when everything agrees and otherwise raises
 :class:`~minirad.labs.checks.CheckFailed` naming the graph, the steps
 already taken and what differs.  Graphs are plain dicts
@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import examples
-from ..exact.edge_elimination import FRONT, eliminate_edges, vertex_order_as_edges
+from ..exact.elimination import FRONT, eliminate, elimination_order, vertex_order_as_edges
 from ..graph.lcg import LCG
 from .checks import CheckFailed, call_student, location, passed
 from .checks_more import as_edge_dict, edge_dict
@@ -58,10 +58,11 @@ def _walks() -> list[tuple[str, LCG, tuple]]:
     return [
         ("figure1()", figure1, vertex_order_as_edges(figure1, "forward", "front")),
         ("figure1()", figure1, vertex_order_as_edges(figure1, "reverse", "back")),
-        ("edge_beats_vertex()", beats, eliminate_edges(beats, "optimal").sequence),
-        ("two_outputs()", two, eliminate_edges(two, "markowitz").sequence),
+        ("edge_beats_vertex()", beats, elimination_order(beats, "optimal", on="edges")),
+        ("two_outputs()", two, elimination_order(two, "markowitz", on="edges")),
         ("lab()", lab, (("v3", "f", "back"), ("x", "v2", "front"), ("y", "v2", "front"))),
-        ("random_dag(3, 6, 2, rng=0)", random, eliminate_edges(random, "markowitz").sequence),
+        ("random_dag(3, 6, 2, rng=0)", random, elimination_order(random, "markowitz",
+                                                                 on="edges")),
     ]
 
 
@@ -95,8 +96,8 @@ def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
 
 
 @exercise("4.4", "eliminate one edge", takes=("eliminate_edge",), points=3, minutes=30,
-          seconds=60, reference=("minirad.exact.edge_elimination", "minirad.exact.face_elimination",
-                                 "minirad.exact._cheapest"))
+          seconds=60, reference=("minirad.exact.elimination", "minirad.exact.dual",
+                                 "minirad.exact.orders"))
 def check_eliminate_edge(fn: Callable) -> None:
     """Exercise 4.4: ``fn(edges, i, j, direction)`` eliminates the edge ``i -> j`` from
     an edge dict, by front (``"front"``) or back (``"back"``) elimination.
@@ -120,7 +121,7 @@ def check_eliminate_edge(fn: Callable) -> None:
             if handed != given:
                 raise CheckFailed(f"{where}: your function changed the dict it was given; "
                                   f"build and return a new dict instead (start from a copy)")
-            g = eliminate_edges(g, [(i, j, direction)]).graph
+            g = eliminate(g, [(i, j, direction)], on="edges").graph
             mine = as_edge_dict(result, where, after="the step")
             _compare(mine, edge_dict(g), given, (i, j, direction), where)
             done.append(f"{direction} {i} -> {j}")

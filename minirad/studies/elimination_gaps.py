@@ -39,14 +39,17 @@ and edge optima (multiplications, both searches exhaustive):
   30,000 dual structures and are not counted.
 
 Before searching, the face elimination of
-:mod:`minirad.exact.face_elimination` was checked against Naumann's
+:mod:`minirad.exact.elimination` (``on="faces"``) was checked against Naumann's
 definition and against the face elimination of his ANGEL library (absorption
 into a vertex with the same predecessors and successors, deletion of a vertex
 left without successors or predecessors, merging of twins, no face at a source
 or sink): it is not more restrictive.  It reaches dual structures no edge
 sequence reaches (a junction where not every piece into a vertex meets every
 piece out of it), and its exhaustive optimum matches a brute force over every
-face sequence on small graphs (``tests/test_face_elimination.py``).  The gap
+face sequence on small graphs (``tests/test_face_elimination.py``).  All three
+optima come from the one search of ``eliminate(g, "optimal", on=...)``, and the
+census asks it, with a bound, only whether faces come in under the edges
+(:func:`minirad.exact.elimination.cheaper_than`).  The gap
 Naumann reports must need larger or more particular graphs than these.
 
 >>> gap = search_gap("edge", "vertex", max_edges=10, tries=300, rng=SEEDS["edge_beats_vertex"])
@@ -60,9 +63,8 @@ import itertools
 from dataclasses import dataclass
 
 from .. import examples
-from ..exact.edge_elimination import OPTIMAL_EDGES, eliminate_edges
-from ..exact.elimination import elimination_cost
-from ..exact.face_elimination import cheaper_than, eliminate_faces
+from ..exact.elimination import cheaper_than, elimination_cost
+from ..exact.orders import OPTIMAL_EDGES
 from ..graph.lcg import LCG
 from ..rng import as_generator
 
@@ -70,6 +72,8 @@ __all__ = ["KINDS", "SEEDS", "Gap", "every_small_dag", "face_edge_census", "mark
            "optimum", "search_gap"]
 
 KINDS = ("vertex", "edge", "face")
+#: what eliminate's on= calls each kind
+ON = {"vertex": "vertices", "edge": "edges", "face": "faces"}
 
 #: the seeds whose searches found the named examples
 SEEDS = {"edge_beats_vertex": 1}
@@ -97,13 +101,9 @@ def optimum(g: LCG, kind: str) -> int:
     >>> [optimum(examples.figure1(), kind) for kind in KINDS]
     [5, 5, 5]
     """
-    if kind == "vertex":
-        return elimination_cost(g, "optimal")[0]
-    if kind == "edge":
-        return eliminate_edges(g, "optimal").multiplications
-    if kind == "face":
-        return eliminate_faces(g, "optimal").multiplications
-    raise ValueError(f"unknown kind of elimination {kind!r}; use one of {KINDS}")
+    if kind not in ON:
+        raise ValueError(f"unknown kind of elimination {kind!r}; use one of {KINDS}")
+    return elimination_cost(g, "optimal", on=ON[kind])[0]
 
 
 def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, inputs=(1, 2),
@@ -150,7 +150,7 @@ def _beats(g: LCG, cheaper: str, dearer: str) -> dict | None:
     spares its search most structures."""
     high = optimum(g, dearer)
     if cheaper == "face":
-        faces = cheaper_than(g, high)
+        faces = cheaper_than(g, high, on="faces")
         return None if faces is None else {cheaper: faces.multiplications, dearer: high}
     low = optimum(g, cheaper)
     return {cheaper: low, dearer: high} if low < high else None
@@ -209,7 +209,7 @@ def face_edge_census(n_inputs: int, n_intermediates: int, n_outputs: int,
     """How many graphs of :func:`every_small_dag` there are, and the names of
     those whose face elimination optimum is strictly below their edge
     elimination optimum (both exhaustive, so ``max_edges`` is at most the
-    edge search's limit, :data:`minirad.exact.edge_elimination.OPTIMAL_EDGES`).
+    edge search's limit, :data:`minirad.exact.orders.OPTIMAL_EDGES`).
     ``face_edge_census(1, 3, 3, 14)`` takes about two minutes.
 
     >>> face_edge_census(1, 2, 1, 4)  # the four graphs above
@@ -244,7 +244,7 @@ def markowitz_rules(n_graphs: int = 150, rng=None) -> dict:
                                 int(rng.integers(1, 4)), density=float(rng.uniform(0.2, 0.6)),
                                 rng=int(rng.integers(2 ** 31)))
         vertex = elimination_cost(g, "markowitz")[0]
-        edge = eliminate_edges(g, "markowitz").multiplications
+        edge = elimination_cost(g, "markowitz", on="edges")[0]
         counts["vertex"] += vertex
         counts["edge"] += edge
         counts["edge cheaper"] += edge < vertex
