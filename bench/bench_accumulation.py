@@ -40,7 +40,8 @@ from bench.programs import mlp_loss
 from minirad import trace
 from minirad.exact import cotangents
 from minirad.exact.sweeps import gradient
-from minirad.studies import networks, nn_graph
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import networks
 
 BENCHMARK = "reverse sweep accumulation"
 METHODS = {"minirad plain (the reference)": (False, False),   # (in_place, lazy)

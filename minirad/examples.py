@@ -530,8 +530,8 @@ def edge_beats_vertex() -> LCG:
     ``x -> b``, back ``d -> y``, front ``a -> c``, front ``x -> a``.  It takes
     ``a``'s out-edge ``a -> b`` first and its in-edge ``x -> a`` last, where a
     vertex order removes all of a vertex's edges in one step.  Found by
-    ``minirad.studies.elimination_gaps.search_gap("edge", "vertex", max_edges=10,
-    tries=300, rng=1)`` (the 44th random graph it drew; 31,602 random graphs
+    ``minirad.exact.elimination_gaps.search_gap("edges", "vertices", max_edges=10,
+    n_graphs=300, rng=1)`` (the 44th random graph it drew; 31,602 random graphs
     with at most 9 edges showed no gap), vertices renamed and the random
     partials replaced by small numbers to check by hand.
 

@@ -46,9 +46,11 @@ from minirad.checkpoint.schedules import (
     sqrt_every,
 )
 from minirad.graph.memory import retained_memory
-from minirad.studies import memory as table1
-from minirad.studies import mlp_numpy, nn_graph, pde_engine
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import memory as table1
+from minirad.studies.nn import mlp_numpy
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
+from minirad.studies.pde import engine as pde_engine
 from minirad.tracing.arrays import name, softmax_cross_entropy
 from minirad.tracing.ops import relu
 
@@ -129,7 +131,7 @@ labs.show(render(g, title="What reverse mode keeps for a two-layer network", bat
 # **Exercise 8.1.** Write `table1_bytes(sizes, fraction, batch)`, the total
 # in bytes (a float: bits become eighths of bytes). `fraction = 1` is exact
 # backpropagation. The check compares with minirad's accounting
-# (`minirad.studies.memory`) on seven small networks and on the paper's
+# (`minirad.studies.nn.memory`) on seven small networks and on the paper's
 # $(784, 300, 300, 300, 10)$ network at its six fractions.
 
 # %%
@@ -176,7 +178,7 @@ for f, graph, which in ((1, traced, "traced"), (0.1, sampled, "injected")):
 # %% [markdown]
 # Your rule and the graph agree: Table 1's rule is exactly what an
 # implementation must keep. (At $f = 0.5$ the printed 2.21 is 2.2045 rounded
-# twice; `minirad.studies.memory.DISCREPANCIES` lists this and the other
+# twice; `minirad.studies.nn.memory.DISCREPANCIES` lists this and the other
 # places where the printed table and its own rules part ways.) Where the
 # memory goes:
 
@@ -519,7 +521,7 @@ labs.check_rad_budget(rad_samples_for_budget)
 # The checkpointing costs come from the closed forms (your `uniform_cost`,
 # minirad's `binomial_forward_steps`; the cell after the table runs one of
 # them on the real simulation to confirm), the RAD estimates from the fast
-# engine (`minirad.studies.pde_engine`, tested equal to the reference).
+# engine (`minirad.studies.pde.engine`, tested equal to the reference).
 
 # %%
 state_bytes = p.size * 8

@@ -10,6 +10,7 @@ it is reorganised.  autosummary then writes one page per listed name or module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import pkgutil
@@ -25,9 +26,13 @@ def public_modules(package: ModuleType) -> list[str]:
 
 
 def subpackages(package: ModuleType) -> list[str]:
-    return sorted(f"{package.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(package.__path__)
-                  if info.ispkg and not info.name.startswith("_"))
+    """Every public subpackage, at any depth (``minirad.studies`` and ``minirad.studies.nn``)."""
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.ispkg and not info.name.startswith("_"):
+            sub = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [sub.__name__, *subpackages(sub)]
+    return sorted(found)
 
 
 def _title(text: str) -> list[str]:
@@ -88,11 +93,18 @@ def _title_sub(text: str) -> list[str]:
 
 
 def part_page(package: ModuleType) -> str:
-    """The page of one subpackage: its docstring and a page per public module."""
+    """The page of one subpackage: its docstring, a page per public module, and links to
+    the pages of its own subpackages (each a part with a page of its own)."""
     name = package.__name__
+    folders = [m for m in public_modules(package) if m in subpackages(package)]
+    modules = [m for m in public_modules(package) if m not in folders]
     lines = [*_title(f"``{name}``"), f".. automodule:: {name}", "   :no-members:", ""]
-    lines += [*_title_sub("Modules"), ""]
-    lines += _autosummary([_short(m) for m in public_modules(package)], "modules")
+    if folders:
+        lines += [*_title_sub("Folders"), ""]
+        lines += [f"* :mod:`{folder}`" for folder in folders] + [""]
+    if modules:
+        lines += [*_title_sub("Modules"), ""]
+        lines += _autosummary([_short(m) for m in modules], "modules")
     return "\n".join(lines)
 
 
@@ -123,6 +135,34 @@ def write_pages(package_name: str, folder: Path) -> list[str]:
     for filename, text in pages.items():
         write_if_changed(folder / filename, text)
     return parts
+
+
+STAMP = ".written-from"
+
+
+def fingerprint(package_name: str, *more: Path) -> str:
+    """A hash of the package's source files (and of ``more`` files): what the pages
+    autosummary writes for the package are made from."""
+    package = importlib.import_module(package_name)
+    root = Path(package.__file__).parent
+    digest = hashlib.sha256()
+    for file in sorted(root.rglob("*.py")) + sorted(more):
+        digest.update(str(file).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def unchanged(folder: Path, print_: str) -> bool:
+    """Whether ``folder``'s pages were generated from the fingerprint ``print_``."""
+    stamp = folder / STAMP
+    return stamp.exists() and stamp.read_text(encoding="utf-8") == print_
+
+
+def record(folder: Path, print_: str) -> None:
+    """Note that ``folder``'s pages are now those of the fingerprint ``print_`` (after a build
+    that succeeded, so that a failed one generates them again)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STAMP).write_text(print_, encoding="utf-8")
 
 
 # ------------------------------------------------------------- keywords

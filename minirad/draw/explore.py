@@ -60,6 +60,7 @@ from ..graph.lcg import LCG
 from ..rng import seed_from
 from . import explore_arrays, explore_data
 from .explore_layout import positions
+from .render import MAX_VERTICES
 
 __all__ = ["Page", "explore"]
 
@@ -96,8 +97,8 @@ class Page:
         return f"Page({self.data['title']!r}, {len(self.html.encode('utf-8')):,} bytes)"
 
 
-def _layout_section(g, lines) -> dict:
-    spots = positions(g, lines)
+def _layout_section(g, lines, max_vertices: int) -> dict:
+    spots = positions(g, lines, max_vertices)
     return dict(x=spots.x, y=spots.y, width=spots.width, height=spots.height,
                 lines=lines, engine=spots.layout)
 
@@ -115,8 +116,10 @@ def _check_options(ks, seeds, n) -> None:
 
 @takes_graph_or_function
 def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: int = 100,
-            max_paths: int = 60, fractions=explore_arrays.FRACTIONS, rng=0) -> Page:
-    """The explorable page of ``g``, an LCG of numbers or of arrays (at most 200 vertices).
+            max_paths: int = 60, fractions=explore_arrays.FRACTIONS,
+            max_vertices: int = MAX_VERTICES, rng=0) -> Page:
+    """The explorable page of ``g``, an LCG of numbers or of arrays (at most
+    ``max_vertices`` vertices, refused before anything is computed).
 
     ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
     precomputed: ``n`` estimates, the first dozen from runs of
@@ -126,6 +129,13 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
     seed, ``rng`` itself or one drawn from it (the page names it).
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
+    if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
+        raise TypeError(f"max_vertices must be an int, not {max_vertices!r}")
+    if g.n_vertices > max_vertices:   # before any panel: they cost time and memory
+        raise ValueError(f"the graph has {g.n_vertices:,} vertices, more than "
+                         f"max_vertices={max_vertices} that one page can lay out and be read; "
+                         f"explore a smaller subgraph, or pass max_vertices={g.n_vertices} "
+                         f"(--max-vertices {g.n_vertices}) to build it anyway")
     if g.algebra is FLOATS:  # a graph of numbers: every panel but Memory
         _check_options(list(ks), list(seeds), n)
         lines = [[name] for name in g.names]
@@ -144,7 +154,7 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
                     memory=explore_arrays.memory_section(g, fractions, rng=seed_from(
                         np.random.default_rng() if rng is None else rng)),
                     elimination=None, paths=None, sample=None)
-    data["layout"] = _layout_section(g, lines)
+    data["layout"] = _layout_section(g, lines, max_vertices)
     data["title"] = title or repr(g)
     return Page(_fill(data), data)
 

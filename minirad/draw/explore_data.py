@@ -148,9 +148,10 @@ def _running(estimates: np.ndarray) -> dict:
     """Running mean, standard error of the mean and sample variance after 1, 2, ... estimates."""
     n = np.arange(1, len(estimates) + 1)[:, None]
     mean = np.cumsum(estimates, axis=0) / n
-    squares = np.cumsum((estimates - mean[-1]) ** 2, axis=0)  # about the final mean: stable
+    with np.errstate(over="ignore"):  # a spread beyond the float range is inf
+        squares = np.cumsum((estimates - mean[-1]) ** 2, axis=0)  # about the final mean
     shift = np.cumsum(estimates - mean[-1], axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         variance = (squares - shift ** 2 / n) / (n - 1)  # NaN for one estimate: undefined
     variance = np.maximum(variance, 0.0)
     return dict(mean=mean, stderr=np.sqrt(variance / n), variance=variance)

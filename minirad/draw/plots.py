@@ -3,7 +3,7 @@
 Every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
 displays as a cell's value, in any kernel (see :mod:`minirad.draw.figure`);
-elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save`).
+elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save_drawing`).
 
 >>> from minirad import examples
 >>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)
@@ -19,6 +19,7 @@ import numpy as np
 
 from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
+from ..graph.scalarize import entry_names
 from ..rng import as_generator
 from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths
 
@@ -27,8 +28,9 @@ __all__ = [
     "plot_variance_vs_depth", "plot_variance_vs_k", "z_scores",
 ]
 
-#: above this many entries the heatmaps are not annotated with numbers
+#: above this many entries, or this many columns, the heatmaps are not annotated with numbers
 ANNOTATE_LIMIT = 64
+ANNOTATE_COLUMNS = 8
 #: the empirical crosses of plot_variance_vs_k, a colour no line there has
 EMPIRICAL_COLOR = "#CC0077"
 
@@ -170,12 +172,12 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     for index, (ax, a, text, (norm, cmap)) in enumerate(zip(axes, panels, titles, scales)):
         images.append(ax.imshow(a, cmap=cmap, norm=norm, aspect="auto",
                                 interpolation="nearest"))
-        if a.size <= ANNOTATE_LIMIT:
+        if a.size <= ANNOTATE_LIMIT and n_in <= ANNOTATE_COLUMNS:
             _annotate(ax, a, norm, cmap, signed=index == 4)
         ax.set_title(text, fontsize=10)
-        ax.set_xticks(range(n_in), input_names, rotation=90 if n_in > 6 else 0)
+        ax.set_xticks(*_ticks(input_names), rotation=90 if n_in > 6 else 0)
         ax.set_xlabel("input")
-    axes[0].set_yticks(range(n_out), output_names)
+    axes[0].set_yticks(*_ticks(output_names))
     axes[0].set_ylabel("output")
     figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9, label="Jacobian entry",
                     extend="both" if clipped else "neither")
@@ -188,6 +190,19 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     if title:
         figure.suptitle(title)
     return figure
+
+
+def _ticks(names: list[str], most: int = 24) -> tuple[list[int], list[str]]:
+    """Positions and labels of at most ``most`` ticks, evenly spread over ``names``
+    (the entries of an array each have a column: hundreds of labels would overlap).
+
+    >>> _ticks(["a", "b", "c"]), _ticks([f"x[{i}]" for i in range(100)], 4)
+    (([0, 1, 2], ['a', 'b', 'c']), ([0, 33, 66, 99], ['x[0]', 'x[33]', 'x[66]', 'x[99]']))
+    """
+    if len(names) <= most:
+        return list(range(len(names))), list(names)
+    positions = np.unique(np.linspace(0, len(names) - 1, most).round().astype(int)).tolist()
+    return positions, [names[i] for i in positions]
 
 
 def _names(names, count: int, what: str, stem: str) -> list[str]:
@@ -240,9 +255,13 @@ def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool
         std = np.sqrt(result.exact_variance)
     else:
         std = np.sqrt(result.variance) if result.n > 1 else np.zeros_like(result.mean)
+        std = np.where(result.varies, std, 0.0)  # elsewhere only rounding made a spread
+    def entries(vertices):  # an array vertex is one row or column per entry (W[1,0])
+        return [name for v in vertices for name in entry_names(g.names[v], g.shape(v))]
+
     return jacobian_heatmaps(
         result.exact, result.mean, result.estimates[0], std, n=result.n, k=k,
-        input_names=[g.names[v] for v in g.inputs], output_names=[g.names[v] for v in g.outputs],
+        input_names=entries(g.inputs), output_names=entries(g.outputs),
         title=title or f"Path sampling against the exact Jacobian ({_k_text(k)})")
 
 

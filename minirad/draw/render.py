@@ -128,7 +128,7 @@ def _warn_missing_dot() -> None:
         _warned_missing_dot = True
         warnings.warn(
             "the graphviz 'dot' program was not found on the PATH: minirad draws with its "
-            "matplotlib fallback instead (the DOT source is still available as .source). "
+            "matplotlib fallback instead (saving as .dot still writes the DOT text). "
             "Install graphviz (e.g. 'apt-get install graphviz' or 'conda install graphviz') "
             "for the proper layout.", MissingDotWarning, stacklevel=3)
 
@@ -816,15 +816,14 @@ class Drawing(graphviz.Digraph):
 
     Knowing the graph and its highlights lets :func:`save_drawing` and Jupyter fall
     back to :func:`draw_matplotlib` when the ``dot`` program is missing.
+    graphviz's own methods keep their meaning and signatures (``.save`` writes
+    the DOT text, ``.render`` runs ``dot``): a picture by its extension is
+    :func:`save` ``(drawing, path)``.
     """
 
     lcg: LCG | None = None
     highlights: tuple = ()
     options: dict | None = None
-
-    def save(self, path, dpi: int = 150) -> str:
-        """Write the drawing to ``path``; see :func:`save_drawing`."""
-        return save_drawing(self, path, dpi=dpi)
 
     def copy(self):
         twin = super().copy()

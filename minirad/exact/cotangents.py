@@ -26,7 +26,7 @@ course's seed 002) show two ways to do less, and :func:`reverse` offers both:
 Both change how much is allocated, never a number: the same terms are
 added in the same order (the reference's, reverse edge order), and numpy's
 ``a += b`` rounds exactly as ``a + b`` does, so every cotangent equals the
-reference's bit for bit (``tests/test_cotangents.py``).
+reference's bit for bit (``tests/exact/test_cotangents.py``).
 
 >>> import numpy as np
 >>> from minirad import trace

@@ -72,6 +72,7 @@ On a chain of blocks the cheapest vertex order is the matrix-chain order:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -85,10 +86,13 @@ from ..graph.lcg import INTERMEDIATE, LCG
 from ._markowitz import markowitz_in_place
 from .dual import Dual, DualName, Registry, dual_graph
 from .orders import (
+    CHAIN_LIMIT,
+    OPTIMAL_LIMIT,
     chain_vertices,
     cheapest_edge_order,
     cheapest_face_order,
     cheapest_order,
+    check_search,
     is_chain,
     optimal_chain,
 )
@@ -566,7 +570,7 @@ def _markowitz_edge(work: _Working) -> tuple[int, int, str]:
                               c[2] != FRONT))
 
 
-def _searched(g: LCG) -> list[int]:
+def _searched(g: LCG, max_intermediates: int = SEARCH_LIMIT) -> list[int]:
     """A vertex order of least (multiplications, additions) on a graph with arrays, by
     trying every order, depth first in lexicographic order of vertex numbers
     and abandoning a prefix as soon as it costs as much as the best order so
@@ -579,11 +583,11 @@ def _searched(g: LCG) -> list[int]:
     same set of vertices was eliminated.
     """
     mids = list(g.intermediates)
-    if len(mids) > SEARCH_LIMIT:
-        raise ValueError(f"the optimal order of a graph with arrays tries every order of its "
-                         f"{len(mids)} intermediates; it is limited to {SEARCH_LIMIT} "
-                         f"intermediates (or a chain of any length). Use 'markowitz' or an "
-                         f"explicit order")
+    k = len(mids)
+    digits = math.lgamma(k + 1) / math.log(10)     # of k!, which is not formed for large k
+    orders = f"{math.factorial(k):,}" if k <= 20 else f"about 10**{digits:.0f}"
+    check_search(k, max_intermediates, f"of a graph with arrays (not a chain) tries every "
+                                       f"order of its {k} intermediates, {orders} orders")
     best: list = [None, None]   # cost, order
 
     def visit(work: _Working, left: list[int], order: list[int], cost: tuple[int, int]):
@@ -601,24 +605,35 @@ def _searched(g: LCG) -> list[int]:
     return best[1]
 
 
-def _optimal(g: LCG, on: str) -> list:
+def _optimal(g: LCG, on: str, max_intermediates: int | None = None) -> list:
     """The one exhaustive search, for what is eliminated: over subsets (vertices of
     numbers), the matrix chain (vertices of a chain of blocks), every order (a
-    small graph with arrays), or shortest paths over structures (edges, faces)."""
+    small graph with arrays), or shortest paths over structures (edges, faces);
+    each refused beyond its limit (:data:`~minirad.exact.orders.OPTIMAL_LIMIT`,
+    :data:`~minirad.exact.orders.CHAIN_LIMIT`, :data:`SEARCH_LIMIT` intermediates,
+    unless ``max_intermediates`` allows more; :data:`~minirad.exact.orders.OPTIMAL_EDGES`
+    and :data:`~minirad.exact.orders.OPTIMAL_FACES` edges)."""
     if on == "edges":
         return cheapest_edge_order(g)
     if on == "faces":
         return cheapest_face_order(g)
+
+    def limit(default: int) -> int:
+        return default if max_intermediates is None else max_intermediates
+
     if g.algebra is FLOATS:
-        return cheapest_order(g)
+        return cheapest_order(g, limit(OPTIMAL_LIMIT))
     if is_chain(g):
+        k = len(g.intermediates)
+        check_search(k, limit(CHAIN_LIMIT), f"of a chain of {k + 1} blocks forms the products "
+                                            f"of its {k * (k + 1) // 2:,} sub-chains")
         path = chain_vertices(g)
         labels = [g.label(u, v) for u, v in zip(path, path[1:])]
         return [path[position] for position in optimal_chain(labels, g.algebra).order]
-    return _searched(g)
+    return _searched(g, limit(SEARCH_LIMIT))
 
 
-def _vertex_plan(g: LCG, order) -> list[int] | None:
+def _vertex_plan(g: LCG, order, max_intermediates: int | None = None) -> list[int] | None:
     """The vertices of a vertex order, or None for the dynamic Markowitz order."""
     if isinstance(order, str):
         if order == "forward":
@@ -628,7 +643,7 @@ def _vertex_plan(g: LCG, order) -> list[int] | None:
         if order == "markowitz":
             return None
         if order == "optimal":
-            return _optimal(g, "vertices")
+            return _optimal(g, "vertices", max_intermediates)
         raise _unknown_order(order, "vertices")
     return _vertices(g, order)
 
@@ -681,8 +696,9 @@ class _Run:
     finished: bool
 
 
-def _run_vertices(g: LCG, order, record: bool, keep_graphs: bool) -> _Run:
-    plan = _vertex_plan(g, order)
+def _run_vertices(g: LCG, order, record: bool, keep_graphs: bool,
+                  max_intermediates: int | None = None) -> _Run:
+    plan = _vertex_plan(g, order, max_intermediates)
     work = _Working(g)
     # on floats the products and sums are Python's * and +, written inline
     fast = not record and g.algebra is FLOATS
@@ -757,9 +773,14 @@ def _run_faces(g: LCG, order, keep_graphs: bool) -> _Run:
                 sum(s.additions for s in steps), steps, duals, dual.finished())
 
 
-def _run(g: LCG, order, on: str, keep_graphs: bool = False) -> _Run:
+def _run(g: LCG, order, on: str, keep_graphs: bool = False,
+         max_intermediates: int | None = None) -> _Run:
+    if max_intermediates is not None and on != "vertices":
+        raise ValueError(f"max_intermediates bounds the search over vertex orders; the "
+                         f"search on {on} is bounded by the number of edges")
     if on == "vertices":
-        return _run_vertices(g, order, record=False, keep_graphs=keep_graphs)
+        return _run_vertices(g, order, record=False, keep_graphs=keep_graphs,
+                             max_intermediates=max_intermediates)
     if on == "edges":
         return _run_edges(g, order, keep_graphs)
     return _run_faces(g, order, keep_graphs)
@@ -782,8 +803,8 @@ def _bipartite(g: LCG, J: np.ndarray) -> LCG:
 
 # -------------------------------------------------------------- public API
 @takes_graph_or_function
-def eliminate(g: LCG, order="markowitz", on: str = "vertices",
-              keep_graphs: bool = False) -> Elimination:
+def eliminate(g: LCG, order="markowitz", on: str = "vertices", keep_graphs: bool = False, *,
+              max_intermediates: int | None = None) -> Elimination:
     """Eliminate vertices, edges or faces of ``g`` in ``order``.
 
     ``order`` is ``"forward"``, ``"reverse"``, ``"markowitz"`` (always the
@@ -792,10 +813,12 @@ def eliminate(g: LCG, order="markowitz", on: str = "vertices",
     docstring; on faces, the Markowitz edges as faces) or ``"optimal"`` (least
     cost, by an exhaustive search: over subsets on a graph of numbers with at
     most :data:`~minirad.exact.orders.OPTIMAL_LIMIT` intermediates, the matrix
-    chain on a chain of blocks, every order of at most :data:`SEARCH_LIMIT`
-    intermediates of a graph with arrays; over structures for edges and faces,
-    graphs of numbers with at most :data:`~minirad.exact.orders.OPTIMAL_EDGES`
-    or :data:`~minirad.exact.orders.OPTIMAL_FACES` edges), or a list of steps
+    chain on a chain of at most :data:`~minirad.exact.orders.CHAIN_LIMIT`
+    blocks, every order of at most :data:`SEARCH_LIMIT` intermediates of a
+    graph with arrays, ``max_intermediates`` raising or lowering that limit;
+    over structures for edges and faces, graphs of numbers with at most
+    :data:`~minirad.exact.orders.OPTIMAL_EDGES` or
+    :data:`~minirad.exact.orders.OPTIMAL_FACES` edges), or a list of steps
     (see the module docstring), each checked against the graph the earlier
     steps left.  A list may stop early: the result then holds the graph left
     and no Jacobian.
@@ -819,7 +842,7 @@ def eliminate(g: LCG, order="markowitz", on: str = "vertices",
     """
     on = _check_on(on)
     with np.errstate(over="ignore", invalid="ignore"):   # blocks overflowing: checked below
-        run = _run(g, order, on, keep_graphs)
+        run = _run(g, order, on, keep_graphs, max_intermediates)
     graphs = list(run.graphs)
     jacobian, dual = (run.work.jacobian() if run.finished else None), None
     taken, replay = tuple(run.taken), partial(tuple, run.steps)
@@ -872,11 +895,12 @@ def eliminate_vertex(g: LCG, vertex) -> LCG:
 
 
 @takes_graph_or_function
-def elimination_order(g: LCG, order="markowitz", on: str = "vertices") -> tuple:
+def elimination_order(g: LCG, order="markowitz", on: str = "vertices", *,
+                      max_intermediates: int | None = None) -> tuple:
     """The steps an ``order`` takes on ``g``, in turn: vertex names, ``(i, j, end)``
     edges or faces, as ``Elimination.order`` lists them.  A named order (one
     of :data:`ORDERS`) is resolved, an explicit list is checked, both as
-    :func:`eliminate` does.
+    :func:`eliminate` does (``max_intermediates`` as there).
 
     >>> from minirad import examples
     >>> elimination_order(examples.figure1(), "markowitz")
@@ -888,15 +912,17 @@ def elimination_order(g: LCG, order="markowitz", on: str = "vertices") -> tuple:
     ...
     ValueError: unknown elimination order 'sideways'; use one of 'forward', 'reverse', ...
     """
-    run = _run(g, order, _check_on(on))
+    run = _run(g, order, _check_on(on), max_intermediates=max_intermediates)
     if on == "vertices":
         return tuple(g.names[v] for v in run.taken)
     return tuple(run.taken)
 
 
 @takes_graph_or_function
-def elimination_cost(g: LCG, order="markowitz", on: str = "vertices") -> tuple[int, int]:
-    """``(multiplications, additions)`` of an order, without building graphs.
+def elimination_cost(g: LCG, order="markowitz", on: str = "vertices", *,
+                     max_intermediates: int | None = None) -> tuple[int, int]:
+    """``(multiplications, additions)`` of an order, without building graphs
+    (``max_intermediates`` as in :func:`eliminate`).
 
     >>> from minirad import examples
     >>> elimination_cost(examples.two_outputs(), "reverse")
@@ -906,7 +932,7 @@ def elimination_cost(g: LCG, order="markowitz", on: str = "vertices") -> tuple[i
     >>> elimination_cost(examples.edge_beats_vertex(), "optimal", on="edges")
     (6, 5)
     """
-    run = _run(g, order, _check_on(on))
+    run = _run(g, order, _check_on(on), max_intermediates=max_intermediates)
     return run.multiplications, run.additions
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
 from .elimination import eliminate
-from .paths import DEFAULT_MAX_PATHS, bauer
+from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
 from .result import Accumulation
 from .sweeps import forward_sweep, reverse_sweep
 
@@ -38,17 +38,19 @@ METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 @takes_graph_or_function
 def accumulate(g: LCG, *, method: str = "reverse", order=None, on=None, max_paths=None,
-               keep_values: bool = True) -> Accumulation:
+               keep_values: bool = True, max_products=None,
+               max_intermediates=None) -> Accumulation:
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
     ``method``, ``order`` (the elimination order, None for the other
     methods), ``multiplications`` and ``additions``, whatever the method
     (:func:`minirad.exact.elimination.eliminate` itself also keeps the graphs
-    and the steps).  ``order`` (default ``"markowitz"``) and ``on`` (default
-    ``"vertices"``) apply only to elimination and ``max_paths`` (default
-    1,000,000) only to Bauer's formula; passing one with another method is an
-    error.
+    and the steps).  ``order`` (default ``"markowitz"``), ``on`` (default
+    ``"vertices"``) and ``max_intermediates`` (the limit of the optimal order's
+    search) apply only to elimination, ``max_paths`` (default 1,000,000) and
+    ``max_products`` (the multiplications along them, default 10,000,000) only
+    to Bauer's formula; passing any with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -64,21 +66,25 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, on=None, max_path
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "
                          f"{', '.join(map(repr, METHODS))}")
-    for name, given in (("order", order), ("on", on)):
-        if given is not None and method != "eliminate":
-            raise ValueError(f"{name}={given!r} applies only to method='eliminate', not "
+    for name, value in (("order", order), ("on", on),
+                        ("max_intermediates", max_intermediates)):
+        if value is not None and method != "eliminate":
+            raise ValueError(f"{name}={value!r} applies only to method='eliminate', not "
                              f"method={method!r}")
-    if max_paths is not None and method != "bauer":
-        raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
-                         f"method={method!r}")
+    for name, value in (("max_paths", max_paths), ("max_products", max_products)):
+        if value is not None and method != "bauer":
+            raise ValueError(f"{name}={value!r} applies only to method='bauer', not "
+                             f"method={method!r}")
     if method == "bauer":
-        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
+        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths,
+                     DEFAULT_MAX_PRODUCTS if max_products is None else max_products)
     if method == "forward":
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
     result = eliminate(g, "markowitz" if order is None else order,
-                       on="vertices" if on is None else on)
+                       on="vertices" if on is None else on,
+                       max_intermediates=max_intermediates)
     if result.jacobian is None:
         if result.on == "vertices":
             left = len(g.intermediates) - len(result.order)
@@ -94,8 +100,8 @@ def accumulate(g: LCG, *, method: str = "reverse", order=None, on=None, max_path
 
 
 @takes_graph_or_function
-def jacobian(g: LCG, *, method: str = "reverse", order=None, on=None,
-             max_paths=None) -> np.ndarray:
+def jacobian(g: LCG, *, method: str = "reverse", order=None, on=None, max_paths=None,
+             max_products=None, max_intermediates=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -126,4 +132,5 @@ def jacobian(g: LCG, *, method: str = "reverse", order=None, on=None,
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
     return accumulate(g, method=method, order=order, on=on, max_paths=max_paths,
-                      keep_values=False).jacobian
+                      keep_values=False, max_products=max_products,
+                      max_intermediates=max_intermediates).jacobian

@@ -38,12 +38,15 @@ from ..graph.labels import FLOATS
 from ..graph.operators import OPERATORS
 from .dual import Dual, Registry
 
-__all__ = ["OPTIMAL_EDGES", "OPTIMAL_FACES", "OPTIMAL_LIMIT", "ChainOrder", "chain_labels",
-           "chain_vertices", "cheapest", "cheapest_edge_order", "cheapest_face_order",
-           "cheapest_order", "is_chain", "optimal_chain"]
+__all__ = ["CHAIN_LIMIT", "OPTIMAL_EDGES", "OPTIMAL_FACES", "OPTIMAL_LIMIT", "ChainOrder",
+           "chain_labels", "chain_vertices", "check_search", "cheapest", "cheapest_edge_order",
+           "cheapest_face_order", "cheapest_order", "is_chain", "optimal_chain"]
 
 #: the vertex search visits 2**k sets of eliminated vertices: at most this many intermediates
 OPTIMAL_LIMIT = 16
+#: the matrix-chain programme on k intermediates forms k**2 / 2 products of sub-chains and
+#: prices k**3 / 6 splits: about 3 s at k = 80 (blocks of 30 x 30), half a minute at 160
+CHAIN_LIMIT = 64
 #: the edge search is refused on graphs with more edges than this ...
 OPTIMAL_EDGES = 14
 #: ... and the face search on graphs with more edges than this
@@ -61,7 +64,7 @@ def _bits(mask: int) -> Iterator[int]:
 
 # ------------------------------------------------------- vertices of numbers
 @takes_graph_or_function
-def cheapest_order(g) -> list[int]:
+def cheapest_order(g, max_intermediates: int = OPTIMAL_LIMIT) -> list[int]:
     """An order of least (multiplications, additions) on a graph of numbers, by
     dynamic programming over subsets.
 
@@ -73,14 +76,12 @@ def cheapest_order(g) -> list[int]:
     subset (as bitmasks of predecessors and successors).  Ties go to the
     lexicographically smallest order (by vertex number), which is exact
     because an optimal order's prefix is an optimal order for the set it
-    eliminates.
+    eliminates.  More than ``max_intermediates`` intermediates are refused.
     """
     mids = g.intermediates
     k = len(mids)
-    if k > OPTIMAL_LIMIT:
-        raise ValueError(f"the optimal order searches all 2**{k} subsets of the graph's {k} "
-                         f"intermediates; it is limited to {OPTIMAL_LIMIT} intermediates. Use "
-                         f"'markowitz' or an explicit order")
+    check_search(k, max_intermediates, f"searches all 2**{k} subsets of the graph's {k} "
+                                       f"intermediates")
     n = g.n_vertices
     P, S = [0] * n, [0] * n
     for u, v in zip(g.sources.tolist(), g.targets.tolist()):
@@ -110,6 +111,23 @@ def cheapest_order(g) -> list[int]:
                     following[after] = _structure_after(P, S, v)
         layer = following
     return [mids[i] for i in best[(1 << k) - 1][1]]
+
+
+def check_search(k: int, limit: int, what: str) -> None:
+    """Refuse an optimal-order search over ``k`` intermediates beyond ``limit``, before it
+    starts, saying what it would do and how to ask for it anyway.
+
+    >>> check_search(20, 16, "searches all 2**20 subsets")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the optimal order searches all 2**20 subsets; ... pass max_intermediates=20 ...
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TypeError(f"max_intermediates must be an int >= 0, not {limit!r}")
+    if k > limit:
+        raise ValueError(f"the optimal order {what}; it is limited to {limit} intermediates. "
+                         f"Use 'markowitz' or an explicit order, or pass "
+                         f"max_intermediates={k} to search anyway (it may take very long)")
 
 
 def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], list[int]]:

@@ -65,6 +65,9 @@ from .result import Accumulation, format_count, from_labels
 from .sparsity import operator_pattern, scalar_sizes
 
 DEFAULT_MAX_PATHS = 1_000_000
+#: Bauer's formula term by term multiplies along every path: the sum of the paths'
+#: lengths less their number (:func:`path_costs`); a few seconds at this many
+DEFAULT_MAX_PRODUCTS = 10_000_000
 
 
 class PathCount(int):
@@ -265,14 +268,27 @@ def path_costs(g: LCG) -> tuple[int, int]:
 
 
 def _path_costs(g: LCG, counts: np.ndarray) -> tuple[int, int]:
-    if not g.inputs or not g.outputs:
-        return 0, 0
-    into = _engines.total_counts(g, g.inputs, forward=True)
-    out_of = _engines.total_counts(g, g.outputs, forward=False)
-    total = sum(into[y] for y in g.outputs)
-    on_paths = sum(into[u] * out_of[v] for u, v in zip(g.sources.tolist(), g.targets.tolist()))
+    paths, products = _path_totals(g, g.inputs, g.outputs)
     reached = int(np.count_nonzero(counts))
-    return on_paths - total, total - reached
+    return products, paths - reached
+
+
+def _path_totals(g: LCG, sources, targets, most_paths: int | None = None
+                 ) -> tuple[int, int | None]:
+    """``(paths, products)``: the number of paths from ``sources`` to ``targets``, and
+    the multiplications of Bauer's formula along them term by term (their lengths in
+    edges, summed, less their number).  Two columns of Python ints (one per vertex),
+    whatever the numbers of inputs and outputs; the products are not summed (None)
+    when there are more than ``most_paths`` paths."""
+    if not len(sources) or not len(targets):
+        return 0, 0
+    into = _engines.total_counts(g, sources, forward=True)
+    paths = sum(into[y] for y in targets)
+    if most_paths is not None and paths > most_paths:
+        return paths, None
+    out_of = _engines.total_counts(g, targets, forward=False)
+    on_paths = sum(into[u] * out_of[v] for u, v in zip(g.sources.tolist(), g.targets.tolist()))
+    return paths, on_paths - paths
 
 
 # --------------------------------------------------------------- enumeration
@@ -345,28 +361,38 @@ def path_product(g: LCG, path: Sequence):
 
 
 # -------------------------------------------------------------- the path sum
-def _check_max_paths(max_paths) -> int:
-    if isinstance(max_paths, bool) or not isinstance(max_paths, Integral) or max_paths < 0:
-        raise ValueError(f"max_paths must be a non-negative integer, got {max_paths!r}")
-    return int(max_paths)
+def _check_limit(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
-def _refuse_many_paths(g: LCG, max_paths) -> np.ndarray:
-    """The path counts, after refusing a graph with more than ``max_paths`` paths."""
-    limit = _check_max_paths(max_paths)
-    counts = count_paths(g)
-    total = int(counts.sum()) if counts.size else 0
-    if total > limit:
+def _refuse_costly_paths(g: LCG, max_paths, max_products) -> tuple[int, int]:
+    """``(paths, products)`` of Bauer's formula on ``g`` (:func:`_path_totals`), after
+    refusing more than ``max_paths`` paths or ``max_products`` multiplications along
+    them: before any path is walked, in memory of two ints per vertex."""
+    most_paths = _check_limit(max_paths, "max_paths")
+    most_products = _check_limit(max_products, "max_products")
+    paths, products = _path_totals(g, g.inputs, g.outputs, most_paths)
+    instead = ("use a forward or reverse sweep or vertex elimination instead, e.g. "
+               "minirad.jacobian(g, method='reverse')")
+    if products is None:
         raise ValueError(
-            f"the graph has {format_count(total)} input-to-output paths, more than "
-            f"max_paths={format_count(limit)}; "
-            f"summing over them is hopeless, so use a forward or reverse sweep or vertex "
-            f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
-    return counts
+            f"the graph has {format_count(paths)} input-to-output paths, more than "
+            f"max_paths={format_count(most_paths)}; summing over them is hopeless, so {instead}"
+            + (f", or pass max_paths={paths} to sum them anyway" if paths <= 10 ** 12 else ""))
+    if products > most_products:
+        raise ValueError(
+            f"Bauer's formula multiplies {format_count(products)} times along the graph's "
+            f"{format_count(paths)} input-to-output paths (their lengths summed), more than "
+            f"max_products={format_count(most_products)}; {instead}, or pass "
+            f"max_products={products} to multiply along them anyway")
+    return paths, products
 
 
 @takes_graph_or_function
-def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+                    max_products: int = DEFAULT_MAX_PRODUCTS) -> Accumulation:
     """Bauer's formula as written, on any graph: for each input and output, every
     path between them (:func:`minirad.graph.labels.walk`), its labels multiplied
     in order, the first edge innermost, and the products added up, each
@@ -383,7 +409,7 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     >>> result.jacobian.tolist(), result.multiplications   # one (4x3)(3x2) product
     ([[3.0, 3.0], [3.0, 3.0], [3.0, 3.0], [3.0, 3.0]], 24)
     """
-    _refuse_many_paths(g, max_paths)
+    _refuse_costly_paths(g, max_paths, max_products)
     algebra = g.algebra
     sums, multiplications, additions = {}, 0, 0
     with np.errstate(over="ignore", invalid="ignore"):  # checked below
@@ -412,7 +438,8 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
 
 
 @takes_graph_or_function
-def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+          max_products: int = DEFAULT_MAX_PRODUCTS) -> Accumulation:
     """The Jacobian by Bauer's formula, with its operation counts.
 
     Sums the product of labels over every input-to-output path
@@ -423,7 +450,10 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     comparisons with sweeps and elimination are about.  On a graph with
     arrays a product of blocks costs its flops; see :func:`bauer_reference`.
 
-    Raises ``ValueError`` when the graph has more than ``max_paths`` paths.
+    Raises ``ValueError``, before walking any path, when the graph has more than
+    ``max_paths`` paths or the formula would multiply more than ``max_products``
+    times along them (the sum of their lengths: a million paths of a million edges
+    are under any sensible path limit, yet take days).
 
     >>> from minirad import examples
     >>> result = bauer(examples.lecture())
@@ -431,22 +461,24 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     (array([[5.5  , 1.716]]), 7, 2)
     """
     if g.algebra is not FLOATS:
-        return bauer_reference(g, max_paths)
-    counts = _refuse_many_paths(g, max_paths)
+        return bauer_reference(g, max_paths, max_products)
+    paths, products = _refuse_costly_paths(g, max_paths, max_products)
     jac = np.zeros((len(g.outputs), len(g.inputs)))
+    reached = np.zeros(jac.shape, dtype=bool)     # entries with a path, whatever its product
     row = {y: r for r, y in enumerate(g.outputs)}
     useful = reachable(g, g.outputs, direction="reverse")
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         for col, x in enumerate(g.inputs):
             for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
                 jac[row[path[-1]], col] += product
+                reached[row[path[-1]], col] = True
     check_finite(g, jac, "bauer")
-    multiplications, additions = _path_costs(g, counts)
-    return Accumulation(jac, multiplications, additions, "bauer")
+    return Accumulation(jac, products, paths - int(reached.sum()), "bauer")
 
 
 @takes_graph_or_function
-def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
+def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+                  max_products: int = DEFAULT_MAX_PRODUCTS) -> np.ndarray:
     """The Jacobian as the sum over paths of path products (eq. 1).
 
     Shape ``(n_outputs, n_inputs)``.  See :func:`bauer` for the counts and
@@ -460,5 +492,5 @@ def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
     ...
     ValueError: the graph has 3 input-to-output paths, more than max_paths=2; ...
     """
-    return bauer(g, max_paths).jacobian
+    return bauer(g, max_paths, max_products).jacobian
 

@@ -166,6 +166,8 @@ class LCG:
         ops = [""] * n if ops is None else [str(op) for op in ops]
         if len(ops) != n:
             raise ValueError(f"ops must have one entry per vertex ({n}); got {len(ops)}")
+        _check_text(names, "vertex name")
+        _check_text(ops, "operation")
         inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
         outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
         if isinstance(labels, np.ndarray) and _numbers_only(values, shapes):
@@ -1094,6 +1096,19 @@ def _per_vertex(given, names, what, default, convert):
         raise ValueError(f"{what} has {len(given)} entries for {len(names)} vertices; pass a "
                          f"mapping from vertex name to {what[:-1]}")
     return [convert(x) for x in given]
+
+
+def _check_text(texts: list[str], what: str) -> None:
+    """Refuse text that has no UTF-8 form (a lone surrogate, as JSON's ``\\ud800``
+    makes): a graph's names and operations are saved, drawn and shown as UTF-8."""
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        bad = next(text for text in texts if not text.isascii() and any(
+            "\ud800" <= c <= "\udfff" for c in text))
+        raise ValueError(f"{what} {bad!r} holds a lone surrogate, which no file, picture or "
+                         f"page can show (it has no UTF-8 form); use valid Unicode "
+                         f"text") from None
 
 
 def _validate(names, src, dst, partials, inputs, outputs):

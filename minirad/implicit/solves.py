@@ -14,7 +14,7 @@ with one edge from ``p``: by the implicit function theorem
 ``f_x^T`` (reverse), whatever the iteration did and however many steps it
 took.  Differentiating *through* the iterations gives the same gradient at
 convergence, but keeps every iterate (:func:`solve_root` against an
-unrolled loop: see ``tests/test_implicit.py`` and ``bench``).
+unrolled loop: see ``tests/implicit/test_implicit.py`` and ``bench``).
 
 Inside :func:`minirad.trace`, ``np.linalg.solve`` on
 traced arrays records a solve (this module registers it):
@@ -53,8 +53,9 @@ def _lu_bits(n: int, dtype) -> int:
 
 
 def _factor(A: np.ndarray, what: str):
-    """LU factors of A; a ValueError for a singular (or numerically singular) A."""
-    with warnings.catch_warnings():   # a singular A is reported below, as a ValueError
+    """LU factors of A; a LinAlgError (a ValueError) for a singular (or numerically
+    singular) A."""
+    with warnings.catch_warnings():   # a singular A is reported below, as a LinAlgError
         warnings.simplefilter("ignore", linalg.LinAlgWarning)
         lu = linalg.lu_factor(A, check_finite=True)
     _check_nonsingular(lu[0], what)
@@ -62,11 +63,14 @@ def _factor(A: np.ndarray, what: str):
 
 
 def _check_nonsingular(lu: np.ndarray, what: str) -> None:
+    """Refuse a numerically singular U with numpy's ``LinAlgError`` (a ``ValueError``),
+    the error ``np.linalg.solve`` raises, so that a traced program's own ``except
+    np.linalg.LinAlgError`` catches it as it would untraced."""
     diagonal = np.abs(np.diag(lu))
     if diagonal.min(initial=np.inf) <= np.finfo(lu.dtype).eps * lu.shape[0] * max(
             diagonal.max(initial=0.0), np.finfo(lu.dtype).tiny):
-        raise ValueError(f"{what} is singular to working precision; the solve (and its "
-                         f"derivative) is undefined")
+        raise np.linalg.LinAlgError(f"{what} is singular to working precision; the solve (and "
+                                    f"its derivative) is undefined")
 
 
 def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
@@ -83,7 +87,7 @@ def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
     >>> checked_factors(np.zeros((2, 2)), np.array([0, 1]))   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the factorisation is singular to working precision; ...
+    numpy.linalg.LinAlgError: the factorisation is singular to working precision; ...
     """
     lu, piv = np.asarray(lu), np.asarray(piv)
     if lu.ndim != 2 or lu.shape[0] != lu.shape[1] or lu.dtype not in (np.float32, np.float64):

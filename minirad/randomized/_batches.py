@@ -22,7 +22,7 @@ Every visited pair draws exactly once, with the law Algorithm 1 gives it:
 whether a vertex draws never depends on which of its in-edges were drawn,
 only on whether one was.  Only the order in which the generator's numbers
 are used differs from the reference, so for one seed the two give
-different estimates with the same law (``tests/test_sampling.py`` checks
+different estimates with the same law (``tests/randomized/test_sampling.py`` checks
 that law, and feeds the reference's own draws through :func:`estimate`).
 
 :func:`estimate` then runs reverse (or forward) accumulation over all

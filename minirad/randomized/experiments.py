@@ -74,6 +74,20 @@ class Comparison:
     def n(self) -> int:
         return len(self.estimates)
 
+    @property
+    def varies(self) -> np.ndarray:
+        """Which entries the estimator can change: all but those whose exact variance
+        is 0 (where the estimates differ by rounding only, their spread and ``z`` say
+        nothing); every entry when the exact variance is unknown.
+
+        >>> from minirad import examples
+        >>> compare(examples.figure1(), 1, 10, rng=0).varies.tolist()  # dy/dx1: equal paths
+        [[False, True]]
+        """
+        if self.exact_variance is None:
+            return np.ones(self.exact.shape, dtype=bool)
+        return self.exact_variance != 0
+
     def __repr__(self) -> str:
         worst = np.nanmax(np.abs(self.z)) if np.isfinite(self.z).any() else float("nan")
         return (f"Comparison(n={self.n}, relative error of the mean "
@@ -108,7 +122,8 @@ def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
     exact = np.array(jacobian(g), dtype=np.float64)
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:
-        variance = estimates.var(axis=0, ddof=1)
+        with np.errstate(over="ignore"):  # a spread beyond the float range is inf
+            variance = estimates.var(axis=0, ddof=1)
     else:
         variance = np.full_like(mean, np.nan)
     stderr = np.sqrt(variance / len(estimates))
@@ -116,11 +131,11 @@ def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
     # entries whose estimate never varies differ from the exact value by
     # rounding only; a floor keeps z from dividing rounding by rounding
     floor = 1e-12 * np.maximum(np.abs(exact), 1.0)
-    z = error / np.sqrt(np.nan_to_num(stderr, nan=0.0) ** 2 + floor**2)
+    z = error / np.hypot(np.where(np.isnan(stderr), 0.0, stderr), floor)  # hypot: no overflow
     z[np.isnan(stderr)] = np.nan
     running = np.cumsum(estimates, axis=0) / np.arange(1, len(estimates) + 1)[:, None, None]
-    gap = np.sqrt(((running - exact) ** 2).sum(axis=(1, 2)))
-    scale = np.linalg.norm(exact)
+    gap = _frobenius(running - exact)
+    scale = float(_frobenius(exact[None])[0])
     running_error = gap / scale if scale > 0 else gap
     try:
         exact_variance = path_sampling_variance(g, k, entries=entries)
@@ -130,6 +145,15 @@ def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
         array.flags.writeable = False
     return Comparison(exact, estimates, mean, variance, stderr, z, running_error,
                       exact_variance, draws)
+
+
+def _frobenius(stack: np.ndarray) -> np.ndarray:
+    """The Frobenius norm of each matrix of a stack (m, rows, columns), scaled by its
+    largest entry first, so that entries near the largest double do not overflow."""
+    top = np.abs(stack).max(axis=(1, 2), initial=0.0)
+    unit = np.where((top > 0) & np.isfinite(top), top, 1.0)[:, None, None]
+    norms = unit[:, 0, 0] * np.sqrt(((stack / unit) ** 2).sum(axis=(1, 2)))
+    return np.where(np.isfinite(top), norms, np.inf)
 
 
 # ------------------------------------------------ two levels against one

@@ -112,7 +112,7 @@ def _check_law(law: str) -> str:
 
 def _signs(rng, shape) -> np.ndarray:
     """Independent ±1 (float64): the draw behind every Rademacher ``R``, so that one
-    seed gives the signs of :func:`minirad.studies.activations.signs` too."""
+    seed gives the signs of :func:`minirad.studies.nn.activations.signs` too."""
     return 2.0 * rng.integers(2, size=shape, dtype=np.int8) - 1.0
 
 
@@ -407,8 +407,8 @@ def inject_edge(g: LCG, edge, k=None, law: str = "sample", per_row: bool = True,
     the same array and are given the same picks share the sampled copy: one
     sample of a state serving two uses, as in the RAD paper's eq. 8.  With a
     seed for ``rng``, the draws are those of
-    :func:`minirad.studies.activations.sample_pattern` and
-    :func:`~minirad.studies.activations.signs` for that seed.
+    :func:`minirad.studies.nn.activations.sample_pattern` and
+    :func:`~minirad.studies.nn.activations.signs` for that seed.
 
     >>> from minirad import trace
     >>> X = np.arange(12.0).reshape(3, 4)

@@ -56,6 +56,7 @@ import math
 
 import numpy as np
 
+from ..exact.overflow import check_finite
 from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable
@@ -207,8 +208,9 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
         first[vertices] = np.concatenate([[0], np.cumsum(sizes[vertices])[:-1]])
         for i in range(int(sizes[y])):
             if len(vertices) and on[y]:
-                cov = _covariance(g, y, i, vertices, first, sizes, draws, vertex_laws,
-                                  edge_laws, order, ptr, blocks, total)
+                with np.errstate(over="ignore", invalid="ignore"):  # checked below
+                    cov = _covariance(g, y, i, vertices, first, sizes, draws, vertex_laws,
+                                      edge_laws, order, ptr, blocks, total)
                 spans = [(in_first[col], np.arange(first[theta], first[theta] + sizes[theta]))
                          for col, theta in enumerate(g.inputs) if on[theta]]
                 cols = np.concatenate([np.arange(start, start + len(span))
@@ -216,6 +218,9 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
                 local = np.concatenate([span for _, span in spans]) if spans else cols
                 rows[row][np.ix_(cols, cols)] = cov[np.ix_(local, local)]
             row += 1
+    # squared products can leave the float range where the Jacobian itself does not
+    check_finite(g, np.where(np.isfinite(rows).all(axis=2), 0.0, np.inf),
+                 "the exact variance of the estimate")
     if covariance:
         return rows
     # rounding can leave -1e-17 where the variance is 0

@@ -236,11 +236,11 @@ def _check_countable(g: LCG, k, name: str) -> None:
                          f"computer could hold one sample's draws anyway")
 
 
-def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
+def on_paths(g: LCG, outputs=None) -> np.ndarray:
     """Mask of the vertices on some path from an input to one of ``outputs``
     (default: all outputs): the only vertices Algorithm 1 can visit and that
-    matter to the estimate.  Raises ``ValueError`` when there is none (unless
-    not ``required``).  The mask for all outputs is memoized, read-only.
+    matter to the estimate.  With none, the Jacobian is zero, and so is every
+    estimate.  The mask for all outputs is memoized, read-only.
 
     >>> from minirad import examples
     >>> g = examples.two_outputs()
@@ -253,10 +253,15 @@ def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
             from_inputs & reachable(g, g.outputs, direction="reverse")))
     else:
         mask = from_inputs & reachable(g, outputs, direction="reverse")
-    if required and not mask.any():
-        raise ValueError(f"{g!r} has no path from any input to any output, so there is "
-                         f"nothing to sample; connect an input to an output")
     return mask
+
+
+def _jacobian_shape(g: LCG) -> tuple[int, int]:
+    """(output entries, input entries): (n_outputs, n_inputs) on a graph of numbers."""
+    if g.algebra is FLOATS:
+        return len(g.outputs), len(g.inputs)
+    rows, columns = (sum(g.size(v) for v in ends) for ends in (g.outputs, g.inputs))
+    return rows, columns
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -376,7 +381,6 @@ def sample_paths(g: LCG, k=1, *, entries=None, rng=None) -> PathSample:
     """
     draws = draws_per_vertex(g, k)
     inside = entries_per_vertex(g, entries)
-    on_paths(g)
     most = int(draws.max(initial=0))
     check_memory(_BYTES_PER_DRAW_REFERENCE * most,
                  f"a sample with k={k!r} ({most:,} draws at one vertex)",
@@ -520,11 +524,12 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
     if direction not in (None, "reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
     check_sizes(g, k, n)
+    if g.algebra is not FLOATS and direction == "forward":
+        raise ValueError("on an array graph the sampled estimates are accumulated in "
+                         "reverse; pass direction=None or 'reverse'")
+    if not on_paths(g).any():  # no input reaches an output: J = 0, and so is every estimate
+        return np.zeros((n, *_jacobian_shape(g)))
     if g.algebra is not FLOATS:
-        if direction == "forward":
-            raise ValueError("on an array graph the sampled estimates are accumulated in "
-                             "reverse; pass direction=None or 'reverse'")
-        on_paths(g)
         chunk = samples_per_chunk(g, n, g.n_edges)
         parts = []
         for start in range(0, n, chunk):
@@ -601,14 +606,11 @@ def check_sizes(g: LCG, k, n: int, copies: int = 1) -> None:
     """
     draws = draws_per_vertex(g, k)
     n = number_of_estimates(n)
-    if g.algebra is FLOATS:
-        rows, columns = len(g.outputs), len(g.inputs)
-    else:
-        rows, columns = (sum(g.size(v) for v in ends) for ends in (g.outputs, g.inputs))
+    rows, columns = _jacobian_shape(g)
     each = 8 * copies * rows * columns
     check_memory(each * n, f"{format_number(n)} estimates of a {rows} x {columns} Jacobian",
                  lambda available: f"; at most {available // max(each, 1):,} fit")
-    if g.algebra is not FLOATS:  # the stacked sampler draws in chunks of bounded memory
+    if g.algebra is not FLOATS or not on_paths(g).any():  # drawn in chunks, or nothing drawn
         return
     plan = _batch_plan(g, k, draws)
     if not plan.single:  # walks keep no draws (see _batches.walks)
@@ -695,7 +697,9 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
     """
     draws = draws_per_vertex(g, k)
     inside = entries_per_vertex(g, entries)
-    on_paths(g)
+    if not on_paths(g).any():  # no input reaches an output: every estimate is 0
+        rows, columns = _jacobian_shape(g)
+        return np.zeros((rows, columns, columns) if covariance else (rows, columns))
     laws = {v: ProjectionLaw(Layout(g.shape(v)), "sample", int(m))
             for v, m in enumerate(inside.tolist()) if m}
     return estimate_variance(g, draws, vertex_laws=laws, max_entries=max_entries,

@@ -925,6 +925,8 @@ def concatenate(arrays, axis=0):
     tape, arrays, values = _joined("concatenate", arrays)
     if tape is None:
         return np.concatenate(values, axis=axis)
+    if axis is None:  # numpy's meaning: every array flattened, then joined
+        return concatenate([reshape(a, (-1,)) for a in arrays], 0)
     check_entries((sum(v.size for v in values),), "concatenate")
     try:
         out = np.concatenate(values, axis=axis)
