@@ -805,24 +805,66 @@ def _bipartite(g: LCG, J: np.ndarray) -> LCG:
 @takes_graph_or_function
 def eliminate(g: LCG, order="markowitz", on: str = "vertices", keep_graphs: bool = False, *,
               max_intermediates: int | None = None) -> Elimination:
-    """Eliminate vertices, edges or faces of ``g`` in ``order``.
+    """Eliminate vertices, edges or faces of ``g`` in ``order``, until the Jacobian is left.
 
-    ``order`` is ``"forward"``, ``"reverse"``, ``"markowitz"`` (always the
-    cheapest step on the current graph: the vertex of least ``|pred| * |succ|``,
-    ties to the lowest vertex number; the edge of least cost, see the module
-    docstring; on faces, the Markowitz edges as faces) or ``"optimal"`` (least
-    cost, by an exhaustive search: over subsets on a graph of numbers with at
-    most :data:`~minirad.exact.orders.OPTIMAL_LIMIT` intermediates, the matrix
-    chain on a chain of at most :data:`~minirad.exact.orders.CHAIN_LIMIT`
-    blocks, every order of at most :data:`SEARCH_LIMIT` intermediates of a
-    graph with arrays, ``max_intermediates`` raising or lowering that limit;
-    over structures for edges and faces, graphs of numbers with at most
-    :data:`~minirad.exact.orders.OPTIMAL_EDGES` or
-    :data:`~minirad.exact.orders.OPTIMAL_FACES` edges), or a list of steps
-    (see the module docstring), each checked against the graph the earlier
-    steps left.  A list may stop early: the result then holds the graph left
-    and no Jacobian.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    order : {"markowitz", "forward", "reverse", "optimal"} or list, optional
+        The order (default ``"markowitz"``): first intermediate first,
+        last first, always the cheapest step on the current graph (the vertex
+        of least ``|pred| * |succ|``, ties to the lowest number; the edge rule
+        of the module docstring; on faces, the Markowitz edges as faces), or
+        least cost by an exhaustive search; or a list of steps: vertices,
+        ``(i, j, end)`` edges or faces, each checked against the graph the
+        earlier steps left.
+    on : {"vertices", "edges", "faces"}, optional
+        What a step eliminates (default ``"vertices"``).
+    keep_graphs : bool, optional
+        Keep the graph before every step (and the last): ``result.graphs``.
+    max_intermediates : int, optional
+        Raise (or lower) the limit of the exhaustive vertex search, in
+        intermediates.
 
+    Returns
+    -------
+    Elimination
+        ``jacobian`` (None only when an explicit list stops early), ``order``
+        (the steps taken), ``multiplications``, ``additions``, ``steps`` (a
+        :class:`Step` each), ``graph`` (what is left; for faces the bipartite
+        LCG), ``dual`` (faces) and ``graphs``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown order or ``on``, a step the graph does not allow at that
+        point (a vertex that is not an intermediate or already gone, an edge
+        not there, a face not eliminable), an exhaustive search on a graph too
+        large for it (the message says how to ask anyway), or a Jacobian that
+        overflows (``AccumulationOverflow``).
+    TypeError
+        For an order that is neither a name nor a list (a set has no order),
+        a malformed step, or faces on a graph with arrays.
+
+    See Also
+    --------
+    elimination_cost : The counts alone, without graphs.
+    elimination_order : The steps a named order takes.
+    minirad.render_elimination : One picture per vertex step.
+
+    Notes
+    -----
+    Vertex elimination is Griewank and Walther, *Evaluating Derivatives* (2nd
+    ed., 2008), Ch. 9; edge and face elimination are Naumann's (*Math.
+    Program.* 99, 2004, Sec. 2 and 4).  Vertex and edge orders are face orders
+    in particular, so the optima can only fall from vertices to edges to faces.
+    The cost convention is the module docstring's; eliminating vertex ``v``
+    costs ``|pred(v)| * |succ(v)|`` multiplications on a graph of numbers.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> result = eliminate(examples.two_outputs(), "markowitz", keep_graphs=True)
     >>> result.order, result.multiplications, result.additions
@@ -875,13 +917,42 @@ def eliminate(g: LCG, order="markowitz", on: str = "vertices", keep_graphs: bool
 
 @takes_graph_or_function
 def eliminate_vertex(g: LCG, vertex) -> LCG:
-    """The graph left by eliminating the one intermediate ``vertex`` (name or number).
+    """The graph left by eliminating the one intermediate ``vertex``.
 
-    Vertices are renumbered; names, values and ops are kept, except that
-    the successors of ``vertex`` get op ``""``, since their operands changed.
-    A successor keeps its other operands in order and gains the predecessors
-    of ``vertex`` it did not already have, appended in its operand order.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    vertex : str or int
+        An intermediate, by name or number.
 
+    Returns
+    -------
+    LCG
+        Vertices renumbered; names, values and ops kept, except that the
+        successors of ``vertex`` get op ``""``, since their operands changed.
+        A successor keeps its other operands in order and gains the
+        predecessors of ``vertex`` it did not already have, appended in its
+        operand order.
+
+    Raises
+    ------
+    ValueError
+        When ``vertex`` is not a vertex of ``g``, or is an input or an output.
+
+    See Also
+    --------
+    eliminate : Every intermediate in an order, with the counts.
+
+    Notes
+    -----
+    Every path ``p -> vertex -> s`` becomes the edge ``p -> s`` with label
+    ``ds/dvertex * dvertex/dp``, added to an edge already there (the chain rule
+    and the path sum; Griewank and Walther, 2008, Sec. 9.1).
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.lab()
     >>> h = eliminate_vertex(g, "v2")
@@ -897,11 +968,47 @@ def eliminate_vertex(g: LCG, vertex) -> LCG:
 @takes_graph_or_function
 def elimination_order(g: LCG, order="markowitz", on: str = "vertices", *,
                       max_intermediates: int | None = None) -> tuple:
-    """The steps an ``order`` takes on ``g``, in turn: vertex names, ``(i, j, end)``
-    edges or faces, as ``Elimination.order`` lists them.  A named order (one
-    of :data:`ORDERS`) is resolved, an explicit list is checked, both as
-    :func:`eliminate` does (``max_intermediates`` as there).
+    """The steps an elimination order takes on ``g``, by name.
 
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    order : {"markowitz", "forward", "reverse", "optimal"} or list, optional
+        The order (default ``"markowitz"``): first intermediate first,
+        last first, always the cheapest step on the current graph (the vertex
+        of least ``|pred| * |succ|``, ties to the lowest number; the edge rule
+        of the module docstring; on faces, the Markowitz edges as faces), or
+        least cost by an exhaustive search; or a list of steps: vertices,
+        ``(i, j, end)`` edges or faces, each checked against the graph the
+        earlier steps left.
+    on : {"vertices", "edges", "faces"}, optional
+        What a step eliminates (default ``"vertices"``).
+    max_intermediates : int, optional
+        Raise (or lower) the limit of the exhaustive vertex search, in
+        intermediates.
+
+    Returns
+    -------
+    tuple
+        Vertex names, ``(i, j, end)`` edges or faces, as ``Elimination.order``
+        lists them: a named order resolved, an explicit list checked.
+
+    Raises
+    ------
+    ValueError
+        As :func:`eliminate` raises for the order.
+    TypeError
+        As :func:`eliminate` raises for the order.
+
+    See Also
+    --------
+    eliminate : Take those steps.
+    vertex_order_as_edges : A vertex order written as edge steps.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> elimination_order(examples.figure1(), "markowitz")
     ('v3', 'v4', 'v2', 'v5')
