@@ -33,6 +33,8 @@ from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
 from .result import Accumulation
 from .sweeps import forward_sweep, reverse_sweep
 
+__all__ = ["METHODS", "accumulate", "jacobian"]
+
 METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 

@@ -64,6 +64,10 @@ from .overflow import check_finite
 from .result import Accumulation, format_count, from_labels
 from .sparsity import operator_pattern, scalar_sizes
 
+__all__ = ["DEFAULT_MAX_PATHS", "DEFAULT_MAX_PRODUCTS", "PathCount", "bauer",
+           "bauer_reference", "count_paths", "count_paths_between", "count_paths_reference",
+           "count_scalar_paths", "path_costs", "path_jacobian", "path_product", "paths"]
+
 DEFAULT_MAX_PATHS = 1_000_000
 #: Bauer's formula term by term multiplies along every path: the sum of the paths'
 #: lengths less their number (:func:`path_costs`); a few seconds at this many

@@ -58,6 +58,8 @@ from .labels import FLOATS, Algebra
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
 
+__all__ = ["INPUT", "INTERMEDIATE", "KINDS", "LCG", "OUTPUT", "levels", "reachable", "relabelled"]
+
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
 

@@ -23,6 +23,8 @@ from .calls import takes_graph_or_function
 from .lcg import LCG, value_key
 from .operators import FROM_SHAPES
 
+__all__ = ["Memory", "retained_memory"]
+
 
 @dataclass(frozen=True)
 class Memory:

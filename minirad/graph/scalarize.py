@@ -17,6 +17,8 @@ from .calls import takes_graph_or_function
 from .lcg import INPUT, LCG
 from .operators import DENSE_LIMIT, Dense
 
+__all__ = ["SCALARIZE_LIMIT", "entry_names", "from_chain", "scalarize"]
+
 #: the largest scalar graph ``scalarize`` builds (scalar edges)
 SCALARIZE_LIMIT = 200_000
 
