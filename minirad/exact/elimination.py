@@ -976,13 +976,7 @@ def elimination_order(g: LCG, order="markowitz", on: str = "vertices", *,
         The graph; or a Python function, followed by the point to trace it at
         (the other arguments then by keyword).
     order : {"markowitz", "forward", "reverse", "optimal"} or list, optional
-        The order (default ``"markowitz"``): first intermediate first,
-        last first, always the cheapest step on the current graph (the vertex
-        of least ``|pred| * |succ|``, ties to the lowest number; the edge rule
-        of the module docstring; on faces, the Markowitz edges as faces), or
-        least cost by an exhaustive search; or a list of steps: vertices,
-        ``(i, j, end)`` edges or faces, each checked against the graph the
-        earlier steps left.
+        The order, as :func:`eliminate` takes it (default ``"markowitz"``).
     on : {"vertices", "edges", "faces"}, optional
         What a step eliminates (default ``"vertices"``).
     max_intermediates : int, optional

@@ -468,9 +468,7 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
     outputs : str, int or sequence, optional
         The outputs to seed, by name or number (default: all of them).
     engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
-        label recurrence itself, or a faster engine on a graph of numbers
-        (``"auto"`` picks by the graph's size and levels; the module docstring).
+        Which implementation sweeps, as for :func:`forward_sweep`.
     keep_values : bool, optional
         Keep every vertex's adjoints (default); with False only the Jacobian.
     wrt : str, int or sequence, optional
@@ -560,9 +558,7 @@ def jvp(g: LCG, v, engine: str = "auto"):
         Every entry may carry the same leading stack axes, for several
         products at once.
     engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
-        label recurrence itself, or a faster engine on a graph of numbers
-        (``"auto"`` picks by the graph's size and levels; the module docstring).
+        Which implementation sweeps, as for :func:`forward_sweep`.
 
     Returns
     -------
@@ -624,17 +620,13 @@ def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
     u : list
         One adjoint per output vertex, in the form of :func:`jvp`'s ``v``.
     engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
-        label recurrence itself, or a faster engine on a graph of numbers
-        (``"auto"`` picks by the graph's size and levels; the module docstring).
+        Which implementation sweeps, as for :func:`forward_sweep`.
     wrt : str, int or sequence, optional
         The inputs whose adjoints are wanted (default: all, in order).
     in_place : bool, optional
-        Add each term into the sweep's own accumulator (``add!!``) where it may
-        (:mod:`minirad.exact.cotangents`); the same numbers, fewer arrays.
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
     lazy : bool, optional
-        Defer every cotangent until a ``wrt`` input needs it: a branch that
-        reaches none is never computed.
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
 
     Returns
     -------
@@ -703,17 +695,13 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
         The graph; or a Python function, followed by the point to trace it at
         (the other arguments then by keyword).
     engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
-        label recurrence itself, or a faster engine on a graph of numbers
-        (``"auto"`` picks by the graph's size and levels; the module docstring).
+        Which implementation sweeps, as for :func:`forward_sweep`.
     wrt : str, int or sequence, optional
         The inputs whose derivatives are wanted (default: all, in order).
     in_place : bool, optional
-        Add each term into the sweep's own accumulator (``add!!``) where it may
-        (:mod:`minirad.exact.cotangents`); the same numbers, fewer arrays.
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
     lazy : bool, optional
-        Defer every cotangent until a ``wrt`` input needs it: a branch that
-        reaches none is never computed.
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
 
     Returns
     -------

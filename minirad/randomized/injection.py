@@ -443,12 +443,9 @@ def inject_edge(g: LCG, edge, k=None, law: str = "sample", per_row: bool = True,
         Entries kept per row: a count ``>= 1``, or a fraction, rounded up
         (not with ``picks``).
     law : {"sample", "rademacher"}, optional
-        The random law of ``P = R R^T`` (:data:`LAWS`): scaled basis vectors drawn
-        uniformly with replacement (``"sample"``, the default) or Rademacher
-        columns.
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
     per_row : bool, optional
-        With a batch axis (or on a multiplication edge), draw one P per row
-        ("different sample", the default) or one for all rows ("same sample").
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
     picks : array_like, optional
         The draws of a ``"sample"`` injection instead of ``k`` and ``rng``: the
         indices (with replacement) into the sampled axis, flattened, shape
@@ -566,12 +563,9 @@ def sample_activations(g: LCG, k, law: str = "sample", per_row: bool = True, *,
     k : int or float
         Entries kept per row: a count ``>= 1``, or a fraction, rounded up.
     law : {"sample", "rademacher"}, optional
-        The random law of ``P = R R^T`` (:data:`LAWS`): scaled basis vectors drawn
-        uniformly with replacement (``"sample"``, the default) or Rademacher
-        columns.
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
     per_row : bool, optional
-        With a batch axis (or on a multiplication edge), draw one P per row
-        ("different sample", the default) or one for all rows ("same sample").
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
     rng : numpy.random.Generator or int, optional
         The generator, or a seed (same seed, same draws).
 
@@ -686,9 +680,7 @@ def injection_variance(g: LCG, vertices=(), k=1, law: str = "sample", *, edges=(
         Columns of R (or entries kept per row on an edge), as for
         :func:`inject_vertex`.
     law : {"sample", "rademacher"}, optional
-        The random law of ``P = R R^T`` (:data:`LAWS`): scaled basis vectors drawn
-        uniformly with replacement (``"sample"``, the default) or Rademacher
-        columns.
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
     edges : sequence, optional
         The edges with an independent P each, as :func:`inject_edges` puts them.
     axis : int, optional
@@ -696,8 +688,7 @@ def injection_variance(g: LCG, vertices=(), k=1, law: str = "sample", *, edges=(
     batch_axis : int, optional
         The axis along which examples lie.
     per_row : bool, optional
-        With a batch axis (or on a multiplication edge), draw one P per row
-        ("different sample", the default) or one for all rows ("same sample").
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
     max_entries : int, optional
         The most entries the dense covariance may hold.
     covariance : bool, optional

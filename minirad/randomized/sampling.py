@@ -522,15 +522,11 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
         The graph; or a Python function, followed by the point to trace it at
         (the other arguments then by keyword).
     k : int, float or mapping, optional
-        Draws per vertex (default 1): an int ``>= 1``, a fraction of each
-        out-degree in ``(0, 1]``, or a mapping from vertices to an int or None
-        (those left out keep every out-edge); see :func:`draws_per_vertex`.
+        Draws per vertex, as for :func:`sample_paths` (default 1).
     n : int, optional
         How many estimates (default 1000).
     entries : int, float or mapping, optional
-        On a graph with arrays, how many entries each array vertex samples inside
-        it, the second level of the RAD paper's Sec. 3.2 (default: none); see
-        :func:`entries_per_vertex`.
+        The second level on a graph with arrays, as for :func:`sample_paths`.
     direction : {"forward", "reverse"}, optional
         On a graph of numbers, which way the accumulation over the recorded
         draws runs (default: the side with fewer seeds, outputs against inputs;
@@ -716,16 +712,12 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
         The graph; or a Python function, followed by the point to trace it at
         (the other arguments then by keyword).
     k : int, float or mapping, optional
-        Draws per vertex (default 1): an int ``>= 1``, a fraction of each
-        out-degree in ``(0, 1]``, or a mapping from vertices to an int or None
-        (those left out keep every out-edge); see :func:`draws_per_vertex`.
+        Draws per vertex, as for :func:`sample_paths` (default 1).
     max_entries : int, optional
         The most entries on paths to one output the dense covariance may hold
         (default :data:`EXACT_VARIANCE_LIMIT`).
     entries : int, float or mapping, optional
-        On a graph with arrays, how many entries each array vertex samples inside
-        it, the second level of the RAD paper's Sec. 3.2 (default: none); see
-        :func:`entries_per_vertex`.
+        The second level on a graph with arrays, as for :func:`sample_paths`.
     covariance : bool, optional
         Return the covariance of each row of the estimate instead.
 
