@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import ORDERS
+from .exact.elimination import ON, ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.files import MAX_BYTES, load_graph, save_graph
@@ -250,18 +250,32 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
 
 
-def _parse_order(text: str | None):
+def _parse_order(text: str | None, on: str | None = None):
     if text is None or text in ORDERS:
         return text
+    if on not in (None, "vertices"):
+        raise UsageError(f"--on {on} takes a named --order ({', '.join(ORDERS)}); a list of "
+                         f"names is a vertex order")
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _step_text(step) -> str:
+    """One step of an elimination order: a vertex, an edge ``i->j(front)``, or a face
+    ``x-a=>a-y`` (its two dual vertices by their paths)."""
+    if isinstance(step, str):
+        return step
+    if len(step) == 3 and all(isinstance(part, str) for part in step):
+        return f"{step[0]}->{step[1]}({step[2]})"
+    return "=>".join("+".join("-".join(path) for path in side) for side in step)
 
 
 def _shown_order(order, limit: int = 12) -> str:
     """An elimination order, the middle left out when it is long."""
+    order = [_step_text(step) for step in order]
     if len(order) <= limit:
         return " ".join(order)
     return (f"{' '.join(order[:8])} ... {' '.join(order[-3:])} "
-            f"({len(order) - 11} more not shown; {len(order)} vertices in all)")
+            f"({len(order) - 11} more not shown; {len(order)} steps in all)")
 
 
 def _print_accumulation(g: LCG, result) -> None:
@@ -275,12 +289,13 @@ def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
     g = _load_graph(args.file, args.max_bytes)
-    order = _parse_order(args.order)
-    if order is not None and args.method != "eliminate":
-        raise UsageError("--order applies only to --method eliminate")
+    order = _parse_order(args.order, args.on)
+    if (order is not None or args.on is not None) and args.method != "eliminate":
+        raise UsageError("--order and --on apply only to --method eliminate")
     options = {name: value for name, value in (
-        ("order", order), ("max_paths", args.max_paths), ("max_products", args.max_products),
-        ("max_intermediates", args.max_intermediates)) if value is not None}
+        ("order", order), ("on", args.on), ("max_paths", args.max_paths),
+        ("max_products", args.max_products), ("max_intermediates", args.max_intermediates))
+        if value is not None}
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -817,6 +832,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--on", choices=ON,
+                   help="what elimination eliminates (with --method eliminate; default vertices)")
     p.add_argument("--max-paths", type=int, metavar="N",
                    help="with --method bauer: refuse more paths (default: 1000000)")
     p.add_argument("--max-products", type=int, metavar="N",

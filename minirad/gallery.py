@@ -291,11 +291,10 @@ def _adjoint_reintegration(folder: str) -> list[str]:
 
 def _edge_beats_vertex(folder: str) -> list[str]:
     from .draw.edge_steps import edge_elimination_strip
-    from .exact.edge_elimination import eliminate_edges
     from .exact.elimination import elimination_cost
 
     g = examples.edge_beats_vertex()
-    edge, vertex = eliminate_edges(g, "optimal").multiplications, elimination_cost(g, "optimal")[0]
+    edge, vertex = elimination_cost(g, "optimal", on="edges")[0], elimination_cost(g, "optimal")[0]
     figure = edge_elimination_strip(
         g, "optimal", dpi=110,
         title=f"examples.edge_beats_vertex(): the cheapest edge elimination sequence takes "

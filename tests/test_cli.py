@@ -61,6 +61,24 @@ def test_jacobian_order_counts(tmp_path, capsys):
     assert "eliminate: 10 multiplications" in capsys.readouterr().out
 
 
+def test_jacobian_by_edges_and_faces(tmp_path, capsys):
+    """--on reaches the one elimination engine: edge_beats_vertex's optima are 7
+    (vertices), 6 (edges), 6 (faces); every way prints its Jacobian and its steps."""
+    g = examples.edge_beats_vertex()
+    path = saved(tmp_path, g)
+    for on, count, step in (("vertices", 7, " a "), ("edges", 6, "a->b(back)"),
+                            ("faces", 6, "=>")):
+        assert main(["jacobian", path, "--method", "eliminate", "--order", "optimal",
+                     "--on", on]) == 0
+        out = capsys.readouterr().out
+        assert np.allclose(matrix_from(out, 1), jacobian(g), rtol=1e-14, atol=0)
+        assert f"eliminate: {count} multiplications" in out and step in out + " ", out
+    assert main(["jacobian", path, "--method", "eliminate", "--order", "a,b", "--on",
+                 "faces"]) == 1
+    assert "a list of names is a vertex order" in capsys.readouterr().err
+    assert main(["jacobian", path, "--method", "forward", "--on", "edges"]) == 1
+
+
 @pytest.mark.drawing
 def test_render_with_sample_and_paths(tmp_path, capsys):
     path = saved(tmp_path, examples.figure1())
@@ -131,7 +149,8 @@ def test_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["jacobian", "{g}", "--method", "forward", "--order", "v3"], "--order applies only to"),
+    (["jacobian", "{g}", "--method", "forward", "--order", "v3"],
+     "--order and --on apply only to"),
     (["jacobian", "{g}", "--method", "eliminate", "--order", "x0"], "is an input"),
     (["compare", "{g}", "--k", "0"], "k must be at least 1"),
     (["compare", "{g}", "--k", "two"], "is not a whole number of draws"),
@@ -305,7 +324,7 @@ def test_a_long_order_is_truncated_with_a_count(tmp_path, capsys):
     assert main(["jacobian", saved(tmp_path, chain), "--method", "eliminate",
                  "--order", "forward"]) == 0
     out = capsys.readouterr().out
-    assert "order v0 v1 v2 v3 v4 v5 v6 v7 ... v27 v28 v29 (19 more not shown; 30 vertices " \
+    assert "order v0 v1 v2 v3 v4 v5 v6 v7 ... v27 v28 v29 (19 more not shown; 30 steps " \
            "in all)" in out
 
 

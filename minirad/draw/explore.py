@@ -123,20 +123,73 @@ def _check_options(ks, seeds, n) -> None:
 @takes_graph_or_function
 def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: int = 100,
             max_paths: int = 60, fractions=explore_arrays.FRACTIONS,
-            max_vertices: int = MAX_VERTICES, rng=0, entries=(None, 1, 2)) -> Page:
-    """The explorable page of ``g``, an LCG of numbers or of arrays (at most
-    ``max_vertices`` vertices, refused before anything is computed).
+            max_vertices: int = MAX_VERTICES, entries=(None, 1, 2), rng=0) -> Page:
+    """One self-contained web page to step through ``g``'s algorithms in a browser.
 
-    ``title`` heads the page (``minirad explore`` gives the function's name); without
-    one the page is titled by the graph's size.  ``ks`` and ``seeds`` are the menu of
-    the Sample panel (each pair is precomputed: ``n`` estimates, the first dozen from
-    runs of ``sample_paths`` shown with their draws, the rest from
-    ``sampled_jacobians``); on a graph of arrays ``entries`` adds the second level,
-    the entries kept inside each array (``None``: all of them).  ``max_paths`` bounds
-    the paths listed per Jacobian entry (per pair of arrays); ``fractions`` are the
-    kept fractions of the Memory panel's slider, each drawn by ``sample_activations``
-    with a seed, ``rng`` itself or one drawn from it (the page names it).
-    Save it with ``.save("page.html")``; in Jupyter it shows inline.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph, of numbers or of arrays; or a Python function, followed by
+        the point to trace it at (the other arguments then by keyword).
+    title : str, optional
+        The page's title (default: the graph's repr).
+    ks : sequence of int, optional
+        The k's of the Sample panel's menu.
+    seeds : sequence of int, optional
+        The seeds of the Sample panel's menu; each (k, seed) pair is
+        precomputed.
+    n : int, optional
+        Estimates per (k, seed) pair, 2 to 10,000: the first dozen from runs of
+        :func:`~minirad.randomized.sampling.sample_paths` shown with their
+        draws, the rest from :func:`~minirad.randomized.sampling.sampled_jacobians`.
+    max_paths : int, optional
+        The most paths listed per Jacobian entry in the Paths panel.
+    fractions : sequence of float, optional
+        The kept fractions of the Memory panel's slider (graphs with arrays),
+        each drawn by :func:`~minirad.randomized.injection.sample_activations`.
+    max_vertices : int, optional
+        Larger graphs are refused before anything is computed (default 200).
+    rng : numpy.random.Generator or int, optional
+        The Memory panel's seed, or a generator to draw it from (the page names
+        it).
+    entries : sequence of int or None, optional
+        On a graph of arrays, the second level of the Sample panel's menu: how
+        many entries each array vertex samples inside it (``None``: all of them).
+
+    Returns
+    -------
+    Page
+        ``html`` (the whole file), ``data`` (what it shows) and ``save(path)``;
+        in Jupyter it shows inline.
+
+    Raises
+    ------
+    ValueError
+        For a graph with more than ``max_vertices`` vertices, or a bad menu
+        (``n`` out of range, negative seeds, no k).
+    TypeError
+        For a ``max_vertices`` that is not an int, or a ``g`` that is not an LCG.
+
+    See Also
+    --------
+    minirad.render : A picture of the graph.
+    minirad.eliminate : The steps the Eliminate panel plays.
+
+    Notes
+    -----
+    Nothing is fetched when the page is opened; the one computation it makes
+    itself is the elimination step of a vertex the student clicks, which it
+    checks against minirad's own steps when it plays one of minirad's orders
+    (the module docstring).
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> page = explore(examples.lecture())
+    >>> page
+    Page('LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)', ... bytes)
+    >>> sorted(page.data)[:4]
+    ['elimination', 'exact', 'graph', 'kind']
     """
     if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
         raise TypeError(f"max_vertices must be an int, not {max_vertices!r}")

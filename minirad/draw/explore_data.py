@@ -27,7 +27,8 @@ import math
 
 import numpy as np
 
-from ..exact.elimination import OPTIMAL_LIMIT, eliminate, elimination_order
+from ..exact.elimination import eliminate, elimination_order
+from ..exact.orders import OPTIMAL_LIMIT
 from ..exact.paths import count_paths, path_product, paths
 from ..exact.result import format_count
 from ..exact.sweeps import forward_sweep, reverse_sweep
@@ -102,7 +103,7 @@ def exact_section(g: LCG) -> dict:
 
 
 def _step_record(step) -> dict:
-    return dict(vertex=step.vertex, predecessors=list(step.predecessors),
+    return dict(vertex=step.eliminated, predecessors=list(step.predecessors),
                 successors=list(step.successors), fill_in=[list(e) for e in step.fill_in],
                 updated=[list(e) for e in step.updated],
                 fill_in_labels=numbers(step.fill_in_labels),

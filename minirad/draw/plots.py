@@ -529,7 +529,7 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
 
     One group per graph, one bar per order, the count written on each bar.
     The optimal order is an exhaustive search and is computed only for
-    graphs with at most :data:`minirad.exact.elimination.OPTIMAL_LIMIT`
+    graphs with at most :data:`minirad.exact.orders.OPTIMAL_LIMIT`
     intermediates; elsewhere its place reads "n/a".  ``by`` is
     ``"multiplications"`` or ``"additions"``; ``title`` replaces the default title.
 
@@ -539,7 +539,8 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
     >>> len(fig.axes[0].patches)
     8
     """
-    from ..exact.elimination import OPTIMAL_LIMIT, elimination_cost
+    from ..exact.elimination import elimination_cost
+    from ..exact.orders import OPTIMAL_LIMIT
 
     if not isinstance(graphs, Mapping) or not graphs:
         raise TypeError(f"graphs must be a nonempty dict from a name to an LCG, not "

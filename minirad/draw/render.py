@@ -563,7 +563,10 @@ def _as_step(g: LCG, step):
             raise ValueError(f"Eliminating({g.names[v]!r}): {g.names[v]} is an {g.kind(v)}; "
                              f"only intermediates can be eliminated")
         step = eliminate(g, [v]).steps[0]
-    v = g.index(step.vertex)
+    if step.on != "vertices":
+        raise ValueError(f"render draws a vertex elimination step; a step on {step.on} is drawn "
+                         f"by minirad.draw.edge_steps.edge_step_pictures (edges)")
+    v = g.index(step.eliminated)
     fill_in, updated = [tuple(e) for e in step.fill_in], [tuple(e) for e in step.updated]
     # a step eliminates its vertex on the graph before it: there its neighbours
     # are the step's, every fill-in edge is still missing and every update present
@@ -572,23 +575,24 @@ def _as_step(g: LCG, step):
             tuple(g.names[w] for w in g.successors(v)) != tuple(step.successors) or \
             any(g.has_edge(p, w) for p, w in fill_in) or \
             not all(g.has_edge(p, w) for p, w in updated):
-        raise ValueError(f"the step eliminates {step.vertex!r} on a different graph: its "
+        raise ValueError(f"the step eliminates {step.eliminated!r} on a different graph: its "
                          f"neighbours, fill-in and updated edges do not match this one; draw "
                          f"it on the graph *before* the step (Elimination.graphs[i] for "
                          f"steps[i])")
     new_fill = tuple(getattr(step, "fill_in_labels", ()))
     new_updated = tuple(getattr(step, "updated_labels", ()))
     if len(new_fill) != len(fill_in) or len(new_updated) != len(updated):
-        raise ValueError(f"the step eliminating {step.vertex!r} does not carry the labels of "
+        raise ValueError(f"the step eliminating {step.eliminated!r} does not carry the labels of "
                          f"its new and updated edges; pass a Step from "
-                         f"minirad.exact.elimination.eliminate, or Eliminating({step.vertex!r})")
+                         f"minirad.exact.elimination.eliminate, or "
+                         f"Eliminating({step.eliminated!r})")
     return step, dict(zip(fill_in, new_fill)), dict(zip(updated, new_updated))
 
 
 def _apply_step(scene: _Scene, step, digits: int) -> None:
     g = scene.g
     step, new_fill, new_updated = _as_step(g, step)
-    v = g.index(step.vertex)
+    v = g.index(step.eliminated)
     node = scene.nodes[v]
     node.fill, node.border, node.penwidth, node.dashed = (
         STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
@@ -680,7 +684,7 @@ def _is_sample(h) -> bool:
 
 def _is_step(h) -> bool:
     return isinstance(h, Eliminating) or all(hasattr(h, a)
-                                             for a in ("vertex", "fill_in", "updated"))
+                                             for a in ("eliminated", "fill_in", "updated"))
 
 
 def _is_paths(h) -> bool:
@@ -1163,17 +1167,19 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
 
     A graph of numbers shows each edge's partial.  A graph with array vertices
     shows each array's shape beside its name (``h1 ∈ R^(3×5)``) and, on each
-    edge, its Jacobian block's short name and the bytes the backward pass
-    keeps for it (as :func:`minirad.retained_memory` counts them, with the reason when
+    edge, its Jacobian block's short name and the bytes the backward pass keeps
+    for it (as :func:`minirad.retained_memory` counts them, with the reason when
     it keeps nothing); its title says what the whole backward pass retains.
     Random matrix injections recorded in ``g.injections`` are drawn on either
-    kind of graph: the injected vertex with a red border, the edges carrying
-    the projection dashed in red with its k.
+    kind of graph: the injected vertex with a red border, the edges carrying the
+    projection dashed in red with its k.
 
     Parameters
     ----------
-    g : LCG
-    *highlights
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    *highlights : PathSample, path, Step, mapping or Part
         Results to lay over the picture, recognised by type (at most one of
         each kind; see :data:`HIGHLIGHTS`):
 
@@ -1197,33 +1203,62 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
           edge between kept vertices is bold.  Not combined with a sample;
         * a :class:`Part` of the graph: its vertices and the edges into them
           in one colour, with a legend entry.
-    show_ops, show_values : bool
-        Add each vertex's operation (``v2 = exp(x1)``) and primal value.
-    edge_labels : bool
-        Label edges with their partials (to ``digits`` significant digits), or
-        an array edge with its block and bytes.
+    show_ops : bool, optional
+        Add each vertex's operation (``v2 = exp(x1)``).
+    show_values : bool, optional
+        Add each vertex's primal value.
+    edge_labels : bool, optional
+        Label edges with their partials, or an array edge with its block and
+        bytes (default True).
+    digits : int, optional
+        Significant digits of the numbers shown (default 4).
     title : str, optional
+        The title above the picture.
     legend : bool, optional
-        Default: a legend whenever a highlight is on.
-    levels : mapping name -> int, optional
-        Fix the row of some vertices.
-    positions : mapping name -> (x, y), optional
-        Pin every vertex at a point (in points, y upwards), e.g. from
-        :func:`layout_positions` of a related graph: the pictures of an
-        elimination keep each vertex in one place this way.  Points under
-        other names (vertices of the related graph that this one lacks) only
-        widen the picture's frame, which is the same for every graph given
-        the same positions.
-    max_vertices : int
-        Larger graphs are refused: they cannot be read in one picture.
+        Draw a legend (default: whenever a highlight is on).
+    levels : mapping, optional
+        Fix the row of some vertices: name -> int.
+    max_vertices : int, optional
+        Larger graphs are refused: they cannot be read in one picture (default 200).
+    positions : mapping, optional
+        Pin every vertex at a point, name -> (x, y) in points, y upwards, e.g.
+        from :func:`layout_positions` of a related graph: the pictures of an
+        elimination keep each vertex in one place this way.  Points under other
+        names only widen the picture's frame.
     batch : int, optional
         The number of examples in the batch: the title adds the memory per
         example.
 
-    The DOT text is ``.source`` (no ``dot`` program needed for it); :func:`save_drawing`
-    writes svg/png/pdf.  Without the ``dot`` program saving and Jupyter
-    fall back to :func:`draw_matplotlib`, with a warning once.
+    Returns
+    -------
+    Drawing
+        A :class:`graphviz.Digraph` (the DOT text is ``.source``; no ``dot``
+        program is needed for it) that knows its graph and highlights; in
+        Jupyter it shows itself.
 
+    Raises
+    ------
+    ValueError
+        For more than ``max_vertices`` vertices, a highlight that does not fit
+        the graph (a path through a non-edge, a sample of another graph, a step
+        on another graph), two highlights of one kind, or bad options.
+    TypeError
+        For a highlight of no known kind, or a ``g`` that is not an LCG.
+
+    See Also
+    --------
+    save_drawing : Write it as svg, png, pdf or DOT.
+    render_elimination : One picture per elimination step.
+    minirad.explore : A page to step through the graph in a browser.
+
+    Notes
+    -----
+    :func:`save_drawing` and Jupyter fall back to :func:`draw_matplotlib` where
+    graphviz's ``dot`` program is missing, with a warning once.  The colours are
+    the Okabe-Ito palette; every highlight also differs by line style or weight.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.figure1()
     >>> dot = render(g, [("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
@@ -1261,15 +1296,49 @@ def _format_of(path: str) -> str:
 def save_drawing(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
-    ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
-    matplotlib Figure.  Extensions: ``.png``, ``.svg``, ``.pdf``, and
-    ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
-    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
-    by matplotlib carry no timestamp or version, so saving the same picture
-    twice gives the same bytes.  Returns the path.  ``timeout`` (seconds)
-    bounds the ``dot`` program, which can take minutes on a large graph: past
-    it, :class:`TimeoutError` and nothing written.
+    Parameters
+    ----------
+    drawing : Drawing, graphviz.Digraph or matplotlib.figure.Figure
+        What :func:`render` returns (or any graphviz graph), or a Figure.
+    path : str or os.PathLike
+        Where to write: ``.png``, ``.svg``, ``.pdf``, or ``.dot``/``.gv`` for the
+        DOT text.
+    dpi : int, optional
+        Dots per inch of a png (default 150).
+    timeout : float, optional
+        Seconds the ``dot`` program may take (it can take minutes on a large
+        graph).
 
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        For an extension of no known format, or a Figure asked for DOT text.
+    TypeError
+        For a ``drawing`` that is neither a graphviz graph nor a Figure.
+    RuntimeError
+        Without the ``dot`` program, for a graphviz graph that
+        :func:`render` did not make (a :class:`Drawing` falls back to matplotlib).
+    TimeoutError
+        When ``dot`` takes longer than ``timeout``; nothing is written.
+
+    See Also
+    --------
+    render : What to save.
+    minirad.save_graph : Save the graph itself.
+
+    Notes
+    -----
+    Without the ``dot`` program a :class:`Drawing` is drawn by
+    :func:`draw_matplotlib` instead.  Files drawn by matplotlib carry no
+    timestamp or version, so saving the same picture twice gives the same bytes.
+
+    Examples
+    --------
     >>> import os, tempfile
     >>> from minirad import examples
     >>> folder = tempfile.mkdtemp()
@@ -1291,7 +1360,8 @@ def save_drawing(drawing, path, dpi: int = 150, timeout: float | None = None) ->
                              f".pdf, not {path!r}")
         return _save_figure(drawing, path, fmt, dpi)
     if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
-        raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
+        raise TypeError(f"save_drawing takes what render() returns (a graphviz graph) or a "
+                        f"matplotlib "
                         f"Figure, not {type(drawing).__name__}")
     if fmt in ("dot", "gv"):
         text = drawing.source.encode("utf-8")
@@ -1695,7 +1765,7 @@ def _legend_handlers() -> dict:
 # ------------------------------------------------------------- elimination
 def _step_title(number: int, total: int, step) -> str:
     # two short lines: a long one would set the width of every picture of the sequence
-    return (f"step {number}/{total}: eliminate {step.vertex}\n"
+    return (f"step {number}/{total}: eliminate {step.eliminated}\n"
             f"{len(step.predecessors)}×{len(step.successors)} = "
             f"{plural(step.multiplications, 'multiplication')}, "
             f"{plural(step.additions, 'addition')}")
@@ -1704,17 +1774,50 @@ def _step_title(number: int, total: int, step) -> str:
 @takes_graph_or_function
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
                        title: str | None = None, **options) -> Drawings:
-    """One drawing per elimination step, then the final bipartite graph.
+    """One drawing per vertex elimination step, then the final bipartite graph.
 
-    Each step is drawn on the graph just before it, with the step
-    highlighted (see :func:`render`) and titled with its cost,
-    under the heading ``title`` if given; vertices keep the rows they have
-    in ``g`` so the pictures line up.  ``order`` is as for
-    :func:`minirad.exact.elimination.eliminate`.  Given ``path_pattern`` such as
-    ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
-    saved.  Other keyword arguments go to :func:`render`.  The list is a
-    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    order : str or list, optional
+        A vertex elimination order, as for :func:`minirad.eliminate` (default
+        ``"markowitz"``).
+    path_pattern : str, optional
+        Also save the drawings, e.g. ``"out/step_{:02d}.png"`` (filled with 1, 2, ...).
+    title : str, optional
+        A heading above every step's title.
+    **options
+        Other keyword arguments go to :func:`render`.
 
+    Returns
+    -------
+    Drawings
+        A list of :class:`Drawing`: in Jupyter it shows as one strip of all the
+        steps.
+
+    Raises
+    ------
+    ValueError
+        As :func:`minirad.eliminate` and :func:`render` raise.
+
+    See Also
+    --------
+    elimination_strip : The same pictures in one matplotlib Figure.
+    minirad.draw.edge_steps.edge_elimination_strip : The pictures of edge steps.
+    minirad.eliminate : The steps drawn.
+
+    Notes
+    -----
+    Each step is drawn on the graph just before it, with the step highlighted
+    (the eliminated vertex, its edges, the fill-in it creates, dashed, and the
+    edges it updates) and titled with its cost, ``|pred| x |succ|``
+    multiplications; vertices keep the rows they have in ``g``, and with ``dot``
+    their places too, so the pictures line up.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
     >>> len(drawings), drawings[0].graph_attr["rankdir"]

@@ -57,6 +57,9 @@ from ..tracing.ops import apply, traced_partials
 from ..tracing.tracer import Traced
 from .jacobians import jacobian
 
+__all__ = ["Recorded", "ReversePass", "backward_vertices", "gradient_graph", "hessian", "hvp",
+           "recorded_gradient"]
+
 
 class Recorded(Traced):
     """A number of the program being differentiated, on a tape the reverse pass

@@ -39,24 +39,56 @@ from .tape import Var, trace_on_tape
 
 
 def trace(f, *args, wrt=None) -> LCG:
-    """Run ``f(*args)`` on traced values and return its LCG.
+    """Run ``f(*args)`` on traced values and return its linearized computational graph.
 
-    An argument is a number, a list of numbers (a vector: one input per
-    element, named ``x[0]``, ``x[1]``, ...) or a numpy array, and ``wrt``
-    lists the positions of the arguments to differentiate by (default:
-    all); the others are data, passed to ``f`` as they are, constants
-    inside the graph.  When every argument differentiated is a number or a
-    list of numbers the program runs on traced numbers (the opcode tape,
+    Parameters
+    ----------
+    f : callable
+        A Python function of numbers or numpy arrays, written with
+        :mod:`minirad.ops` or numpy's own functions.
+    *args : float, list of float or numpy.ndarray
+        The point to trace at: a number, a list of numbers (a vector: one
+        input per element, named ``x[0]``, ``x[1]``, ...) or an array.
+    wrt : int or sequence of int, optional
+        The positions of the arguments to differentiate by (default: all);
+        the others are data, passed to ``f`` as they are, constants inside
+        the graph.
+
+    Returns
+    -------
+    LCG
+        One vertex per operation (per array operation when an argument is an
+        array), inputs named after ``f``'s parameters and outputs ``y`` (or
+        ``y[0]``, ``y[1]``, ... when ``f`` returns several).
+
+    Raises
+    ------
+    TypeError
+        When an argument is neither a number nor an array, or ``f`` calls a
+        function minirad has no derivative rule for (the message names it).
+    ValueError
+        When ``wrt`` names no argument, or a value is not finite.
+
+    See Also
+    --------
+    minirad.replay : The same graph at another point, without running ``f``.
+    minirad.jacobian : Its Jacobian; ``jacobian(f, *args)`` traces first.
+    minirad.detach : A value the trace treats as a constant.
+
+    Notes
+    -----
+    When every argument differentiated is a number or a list of numbers the
+    program runs on traced numbers (the opcode tape,
     :mod:`minirad.tracing.tape`): a graph of numbers, one vertex per
     operation.  When one of them is an array it runs on traced arrays
-    (:mod:`minirad.tracing.arrays`): one vertex per array operation, a
-    number being an array of shape ``()``, and the edges carry Jacobian
-    blocks.  Inputs are named after ``f``'s parameters; outputs ``y``, or
-    ``y[0]``, ``y[1]``, ... when ``f`` returns several.
+    (:mod:`minirad.tracing.arrays`): one vertex per array operation, a number
+    being an array of shape ``()``, and the edges carry Jacobian blocks (the
+    RAD paper's vectorized graph, Sec. 3.2).  Control flow follows the
+    values (comparisons read them), so the graph is the linearisation along
+    the path this call took.
 
-    Control flow follows the values (comparisons read them), so the graph
-    is the linearisation along the path this call took.
-
+    Examples
+    --------
     >>> import numpy as np
     >>> from minirad import ops
     >>> trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
@@ -87,9 +119,27 @@ def _numbers(arg) -> bool:
 
 
 def detach(x):
-    """The plain value of a traced number or array (anything else unchanged): a
-    constant from here on, so no derivative flows through it.  Use it on purpose only.
+    """The plain value of a traced number or array: a constant from here on.
 
+    No derivative flows through what ``detach`` returns: use it on purpose
+    only, for a value the derivative should not see (a stopped gradient).
+
+    Parameters
+    ----------
+    x : object
+        A traced number or array, or anything else (returned unchanged).
+
+    Returns
+    -------
+    object
+        The number or array ``x`` holds.
+
+    See Also
+    --------
+    minirad.trace : What makes traced values.
+
+    Examples
+    --------
     >>> from minirad import jacobian
     >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
     array([[3.]])

@@ -122,6 +122,8 @@ from .ops import (
 )
 from .recording import Operand, Recording, call, read, recorded, replayable
 
+__all__ = ["Tape", "Tracked", "register", "register_rules", "supported", "trace_on_arrays"]
+
 MAX_AXES = 31
 """The most axes a traced array may have: the sweeps stack arrays along one more axis,
 and numpy's broadcasting stops at 32."""

@@ -42,6 +42,8 @@ from .arrays import matmul as sparse_matmul
 from .ops import OPS, UFUNCS
 from .reductions import logsumexp
 
+__all__ = ["Example", "Operand", "supported_table", "write_supported_table"]
+
 #: where to draw the operands of each entry of the table: inside its domain and away
 #: from where its derivative is infinite (the rest draw from (-2, 2))
 DOMAINS = {

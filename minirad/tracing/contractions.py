@@ -39,6 +39,9 @@ from .arrays import (
 )
 from .ops import OPS
 
+__all__ = ["contract", "dot", "einsum", "inner", "matvec", "outer", "tensordot", "vdot",
+           "vecdot", "vecmat"]
+
 _LABELS = string.ascii_uppercase + string.ascii_lowercase   # numpy's order of int labels
 
 

@@ -49,6 +49,8 @@ from .ops import (
     evaluate_array,
 )
 
+__all__ = ["Dual", "jacobian_by_duals", "jvp_by_duals"]
+
 # numpy functions linear in their array arguments: the tangent goes through them as is
 _LINEAR = {np.stack, np.concatenate, np.sum, np.reshape, np.transpose, np.ravel,
            np.squeeze, np.expand_dims, np.moveaxis, np.swapaxes, np.mean}

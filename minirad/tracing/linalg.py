@@ -47,6 +47,8 @@ from ..graph.operators import (
 from .arrays import Tracked, record, register_rules
 from .reductions import products_of_others
 
+__all__ = ["SlogdetResult", "adjugate", "cholesky", "det", "inv", "slogdet"]
+
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 """What ``np.linalg.slogdet`` returns on a traced matrix: the sign (a constant) and
 the traced ``log|det|``."""

@@ -20,6 +20,8 @@ import numpy as np
 
 from ..graph.names import VertexNames
 
+__all__ = ["argument_positions", "named_vertices", "output_names", "parameter_names"]
+
 
 def parameter_names(f, count: int) -> list[str]:
     """Names for ``count`` arguments of ``f``: its parameter names where it has

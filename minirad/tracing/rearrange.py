@@ -42,6 +42,11 @@ from .arrays import (
     transpose,
 )
 
+__all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "sort", "take", "take_along_axis",
+           "tile", "repeat", "pad", "diagonal", "diag", "triu", "tril", "trace", "expand_dims",
+           "moveaxis", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "hstack",
+           "vstack", "dstack", "column_stack"]
+
 
 def rearranged(x, how, template: str, kept=None):
     """``how(x)`` for a function ``how`` of one array that only moves entries (and may

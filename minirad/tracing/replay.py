@@ -85,17 +85,57 @@ def recorded_program(g) -> Recorded:
 
 
 def replay(g, *args) -> LCG:
-    """The graph ``minirad.trace`` would make of the same program at the arguments
-    ``args`` (all of them, as passed to ``trace``; the same positions differentiated),
-    made by rerunning the rules the trace recorded: the program itself does not run.
-    ``g`` is a traced graph (or a replayed one), or its :func:`recorded_program`, which
-    holds none of the graph's values: what a loop keeps between iterations.
+    """Trace the same program again at new arguments, without running it.
 
-    Raises ``ValueError`` when the program would take another path at ``args`` (a
-    value it read reads differently), when an argument's shape or dtype differs from
-    the traced one, or when an argument that shaped the program as a constant (a
-    number, an array sliced in Python) changed; ``TypeError`` for the wrong number of
-    arguments.  The module docstring says more.
+    The graph :func:`minirad.trace` would make of the program at ``args``, made
+    by rerunning the rules the trace recorded (the program's own Python does
+    not run): what a training loop wants at each step.
+
+    Parameters
+    ----------
+    g : LCG or Recorded
+        A graph traced from an array program (or replayed), or its
+        :func:`recorded_program`, which holds none of the graph's values: what
+        a loop keeps between iterations.
+    *args : numpy.ndarray or float
+        All the arguments, as passed to ``trace`` (the same positions are
+        differentiated), at the new point.
+
+    Returns
+    -------
+    LCG
+        The new graph, equal bit for bit to tracing afresh at ``args``.
+
+    Raises
+    ------
+    ValueError
+        When the program would take another path at ``args`` (a value it read
+        reads differently), an argument's shape or dtype differs from the
+        traced one, or an argument that shaped the program as a constant (a
+        number, an array sliced in Python) changed.
+    TypeError
+        For the wrong number of arguments, or a graph not made by
+        :func:`minirad.trace`.
+
+    See Also
+    --------
+    minirad.trace : The first trace, which records what replay reruns.
+    recorded_program : What a graph keeps for replay.
+
+    Notes
+    -----
+    The module docstring says what the new graph guarantees and what replay
+    refuses.  Unlike every other function on a graph, replay takes no Python
+    function in place of ``g``: its positional arguments are the new point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from minirad import gradient, ops, trace
+    >>> g = trace(lambda w: ops.tanh(w).sum(), np.array([0.5, -1.0]))
+    >>> h = replay(g, np.array([0.0, 0.0]))
+    >>> gradient(h)                              # 1 - tanh(0)**2 = 1
+    [array([1., 1.])]
     """
     kept = recorded_program(g)
     if len(args) != len(kept.args):

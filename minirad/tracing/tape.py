@@ -65,6 +65,8 @@ from .ops import (
     evaluate,
 )
 
+__all__ = ["Tape", "Var", "trace_on_tape"]
+
 _ADD, _SUB, _MUL, _DIV, _POW = (OPS[k] for k in ("add", "sub", "mul", "div", "pow"))
 _NEG, _ABS, _COPY = OPS["neg"], OPS["abs"], OPS["copy"]
 

@@ -39,6 +39,8 @@ from ..graph.lcg import LCG
 from .naming import ARRAY_HINT, argument_positions, named_vertices, parameter_names
 from .ops import OPS, ComparesValues, NonFiniteError, evaluate
 
+__all__ = ["Recorder", "Traced", "trace"]
+
 
 class Recorder:
     """The graph as it grows: per vertex its value, template and in-edges

@@ -227,7 +227,7 @@ def test_step_highlight():
     g = examples.two_outputs()
     result = eliminate(g, "markowitz", keep_graphs=True)
     before, step = result.graphs[1], result.steps[1]  # eliminating v2: one fill-in, one update
-    assert step.vertex == "v2" and step.fill_in and step.updated
+    assert step.eliminated == "v2" and step.fill_in and step.updated
     dot = R.render(before, step)
     drawn = {(u, v): a for u, v, a in edges(dot)}
     for p, s in step.fill_in:  # proposed edges: dashed, highlighted, not yet in the graph
@@ -643,7 +643,7 @@ def test_highlights_on_a_graph_of_arrays():
     # eliminating a1 by hand: its one fill-in edge h1 -> h2 carries matmul after mask,
     # which the operator algebra multiplies out into one dense 6 x 15 block
     product = OPERATORS.multiply(g.label("a1", "h2"), g.label("h1", "a1"))
-    step = Step("a1", ("h1",), ("h2",), (("h1", "h2"),), (), 1, 0, (product,), ())
+    step = Step("a1", ("h1",), ("h2",), (("h1", "h2"),), (), (), 1, 0, (product,), ())
     drawn = {(u, v): attrs for u, v, attrs in edges(R.render(g, step))}
     assert product.shape == (6, 15) and drawn["h1", "h2"]["label"] == "new dense"
     assert drawn["h1", "h2"]["color"] == R.FILL_IN_COLOR
