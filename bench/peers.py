@@ -104,7 +104,7 @@ NUMPY = _numpy_kit()
 
 
 def minirad_kit() -> Kit:
-    # the array tracer's own functions (minirad.tracing.arrays until the tracers merge)
+    # the tracer's own rules of array functions
     from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
     from minirad.tracing.ops import relu
 

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import ORDERS
+from .exact.elimination import ON, ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.files import MAX_BYTES, load_graph, save_graph
@@ -250,18 +250,32 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
 
 
-def _parse_order(text: str | None):
+def _parse_order(text: str | None, on: str | None = None):
     if text is None or text in ORDERS:
         return text
+    if on not in (None, "vertices"):
+        raise UsageError(f"--on {on} takes a named --order ({', '.join(ORDERS)}); a list of "
+                         f"names is a vertex order")
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _step_text(step) -> str:
+    """One step of an elimination order: a vertex, an edge ``i->j(front)``, or a face
+    ``x-a=>a-y`` (its two dual vertices by their paths)."""
+    if isinstance(step, str):
+        return step
+    if len(step) == 3 and all(isinstance(part, str) for part in step):
+        return f"{step[0]}->{step[1]}({step[2]})"
+    return "=>".join("+".join("-".join(path) for path in side) for side in step)
 
 
 def _shown_order(order, limit: int = 12) -> str:
     """An elimination order, the middle left out when it is long."""
+    order = [_step_text(step) for step in order]
     if len(order) <= limit:
         return " ".join(order)
     return (f"{' '.join(order[:8])} ... {' '.join(order[-3:])} "
-            f"({len(order) - 11} more not shown; {len(order)} vertices in all)")
+            f"({len(order) - 11} more not shown; {len(order)} steps in all)")
 
 
 def _print_accumulation(g: LCG, result) -> None:
@@ -275,12 +289,13 @@ def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
     g = _load_graph(args.file, args.max_bytes)
-    order = _parse_order(args.order)
-    if order is not None and args.method != "eliminate":
-        raise UsageError("--order applies only to --method eliminate")
+    order = _parse_order(args.order, args.on)
+    if (order is not None or args.on is not None) and args.method != "eliminate":
+        raise UsageError("--order and --on apply only to --method eliminate")
     options = {name: value for name, value in (
-        ("order", order), ("max_paths", args.max_paths), ("max_products", args.max_products),
-        ("max_intermediates", args.max_intermediates)) if value is not None}
+        ("order", order), ("on", args.on), ("max_paths", args.max_paths),
+        ("max_products", args.max_products), ("max_intermediates", args.max_intermediates))
+        if value is not None}
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -500,6 +515,14 @@ def _graph_to_explore(args):
     return _run_user_code(target, trace, f, *point)
 
 
+def _title_of(target: str) -> str:
+    """The name a page is titled by: the function's (``mymodule:f`` -> ``f``), or the
+    saved graph's file name."""
+    if target.lower().endswith((".json", ".npz")):
+        return os.path.basename(target)
+    return target.rpartition(":")[2]
+
+
 def cmd_explore(args) -> None:
     from .draw.explore import explore
 
@@ -509,7 +532,8 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, n=args.samples, max_vertices=args.max_vertices)
+    page = explore(g, title=args.title or _title_of(args.graph), n=args.samples,
+                   max_vertices=args.max_vertices)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
@@ -607,7 +631,7 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
-#: the case studies `minirad study NAME` runs (each a module of minirad.studies)
+#: the case studies `minirad study NAME` runs (each a folder of minirad.studies)
 STUDIES = {"nn": "neural networks on MNIST with randomized backward passes (paper Sec. 4)",
            "pde": "reaction-diffusion control with eq. 8 and checkpointing (paper Sec. 5)"}
 
@@ -808,6 +832,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--on", choices=ON,
+                   help="what elimination eliminates (with --method eliminate; default vertices)")
     p.add_argument("--max-paths", type=int, metavar="N",
                    help="with --method bauer: refuse more paths (default: 1000000)")
     p.add_argument("--max-products", type=int, metavar="N",
@@ -867,7 +893,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the point to trace the function at: a number, or 1,2,3 for a vector "
                         "(an array: the page of a graph of arrays, with a Memory panel)")
     p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
-    p.add_argument("--title", help="the page's title (default: the graph's summary)")
+    p.add_argument("--title", help="the page's title (default: the function's name, or the "
+                                   "saved graph's file name)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
     p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")

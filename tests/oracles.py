@@ -5,6 +5,7 @@ the programs that tests in several folders trace."""
 
 import itertools
 import math
+import struct
 from fractions import Fraction
 from pathlib import Path
 
@@ -395,3 +396,27 @@ def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
         return (relu(X @ W1) @ W2).sum()
 
     return trace(loss, *weights), X, weights
+
+
+def broom(n: int) -> LCG:
+    """x enters a chain c1 -> ... -> cn at every vertex, and cn leads to y: n paths, the
+    one entering at ci of n - i + 2 edges, so Bauer's formula multiplies
+    sum_i (n - i + 1) = n (n + 1) / 2 times along them (counted by hand)."""
+    names = ["x"] + [f"c{i}" for i in range(1, n + 1)] + ["y"]
+    sources = [0] * n + list(range(1, n)) + [n]
+    targets = list(range(1, n + 1)) + list(range(2, n + 1)) + [n + 1]
+    return LCG(names, sources, targets, np.ones(len(sources)), [0], [n + 1])
+
+
+def fake_zip64(path, members: int):
+    """A zip file whose end records (zip64) declare ``members`` entries, their directory
+    never written: zipfile would try to read all of them."""
+    directory_size, directory_offset = 100 * members, 4
+    record = (b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, members, members,
+                                          directory_size, directory_offset))
+    record_offset = 4
+    locator = b"PK\x06\x07" + struct.pack("<IQI", 0, record_offset, 1)
+    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
+                                      0xFFFFFFFF, 0)
+    path.write_bytes(b"PK\x03\x04" + record + locator + end)
+    return path

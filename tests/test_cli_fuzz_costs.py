@@ -16,8 +16,7 @@ import signal
 import warnings
 
 import pytest
-from test_files_costs import fake_zip64
-from test_paths import broom
+from oracles import broom, fake_zip64
 
 import minirad._arguments
 import minirad.gallery

@@ -20,7 +20,7 @@ from oracles import ROOT
 import minirad
 from minirad import examples, ops
 from minirad.exact.compressed import CRITERIA
-from minirad.exact.elimination import ORDERS
+from minirad.exact.elimination import ON, ORDERS
 from minirad.exact.jacobians import METHODS
 from minirad.exact.sweeps import ENGINES
 from minirad.graph.lcg import takes_graph_or_function
@@ -39,6 +39,7 @@ MEANINGS = {
     # choices, each with one vocabulary (VOCABULARIES below)
     "method": "the algorithm: an exact method of minirad.jacobian, or an estimator",
     "order": "the elimination order: a named order or a list of what to eliminate",
+    "on": "what elimination eliminates: vertices, edges or faces",
     "law": "the random law of an injected matrix P",
     "direction": "which way a sweep, a search or a sampler runs over the edges",
     "engine": "which implementation of the same sweep runs",
@@ -106,6 +107,17 @@ MEANINGS = {
     "max_vertices": "the most vertices a function draws before it refuses",
     "max_bytes": "the most bytes a file may hold",
     "max_iter": "the most iterations of a solver",
+    "max_products": "the most multiplications along paths a function makes before it refuses",
+    "max_intermediates": "the most intermediates an optimal-order search takes on",
+    "max_edges": "the most edges a graph may have",
+    "n_graphs": "how many graphs to draw",
+    "n_inputs": "how many inputs (or a range of them)",
+    "n_intermediates": "how many intermediates (or a range of them)",
+    "n_outputs": "how many outputs (or a range of them)",
+    "cheaper": "the kind of elimination (an on=) whose optimum should be lower",
+    "dearer": "the kind of elimination (an on=) whose optimum should be higher",
+    "at_most": "a bound on cost: only sequences of at most this many multiplications",
+    "estimate": "a lower bound on the cost still to come (A*)",
     "tol": "the tolerance of a solver",
     "h": "the finite-difference step",
     "rtol": "the relative tolerance of a comparison",
@@ -139,6 +151,8 @@ MEANINGS = {
     "path_pattern": "where each picture of a series is saved",
     "path": "the file a picture is saved to",
     "dpi": "dots per inch of a saved picture",
+    "colors": "the colour of each label placed in a plot",
+    "fontsize": "the font size of labels, in points",
     "timeout": "the seconds graphviz may take",
     "ncols": "pictures per row",
     "exact_std": "whether a figure shows the exact standard deviation",
@@ -154,6 +168,9 @@ MEANINGS = {
 VOCABULARIES = {
     "method": METHODS + ESTIMATORS,
     "order": ORDERS,
+    "on": ON,
+    "cheaper": ON,
+    "dearer": ON,
     "law": LAWS,
     "direction": ("forward", "reverse"),
     "engine": ENGINES,
@@ -171,6 +188,7 @@ SYNONYMS = {
     "seed": "rng", "random_state": "rng", "generator": "rng",
     "accumulate": "in_place", "inputs": "wrt", "samples": "n", "cost": "by",
     "directions": "n_directions", "limit": "max_entries or max_paths",
+    "tries": "n_graphs",
 }
 
 # functions whose first parameter is a graph but which do not take a function instead:

@@ -235,7 +235,7 @@ labs.show(render(G, Part(higher.backward_vertices(G), "the reverse pass, recorde
                  show_ops=True), "lab12_gradient_graph")
 
 # %% [markdown]
-# Read the orange part: `b₀ = cos(x2)` is the partial of `sin`, `b₃ = 1/x1`
+# Read the orange part: `b₀ = cos(x2)` is the partial of `sin`, `b₂ = 1/x1`
 # the partial of `log`; $\bar x_1 = x_2 + 1/x_1$ and
 # $\bar x_2 = x_1 - \cos x_2$. The reverse pass never reads $y$: this
 # gradient needs only the inputs.

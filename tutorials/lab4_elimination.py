@@ -538,13 +538,12 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 
 # %%
 from minirad.draw.edge_steps import edge_elimination_strip
-from minirad.exact.edge_elimination import eliminate_edges
 
 beats = examples.edge_beats_vertex()
-best_edges = eliminate_edges(beats, "optimal")
+best_edges = eliminate(beats, "optimal", on="edges")   # the same engine, one edge a step
 print("cheapest vertex order:", elimination_cost(beats, "optimal"), "(multiplications, additions)")
 print("cheapest edge sequence:", (best_edges.multiplications, best_edges.additions))
-for step in best_edges.sequence:
+for step in best_edges.order:
     print("   ", step)
 labs.show(edge_elimination_strip(beats, "optimal", title="edge_beats_vertex(): the cheapest "
                                  "edge sequence"), "lab4_edge_beats_vertex")
@@ -590,7 +589,7 @@ def eliminate_edge(edges, i, j, direction):
 # %% [markdown]
 # The check replays front-only, back-only and mixed sequences on five
 # graphs (among them `edge_beats_vertex()` in its cheapest sequence) and
-# compares each of your steps with `minirad.exact.edge_elimination`.
+# compares each of your steps with minirad's (`eliminate(g, order, on="edges")`).
 
 # %%
 labs.check_eliminate_edge(eliminate_edge)
@@ -603,7 +602,7 @@ labs.check_eliminate_edge(eliminate_edge)
 # %%
 edges = labs.edge_dict(beats)
 multiplications = 0
-for i, j, direction in best_edges.sequence:
+for i, j, direction in best_edges.order:
     partners = [b for a, b in edges if a == j] if direction == "front" else \
         [a for a, b in edges if b == i]
     multiplications += len(partners)
@@ -613,7 +612,7 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 
 # %% [markdown]
 # Elimination goes one level further still: Naumann's **face elimination**
-# (`minirad.exact.face_elimination`) works on the dual graph, whose
+# (`eliminate(g, order, on="faces")`) works on the dual graph, whose
 # vertices are the LCG's edges, and eliminates one *pair* of consecutive
 # edges at a time. Every edge sequence is a face sequence of the same cost,
 # so its optimum can only be lower. Naumann reports graphs where it *is*
@@ -622,6 +621,6 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 # them), although face steps reach dual graphs that no edge sequence
 # reaches. An open exercise: find one. `face_edge_census(n_inputs,
 # n_intermediates, n_outputs, max_edges)` goes through every small graph of
-# a shape, and `face_elimination.cheaper_than(g, cost)` asks whether faces
+# a shape, and `minirad.exact.elimination.cheaper_than(g, cost)` asks whether faces
 # beat a cost you know (the edge optimum), which is far quicker than
 # finding the face optimum.

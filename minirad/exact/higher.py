@@ -202,19 +202,24 @@ def _named(G: LCG, recorded: ReversePass) -> LCG:
     n_forward = max(outer) + 1
     if result is not None and tape.steps[result] is not None:
         names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
-    for v in range(n_forward, G.n_vertices):
-        names[v] = _backward_name(v - n_forward)
+    adjoint_names = {}
     for i, w in enumerate(G.outputs):  # the gradient: the inputs' adjoints
         if w >= n_forward:
-            names[w] = _bar(names[G.inputs[i]])
-    taken = set(names)
-    for u in range(len(tape.values)):  # the other adjoints, vertices of their own
+            adjoint_names[w] = _bar(names[G.inputs[i]])
+    taken = set(names[:n_forward]) | set(adjoint_names.values())
+    for u in range(len(tape.values)):  # the other adjoints recorded as vertices of their own
         a = adjoints.get(u)
         if type(a) is Traced and a.index >= n_forward and outer[u] >= 0:
             bar = _bar(names[outer[u]])
-            if bar not in taken and a.index not in G.outputs:
-                names[a.index] = bar
+            if bar not in taken and a.index not in adjoint_names:
+                adjoint_names[a.index] = bar
                 taken.add(bar)
+    # the rest of the reverse pass, numbered b₀, b₁, ... in order, with no gaps
+    others = (v for v in range(n_forward, G.n_vertices) if v not in adjoint_names)
+    for j, v in enumerate(others):
+        names[v] = _backward_name(j)
+    for v, name in adjoint_names.items():
+        names[v] = name
     return LCG(names, G.sources, G.targets, G.labels, G.inputs, G.outputs, values=G.values,
                ops=G.ops)
 

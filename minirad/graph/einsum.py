@@ -37,6 +37,8 @@ import numpy as np
 
 from .operators import Operator, Retained, fresh_key, retained_spec
 
+__all__ = ["MAX_OPERANDS", "Einsum"]
+
 #: the most operands one contraction may have (numpy's einsum takes at most 32)
 MAX_OPERANDS = 32
 

@@ -146,17 +146,51 @@ def write_atomically(path, write) -> None:
 
 @takes_graph_or_function
 def save_graph(g: LCG, path) -> str:
-    """Write ``g`` to ``path``, atomically; returns the path.
+    """Write an LCG to one file, atomically: JSON text, or an ``.npz`` archive for arrays.
 
-    A name ending in ``.npz`` gets the archive form, any other name JSON text,
-    which holds graphs of numbers only (a graph with array vertices asks for
-    ``.npz``).
+    Parameters
+    ----------
+    g : LCG
+        The graph (or a function, followed by its point, to trace first).
+    path : str or os.PathLike
+        Where to write: a name ending in ``.npz`` gets the archive form (the
+        arrays and a JSON manifest, no pickle), any other name JSON text,
+        which holds graphs of numbers only.
 
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        When a graph with array vertices is to be written as JSON text.
+    OSError
+        When the file cannot be written; nothing half-written is left behind.
+
+    See Also
+    --------
+    load_graph : Read it back, checked.
+    minirad.save_drawing : Save a picture of the graph instead.
+
+    Notes
+    -----
+    The JSON text is the versioned schema of minirad 0.1 (floats round-trip
+    exactly); the file is written to a temporary name beside ``path`` and
+    renamed, so a failed save leaves no partial file.
+
+    Examples
+    --------
     >>> import os, tempfile
-    >>> from minirad import examples, trace
     >>> import numpy as np
+    >>> from minirad import examples, load_graph, trace
+    >>> folder = tempfile.mkdtemp()
+    >>> path = save_graph(examples.lab(), os.path.join(folder, "lab.json"))
+    >>> load_graph(path).same_as(examples.lab())
+    True
     >>> g = trace(lambda x: (x * x).sum(), np.ones(3))
-    >>> save_graph(g, os.path.join(tempfile.mkdtemp(), "g.json"))  # doctest: +ELLIPSIS
+    >>> save_graph(g, os.path.join(folder, "g.json"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: LCG(3 vertices: ...) has array vertices: save it as an .npz archive (a path \
@@ -241,14 +275,49 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
 
 # ------------------------------------------------------------------ reading
 def load_graph(path, max_bytes: int = MAX_BYTES) -> LCG:
-    """Read a graph written by :func:`save_graph` (or minirad 0.1), validating everything.
+    """Read a graph written by :func:`save_graph` (or minirad 0.1), checking everything.
 
-    ``max_bytes`` bounds the work of reading, in bytes, checked before it starts: a
-    text file counts :data:`TEXT_COST` times its size (what parsing JSON takes); an
-    archive its arrays as its zip directory declares them, each at least
-    :data:`ARRAY_COST` (what reading one takes, however small), and its manifest
-    :data:`TEXT_COST` times its size.  Only a regular file is read (not a pipe or a
-    device, which could block or never end).
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A JSON text file or an ``.npz`` archive (told apart by their first bytes).
+    max_bytes : int, optional
+        The most work reading may take, in bytes, checked before it starts: a
+        text file counts :data:`TEXT_COST` times its size (what parsing JSON
+        takes); an archive its arrays as its zip directory declares them, each
+        at least :data:`ARRAY_COST` (what reading one takes, however small),
+        and its manifest :data:`TEXT_COST` times its size.  Default 1 GiB.
+
+    Returns
+    -------
+    LCG
+        The graph, validated as :class:`~minirad.graph.lcg.LCG` validates a new one.
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no file at ``path``.
+    ValueError
+        When the file is not a saved LCG (a folder, a pipe or device, neither
+        JSON nor an archive), is damaged or hostile (huge numbers, deep nesting,
+        a zip bomb, a cycle), or would take more than ``max_bytes`` to read;
+        the message says what is wrong.
+
+    See Also
+    --------
+    save_graph : Write one.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from minirad import examples
+    >>> path = save_graph(examples.figure1(), os.path.join(tempfile.mkdtemp(), "f.json"))
+    >>> load_graph(path)
+    LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
+    >>> load_graph(path, max_bytes=10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
     path = os.fspath(path)
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:

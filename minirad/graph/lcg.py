@@ -60,6 +60,8 @@ from .levels import levels_within
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
 
+__all__ = ["INPUT", "INTERMEDIATE", "KINDS", "LCG", "OUTPUT", "levels", "reachable", "relabelled"]
+
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
 
@@ -103,7 +105,7 @@ def value_key(v: int) -> str:
 
 
 class LCG:
-    """A linearized computational graph.
+    """A linearized computational graph: values as vertices, local partials on the edges.
 
     Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
     (from a Python function of numbers or arrays), :meth:`LCG.from_networkx`
@@ -114,29 +116,56 @@ class LCG:
     ----------
     names : sequence of str
         One unique name per vertex.
-    sources, targets : sequences of int
-        Edge endpoints, as positions in ``names``.
-    labels : sequence
+    sources : sequence of int
+        The tail of each edge, as a position in ``names``.
+    targets : sequence of int
+        The head of each edge, as a position in ``names``.
+    labels : sequence of float or Operator
         ``labels[e]`` is d targets[e] / d sources[e]: a finite real number
         between two numbers, a :class:`~minirad.graph.operators.Operator`
         (mapping the source's shape to the target's) otherwise.  An operator
         between two numbers (a 1 x 1 block) is stored as its float.
-    inputs, outputs : sequences of int
-        The input and output vertices in Jacobian column and row order.
+    inputs : sequence of int
+        The input vertices, in the order of the Jacobian's columns.
+    outputs : sequence of int
+        The output vertices, in the order of the Jacobian's rows.
     values : sequence, optional
         Primal values: numbers (NaN where unknown), or one array per vertex.
     ops : sequence of str, optional
         The operation that made each vertex, as a template over its
         predecessors (``"sin({0})"``), ``"input"`` for inputs, or ``""``.
-    shapes, dtypes : sequences, optional
-        Per vertex, when ``values`` does not give them (default: numbers,
-        float64).
-    injections : sequence, optional
+    shapes : sequence of tuple, optional
+        Per vertex, when ``values`` does not give it (default: ``()``, a number).
+    dtypes : sequence of numpy.dtype, optional
+        Per vertex, when ``values`` does not give it (default: float64).
+    injections : sequence of dict, optional
         Records of random matrices injected into the graph
         (:mod:`minirad.randomized.injection`), kept for pictures and listings.
 
-    If the vertices are not numbered topologically they are renumbered by a
-    stable topological sort; a directed cycle raises ``ValueError``.
+    Raises
+    ------
+    ValueError
+        When the columns disagree in length, a vertex number is out of range,
+        a label is not finite or does not map its source's shape to its
+        target's, a vertex is both an input and an output, or the edges make
+        a directed cycle.
+    TypeError
+        When a column holds something of the wrong type (a name that is not
+        text, a vertex number that is not an integer).
+
+    See Also
+    --------
+    minirad.trace : The LCG of a Python function.
+    LCG.from_edges : An LCG from a list of ``(u, v, label)`` triples.
+    minirad.jacobian : The Jacobian of an LCG, by every exact method.
+
+    Notes
+    -----
+    The vertices are numbered in a topological order, so every edge runs from
+    a lower to a higher number; if the columns are not, the vertices are
+    renumbered by a stable topological sort.  This is the graph of Griewank and
+    Walther, *Evaluating Derivatives* (2nd ed., 2008), Sec. 2.2, and of the RAD
+    paper (Oktay et al., ICLR 2021), Sec. 3 and Fig. 3 for arrays.
 
     A graph of numbers keeps ``labels`` and ``values`` as read-only float64
     arrays; otherwise ``labels`` is a tuple (floats and operators) and
@@ -145,6 +174,14 @@ class LCG:
     :class:`minirad.graph.names.VertexNames`, which behaves as the tuple of
     the same names but writes the ``v<i>`` ones out only when they are read;
     ``g.ops`` likewise a tuple or a :class:`minirad.graph.names.VertexOps`.
+
+    Examples
+    --------
+    >>> g = LCG(["x", "a", "y"], [0, 1, 0], [1, 2, 2], [2.0, 3.0, 1.0], [0], [2])
+    >>> g
+    LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
+    >>> g.partial("a", "y"), [g.name(v) for v in g.successors("x")]
+    (3.0, ['a', 'y'])
     """
 
     __slots__ = (

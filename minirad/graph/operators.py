@@ -48,6 +48,12 @@ import scipy.sparse as sparse
 
 from .labels import Algebra
 
+__all__ = ["DENSE_LIMIT", "FROM_SHAPES", "OPERATORS", "Added", "Broadcast", "Composed",
+           "CumSum", "Dense", "Diagonal", "Embed", "Gather", "Identity", "Im2Col",
+           "InjectedMatMul", "Mask", "MatMul", "Operator", "Outer", "ProjectedMatMul",
+           "Projection", "Reshape", "Retained", "Softmax", "SparseMatMul", "SumAxes",
+           "Transpose", "compose"]
+
 #: the largest matrix (entries) that ``to_dense`` will build
 DENSE_LIMIT = 4_000_000
 

@@ -388,22 +388,57 @@ ROOT = Rule("root", "root({0})", _root_value, _root_block)
 
 
 def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
-    """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
-    vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.
+    """A root of ``f(x, p) = 0`` by Newton's method: one vertex, one implicit edge from ``p``.
 
-    ``f(x, p)`` is a numpy function that :func:`minirad.trace`
-    can trace; its Jacobians come from tracing it.  ``x0`` is a constant
-    (1-D; a traced one is read as a value, which a replay checks); ``p`` may be a
-    traced array (then the result is traced) or a plain one.  The iterates are not
-    recorded: only the solution and the edge; a replay runs Newton's method again.
+    Parameters
+    ----------
+    f : callable
+        ``f(x, p)``, a numpy function :func:`minirad.trace` can trace; its
+        Jacobians ``f_x`` and ``f_p`` come from tracing it.
+    x0 : numpy.ndarray
+        The 1-D starting point, a constant.
+    p : numpy.ndarray
+        The parameters: a traced array (then the root is traced) or a plain one.
+    tol : float, optional
+        The relative residual accepted, ``|f| <= tol (1 + |x|)``, in [0, 1)
+        (default 1e-12).
+    max_iter : int, optional
+        The most Newton steps (default 50).
 
+    Returns
+    -------
+    numpy.ndarray or Tracked
+        The root ``x(p)``: traced, with one :class:`ImplicitSolution` edge from
+        ``p``, when ``p`` is traced.
+
+    Raises
+    ------
+    ValueError
+        For an ``x0`` that is not 1-D, non-finite inputs, a bad ``tol`` or
+        ``max_iter``, a singular ``f_x``, or Newton's method diverging or not
+        reaching ``tol`` in ``max_iter`` steps.
+    TypeError
+        For a ``tol`` that is not a number.
+
+    See Also
+    --------
+    solve : ``np.linalg.solve`` on traced arrays, an implicit edge too.
+    minirad.gradient : Its derivative, through the edge.
+
+    Notes
+    -----
+    The iterates are not recorded: only the solution and its edge, whose label
+    is ``dx/dp = -f_x^{-1} f_p`` (the implicit function theorem), applied by
+    LU solves with ``f_x`` and its transpose, never formed.
+
+    Examples
+    --------
     >>> import numpy as np
-    >>> from minirad import trace
+    >>> from minirad import gradient, trace
     >>> f = lambda x, p: x ** 3 + x - p                  # x(p): x^3 + x = p
     >>> g = trace(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
     >>> float(g.values[g.outputs[0]])                    # x = 1
     1.0
-    >>> from minirad.exact.sweeps import gradient
     >>> float(gradient(g)[0][0])                         # dx/dp = 1 / (3 x^2 + 1)
     0.25
     """

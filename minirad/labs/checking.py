@@ -42,7 +42,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import wire
-from .exercise import UsedReference, current_exercise, guard_reference
+from .reference_guard import UsedReference, current_exercise, guard_reference
 
 __all__ = [
     "CheckFailed", "EPS", "as_float", "as_numbers", "build_graph", "call_student",

@@ -197,7 +197,7 @@ def check_sample_Q(case, answer, where) -> None:
 
     >>> from minirad.randomized.sampling import sample_paths
     >>> def sample_Q(g, k, rng):
-    ...     s = sample_paths(g, k, rng)
+    ...     s = sample_paths(g, k, rng=rng)
     ...     return {(g.names[u], g.names[v]): w for u, v, w in s.graph.edges()}
     >>> check_sample_Q(sample_Q)  # doctest: +ELLIPSIS
     Traceback (most recent call last):

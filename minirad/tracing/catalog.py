@@ -42,6 +42,8 @@ from .reductions import logsumexp
 from .rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 from .rules import matmul as sparse_matmul
 
+__all__ = ["Example", "Operand", "supported_table", "write_supported_table"]
+
 #: where to draw the operands of each entry of the table: inside its domain and away
 #: from where its derivative is infinite (the rest draw from (-2, 2))
 DOMAINS = {

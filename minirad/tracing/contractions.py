@@ -29,6 +29,9 @@ from .ops import OPS
 from .rules import Rule, check_entries, matmul, plain, refuse_options, register_rules
 from .tracer import Edge, record
 
+__all__ = ["contract", "dot", "einsum", "inner", "matvec", "outer", "tensordot", "vdot",
+           "vecdot", "vecmat"]
+
 _LABELS = string.ascii_uppercase + string.ascii_lowercase   # numpy's order of int labels
 
 

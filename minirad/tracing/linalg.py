@@ -46,6 +46,8 @@ from .reductions import products_of_others, rebuilt
 from .rules import Rule, plain, register_rules
 from .tracer import read, record
 
+__all__ = ["SlogdetResult", "adjugate", "cholesky", "det", "inv", "slogdet"]
+
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 """What ``np.linalg.slogdet`` returns on a traced matrix: the sign (a value read, as a
 comparison is) and the traced ``log|det|``."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from ..graph.names import VertexNames
 
+__all__ = ["argument_positions", "named_vertices", "output_names", "parameter_names"]
+
 
 def output_names(input_names, count: int, several: bool) -> list[str]:
     """The names of ``count`` outputs: ``y``, or ``y[0], y[1], ...`` when ``f``

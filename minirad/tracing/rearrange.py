@@ -43,6 +43,11 @@ from .rules import (
 )
 from .tracer import Traced, read, record
 
+__all__ = ["flip", "fliplr", "flipud", "roll", "rot90", "sort", "take", "take_along_axis",
+           "tile", "repeat", "pad", "diagonal", "diag", "triu", "tril", "trace", "expand_dims",
+           "moveaxis", "broadcast_to", "atleast_1d", "atleast_2d", "atleast_3d", "hstack",
+           "vstack", "dstack", "column_stack"]
+
 
 def _moved_value(x, how, text):
     try:

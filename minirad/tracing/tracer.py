@@ -78,6 +78,8 @@ MAX_ENTRIES = 2 ** 28
 """The most entries an array the tracer makes or copies may have (2 GiB of float64): a
 larger shape is refused before anything is allocated."""
 
+__all__ = ["Recorder", "Traced", "trace"]
+
 
 def check_entries(shape, what: str) -> None:
     """Refuse a shape of more than :data:`MAX_ENTRIES` entries or :data:`MAX_AXES` axes

@@ -242,6 +242,7 @@ def test_saving_into_a_missing_folder_names_the_path(tmp_path):
         save_graph(examples.figure1(), tmp_path / "nowhere" / "g.json")
 
 
+@pytest.mark.slow
 def test_a_million_vertex_chain_round_trips_without_recursion(tmp_path):
     n = 1_000_000
     g = LCG([f"v{i}" for i in range(n)], np.arange(n - 1), np.arange(1, n),

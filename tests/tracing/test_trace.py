@@ -187,6 +187,7 @@ def test_parameter_named_like_an_output_keeps_its_name():
     assert [g.name(v) for v in g.outputs] == ["y[0]", "y[1]"] and len(set(g.names)) == 5
 
 
+@pytest.mark.slow
 def test_trace_of_a_million_operations_has_no_recursion(tmp_path):
     def long_program(x):
         s = x
