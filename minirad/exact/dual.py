@@ -49,9 +49,8 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from ..graph.lcg import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 
 __all__ = ["DualName", "dual_graph"]
 

@@ -64,8 +64,7 @@ import itertools
 from dataclasses import dataclass
 
 from .. import examples
-from ..graph.lcg import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..rng import as_generator
 from .elimination import ON, cheaper_than, elimination_cost
 from .orders import OPTIMAL_EDGES

@@ -61,7 +61,7 @@ out when first read.
 array([[5.5  , 1.716]])
 >>> result.multiplications, result.additions
 (8, 2)
->>> forward_sweep(g, inputs=["x1"]).tangents[:, 0].round(3).tolist()
+>>> forward_sweep(g, wrt=["x1"]).tangents[:, 0].round(3).tolist()
 [1.0, 0.0, 0.5, 5.0, 0.0, 5.5, 5.5]
 >>> import numpy as np
 >>> from minirad import trace
@@ -99,18 +99,69 @@ REFERENCE_EDGES = 2_000
 @takes_graph_or_function
 def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
-    """Tangents of every vertex with respect to each entry of the selected inputs.
+    """Tangents of every vertex with respect to each selected input: forward mode.
 
-    ``wrt`` is None (all inputs), one input or a sequence of inputs, by name or
-    number.  ``jacobian`` has one column per entry of the selected inputs;
-    ``tangents`` is ``(n_vertices, n_columns)`` on a graph of numbers and holds
-    one ``(n_columns,) + shape`` array per vertex otherwise, or is None with
-    ``keep_values=False``.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    wrt : str, int or sequence, optional
+        The inputs to seed, by name or number (default: all of them).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
+        label recurrence itself, or a faster engine on a graph of numbers
+        (``"auto"`` picks by the graph's size and levels; the module docstring).
+    keep_values : bool, optional
+        Keep every vertex's tangents (default); with False the seeds are swept
+        in memory-bounded blocks and only the Jacobian is kept.
 
+    Returns
+    -------
+    Accumulation
+        ``jacobian`` with one column per entry of the selected inputs,
+        ``tangents`` (``(n_vertices, n_columns)`` on a graph of numbers, one
+        ``(n_columns,) + shape`` array per vertex with arrays; None with
+        ``keep_values=False``), ``blocks`` on a graph with arrays, and the
+        ``multiplications`` and ``additions`` (counted when first read).
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex).
+
+    See Also
+    --------
+    reverse_sweep : Adjoints, one sweep per output.
+    jvp : One Jacobian-vector product.
+    minirad.jacobian : The Jacobian by any method.
+
+    Notes
+    -----
+    ``tangent[v] = sum over edges u -> v of label(u, v) * tangent[u]``, in
+    topological order (Griewank and Walther, *Evaluating Derivatives*, 2nd
+    ed., 2008, Sec. 3.1); each traversed edge costs the algebra's
+    ``multiply_cost``, each vertex combining ``t`` terms ``t - 1`` additions.
+
+    Examples
+    --------
     >>> from minirad import examples
-    >>> r = forward_sweep(examples.lecture(), wrt="x2")
+    >>> g = examples.lecture()
+    >>> r = forward_sweep(g, wrt="x2")
     >>> r.jacobian.round(3), r.multiplications, r.additions
     (array([[1.716]]), 5, 1)
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> r = forward_sweep(h, wrt="x")
+    >>> r.jacobian                                    # dy/dx = A
+    array([[1., 0.],
+           [0., 1.]])
+    >>> r.blocks[0][0].shape, r.tangents[h.index("y")].shape
+    ((2, 2), (2, 2))
     """
     chosen = select(g, wrt, g.inputs, "input")
     values, jac, counts = sweep(g, chosen, g.outputs, True, keep_values, engine)
@@ -123,15 +174,60 @@ def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
 @takes_graph_or_function
 def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
                   wrt=None, in_place: bool = False, lazy: bool = False) -> Accumulation:
-    """Adjoints of every vertex for each entry of the selected outputs.
+    """Adjoints of every vertex for each selected output: reverse mode.
 
-    ``outputs`` is None (all), one output or a sequence; ``jacobian`` has one
-    row per entry of the selected outputs and one column per entry of the
-    inputs ``wrt`` (None: all).  ``adjoints`` is laid out as
-    :func:`forward_sweep`'s tangents.  ``in_place=True`` (the notes' ``add!!``) and
-    ``lazy=True`` accumulate as :mod:`minirad.exact.cotangents` says: the same
-    numbers, bit for bit, with fewer arrays allocated.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    outputs : str, int or sequence, optional
+        The outputs to seed, by name or number (default: all of them).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    keep_values : bool, optional
+        Keep every vertex's adjoints (default); with False only the Jacobian.
+    wrt : str, int or sequence, optional
+        The inputs whose columns are wanted (default: all, in order).
+    in_place : bool, optional
+        Add each term into the sweep's own accumulator (``add!!``) where it may
+        (:mod:`minirad.exact.cotangents`); the same numbers, fewer arrays.
+    lazy : bool, optional
+        Defer every cotangent until a ``wrt`` input needs it: a branch that
+        reaches none is never computed.
 
+    Returns
+    -------
+    Accumulation
+        ``jacobian`` with one row per entry of the selected outputs and one
+        column per entry of ``wrt``, ``adjoints`` (``(n_vertices, n_rows)`` on a
+        graph of numbers, one ``(n_rows,) + shape`` array per vertex with
+        arrays; None with ``keep_values=False``), ``blocks`` with arrays, and the
+        ``multiplications`` and ``additions`` of what was done.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex).
+
+    See Also
+    --------
+    forward_sweep : Tangents, one sweep per input.
+    vjp : One vector-Jacobian product.
+    gradient : The gradient of a graph with one number as output.
+
+    Notes
+    -----
+    ``adjoint[u] = sum over edges u -> v of adjoint[v] * label(u, v)``, in
+    reverse topological order: the lecture's ``node_to_grad`` algorithm
+    (Griewank and Walther, *Evaluating Derivatives*, 2nd ed., 2008, Sec. 3.2).
+    ``in_place`` and ``lazy`` are the ChainRules notes' ``add!!`` and thunks.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> r = reverse_sweep(examples.lecture())
     >>> r.adjoints[:, 0].round(3).tolist()
@@ -287,10 +383,47 @@ def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
 def jvp(g: LCG, v, engine: str = "auto"):
     """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
 
-    ``v`` and the result are lists with one entry per vertex, a float for a
-    number and an array of the vertex's shape otherwise, each with the same
-    leading stack axes for several products at once (the module docstring).
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    v : list
+        One tangent per input vertex, in the graph's input order: a float for
+        a number, an array of the vertex's shape for an array, None for zero.
+        Every entry may carry the same leading stack axes, for several
+        products at once.
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
 
+    Returns
+    -------
+    list
+        One tangent per output vertex, in the form of ``v``: a float for a
+        number, an array of its shape otherwise (with the stack axes of ``v``),
+        on a graph of numbers and on one with arrays alike.
+
+    Raises
+    ------
+    TypeError
+        When ``v`` is not a list of real numbers or arrays (a matrix is refused
+        rather than read by rows or columns).
+    ValueError
+        For an unknown engine, or an engine other than the reference on a graph
+        with arrays; when ``v`` has the wrong number of entries, an entry of the
+        wrong shape or one that is not finite.
+
+    See Also
+    --------
+    vjp : The other side: ``u J``.
+    forward_sweep : Unit tangents on every input, every vertex kept.
+
+    Notes
+    -----
+    One forward sweep seeded with ``v`` (:func:`forward_sweep`'s recurrence).
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> jvp(examples.lab(), [1.0, 1.0])                    # f = x y + sin x at (2, 3)
     [4.583853163452858]
@@ -310,13 +443,56 @@ def jvp(g: LCG, v, engine: str = "auto"):
 @takes_graph_or_function
 def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
         lazy: bool = False):
-    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
-    (per input of ``wrt`` when given: one input or a sequence of them).
+    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out.
 
-    ``u`` and the result take the form of :func:`jvp`'s (the module docstring).
-    ``in_place`` and ``lazy`` are the options of :func:`reverse_sweep`: the same
-    numbers, bit for bit, with fewer arrays allocated.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    u : list
+        One adjoint per output vertex, in the form of :func:`jvp`'s ``v``.
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    wrt : str, int or sequence, optional
+        The inputs whose adjoints are wanted (default: all, in order).
+    in_place : bool, optional
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
+    lazy : bool, optional
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
 
+    Returns
+    -------
+    list
+        One adjoint per input of ``wrt``, in the form of ``u``: a float for a
+        number, an array of its shape otherwise, on a graph of numbers and on
+        one with arrays alike.
+
+    Raises
+    ------
+    TypeError
+        When ``u`` is not a list of real numbers or arrays, or ``in_place`` or
+        ``lazy`` is not a bool.
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex); when ``u``
+        has the wrong number of entries, an entry of the wrong shape or one
+        that is not finite.
+
+    See Also
+    --------
+    jvp : The other side: ``J v``.
+    gradient : ``vjp`` with the seed 1 on a graph with one number as output.
+
+    Notes
+    -----
+    One reverse sweep seeded with ``u`` (:func:`reverse_sweep`'s recurrence);
+    ``in_place`` and ``lazy`` give the same numbers bit for bit.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> [round(a, 4) for a in vjp(examples.two_outputs(), [1.0, 0.0])]
     [-1.05, -1.4049]
@@ -337,10 +513,48 @@ def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
 @takes_graph_or_function
 def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
              lazy: bool = False):
-    """The gradient of a graph whose one output is a number: one reverse sweep
-    seeded with 1 in the output's dtype (a float32 program's gradient is float32),
-    one entry per input (of ``wrt``) as :func:`vjp` returns them, with its options.
+    """The gradient of a graph whose one output is a number: one reverse sweep.
 
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    wrt : str, int or sequence, optional
+        The inputs whose derivatives are wanted (default: all, in order).
+    in_place : bool, optional
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
+    lazy : bool, optional
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
+
+    Returns
+    -------
+    list
+        One derivative per input of ``wrt``: a float for a number, an array of
+        its shape (in the program's precision: float32 stays float32) for an
+        array, on a graph of numbers and on one with arrays alike.
+
+    Raises
+    ------
+    ValueError
+        When the graph has more than one output, or an output that is not a
+        number (use :func:`vjp`), or as :func:`vjp` raises.
+
+    See Also
+    --------
+    vjp : Any seed, any outputs.
+    minirad.gradcheck : Check it against finite differences.
+
+    Notes
+    -----
+    The reverse sweep seeded with 1 in the output's dtype, so a float32
+    program's gradient is float32, the same bits as a hand-written backward
+    pass.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> gradient(examples.lab())                     # f = x y + sin x at (2, 3)
     [2.5838531634528574, 2.0]

@@ -57,7 +57,6 @@ import math
 import numpy as np
 
 from ..exact.overflow import check_finite
-from ..graph.lcg import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from .stacked import Layout

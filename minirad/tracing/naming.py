@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..graph.names import VertexNames
 
-__all__ = ["argument_positions", "named_vertices", "output_names", "parameter_names"]
+__all__ = ["named_vertices", "output_names"]
 
 
 def output_names(input_names, count: int, several: bool) -> list[str]:

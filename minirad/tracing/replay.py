@@ -50,9 +50,57 @@ def recording(g: LCG) -> Recording:
 
 
 def replay(g, *args) -> LCG:
-    """The graph of the traced program at new arguments ``args`` (as many as it was
-    traced with, of the same shapes and dtypes), computed from the tape; ``g`` is a
-    traced graph or its :func:`recording`."""
+    """Trace the same program again at new arguments, without running it.
+
+    The graph :func:`minirad.trace` would make of the program at ``args``, made
+    by rerunning the rules the trace recorded (the program's own Python does
+    not run): what a training loop wants at each step.
+
+    Parameters
+    ----------
+    g : LCG or Recording
+        A traced (or replayed) graph, or its :func:`recording`, which holds
+        none of the graph's values: what a loop keeps between iterations.
+    *args : numpy.ndarray or float
+        All the arguments, as passed to ``trace`` (the same positions are
+        differentiated), at the new point.
+
+    Returns
+    -------
+    LCG
+        The new graph, equal bit for bit to tracing afresh at ``args``.
+
+    Raises
+    ------
+    ValueError
+        When the program would take another path at ``args`` (a value it read
+        reads differently), an argument's shape or dtype differs from the
+        traced one, or an argument that shaped the program as a constant (a
+        number, an array sliced in Python) changed.
+    TypeError
+        For the wrong number of arguments, or a graph not made by
+        :func:`minirad.trace`.
+
+    See Also
+    --------
+    minirad.trace : The first trace, which records what replay reruns.
+    recording : What a graph keeps for replay.
+
+    Notes
+    -----
+    The module docstring says what the new graph guarantees and what replay
+    refuses.  Unlike every other function on a graph, replay takes no Python
+    function in place of ``g``: its positional arguments are the new point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from minirad import gradient, ops, trace
+    >>> g = trace(lambda w: ops.tanh(w).sum(), np.array([0.5, -1.0]))
+    >>> h = replay(g, np.array([0.0, 0.0]))
+    >>> gradient(h)                              # 1 - tanh(0)**2 = 1
+    [array([1., 1.])]
+    """
     kept = g if isinstance(g, Recording) else recording(g)
     old = kept.tape
     if len(args) != len(kept.args):

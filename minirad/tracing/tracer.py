@@ -78,7 +78,7 @@ MAX_ENTRIES = 2 ** 28
 """The most entries an array the tracer makes or copies may have (2 GiB of float64): a
 larger shape is refused before anything is allocated."""
 
-__all__ = ["Recorder", "Traced", "trace"]
+__all__ = ["Tape", "Traced", "detach", "name", "trace"]
 
 
 def check_entries(shape, what: str) -> None:
@@ -509,16 +509,57 @@ def _short(x) -> str:
 
 # ---------------------------------------------------------------------- trace
 def trace(f, *args, wrt=None) -> LCG:
-    """Run ``f(*args)`` on traced values and return its LCG.
+    """Run ``f(*args)`` on traced values and return its linearized computational graph.
 
-    An argument is a number, a list of numbers (one input per element, named
-    ``x[0]``, ``x[1]``, ...) or a numpy array (one vertex, a number being an
-    array of shape ``()``).  ``wrt`` lists the positions of the arguments to
-    differentiate by (default: all); the others are data (see the module's
-    docstring).  Inputs are named after ``f``'s parameters; outputs ``y``, or
-    ``y[0]``, ``y[1]``, ... when ``f`` returns several.  Control flow follows the
-    values, so the graph is the linearisation along the path this call took.
+    Parameters
+    ----------
+    f : callable
+        A Python function of numbers or numpy arrays, written with
+        :mod:`minirad.ops` or numpy's own functions.
+    *args : float, list of float or numpy.ndarray
+        The point to trace at: a number, a list of numbers (a vector: one
+        input per element, named ``x[0]``, ``x[1]``, ...) or an array.
+    wrt : int or sequence of int, optional
+        The positions of the arguments to differentiate by (default: all);
+        the others are data, passed to ``f`` as they are, constants inside
+        the graph.
 
+    Returns
+    -------
+    LCG
+        One vertex per operation (per array operation when an argument is an
+        array), inputs named after ``f``'s parameters and outputs ``y`` (or
+        ``y[0]``, ``y[1]``, ... when ``f`` returns several).
+
+    Raises
+    ------
+    TypeError
+        When an argument is neither a number nor an array, or ``f`` calls a
+        function minirad has no derivative rule for (the message names it).
+    ValueError
+        When ``wrt`` names no argument, or a value is not finite.
+
+    See Also
+    --------
+    minirad.replay : The same graph at another point, without running ``f``.
+    minirad.jacobian : Its Jacobian; ``jacobian(f, *args)`` traces first.
+    minirad.detach : A value the trace treats as a constant.
+
+    Notes
+    -----
+    One tracer for numbers and arrays: each operation on a :class:`Traced`
+    value appends a step (its rule, operands and parameters) to the
+    :class:`Tape`, and :func:`graph` turns the active steps into vertices.
+    When every argument differentiated is a number or a list of numbers the
+    edges carry floats (a graph of numbers); when one is an array, a vertex
+    is a whole array (a number being an array of shape ``()``) and the edges
+    carry Jacobian blocks, built only when read (the RAD paper's vectorized
+    graph, Sec. 3.2).  Control flow follows the values (comparisons read
+    them), so the graph is the linearisation along the path this call took;
+    :func:`minirad.replay` checks those reads at a new point.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from minirad import ops
     >>> trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
@@ -973,10 +1014,27 @@ def name(x, label: str):
 
 
 def detach(x):
-    """The plain value of a traced value (anything else unchanged): a constant from here
-    on, so no derivative flows through it; a value read (replay checks it stays the
-    same).  Use it on purpose only.
+    """The plain value of a traced number or array: a constant from here on.
 
+    No derivative flows through what ``detach`` returns: use it on purpose
+    only, for a value the derivative should not see (a stopped gradient).
+
+    Parameters
+    ----------
+    x : object
+        A traced number or array, or anything else (returned unchanged).
+
+    Returns
+    -------
+    object
+        The number or array ``x`` holds.
+
+    See Also
+    --------
+    minirad.trace : What makes traced values.
+
+    Examples
+    --------
     >>> from minirad import jacobian
     >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
     array([[3.]])
