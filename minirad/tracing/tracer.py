@@ -803,25 +803,29 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
     vertex = [-1] * len(active)                              # tape position -> vertex
     for v, t in enumerate(tape_of):
         vertex[t] = v
-    numbers = all(type(tape.values[t]) is float for t in tape_of)
+    values = tape.values
+    numbers = all(type(values[t]) is float for t in tape_of)
     sources, targets = array("q"), array("q")                # compact: 8 bytes an edge end
     partials, edges = array("d"), []
     for t in tape_of:
         step = steps[t]
         if step is None or not active[t]:
             continue
+        operands = step[1]
         by_operand = {}            # x * x: one edge, its partials added
-        for i, o in enumerate(step[1]):
+        for i, o in enumerate(operands):
             if type(o) is int and active[o]:
                 by_operand.setdefault(o, []).append(i)
+        if numbers:                # the operands' values, once for all the step's edges
+            at = [values[o] if type(o) is int else o for o in operands]
         for o, positions in by_operand.items():
             sources.append(vertex[o])
             targets.append(vertex[t])
             if numbers:
-                partials.append(number_label(tape, t, positions))
+                partials.append(number_label(tape, t, positions, at))
             else:
                 edges.append((t, o, positions))
-    values = [tape.values[t] for t in tape_of]
+    values = [values[t] for t in tape_of]
     edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
     return LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
                                         n_inputs, input_names, several),
@@ -841,11 +845,13 @@ def vertex_names(tape: Tape, tape_of, vertex, outputs, n_inputs, input_names, se
     return VertexNames(len(tape_of), names)
 
 
-def number_label(tape: Tape, t: int, positions) -> float:
+def number_label(tape: Tape, t: int, positions, values=None) -> float:
     """The partial of the number at tape position ``t`` in its operands at ``positions``
-    (summed: ``x * x`` is one edge), by the table's rule for numbers, checked finite."""
+    (summed: ``x * x`` is one edge), by the table's rule for numbers, checked finite;
+    ``values`` are the operands' values, when the caller has them already."""
     rule, operands, params = tape.steps[t]
-    values = [tape.values[o] if type(o) is int else o for o in operands]
+    if values is None:
+        values = [tape.values[o] if type(o) is int else o for o in operands]
     y = tape.values[t]
     try:
         d = float(rule.partials[positions[0]](*values, y))
