@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, solved_lab
+from oracles import expect_failure, lab_group, solved_lab
 
 from minirad import labs
 from minirad.checkpoint.schedules import (
@@ -22,6 +22,8 @@ from minirad.checkpoint.schedules import (
 )
 from minirad.studies.memory import mlp, total_bytes
 from minirad.studies.pde import index_dtype
+
+pytestmark = lab_group("lab8_memory")  # one run of the lab per test session
 
 STEM = "lab8_memory"
 

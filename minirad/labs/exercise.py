@@ -107,6 +107,9 @@ class Exercise:
 
 
 EXERCISES: dict[str, Exercise] = {}
+#: True in the grader's kernel, whose watch (:mod:`minirad.labs.kernel`) replaces the
+#: settrace guard of :func:`guard_reference` (and refuses sys.settrace to everyone)
+GUARDED_ELSEWHERE = False
 _current: contextvars.ContextVar[Exercise | None] = contextvars.ContextVar("exercise",
                                                                           default=None)
 
@@ -264,7 +267,7 @@ def guard_reference(reference: tuple[str, ...], used: list | None = None):
     >>> used
     ['count_paths (minirad.exact.paths)']
     """
-    codes = reference_codes(tuple(reference)) if reference else {}
+    codes = reference_codes(tuple(reference)) if reference and not GUARDED_ELSEWHERE else {}
     used = [] if used is None else used
     if not codes:
         yield used
