@@ -551,7 +551,8 @@ def cmd_lab(args) -> None:
         output = args.output or "minirad-grades"
         only = [n.strip() for n in args.only.split(",")] if args.only else None
         reports = grade(args.paths, output, notebook_seconds=args.notebook_seconds,
-                        cell_seconds=args.cell_seconds, memory_mb=args.memory, jobs=args.jobs,
+                        cell_seconds=args.cell_seconds, exercise_seconds=args.exercise_seconds,
+                        memory_mb=args.memory, jobs=args.jobs,
                         secret_file=args.secret_file, roster=args.roster,
                         deadline=args.deadline, late_penalty=args.late_penalty, only=only,
                         isolation=args.isolation,
@@ -916,6 +917,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cell-seconds", type=_seconds, default=180.0, metavar="SECONDS",
                    help="grade: stop any one cell of a submission after this long (default "
                         "180)")
+    p.add_argument("--exercise-seconds", type=_seconds, metavar="SECONDS",
+                   help="grade: allow every exercise this long instead of the limit declared "
+                        "with it (e.g. on a slow machine)")
     p.add_argument("--memory", type=_whole_number, default=4096, metavar="MB",
                    help="grade: the memory a kernel may map, in MB (default 4096)")
     p.add_argument("--secret-file", metavar="FILE",

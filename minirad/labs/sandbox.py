@@ -64,7 +64,7 @@ class Limits:
     cell_seconds: float = 180.0
     memory: int = 4 * 2 ** 30
     processes: int = 256
-    file_size: int = 256 * 2 ** 20
+    file_size: int = 64 * 2 ** 20
     open_files: int = 1024
     scratch_bytes: int = 512 * 2 ** 20
     frame_bytes: int = 256 * 2 ** 20
@@ -252,53 +252,52 @@ def _folder_size(path: str, stop_at: int) -> int:
     return total
 
 
+class Died(Exception):
+    """The kernel died, or was stopped by the sandbox (``str`` says why)."""
+
+
 class _Run:
-    """One kernel: its key, its channel, its frames, and what happened to its exercises."""
+    """One kernel: its key, its channel, its frames, and what happened to its exercises.
+    Cells are sent and their replies awaited here, each wait bounded: a cell past its time
+    is interrupted, and a kernel that does not answer the interrupt is killed."""
 
     def __init__(self, job: Job, home: str, first: bool):
-        from nbclient import NotebookClient
-        from nbformat import v4
-
         self.job, self.home, self.first = job, home, first
         self.key = os.urandom(32)
         self.frames = bytearray()
         self.probes: list[dict] = []
+        self.cells: list[dict] = []
         self.stopped = ""           # why the sandbox stopped this kernel, if it did
-        self.v4 = v4
-        self.nb = v4.new_notebook()
+        self.timed_out = False      # killed because a cell went on past its interrupt
         self.output_bytes = 0
-        read_end, self.write_end = os.pipe()
-        self.read_end = read_end
-        manager = _manager(job, home, self.key, self.write_end)
-        client_class = _capped_client(NotebookClient, job.limits.output_bytes, self)
-        self.client = client_class(
-            self.nb, km=manager, timeout=int(job.limits.cell_seconds), allow_errors=True,
-            interrupt_on_timeout=True, iopub_timeout=5, shutdown_kernel="immediate",
-            startup_timeout=int(STARTUP),
-            error_on_timeout={"ename": "TimeoutError", "evalue": "cell timed out",
-                              "traceback": []},
-            resources={"metadata": {"path": job.scratch}})
-        self.manager = manager
+        self.read_end, self.write_end = os.pipe()
+        self.manager = _manager(job, home, self.key, self.write_end)
+        self.client = None
         self.session = None
         self._done = threading.Event()
 
     def start(self) -> None:
-        env = _kernel_env(self.job)
         log = os.open(os.path.join(self.home, "kernel.log"),
                       os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            self._context = self.client.setup_kernel(
-                env=env, cwd=self.job.scratch, pass_fds=(self.write_end,), umask=0o077,
-                stdout=log, stderr=log, **_user_kwargs(self.job.user))
-            self._context.__enter__()
+            self.manager.start_kernel(
+                env=_kernel_env(self.job), cwd=self.job.scratch, pass_fds=(self.write_end,),
+                umask=0o077, stdout=log, stderr=log, **_user_kwargs(self.job.user))
         finally:
             os.close(log)
             os.close(self.write_end)
         process = getattr(self.manager.provisioner, "process", None)
         self.session = process.pid if process is not None else None
         print(f"KERNEL {self.session}", flush=True)
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         threading.Thread(target=self._watch_size, daemon=True).start()
+        self.client = self.manager.blocking_client()
+        self.client.start_channels()
+        try:
+            self.client.wait_for_ready(timeout=STARTUP)
+        except RuntimeError as error:
+            raise Died(f"the kernel did not start: {error}") from None
 
     def _read(self) -> None:
         limit = self.job.limits.frame_bytes
@@ -331,18 +330,88 @@ class _Run:
             except OSError:
                 pass
 
-    def run_cell(self, source: str, seconds: float):
-        cell = self.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        self.client.timeout = max(int(seconds), 1)
-        self.client.execute_cell(cell, len(self.nb.cells) - 1)
+    def _alive(self) -> bool:
+        process = getattr(self.manager.provisioner, "process", None)
+        return process is not None and process.poll() is None and not self.stopped
+
+    def _keep(self, outputs: list, msg: dict) -> None:
+        """One iopub message as an output of the cell, while the kernel's outputs stay
+        under their limit (a cell that prints 100 MB costs the sandbox its limit)."""
+        from nbformat.v4 import output_from_msg
+
+        if msg["msg_type"] not in ("stream", "display_data", "execute_result", "error"):
+            return
+        size = len(json.dumps(msg.get("content", {}), default=str))
+        self.output_bytes += size
+        limit = self.job.limits.output_bytes
+        if self.output_bytes > limit:
+            if self.output_bytes - size <= limit:
+                outputs.append({"output_type": "stream", "name": "stderr", "text": (
+                    f"[the grader kept only the first {limit:,} bytes of this kernel's "
+                    f"output]\n")})
+            return
+        try:
+            outputs.append(dict(output_from_msg(msg)))
+        except ValueError:
+            pass
+
+    def run_cell(self, source: str, seconds: float) -> dict:
+        """Run ``source``; return ``{"source", "outputs", "status"}`` with status ``ok``,
+        ``error`` or ``timed out`` (interrupted); raise :class:`Died` if the kernel died or
+        had to be killed."""
+        from queue import Empty
+
+        cell = {"source": source, "outputs": [], "status": "ok"}
+        self.cells.append(cell)
+        msg_id = self.client.execute(source, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + max(seconds, 0.5)
+        interrupted = False
+        reply = None
+        idle = False
+        while not (reply is not None and idle):
+            if not self._alive():
+                raise Died(self.stopped or "the kernel died")
+            if time.monotonic() > deadline:
+                if interrupted:
+                    self.timed_out = True
+                    self.stop(f"a cell ran past its limit of {seconds:g} s and did not stop")
+                    raise Died(self.stopped)
+                interrupted = True
+                cell["status"] = "timed out"
+                try:
+                    self.manager.interrupt_kernel()
+                except Exception:  # noqa: BLE001  (a kernel that cannot be interrupted dies)
+                    pass
+                deadline = time.monotonic() + 3.0
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.05)
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    if msg["msg_type"] == "status":
+                        idle = msg["content"].get("execution_state") == "idle"
+                    else:
+                        self._keep(cell["outputs"], msg)
+            except Empty:
+                pass
+            try:
+                while reply is None:
+                    msg = self.client.get_shell_msg(timeout=0)
+                    if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                        reply = msg
+            except Empty:
+                pass
+        if reply["content"].get("status") == "error" and cell["status"] == "ok":
+            cell["status"] = "error"
         return cell
 
     def close(self) -> None:
         self._done.set()
         try:
-            if hasattr(self, "_context"):
-                self._context.__exit__(None, None, None)
+            if self.client is not None:
+                self.client.stop_channels()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            self.manager.shutdown_kernel(now=True)
         except Exception:  # noqa: BLE001  (a dead kernel may refuse a clean shutdown)
             pass
         try:
@@ -350,24 +419,9 @@ class _Run:
         except Exception:  # noqa: BLE001
             pass
         _reap_all(self.session, self.job.user)
-
-
-def _capped_client(base, limit: int, run: _Run):
-    """nbclient's client whose outputs stop growing past ``limit`` bytes per kernel: a cell
-    that prints 100 MB costs the sandbox its limit, not 100 MB."""
-    class Capped(base):
-        def output(self, outs, msg, display_id, cell_index):
-            size = len(json.dumps(msg.get("content", {}), default=str))
-            run.output_bytes += size
-            if run.output_bytes > limit:
-                if not getattr(self, "_told", False):
-                    self._told = True
-                    outs.append(run.v4.new_output("stream", name="stderr", text=(
-                        f"[the grader kept only the first {limit:,} bytes of this kernel's "
-                        f"output]\n")))
-                return None
-            return super().output(outs, msg, display_id, cell_index)
-    return Capped
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.join(5)     # the frames written last, before the channel closed
 
 
 def _manager(job: Job, home: str, key: bytes, channel: int):
@@ -379,7 +433,10 @@ def _manager(job: Job, home: str, key: bytes, channel: int):
     specs = os.path.join(home, "kernels", "minirad-grading")
     os.makedirs(specs, exist_ok=True)
     with open(os.path.join(specs, "kernel.json"), "w", encoding="utf-8") as f:
-        json.dump({"argv": [job.python, "-m", "minirad.labs.kernel", "-f", "{connection_file}"],
+        json.dump({"argv": [job.python, "-m", "minirad.labs.kernel", "-f", "{connection_file}",
+                            # the kernel's own stdout stays the sandbox's log file, whose
+                            # size is limited, not a pipe a flood can block
+                            "--IPKernelApp.capture_fd_output=False"],
                    "display_name": "minirad grading", "language": "python"}, f)
     config_path = _config_path(job)
     key_path = os.path.join(job.scratch, ".minirad-key")
@@ -446,10 +503,10 @@ def _setup_cell() -> str:
             "del _minirad_sys, _minirad_runner\n")
 
 
-def _probe_cell(number: str, payload: bytes) -> str:
+def _probe_cell(number: str, payload: bytes, seconds: float) -> str:
     text = base64.b64encode(payload).decode("ascii")
     return (f"__import__('minirad.labs.runner', fromlist=['probe']).probe({number!r}, "
-            f"__import__('base64').b64decode({text!r}))")
+            f"__import__('base64').b64decode({text!r}), {float(seconds)!r})")
 
 
 def _encrypt(key: bytes, number: str, plain: bytes) -> bytes:
@@ -469,15 +526,10 @@ def _encrypt(key: bytes, number: str, plain: bytes) -> bytes:
 
 def _cells_of(run: _Run, count: int) -> list[dict]:
     """The first kernel's submission cells and their outputs (the setup cell left out)."""
-    cells = []
-    for cell in run.nb.cells[1:1 + count]:
-        cells.append({"source": cell.source, "outputs": [dict(o) for o in cell.get("outputs", [])]})
-    return cells
+    return [{"source": c["source"], "outputs": c["outputs"]} for c in run.cells[1:1 + count]]
 
 
 def _execute(job: Job, home: str) -> Outcome:
-    from nbclient.exceptions import DeadKernelError
-
     outcome = Outcome()
     started = time.monotonic()
     deadline = started + job.limits.notebook_seconds
@@ -491,7 +543,7 @@ def _execute(job: Job, home: str) -> Outcome:
         record = {"key": run.key.hex(), "probes": run.probes, "frames": ""}
         outcome.runs.append(record)
         watchdog = None
-        current = None
+        current = ("start",)
         try:
             run.start()
             watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), run.stop,
@@ -505,39 +557,37 @@ def _execute(job: Job, home: str) -> Outcome:
                 current = ("cell", index)
                 seconds = min(job.limits.cell_seconds, deadline - time.monotonic() + 1)
                 run.run_cell(source, seconds)
-                if run.stopped:
-                    raise DeadKernelError(run.stopped)
             while pending:
                 exercise = pending[0]
                 current = ("exercise", exercise)
                 payload = _encrypt(run.key, exercise["number"], exercise["cases"])
                 seconds = min(exercise["seconds"] + MARGIN, deadline - time.monotonic() + 1)
-                cell = run.run_cell(_probe_cell(exercise["number"], payload), seconds)
-                errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-                how = "ok" if not errors else (
-                    "timed out" if errors[0].get("ename") == "TimeoutError" else "error")
-                run.probes.append({"number": exercise["number"], "how": how,
+                cell = run.run_cell(_probe_cell(exercise["number"], payload,
+                                                exercise["seconds"]), seconds)
+                run.probes.append({"number": exercise["number"], "how": cell["status"],
                                    "stopped": run.stopped})
                 pending.pop(0)
-                if run.stopped:
-                    raise DeadKernelError(run.stopped)
-        except DeadKernelError:
-            why = run.stopped or "the kernel died"
+        except Died as died:
+            why = run.stopped or str(died) or "the kernel died"
             outcome.notes.append(why)
-            if current and current[0] == "cell":
+            if current[0] == "start":
+                outcome.error = f"the kernel could not start: {why}"[:2000]
+                break
+            if current[0] == "cell":
                 skipped.add(current[1])
-            elif current:
+            else:
                 exercise = current[1]
-                run.probes.append({"number": exercise["number"], "how": "died", "stopped": why})
+                run.probes.append({"number": exercise["number"],
+                                   "how": "timed out" if run.timed_out else "died",
+                                   "stopped": why})
                 if exercise in pending:
                     pending.remove(exercise)
         except Exception as error:  # noqa: BLE001  (a kernel that cannot start, nbclient...)
             outcome.notes.append(f"{type(error).__name__}: {error}"[:500])
-            if run.session is None:    # it never started: tell the grader, do not retry
+            if current[0] == "start":    # it never started: tell the grader, do not retry
                 outcome.error = f"the kernel could not start: {error}"[:2000]
-                run.close()
                 break
-            if current and current[0] == "exercise" and current[1] in pending:
+            if current[0] == "exercise" and current[1] in pending:
                 run.probes.append({"number": current[1]["number"], "how": "died",
                                    "stopped": str(error)[:200]})
                 pending.remove(current[1])

@@ -164,6 +164,6 @@ def grade_in_process(spec: Exercise, fns, cases: list[dict]) -> ExerciseScore:
 
     answers = []
     for case in cases:
-        result = answer(spec, fns, case, case_seconds(spec, len(cases)))
+        result = answer(spec, fns, case, case_seconds(spec.seconds, len(cases)))
         answers.append(wire.decode(wire.encode(result)))
     return grade_answers(spec, cases, answers)
