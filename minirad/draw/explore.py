@@ -149,12 +149,12 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
         each drawn by :func:`~minirad.randomized.injection.sample_activations`.
     max_vertices : int, optional
         Larger graphs are refused before anything is computed (default 200).
-    rng : numpy.random.Generator or int, optional
-        The Memory panel's seed, or a generator to draw it from (the page names
-        it).
     entries : sequence of int or None, optional
         On a graph of arrays, the second level of the Sample panel's menu: how
         many entries each array vertex samples inside it (``None``: all of them).
+    rng : numpy.random.Generator or int, optional
+        The Memory panel's seed, or a generator to draw it from (the page names
+        it).
 
     Returns
     -------
