@@ -548,19 +548,17 @@ def cmd_lab(args) -> None:
     if args.form == "grade":
         from .labs.grading import grade, summary
 
-        for flag, seconds in (("--exercise-seconds", args.exercise_seconds),
-                              ("--cell-seconds", args.cell_seconds)):
-            if seconds is not None and not 0 < seconds <= MAX_SECONDS:  # also refuses nan
-                raise UsageError(f"{flag} must be a number of seconds above 0 and at most "
-                                 f"{MAX_SECONDS:g} (a day; the grader stops a whole "
-                                 f"submission well before), not {seconds}")
-
-        reports = grade(args.paths, args.output or "minirad-grades",
-                        exercise_seconds=args.exercise_seconds,
-                        cell_seconds=args.cell_seconds,
+        output = args.output or "minirad-grades"
+        only = [n.strip() for n in args.only.split(",")] if args.only else None
+        reports = grade(args.paths, output, notebook_seconds=args.notebook_seconds,
+                        cell_seconds=args.cell_seconds, exercise_seconds=args.exercise_seconds,
+                        memory_mb=args.memory, jobs=args.jobs,
+                        secret_file=args.secret_file, roster=args.roster,
+                        deadline=args.deadline, late_penalty=args.late_penalty, only=only,
+                        isolation=args.isolation,
                         progress=lambda report: print(summary(report), flush=True))
-        print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
-              f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
+        print(f"{len(reports)} submission(s) graded; scores.csv, canvas.csv, one .json and one "
+              f".results.json (Gradescope) each in {output}")
         return
     from .labs.notebook import write_notebooks
 
@@ -910,12 +908,72 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output",
                    help="handout, solutions: folder for the .ipynb files; grade: folder for "
                         "the scores (default minirad-grades)")
-    p.add_argument("--exercise-seconds", type=float, metavar="SECONDS",
-                   help="grade: allow every exercise's check this long instead of the limit "
-                        "declared with it (e.g. on a slow machine)")
-    p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
-                   help="grade: stop any one cell of a submission after this long")
+    p.add_argument("--jobs", type=_whole_number, metavar="N",
+                   help="grade: submissions graded at once, each in a sandbox of its own "
+                        "(default: one per core)")
+    p.add_argument("--notebook-seconds", type=_seconds, default=1200.0, metavar="SECONDS",
+                   help="grade: the time a submission may take, cells and exercises "
+                        "together (default 1200)")
+    p.add_argument("--cell-seconds", type=_seconds, default=180.0, metavar="SECONDS",
+                   help="grade: stop any one cell of a submission after this long (default "
+                        "180)")
+    p.add_argument("--exercise-seconds", type=_seconds, metavar="SECONDS",
+                   help="grade: allow every exercise this long instead of the limit declared "
+                        "with it (e.g. on a slow machine)")
+    p.add_argument("--memory", type=_whole_number, default=4096, metavar="MB",
+                   help="grade: the memory a kernel may map, in MB (default 4096)")
+    p.add_argument("--secret-file", metavar="FILE",
+                   help="grade: the instructor's secret the hidden cases are drawn from "
+                        "(default: OUTPUT/grader-secret, made on the first run)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="grade: a CSV with the columns student and file (and optionally "
+                        "name, canvas_id, sis_id, login, section, submitted, deadline)")
+    p.add_argument("--deadline", metavar="WHEN",
+                   help="grade: the deadline, e.g. 2026-12-01T23:59; later work loses "
+                        "--late-penalty percent per day started")
+    p.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
+                   help="grade: percent of the points lost per day late (default 0)")
+    p.add_argument("--only", metavar="N.K[,N.K...]",
+                   help="grade: regrade these exercises only; the others keep their scores "
+                        "from the reports already in OUTPUT")
+    p.add_argument("--isolation", choices=["auto", "user", "process"], default="auto",
+                   help="grade: user: each kernel runs as a user of its own (needs root); "
+                        "process: as the grader's user, in a session of its own; auto: user "
+                        "when it can")
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A time limit: a positive number of seconds, at most :data:`MAX_SECONDS` (a day)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_SECONDS:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"a time limit must be a positive, finite number of "
+                                         f"seconds, at most {MAX_SECONDS:g} (a day; no "
+                                         f"grading needs more), not {text}")
+    return value
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text}")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage lies between 0 and 100, not {text}")
+    return value
 
 
 def _one_line_warnings(command: str):

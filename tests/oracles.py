@@ -154,17 +154,40 @@ def random_lcgs(draw):
     return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
 
 
-_SOLVED: dict[str, notebook.RunResult] = {}
+# Each lab runs once per test session in this process (its solutions, in-process: the
+# checks' tests take the solution functions from it) and once in a grader's kernel (its
+# solutions graded: tests/test_notebooks.py).  Under pytest-xdist every test of one lab
+# carries the mark lab_group(stem), so that they share a worker and these caches.
+_SOLVED: dict[str, tuple] = {}
+_GRADED: dict[str, object] = {}
+
+
+def lab_group(stem: str):
+    """The mark that keeps a lab's tests on one xdist worker (``--dist loadgroup``)."""
+    return pytest.mark.xdist_group(stem)
 
 
 def solved_lab(stem: str, tmp_path_factory) -> notebook.RunResult:
-    """The solutions notebook of tutorials/<stem>.py, run once per test session, in-process."""
+    """The solutions notebook of tutorials/<stem>.py, run once per test session, in-process
+    (what it printed is kept: :func:`solved_output`)."""
     if stem not in _SOLVED:
+        import contextlib
+        import io
+
         folder = tmp_path_factory.mktemp(f"{stem}_solutions")
         nb = notebook.to_notebook(ROOT / "tutorials" / f"{stem}.py", solutions=True)
-        _SOLVED[stem] = notebook.run_notebook(nb, cwd=folder,
-                                              env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
-    return _SOLVED[stem]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            result = notebook.run_notebook(nb, cwd=folder,
+                                           env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
+        _SOLVED[stem] = (result, printed.getvalue(), folder)
+    return _SOLVED[stem][0]
+
+
+def solved_output(stem: str, tmp_path_factory) -> tuple[str, Path]:
+    """What the in-process run of the lab's solutions printed, and its working folder."""
+    solved_lab(stem, tmp_path_factory)
+    return _SOLVED[stem][1], _SOLVED[stem][2]
 
 
 def lab_solution(stem: str, name: str, tmp_path_factory):
@@ -172,6 +195,23 @@ def lab_solution(stem: str, name: str, tmp_path_factory):
     result = solved_lab(stem, tmp_path_factory)
     assert result.ok, result
     return result.namespace[name]
+
+
+def graded_lab(stem: str, tmp_path_factory):
+    """The lab's solutions notebook graded by ``minirad lab grade`` (a sandboxed kernel),
+    once per test session."""
+    if stem not in _GRADED:
+        import nbformat
+
+        from minirad.labs.grading import grade
+
+        folder = tmp_path_factory.mktemp(f"{stem}_graded")
+        path = folder / f"{stem}.ipynb"
+        nb = notebook.to_notebook(ROOT / "tutorials" / f"{stem}.py", solutions=True)
+        path.write_text(nbformat.writes(nb))
+        (_GRADED[stem],) = grade([path], folder / "scores", jobs=1,
+                                 secret=b"the tests' own secret, 32 bytes.")
+    return _GRADED[stem]
 
 
 # ----------------------------------------------------- random array programs

@@ -622,7 +622,7 @@ def test_compare_prints_z_only_over_the_entries_that_vary(tmp_path, capsys):
             f"that varies, not the 1 of exact variance 0)") in out
 
 
-@pytest.mark.parametrize("flag", ["--exercise-seconds", "--cell-seconds"])
+@pytest.mark.parametrize("flag", ["--notebook-seconds", "--cell-seconds", "--exercise-seconds"])
 @pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "1e300"])
 def test_lab_grade_refuses_time_limits_no_grading_can_use(tmp_path, capsys, flag, seconds):
     """Issue 39: -1 or 0 marked every solution "timed out", inf ended in an OverflowError
@@ -631,7 +631,8 @@ def test_lab_grade_refuses_time_limits_no_grading_can_use(tmp_path, capsys, flag
     submission.write_text("{}")
     out = tmp_path / "grades"
     assert main(["lab", "grade", str(submission), "-o", str(out), flag, seconds]) == 1
-    assert f"{flag} must be a number of seconds above 0" in one_line_error(capsys)
+    err = one_line_error(capsys)
+    assert f"argument {flag}: a time limit must be a positive, finite number of seconds" in err
     assert not out.exists()
 
 

@@ -481,40 +481,10 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 # sweep, the rest by coloured forward sweeps) needs few sweeps.
 
 # %% [markdown]
-# ## What you learned
-#
-# * Eliminating an intermediate vertex joins each predecessor to each
-#   successor with the product of the two partials, **adding** it to an
-#   existing edge or creating a fill-in edge. Repeated until only inputs and
-#   outputs remain, it leaves the Jacobian on the edges.
-# * A step costs $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$
-#   multiplications on the current graph, so the order matters. Forward and
-#   reverse order mirror forward and reverse mode; Markowitz is a good greedy
-#   heuristic; the optimal order can be cheaper still and is expensive to
-#   find.
-# * A variable used several times receives the **sum** of its partial
-#   adjoints. A reverse sweep accumulates them in place (`+=`); elimination
-#   accumulates them into existing edges; the tracer accumulates the operands
-#   of `y * y` into one edge.
-# * A sparse Jacobian needs fewer sweeps: columns that share no row can be
-#   seeded together (a colouring of the pattern, which the graph gives
-#   without any numbers), and likewise rows for reverse sweeps.
-#
-# ## Going further
-#
-# * Find a small graph where forward, reverse and Markowitz orders all miss
-#   the optimum. (`examples.random_dag` with a few seeds and
-#   `elimination_cost(g, "optimal")` make a quick search.)
-# * Elimination works on edges too: *edge elimination* can beat every vertex
-#   order (Griewank and Naumann). Which graph in the table would you try it on?
-# * Lab 5 keeps the graph but gives up exactness: it samples a few edges at
-#   each vertex and still gets the Jacobian right **on average**.
-
-# %% [markdown]
 # ## 8. Exercise 4.4: eliminating one edge at a time
 #
-# This section takes up the second question of "Going further". A vertex
-# step applies the chain rule to **every** path through a vertex at once.
+# Elimination works on edges too. A vertex step applies the chain rule to
+# **every** path through a vertex at once.
 # Naumann's **edge elimination** applies it to the paths through a single
 # edge $i \to j$, in one of two directions ($c_{ji}$ is the partial on
 # $i \to j$):
@@ -624,3 +594,36 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 # a shape, and `minirad.exact.elimination.cheaper_than(g, cost)` asks whether faces
 # beat a cost you know (the edge optimum), which is far quicker than
 # finding the face optimum.
+
+# %% [markdown]
+# ## What you learned
+#
+# * Eliminating an intermediate vertex joins each predecessor to each
+#   successor with the product of the two partials, **adding** it to an
+#   existing edge or creating a fill-in edge. Repeated until only inputs and
+#   outputs remain, it leaves the Jacobian on the edges.
+# * A step costs $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$
+#   multiplications on the current graph, so the order matters. Forward and
+#   reverse order mirror forward and reverse mode; Markowitz is a good greedy
+#   heuristic; the optimal order can be cheaper still and is expensive to
+#   find.
+# * A variable used several times receives the **sum** of its partial
+#   adjoints. A reverse sweep accumulates them in place (`+=`); elimination
+#   accumulates them into existing edges; the tracer accumulates the operands
+#   of `y * y` into one edge.
+# * A sparse Jacobian needs fewer sweeps: columns that share no row can be
+#   seeded together (a colouring of the pattern, which the graph gives
+#   without any numbers), and likewise rows for reverse sweeps.
+# * Eliminating one edge at a time (front or back) is a finer step than a
+#   vertex, and some graphs have an edge sequence cheaper than every vertex
+#   order.
+#
+# ## Going further
+#
+# * Find a small graph where forward, reverse and Markowitz orders all miss
+#   the optimum. (`examples.random_dag` with a few seeds and
+#   `elimination_cost(g, "optimal")` make a quick search.)
+# * Face elimination (section 8's last paragraph) can only be cheaper than
+#   edge elimination; find a graph where it is.
+# * Lab 5 keeps the graph but gives up exactness: it samples a few edges at
+#   each vertex and still gets the Jacobian right **on average**.

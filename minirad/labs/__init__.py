@@ -69,9 +69,12 @@ from .lab04_elimination import (
 )
 from .lab05_randomized import check_sample_Q, check_variance_k1
 from .lab06_optimisation import (
+    adjoint_inputs,
     check_descent_step,
     check_implicit_gradient,
+    check_ode_adjoint,
     check_sgd,
+    check_solve_adjoint,
     line_fit_loss,
 )
 from .lab07_tracked_arrays import (
@@ -102,16 +105,17 @@ LABS = (lab01_finite_differences, lab02_lcg, lab03_bauer, lab04_elimination, lab
 hints.install()  # in a Jupyter kernel, a failed check shows its hint first
 
 __all__ = [
-    "ARRAY_RULES", "EXERCISES", "Exercise", "LABS", "CheckFailed", "as_numbers", "call_student",
-    "check_add_bang", "check_central_difference", "check_checkpointed_gradient",
-    "check_column_colouring", "check_count_paths", "check_descent_step",
-    "check_different_sample", "check_directional_difference", "check_dual_numbers",
-    "check_eliminate_edge", "check_eliminate_vertex", "check_forward_sweep", "check_graphs",
-    "check_hvp", "check_implicit_gradient", "check_markowitz_order", "check_matmul_pullback",
-    "check_other_pullbacks", "check_pullbacks", "check_rad_budget", "check_rademacher_P",
-    "check_reverse_sweep", "check_same_sample", "check_sample_Q", "check_sampling_P",
-    "check_scalar_tracer", "check_sgd", "check_table1_bytes", "check_tree_size",
-    "check_uniform_cost", "check_variance_k1", "check_z_scores", "compare_jacobian",
-    "edge_dict", "exercises", "exercises_of_lab", "line_fit_loss", "output_folder", "passed",
-    "run_notebook", "sample_jacobian", "show", "time_limit", "to_notebook", "write_notebooks",
+    "ARRAY_RULES", "CheckFailed", "EXERCISES", "Exercise", "LABS", "adjoint_inputs", "as_numbers",
+    "call_student", "check_add_bang", "check_central_difference", "check_checkpointed_gradient",
+    "check_column_colouring", "check_count_paths", "check_descent_step", "check_different_sample",
+    "check_directional_difference", "check_dual_numbers", "check_eliminate_edge",
+    "check_eliminate_vertex", "check_forward_sweep", "check_graphs", "check_hvp",
+    "check_implicit_gradient", "check_markowitz_order", "check_matmul_pullback",
+    "check_ode_adjoint", "check_other_pullbacks", "check_pullbacks", "check_rad_budget",
+    "check_rademacher_P", "check_reverse_sweep", "check_same_sample", "check_sample_Q",
+    "check_sampling_P", "check_scalar_tracer", "check_sgd", "check_solve_adjoint",
+    "check_table1_bytes", "check_tree_size", "check_uniform_cost", "check_variance_k1",
+    "check_z_scores", "compare_jacobian", "edge_dict", "exercises", "exercises_of_lab",
+    "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
+    "time_limit", "to_notebook", "write_notebooks",
 ]

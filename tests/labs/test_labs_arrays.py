@@ -9,11 +9,13 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, solved_lab
+from oracles import expect_failure, lab_group, solved_lab
 
 from minirad import labs, ops, trace
 from minirad.exact.sweeps import reverse_sweep
 from minirad.exact.sweeps import vjp as block_vjp
+
+pytestmark = lab_group("lab7_tracked_arrays")  # one run of the lab per test session
 
 STEM = "lab7_tracked_arrays"
 

@@ -5,11 +5,13 @@ with a message naming the graph, the step and, for the common slips, the slip.""
 import re
 
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import LCG
 from minirad.exact.elimination import eliminate
 from minirad.labs.lab04_elimination import check_eliminate_edge, edge_dict
+
+pytestmark = lab_group("lab4_elimination")  # one run of the lab per test session
 
 
 def by_hand(edges, i, j, direction):
