@@ -33,8 +33,8 @@ from ...graph.memory import retained_memory
 from ...randomized.injection import inject_edge
 from ...rng import as_generator
 from ...tracing import name, replay, trace
-from ...tracing.replay import recording
 from ...tracing.ops import relu
+from ...tracing.replay import recording
 from ...tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from ...tracing.tracer import parameter_names
 
