@@ -186,7 +186,7 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
     >>> from minirad import examples
     >>> page = explore(examples.lecture())
     >>> page
-    Page('LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)', ... bytes)
+    Page('an LCG of 7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges', ... bytes)
     >>> sorted(page.data)[:4]
     ['elimination', 'exact', 'graph', 'kind']
     """

@@ -1604,9 +1604,11 @@ def _legend_columns(keys: list[_Key], room: float, fontsize: float = 9) -> tuple
     widths = [10 * char + char * max(len(line) for line in key.text.split("\n"))
               for key in keys]
     for columns in range(len(keys), 0, -1):
-        rows = -(-len(keys) // columns)
+        # matplotlib's split: the first len(keys) % columns columns hold one entry more
+        rows, longer = divmod(len(keys), columns)
+        starts = [c * rows + min(c, longer) for c in range(columns + 1)]
         # each column is as wide as its widest entry
-        total = sum(max(widths[c * rows:(c + 1) * rows], default=0.0) for c in range(columns))
+        total = sum(max(widths[starts[c]:starts[c + 1]]) for c in range(columns))
         if total <= room or columns == 1:
             return columns, total
 

@@ -57,6 +57,9 @@ from ..tracing.tracer import Tape, Traced, argument_positions, trace
 from .jacobians import jacobian
 from .sweeps import jvp
 
+__all__ = ["ReversePass", "backward_vertices", "gradient_graph", "hessian", "hvp",
+           "recorded_gradient"]
+
 
 def _flat_arguments(args, positions) -> list:
     """The numbers of the differentiated arguments, in order (arrays in C order)."""

@@ -39,6 +39,8 @@ from ..graph.operators import OPERATORS, Operator
 from .ops import Op
 from .tracer import Traced, compute, elementwise_block
 
+__all__ = ["Dual", "jacobian_by_duals", "jvp_by_duals"]
+
 
 class Dual(Traced):
     """A value and its tangent (a float, an array of the value's shape, or either with

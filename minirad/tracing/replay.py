@@ -37,6 +37,8 @@ import numpy as np
 from ..graph.lcg import LCG
 from .tracer import RAISED, Recording, Tape, check_finite, compute, graph, is_data
 
+__all__ = ["recording", "replay"]
+
 
 def recording(g: LCG) -> Recording:
     """The recording of a traced graph; ``ValueError`` for any other graph."""

@@ -128,16 +128,6 @@ def test_goals_compare_the_measured_ratio_with_the_target():
     assert common.time_ratio(rows, "b", 2, "mine", "peer") is None
 
 
-def test_the_trace_breakdown_runs_and_its_layers_add_up():
-    import bench.trace_breakdown as breakdown
-
-    medians = breakdown.measure(size=2_000, repeats=1)
-    assert set(medians) == {name for name, _ in breakdown.LAYERS}
-    assert all(t > 0 for t in medians.values())
-    table = breakdown.report(medians, 2_000)
-    assert "| floats |" in table and "end to end" in table
-
-
 # ------------------------------------------------- the array peers (issue 30)
 def test_in_turns_times_the_first_call_apart_and_keeps_a_failing_step_out():
     calls = {"a": 0}

@@ -565,6 +565,20 @@ def test_elimination_strip_has_one_legend():
     assert figure.legends[0].get_texts()[0].get_fontsize() >= 12
 
 
+
+@needs_dot
+@pytest.mark.parametrize("ncols", [1, 2, 3])
+def test_elimination_strip_legend_stays_inside_the_figure(ncols):
+    # the columns were counted as if filled `rows` at a time; matplotlib gives the extra
+    # entries to the first columns, so 7 keys in 6 columns ran off the right edge
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = R.elimination_strip(examples.figure1(), "markowitz", ncols=ncols)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    box = figure.legends[0].get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= figure.bbox.width, (box, figure.bbox.width)
+
+
 # ------------------------------------------------------ graphs of arrays
 def lab8_graph():
     """Lab 8's two-layer network on a batch of 4 (float32): nine array edges, two of
