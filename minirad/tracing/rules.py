@@ -67,6 +67,11 @@ from .tracer import (
     record,
 )
 
+__all__ = ["Rule", "as_float_dtype", "astype", "avg_pool2d", "clip", "conv2d", "count",
+           "getitem", "matmul", "plain", "refuse_options", "register", "register_rules",
+           "reshape", "round_", "softmax", "softmax_cross_entropy", "softmax_values",
+           "squeeze", "supported", "swapaxes", "transpose", "where"]
+
 
 @dataclass(frozen=True, eq=False)
 class Rule:
