@@ -13,7 +13,10 @@
   :mod:`~minirad.tracing.rearrange` (tile, repeat, sort, diag, ...);
 * :mod:`~minirad.tracing.naming`: how a trace names its vertices;
 * :mod:`~minirad.tracing.replay`: a traced graph run again at new inputs, from its
-  tape, without running the program.
+  tape, without running the program;
+* :mod:`~minirad.tracing.codegen`: the same tape written out as a Python program, its
+  forward, tangent or adjoint code (with :mod:`~minirad.tracing.program`, the program
+  being written, and :mod:`~minirad.tracing.sources`, the rules' formulas as source).
 """
 
 # rules and the modules beside it fill the table of numpy's names
