@@ -40,6 +40,7 @@ from .checks_arrays import (
     check_pullbacks,
     check_scalar_tracer,
 )
+from .checks_codegen import check_adjoint_by_hand, check_step_diagonals
 from .checks_edges import check_eliminate_edge
 from .checks_higher import check_dual_numbers, check_hvp
 from .checks_injection import check_rademacher_P, check_sampling_P, check_variance_k1
@@ -82,5 +83,5 @@ __all__ = [
     "line_fit_loss", "output_folder", "passed", "run_notebook", "sample_jacobian", "show",
     "time_limit", "to_notebook", "write_notebooks",
     "check_different_sample", "check_same_sample", "check_z_scores", "check_tree_size",
-    "check_dual_numbers", "check_hvp",
+    "check_dual_numbers", "check_hvp", "check_adjoint_by_hand", "check_step_diagonals",
 ]

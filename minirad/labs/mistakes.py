@@ -486,6 +486,28 @@ def _table1_slip(variant: dict):
 
 
 #: exercise number -> [(the mistake, a function returning the wrong definitions)]
+def _adjoint_slip(kind: str):
+    """A wrong adjoint of sum(tanh(W @ x)) for Exercise 13.1."""
+    def adjoint(W, x, y_bar):
+        v = np.tanh(W @ x)
+        v_bar = np.full(v.shape, float(y_bar))
+        v2_bar = {"no tanh": v_bar, "tanh' = 1 - tanh": v_bar * (1.0 - v),
+                  "no y_bar": 1.0 - v * v}.get(kind, v_bar * (1.0 - v * v))
+        W_bar = np.outer(x, v2_bar) if kind == "transposed" else np.outer(v2_bar, x)
+        x_bar = v2_bar @ W.T if kind == "x_bar by W" else W.T @ v2_bar
+        return float(v.sum()), (W_bar, x_bar)
+    return lambda: (adjoint,)
+
+
+def _diagonal_slip(kind: str):
+    """Wrong diagonals of one relaxation step for Exercise 13.2."""
+    def step_diagonals(x, c):
+        cube = x * x if kind == "x^2" else 3.0 * x * x
+        d_x = 0.01 * (c - cube) + (0.0 if kind == "no identity" else 1.0)
+        return d_x, (x if kind == "no 0.01" else 0.01 * x)
+    return lambda: (step_diagonals,)
+
+
 MISTAKES = {
     "1.1": [
         ("a one-sided (forward) difference", _one(lambda f, x, h: (f(x + h) - f(x)) / h)),
@@ -663,6 +685,18 @@ MISTAKES = {
         ("every input seeded with tangent 1", _hvp_slip("ones")),
         ("only the first input seeded", _hvp_slip("first")),
         ("a difference quotient of the gradient along v", _hvp_slip("difference")),
+    ],
+    "13.1": [
+        ("the tanh's partial left out", _adjoint_slip("no tanh")),
+        ("tanh' written as 1 - tanh", _adjoint_slip("tanh' = 1 - tanh")),
+        ("the cotangent y_bar not applied", _adjoint_slip("no y_bar")),
+        ("W_bar as outer(x, v2_bar), transposed", _adjoint_slip("transposed")),
+        ("x_bar as v2_bar @ W.T", _adjoint_slip("x_bar by W")),
+    ],
+    "13.2": [
+        ("the identity path x -> x' left out", _diagonal_slip("no identity")),
+        ("x^3's derivative as x^2", _diagonal_slip("x^2")),
+        ("d_c without the 0.01", _diagonal_slip("no 0.01")),
     ],
 }
 

@@ -503,6 +503,14 @@ class _Writer:
             return self.names[self.vertex[t]]
         return self.var[t] or f"data{t}"
 
+    def shown(self, o) -> str:
+        """How a message names an operand: its vertex or data name, a number, or ``c``."""
+        if type(o) is int:
+            return self.name(o)
+        if isinstance(o, (float, np.ndarray, np.generic)) and np.ndim(o) == 0:
+            return repr(np.asarray(o).item())
+        return "c"
+
     def operand(self, o) -> str:
         """The text of an operand: its variable, or a constant written in or bound."""
         if type(o) is int:
@@ -544,7 +552,7 @@ class _Writer:
         self._forward_end = len(p.statements) and p.statements[-1].key[1] + 1
 
     def template(self, rule, operands, params) -> str:
-        pieces = [self.name(o) if type(o) is int else (literal(o) or "c") for o in operands]
+        pieces = [self.shown(o) for o in operands]
         try:
             return (rule.template(pieces, params) if callable(rule.template)
                     else rule.template.format(*pieces, **params))
@@ -588,7 +596,7 @@ class _Writer:
         p = self.p
         texts = [self.var[o] if type(o) is int else self.operand(o) for o in operands]
         name = getattr(function, "__name__", "value")
-        shown = f"{name}({', '.join(self.name(o) if type(o) is int else str(literal(o) or 'c') for o in operands)})"  # noqa: E501
+        shown = f"{name}({', '.join(self.shown(o) for o in operands)})"
         was = literal(result) if result is not RAISED else None
         if was is None:
             was = p.constant(result, "was")
