@@ -9,8 +9,10 @@ new inputs it must equal a fresh trace there, or raise ``ValueError``.  The rand
 programs are those of the tracer's own fuzz tests.
 """
 
+import doctest
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,6 +114,14 @@ def test_a_formula_that_looks_at_a_value_is_not_read():
 
 def test_the_rules_written_out_compute_what_the_rules_compute():
     rng = np.random.default_rng(1)
+    for rule, text_of in sources.VALUES.items():
+        for shapes in [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
+                       ((2, 3, 4), (4, 5))]:
+            values = [rng.standard_normal(s) for s in shapes]
+            got = eval(text_of(values).format("a", "b"), {"np": np},  # noqa: S307
+                       {"a": values[0], "b": values[1]})
+            want = rule.value(*values)
+            assert type(got) is type(want) and same(got, want), shapes
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     g = trace(lambda a, b: (a @ b).sum(), a, b)
     plain = codegen(g, preaccumulate=False)
@@ -265,6 +275,19 @@ def test_the_source_is_readable_python_with_one_statement_per_vertex():
                 assert re.search(rf"\b{re.escape(name)}\b", source), (name, source)
 
 
+def test_a_sparse_constant_matrix_is_called_by_its_own_rule():
+    import scipy.sparse as sp
+
+    from minirad.tracing.rules import matmul
+
+    A = sp.csr_array(np.array([[2.0, 0.0, 1.0], [0.0, 3.0, 0.0]]))
+    for program in (lambda x: np.tanh(matmul(A, x)).sum(), lambda x: (matmul(x, A.T)).sum()):
+        x = np.array([0.5, -1.0, 2.0])
+        g = trace(program, x)
+        value, (gx,) = codegen(g, preaccumulate=False)(x)
+        assert same(gx, minirad.gradient(g)[0]) and same(value, g.value(g.outputs[0]))
+
+
 def test_the_lecture_example_reads_as_its_wengert_list():
     g = trace(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
     source = str(codegen(g, "forward"))
@@ -373,3 +396,9 @@ def test_non_finite_values_at_new_inputs_raise_as_the_trace_does():
     h = trace(lambda x: ops.log(x), 1.0)
     with pytest.raises(ValueError):
         compiled(h)(-1.0)
+
+
+def test_the_docs_page_on_three_ways_runs():
+    page = Path(__file__).resolve().parents[1] / "docs" / "three_ways.md"
+    result = doctest.testfile(str(page), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted >= 20

@@ -38,7 +38,8 @@ a guard that raises ``ValueError`` when new inputs would take another path.
 >>> code = codegen(g)
 >>> print(code)
 def adjoint(x1, x2, y_bar):
-    \"\"\"The adjoint of a traced graph (7 vertices, 8 edges), written by minirad.codegen.
+    \"\"\"The adjoint of a traced graph (7 vertices, 8 edges),
+    written by minirad.codegen.
     The derivative makes 6 operations (preaccumulation eliminated 4 vertices of
     elementwise chains first).\"\"\"
     v2 = math.log(x1)                         # v2 = log(x1)
@@ -465,8 +466,8 @@ class _Writer:
         calls = p.calls() - forward_calls
         what = {"forward": "program", "tangent": "tangent (forward mode)",
                 "adjoint": "adjoint"}[self.mode]
-        doc = (f"The {what} of a traced graph ({g.n_vertices} vertices, {g.n_edges} edges), "
-               f"written by minirad.codegen.")
+        doc = (f"The {what} of a traced graph ({g.n_vertices} vertices, {g.n_edges} edges),"
+               f"\n    written by minirad.codegen.")
         if self.mode != "forward":
             doc += f"\n    The derivative makes {calls} operations"
             if self.eliminated:
@@ -567,9 +568,10 @@ class _Writer:
             function = rule.value if number else rule.on_arrays[0]
             text = self.call(function, texts, f"{rule.name}_value")
             return text if number or np.ndim(value) else f"np.asarray({text})"
-        written = VALUES.get(rule.name)
-        if written is not None and written[0](values):
-            return written[1].format(*texts)
+        written = VALUES.get(rule)
+        text = written(values) if written is not None else None
+        if text is not None:
+            return text.format(*texts)
         arguments = texts + [f"{k}={self.operand_param(v)}" for k, v in params.items()]
         return f"{self.p.constant(rule.value, rule.name + '_value')}({', '.join(arguments)})"
 
@@ -688,7 +690,7 @@ class _Writer:
         values = [tape.values[q] if type(q) is int else q for q in operands]
         y = tape.values[t]
         number = np.shape(y) == () == np.shape(values[positions[0]])
-        written = PRODUCTS.get(rule.name)
+        written = PRODUCTS.get(rule)
         if written is not None and len(positions) == 1 and written[0](values):
             i = positions[0]
             return _Block(rule, t, positions, texts=(written[1][i], written[2][i]))

@@ -35,6 +35,8 @@ import math
 
 import numpy as np
 
+from .rules import MATMUL
+
 # Python's operator precedence, lowest first (the few levels generated code uses)
 COMPARE, ADDITIVE, MULTIPLICATIVE, UNARY, POWER, ATOM = range(6)
 _BINARY = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE,
@@ -230,16 +232,18 @@ def _both_matrices(operands) -> bool:
 
 
 VALUES = {
-    # rule name: (when, the value's source over the operands {0}, {1})
-    "matmul": (_both_matrices, "{0} @ {1}"),
+    # rule: the value's source over the operands {0}, {1}, given their values
+    # (np.matmul of two vectors is a numpy scalar; the rule's value is an array)
+    MATMUL: lambda values: "{0} @ {1}" if max(np.ndim(v) for v in values) > 1
+    else "np.asarray({0} @ {1})",
 }
 """Values of rules written out as numpy source, where the rule's own value function
 would cost a Python call more than it is worth (the hot rules of a training loop):
-``when(values)`` (of the operands' values) says whether the text applies to this step."""
+each gives the text for the operands' values (None: call the rule's own)."""
 
 PRODUCTS = {
-    # rule name: ((when, vector-Jacobian product of operand 0, of operand 1), ...)
-    "matmul": (_both_matrices, ("{u} @ {1}.T", "{0}.T @ {u}"), ("{t} @ {1}", "{0} @ {t}")),
+    # rule: (when, vector-Jacobian products of operand 0, 1; Jacobian-vector products)
+    MATMUL: (_both_matrices, ("{u} @ {1}.T", "{0}.T @ {u}"), ("{t} @ {1}", "{0} @ {t}")),
 }
 """Vector-Jacobian products (``{u}`` the cotangent of the result) and Jacobian-vector
 products (``{t}`` the tangent of the operand) written out as numpy source, per operand,
