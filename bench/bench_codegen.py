@@ -7,7 +7,11 @@ generated once (neither timed), then called at each iteration:
   12,000-operation loop (:func:`bench.programs.relaxation`), against
   :func:`bench.programs.relaxation_by_hand`; goal at most 1.2x;
 * the MLP 784-300-300-300-10 gradient (batch 150, float32) against
-  :func:`bench.programs.mlp_gradient_by_hand`; goal at most 1.05x.
+  :func:`bench.programs.mlp_gradient_by_hand`; goal at most 1.05x;
+* the reaction-diffusion study's exact gradient at 4,096 and 40,961 steps, by the
+  generated code of one time step in a loop (:func:`generated_pde_gradient`), against
+  the study's hand-written engine (``pde_engine.run``, whose time is the row kept for
+  issue 41's goal of 1.2x).
 
 Each table times, in turns in one process (A, B, C, A, B, C, ...; medians of the
 rounds, BLAS on one thread): the floor, the generated code, minirad's replay
@@ -99,10 +103,77 @@ def mlp_rows(batch: int, repeats: int) -> list[dict]:
     return _noted(rows, "mlp")
 
 
+def generated_pde_gradient(p):
+    """``gradient(theta) -> [loss, d loss / d theta]`` of the reaction-diffusion study by
+    generated code of ONE time step (traced once, its forward and adjoint code written
+    once): a forward loop keeping phi_n (what the study's engine keeps), then the adjoint
+    code of each step in reverse order, which recomputes that step's forward values."""
+    from bench.programs import pde_constants
+    from minirad.tracing.codegen import codegen
+
+    k = pde_constants(p)
+    shift, bump, phi0, r, dt, scale = (k[name] for name in ("shift", "bump", "phi0", "r", "dt",
+                                                             "scale"))
+    factors, target_factors = k["steps"]
+
+    def step(phi, profiles, f, target_factor):
+        diagonal = (1 - 4 * r) + dt * (f @ profiles).reshape(-1, 1)
+        phi = diagonal * phi + r * (shift @ phi + phi @ shift)
+        error = phi - (phi0 + target_factor * bump)
+        return phi, (error * error).sum()
+
+    profiles0 = np.ones((3, p.side))
+    g = minirad.trace(step, phi0, profiles0, factors[0], target_factors[0], wrt=[0, 1])
+    forward, adjoint = codegen(g, "forward").function, codegen(g).function
+
+    def gradient(theta):
+        profiles = (theta @ k["select"]).reshape(3, 3).T @ k["basis"]
+        phi, total, states = phi0, 0.0, []
+        for n in range(p.n_steps):
+            states.append(phi)
+            phi, squares = forward(phi, profiles, factors[n], target_factors[n])
+            total += squares
+        lam, profiles_bar, seed = np.zeros_like(phi), np.zeros_like(profiles), np.asarray(scale)
+        for n in range(p.n_steps - 1, -1, -1):
+            _, (lam, bar) = adjoint(states[n], profiles, factors[n], target_factors[n], lam,
+                                    seed)
+            profiles_bar += bar
+        theta_bar = k["select"] @ (profiles_bar @ k["basis"].T).T.reshape(-1)   # M = C^T
+        return [total * scale, theta_bar]
+    return gradient
+
+
+PDE = "PDE exact gradient: one step's generated code against the study's engine"
+ENGINE = "numpy by hand: pde_engine.run exact (floor)"
+PER_STEP = "minirad generated code of one step, per-step loop"
+
+
+def pde_rows(steps: int, repeats: int) -> list[dict]:
+    from minirad.studies import pde_engine
+    from minirad.studies.pde import Reactor, initial_theta
+
+    p, theta = Reactor.quick(n_steps=steps), initial_theta(rng=0)
+
+    def engine():
+        out = pde_engine.run(p, [theta], ["exact"])
+        return [out.losses[0], out.gradients[0]]
+
+    rows = compare(PDE, f"{steps:,} steps",
+                   [Method(ENGINE, lambda: engine),
+                    Method(PER_STEP, lambda: partial(generated_pde_gradient(p), theta))],
+                   repeats, rtol=1e-8)
+    for row in rows:
+        if row["method"] == PER_STEP:
+            row["note"] = ("phi_n kept per step (as the engine); each step's adjoint code "
+                           "recomputes its forward values")
+    return rows
+
+
 def run(quick: bool = False) -> list[dict]:
     if quick:
-        return mlp_rows(20, 3) + loop_rows(31, 50, 3)
-    return mlp_rows(150, 41) + loop_rows(961, 2000, 21)
+        return mlp_rows(20, 3) + loop_rows(31, 50, 3) + pde_rows(64, 3)
+    return (mlp_rows(150, 101) + loop_rows(961, 2000, 21) + pde_rows(4096, 5)
+            + pde_rows(40961, 3))
 
 
 def goals(rows: list[dict]) -> list[dict]:
@@ -116,6 +187,8 @@ def goals(rows: list[dict]) -> list[dict]:
                    CODE, "PyTorch eager", 1.0),
         ratio_goal(rows, "MLP gradient: generated code vs JAX jit", MLP, MLP_SIZE, CODE,
                    "JAX jit", 1.1),
+        ratio_goal(rows, "PDE exact gradient, 40,961 steps: generated code vs pde_engine",
+                   PDE, "40,961 steps", PER_STEP, ENGINE, 1.2),
     ]
 
 

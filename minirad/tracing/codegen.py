@@ -424,7 +424,8 @@ class _Writer:
 
     def __init__(self, g: LCG, kept: Recording, mode: str, preaccumulate: bool):
         self.g, self.kept, self.mode = g, kept, mode
-        self.names = list(g.names)
+        self.names = list(g.names)                       # as comments name vertices
+        self.ids = [python_name(n) for n in self.names]   # as variables are named
         self.tape = tape = kept.tape
         self.tape_of = [t for t, a in enumerate(tape.active) if a] + [
             t for t in kept.outputs if not tape.active[t]]
@@ -449,11 +450,11 @@ class _Writer:
             if self.preaccumulate:
                 self.eliminate(preds)
             if self.mode == "adjoint":
-                seeds = [p.parameter(f"{self.names[v]}_bar", BACKWARD) for v in g.outputs]
+                seeds = [p.parameter(self.ids[v] + "_bar", BACKWARD) for v in g.outputs]
                 parameters += seeds
                 derivative = self.adjoint(preds, seeds)
             else:
-                seeds = [p.parameter(f"{self.names[v]}_dot") for v in g.inputs]
+                seeds = [p.parameter(self.ids[v] + "_dot") for v in g.inputs]
                 parameters += seeds
                 derivative = self.tangent(preds, seeds)
             present = [d for d in derivative if d in p.position]
@@ -681,7 +682,8 @@ class _Writer:
         if isinstance(d, np.ndarray) and not mask and d.dtype != np.asarray(y).dtype:
             text = f"np.asarray({text}, dtype=np.{np.asarray(y).dtype.name})"
         v, u = self.names[self.vertex[t]], self.name(operands[i])
-        var = p.emit(text, reads, f"d{v}_d{u}", comment=f"d{v}/d{u}", own=False, mask=mask,
+        var = p.emit(text, reads, python_name(f"d{v}_d{u}".replace("[", "").replace("]", "")),
+                     comment=f"d{v}/d{u}", own=False, mask=mask,
                      at=float(t))
         return Linear.of(var)
 
@@ -697,7 +699,8 @@ class _Writer:
         edge = Edge(tape, t, operands, self.vertex)
         with np.errstate(all="ignore"):
             label = block_label(rule, positions, params, edge, *values, y)
-        v, u = self.names[self.vertex[t]], self.name(operands[positions[0]])
+        v, u = (python_name(n).strip("_") for n in (self.names[self.vertex[t]],
+                                                    self.name(operands[positions[0]])))
         if not number and _static(label):
             return _Block(rule, t, positions, p.constant(label, f"J_{v}_{u}"))
         builder = _Builder(rule, positions, params, edge, operands)
@@ -758,7 +761,7 @@ class _Writer:
         for w in sorted(succs[v]):
             out = preds[w].pop(v)
             for u, inner in preds[v].items():
-                d = p.multiply(out.d, inner.d, f"d{name[w]}_d{name[u]}",
+                d = p.multiply(out.d, inner.d, f"d{self.ids[w]}_d{self.ids[u]}",
                                comment=f"d{name[w]}/d{name[u]} through {name[v]}")
                 there = preds[w].get(u)
                 preds[w][u] = _Diagonal(d if there is None else p.add(there.d, d),
@@ -771,7 +774,7 @@ class _Writer:
     def adjoint(self, preds, seeds) -> list[str]:
         """The reverse sweep: cotangents pulled back vertex by vertex, last first."""
         g, p = self.g, self.p
-        names = [python_name(n) for n in g.names]
+        names = self.ids
         cot: dict[int, Linear] = {v: Linear.of(s) for v, s in zip(g.outputs, seeds)}
         for v in range(g.n_vertices - 1, -1, -1):
             if v not in cot or not preds[v] or cot[v].constant:
@@ -804,7 +807,7 @@ class _Writer:
             spread = Broadcast(label.spread, g.shape(v), g.dtype(v))
             summed = any(a != b for a, b in zip((1,) * (len(g.shape(v)) - len(
                 label.spread)) + label.spread, g.shape(v)))
-            op = p.constant(spread, f"spread_{self.names[u]}")
+            op = p.constant(spread, f"spread_{self.ids[u]}")
             return Linear.of(p.emit(f"{op}.apply_transpose({var})", (var,), wanted,
                                     comment=comment + ", summed back", own=summed), coef)
         coef, var = p.single(bar)
@@ -824,15 +827,17 @@ class _Writer:
         when it is a combination of several)."""
         if d.constant or (len(d.terms) == 1 and not d.const):
             return d
-        names = self.names
-        coef, var = self.p.single(d, f"d{names[v]}_d{names[u]}",
-                                  f"d{names[v]}/d{names[u]}, preaccumulated")
+        names, ids, p = self.names, self.ids, self.p
+        how = "preaccumulated" if self.preaccumulate else "the partials of its uses added"
+        # written where its operands are (so that they can be freed), not beside v
+        coef, var = p.single(d, f"d{ids[v]}_d{ids[u]}".replace("__", "_"),
+                             f"d{names[v]}/d{names[u]}, {how}")
         return Linear.of(var, coef)
 
     def tangent(self, preds, seeds) -> list[str]:
         """The forward sweep: each tangent beside its value, in the graph's order."""
         g, p = self.g, self.p
-        names = [python_name(n) for n in g.names]
+        names = self.ids
         tan: dict[int, Linear] = {v: Linear.of(s) for v, s in zip(g.inputs, seeds)}
         for v in range(g.n_vertices):
             if v in tan:
