@@ -1,7 +1,7 @@
 """What the reverse sweep's accumulation options save: arrays allocated, bytes, peak memory.
 
 The options of :func:`minirad.exact.sweeps.gradient` (see
-:mod:`minirad.exact.cotangents`): ``accumulate="in_place"`` adds each term into
+:mod:`minirad.exact.cotangents`): ``in_place=True`` adds each term into
 the sweep's own accumulator (the ChainRules notes' ``add!!``), ``lazy=True``
 defers every cotangent until a requested input needs it.  Three programs:
 
@@ -40,13 +40,14 @@ from bench.programs import mlp_loss
 from minirad import trace
 from minirad.exact import cotangents
 from minirad.exact.sweeps import gradient
-from minirad.studies import networks, nn_graph
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import networks
 
 BENCHMARK = "reverse sweep accumulation"
-METHODS = {"minirad plain (the reference)": ("plain", False),
-           "minirad in place (add!!)": ("in_place", False),
-           "minirad lazy (thunks)": ("plain", True),
-           "minirad in place + lazy": ("in_place", True)}
+METHODS = {"minirad plain (the reference)": (False, False),   # (in_place, lazy)
+           "minirad in place (add!!)": (True, False),
+           "minirad lazy (thunks)": (False, True),
+           "minirad in place + lazy": (True, True)}
 
 
 def mlp_graph(batch: int):
@@ -89,7 +90,7 @@ def rows_for(name: str, size: str, g, wrt, repeats: int) -> list[dict]:
     y = g.outputs[0]
     wanted = g.inputs if wrt is None else [g.index(v) for v in wrt]
     seeds = {y: np.ones((), g.dtypes[y])}
-    runs = [lambda options=options: gradient(g, wrt=wrt, accumulate=options[0], lazy=options[1])
+    runs = [lambda options=options: gradient(g, wrt=wrt, in_place=options[0], lazy=options[1])
             for options in METHODS.values()]
     with one_blas_thread():   # in turns, so that load from other work falls on all alike
         turns = in_turns(dict(zip(METHODS, runs)), repeats)
@@ -98,14 +99,14 @@ def rows_for(name: str, size: str, g, wrt, repeats: int) -> list[dict]:
     medians = [turns.median_s[method] for method in METHODS]
     results = [turns.first_result[method] for method in METHODS]
     rows = []
-    for (method, (accumulate, lazy)), seconds, fn, result in zip(METHODS.items(), medians, runs,
+    for (method, (in_place, lazy)), seconds, fn, result in zip(METHODS.items(), medians, runs,
                                                                  results):
-        swept = cotangents.reverse_accumulation(g, seeds, wanted=wanted, accumulate=accumulate,
+        swept = cotangents.reverse_accumulation(g, seeds, wanted=wanted, in_place=in_place,
                                                 lazy=lazy)
         row = {"benchmark": BENCHMARK, "size": f"{name}: {size}", "method": method,
                "median_s": seconds, "repeats": repeats, "allocations": swept.allocations,
                "allocated MB": swept.allocated_bytes / 1e6, "peak MB": peak_bytes(fn) / 1e6,
-               "flops": swept.multiplications, "baseline": accumulate == "plain" and not lazy}
+               "flops": swept.multiplications, "baseline": not in_place and not lazy}
         if not all(a.dtype == b.dtype and np.array_equal(a, b)
                    for a, b in zip(result, results[0])):
             row["status"] = "error: the gradient differs from the plain sweep's"

@@ -11,7 +11,7 @@ loss is ``|x|^2``.  Two traced programs give its gradient:
   (it contracts by about 2/3 a step: A's eigenvalues lie in (2, 6)) traced
   step by step, and the reverse sweep through every step.
 
-Columns: ``retained bytes`` (:func:`minirad.memory`: what the reverse
+Columns: ``retained bytes`` (:func:`minirad.retained_memory`: what the reverse
 sweep keeps), ``vertices``, and ``grad diff`` (largest relative difference of
 the gradient from the implicit one).  Time is trace plus reverse sweep.
 
@@ -29,7 +29,7 @@ import numpy as np
 from bench.common import print_results
 from minirad import trace
 from minirad.exact.sweeps import gradient
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.implicit.solves import solve_root
 
 
@@ -79,7 +79,7 @@ def run(quick: bool = False) -> list[dict]:
             rows.append({"benchmark": "gradient through a nonlinear solve A x + x^3/10 = p",
                          "size": n, "method": name, "median_s": statistics.median(times),
                          "min_s": min(times), "repeats": repeats,
-                         "retained bytes": f"{memory(g).total:,.0f}",
+                         "retained bytes": f"{retained_memory(g).total:,.0f}",
                          "vertices": g.n_vertices, "grad diff": f"{diff:.1e}"})
     return rows
 

@@ -12,7 +12,7 @@ them alike and the ratios are not load noise. BLAS runs on one thread while
 timing (threadpoolctl, when installed).
 
 * MLP training iteration (numpy floor): the hand-written network of
-  :mod:`minirad.studies.mlp_numpy`; ``kept_bytes_per_example`` is what its tape
+  :mod:`minirad.studies.nn.mlp_numpy`; ``kept_bytes_per_example`` is what its tape
   holds (6,776 at baseline and 828.5 at f = 0.1, so RAD keeps 0.122x).
 * MLP training iteration on the graph: the graph of the forward pass (traced at
   the first iteration, replayed at the others), the estimator injected on it,
@@ -21,14 +21,14 @@ timing (threadpoolctl, when installed).
   (timed in the same turns).
 * ConvNet training iteration on the graph: the same for the ConvNet as the study
   trains it (channels 4, 8, 8, 8 on 28x28 images), baseline and the three RAD
-  estimators; the floor is :mod:`minirad.studies.convnet_numpy`.
+  estimators; the floor is :mod:`minirad.studies.nn.convnet_numpy`.
 
 * MLP, ConvNet and IRNN training iteration against the array peers: the
   exact (baseline) iteration of each network the study trains, by the numpy
   floor (the study's hand-written network; for the IRNN, which has none,
   :func:`bench.programs.irnn_gradient_by_hand`), minirad on the graph traced
   afresh at every iteration, minirad's replay (what the study runs: traced at the
-  first iteration, replayed at the others, :class:`minirad.studies.nn_graph.Replayed`),
+  first iteration, replayed at the others, :class:`minirad.studies.nn.graph.Replayed`),
   HIPS autograd,
   PyTorch eager with its Adam and JAX ``jit`` with Adam inside the compiled step
   (:mod:`bench.peers`), ``first_call_s`` apart from the steady state.  The first
@@ -49,9 +49,10 @@ import numpy as np
 from bench.common import find_row, goal, in_turns, one_blas_thread, print_results, time_ratio
 from bench.peers import Method, compare, training_iteration
 from bench.programs import convnet_loss, irnn_gradient_by_hand, irnn_loss, mlp_loss
-from minirad.studies import mlp_numpy, networks, nn_graph
-from minirad.studies.nn import ESTIMATORS, estimator_batch, estimator_kind
-from minirad.studies.training import Adam
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import mlp_numpy, networks
+from minirad.studies.nn.study import ESTIMATORS, estimator_batch, estimator_kind
+from minirad.studies.nn.training import Adam
 
 BENCHMARK = "MLP training iteration (numpy floor)"
 GRAPH_BENCHMARK = "MLP training iteration on the graph (vs the floor)"

@@ -49,8 +49,8 @@ from bench.common import median_time, print_results, ratio_goal
 from bench.peers import Method, compare, replayed_gradient, value_and_gradient
 from bench.programs import pde_constants, pde_loss
 from minirad.checkpoint.schedules import StoreAll, Uniform, sqrt_every
-from minirad.studies import pde_engine
 from minirad.studies.pde import Reactor, exact_gradient, initial_theta
+from minirad.studies.pde import engine as pde_engine
 
 
 def bare_ftcs_loss(p: Reactor, theta) -> float:

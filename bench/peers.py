@@ -94,7 +94,7 @@ def _numpy_cross_entropy(z, labels):
 
 
 def _numpy_kit() -> Kit:
-    from minirad.studies.convnet_numpy import conv2d
+    from minirad.studies.nn.convnet_numpy import conv2d
 
     return Kit("numpy", np.asarray, np.zeros, lambda x: np.maximum(x, 0),
                _numpy_cross_entropy, conv2d, pool_by_reshape, python_loop)
@@ -248,11 +248,11 @@ def training_iteration(framework: str, program, constants, params, lr: float):
     """One training iteration of ``program(kit, *constants, *params)`` by ``framework``
     (autograd, torch, jax): value and gradient, then an Adam step on the parameters
     (PyTorch's own optimizer; JAX's written into the compiled step; autograd's arrays
-    by :class:`minirad.studies.training.Adam`).  The call returns ``[value, *gradients]``
+    by :class:`minirad.studies.nn.training.Adam`).  The call returns ``[value, *gradients]``
     of that iteration, taken before the step."""
     params = [p.copy() for p in params]
     if framework == "autograd":
-        from minirad.studies.training import Adam
+        from minirad.studies.nn.training import Adam
 
         gradient, optimizer = value_and_gradient("autograd", program, constants, params), Adam()
 

@@ -12,7 +12,7 @@ JAX runs it as ``lax.scan`` (its best configuration), the others in Python.
   then the sum: six array operations a step (``x * x * x`` is two), so 2,000 steps
   are the 12,000-operation program of issue 30; :func:`relaxation_by_hand` is its floor.
 * :func:`convnet_loss`, :func:`irnn_loss`: the NN study's ConvNet and IRNN
-  (:mod:`minirad.studies.nn_graph` traces the same networks);
+  (:mod:`minirad.studies.nn.graph` traces the same networks);
   :func:`irnn_gradient_by_hand` is the IRNN's floor (the study has none).
 * :func:`pde_loss`: the reaction-diffusion study's loss (:mod:`minirad.studies.pde`)
   with the stencil's neighbour sums written as products with a constant shift matrix.
@@ -113,7 +113,7 @@ def relaxation_by_hand(x, c, steps: int):
 
 # ------------------------------------------------------------- ConvNet, IRNN
 def convnet_loss(kit, x, labels, *params):
-    """The study's ConvNet (:mod:`minirad.studies.convnet_numpy`): four 5x5 convolutions
+    """The study's ConvNet (:mod:`minirad.studies.nn.convnet_numpy`): four 5x5 convolutions
     with zero padding 2, ReLU, a 2x2 average pool after the second and the fourth,
     then a linear layer."""
     a = x

@@ -24,7 +24,7 @@ from . import examples
 from .draw import notebook as _notebook
 from .draw import plots
 from .draw.explore import explore
-from .draw.render import render, render_elimination, save
+from .draw.render import render, render_elimination, save_drawing
 from .exact.elimination import eliminate, eliminate_vertex, elimination_order
 from .exact.jacobians import accumulate, jacobian
 from .exact.paths import bauer, count_paths, path_product
@@ -32,7 +32,7 @@ from .exact.sweeps import forward_sweep, gradient, jvp, reverse_sweep, vjp
 from .gradcheck import gradcheck, numerical_jacobian
 from .graph.files import load_graph, save_graph
 from .graph.lcg import LCG
-from .graph.memory import memory
+from .graph.memory import retained_memory
 from .graph.scalarize import scalarize
 from .implicit.solves import solve_root
 from .randomized.experiments import compare
@@ -45,8 +45,8 @@ from .tracing.codegen import codegen
 # (minirad.exact.sweeps, minirad.randomized.injection, ...), as the API reference lists it
 __all__ = [
     # the graph: trace a program (and replay it), or build, save and load one
-    "LCG", "trace", "replay", "codegen", "detach", "ops", "examples", "save_graph", "load_graph",
-    "memory", "scalarize",
+    "LCG", "trace", "replay", "codegen", "detach", "ops", "examples", "save_graph",
+    "load_graph", "retained_memory", "scalarize",
     # exact Jacobians
     "jacobian", "accumulate", "forward_sweep", "reverse_sweep", "jvp", "vjp", "gradient",
     "bauer", "count_paths", "path_product", "eliminate", "eliminate_vertex",
@@ -55,7 +55,7 @@ __all__ = [
     "sample_paths", "sampled_jacobians", "path_sampling_variance", "compare",
     "inject_vertex", "inject_edge", "sample_activations", "injection_variance",
     # pictures
-    "render", "render_elimination", "save", "plots", "explore",
+    "render", "render_elimination", "save_drawing", "plots", "explore",
 ]
 __version__ = "0.1.0"
 

@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -22,10 +23,10 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import STRATEGIES
+from .exact.elimination import ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
-from .graph.files import load_graph, save_graph
+from .graph.files import MAX_BYTES, load_graph, save_graph
 from .graph.labels import FLOATS
 from .graph.lcg import LCG, plural
 from .tracing import trace
@@ -145,17 +146,32 @@ def _parse_point(text: str):
                          f"numbers") from None
 
 
-def _load_graph(path: str) -> LCG:
+def _load_graph(path: str, max_bytes: int) -> LCG:
     if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
     if not os.path.isfile(path):
         raise UsageError(f"{path} is not a file (a folder or a device); give a saved LCG")
-    return load_graph(path)
+    if max_bytes < 1:
+        raise UsageError(f"--max-bytes must be a positive number of bytes, not {max_bytes}")
+    return load_graph(path, max_bytes=max_bytes)
+
+
+def _as_flags(message: str, flags: set[str]) -> str:
+    """A library's advice "pass max_paths=N" as the command's own "pass --max-paths N",
+    for the keywords the command has a flag for.
+
+    >>> _as_flags("more than max_bytes=10; pass max_bytes=99 to read it", {"--max-bytes"})
+    'more than max_bytes=10; pass --max-bytes 99 to read it'
+    """
+    def flag(match):
+        name = "--" + match.group(1).replace("_", "-")
+        return f"pass {name} {match.group(2)}" if name in flags else match.group(0)
+    return re.sub(r"pass (max_\w+)=(\d+)", flag, message)
 
 
 # ---------------------------------------------------------------- commands
 def cmd_wengert(args) -> None:
-    print(_load_graph(args.file).wengert())
+    print(_load_graph(args.file, args.max_bytes).wengert())
 
 
 def cmd_trace(args) -> None:
@@ -235,7 +251,7 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
 
 
 def _parse_order(text: str | None):
-    if text is None or text in STRATEGIES:
+    if text is None or text in ORDERS:
         return text
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -258,11 +274,13 @@ def _print_accumulation(g: LCG, result) -> None:
 def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     order = _parse_order(args.order)
     if order is not None and args.method != "eliminate":
         raise UsageError("--order applies only to --method eliminate")
-    options = {"order": order} if order is not None else {}
+    options = {name: value for name, value in (
+        ("order", order), ("max_paths", args.max_paths), ("max_products", args.max_products),
+        ("max_intermediates", args.max_intermediates)) if value is not None}
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -281,11 +299,11 @@ def _path_highlight(g: LCG, ends, limit: int = 10):
 
 
 def cmd_render(args) -> None:
-    from .draw.render import render, sample_title, save
+    from .draw.render import render, sample_title, save_drawing
     from .randomized.sampling import sample_paths
 
     _check_picture_path(args.output, (".png", ".svg", ".pdf", ".dot", ".gv"))
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     if g.n_vertices > args.max_vertices:
         raise UsageError(f"the graph has {g.n_vertices} vertices, more than --max-vertices "
                          f"{args.max_vertices} that can be read in one picture; pass "
@@ -307,7 +325,7 @@ def cmd_render(args) -> None:
         print(f"minirad render: drawing {g.n_vertices} vertices; the graphviz 'dot' layout "
               f"may take a while (stopped after --timeout {args.timeout:g} s)",
               file=sys.stderr, flush=True)
-    print(f"wrote {save(drawing, args.output, timeout=args.timeout)}")
+    print(f"wrote {save_drawing(drawing, args.output, timeout=args.timeout)}")
     if sample is not None:
         print(f"the sample stores {sample.edges_stored} of {g.n_edges} edges and "
               f"{sample.vertices_stored} of {g.n_vertices} vertices")
@@ -369,6 +387,21 @@ def _worst_entry(g: LCG, result, digits: int) -> str:
             f"{mean[r, c]:.{digits}g}")
 
 
+def _z_line(result) -> str:
+    """The largest |z| over the entries the estimator can change (elsewhere the standard
+    error is 0 and a z-score would be rounding divided by rounding)."""
+    z = np.abs(result.z)[result.varies]
+    fixed = int((~result.varies).sum())
+    if not np.isfinite(z).any():
+        return (f"no z-score: no entry's estimate can vary (the exact variance is 0 for all "
+                f"{fixed}), so the estimates differ from the exact Jacobian by rounding only")
+    line = f"max |z| = {float(np.nanmax(z)):.2f} (mean minus exact, in standard errors"
+    if fixed:
+        varying = "entry that varies" if z.size == 1 else "entries that vary"
+        line += f"; over the {z.size} {varying}, not the {fixed} of exact variance 0"
+    return line + ")"
+
+
 def _noise_warning(g: LCG, result) -> str | None:
     """A warning when one estimate's standard deviation dwarfs the Jacobian."""
     variance = result.exact_variance if result.exact_variance is not None else result.variance
@@ -400,7 +433,7 @@ def cmd_compare(args) -> None:
     if not 1 <= args.precision <= 17:
         raise UsageError(f"--precision is a number of significant digits from 1 to 17, not "
                          f"{args.precision}")
-    g = _load_graph(args.file)
+    g = _load_graph(args.file, args.max_bytes)
     k = _parse_k(args.k)
     check_compare(g, k, args.samples)  # a bad or too large --k or --samples: before any work
     as_generator(args.seed)
@@ -419,10 +452,8 @@ def cmd_compare(args) -> None:
     print(_format_jacobian(g, result.mean, digits))
     if result.n > 1:
         print("\nstandard error of the mean:")
-        stderr = result.stderr
-        if result.exact_variance is not None:  # where no estimate can vary, only rounding did
-            stderr = np.where(result.exact_variance == 0, 0.0, stderr)
-        print(_format_jacobian(g, stderr, digits))
+        # where no estimate can vary, only rounding did
+        print(_format_jacobian(g, np.where(result.varies, result.stderr, 0.0), digits))
     else:
         print("\nstandard error of the mean: undefined with one estimate (the spread of the "
               "estimates needs at least two to measure); use --samples 2 or more")
@@ -431,8 +462,7 @@ def cmd_compare(args) -> None:
         print(_format_jacobian(g, result.exact_variance, digits))
     print()
     if result.n > 1:
-        print(f"max |z| = {float(np.nanmax(np.abs(result.z))):.2f} (mean minus exact, in "
-              f"standard errors)")
+        print(_z_line(result))
     print(f"relative error of the mean = {result.running_error[-1]:.{digits}g} "
           f"(||mean - exact|| / ||exact||)")
     print(_worst_entry(g, result, digits))
@@ -441,10 +471,10 @@ def cmd_compare(args) -> None:
         print(f"minirad compare: warning: {warning}", file=sys.stderr)
     if args.output:
         from .draw.plots import plot_comparison
-        from .draw.render import save
+        from .draw.render import save_drawing
 
         figure = plot_comparison(g, result, k)
-        print(f"wrote {save(figure, args.output)}")
+        print(f"wrote {save_drawing(figure, args.output)}")
 
 
 def cmd_figures(args) -> None:
@@ -458,7 +488,7 @@ def _graph_to_explore(args):
     """The graph named by ``minirad explore``'s first argument (and point)."""
     target = args.graph
     if target.lower().endswith((".json", ".npz")) and not args.point:
-        return _load_graph(target)
+        return _load_graph(target, args.max_bytes)
     f = _load_function(target)
     if not args.point:  # a function that builds a graph, such as minirad.examples:figure1
         g = _run_user_code(target, f)
@@ -479,16 +509,27 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, samples=args.samples)
+    page = explore(g, title=args.title, n=args.samples, max_vertices=args.max_vertices)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
 
 
+#: the longest time limit a grader's flag takes (a day): beyond it no grading finishes
+MAX_SECONDS = 86400.0
+
+
 # case studies (minirad/studies/), imported only when asked for: the core never needs them
 def cmd_lab(args) -> None:
     if args.form == "grade":
-        from .labs.grade import grade, summary
+        from .labs.grading import grade, summary
+
+        for flag, seconds in (("--exercise-seconds", args.exercise_seconds),
+                              ("--cell-seconds", args.cell_seconds)):
+            if seconds is not None and not 0 < seconds <= MAX_SECONDS:  # also refuses nan
+                raise UsageError(f"{flag} must be a number of seconds above 0 and at most "
+                                 f"{MAX_SECONDS:g} (a day; the grader stops a whole "
+                                 f"submission well before), not {seconds}")
 
         reports = grade(args.paths, args.output or "minirad-grades",
                         exercise_seconds=args.exercise_seconds,
@@ -510,7 +551,7 @@ def cmd_lab(args) -> None:
 
 def cmd_demo(args) -> None:
     from . import examples
-    from .draw.render import render, save
+    from .draw.render import render, save_drawing
     from .exact.jacobians import accumulate
     from .exact.paths import count_paths, path_product, paths
     from .randomized.experiments import compare
@@ -524,14 +565,15 @@ def cmd_demo(args) -> None:
     print(f"traced at (x1, x2) = (1, 2): {g!r}\n")
     print("1. Wengert list (one line per vertex, with its local partials):\n")
     print(g.wengert())
-    print(f"\nwrote {save(render(g, show_ops=True), os.path.join(folder, 'figure1_lcg.png'))}")
+    drawing = render(g, show_ops=True)
+    print(f"\nwrote {save_drawing(drawing, os.path.join(folder, 'figure1_lcg.png'))}")
 
     total = format_count(int(count_paths(g).sum()))
     print(f"\n2. Bauer's formula: {total} paths from the inputs to y\n")
     every = list(paths(g))
     for p in every:
         print(f"    {' -> '.join(g.names[v] for v in p):<24} product {path_product(g, p)!r}")
-    print(f"wrote {save(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
+    print(f"wrote {save_drawing(render(g, every), os.path.join(folder, 'figure1_paths.png'))}")
 
     print("\n3. The exact Jacobian, every way, with its cost:\n")
     # every method; vertex elimination in its dynamic and its optimal order
@@ -546,17 +588,18 @@ def cmd_demo(args) -> None:
     print(_format_jacobian(g, sample.jacobian))
     print(f"it keeps {sample.edges_stored} of {g.n_edges} edges and {sample.vertices_stored} of "
           f"{g.n_vertices} vertices")
-    print(f"wrote {save(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
+    print(f"wrote {save_drawing(render(g, sample), os.path.join(folder, 'figure1_sample.png'))}")
 
     n = 10_000
     print(f"\n5. The mean of {n} samples against the exact Jacobian:\n", flush=True)
     result = compare(g, k=1, n=n, rng=0)
     print(_format_jacobian(g, result.mean))
-    print(f"standard errors {result.stderr.ravel().round(4).tolist()}, max |z| = "
-          f"{float(abs(result.z).max()):.2f}, relative error of the whole matrix "
-          f"{result.running_error[-1]:.2g}")
+    stderr = np.where(result.varies, result.stderr, 0.0)  # elsewhere rounding only
+    print(f"standard errors {stderr.ravel().round(4).tolist()}, relative error of the whole "
+          f"matrix {result.running_error[-1]:.2g}")
+    print(_z_line(result))
     # the norm hides a small entry's error behind the large one: name the worst entry
-    z = float(abs(result.z).max())
+    z = float(np.nanmax(np.abs(result.z)[result.varies], initial=0.0))
     print(_worst_entry(g, result, 4) + ("; within noise (|z| < 3)" if z < 3 else
                                         "; more than 3 standard errors off"))
     print("dy/dx1 is estimated without error: both of its paths carry the same product "
@@ -577,7 +620,8 @@ def cmd_study(args) -> None:
         if args.steps is not None or args.iterations is not None or args.resume:
             raise UsageError("--steps, --iterations and --resume apply to the pde study "
                              "only")
-        from .studies import nn, nn_figures
+        from .studies.nn import figures as nn_figures
+        from .studies.nn import study as nn
 
         try:
             if args.paper_figures:
@@ -590,17 +634,20 @@ def cmd_study(args) -> None:
         for path in result["paths"].values():
             print(f"wrote {path}")
         return
-    from .studies.pde_figures import StudyConfig, run_study
+    from .studies.pde.study import SECONDS_PER_STEP, StudyConfig, estimated_seconds, run_study
 
+    if not 0 < args.max_days < math.inf:  # also refuses nan
+        raise UsageError(f"--max-days must be a positive number of days, not {args.max_days}")
     if args.paper_figures:
         if args.iterations is not None or args.resume:
             raise UsageError("--iterations and --resume do not apply to --paper-figures")
-        from .studies.pde_sampling import run_figure
+        from .studies.pde.sampling import run_figure
 
         steps = args.steps if args.steps is not None else (
             StudyConfig.quick() if args.quick else StudyConfig()).n_steps
         if steps < 1:
             raise UsageError(f"--steps must be a positive integer, not {steps}")
+        _check_days(SECONDS_PER_STEP * steps, f"--steps {steps}", args.max_days)
         print(run_figure(folder, steps))
         return
     if args.quick and (args.steps is not None or args.iterations is not None):
@@ -624,6 +671,9 @@ def cmd_study(args) -> None:
     # the exact gradient (reverse mode) keeps the state of every step
     check_memory(exact_retained_bytes(Reactor(n_steps=cfg.n_steps)),
                  f"--steps {cfg.n_steps} (the exact gradient stores the state of every step)")
+    _check_days(estimated_seconds(cfg), f"{cfg.iterations} iterations of {cfg.n_steps} steps",
+                args.max_days, " (the state is saved after every iteration: --resume goes on "
+                               "after an interruption)")
     command = "minirad " + " ".join(sys.argv[1:]) if sys.argv[1:] else "minirad study pde"
     try:
         written = run_study(folder, cfg, command=command, resume=args.resume)
@@ -631,6 +681,15 @@ def cmd_study(args) -> None:
         raise UsageError(str(error)) from None
     for path in written:
         print(path)
+
+
+def _check_days(seconds: float, what: str, max_days: float, note: str = "") -> None:
+    """Refuse, before it starts, a run estimated to take more than ``max_days``."""
+    days = seconds / 86400
+    if days > max_days:
+        raise UsageError(f"{what} would take about {days:,.3g} days, more than --max-days "
+                         f"{max_days:g}; ask for fewer, or pass --max-days {math.ceil(days)} "
+                         f"to run it anyway{note}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -719,15 +778,20 @@ def build_parser() -> argparse.ArgumentParser:
         text, description = _COMMANDS[name]
         p = sub.add_parser(name, help=text, description=description,
                            formatter_class=_HelpFormatter)
-        p.set_defaults(run=run)
+        p.set_defaults(run=run, flags=p._option_string_actions.keys())
         return p
 
     graph_file = "a saved LCG (minirad trace -o, minirad.save_graph): .json or .npz"
+
+    def max_bytes_option(p):
+        p.add_argument("--max-bytes", type=int, default=MAX_BYTES, metavar="BYTES",
+                       help="refuse a saved graph whose reading takes more (minirad.load_graph)")
     p = command("demo", cmd_demo)
     p.add_argument("-o", "--output", default="minirad-demo", help="folder for the pictures")
 
     p = command("wengert", cmd_wengert)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
 
     p = command("trace", cmd_trace)
     p.add_argument("function", help="MODULE:FUNCTION or FILE.py:FUNCTION")
@@ -739,13 +803,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("jacobian", cmd_jacobian)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("--method", default="reverse", choices=METHODS,
                    help="Bauer's path sum, a sweep, or vertex elimination")
-    p.add_argument("--order", help=f"{', '.join(STRATEGIES)}, or names a,b,c "
+    p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--max-paths", type=int, metavar="N",
+                   help="with --method bauer: refuse more paths (default: 1000000)")
+    p.add_argument("--max-products", type=int, metavar="N",
+                   help="with --method bauer: refuse more multiplications along them "
+                        "(default: 10000000)")
+    p.add_argument("--max-intermediates", type=int, metavar="N",
+                   help="with --order optimal: search orders of more intermediates")
 
     p = command("render", cmd_render)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("-o", "--output", required=True, help="e.g. g.svg, g.png, g.pdf, g.dot")
     p.add_argument("--sample", metavar="K", help="highlight one Algorithm 1 sample with K draws")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample")
@@ -759,6 +832,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("compare", cmd_compare)
     p.add_argument("file", help=graph_file)
+    max_bytes_option(p)
     p.add_argument("--k", default="1", help="draws per visited vertex (an integer), or a "
                    "fraction of each out-degree such as 0.5 (1.0 means every out-edge)")
     p.add_argument("--samples", type=int, default=1000, help="number of estimates")
@@ -780,6 +854,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pde: Adam iterations; the paper's 800 if not given")
     p.add_argument("--resume", action="store_true",
                    help="pde: go on with an interrupted run saved in the output folder")
+    p.add_argument("--max-days", type=float, default=30.0, metavar="DAYS",
+                   help="pde: refuse a run estimated to take longer")
     p.add_argument("--paper-figures", action="store_true",
                    help="only the paper's remaining figures: 4, 8, 9 and 10 (nn, 5 to 15 "
                         "minutes) or 7a (pde, seconds)")
@@ -794,6 +870,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="the page's title (default: the graph's summary)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
+    p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")
+    max_bytes_option(p)
 
     p = command("lab", cmd_lab)
     p.add_argument("form", choices=["handout", "solutions", "grade"],
@@ -843,7 +921,14 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, OSError) as error:
         if args.debug:
             raise
-        print(f"minirad {args.command}: error: {_message(error)}", file=sys.stderr)
+        print(f"minirad {args.command}: error: {_as_flags(_message(error), args.flags)}",
+              file=sys.stderr)
+        return 1
+    except MemoryError:  # a size no check foresaw: one line, not a traceback
+        if args.debug:
+            raise
+        print(f"minirad {args.command}: error: ran out of memory; try a smaller graph or "
+              f"smaller counts", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

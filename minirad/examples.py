@@ -298,7 +298,7 @@ def _layered(width, depth, partials, rng, connect) -> LCG:
                inputs=[0], outputs=[len(names) - 1])
 
 
-def independent_paths(width: int, depth: int, partials=None, rng=None) -> LCG:
+def independent_paths(width: int, depth: int, partials=None, *, rng=None) -> LCG:
     """Figure 2a of the RAD paper: ``width`` disjoint chains from ``theta`` to ``y``.
 
     Chain ``i`` runs ``theta -> a<i> -> b<i> -> ... -> y`` through ``depth``
@@ -327,7 +327,7 @@ def independent_paths(width: int, depth: int, partials=None, rng=None) -> LCG:
     return _layered(width, depth, partials, rng, lambda i: (i,))
 
 
-def interleaved(width: int, depth: int, partials=None, rng=None) -> LCG:
+def interleaved(width: int, depth: int, partials=None, *, rng=None) -> LCG:
     """Figure 2b of the RAD paper: ``depth`` fully connected layers of ``width`` vertices.
 
     ``theta`` feeds every vertex of the first layer, every vertex of a layer
@@ -349,7 +349,7 @@ def interleaved(width: int, depth: int, partials=None, rng=None) -> LCG:
 
 
 # ------------------------------------------------------- big random graphs
-def random_layered(width: int, depth: int, degree: int, rng=None) -> LCG:
+def random_layered(width: int, depth: int, degree: int, *, rng=None) -> LCG:
     """A random layered LCG: ``depth + 1`` layers of ``width`` vertices.
 
     Layer 0 holds the inputs ``x[i]`` and the last layer the outputs
@@ -487,7 +487,7 @@ def block_diagonal(blocks: int = 3, size: int = 3) -> LCG:
 
 
 # ---------------------------------------------------------------- arrays
-def figure3(injected: bool = False, rng=0) -> LCG:
+def figure3(injected: bool = False, *, rng=0) -> LCG:
     """The RAD paper's Figure 3a as a traced program: a two-layer ReLU MLP on a batch
     of 3 examples (4 features, 5 hidden units, 2 classes), float32, its loss averaged
     over the batch; each vertex an array, each edge a Jacobian block.  ``injected``:
@@ -531,7 +531,7 @@ def edge_beats_vertex() -> LCG:
     ``x -> b``, back ``d -> y``, front ``a -> c``, front ``x -> a``.  It takes
     ``a``'s out-edge ``a -> b`` first and its in-edge ``x -> a`` last, where a
     vertex order removes all of a vertex's edges in one step.  Found by
-    ``minirad.studies.elimination_gaps.search_gap("edge", "vertex", max_edges=10,
+    ``minirad.exact.elimination_gaps.search_gap("edge", "vertex", max_edges=10,
     tries=300, rng=1)`` (the 44th random graph it drew; 31,602 random graphs
     with at most 9 edges showed no gap), vertices renamed and the random
     partials replaced by small numbers to check by hand.

@@ -47,7 +47,7 @@ from .draw.render import (
     render,
     render_elimination,
     sample_title,
-    save,
+    save_drawing,
 )
 from .examples import chain_graph
 from .graph.lcg import LCG
@@ -125,9 +125,9 @@ def _elimination_pictures(g: LCG) -> int:
 
 
 def _save(picture, folder: str, name: str, dpi: int = DPI) -> str:
-    """Save a drawing or Figure: :func:`minirad.draw.render.save` writes no timestamps
+    """Save a drawing or Figure: :func:`minirad.draw.render.save_drawing` writes no timestamps
     and falls back to matplotlib without ``dot``."""
-    return save(picture, os.path.join(folder, name), dpi=dpi)
+    return save_drawing(picture, os.path.join(folder, name), dpi=dpi)
 
 
 # ----------------------------------------------------------------- figures

@@ -220,7 +220,7 @@ def directional_difference(f, args, direction, h=None) -> np.ndarray:
     return (up - down) / (2 * step)
 
 
-def random_directions(n: int, count: int, rng=None) -> np.ndarray:
+def random_directions(n: int, count: int, *, rng=None) -> np.ndarray:
     """``count`` directions drawn uniformly from the unit sphere in R^n, one per row.
 
     >>> d = random_directions(3, 2, rng=0)
@@ -277,14 +277,14 @@ class GradcheckReport:
 
 
 def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float = 1e-5,
-              atol: float = 1e-6, directions: int = 2, rng=None,
-              raise_on_failure: bool = True) -> GradcheckReport:
+              atol: float = 1e-6, n_directions: int = 2, raise_on_failure: bool = True,
+              rng=None) -> GradcheckReport:
     """Check minirad's Jacobian of ``f`` at ``args`` against finite differences.
 
     ``f`` is traced at ``args`` and differentiated by ``method`` (and
     ``order`` for elimination); the result must match a central-difference
     Jacobian entry by entry, ``|J - N| <= atol + rtol * |N|``, and, along
-    ``directions`` random unit directions ``d``, ``J @ d`` must match the
+    ``n_directions`` random unit directions ``d``, ``J @ d`` must match the
     directional difference to the same tolerance.  On a mismatch a
     ``ValueError`` names the worst entry, unless ``raise_on_failure=False``,
     in which case the report says ``passed=False``.
@@ -305,9 +305,9 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     for name, value in (("rtol", rtol), ("atol", atol)):
         if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
             raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-    if isinstance(directions, bool) or not isinstance(directions, (int, np.integer)) \
-            or directions < 0:
-        raise ValueError(f"directions must be a non-negative integer, got {directions!r}")
+    if isinstance(n_directions, bool) or not isinstance(n_directions, (int, np.integer)) \
+            or n_directions < 0:
+        raise ValueError(f"n_directions must be a non-negative integer, got {n_directions!r}")
     g = trace(f, *args)
     exact = jacobian(g, method=method, order=order)
     numeric = numerical_jacobian(f, *args, h=h)
@@ -327,7 +327,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
     n_inputs = exact.shape[1]  # one column per traced input, as numerical_jacobian flattens
     direction_errors = []
     failed_direction = None
-    for k, d in enumerate(random_directions(n_inputs, directions if n_inputs else 0, rng)):
+    for k, d in enumerate(random_directions(n_inputs, n_directions if n_inputs else 0, rng=rng)):
         along = directional_difference(f, args, d, h=h)
         error = np.abs(exact @ d - along)
         direction_errors.append(float(error.max()) if error.size else 0.0)

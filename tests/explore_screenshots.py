@@ -9,7 +9,7 @@ import os
 import sys
 
 import browser
-from test_explore import small_mlp
+from oracles import small_mlp
 
 from minirad import examples
 from minirad.draw.explore import explore

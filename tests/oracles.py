@@ -1,6 +1,7 @@
-"""Independent oracles and helpers shared by the tests: nothing here uses
-minirad's algorithms (Algorithm 1's enumeration reads only the draws per vertex
-from minirad.randomized.sampling.draws_per_vertex, the way k is spelled)."""
+"""Independent oracles and helpers shared by the tests of every folder: no oracle here
+uses minirad's algorithms (Algorithm 1's enumeration reads only the draws per vertex
+from minirad.randomized.sampling.draws_per_vertex, the way k is spelled).  At the end,
+the programs that tests in several folders trace."""
 
 import itertools
 import math
@@ -12,9 +13,12 @@ import pytest
 from hypothesis import strategies as st
 from scipy import stats
 
-from minirad import LCG, examples, labs
+from minirad import LCG, examples, labs, trace
 from minirad.labs import notebook
 from minirad.randomized.sampling import draws_per_vertex
+from minirad.tracing import name
+from minirad.tracing.rules import softmax_cross_entropy
+from minirad.tracing.ops import relu
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -342,3 +346,52 @@ def assert_power(estimates, exact, covariance=None, bias: float = BIAS) -> None:
         assert len(estimates) >= draws_for_power(exact, covariance, bias)
     _, projection = z_scores((1.0 + bias) * np.asarray(estimates), exact, covariance)
     assert abs(projection) >= Z_BOUND, f"a {bias:.0%} bias went unnoticed: z = {projection:.2f}"
+
+
+def central_differences(f, args, h=1e-6):
+    """Jacobian of f (arrays -> array or tuple of arrays) by central differences."""
+    def flat_out(xs):
+        out = f(*xs)
+        outs = out if isinstance(out, tuple) else (out,)
+        return np.concatenate([np.ravel(o) for o in outs])
+    columns = []
+    for i, a in enumerate(args):
+        for j in range(a.size):
+            plus = [x.copy() for x in args]
+            minus = [x.copy() for x in args]
+            plus[i].reshape(-1)[j] += h
+            minus[i].reshape(-1)[j] -= h
+            columns.append((flat_out(plus) - flat_out(minus)) / (2 * h))
+    return np.stack(columns, axis=1)
+
+
+# ------------------------------------------- programs the tests of several folders share
+def paper_mlp(batch=150, dtype=np.float32, rng=0):
+    rng = np.random.default_rng(rng)
+    sizes = [784, 300, 300, 300, 10]
+    X = rng.standard_normal((batch, 784)).astype(dtype)
+    labels = rng.integers(0, 10, batch)
+    params = []
+    for a, b in zip(sizes, sizes[1:]):
+        params += [(rng.standard_normal((a, b)) / np.sqrt(a)).astype(dtype), np.zeros(b, dtype)]
+
+    def mlp(W1, b1, W2, b2, W3, b3, W4, b4):
+        h = X
+        for i, (W, b) in enumerate([(W1, b1), (W2, b2), (W3, b3), (W4, b4)]):
+            h = name(h @ W + b, f"h{i + 1}")
+            if i < 3:
+                h = name(relu(h), f"a{i + 1}")
+        return softmax_cross_entropy(h, labels)
+    return mlp, params
+
+
+def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
+    """A two-layer ReLU network's loss as an array graph, in float64."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((batch, sizes[0]))
+    weights = [rng.standard_normal((a, b)) / np.sqrt(a) for a, b in zip(sizes, sizes[1:])]
+
+    def loss(W1, W2):
+        return (relu(X @ W1) @ W2).sum()
+
+    return trace(loss, *weights), X, weights

@@ -320,6 +320,8 @@ def test_missing_dot_warning_is_one_clean_line(tmp_path, capsys, monkeypatch):
     assert err.count("\n") == 1
     assert err.startswith("minirad render: warning: the graphviz 'dot' program was not found")
     assert "warnings.warn" not in err and ".py:" not in err
+    # issue 39: it named a Python attribute (.source); a command-line user saves a .dot file
+    assert ".source" not in err and "saving as .dot still writes the DOT text" in err
 
 
 @pytest.mark.drawing
@@ -568,3 +570,110 @@ def test_writing_dot_text_warns_of_no_missing_dot(tmp_path, capsys, monkeypatch)
     assert main(["render", saved(tmp_path, examples.figure1()), "-o", str(out)]) == 0
     assert capsys.readouterr().err == ""
     assert out.read_text().startswith("digraph lcg {")
+
+
+# ----------------------------------------------------------------- issue 39
+@pytest.mark.drawing
+def test_compare_of_a_graph_of_arrays_saves_its_heatmaps(tmp_path, capsys):
+    """Issue 39: `compare LAYER.npz -o x.png` printed its numbers, then failed ("input_names
+    has 2 names for 30 entries"). Every entry of figure3's chain has exact variance 0
+    (k=1 keeps each vertex's only edge), so no z-score is printed: it would be rounding
+    divided by rounding."""
+    path = saved(tmp_path, examples.figure3(), "layer.npz")
+    picture = tmp_path / "cmp.png"
+    assert main(["compare", path, "--samples", "20", "-o", str(picture)]) == 0
+    out = capsys.readouterr().out
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {picture}" in out
+    assert "max |z|" not in out
+    assert "no z-score: no entry's estimate can vary (the exact variance is 0 for all 30)" in out
+
+
+def test_compare_prints_z_only_over_the_entries_that_vary(tmp_path, capsys):
+    """Figure 1: dy/dx1 has exact variance 0 (both paths carry a * a * c), dy/dx2 does not.
+    The printed max |z| is dy/dx2's own, (mean - exact) / stderr from the library (the
+    oracle), and says the other entry is left out."""
+    from minirad.randomized.experiments import compare
+
+    g = examples.figure1()
+    assert main(["compare", saved(tmp_path, g), "--samples", "500", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    oracle = compare(g, k=1, n=500, rng=3)
+    z = (oracle.mean[0, 1] - oracle.exact[0, 1]) / oracle.stderr[0, 1]
+    assert (f"max |z| = {abs(z):.2f} (mean minus exact, in standard errors; over the 1 entry "
+            f"that varies, not the 1 of exact variance 0)") in out
+
+
+@pytest.mark.parametrize("flag", ["--exercise-seconds", "--cell-seconds"])
+@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "1e300"])
+def test_lab_grade_refuses_time_limits_no_grading_can_use(tmp_path, capsys, flag, seconds):
+    """Issue 39: -1 or 0 marked every solution "timed out", inf ended in an OverflowError
+    traceback. Refused in one line before any kernel starts (no output folder)."""
+    submission = tmp_path / "lab1_x.ipynb"
+    submission.write_text("{}")
+    out = tmp_path / "grades"
+    assert main(["lab", "grade", str(submission), "-o", str(out), flag, seconds]) == 1
+    assert f"{flag} must be a number of seconds above 0" in one_line_error(capsys)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--iterations", "1000000000000"], "1000000000000 iterations of 40961 steps would take "
+                                         "about 1.9e+08 days"),
+    (["--steps", "100000", "--iterations", "100000"], "pass --max-days 47 to run it anyway"),
+    (["--paper-figures", "--steps", "100000000000"], "--steps 100000000000 would take about"),
+    (["--max-days", "nan"], "--max-days must be a positive number of days"),
+    (["--max-days", "inf", "--iterations", "1000000000000"], "--max-days must be a positive"),
+    (["--max-days", "-1"], "--max-days must be a positive number of days"),
+])
+def test_study_pde_refuses_a_run_it_cannot_finish(tmp_path, capsys, monkeypatch, argv, words):
+    """Issue 39: --iterations 10**12 was accepted and ran indefinitely. The estimate errs
+    short (SECONDS_PER_STEP a step and member, the oracle below), so what is refused cannot
+    finish in --max-days; nothing starts (the study is a stand-in that records a call)."""
+    import minirad.studies.pde_figures as pde_figures
+
+    ran = []
+    monkeypatch.setattr(pde_figures, "run_study", lambda *a, **k: ran.append(a) or [])
+    out = tmp_path / "study"
+    assert main(["study", "pde", "-o", str(out), *argv]) == 1
+    assert words in one_line_error(capsys) and not ran and not out.exists()
+    members = 1 + len(pde_figures.FRACTIONS) + len(pde_figures.StudyConfig().released)
+    days = pde_figures.SECONDS_PER_STEP * 40961 * members * 10**12 / 86400
+    assert f"{days:,.3g}" == "1.9e+08"
+    assert main(["study", "pde", "-o", str(out), "--iterations", "800"]) == 0 and ran
+
+
+def test_running_out_of_memory_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    """Issue 39: a 10^6-edge graph ended `minirad explore` in a MemoryError traceback. The
+    checks now refuse it first; whatever no check foresees still ends in one line."""
+    import minirad.draw.explore
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(minirad.draw.explore, "explore", exhausted)
+    path = saved(tmp_path, examples.figure1())
+    assert main(["explore", path, "-o", str(tmp_path / "p.html")]) == 1
+    assert "ran out of memory" in one_line_error(capsys)
+
+
+def test_jacobian_refusals_name_the_flags_that_ask_for_more(tmp_path, capsys):
+    """Issue 39: each size refusal says how to ask for more; on the command line that is a
+    flag, not the library's keyword. Counts from tests/test_paths.py's broom (n(n+1)/2
+    products along n paths) and Figure 1 (4 intermediates, optimal cost 5)."""
+    from test_paths import broom
+
+    path = saved(tmp_path, broom(300))
+    assert main(["jacobian", path, "--method", "bauer", "--max-products", "45149"]) == 1
+    assert "pass --max-products 45150 to multiply" in one_line_error(capsys)
+    assert main(["jacobian", path, "--method", "bauer", "--max-products", "45150"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("bauer: 45150 multiplications")
+    assert main(["jacobian", path, "--method", "bauer", "--max-paths", "299"]) == 1
+    assert "pass --max-paths 300 to sum them" in one_line_error(capsys)
+    figure1 = saved(tmp_path, examples.figure1(), "f.json")
+    argv = ["jacobian", figure1, "--method", "eliminate", "--order", "optimal"]
+    assert main(argv + ["--max-intermediates", "3"]) == 1
+    assert "pass --max-intermediates 4 to search anyway" in one_line_error(capsys)
+    assert main(argv + ["--max-intermediates", "4"]) == 0
+    assert "eliminate: 5 multiplications" in capsys.readouterr().out
+    assert main(["jacobian", figure1, "--max-paths", "3"]) == 1
+    assert "applies only to method='bauer'" in one_line_error(capsys)

@@ -21,8 +21,8 @@ import pytest
 
 import minirad._arguments
 import minirad.gallery
-import minirad.studies.nn
-import minirad.studies.pde_figures
+import minirad.studies.nn.study
+import minirad.studies.pde.study
 from minirad import examples, save_graph
 from minirad.cli import main
 
@@ -170,8 +170,8 @@ def test_fuzz_the_command_line(files, tmp_path, monkeypatch, capsys):
         ran.append(args)
         return {"paths": {}} if "quick" in kwargs else []
 
-    monkeypatch.setattr(minirad.studies.pde_figures, "run_study", stand_in)
-    monkeypatch.setattr(minirad.studies.nn, "run_study", stand_in)
+    monkeypatch.setattr(minirad.studies.pde.study, "run_study", stand_in)
+    monkeypatch.setattr(minirad.studies.nn.study, "run_study", stand_in)
     monkeypatch.setattr(minirad.gallery, "build_figures", stand_in)
     rnd = random.Random(20260)
     escapes, outcomes = [], {"success": 0, "refused": 0}

@@ -24,7 +24,7 @@ from minirad.gradcheck import (
     numerical_jacobian,
     random_directions,
 )
-from minirad.tracing.arrays import Tracked
+from minirad.tracing.tracer import Traced
 
 STEPS = [10.0 ** -k for k in range(1, 16)]
 
@@ -168,7 +168,7 @@ TRACED = [
 @pytest.mark.parametrize("f, args", TRACED, ids=[f.__name__ for f, _ in TRACED])
 @pytest.mark.parametrize("method", METHODS)
 def test_every_traced_jacobian_passes_gradcheck(f, args, method):
-    report = gradcheck(f, *args, method=method, directions=3, rng=0)
+    report = gradcheck(f, *args, method=method, n_directions=3, rng=0)
     assert isinstance(report, GradcheckReport)
     assert report.passed
     assert report.max_abs_error < 1e-7
@@ -206,8 +206,8 @@ def test_gradcheck_reports_a_failing_direction(monkeypatch):
     # lab_program has a parameter called y, so its output vertex is named y'
     with pytest.raises(ValueError, match=r"along random direction #0: output f changes at "
                                          r"rate .* by minirad's 'forward' method"):
-        gradcheck(examples.lab_program, 2.0, 3.0, method="forward", directions=2, rng=0)
-    report = gradcheck(examples.lab_program, 2.0, 3.0, directions=2, rng=0,
+        gradcheck(examples.lab_program, 2.0, 3.0, method="forward", n_directions=2, rng=0)
+    report = gradcheck(examples.lab_program, 2.0, 3.0, n_directions=2, rng=0,
                        raise_on_failure=False)
     assert not report.passed
     assert np.all(report.abs_error < 1e-7)
@@ -215,7 +215,7 @@ def test_gradcheck_reports_a_failing_direction(monkeypatch):
 
 
 def test_gradcheck_without_directions():
-    report = gradcheck(lambda x: x * detach(x), 3.0, directions=0, raise_on_failure=False)
+    report = gradcheck(lambda x: x * detach(x), 3.0, n_directions=0, raise_on_failure=False)
     assert not report.passed and report.directional_error.shape == (0,)
 
 
@@ -226,7 +226,7 @@ def test_gradcheck_tolerances_and_arguments():
     with pytest.raises(ValueError, match="rtol must be a non-negative number"):
         gradcheck(ops.exp, 1.0, rtol=-1.0)
     with pytest.raises(ValueError, match="directions must be a non-negative integer"):
-        gradcheck(ops.exp, 1.0, directions=1.5)
+        gradcheck(ops.exp, 1.0, n_directions=1.5)
     with pytest.raises(ValueError, match="unknown method 'numeric'"):
         gradcheck(ops.exp, 1.0, method="numeric")
 
@@ -248,7 +248,7 @@ def test_gradcheck_on_array_programs_by_every_method():
 
 def test_gradcheck_names_the_worst_array_entry():
     def differs(W):   # traced, W is minirad's array: a rule the tracer gets "wrong"
-        return W * (2.0 if isinstance(W, Tracked) else 3.0)
+        return W * (2.0 if isinstance(W, Traced) else 3.0)
 
     W = np.ones((2, 2))
     report = gradcheck(differs, W, raise_on_failure=False, rng=0)

@@ -154,7 +154,7 @@ rows = []
 for kind, make_P in (("sample", sampling_P), ("rademacher", rademacher_P)):
     for where in positions:
         at = [f"v{position}" for position in where]  # the vector after factor `position`
-        exact_var = injection_variance(from_chain(chain), at, k=1, method=kind)[0, 0]
+        exact_var = injection_variance(from_chain(chain), at, k=1, law=kind)[0, 0]
         measured = injected_estimates(chain, make_P, 1, 10000, np.random.default_rng(9),
                                       where).var(ddof=1)
         rows.append((kind, len(where), exact_var, measured))
@@ -241,7 +241,7 @@ labs.show(render(full, Factors(P_ii, name="P_ii"),
 # * Take $k = 3 = d$ in `sampling_P`. Is $P$ then the identity? What is the
 #   variance of the chain's estimate, and why is it not zero?
 # * For a fixed chain, compute `injection_variance(from_chain(chain), ["v1"], k,
-#   method=...)` with `method="sample"` and `method="rademacher"` for $k = 1, 2, 3$. Which kind wins here, and does
+#   law=...)` with `law="sample"` and `law="rademacher"` for $k = 1, 2, 3$. Which kind wins here, and does
 #   the answer change with $k$?
 # * Lab 9 applies the sampling matrix to the stored input of each layer of a
 #   neural network: there $x P$ is stored instead of $x$, and only the

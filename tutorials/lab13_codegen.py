@@ -55,7 +55,7 @@ from matplotlib.figure import Figure
 
 import minirad
 from minirad import labs, render
-from minirad.labs.checks_codegen import layer, relaxation_step
+from minirad.labs.lab13_codegen import layer, relaxation_step
 
 # %% [markdown]
 # ## 1. The Wengert list as code

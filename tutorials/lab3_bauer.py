@@ -108,6 +108,8 @@ for number, path in enumerate(all_paths, start=1):
 # left factor of $y = a \cdot d$) and through $d$. Two paths from $x_2$ exist
 # because $x_2$ enters $c = b \cdot x_2$ both directly and through $b = \sin x_2$.
 #
+# To pick an entry and step through its paths by clicking, make Figure 1's explorable page with `minirad explore minirad.examples:figure1 -o figure1.html` and open `figure1.html` in a browser (Paths panel).
+#
 # Adding the products per input gives the Jacobian. Compare with the reverse
 # sweep:
 

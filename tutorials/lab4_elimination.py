@@ -533,7 +533,7 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 # so is back-eliminating all its out-edges. Mixing the two, edge by edge,
 # can be cheaper than every vertex order. `examples.edge_beats_vertex()` is
 # such a graph (found by a search over random graphs,
-# `minirad.studies.elimination_gaps`): every vertex order costs at least 7
+# `minirad.exact.elimination_gaps`): every vertex order costs at least 7
 # multiplications, the best edge sequence 6.
 
 # %%
@@ -618,7 +618,7 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 # edges at a time. Every edge sequence is a face sequence of the same cost,
 # so its optimum can only be lower. Naumann reports graphs where it *is*
 # lower, yet none has turned up among the thousands of small graphs
-# `minirad.studies.elimination_gaps` has searched (its docstring lists
+# `minirad.exact.elimination_gaps` has searched (its docstring lists
 # them), although face steps reach dual graphs that no edge sequence
 # reaches. An open exercise: find one. `face_edge_census(n_inputs,
 # n_intermediates, n_outputs, max_edges)` goes through every small graph of

@@ -345,7 +345,7 @@ print(f"gradient there, sampled with k = 1 (three draws): {draws}")
 # numpy array of shape `(steps + 1, len(start))`, the start in row 0. At each
 # step, trace `f` at the current point and estimate the gradient with
 #
-#     sample_paths(minirad.trace(f, *p), k, rng).jacobian[0]
+#     sample_paths(minirad.trace(f, *p), k, rng=rng).jacobian[0]
 #
 # using the `rng` you were given (never a new one), or, when `k` is `None`,
 # use the exact gradient (a reverse sweep). With the same seed, your run and
@@ -363,7 +363,7 @@ def sgd(f, start, rate, steps, k=None, rng=None):
         if k is None:
             gradient = reverse_sweep(graph).jacobian[0]
         else:
-            gradient = sample_paths(graph, k, rng).jacobian[0]
+            gradient = sample_paths(graph, k, rng=rng).jacobian[0]
         point = point - rate * gradient  # a new array: the path keeps the old one
         path.append(point)
     return np.array(path)
@@ -530,7 +530,7 @@ labs.check_implicit_gradient(implicit_gradient)
 # %%
 from minirad import trace
 from minirad.exact.sweeps import gradient as exact_gradient
-from minirad.graph.memory import memory
+from minirad.graph.memory import retained_memory
 from minirad.implicit.solves import solve_root
 
 A = np.array([[3.0, 1.0], [0.5, 4.0]])
@@ -551,7 +551,7 @@ p0 = np.array([1.0, -2.0])
 implicit = trace(lambda p: (solve_root(residual, np.zeros(2), p) ** 2).sum(), p0)
 unrolled = trace(through_iterations, p0)
 for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
-    print(f"{label:<24} {g.n_vertices:>4} vertices, {memory(g).total:>7,.0f} bytes kept, "
+    print(f"{label:<24} {g.n_vertices:>4} vertices, {retained_memory(g).total:>7,.0f} bytes kept, "
           f"gradient {exact_gradient(g)[0].round(10)}")
 assert np.allclose(exact_gradient(implicit)[0], exact_gradient(unrolled)[0], rtol=1e-9)
 

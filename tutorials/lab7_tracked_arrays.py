@@ -630,7 +630,7 @@ for accumulate in (accum_counted, accum_bang):
     print(f"{accumulate.__name__:>14}: peak {peak / big.nbytes:.2f} arrays of X's size")
 
 # %% [markdown]
-# minirad's reverse sweep has the same option (`accumulate="in_place"`),
+# minirad's reverse sweep has the same option (`in_place=True`),
 # and a second one from the notes: `lazy=True` leaves every cotangent as a
 # *thunk* (what to add, not yet added) until an input you asked for needs
 # it, so a branch that leads to no such input is never computed. Both give
@@ -644,13 +644,13 @@ x0, d0 = np.arange(4.0), np.arange(4.0)
 g = trace(lambda x, d: (x * 2.0 + x * 3.0 + x * 4.0).sum() + np.exp(d).sum(), x0, d0)
 seed = {g.outputs[0]: np.ones(())}
 x_only = [g.index("x")]
-for label, options in (("plain", dict()), ("in place", dict(accumulate="in_place")),
+for label, options in (("plain", dict()), ("in place", dict(in_place=True)),
                        ("lazy, x wanted", dict(lazy=True, wanted=x_only)),
-                       ("both", dict(accumulate="in_place", lazy=True, wanted=x_only))):
+                       ("both", dict(in_place=True, lazy=True, wanted=x_only))):
     swept = cotangents.reverse_accumulation(g, seed, **options)
     print(f"{label:>14}: {swept.allocations} arrays allocated, {swept.deferred} thunks never "
           f"forced, dx = {swept.values[g.index('x')]}")
-print(block_gradient(g, wrt="x", accumulate="in_place", lazy=True))
+print(block_gradient(g, wrt="x", in_place=True, lazy=True))
 
 # %% [markdown]
 # **What to look for.** In place, the two sums of `x`'s three terms cost

@@ -45,10 +45,12 @@ from minirad.checkpoint.schedules import (
     reverse_chain,
     sqrt_every,
 )
-from minirad.graph.memory import memory
-from minirad.studies import memory as table1
-from minirad.studies import mlp_numpy, nn_graph, pde_engine
+from minirad.graph.memory import retained_memory
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn import memory as table1
+from minirad.studies.nn import mlp_numpy
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
+from minirad.studies.pde import engine as pde_engine
 from minirad.tracing import name
 from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
@@ -58,7 +60,7 @@ from minirad.tracing.ops import relu
 #
 # In the LCG of arrays (Lab 7, the paper's Figure 3) every edge carries a
 # linear operator, and each operator lists the arrays its transpose needs:
-# `minirad.memory(g)` adds them up. Take a two-layer network on a
+# `minirad.retained_memory(g)` adds them up. Take a two-layer network on a
 # minibatch of 4 examples with 6 features, 32-bit floats:
 # $h = xW_1 + b_1$, $a = \mathrm{relu}(h)$, logits $= aW_2 + b_2$, and the
 # mean softmax cross-entropy.
@@ -79,7 +81,7 @@ def two_layers(W1, b1, W2, b2):
 
 
 g = trace(two_layers, W1, b1, W2, b2)
-kept = memory(g)
+kept = retained_memory(g)
 print(f"{'edge':<22}{'operator':<11}{'bytes':>6}  why it costs nothing")
 for e in range(g.n_edges):
     edge = f"{g.names[g.sources[e]]} -> {g.names[g.targets[e]]}"
@@ -130,7 +132,7 @@ labs.show(render(g, title="What reverse mode keeps for a two-layer network", bat
 # **Exercise 8.1.** Write `table1_bytes(sizes, fraction, batch)`, the total
 # in bytes (a float: bits become eighths of bytes). `fraction = 1` is exact
 # backpropagation. The check compares with minirad's accounting
-# (`minirad.studies.memory`) on seven small networks and on the paper's
+# (`minirad.studies.nn.memory`) on seven small networks and on the paper's
 # $(784, 300, 300, 300, 10)$ network at its six fractions.
 
 # %%
@@ -172,12 +174,12 @@ sampled = nn_graph.inject(traced, "different_sample", 0.1, rng=0)
 for f, graph, which in ((1, traced, "traced"), (0.1, sampled, "injected")):
     per_example = table1_bytes(paper_net, f, 2) - table1_bytes(paper_net, f, 1)
     print(f"per example at f = {f:<3g}: your rule {per_example:.1f} B, the {which} graph "
-          f"{memory(graph).per_example(2):.1f} B")
+          f"{retained_memory(graph).per_example(2):.1f} B")
 
 # %% [markdown]
 # Your rule and the graph agree: Table 1's rule is exactly what an
 # implementation must keep. (At $f = 0.5$ the printed 2.21 is 2.2045 rounded
-# twice; `minirad.studies.memory.DISCREPANCIES` lists this and the other
+# twice; `minirad.studies.nn.memory.DISCREPANCIES` lists this and the other
 # places where the printed table and its own rules part ways.) Where the
 # memory goes:
 
@@ -520,7 +522,7 @@ labs.check_rad_budget(rad_samples_for_budget)
 # The checkpointing costs come from the closed forms (your `uniform_cost`,
 # minirad's `binomial_forward_steps`; the cell after the table runs one of
 # them on the real simulation to confirm), the RAD estimates from the fast
-# engine (`minirad.studies.pde_engine`, tested equal to the reference).
+# engine (`minirad.studies.pde.engine`, tested equal to the reference).
 
 # %%
 state_bytes = p.size * 8

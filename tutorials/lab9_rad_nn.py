@@ -51,11 +51,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from minirad import labs
-from minirad.graph.memory import memory as graph_memory
-from minirad.studies import convnet_numpy, memory, mlp_numpy, nn_graph
-from minirad.studies.data import mnist_split
-from minirad.studies.memory import kept_entries
-from minirad.studies.training import train
+from minirad.graph.memory import retained_memory
+from minirad.studies.nn import convnet_numpy, memory, mlp_numpy
+from minirad.studies.nn import graph as nn_graph
+from minirad.studies.nn.data import mnist_split
+from minirad.studies.nn.memory import kept_entries
+from minirad.studies.nn.training import train
 
 try:  # one BLAS thread: these matrices are small, and threads fight on a busy machine
     from threadpoolctl import threadpool_limits
@@ -80,9 +81,9 @@ sizes = (784, 100, 10)
 params = mlp_numpy.init_mlp(sizes, rng=0)
 x150, y150 = data.x_train[:150], data.y_train[:150]
 g = nn_graph.traced(nn_graph.mlp_program, params, x150, y150)
-exact_bytes = graph_memory(g)
+exact_bytes = retained_memory(g)
 sampled = nn_graph.inject(g, "different_sample", 0.1, rng=0)
-sampled_bytes = graph_memory(sampled)
+sampled_bytes = retained_memory(sampled)
 print(f"exact reverse sweep keeps   {exact_bytes.total:>9,.0f} bytes")
 print(f"with f = 0.1 sampling keeps {sampled_bytes.total:>9,.0f} bytes "
       f"({sampled_bytes.total / exact_bytes.total:.1%})")
@@ -347,7 +348,7 @@ labs.check_same_sample(same_sample_grad)
 # black border pixels and dead ReLU units, which get nothing even exactly,
 # do not count). The MLP uses your two estimators; the ConvNet is
 # minirad's implementation of the paper's network
-# (`minirad.studies.convnet_numpy`, here with 4-8-8-8 channels), which
+# (`minirad.studies.nn.convnet_numpy`, here with 4-8-8-8 channels), which
 # samples spatial positions.
 
 # %%
@@ -445,7 +446,7 @@ labs.show(fig, "lab9_starvation")
 # The paper's question: with a fixed memory budget, is it better to keep
 # the minibatch and sample the stored activations, or to keep activations
 # exact and shrink the minibatch? minirad's memory rules (Table 1 of the
-# paper, `minirad.studies.memory`) give the minibatch whose exact backward
+# paper, `minirad.studies.nn.memory`) give the minibatch whose exact backward
 # pass keeps as much as batch 150 with $f = 0.1$:
 
 # %%
@@ -538,11 +539,11 @@ labs.show(fig, "lab9_training")
 # * Compute the exact variance of one entry of the different-sample
 #   estimate. (Each draw count times $d/k$ has variance $(d-1)/k$; rows are
 #   independent.) How does it compare with the reduced batch's variance?
-#   `minirad.studies.budget` uses this to spend a memory budget unevenly
+#   `minirad.studies.nn.budget` uses this to spend a memory budget unevenly
 #   across layers.
 # * Replace $P$ by Lab 10's Rademacher projection (the paper's "project"
 #   estimator) and repeat the training run. What does it keep, and why can
 #   it share one $R$ across the minibatch without starving any weight?
 # * Write `different_sample_grad` for a convolution: sample spatial
-#   positions per example and channel, as `minirad.studies.convnet_numpy`
+#   positions per example and channel, as `minirad.studies.nn.convnet_numpy`
 #   does.

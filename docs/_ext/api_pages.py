@@ -10,6 +10,7 @@ it is reorganised.  autosummary then writes one page per listed name or module.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import pkgutil
@@ -25,9 +26,13 @@ def public_modules(package: ModuleType) -> list[str]:
 
 
 def subpackages(package: ModuleType) -> list[str]:
-    return sorted(f"{package.__name__}.{info.name}"
-                  for info in pkgutil.iter_modules(package.__path__)
-                  if info.ispkg and not info.name.startswith("_"))
+    """Every public subpackage, at any depth (``minirad.studies`` and ``minirad.studies.nn``)."""
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.ispkg and not info.name.startswith("_"):
+            sub = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [sub.__name__, *subpackages(sub)]
+    return sorted(found)
 
 
 def _title(text: str) -> list[str]:
@@ -88,11 +93,18 @@ def _title_sub(text: str) -> list[str]:
 
 
 def part_page(package: ModuleType) -> str:
-    """The page of one subpackage: its docstring and a page per public module."""
+    """The page of one subpackage: its docstring, a page per public module, and links to
+    the pages of its own subpackages (each a part with a page of its own)."""
     name = package.__name__
+    folders = [m for m in public_modules(package) if m in subpackages(package)]
+    modules = [m for m in public_modules(package) if m not in folders]
     lines = [*_title(f"``{name}``"), f".. automodule:: {name}", "   :no-members:", ""]
-    lines += [*_title_sub("Modules"), ""]
-    lines += _autosummary([_short(m) for m in public_modules(package)], "modules")
+    if folders:
+        lines += [*_title_sub("Folders"), ""]
+        lines += [f"* :mod:`{folder}`" for folder in folders] + [""]
+    if modules:
+        lines += [*_title_sub("Modules"), ""]
+        lines += _autosummary([_short(m) for m in modules], "modules")
     return "\n".join(lines)
 
 
@@ -123,3 +135,119 @@ def write_pages(package_name: str, folder: Path) -> list[str]:
     for filename, text in pages.items():
         write_if_changed(folder / filename, text)
     return parts
+
+
+STAMP = ".written-from"
+
+
+def fingerprint(package_name: str, *more: Path) -> str:
+    """A hash of the package's source files (and of ``more`` files): what the pages
+    autosummary writes for the package are made from."""
+    package = importlib.import_module(package_name)
+    root = Path(package.__file__).parent
+    digest = hashlib.sha256()
+    for file in sorted(root.rglob("*.py")) + sorted(more):
+        digest.update(str(file).encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def unchanged(folder: Path, print_: str) -> bool:
+    """Whether ``folder``'s pages were generated from the fingerprint ``print_``."""
+    stamp = folder / STAMP
+    return stamp.exists() and stamp.read_text(encoding="utf-8") == print_
+
+
+def record(folder: Path, print_: str) -> None:
+    """Note that ``folder``'s pages are now those of the fingerprint ``print_`` (after a build
+    that succeeded, so that a failed one generates them again)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / STAMP).write_text(print_, encoding="utf-8")
+
+
+# ------------------------------------------------------------- keywords
+#: the parts of the library whose functions share one vocabulary of keywords
+PARTS = ("graph", "tracing", "exact", "randomized", "checkpoint", "implicit", "draw")
+#: modules that copy numpy's functions, keywords and all (``axis``, ``keepdims``, ...)
+NUMPY_MIRRORS = ("minirad.tracing.ops", "minirad.tracing.rearrange",
+                 "minirad.tracing.contractions", "minirad.tracing.linalg",
+                 "minirad.tracing.reductions")
+TABLE_START = "<!-- keyword table: written by python docs/_ext/api_pages.py -->"
+TABLE_END = "<!-- end of keyword table -->"
+
+
+def module_functions(module: ModuleType) -> list[str]:
+    """A module's public functions: those of its ``__all__``, else those it
+    defines whose names do not start with an underscore."""
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n, o in vars(module).items()
+                 if getattr(o, "__module__", None) == module.__name__ and not n.startswith("_")]
+    return [n for n in names if inspect.isfunction(getattr(module, n, None))]
+
+
+def public_functions(package_name: str = "minirad") -> dict[str, object]:
+    """Every public function by the name a reader meets first: ``minirad.<name>`` for
+    ``minirad.__all__``, then ``<module>.<name>`` for the modules of :data:`PARTS`
+    (each function once, under the first of those names)."""
+    package = importlib.import_module(package_name)
+    found: dict[str, object] = {}
+    seen: set[int] = set()
+
+    def add(name, obj):
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            found[name] = obj
+
+    for name in package.__all__:
+        obj = getattr(package, name)
+        if callable(obj) and not inspect.ismodule(obj):
+            add(f"{package_name}.{name}", obj)
+    for part in PARTS:
+        for dotted in public_modules(importlib.import_module(f"{package_name}.{part}")):
+            if dotted in NUMPY_MIRRORS:
+                continue
+            module = importlib.import_module(dotted)
+            for name in module_functions(module):
+                add(f"{dotted}.{name}", getattr(module, name))
+    return found
+
+
+def keywords(function) -> list[inspect.Parameter]:
+    """The parameters of ``function`` a caller may name: every one with a default,
+    and every keyword-only one (the data a function works on, ``g``, ``v``, ...,
+    are positional and not counted; nor are ``*args`` and ``**options``)."""
+    return [p for p in inspect.signature(function).parameters.values()
+            if p.kind is p.KEYWORD_ONLY
+            or (p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty)]
+
+
+def keyword_table(package_name: str = "minirad") -> str:
+    """The Markdown table of every public function with its keywords, read from the
+    signatures (``*`` marks a keyword-only one)."""
+    lines = ["| function | keywords |", "|---|---|"]
+    for name, function in public_functions(package_name).items():
+        words = [("*" if p.kind is p.KEYWORD_ONLY else "") + p.name for p in keywords(function)]
+        shown = name.removeprefix(f"{package_name}.")
+        lines.append(f"| `{shown}` | {', '.join(f'`{w}`' for w in words) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_keyword_table(path: Path, package_name: str = "minirad") -> bool:
+    """Put :func:`keyword_table` between the markers of ``path``; True if it changed."""
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(TABLE_START + "\n", 1)
+    _, tail = rest.split(TABLE_END, 1)
+    new = head + TABLE_START + "\n" + keyword_table(package_name) + TABLE_END + tail
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":  # python docs/_ext/api_pages.py: rewrite the table
+    import sys
+
+    ROOT = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(ROOT))
+    changed = write_keyword_table(ROOT / "docs" / "architecture.md")
+    print("docs/architecture.md:", "keyword table rewritten" if changed else "up to date")

@@ -5,7 +5,7 @@ drawings are graphviz graphs, so sphinx-gallery's own matplotlib scraper sees
 neither.  After each code block this scraper looks at the example's variables
 and saves every Figure or graphviz graph (or list of graphviz graphs, as
 ``render_elimination`` returns) that it has not shown yet, with
-``minirad.save``, which draws with matplotlib when graphviz's ``dot`` is
+``minirad.save_drawing``, which draws with matplotlib when graphviz's ``dot`` is
 missing.  In a downloaded notebook the same variables show inline by themselves.
 """
 
@@ -46,7 +46,7 @@ def minirad_scraper(block, block_vars, gallery_conf) -> str:
                 fresh.append(picture)
     paths = []
     for picture, path in zip(fresh, block_vars["image_path_iterator"]):
-        minirad.save(picture, str(path))
+        minirad.save_drawing(picture, str(path))
         paths.append(PurePosixPath(path))
     shown += fresh
     return figure_rst(paths, gallery_conf["src_dir"])

@@ -1,107 +1,141 @@
-"""Show the committed runs of the case studies on the site, their links intact.
+"""Show the repository's own Markdown files on the site, once, with their links intact.
 
-The study pages (``docs/nn_study.md``, ``docs/pde_study.md``) point into the
-repository: to the folders of committed results (``figures/nn/``,
-``figures/pde/``, each with a README, a results page and its pictures).  The
-site copies those folders under ``docs/runs/`` and adds each folder's pictures
-at the end of its README, so that the tables and figures show on the site.
+Some pages of the site are files that live elsewhere in the repository and
+are read there too: the instructors' guide (``tutorials/INSTRUCTORS.md``),
+the notes on every figure (``figures/README.md``), the committed runs of the
+case studies (``figures/nn/README.md``, ...).  The site does not copy them:
+a page of ``docs/`` names the file in one line,
 
-A link in a Markdown page is written for the repository, relative to where the
-page lives there.  :func:`rewrite_links` maps it onto the site: a link to a
-copied file or folder points at its copy; a link to anything else the site
-does not carry (``bench/README.md``, a test file) keeps its text and loses the
-link, since the site cannot show it.  Anything that is not an existing file of
-the repository is left as it is (Sphinx reports a broken link).
+    <!-- include: ../tutorials/INSTRUCTORS.md -->
+
+and :meth:`Site.include` puts the file's text in its place when Sphinx reads
+the page (and tells Sphinx that the page depends on the file, so that an
+unchanged file costs nothing on the next build).  When the page has a title
+of its own above that line, the file's headings move one level down.
+
+A link in a Markdown file is written for the repository, relative to where
+the file lives there.  :meth:`Site.rewrite_links` maps it onto the site: a
+link to a file that a page includes points at that page, a lab script at its
+handout, a picture anywhere in the repository stays a picture (Sphinx copies
+it), and a link to anything else the site does not carry (a test file,
+``bench/RESULTS.md``) keeps its text and loses the link.  Anything that is not
+an existing file of the repository is left as it is (Sphinx reports a broken
+link).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 # [text](target) and ![alt](target); the target has no spaces or parentheses
 LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:|^#|^/", re.IGNORECASE)
-PICTURES = (".png", ".svg")
+INCLUDE = re.compile(r"^<!-- include: (?P<path>\S+) -->[ \t]*$", re.MULTILINE)
+PICTURES = (".png", ".svg", ".jpg", ".gif")
+
+
+def demote_headings(text: str) -> str:
+    r"""Markdown ``text`` with every heading one level lower, code blocks left alone.
+
+    >>> demote_headings("# A\n\n```\n# code\n```\n## B")
+    '## A\n\n```\n# code\n```\n### B'
+    """
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        lines.append(line)
+    return "\n".join(lines)
 
 
 class Site:
     """Where each file of the repository ``root`` shows on the site built from ``docs``.
 
-    ``mirrored`` are repository folders (relative to ``root``) copied under
-    ``docs/runs/`` with their sub-folders.
+    ``left_out`` are folders of ``docs`` that this build leaves out (the
+    instructors' section of a site for students): links to them lose their
+    target.  ``forms`` maps a repository folder to the site folder that shows its files
+    in another form, with the suffix they have there: ``{"tutorials":
+    ("labs/handouts", ".ipynb")}`` shows ``tutorials/lab1.py`` as the page
+    ``labs/handouts/lab1.ipynb``.
     """
 
-    def __init__(self, root: Path, docs: Path, mirrored: list[str]):
+    def __init__(self, root: Path, docs: Path, forms: dict[str, tuple[str, str]] | None = None,
+                 left_out: list[str] = ()):
         self.root, self.docs = root.resolve(), docs.resolve()
-        self.copies = {self.root / folder: self.docs / "runs" / Path(folder).name
-                       for folder in mirrored}
+        self.forms = {self.root / folder: (self.docs / target, suffix)
+                      for folder, (target, suffix) in (forms or {}).items()}
+        self.left_out = [self.docs / folder for folder in ("_build", *left_out)]
+        self.includes: dict[Path, Path] = {}   # repository file -> the page that includes it
+        for page in sorted(self.docs.rglob("*.md")):
+            if self._left_out(page):
+                continue
+            for match in INCLUDE.finditer(page.read_text(encoding="utf-8")):
+                self.includes.setdefault((page.parent / match["path"]).resolve(), page)
 
-    def copy(self) -> None:
-        """Copy the mirrored folders' Markdown pages and pictures; each README lists its
-        folder's pictures at its end, and the other pages are marked as reached from it."""
-        for source, target in self.copies.items():
-            if target.exists():
-                shutil.rmtree(target)
-            for folder, _, files in os.walk(source):
-                here = Path(folder)
-                into = target / here.relative_to(source)
-                into.mkdir(parents=True, exist_ok=True)
-                for name in files:
-                    if name.endswith(PICTURES) or name == "README.md":
-                        shutil.copyfile(here / name, into / name)
-                    elif name.endswith(".md"):
-                        # reached from its README, not listed in the table of contents
-                        text = (here / name).read_text(encoding="utf-8")
-                        (into / name).write_text("---\norphan: true\n---\n\n" + text,
-                                                 encoding="utf-8")
-                pictures = sorted(name for name in files if name.endswith(PICTURES))
-                readme = into / "README.md"
-                if pictures and readme.exists():
-                    with readme.open("a", encoding="utf-8") as f:
-                        f.write("\n\n## The pictures\n\n")
-                        for name in pictures:
-                            f.write(f"### `{name}`\n\n![{name}]({name})\n\n")
+    def _left_out(self, path: Path) -> bool:
+        return any(path.is_relative_to(folder) for folder in self.left_out)
 
-    def origin(self, page: Path) -> Path:
-        """The repository file that a page of the site was copied from (itself if none)."""
+    def include(self, page: Path, text: str) -> tuple[str, list[Path]]:
+        """``text`` of the site's ``page`` with each include line replaced by the file
+        it names, that file's links mapped onto the site; and the files included."""
         page = page.resolve()
-        for source, target in self.copies.items():
-            if page.is_relative_to(target):
-                return source / page.relative_to(target)
-        return page
+        files: list[Path] = []
+
+        def included(match: re.Match) -> str:
+            file = (page.parent / match["path"]).resolve()
+            if not file.is_file():
+                raise FileNotFoundError(f"{page}: the included file {match['path']} "
+                                        f"does not exist")
+            files.append(file)
+            included = self.rewrite_links(page, file.read_text(encoding="utf-8"), origin=file)
+            titled = re.search(r"^# ", text[:match.start()], re.MULTILINE)
+            return demote_headings(included) if titled else included
+
+        return INCLUDE.sub(included, text), files
 
     def on_site(self, path: Path) -> Path | None:
-        """The site's copy of a repository file or folder (a folder shows as its
-        README), or None when the site does not carry it."""
+        """The page or picture of the site that shows a repository file or folder (a
+        folder shows as its README), or None when the site does not carry it."""
         path = Path(os.path.normpath(path))
         if path.is_dir():
             path = path / "README.md"
-        if path.is_relative_to(self.docs) and path.exists():
+        if not path.exists():
+            return None
+        if path in self.includes:
+            return self.includes[path]
+        if path.suffix.lower() in PICTURES:
             return path
-        for source, target in self.copies.items():
-            if path.is_relative_to(source) and path.exists():
-                return target / path.relative_to(source)
+        if path.is_relative_to(self.docs):
+            return None if self._left_out(path) else path
+        for folder, (target, suffix) in self.forms.items():
+            if path.is_relative_to(folder):
+                shown = (target / path.relative_to(folder)).with_suffix(suffix)
+                return shown if shown.exists() else None
         return None
 
-    def rewrite_links(self, page: Path, text: str) -> str:
-        """``text`` of the site's ``page`` with its repository links mapped onto the site."""
+    def rewrite_links(self, page: Path, text: str, origin: Path | None = None) -> str:
+        """``text`` of the site's ``page``, written at ``origin`` in the repository (the
+        page itself unless given), with its repository links mapped onto the site."""
         page = page.resolve()
-        origin = self.origin(page)
+        origin = (origin or page).resolve()
 
         def mapped(match: re.Match) -> str:
             target = match["target"]
             if EXTERNAL.match(target):
-                return match[0]
+                return match[0]  # a web address, or a heading of this page
             path, _, anchor = target.partition("#")
             if not (origin.parent / path).exists():
                 return match[0]  # not a file: code, or a broken link that Sphinx reports
-            copy = self.on_site(origin.parent / path)
-            if copy is None:
+            shown = self.on_site(origin.parent / path)
+            if shown is None:
                 return match["text"]
-            link = os.path.relpath(copy, page.parent).replace(os.sep, "/")
+            if shown == page and anchor:
+                return f"{match['bang']}[{match['text']}](#{anchor})"
+            link = os.path.relpath(shown, page.parent).replace(os.sep, "/")
             return f"{match['bang']}[{match['text']}]({link}{'#' + anchor if anchor else ''})"
 
         return LINK.sub(mapped, text)

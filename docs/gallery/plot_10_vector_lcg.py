@@ -28,7 +28,7 @@ def mlp(X, W1, W2):
 
 g = minirad.trace(mlp, X, W1, W2, wrt=[1, 2])
 print(g)
-print("bytes kept per example:", minirad.memory(g).per_example(3))
+print("bytes kept per example:", minirad.retained_memory(g).per_example(3))
 drawing = minirad.render(g, title="Figure 3(a): a two-layer ReLU MLP", batch=3)
 drawing
 
@@ -37,7 +37,7 @@ drawing
 # entries of each example's row: the injected projections are the dashed
 # edges, and the memory falls.
 sampled = minirad.sample_activations(g, 2, rng=0)
-print("bytes kept per example:", minirad.memory(sampled).per_example(3))
+print("bytes kept per example:", minirad.retained_memory(sampled).per_example(3))
 sampled_drawing = minirad.render(sampled, title="The same graph, activations sampled",
                                  batch=3)
 sampled_drawing

@@ -29,7 +29,7 @@ hold what every step's reverse needs.  So a forward step here reads
 ``x_{i+1}`` from the record instead of computing it, and the schedule's
 counts and peaks (:class:`~minirad.checkpoint.schedules.ChainGradient`) are those a
 program that recomputes each step from its state would have; the graph
-itself keeps what ``memory(g)`` says.  The reverse step ``i`` is the reverse
+itself keeps what ``retained_memory(g)`` says.  The reverse step ``i`` is the reverse
 sweep (:func:`minirad.graph.labels.reverse`) over the edges into step ``i``'s
 vertices, taken in the same order, so every schedule gives
 :func:`minirad.exact.sweeps.gradient` bit for bit: each vertex receives the same
@@ -69,6 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
 from . import schedules as checkpointing
 
@@ -127,13 +128,11 @@ def _skipped(g: LCG, chain: np.ndarray, exempt_from: int) -> np.ndarray:
     return np.cumsum(cover)[:-1]
 
 
+@takes_graph_or_function
 def chain_shape(g: LCG, start=None, states=None) -> ChainShape:
     """Read ``g`` as a chain from ``start`` (default: the first input) over ``states``
     (names or numbers, ``start`` first; default: every chain vertex no edge skips).
     Raises ``ValueError`` naming what breaks the chain shape."""
-    if not isinstance(g, LCG):
-        raise TypeError(f"chain_shape reads an LCG of arrays (minirad.LCG), "
-                        f"not {type(g).__name__}")
     if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
         raise ValueError(f"a chain ends in one scalar loss; this graph has outputs of shapes "
                          f"{[g.shapes[v] for v in g.outputs]}")
@@ -205,6 +204,7 @@ def _pull(g: LCG, edges, adjoint: dict) -> None:
         adjoint[u] = term if adjoint.get(u) is None else algebra.add(adjoint[u], term)
 
 
+@takes_graph_or_function
 def checkpointed_gradient(g: LCG, schedule=None, start=None, states=None) -> CheckpointedGradient:
     """The gradient of ``g``'s scalar loss with respect to each input, by the reverse sweep
     of its chain (:func:`chain_shape`) under a checkpointing ``schedule`` (default

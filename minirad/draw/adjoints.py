@@ -61,7 +61,7 @@ def plot_reintegration(problems):
     for k, problem in enumerate(problems):
         color = PATH_COLORS[k % len(PATH_COLORS)]
         exact = discrete_gradient(problem, problem.parameters)
-        runs = {states: continuous_gradient(problem, problem.parameters, states=states)
+        runs = {states: continuous_gradient(problem, problem.parameters, states_from=states)
                 for states in STATES}
         t = problem.h * np.arange(problem.n_steps + 1)
         back = runs["reintegrate"]

@@ -28,6 +28,7 @@ front-eliminate x → v2: |succ(v2)| = 1 multiplication, 0 additions
 from __future__ import annotations
 
 from ..exact.edge_elimination import FRONT, EdgeStep, eliminate_edges
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG, plural
 from .render import (
     PATH_COLORS,
@@ -36,7 +37,7 @@ from .render import (
     has_dot,
     layout_positions,
     render,
-    save,
+    save_drawing,
     strip,
 )
 
@@ -97,11 +98,12 @@ def edge_step_pictures(before: LCG, step: EdgeStep, **options) -> tuple:
     return first, second
 
 
-def edge_elimination_strip(g: LCG, sequence="optimal", path=None, dpi: int = 110, *,
+@takes_graph_or_function
+def edge_elimination_strip(g: LCG, order="optimal", path=None, dpi: int = 110, *,
                            title: str | None = None, **options):
     """Every step of an edge elimination as a row of two pictures, in one Figure.
 
-    ``sequence`` is as for :func:`minirad.exact.edge_elimination.eliminate_edges`;
+    ``order`` is as for :func:`minirad.exact.edge_elimination.eliminate_edges`;
     ``title`` goes above all the rows; saved to ``path`` when given.
 
     >>> from minirad import examples
@@ -109,7 +111,7 @@ def edge_elimination_strip(g: LCG, sequence="optimal", path=None, dpi: int = 110
     >>> len(figure.axes), figure.get_suptitle()
     (4, 'lab')
     """
-    result = eliminate_edges(g, sequence, keep_graphs=True)
+    result = eliminate_edges(g, order, keep_graphs=True)
     if has_dot() and "positions" not in options:
         options = dict(options, positions=layout_positions(g))
     drawings = []
@@ -119,5 +121,5 @@ def edge_elimination_strip(g: LCG, sequence="optimal", path=None, dpi: int = 110
         drawings += pair
     figure = strip(drawings, ncols=2, dpi=dpi, title=title)
     if path is not None:
-        save(figure, path, dpi=dpi)
+        save_drawing(figure, path, dpi=dpi)
     return figure

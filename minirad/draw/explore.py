@@ -51,11 +51,16 @@ import os
 import re
 from importlib import resources
 
+import numpy as np
+
+from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG
+from ..rng import seed_from
 from . import explore_arrays, explore_data
 from .explore_layout import positions
+from .render import MAX_VERTICES
 
 __all__ = ["Page", "explore"]
 
@@ -92,16 +97,16 @@ class Page:
         return f"Page({self.data['title']!r}, {len(self.html.encode('utf-8')):,} bytes)"
 
 
-def _layout_section(g, lines) -> dict:
-    spots = positions(g, lines)
+def _layout_section(g, lines, max_vertices: int) -> dict:
+    spots = positions(g, lines, max_vertices)
     return dict(x=spots.x, y=spots.y, width=spots.width, height=spots.height,
                 lines=lines, engine=spots.layout)
 
 
-def _check_options(ks, seeds, samples) -> None:
-    if isinstance(samples, bool) or not isinstance(samples, int) or not 2 <= samples <= 10_000:
-        raise ValueError(f"samples must be a whole number from 2 to 10000 (estimates kept per "
-                         f"k and seed), not {samples!r}")
+def _check_options(ks, seeds, n) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 10_000:
+        raise ValueError(f"n must be a whole number from 2 to 10000 (estimates kept per "
+                         f"k and seed), not {n!r}")
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seeds must be non-negative integers, not {seed!r}")
@@ -109,38 +114,47 @@ def _check_options(ks, seeds, samples) -> None:
         raise ValueError("give at least one k and one seed for the Sample panel")
 
 
-def explore(g, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), samples: int = 100,
-            max_paths: int = 60, fractions=explore_arrays.FRACTIONS, seed: int = 0) -> Page:
-    """The explorable page of ``g``, an LCG of numbers or of arrays (at most 200 vertices).
+@takes_graph_or_function
+def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: int = 100,
+            max_paths: int = 60, fractions=explore_arrays.FRACTIONS,
+            max_vertices: int = MAX_VERTICES, rng=0) -> Page:
+    """The explorable page of ``g``, an LCG of numbers or of arrays (at most
+    ``max_vertices`` vertices, refused before anything is computed).
 
     ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
-    precomputed: ``samples`` estimates, the first dozen from runs of
+    precomputed: ``n`` estimates, the first dozen from runs of
     ``sample_paths`` shown with their draws, the rest from ``sampled_jacobians``);
     ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the
-    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with ``seed``.
+    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with a
+    seed, ``rng`` itself or one drawn from it (the page names it).
     Save it with ``.save("page.html")``; in Jupyter it shows inline.
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"explore draws an LCG (minirad.trace), not "
-                        f"{type(g).__name__}; trace the function first")
+    if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
+        raise TypeError(f"max_vertices must be an int, not {max_vertices!r}")
+    if g.n_vertices > max_vertices:   # before any panel: they cost time and memory
+        raise ValueError(f"the graph has {g.n_vertices:,} vertices, more than "
+                         f"max_vertices={max_vertices} that one page can lay out and be read; "
+                         f"explore a smaller subgraph, or pass max_vertices={g.n_vertices} "
+                         f"(--max-vertices {g.n_vertices}) to build it anyway")
     if g.algebra is FLOATS:  # a graph of numbers: every panel but Memory
-        _check_options(list(ks), list(seeds), samples)
+        _check_options(list(ks), list(seeds), n)
         lines = [[name] for name in g.names]
         data = dict(kind="scalars", graph=explore_data.graph_section(g),
                     exact=explore_data.exact_section(g),
                     elimination=explore_data.elimination_section(g),
                     paths=_optional(explore_data.paths_section, g, max_paths),
                     sample=_optional(explore_data.sample_section, g, tuple(ks), tuple(seeds),
-                                     samples),
+                                     n),
                     memory=None)
     else:  # a graph with arrays: its blocks, the reverse sweep over them and Memory
         lines = [[name, shape] for name, shape in zip(g.names, map(
             explore_arrays.shape_text, g.shapes))]
         data = dict(kind="arrays", graph=explore_arrays.graph_section(g),
                     exact=explore_arrays.exact_section(g),
-                    memory=explore_arrays.memory_section(g, fractions, seed),
+                    memory=explore_arrays.memory_section(g, fractions, rng=seed_from(
+                        np.random.default_rng() if rng is None else rng)),
                     elimination=None, paths=None, sample=None)
-    data["layout"] = _layout_section(g, lines)
+    data["layout"] = _layout_section(g, lines, max_vertices)
     data["title"] = title or repr(g)
     return Page(_fill(data), data)
 

@@ -2,7 +2,7 @@
 reverse sweep over them, and the memory the backward pass keeps against the
 variance that activation sampling adds.
 
-Memory comes from :func:`minirad.graph.memory.memory`, on the graph as traced
+Memory comes from :func:`minirad.graph.memory.retained_memory`, on the graph as traced
 and on :func:`minirad.randomized.injection.sample_activations` of it at each
 kept fraction.  The exact variance of the sampled gradient is computed here,
 from minirad's own injection and sweep, by a property of the estimator that
@@ -39,10 +39,13 @@ import numpy as np
 from ..exact.sweeps import gradient
 from ..graph import labels
 from ..graph.lcg import fill_template, shape_text
-from ..graph.memory import memory
+from ..graph.memory import retained_memory
 from ..graph.operators import MatMul
 from ..randomized.injection import draws, inject_edge, sample_activations
 from .explore_data import number, numbers
+
+# the sections of minirad.draw.explore's page: no API of their own
+__all__: list[str] = []
 
 #: the variance is computed from this many sampled gradients at most (rows x entries per edge)
 MAX_PROBES = 4000
@@ -176,11 +179,12 @@ def one_draw_variance(g, edges=None) -> dict:
             for x in g.inputs}
 
 
-def memory_section(g, fractions=FRACTIONS, seed: int = 0) -> dict:
+def memory_section(g, fractions=FRACTIONS, *, rng: int = 0) -> dict:
     """Bytes per edge (and why an edge keeps nothing) for the graph as traced and after
-    ``sample_activations(g, f, rng=seed)`` for each kept fraction ``f``; the exact
+    ``sample_activations(g, f, rng=rng)`` for each kept fraction ``f`` (``rng`` an integer
+    seed, which the page shows); the exact
     variance of the sampled gradient at each ``f`` (or why it is not computed)."""
-    full = memory(g)
+    full = retained_memory(g)
     sampled = sampled_edges(g)
     steps = [dict(fraction=None, per_edge=list(full.per_edge), total=full.total,
                   ks=[None] * len(sampled),
@@ -190,8 +194,8 @@ def memory_section(g, fractions=FRACTIONS, seed: int = 0) -> dict:
     except ValueError as error:
         shares, why = None, str(error)
     for f in fractions:
-        h = sample_activations(g, f, rng=seed)
-        m = memory(h)
+        h = sample_activations(g, f, rng=rng)
+        m = retained_memory(h)
         ks = [draws(_rows_and_width(g, e)[1], f) for e in sampled]
         variance = None
         if shares is not None:
@@ -201,6 +205,6 @@ def memory_section(g, fractions=FRACTIONS, seed: int = 0) -> dict:
                           ks=ks, variance=variance))
     norms = [number(float(np.sum(np.asarray(x, dtype=float) ** 2))) for x in gradient(g)] \
         if why is None or "scalar output" not in why else None
-    return dict(notes=list(full.notes), sampled=sampled, steps=steps, seed=seed,
+    return dict(notes=list(full.notes), sampled=sampled, steps=steps, seed=rng,
                 variance_note=why, gradient_squared=norms,
                 input_names=[g.names[x] for x in g.inputs])

@@ -35,6 +35,9 @@ from ..graph.lcg import INTERMEDIATE, LCG, fill_template
 from ..randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from ..rng import as_generator
 
+# the sections of minirad.draw.explore's page: no API of their own
+__all__: list[str] = []
+
 #: the elimination orders the page can play, each minirad's own (optimal only for small graphs)
 ORDERS = ("forward", "reverse", "markowitz", "optimal")
 #: the exhaustive optimal order is left out above this many intermediates (it searches 2**k sets)
@@ -85,7 +88,7 @@ def exact_section(g: LCG) -> dict:
     tangent or adjoint of every vertex, in the order the sweep reaches them, and its cost."""
     sweeps = []
     for x in g.inputs:
-        run = forward_sweep(g, inputs=x)
+        run = forward_sweep(g, wrt=x)
         sweeps.append(dict(direction="forward", seed=x, values=numbers(run.tangents[:, 0]),
                            order=list(range(g.n_vertices)),
                            multiplications=run.multiplications, additions=run.additions))
@@ -124,29 +127,30 @@ def elimination_section(g: LCG) -> dict:
                 optimal_limit=OPTIMAL_ON_PAGE)
 
 
-def paths_section(g: LCG, limit: int = 60) -> dict:
+def paths_section(g: LCG, max_paths: int = 60) -> dict:
     """Per Jacobian entry: the exact number of paths (Bauer's formula sums over them),
-    the first ``limit`` of them in minirad's order with their products, and the entry."""
+    the first ``max_paths`` of them in minirad's order with their products, and the entry."""
     counts = count_paths(g)
     jacobian = reverse_sweep(g, keep_values=False).jacobian
     entries = []
     for (r, y), (c, x) in itertools.product(enumerate(g.outputs), enumerate(g.inputs)):
-        listed = list(itertools.islice(paths(g, x, y), limit))
+        listed = list(itertools.islice(paths(g, x, y), max_paths))
         products = [path_product(g, p) for p in listed]
         entries.append(dict(name=f"d{g.names[y]}/d{g.names[x]}", count=format_count(counts[r, c]),
                             complete=len(listed) == counts[r, c],
                             paths=[list(p) for p in listed], products=numbers(products),
                             listed_sum=number(math.fsum(products)), exact=number(jacobian[r, c])))
-    return dict(entries=entries, limit=limit)
+    return dict(entries=entries, limit=max_paths)
 
 
 def _running(estimates: np.ndarray) -> dict:
     """Running mean, standard error of the mean and sample variance after 1, 2, ... estimates."""
     n = np.arange(1, len(estimates) + 1)[:, None]
     mean = np.cumsum(estimates, axis=0) / n
-    squares = np.cumsum((estimates - mean[-1]) ** 2, axis=0)  # about the final mean: stable
+    with np.errstate(over="ignore"):  # a spread beyond the float range is inf
+        squares = np.cumsum((estimates - mean[-1]) ** 2, axis=0)  # about the final mean
     shift = np.cumsum(estimates - mean[-1], axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         variance = (squares - shift ** 2 / n) / (n - 1)  # NaN for one estimate: undefined
     variance = np.maximum(variance, 0.0)
     return dict(mean=mean, stderr=np.sqrt(variance / n), variance=variance)
@@ -158,7 +162,7 @@ def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int =
     ``runs`` of them (at most ``n``) are single runs of ``sample_paths`` on one generator
     made from the seed, kept with their drawn edges, weights and skipped vertices, so
     that the samples a student steps through are the first ones the running mean
-    averages; the rest come from ``sampled_jacobians(g, k, n - runs, rng)`` on the same
+    averages; the rest come from ``sampled_jacobians(g, k, n - runs, rng=rng)`` on the same
     generator afterwards (the same law, drawn in batches).  The estimates and means are
     kept in full, the standard errors and variances to :data:`SPREAD_DIGITS`
     significant digits (the page prints fewer)."""

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from ..graph.lcg import LCG
 from .render import MAX_VERTICES, has_dot, layout_positions
 
+# the sections of minirad.draw.explore's page: no API of their own
+__all__: list[str] = []
+
 #: the width of one character and the height of one line of a vertex's text, in points
 CHAR_WIDTH, LINE_HEIGHT = 7.4, 16.0
 
@@ -64,18 +67,21 @@ def stand_in(g) -> tuple[LCG, list[str]]:
                           outputs=[names[v] for v in g.outputs]), names
 
 
-def positions(g, lines: list[list[str]] | None = None) -> Positions:
-    """Centres and sizes of the vertices of ``g`` (any LCG).
+def positions(g, lines: list[list[str]] | None = None,
+              max_vertices: int = MAX_VERTICES) -> Positions:
+    """Centres and sizes of the vertices of ``g`` (any LCG of at most ``max_vertices``).
 
     ``lines`` is the text of each vertex box (default: its name).  Vertices in
     one row are spread apart when their boxes would touch.
     """
-    if g.n_vertices > MAX_VERTICES:
+    if g.n_vertices > max_vertices:
         raise ValueError(f"the graph has {g.n_vertices} vertices; the page lays out at most "
-                         f"{MAX_VERTICES}, as minirad's drawings do; explore a smaller subgraph")
+                         f"max_vertices={max_vertices}, as minirad's drawings do; explore a "
+                         f"smaller subgraph, or pass max_vertices={g.n_vertices}")
     lines = lines or [[name] for name in g.names]
     laid_out, names = stand_in(g)
-    spots = layout_positions(laid_out, legend=False, edge_labels=False)
+    spots = layout_positions(laid_out, legend=False, edge_labels=False,
+                             max_vertices=max_vertices)
     layout = "dot" if has_dot() else "matplotlib"
     x = [spots[name][0] for name in names]
     y = [-spots[name][1] for name in names]  # SVG's y grows downwards

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG, reachable
 from .figure import Figure
 from .render import PATH_COLORS as COLORS
@@ -56,18 +57,19 @@ def _dual_multiplications(f, args) -> int:
     return count[0]
 
 
-def sweep_cost(g: LCG, seeds, forward: bool = True) -> int:
+@takes_graph_or_function
+def sweep_cost(g: LCG, seeds, direction: str = "forward") -> int:
     """The multiplications of one sweep seeded on all of ``seeds`` together (one
-    tangent vector, or one adjoint): every edge out of (forward) or into
-    (reverse) a vertex the seeds reach.
+    tangent vector, or one adjoint): every edge out of (``direction="forward"``) or
+    into (``"reverse"``) a vertex the seeds reach.
 
     >>> from minirad import examples
     >>> g = examples.lecture()
-    >>> sweep_cost(g, g.inputs), sweep_cost(g, g.outputs, forward=False)
+    >>> sweep_cost(g, g.inputs), sweep_cost(g, g.outputs, direction="reverse")
     (8, 8)
     """
-    reached = reachable(g, list(seeds), forward)
-    degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
+    reached = reachable(g, list(seeds), direction)
+    degree = g.out_degrees if direction == "forward" else np.diff(g.in_edges_ptr)
     return int(degree[reached].sum())
 
 

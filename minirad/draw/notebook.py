@@ -24,7 +24,7 @@ import sys
 from ..graph.lcg import LCG
 from .render import render
 
-__all__ = ["MAX_VERTICES", "lcg_bundle", "register"]
+__all__ = ["MAX_VERTICES", "register"]
 
 #: an LCG with more vertices than this shows as text, not as a drawing
 MAX_VERTICES = 100

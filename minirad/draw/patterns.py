@@ -18,6 +18,7 @@ from matplotlib.colors import ListedColormap
 
 from ..exact.compressed import STRATEGIES, Plan, plan
 from ..exact.sparsity import as_pattern, colour_columns, colour_rows, pattern
+from ..graph.calls import takes_graph_or_function
 from .render import PATH_COLORS
 
 __all__ = ["plot_blocks", "plot_pattern", "plot_strategies"]
@@ -150,11 +151,12 @@ def _wrap(line: str, width: int = 120) -> str:
     return "\n".join(textwrap.wrap(line, width)) or line
 
 
-def plot_blocks(g, limit: int = 4096, title: str | None = None):
+@takes_graph_or_function
+def plot_blocks(g, max_entries: int = 4096, title: str | None = None):
     """Every edge's Jacobian block as a small heatmap: the structure an operator
     stores compactly (a diagonal, a mask, the Kronecker pattern of ``x @ W`` seen
     from W), seen as the matrix it stands for, red positive and blue negative.
-    Blocks of more than ``limit`` entries are named but not drawn.
+    Blocks of more than ``max_entries`` entries are named but not drawn.
 
     >>> import numpy as np
     >>> from minirad import examples
@@ -178,7 +180,7 @@ def plot_blocks(g, limit: int = 4096, title: str | None = None):
         name = f"∂{g.names[v]}/∂{g.names[u]}: " + (
             "a number" if block is not None else label.label())
         out_size, in_size = (1, 1) if block is not None else (label.out_size, label.in_size)
-        if out_size * in_size > limit:
+        if out_size * in_size > max_entries:
             ax.set_axis_off()
             ax.text(0.5, 0.5, f"{name}\n{out_size} × {in_size}\n(too large to draw)",
                     ha="center", va="center", fontsize=9)

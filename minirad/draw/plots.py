@@ -3,7 +3,7 @@
 Every function returns a :class:`matplotlib.figure.Figure` built without
 pyplot: nothing global is touched, nothing is shown.  In Jupyter the Figure
 displays as a cell's value, in any kernel (see :mod:`minirad.draw.figure`);
-elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save`).
+elsewhere call ``fig.savefig(...)`` (or :func:`minirad.draw.render.save_drawing`).
 
 >>> from minirad import examples
 >>> fig = plot_compare(examples.figure1(), k=1, n=200, rng=0)
@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..graph.lcg import LCG, takes_lcg
+from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import LCG
+from ..graph.scalarize import entry_names
 from ..rng import as_generator
 from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths
 
@@ -26,8 +28,9 @@ __all__ = [
     "plot_variance_vs_depth", "plot_variance_vs_k", "z_scores",
 ]
 
-#: above this many entries the heatmaps are not annotated with numbers
+#: above this many entries, or this many columns, the heatmaps are not annotated with numbers
 ANNOTATE_LIMIT = 64
+ANNOTATE_COLUMNS = 8
 #: the empirical crosses of plot_variance_vs_k, a colour no line there has
 EMPIRICAL_COLOR = "#CC0077"
 
@@ -169,12 +172,12 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     for index, (ax, a, text, (norm, cmap)) in enumerate(zip(axes, panels, titles, scales)):
         images.append(ax.imshow(a, cmap=cmap, norm=norm, aspect="auto",
                                 interpolation="nearest"))
-        if a.size <= ANNOTATE_LIMIT:
+        if a.size <= ANNOTATE_LIMIT and n_in <= ANNOTATE_COLUMNS:
             _annotate(ax, a, norm, cmap, signed=index == 4)
         ax.set_title(text, fontsize=10)
-        ax.set_xticks(range(n_in), input_names, rotation=90 if n_in > 6 else 0)
+        ax.set_xticks(*_ticks(input_names), rotation=90 if n_in > 6 else 0)
         ax.set_xlabel("input")
-    axes[0].set_yticks(range(n_out), output_names)
+    axes[0].set_yticks(*_ticks(output_names))
     axes[0].set_ylabel("output")
     figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9, label="Jacobian entry",
                     extend="both" if clipped else "neither")
@@ -189,6 +192,19 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     return figure
 
 
+def _ticks(names: list[str], most: int = 24) -> tuple[list[int], list[str]]:
+    """Positions and labels of at most ``most`` ticks, evenly spread over ``names``
+    (the entries of an array each have a column: hundreds of labels would overlap).
+
+    >>> _ticks(["a", "b", "c"]), _ticks([f"x[{i}]" for i in range(100)], 4)
+    (([0, 1, 2], ['a', 'b', 'c']), ([0, 33, 66, 99], ['x[0]', 'x[33]', 'x[66]', 'x[99]']))
+    """
+    if len(names) <= most:
+        return list(range(len(names))), list(names)
+    positions = np.unique(np.linspace(0, len(names) - 1, most).round().astype(int)).tolist()
+    return positions, [names[i] for i in positions]
+
+
 def _names(names, count: int, what: str, stem: str) -> list[str]:
     if names is None:
         return [f"{stem}{i}" for i in range(count)]
@@ -198,9 +214,9 @@ def _names(names, count: int, what: str, stem: str) -> list[str]:
     return names
 
 
-@takes_lcg
-def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
-                 exact_std: bool = False):
+@takes_graph_or_function
+def plot_compare(g: LCG, k=1, n: int = 1000, title: str | None = None,
+                 exact_std: bool = False, *, rng=None):
     """Exact Jacobian of ``g`` against path sampling: see :func:`jacobian_heatmaps`.
 
     Draws ``n`` estimates with :func:`minirad.randomized.experiments.compare` (``k`` as
@@ -220,7 +236,7 @@ def plot_compare(g: LCG, k=1, n: int = 1000, rng=None, title: str | None = None,
     return plot_comparison(g, compare(g, k=k, n=n, rng=rng), k, title, exact_std)
 
 
-@takes_lcg
+@takes_graph_or_function
 def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool = False):
     """:func:`plot_compare` for a :class:`~minirad.randomized.experiments.Comparison` already
     computed with draws ``k`` on ``g``, so nothing is sampled twice.
@@ -239,9 +255,13 @@ def plot_comparison(g: LCG, result, k, title: str | None = None, exact_std: bool
         std = np.sqrt(result.exact_variance)
     else:
         std = np.sqrt(result.variance) if result.n > 1 else np.zeros_like(result.mean)
+        std = np.where(result.varies, std, 0.0)  # elsewhere only rounding made a spread
+    def entries(vertices):  # an array vertex is one row or column per entry (W[1,0])
+        return [name for v in vertices for name in entry_names(g.names[v], g.shape(v))]
+
     return jacobian_heatmaps(
         result.exact, result.mean, result.estimates[0], std, n=result.n, k=k,
-        input_names=[g.names[v] for v in g.inputs], output_names=[g.names[v] for v in g.outputs],
+        input_names=entries(g.inputs), output_names=entries(g.outputs),
         title=title or f"Path sampling against the exact Jacobian ({_k_text(k)})")
 
 
@@ -258,9 +278,9 @@ def _check_ks(ks, where: str) -> list:
     return list(ks)
 
 
-@takes_lcg
-def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, rng=None,
-                     title: str | None = None):
+@takes_graph_or_function
+def plot_convergence(g: LCG, ks=(1, 2, 4), n: int = 2000, title: str | None = None, *,
+                     rng=None):
     """Relative error of the running mean against the number of samples, log-log.
 
     One solid curve per ``k``: ``||mean of the first m estimates - J|| / ||J||``
@@ -318,8 +338,8 @@ def _cycle(count: int) -> list[str]:
 
 # --------------------------------------------------------------- variance
 def plot_variance_vs_depth(width: int = 4, depths=range(1, 9), fraction: float = 0.5,
-                           methods: Sequence[str] = ("paths",), partials="balanced", rng=0,
-                           title: str | None = None):
+                           methods: Sequence[str] = ("paths",), partials="balanced",
+                           title: str | None = None, *, rng=0):
     """Figure 2 of the paper, computed exactly: relative variance against depth.
 
     For both families -- independent paths (Figure 2a) and interleaved,
@@ -374,9 +394,9 @@ def _slope_guide(ax, x: np.ndarray, top: float) -> None:
             label=f"slope guide $\\propto 1/k$ (drawn ×{GUIDE_OFFSET:g} above)")
 
 
-@takes_lcg
-def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=None,
-                       title: str | None = None):
+@takes_graph_or_function
+def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None,
+                       title: str | None = None, *, rng=None):
     """Exact variance of path sampling against the number of draws per vertex, log-log.
 
     Two quantities, normalised differently, so each has its own panel:
@@ -430,7 +450,7 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None, rng=No
             _say(ax, "variance exactly 0 at every k: sampling reproduces J")
         if n is not None:
             seeds = _seeds(rng, len(ks))
-            empirical = [sampled_jacobians(g, k, n, seed).var(axis=0, ddof=1).sum() / norm
+            empirical = [sampled_jacobians(g, k, n, rng=seed).var(axis=0, ddof=1).sum() / norm
                          for k, seed in zip(ks, seeds)]
             ax.plot(x, empirical, linestyle="none", marker="x", color=EMPIRICAL_COLOR,
                     markersize=8, markeredgewidth=1.6, label=f"from n={n} samples per k")
@@ -492,13 +512,13 @@ def _say(ax, text: str, row: int = 0) -> None:
 # ------------------------------------------------------- elimination costs
 def plot_elimination_costs(graphs: Mapping[str, LCG],
                            orders: Sequence[str] = ("forward", "reverse", "markowitz", "optimal"),
-                           cost: str = "multiplications", title: str | None = None):
+                           by: str = "multiplications", title: str | None = None):
     """Grouped bars: the cost of each elimination order on each graph.
 
     One group per graph, one bar per order, the count written on each bar.
     The optimal order is an exhaustive search and is computed only for
     graphs with at most :data:`minirad.exact.elimination.OPTIMAL_LIMIT`
-    intermediates; elsewhere its place reads "n/a".  ``cost`` is
+    intermediates; elsewhere its place reads "n/a".  ``by`` is
     ``"multiplications"`` or ``"additions"``; ``title`` replaces the default title.
 
     >>> from minirad import examples
@@ -516,11 +536,11 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
         if not isinstance(g, LCG):
             raise TypeError(f"plot_elimination_costs: graph {name!r} is a "
                             f"{type(g).__name__}, not an LCG")
-    if cost not in ("multiplications", "additions"):
-        raise ValueError(f"cost must be 'multiplications' or 'additions', not {cost!r}")
+    if by not in ("multiplications", "additions"):
+        raise ValueError(f"by must be 'multiplications' or 'additions', not {by!r}")
     if isinstance(orders, str):
         orders = (orders,)
-    which = 0 if cost == "multiplications" else 1
+    which = 0 if by == "multiplications" else 1
     table = {}
     for name, g in graphs.items():
         for order in orders:
@@ -541,10 +561,10 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
                     ha="center", va="bottom", fontsize=8,
                     color="grey" if h is None else "black")
     ax.set_xticks(centres, list(graphs))
-    ax.set_ylabel(f"{cost} to accumulate the Jacobian")
+    ax.set_ylabel(f"{by} to accumulate the Jacobian")
     ax.set_xlabel("graph")
     ax.set_ylim(0, tallest * 1.15)
-    ax.set_title(title or f"Vertex elimination: {cost} by order "
+    ax.set_title(title or f"Vertex elimination: {by} by order "
                           f"(optimal only up to {OPTIMAL_LIMIT} intermediates)", fontsize=10)
     ax.legend(title="elimination order", fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)

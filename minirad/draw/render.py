@@ -1,7 +1,7 @@
 """Draw an LCG the way the RAD paper's Figure 1 does, with optional highlights.
 
 :func:`render` returns a :class:`graphviz.Digraph` (it shows inline in
-Jupyter and :func:`save` writes it as svg, png or pdf).  The picture reads
+Jupyter and :func:`save_drawing` writes it as svg, png or pdf).  The picture reads
 bottom-up like Figure 1(c): inputs at the bottom, outputs at the top, one
 row per topological level, each edge labelled with its local partial.
 Results of other modules are laid over it by passing them along,
@@ -64,17 +64,18 @@ import graphviz
 import numpy as np
 
 from ..exact.paths import path_product
+from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
 from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural, shape_text
 from ..graph.lcg import levels as topological_levels
-from ..graph.memory import memory
+from ..graph.memory import retained_memory
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Part",
     "Paths",
     "draw_matplotlib", "elimination_strip", "has_dot", "layout_positions", "render",
-    "render_elimination", "sample_title", "save", "strip",
+    "render_elimination", "save_drawing", "strip",
 ]
 
 #: graphs with more vertices than this are refused unless ``max_vertices=`` is raised
@@ -127,7 +128,7 @@ def _warn_missing_dot() -> None:
         _warned_missing_dot = True
         warnings.warn(
             "the graphviz 'dot' program was not found on the PATH: minirad draws with its "
-            "matplotlib fallback instead (the DOT source is still available as .source). "
+            "matplotlib fallback instead (saving as .dot still writes the DOT text). "
             "Install graphviz (e.g. 'apt-get install graphviz' or 'conda install graphviz') "
             "for the proper layout.", MissingDotWarning, stacklevel=3)
 
@@ -299,7 +300,7 @@ def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title,
     nodes = [_Node(_node_lines(g, v, show_ops, show_values, digits), g.kind(v),
                    FILL[g.kind(v)]) for v in range(g.n_vertices)]
     arrays = g.algebra is not FLOATS
-    m = memory(g) if arrays or batch else None
+    m = retained_memory(g) if arrays or batch else None
     if m is not None:
         title = "\n".join(filter(None, [title, _memory_line(g, m, batch)]))
     if arrays and edge_labels:
@@ -809,17 +810,16 @@ def _scene(g, highlights=(), *, show_ops=False, show_values=False, edge_labels=T
 class Drawing(graphviz.Digraph):
     """A :class:`graphviz.Digraph` that remembers what it draws.
 
-    Knowing the graph and its highlights lets :func:`save` and Jupyter fall
+    Knowing the graph and its highlights lets :func:`save_drawing` and Jupyter fall
     back to :func:`draw_matplotlib` when the ``dot`` program is missing.
+    graphviz's own methods keep their meaning and signatures (``.save`` writes
+    the DOT text, ``.render`` runs ``dot``): a picture by its extension is
+    :func:`save` ``(drawing, path)``.
     """
 
     lcg: LCG | None = None
     highlights: tuple = ()
     options: dict | None = None
-
-    def save(self, path, dpi: int = 150) -> str:
-        """Write the drawing to ``path``; see :func:`save`."""
-        return save(self, path, dpi=dpi)
 
     def copy(self):
         twin = super().copy()
@@ -1111,6 +1111,7 @@ def _edge_label_spots(scene: _Scene):
         yield float(spot[0]), float(spot[1]), edge
 
 
+@takes_graph_or_function
 def layout_positions(g: LCG, **options) -> dict:
     """Where dot puts each vertex of ``render(g, **options)``: name -> (x, y)
     in points.  Pass it as ``positions=`` to draw related graphs (the steps
@@ -1150,6 +1151,7 @@ def _same_rank(dot: graphviz.Digraph, members: list[str]) -> None:
             row.node(member)
 
 
+@takes_graph_or_function
 def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = False,
            edge_labels: bool = True, digits: int = 4, title: str | None = None,
            legend: bool | None = None, levels=None, max_vertices: int = MAX_VERTICES,
@@ -1159,7 +1161,7 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
     A graph of numbers shows each edge's partial.  A graph with array vertices
     shows each array's shape beside its name (``h1 ∈ R^(3×5)``) and, on each
     edge, its Jacobian block's short name and the bytes the backward pass
-    keeps for it (as :func:`minirad.memory` counts them, with the reason when
+    keeps for it (as :func:`minirad.retained_memory` counts them, with the reason when
     it keeps nothing); its title says what the whole backward pass retains.
     Random matrix injections recorded in ``g.injections`` are drawn on either
     kind of graph: the injected vertex with a red border, the edges carrying
@@ -1215,7 +1217,7 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
         The number of examples in the batch: the title adds the memory per
         example.
 
-    The DOT text is ``.source`` (no ``dot`` program needed for it); :func:`save`
+    The DOT text is ``.source`` (no ``dot`` program needed for it); :func:`save_drawing`
     writes svg/png/pdf.  Without the ``dot`` program saving and Jupyter
     fall back to :func:`draw_matplotlib`, with a warning once.
 
@@ -1253,7 +1255,7 @@ def _format_of(path: str) -> str:
     return ext
 
 
-def save(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
+def save_drawing(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
     ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
@@ -1268,10 +1270,10 @@ def save(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     >>> import os, tempfile
     >>> from minirad import examples
     >>> folder = tempfile.mkdtemp()
-    >>> path = save(render(examples.lab()), os.path.join(folder, "lab.dot"))
+    >>> path = save_drawing(render(examples.lab()), os.path.join(folder, "lab.dot"))
     >>> open(path).read().startswith("digraph lcg {")
     True
-    >>> save(render(examples.lab()), "lab.jpeg")  # doctest: +ELLIPSIS
+    >>> save_drawing(render(examples.lab()), "lab.jpeg")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: cannot tell the format of 'lab.jpeg' from its extension; use one of .png, ...
@@ -1418,6 +1420,7 @@ _BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad
              OUTPUT: "square,pad=0.45"}
 
 
+@takes_graph_or_function
 def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
     """Draw ``g`` with matplotlib, with the same highlights and options as :func:`render`.
 
@@ -1617,6 +1620,7 @@ def _step_title(number: int, total: int, step) -> str:
             f"{plural(step.additions, 'addition')})")
 
 
+@takes_graph_or_function
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
                        title: str | None = None, **options) -> Drawings:
     """One drawing per elimination step, then the final bipartite graph.
@@ -1669,10 +1673,11 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
     if path_pattern is not None:
         for number, drawing in enumerate(drawings, 1):
-            save(drawing, path_pattern.format(number))
+            save_drawing(drawing, path_pattern.format(number))
     return drawings
 
 
+@takes_graph_or_function
 def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
                       dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
@@ -1687,7 +1692,7 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
     """
     figure = strip(render_elimination(g, order, **options), ncols=ncols, dpi=dpi, title=title)
     if path is not None:
-        save(figure, path, dpi=dpi)
+        save_drawing(figure, path, dpi=dpi)
     return figure
 
 

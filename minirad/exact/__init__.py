@@ -7,4 +7,7 @@
 * :mod:`~minirad.exact.result`: what every exact method returns;
 * :mod:`~minirad.exact.sparsity`, :mod:`~minirad.exact.compressed`: sparsity patterns,
   colourings and compressed sweeps.
+* :mod:`~minirad.exact.elimination_gaps`: a census of small random graphs for gaps
+  between the vertex, edge and face elimination optima (an application of the
+  eliminations: it draws its graphs from :mod:`minirad.examples`).
 """

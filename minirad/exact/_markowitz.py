@@ -6,7 +6,7 @@ entries skipped (``_markowitz``) choosing each vertex, and
 ``_Working.eliminate`` applying the chain rule to it.  :func:`markowitz_in_place`
 picks the same vertices in the same order (ties to the lowest vertex
 number), forms the same products and sums in the same order and counts the
-same operations; ``tests/test_elimination.py`` holds the two equal on many
+same operations; ``tests/exact/test_elimination.py`` holds the two equal on many
 random graphs.  It differs only in bookkeeping, which is what dominated
 on large sparse graphs (issue 16):
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import labels
+from ..graph.calls import takes_graph_or_function
 from .result import Accumulation
 from .sparsity import as_pattern, colour_columns, colour_rows, pattern, scalar_sizes
 
@@ -180,6 +181,7 @@ def _mixed_candidates(P: np.ndarray):
                    tuple(dense.tolist()))
 
 
+@takes_graph_or_function
 def seeding(g, name: str, P=None) -> Seeding:
     """Price one way of getting the Jacobian (a name from :data:`STRATEGIES`).
 
@@ -293,6 +295,7 @@ class Plan:
         return f"Plan(best={self.best.name!r}, by={self.by!r}, {len(self.seedings)} strategies)"
 
 
+@takes_graph_or_function
 def plan(g, strategies=STRATEGIES, by: str = "multiplications") -> Plan:
     """Price each strategy on ``g`` (an LCG of numbers or of arrays) and keep them all.
 
@@ -318,6 +321,7 @@ def plan(g, strategies=STRATEGIES, by: str = "multiplications") -> Plan:
     return Plan(P, tuple(seeding(g, name, P) for name in strategies), by)
 
 
+@takes_graph_or_function
 def recover(g, chosen: Seeding, P=None) -> Accumulation:
     """Run the sweeps of ``chosen`` and read the full Jacobian back from them.
 
@@ -363,6 +367,7 @@ def _read(values, where) -> np.ndarray:
     return out
 
 
+@takes_graph_or_function
 def sparse_jacobian(g, by: str = "multiplications") -> tuple[Accumulation, Plan]:
     """The Jacobian by the cheapest strategy of :func:`plan`, with the plan.
 

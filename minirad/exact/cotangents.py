@@ -7,7 +7,7 @@ graph of arrays every term is a new array and so is every sum: a vertex
 used three times costs three terms and two sums.  The ChainRules notes (the
 course's seed 002) show two ways to do less, and :func:`reverse` offers both:
 
-* ``accumulate="in_place"``, the maybe-mutating add ``add!!``
+* ``in_place=True``, the maybe-mutating add ``add!!``
   (:func:`add_bang`): when the accumulator is the sweep's *own* array, the
   term is added into it instead of into a new array.  An array is the
   sweep's own when the sweep made it and nothing else can see it: a term
@@ -26,7 +26,7 @@ course's seed 002) show two ways to do less, and :func:`reverse` offers both:
 Both change how much is allocated, never a number: the same terms are
 added in the same order (the reference's, reverse edge order), and numpy's
 ``a += b`` rounds exactly as ``a + b`` does, so every cotangent equals the
-reference's bit for bit (``tests/test_cotangents.py``).
+reference's bit for bit (``tests/exact/test_cotangents.py``).
 
 >>> import numpy as np
 >>> from minirad import trace
@@ -34,7 +34,7 @@ reference's bit for bit (``tests/test_cotangents.py``).
 >>> g = trace(lambda x: (x * 2.0 + x * 3.0 + x * 4.0).sum(), x)   # x used 3 times
 >>> seeds = {g.outputs[0]: np.ones(())}
 >>> plain = reverse_accumulation(g, seeds)
->>> mine = reverse_accumulation(g, seeds, accumulate="in_place")
+>>> mine = reverse_accumulation(g, seeds, in_place=True)
 >>> plain.values[0], mine.values[0]
 (array([9., 9., 9., 9.]), array([9., 9., 9., 9.]))
 >>> plain.allocations, mine.allocations   # 3 terms into x and 2 sums; in place, no sums
@@ -56,10 +56,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ACCUMULATIONS", "Sweep", "Thunk", "add_bang", "check_options", "reverse_accumulation"]
+from ..graph.calls import takes_graph_or_function
 
-ACCUMULATIONS = ("plain", "in_place")
-
+__all__ = ["Sweep", "Thunk", "add_bang", "check_options", "reverse_accumulation"]
 
 class Thunk:
     """A cotangent not computed yet: where it starts (a seed, or None) and the
@@ -90,18 +89,16 @@ class Sweep(NamedTuple):
     deferred: int
 
 
-def check_options(accumulate, lazy) -> bool:
+def check_options(in_place, lazy) -> bool:
     """Validate the two options; True when they ask for the plain reference sweep.
 
-    >>> check_options("plain", False), check_options("in_place", False)
+    >>> check_options(False, False), check_options(True, False)
     (True, False)
     """
-    if not isinstance(accumulate, str) or accumulate not in ACCUMULATIONS:
-        raise ValueError(f"accumulate must be one of {', '.join(map(repr, ACCUMULATIONS))}, "
-                         f"not {accumulate!r}")
-    if not isinstance(lazy, bool):
-        raise TypeError(f"lazy must be True or False, not {type(lazy).__name__}")
-    return accumulate == "plain" and not lazy
+    for name, option in (("in_place", in_place), ("lazy", lazy)):
+        if not isinstance(option, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, not {type(option).__name__}")
+    return not in_place and not lazy
 
 
 def _can_hold(total, term) -> bool:
@@ -185,14 +182,15 @@ class _Accumulator:
                      self.allocated_bytes, deferred)
 
 
+@takes_graph_or_function
 def reverse_accumulation(g, seeds: Mapping, *, wanted: Iterable[int] | None = None,
-            accumulate: str = "plain", lazy: bool = False) -> Sweep:
+                         in_place: bool = False, lazy: bool = False) -> Sweep:
     """The reverse sweep ``adjoint[u] = sum over edges u -> v of adjoint[v] * label``
     from ``seeds`` (vertex number -> cotangent), with the accumulation of the module
     docstring.  ``wanted`` lists the vertices whose cotangents a lazy sweep forces
     (default: every vertex, which defers nothing); an eager sweep computes all.
 
-    With ``accumulate="plain"`` and ``lazy=False`` this is the reference sweep
+    With ``in_place=False`` and ``lazy=False`` this is the reference sweep
     itself, term for term.
 
     >>> from minirad import examples
@@ -201,8 +199,8 @@ def reverse_accumulation(g, seeds: Mapping, *, wanted: Iterable[int] | None = No
     >>> round(swept.values[g.index("x2")], 3), swept.multiplications   # 2 of the 8 edges
     (1.716, 5)
     """
-    in_place = not check_options(accumulate, False)
-    state = _Accumulator(g, seeds, in_place)
+    check_options(in_place, lazy)
+    state = _Accumulator(g, seeds, bool(in_place))
     edges = range(len(state.sources) - 1, -1, -1)
     if not lazy:
         for e in edges:

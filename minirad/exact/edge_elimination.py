@@ -38,7 +38,7 @@ counts 1.  The exhaustive ``"optimal"`` search prices every product as one
 multiplication, so it takes graphs of numbers only.
 
 Heuristic and optimum, against vertex elimination's, in multiplications on
-the graphs whose vertex costs ``tests/test_elimination.py`` derives by hand,
+the graphs whose vertex costs ``tests/exact/test_elimination.py`` derives by hand,
 and on the graph found where edge elimination wins (``"markowitz"`` is the
 edge rule of :func:`eliminate_edges`):
 
@@ -63,7 +63,7 @@ beats vertex                 7              7              8            6
 
 The edge rule finds Figure 1's optimum, which vertex Markowitz misses, but
 misses the one of ``edge_beats_vertex()``: greedy rules are not optimal.  On
-150 random graphs (``minirad.studies.elimination_gaps.markowitz_rules(150,
+150 random graphs (``minirad.exact.elimination_gaps.markowitz_rules(150,
 rng=0)``) the two rules cost about the same in all, 5,554 multiplications
 for the edge rule against 5,560, the edge rule cheaper on 54 graphs and
 dearer on 57.
@@ -76,21 +76,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, takes_lcg
+from ..graph.lcg import LCG
 from ._cheapest import cheapest
 from .elimination import elimination_order
 from .overflow import check_finite
 from .result import Accumulation, from_labels
 
 __all__ = [
-    "BACK", "DIRECTIONS", "FRONT", "OPTIMAL_EDGES", "STRATEGIES", "EdgeElimination", "EdgeStep",
+    "BACK", "ENDS", "FRONT", "OPTIMAL_EDGES", "ORDERS", "EdgeElimination", "EdgeStep",
     "back_eliminate", "eliminate_edges", "front_eliminate", "vertex_order_as_edges",
 ]
 
 FRONT, BACK = "front", "back"
-DIRECTIONS = (FRONT, BACK)
-STRATEGIES = ("markowitz", "optimal")
+ENDS = (FRONT, BACK)
+ORDERS = ("markowitz", "optimal")
 
 #: the exhaustive search is refused on graphs with more edges than this
 OPTIMAL_EDGES = 14
@@ -282,7 +283,7 @@ def _step(work: _Edges, entry, position: int) -> tuple[int, int, str]:
         raise TypeError(f"step #{position} is {entry!r}; each step is a triple (i, j, "
                         f"direction) with direction {FRONT!r} or {BACK!r}")
     i, j, direction = entry
-    if direction not in DIRECTIONS:
+    if direction not in ENDS:
         raise ValueError(f"step #{position} has direction {direction!r}; use {FRONT!r} or "
                          f"{BACK!r}")
     u, v = g.index(i), g.index(j)
@@ -378,11 +379,11 @@ def _bits(mask: int):
 
 
 # -------------------------------------------------------------- public API
-@takes_lcg
-def eliminate_edges(g: LCG, sequence="markowitz", keep_graphs: bool = False) -> EdgeElimination:
+@takes_graph_or_function
+def eliminate_edges(g: LCG, order="markowitz", keep_graphs: bool = False) -> EdgeElimination:
     """Eliminate edges of ``g`` in sequence; the Jacobian once no intermediate is left.
 
-    ``sequence`` is a list of steps ``(i, j, direction)``, vertices by name or
+    ``order`` is a list of steps ``(i, j, end)``, vertices by name or
     number and ``direction`` ``"front"`` or ``"back"``, each checked against
     the graph the earlier steps left (a list may stop early: then
     ``jacobian`` is None), or a strategy: ``"markowitz"`` (always the step of
@@ -405,17 +406,17 @@ def eliminate_edges(g: LCG, sequence="markowitz", keep_graphs: bool = False) -> 
     True
     """
     work = _Edges(g)
-    if isinstance(sequence, str):
-        if sequence not in STRATEGIES:
-            raise ValueError(f"unknown edge elimination strategy {sequence!r}; use one of "
-                             f"{', '.join(map(repr, STRATEGIES))} or a list of (i, j, "
+    if isinstance(order, str):
+        if order not in ORDERS:
+            raise ValueError(f"unknown edge elimination strategy {order!r}; use one of "
+                             f"{', '.join(map(repr, ORDERS))} or a list of (i, j, "
                              f"direction) steps")
-        plan = _optimal(g) if sequence == "optimal" else None
-    elif isinstance(sequence, (bytes, Set, Mapping)) or not isinstance(sequence, Iterable):
-        raise TypeError(f"an edge elimination sequence is one of {', '.join(STRATEGIES)} or a "
-                        f"list of (i, j, direction) steps, not {type(sequence).__name__}")
+        plan = _optimal(g) if order == "optimal" else None
+    elif isinstance(order, (bytes, Set, Mapping)) or not isinstance(order, Iterable):
+        raise TypeError(f"an edge elimination order is one of {', '.join(ORDERS)} or a "
+                        f"list of (i, j, end) steps, not {type(order).__name__}")
     else:
-        plan = list(sequence)
+        plan = list(order)
     steps, graphs, taken = [], [], []
     position = 0
     while (position < len(plan)) if plan is not None else not work.finished():
@@ -437,7 +438,7 @@ def eliminate_edges(g: LCG, sequence="markowitz", keep_graphs: bool = False) -> 
         sequence=tuple(taken), steps=tuple(steps), graph=final, graphs=tuple(graphs))
 
 
-@takes_lcg
+@takes_graph_or_function
 def front_eliminate(g: LCG, i, j) -> LCG:
     """The graph left by front-eliminating the edge ``i -> j`` (``j`` an intermediate).
 
@@ -450,7 +451,7 @@ def front_eliminate(g: LCG, i, j) -> LCG:
     return eliminate_edges(g, [(i, j, FRONT)]).graph
 
 
-@takes_lcg
+@takes_graph_or_function
 def back_eliminate(g: LCG, i, j) -> LCG:
     """The graph left by back-eliminating the edge ``i -> j`` (``i`` an intermediate).
 
@@ -463,12 +464,11 @@ def back_eliminate(g: LCG, i, j) -> LCG:
     return eliminate_edges(g, [(i, j, BACK)]).graph
 
 
-@takes_lcg
-def vertex_order_as_edges(g: LCG, order, direction: str = FRONT
-                          ) -> tuple[tuple[str, str, str], ...]:
+@takes_graph_or_function
+def vertex_order_as_edges(g: LCG, order, end: str = FRONT) -> tuple[tuple[str, str, str], ...]:
     """The edge sequence that eliminates the vertices of ``order`` one by one.
 
-    ``direction="front"`` front-eliminates each vertex's in-edges (in operand
+    ``end="front"`` front-eliminates each vertex's in-edges (in operand
     order), ``"back"`` back-eliminates its out-edges (in vertex order); a
     vertex without in-edges (front) or out-edges (back) has its other edges
     eliminated the other way, at no cost.  Either gives the graphs, labels and
@@ -479,14 +479,14 @@ def vertex_order_as_edges(g: LCG, order, direction: str = FRONT
     >>> vertex_order_as_edges(examples.lab(), ["v2", "v3"])
     (('x', 'v2', 'front'), ('y', 'v2', 'front'), ('x', 'v3', 'front'))
     """
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be {FRONT!r} or {BACK!r}, not {direction!r}")
+    if end not in ENDS:
+        raise ValueError(f"end must be {FRONT!r} or {BACK!r}, not {end!r}")
     work = _Edges(g)
     sequence = []
     for v in map(g.index, elimination_order(g, order)):  # validated names or a strategy
         if work.pred[v] is None:
             continue
-        forward = direction == FRONT and work.pred[v] or not work.succ[v]
+        forward = end == FRONT and work.pred[v] or not work.succ[v]
         steps = ([(u, v, FRONT) for u in work.pred[v]] if forward
                  else [(v, w, BACK) for w in sorted(work.succ[v])])
         for u, w, way in steps:

@@ -48,25 +48,35 @@ On a chain of blocks the cheapest order is the matrix-chain order:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import INTERMEDIATE, LCG, takes_lcg
+from ..graph.lcg import INTERMEDIATE, LCG
 from ._markowitz import markowitz_in_place
-from .orders import OPTIMAL_LIMIT, chain_vertices, cheapest_order, is_chain, optimal_chain
+from .orders import (
+    CHAIN_LIMIT,
+    OPTIMAL_LIMIT,
+    chain_vertices,
+    cheapest_order,
+    check_search,
+    is_chain,
+    optimal_chain,
+)
 from .overflow import check_finite
 from .result import Accumulation, from_labels
 
 __all__ = [
-    "OPTIMAL_LIMIT", "SEARCH_LIMIT", "STRATEGIES", "Elimination", "Step", "eliminate",
-    "eliminate_vertex", "elimination_cost", "elimination_order",
+    "CHAIN_LIMIT", "OPTIMAL_LIMIT", "SEARCH_LIMIT", "ORDERS", "Elimination", "Step",
+    "eliminate", "eliminate_vertex", "elimination_cost", "elimination_order",
 ]
 
-STRATEGIES = ("forward", "reverse", "markowitz", "optimal")
+ORDERS = ("forward", "reverse", "markowitz", "optimal")
 
 #: on a graph with arrays (not a chain) the optimal order tries every order of at
 #: most this many intermediates
@@ -293,7 +303,7 @@ def _resolve(g: LCG, order) -> list[int]:
     """Validate an explicit order: known intermediates, each at most once."""
     # a set or mapping has no order to follow, so it is refused rather than guessed at
     if isinstance(order, (str, bytes, Set, Mapping)) or not isinstance(order, Iterable):
-        raise TypeError(f"an elimination order is one of {', '.join(STRATEGIES)} or a list "
+        raise TypeError(f"an elimination order is one of {', '.join(ORDERS)} or a list "
                         f"of intermediate vertices, not {type(order).__name__}")
     seen: set[int] = set()
     vertices = []
@@ -320,7 +330,7 @@ def _shown(g: LCG) -> str:
 
 def _unknown_strategy(name: str) -> ValueError:
     return ValueError(f"unknown elimination strategy {name!r}; use one of "
-                      f"{', '.join(map(repr, STRATEGIES))} or a list of intermediate vertices")
+                      f"{', '.join(map(repr, ORDERS))} or a list of intermediate vertices")
 
 
 def _markowitz(work: _Working, candidates) -> Iterator[int]:
@@ -355,7 +365,7 @@ def _markowitz(work: _Working, candidates) -> Iterator[int]:
                     push(heap, d * n + u)
 
 
-def _searched(g: LCG) -> list[int]:
+def _searched(g: LCG, max_intermediates: int = SEARCH_LIMIT) -> list[int]:
     """An order of least (multiplications, additions) on a graph with arrays, by
     trying every order, depth first in lexicographic order of vertex numbers
     and abandoning a prefix as soon as it costs as much as the best order so
@@ -368,11 +378,11 @@ def _searched(g: LCG) -> list[int]:
     same set of vertices was eliminated.
     """
     mids = list(g.intermediates)
-    if len(mids) > SEARCH_LIMIT:
-        raise ValueError(f"the optimal order of a graph with arrays tries every order of its "
-                         f"{len(mids)} intermediates; it is limited to {SEARCH_LIMIT} "
-                         f"intermediates (or a chain of any length). Use 'markowitz' or an "
-                         f"explicit order")
+    k = len(mids)
+    digits = math.lgamma(k + 1) / math.log(10)     # of k!, which is not formed for large k
+    orders = f"{math.factorial(k):,}" if k <= 20 else f"about 10**{digits:.0f}"
+    check_search(k, max_intermediates, f"of a graph with arrays (not a chain) tries every "
+                                       f"order of its {k} intermediates, {orders} orders")
     best: list = [None, None]   # cost, order
 
     def visit(work: _Working, left: list[int], order: list[int], cost: tuple[int, int]):
@@ -390,19 +400,27 @@ def _searched(g: LCG) -> list[int]:
     return best[1]
 
 
-def _optimal(g: LCG) -> list[int]:
+def _optimal(g: LCG, max_intermediates: int | None = None) -> list[int]:
     """The optimal order: over subsets on a graph of numbers, the matrix-chain
-    programme on a chain of blocks, every order on a small graph with arrays."""
+    programme on a chain of blocks, every order on a small graph with arrays; each
+    refused beyond its limit (:data:`OPTIMAL_LIMIT`, :data:`CHAIN_LIMIT`,
+    :data:`SEARCH_LIMIT` intermediates) unless ``max_intermediates`` allows more."""
+    def limit(default: int) -> int:
+        return default if max_intermediates is None else max_intermediates
+
     if g.algebra is FLOATS:
-        return cheapest_order(g)
+        return cheapest_order(g, limit(OPTIMAL_LIMIT))
     if is_chain(g):
+        k = len(g.intermediates)
+        check_search(k, limit(CHAIN_LIMIT), f"of a chain of {k + 1} blocks forms the products "
+                                            f"of its {k * (k + 1) // 2:,} sub-chains")
         path = chain_vertices(g)
         labels = [g.label(u, v) for u, v in zip(path, path[1:])]
         return [path[position] for position in optimal_chain(labels, g.algebra).order]
-    return _searched(g)
+    return _searched(g, limit(SEARCH_LIMIT))
 
 
-def _plan(g: LCG, order) -> list[int] | None:
+def _plan(g: LCG, order, max_intermediates: int | None = None) -> list[int] | None:
     """The vertices of a static order, or None for the dynamic Markowitz order."""
     if isinstance(order, str):
         if order == "forward":
@@ -412,13 +430,13 @@ def _plan(g: LCG, order) -> list[int] | None:
         if order == "markowitz":
             return None
         if order == "optimal":
-            return _optimal(g)
+            return _optimal(g, max_intermediates)
         raise _unknown_strategy(order)
     return _resolve(g, order)
 
 
-def _run(g: LCG, order, record: bool, keep_graphs: bool):
-    plan = _plan(g, order)
+def _run(g: LCG, order, record: bool, keep_graphs: bool, max_intermediates=None):
+    plan = _plan(g, order, max_intermediates)
     work = _Working(g)
     # on floats the products and sums are Python's * and +, written inline
     fast = not record and g.algebra is FLOATS
@@ -447,8 +465,9 @@ def _run(g: LCG, order, record: bool, keep_graphs: bool):
 
 
 # -------------------------------------------------------------- public API
-@takes_lcg
-def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Elimination:
+@takes_graph_or_function
+def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False, *,
+              max_intermediates: int | None = None) -> Elimination:
     """Eliminate intermediates of ``g`` in the given order.
 
     ``order`` is a strategy name -- ``"forward"`` (topological order),
@@ -456,11 +475,12 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     ``|pred| * |succ|`` on the current graph, ties to the lowest vertex
     number) or ``"optimal"`` (least cost: exhaustive over subsets on a graph
     of numbers, at most :data:`OPTIMAL_LIMIT` intermediates; on a graph with
-    arrays the matrix-chain programme on a chain, else every order of at
-    most :data:`SEARCH_LIMIT` intermediates) -- or a list of intermediate
-    vertices by name or number.  A list may stop early: the result then
-    holds the partially eliminated graph and no Jacobian.  See the module
-    docstring for the cost convention.
+    arrays the matrix-chain programme on a chain of at most :data:`CHAIN_LIMIT`
+    intermediates, else every order of at most :data:`SEARCH_LIMIT`
+    intermediates; ``max_intermediates`` raises (or lowers) that limit) -- or a
+    list of intermediate vertices by name or number.  A list may stop early:
+    the result then holds the partially eliminated graph and no Jacobian.  See
+    the module docstring for the cost convention.
 
     >>> from minirad import examples
     >>> result = eliminate(examples.two_outputs(), "markowitz", keep_graphs=True)
@@ -476,7 +496,8 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     """
     with np.errstate(over="ignore", invalid="ignore"):   # blocks overflowing: checked below
         work, eliminated, multiplications, additions, _, graphs = _run(
-            g, order, record=False, keep_graphs=keep_graphs)
+            g, order, record=False, keep_graphs=keep_graphs,
+            max_intermediates=max_intermediates)
     final = work.to_lcg() if eliminated else g
     if keep_graphs:
         graphs.append(final)
@@ -504,7 +525,7 @@ def eliminate(g: LCG, order="markowitz", keep_graphs: bool = False) -> Eliminati
     return result
 
 
-@takes_lcg
+@takes_graph_or_function
 def eliminate_vertex(g: LCG, v) -> LCG:
     """The graph left by eliminating the one intermediate ``v`` (name or number).
 
@@ -525,12 +546,14 @@ def eliminate_vertex(g: LCG, v) -> LCG:
     return work.to_lcg()
 
 
-@takes_lcg
-def elimination_order(g: LCG, order="markowitz") -> tuple[str, ...]:
+@takes_graph_or_function
+def elimination_order(g: LCG, order="markowitz", *,
+                      max_intermediates: int | None = None) -> tuple[str, ...]:
     """The vertex names an ``order`` eliminates, in turn: ``order`` is one of
-    :data:`STRATEGIES` (``"forward"``, ``"reverse"``, ``"markowitz"``, ...) or an
+    :data:`ORDERS` (``"forward"``, ``"reverse"``, ``"markowitz"``, ...) or an
     explicit list, which is validated and returned as names (as ``order=`` of
-    :func:`eliminate` and :func:`minirad.exact.jacobians.jacobian`).
+    :func:`eliminate` and :func:`minirad.exact.jacobians.jacobian`;
+    ``max_intermediates`` as in :func:`eliminate`).
 
     >>> from minirad import examples
     >>> elimination_order(examples.figure1(), "markowitz")
@@ -540,13 +563,16 @@ def elimination_order(g: LCG, order="markowitz") -> tuple[str, ...]:
     ...
     ValueError: unknown elimination strategy 'sideways'; use one of 'forward', 'reverse', ...
     """
-    _, eliminated, _, _, _, _ = _run(g, order, record=False, keep_graphs=False)
+    _, eliminated, _, _, _, _ = _run(g, order, record=False, keep_graphs=False,
+                                     max_intermediates=max_intermediates)
     return tuple(g.names[v] for v in eliminated)
 
 
-@takes_lcg
-def elimination_cost(g: LCG, order="markowitz") -> tuple[int, int]:
-    """``(multiplications, additions)`` of an order, without building graphs.
+@takes_graph_or_function
+def elimination_cost(g: LCG, order="markowitz", *,
+                     max_intermediates: int | None = None) -> tuple[int, int]:
+    """``(multiplications, additions)`` of an order, without building graphs
+    (``max_intermediates`` as in :func:`eliminate`).
 
     >>> from minirad import examples
     >>> elimination_cost(examples.two_outputs(), "reverse")
@@ -554,5 +580,6 @@ def elimination_cost(g: LCG, order="markowitz") -> tuple[int, int]:
     >>> elimination_cost(examples.two_outputs(), ["v3"])
     (1, 0)
     """
-    _, _, multiplications, additions, _, _ = _run(g, order, record=False, keep_graphs=False)
+    _, _, multiplications, additions, _, _ = _run(g, order, record=False, keep_graphs=False,
+                                                  max_intermediates=max_intermediates)
     return multiplications, additions

@@ -39,7 +39,7 @@ out of its dual vertex, back-eliminating it every face into it
 elimination in particular orders, and the face optimum is never above the
 edge optimum.  Naumann reports graphs where it is strictly below; none has
 been found among the thousands of small graphs searched so far
-(:mod:`minirad.studies.elimination_gaps` says which), although the steps
+(:mod:`minirad.exact.elimination_gaps` says which), although the steps
 here are his (and those of his ANGEL library) and reach dual graphs no edge
 sequence reaches: eliminating two faces ``(i1->j, j->k1)`` and
 ``(i2->j, j->k2)`` leaves ``i1->j`` meeting only ``j->k2``, where every edge
@@ -66,18 +66,19 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, takes_lcg
+from ..graph.lcg import LCG
 from ._cheapest import cheapest
 from .overflow import check_finite
 from .result import Accumulation
 
 __all__ = [
-    "OPTIMAL_EDGES", "STRATEGIES", "FaceElimination", "FaceStep", "cheaper_than", "dual_graph",
+    "OPTIMAL_EDGES", "ORDERS", "FaceElimination", "FaceStep", "cheaper_than", "dual_graph",
     "edges_as_faces", "eliminate_faces",
 ]
 
-STRATEGIES = ("optimal",)
+ORDERS = ("optimal",)
 
 #: the exhaustive search is refused on graphs with more edges than this
 OPTIMAL_EDGES = 10
@@ -446,7 +447,7 @@ def _optimal(g: LCG, limit: int | None = None) -> list[tuple[int, int]] | None:
 
 
 # -------------------------------------------------------------- public API
-@takes_lcg
+@takes_graph_or_function
 def dual_graph(g: LCG) -> nx.DiGraph:
     """Naumann's dual c-graph of ``g`` as a networkx DiGraph (see the module docstring).
 
@@ -467,11 +468,11 @@ def dual_graph(g: LCG) -> nx.DiGraph:
     return _Dual.of(g, _Registry()).to_networkx()
 
 
-@takes_lcg
-def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> FaceElimination:
+@takes_graph_or_function
+def eliminate_faces(g: LCG, order="optimal", keep_graphs: bool = False) -> FaceElimination:
     """Eliminate faces of ``g``'s dual c-graph in sequence; the Jacobian once none is left.
 
-    ``sequence`` is a list of faces ``(a, b)``, each dual vertex named by
+    ``order`` is a list of faces ``(a, b)``, each dual vertex named by
     its path (``("x1", "v2")`` for an LCG edge) or by a list of paths (a
     vertex made by earlier steps), checked against the dual graph the
     earlier steps left; or ``"optimal"``, a cheapest sequence found by
@@ -486,20 +487,20 @@ def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> Fa
     """
     registry = _Registry()
     dual = _Dual.of(g, registry)
-    if isinstance(sequence, str):
-        if sequence not in STRATEGIES:
-            raise ValueError(f"unknown face elimination strategy {sequence!r}; use 'optimal' or "
+    if isinstance(order, str):
+        if order not in ORDERS:
+            raise ValueError(f"unknown face elimination strategy {order!r}; use 'optimal' or "
                              f"a list of faces (a, b)")
         if g.n_edges > OPTIMAL_EDGES:
             raise ValueError(f"the optimal face sequence is searched over every dual structure; "
                              f"it is limited to {OPTIMAL_EDGES} LCG edges and this graph has "
                              f"{g.n_edges}. Use an explicit sequence, e.g. edges_as_faces")
-        sequence = _optimal(g)
-    elif isinstance(sequence, (bytes, Set, Mapping)) or not isinstance(sequence, Iterable):
-        raise TypeError(f"a face elimination sequence is 'optimal' or a list of faces (a, b), "
-                        f"not {type(sequence).__name__}")
+        order = _optimal(g)
+    elif isinstance(order, (bytes, Set, Mapping)) or not isinstance(order, Iterable):
+        raise TypeError(f"a face elimination order is 'optimal' or a list of faces (a, b), "
+                        f"not {type(order).__name__}")
     steps, duals, taken = [], [], []
-    for position, entry in enumerate(sequence):
+    for position, entry in enumerate(order):
         if keep_graphs:
             duals.append(dual.to_networkx())
         a, b = _face(dual, entry, position)
@@ -521,7 +522,7 @@ def eliminate_faces(g: LCG, sequence="optimal", keep_graphs: bool = False) -> Fa
         sequence=tuple(taken), steps=tuple(steps), dual=final, duals=tuple(duals))
 
 
-@takes_lcg
+@takes_graph_or_function
 def cheaper_than(g: LCG, multiplications: int) -> FaceElimination | None:
     """A cheapest face elimination of ``g`` if it takes fewer than ``multiplications``
     multiplications, else None.
@@ -545,17 +546,17 @@ def cheaper_than(g: LCG, multiplications: int) -> FaceElimination | None:
     return None if sequence is None else eliminate_faces(g, sequence)
 
 
-@takes_lcg
-def edges_as_faces(g: LCG, sequence) -> tuple[tuple[DualName, DualName], ...]:
-    """The faces whose elimination is the edge elimination ``sequence``.
+@takes_graph_or_function
+def edges_as_faces(g: LCG, order) -> tuple[tuple[DualName, DualName], ...]:
+    """The faces whose elimination is the edge elimination ``order``.
 
     Front-eliminating ``i -> j`` eliminates the faces from its dual vertex
     to those of the edges out of ``j``; back-eliminating it, the faces into
     it from those of the edges into ``i``.  The face sequence has the
     edge sequence's multiplications and additions and gives the same
-    Jacobian.  ``sequence`` is as for
+    Jacobian.  ``order`` is as for
     :func:`minirad.exact.edge_elimination.eliminate_edges` (a list of
-    ``(i, j, direction)`` or a strategy name).
+    ``(i, j, end)`` or a strategy name).
 
     >>> from minirad import examples
     >>> edges_as_faces(examples.lab(), [("x", "v2", "front")])
@@ -563,7 +564,7 @@ def edges_as_faces(g: LCG, sequence) -> tuple[tuple[DualName, DualName], ...]:
     """
     from .edge_elimination import FRONT, eliminate_edges
 
-    edges = eliminate_edges(g, sequence).sequence  # validated, as names
+    edges = eliminate_edges(g, order).sequence  # validated, as names
     dual = _Dual.of(g, _Registry())
     faces = []
     for i, j, direction in edges:

@@ -25,8 +25,8 @@ unbiased Hessian estimates.
 >>> hessian(f, 2.0, 5.0).round(4)                            # the Jacobian of G
 array([[-0.25  ,  1.    ],
        [ 1.    , -0.9589]])
->>> hvp(f, 2.0, 5.0, v=[1.0, 0.0]).round(4)                  # its first column, no H formed
-array([-0.25,  1.  ])
+>>> hvp(f, 2.0, 5.0, v=[1.0, 0.0])                           # its first column, no H formed
+[-0.25, 1.0]
 
 How it is recorded: ``f`` runs on the tracer's own traced numbers
 (:mod:`minirad.tracing.tracer`) whose values are themselves traced numbers of
@@ -249,21 +249,24 @@ def hessian(f, *args, wrt=None) -> np.ndarray:
     return jacobian(gradient_graph(f, *args, wrt=wrt))
 
 
-def hvp(f, *args, v, wrt=None) -> np.ndarray:
+def hvp(f, *args, v, wrt=None) -> list:
     """The Hessian-vector product ``H v`` of ``f`` at ``args``, forward over reverse: a
-    forward sweep along ``v`` (one entry per input, arrays flattened in C order; or
-    ``(n, k)`` for k vectors at once) over the recorded reverse pass,
-    :func:`gradient_graph`.  No Hessian is formed: it costs a few gradients.
+    forward sweep along ``v`` over the recorded reverse pass (:func:`gradient_graph`).
+    No Hessian is formed: it costs a few gradients.
+
+    ``v`` and the result take the form of :func:`minirad.jvp`'s on a graph of
+    numbers: one entry per number differentiated (array arguments flattened in C
+    order), a float, or an array of shape ``(k,)`` for k vectors at once.
 
     >>> hvp(lambda x, y: x * x * y, 3.0, 2.0, v=[1.0, 1.0])
-    array([10.,  6.])
+    [10.0, 6.0]
     """
     positions = argument_positions(wrt, len(args))
     flat = _checked(_flat_arguments(args, positions))
     v = np.asarray(v, dtype=float)
     if v.ndim not in (1, 2) or len(v) != len(flat):
-        raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)},) or "
-                         f"k vectors as columns ({len(flat)}, k)")
+        raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)}), "
+                         f"each a number, or an array of shape (k,) for k vectors")
     if not np.isfinite(v).all():
         raise ValueError("v has non-finite entries")
-    return jvp(gradient_graph(f, *args, wrt=wrt), v)
+    return jvp(gradient_graph(f, *args, wrt=wrt), list(v))

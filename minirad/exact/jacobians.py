@@ -26,29 +26,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
-from ..tracing import trace
 from .elimination import eliminate
-from .paths import DEFAULT_MAX_PATHS, bauer
+from .paths import DEFAULT_MAX_PATHS, DEFAULT_MAX_PRODUCTS, bauer
+from .result import Accumulation
 from .sweeps import forward_sweep, reverse_sweep
 
 METHODS = ("bauer", "forward", "reverse", "eliminate")
 
 
-def _as_graph(g_or_f, args) -> LCG:
-    if isinstance(g_or_f, LCG):
-        if args:
-            raise TypeError(f"got an LCG and {len(args)} extra argument(s); arguments are "
-                            f"only for a function to trace at, e.g. jacobian(f, 2.0, 5.0)")
-        return g_or_f
-    if callable(g_or_f):
-        return trace(g_or_f, *args)
-    raise TypeError(f"jacobian needs an LCG or a function to trace, not "
-                    f"{type(g_or_f).__name__}")
-
-
-def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=None,
-               keep_values: bool = True):
+@takes_graph_or_function
+def accumulate(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
+               keep_values: bool = True, max_products=None,
+               max_intermediates=None) -> Accumulation:
     """The Jacobian with its operation counts.
 
     Returns an :class:`~minirad.exact.result.Accumulation`: ``jacobian``,
@@ -56,8 +47,10 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     methods), ``multiplications`` and ``additions``; for ``"eliminate"`` it
     is an :class:`~minirad.exact.elimination.Elimination`, which also keeps the
     final graph and the steps.  ``order`` (default ``"markowitz"``)
-    applies only to elimination and ``max_paths`` (default 1,000,000) only
-    to Bauer's formula; passing either with another method is an error.
+    and ``max_intermediates`` (the limit of the optimal order's search) apply only
+    to elimination, ``max_paths`` (default 1,000,000) and ``max_products`` (the
+    multiplications along them, default 10,000,000) only to Bauer's formula;
+    passing any with another method is an error.
     Sweeps keep their per-vertex tangents or adjoints unless
     ``keep_values=False``.
 
@@ -73,29 +66,36 @@ def accumulate(g_or_f, *args, method: str = "reverse", order=None, max_paths=Non
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods are "
                          f"{', '.join(map(repr, METHODS))}")
-    if order is not None and method != "eliminate":
-        raise ValueError(f"order={order!r} applies only to method='eliminate', not "
-                         f"method={method!r}")
-    if max_paths is not None and method != "bauer":
-        raise ValueError(f"max_paths={max_paths!r} applies only to method='bauer', not "
-                         f"method={method!r}")
-    g = _as_graph(g_or_f, args)
+    for name, value in (("order", order), ("max_intermediates", max_intermediates)):
+        if value is not None and method != "eliminate":
+            raise ValueError(f"{name}={value!r} applies only to method='eliminate', not "
+                             f"method={method!r}")
+    for name, value in (("max_paths", max_paths), ("max_products", max_products)):
+        if value is not None and method != "bauer":
+            raise ValueError(f"{name}={value!r} applies only to method='bauer', not "
+                             f"method={method!r}")
     if method == "bauer":
-        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths)
+        return bauer(g, DEFAULT_MAX_PATHS if max_paths is None else max_paths,
+                     DEFAULT_MAX_PRODUCTS if max_products is None else max_products)
     if method == "forward":
         return forward_sweep(g, keep_values=keep_values)
     if method == "reverse":
         return reverse_sweep(g, keep_values=keep_values)
-    result = eliminate(g, "markowitz" if order is None else order)
+    result = eliminate(g, "markowitz" if order is None else order,
+                       max_intermediates=max_intermediates)
     if result.jacobian is None:
         left = len(g.intermediates) - len(result.order)
         raise ValueError(f"the order eliminates {len(result.order)} of the graph's "
                          f"{len(g.intermediates)} intermediates, so {left} remain and there is "
                          f"no Jacobian yet; list every intermediate or use a named order")
-    return result
+    # one result type whatever the method: eliminate() itself keeps the graphs and steps
+    return Accumulation(result.jacobian, result.multiplications, result.additions,
+                        "eliminate", order=result.order, shapes=result.shapes)
 
 
-def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None) -> np.ndarray:
+@takes_graph_or_function
+def jacobian(g: LCG, *, method: str = "reverse", order=None, max_paths=None,
+             max_products=None, max_intermediates=None) -> np.ndarray:
     """The Jacobian of an LCG, or of a function traced at ``args``.
 
     Shape ``(n_outputs, n_inputs)``, rows and columns in the graph's output
@@ -125,5 +125,6 @@ def jacobian(g_or_f, *args, method: str = "reverse", order=None, max_paths=None)
            [0., 0., 1., 2., 0., 1.]])
     """
     # only the matrix is wanted, so sweeps need not hold every vertex's values
-    return accumulate(g_or_f, *args, method=method, order=order, max_paths=max_paths,
-                      keep_values=False).jacobian
+    return accumulate(g, method=method, order=order, max_paths=max_paths,
+                      keep_values=False, max_products=max_products,
+                      max_intermediates=max_intermediates).jacobian

@@ -23,14 +23,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
 from ..graph.operators import OPERATORS
 
-__all__ = ["OPTIMAL_LIMIT", "ChainOrder", "chain_labels", "chain_vertices", "cheapest_order",
-           "is_chain", "optimal_chain"]
+__all__ = ["CHAIN_LIMIT", "OPTIMAL_LIMIT", "ChainOrder", "chain_labels", "chain_vertices",
+           "check_search", "cheapest_order", "is_chain", "optimal_chain"]
 
 #: the exhaustive search visits 2**k sets of eliminated vertices
 OPTIMAL_LIMIT = 16
+#: the matrix-chain programme on k intermediates forms k**2 / 2 products of sub-chains and
+#: prices k**3 / 6 splits: about 3 s at k = 80 (blocks of 30 x 30), half a minute at 160
+CHAIN_LIMIT = 64
 
 
 # ------------------------------------------------------- graphs of numbers
@@ -41,7 +45,8 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
-def cheapest_order(g) -> list[int]:
+@takes_graph_or_function
+def cheapest_order(g, max_intermediates: int = OPTIMAL_LIMIT) -> list[int]:
     """An order of least (multiplications, additions) on a graph of numbers, by
     dynamic programming over subsets.
 
@@ -53,14 +58,12 @@ def cheapest_order(g) -> list[int]:
     subset (as bitmasks of predecessors and successors).  Ties go to the
     lexicographically smallest order (by vertex number), which is exact
     because an optimal order's prefix is an optimal order for the set it
-    eliminates.
+    eliminates.  More than ``max_intermediates`` intermediates are refused.
     """
     mids = g.intermediates
     k = len(mids)
-    if k > OPTIMAL_LIMIT:
-        raise ValueError(f"the optimal order searches all 2**{k} subsets of the graph's {k} "
-                         f"intermediates; it is limited to {OPTIMAL_LIMIT} intermediates. Use "
-                         f"'markowitz' or an explicit order")
+    check_search(k, max_intermediates, f"searches all 2**{k} subsets of the graph's {k} "
+                                       f"intermediates")
     n = g.n_vertices
     P, S = [0] * n, [0] * n
     for u, v in zip(g.sources.tolist(), g.targets.tolist()):
@@ -92,6 +95,23 @@ def cheapest_order(g) -> list[int]:
     return [mids[i] for i in best[(1 << k) - 1][1]]
 
 
+def check_search(k: int, limit: int, what: str) -> None:
+    """Refuse an optimal-order search over ``k`` intermediates beyond ``limit``, before it
+    starts, saying what it would do and how to ask for it anyway.
+
+    >>> check_search(20, 16, "searches all 2**20 subsets")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the optimal order searches all 2**20 subsets; ... pass max_intermediates=20 ...
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise TypeError(f"max_intermediates must be an int >= 0, not {limit!r}")
+    if k > limit:
+        raise ValueError(f"the optimal order {what}; it is limited to {limit} intermediates. "
+                         f"Use 'markowitz' or an explicit order, or pass "
+                         f"max_intermediates={k} to search anyway (it may take very long)")
+
+
 def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], list[int]]:
     into, out, bit = P[v], S[v], ~(1 << v)
     P, S = P.copy(), S.copy()
@@ -104,12 +124,14 @@ def _structure_after(P: list[int], S: list[int], v: int) -> tuple[list[int], lis
 
 
 # ------------------------------------------------------------------ chains
+@takes_graph_or_function
 def is_chain(g) -> bool:
     """One input, one output, and every other vertex one predecessor and one successor."""
     return (len(g.inputs) == 1 and len(g.outputs) == 1 and g.n_edges == g.n_vertices - 1
             and all(g.in_degree(v) == 1 and g.out_degree(v) == 1 for v in g.intermediates))
 
 
+@takes_graph_or_function
 def chain_vertices(g) -> list[int]:
     """The vertices of a chain graph from its input to its output."""
     if not is_chain(g):
@@ -122,6 +144,7 @@ def chain_vertices(g) -> list[int]:
     return path
 
 
+@takes_graph_or_function
 def chain_labels(g) -> list:
     """The labels of a chain graph (:func:`chain_vertices`), from the input side.
 

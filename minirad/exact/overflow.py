@@ -24,10 +24,11 @@ import math
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS, forward, reverse
 from .result import entry_name
 
-__all__ = ["AccumulationOverflow", "check_finite", "first_overflow"]
+__all__ = ["AccumulationOverflow", "check_finite"]
 
 
 class AccumulationOverflow(ValueError):
@@ -59,15 +60,16 @@ def first_overflow(g, input_vertex=None, output_vertex=None) -> int | None:
         return next((v for v in scan if not _finite(values[v])), None)
 
 
+@takes_graph_or_function
 def check_finite(g, jacobian, method: str, *, rows=None, columns=None, vertex=None,
-                 backward: bool = False, what: str = "") -> None:
+                 direction: str = "forward", what: str = "") -> None:
     """Raise :class:`AccumulationOverflow` unless every entry of ``jacobian`` is finite.
 
     ``rows``/``columns`` are the output/input vertices of the matrix (all of
     them by default; an array vertex stands for its entries); ``vertex``
     names where it overflowed when the method knows (an elimination step),
     else, on a graph of numbers, it is found with :func:`first_overflow`
-    (walking back from the output when ``backward``).  ``what`` is added to
+    (walking back from the output when ``direction="reverse"``).  ``what`` is added to
     the message (e.g. which sample).
     """
     jacobian = np.asarray(jacobian)
@@ -77,7 +79,7 @@ def check_finite(g, jacobian, method: str, *, rows=None, columns=None, vertex=No
     columns = list(g.inputs if columns is None else columns)
     r, c = (int(i) for i in np.argwhere(~np.isfinite(jacobian))[0])
     if vertex is None and g.algebra is FLOATS:   # rows and columns are vertices
-        found = (first_overflow(g, output_vertex=rows[r]) if backward
+        found = (first_overflow(g, output_vertex=rows[r]) if direction == "reverse"
                  else first_overflow(g, columns[c]))
         vertex = None if found is None else g.names[found]
     at = f", first at vertex {vertex}" if vertex is not None else ""

@@ -55,8 +55,9 @@ from numbers import Integral
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import COUNTS, FLOATS, Algebra, forward, path_label, reverse, walk
-from ..graph.lcg import LCG, reachable, takes_lcg
+from ..graph.lcg import LCG, reachable
 from ..graph.operators import Identity
 from . import _engines
 from .overflow import check_finite
@@ -64,6 +65,9 @@ from .result import Accumulation, format_count, from_labels
 from .sparsity import operator_pattern, scalar_sizes
 
 DEFAULT_MAX_PATHS = 1_000_000
+#: Bauer's formula term by term multiplies along every path: the sum of the paths'
+#: lengths less their number (:func:`path_costs`); a few seconds at this many
+DEFAULT_MAX_PRODUCTS = 10_000_000
 
 
 class PathCount(int):
@@ -89,7 +93,7 @@ class PathCount(int):
     __str__ = __repr__
 
 
-@takes_lcg
+@takes_graph_or_function
 def count_paths(g: LCG) -> np.ndarray:
     """Exact numbers of paths from each input to each output.
 
@@ -127,10 +131,12 @@ def count_paths(g: LCG) -> np.ndarray:
     return result
 
 
-def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
+@takes_graph_or_function
+def count_paths_reference(g: LCG, direction: str = "forward") -> np.ndarray:
     """:func:`count_paths` straight from the label recurrence: one forward
-    sweep over :data:`~minirad.graph.labels.COUNTS` per input (or, ``backward``, one
-    reverse sweep per output), every edge labelled 1.  Slower; the oracle
+    sweep over :data:`~minirad.graph.labels.COUNTS` per input (or, with
+    ``direction="reverse"``, one reverse sweep per output), every edge labelled 1.  Slower;
+    the oracle
     the engine is tested against.
 
     >>> from minirad import examples
@@ -139,7 +145,7 @@ def count_paths_reference(g: LCG, backward: bool = False) -> np.ndarray:
     """
     ones = [1] * g.n_edges
     result = np.zeros((len(g.outputs), len(g.inputs)), dtype=object)
-    if not backward:
+    if direction == "forward":
         for c, x in enumerate(g.inputs):
             reached = forward(g, {x: 1}, algebra=COUNTS, labels=ones).values
             result[:, c] = [reached[y] or 0 for y in g.outputs]
@@ -168,8 +174,8 @@ COUNT_BLOCKS = Algebra("count blocks", _count_product, lambda a, b: a + b)
 SCALAR_COUNT_LIMIT = 2_000_000
 
 
-@takes_lcg
-def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
+@takes_graph_or_function
+def count_scalar_paths(g: LCG, max_entries: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     """Exact numbers of paths between entries: from each input entry to each output
     entry, as Python ints of shape ``(output entries, input entries)`` (C order,
     one vertex after another).  These are the path counts of
@@ -177,7 +183,7 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     per input over :data:`COUNT_BLOCKS`, whose labels are the blocks' nonzero
     patterns (:func:`minirad.exact.sparsity.operator_pattern`).  On a graph of
     numbers it is :func:`count_paths`.  Refused when the count matrices of one
-    sweep would hold more than ``limit`` entries.
+    sweep would hold more than ``max_entries`` entries.
 
     >>> import numpy as np
     >>> from minirad import trace
@@ -190,10 +196,10 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
         return count_paths(g)
     out_sizes, in_sizes = scalar_sizes(g, g.outputs), scalar_sizes(g, g.inputs)
     held = sum(math.prod(shape) for shape in g.shapes) * max(in_sizes, default=0)
-    if held > limit:
+    if held > max_entries:
         raise ValueError(f"counting scalar paths holds {held:,} counts per sweep, above the "
-                         f"limit of {limit:,}; pass a larger limit, or count the paths of "
-                         f"arrays (count_paths)")
+                         f"limit of {max_entries:,}; pass a larger max_entries, or count the "
+                         f"paths of arrays (count_paths)")
     patterns = [operator_pattern(label) for label in g.labels]
     result = np.zeros((sum(out_sizes), sum(in_sizes)), dtype=object)
     rows = np.cumsum([0] + out_sizes)
@@ -208,7 +214,7 @@ def count_scalar_paths(g: LCG, limit: int = SCALAR_COUNT_LIMIT) -> np.ndarray:
     return result
 
 
-@takes_lcg
+@takes_graph_or_function
 def count_paths_between(g: LCG, source, target) -> int:
     """Exact number of paths from one vertex to another (1 when they coincide).
 
@@ -231,7 +237,7 @@ def count_paths_between(g: LCG, source, target) -> int:
     return PathCount(counts.get(t, 0))
 
 
-@takes_lcg
+@takes_graph_or_function
 def path_costs(g: LCG) -> tuple[int, int]:
     """Multiplications and additions of evaluating Bauer's formula term by term.
 
@@ -262,14 +268,27 @@ def path_costs(g: LCG) -> tuple[int, int]:
 
 
 def _path_costs(g: LCG, counts: np.ndarray) -> tuple[int, int]:
-    if not g.inputs or not g.outputs:
-        return 0, 0
-    into = _engines.total_counts(g, g.inputs, forward=True)
-    out_of = _engines.total_counts(g, g.outputs, forward=False)
-    total = sum(into[y] for y in g.outputs)
-    on_paths = sum(into[u] * out_of[v] for u, v in zip(g.sources.tolist(), g.targets.tolist()))
+    paths, products = _path_totals(g, g.inputs, g.outputs)
     reached = int(np.count_nonzero(counts))
-    return on_paths - total, total - reached
+    return products, paths - reached
+
+
+def _path_totals(g: LCG, sources, targets, most_paths: int | None = None
+                 ) -> tuple[int, int | None]:
+    """``(paths, products)``: the number of paths from ``sources`` to ``targets``, and
+    the multiplications of Bauer's formula along them term by term (their lengths in
+    edges, summed, less their number).  Two columns of Python ints (one per vertex),
+    whatever the numbers of inputs and outputs; the products are not summed (None)
+    when there are more than ``most_paths`` paths."""
+    if not len(sources) or not len(targets):
+        return 0, 0
+    into = _engines.total_counts(g, sources, forward=True)
+    paths = sum(into[y] for y in targets)
+    if most_paths is not None and paths > most_paths:
+        return paths, None
+    out_of = _engines.total_counts(g, targets, forward=False)
+    on_paths = sum(into[u] * out_of[v] for u, v in zip(g.sources.tolist(), g.targets.tolist()))
+    return paths, on_paths - paths
 
 
 # --------------------------------------------------------------- enumeration
@@ -281,7 +300,7 @@ def _vertex_set(g: LCG, given, default: Sequence[int]) -> list[int]:
     return [g.index(v) for v in given]
 
 
-@takes_lcg
+@takes_graph_or_function
 def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """Lazily yield every path from ``source`` to ``target`` as a vertex tuple.
 
@@ -301,12 +320,12 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
     """
     sources = _vertex_set(g, source, g.inputs)
     targets = _vertex_set(g, target, g.outputs)
-    useful = reachable(g, targets, forward=False)
+    useful = reachable(g, targets, direction="reverse")
     return (path for path, _ in _engines.walk_products(g, sources, targets, useful,
                                                        products=False))
 
 
-@takes_lcg
+@takes_graph_or_function
 def path_product(g: LCG, path: Sequence):
     """Product of the labels along a path of vertices, the first edge innermost.
 
@@ -342,28 +361,38 @@ def path_product(g: LCG, path: Sequence):
 
 
 # -------------------------------------------------------------- the path sum
-def _check_max_paths(max_paths) -> int:
-    if isinstance(max_paths, bool) or not isinstance(max_paths, Integral) or max_paths < 0:
-        raise ValueError(f"max_paths must be a non-negative integer, got {max_paths!r}")
-    return int(max_paths)
+def _check_limit(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
-def _refuse_many_paths(g: LCG, max_paths) -> np.ndarray:
-    """The path counts, after refusing a graph with more than ``max_paths`` paths."""
-    limit = _check_max_paths(max_paths)
-    counts = count_paths(g)
-    total = int(counts.sum()) if counts.size else 0
-    if total > limit:
+def _refuse_costly_paths(g: LCG, max_paths, max_products) -> tuple[int, int]:
+    """``(paths, products)`` of Bauer's formula on ``g`` (:func:`_path_totals`), after
+    refusing more than ``max_paths`` paths or ``max_products`` multiplications along
+    them: before any path is walked, in memory of two ints per vertex."""
+    most_paths = _check_limit(max_paths, "max_paths")
+    most_products = _check_limit(max_products, "max_products")
+    paths, products = _path_totals(g, g.inputs, g.outputs, most_paths)
+    instead = ("use a forward or reverse sweep or vertex elimination instead, e.g. "
+               "minirad.jacobian(g, method='reverse')")
+    if products is None:
         raise ValueError(
-            f"the graph has {format_count(total)} input-to-output paths, more than "
-            f"max_paths={format_count(limit)}; "
-            f"summing over them is hopeless, so use a forward or reverse sweep or vertex "
-            f"elimination instead, e.g. minirad.jacobian(g, method='reverse')")
-    return counts
+            f"the graph has {format_count(paths)} input-to-output paths, more than "
+            f"max_paths={format_count(most_paths)}; summing over them is hopeless, so {instead}"
+            + (f", or pass max_paths={paths} to sum them anyway" if paths <= 10 ** 12 else ""))
+    if products > most_products:
+        raise ValueError(
+            f"Bauer's formula multiplies {format_count(products)} times along the graph's "
+            f"{format_count(paths)} input-to-output paths (their lengths summed), more than "
+            f"max_products={format_count(most_products)}; {instead}, or pass "
+            f"max_products={products} to multiply along them anyway")
+    return paths, products
 
 
-@takes_lcg
-def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+@takes_graph_or_function
+def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+                    max_products: int = DEFAULT_MAX_PRODUCTS) -> Accumulation:
     """Bauer's formula as written, on any graph: for each input and output, every
     path between them (:func:`minirad.graph.labels.walk`), its labels multiplied
     in order, the first edge innermost, and the products added up, each
@@ -380,7 +409,7 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     >>> result.jacobian.tolist(), result.multiplications   # one (4x3)(3x2) product
     ([[3.0, 3.0], [3.0, 3.0], [3.0, 3.0], [3.0, 3.0]], 24)
     """
-    _refuse_many_paths(g, max_paths)
+    _refuse_costly_paths(g, max_paths, max_products)
     algebra = g.algebra
     sums, multiplications, additions = {}, 0, 0
     with np.errstate(over="ignore", invalid="ignore"):  # checked below
@@ -408,8 +437,9 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     return Accumulation(jacobian, multiplications, additions, "bauer", shapes=shapes)
 
 
-@takes_lcg
-def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
+@takes_graph_or_function
+def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+          max_products: int = DEFAULT_MAX_PRODUCTS) -> Accumulation:
     """The Jacobian by Bauer's formula, with its operation counts.
 
     Sums the product of labels over every input-to-output path
@@ -420,7 +450,10 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     comparisons with sweeps and elimination are about.  On a graph with
     arrays a product of blocks costs its flops; see :func:`bauer_reference`.
 
-    Raises ``ValueError`` when the graph has more than ``max_paths`` paths.
+    Raises ``ValueError``, before walking any path, when the graph has more than
+    ``max_paths`` paths or the formula would multiply more than ``max_products``
+    times along them (the sum of their lengths: a million paths of a million edges
+    are under any sensible path limit, yet take days).
 
     >>> from minirad import examples
     >>> result = bauer(examples.lecture())
@@ -428,22 +461,24 @@ def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> Accumulation:
     (array([[5.5  , 1.716]]), 7, 2)
     """
     if g.algebra is not FLOATS:
-        return bauer_reference(g, max_paths)
-    counts = _refuse_many_paths(g, max_paths)
+        return bauer_reference(g, max_paths, max_products)
+    paths, products = _refuse_costly_paths(g, max_paths, max_products)
     jac = np.zeros((len(g.outputs), len(g.inputs)))
+    reached = np.zeros(jac.shape, dtype=bool)     # entries with a path, whatever its product
     row = {y: r for r, y in enumerate(g.outputs)}
-    useful = reachable(g, g.outputs, forward=False)
+    useful = reachable(g, g.outputs, direction="reverse")
     with np.errstate(over="ignore", invalid="ignore"):  # checked just below
         for col, x in enumerate(g.inputs):
             for path, product in _engines.walk_products(g, [x], list(g.outputs), useful):
                 jac[row[path[-1]], col] += product
+                reached[row[path[-1]], col] = True
     check_finite(g, jac, "bauer")
-    multiplications, additions = _path_costs(g, counts)
-    return Accumulation(jac, multiplications, additions, "bauer")
+    return Accumulation(jac, products, paths - int(reached.sum()), "bauer")
 
 
-@takes_lcg
-def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
+@takes_graph_or_function
+def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
+                  max_products: int = DEFAULT_MAX_PRODUCTS) -> np.ndarray:
     """The Jacobian as the sum over paths of path products (eq. 1).
 
     Shape ``(n_outputs, n_inputs)``.  See :func:`bauer` for the counts and
@@ -457,5 +492,5 @@ def path_jacobian(g: LCG, max_paths: int = DEFAULT_MAX_PATHS) -> np.ndarray:
     ...
     ValueError: the graph has 3 input-to-output paths, more than max_paths=2; ...
     """
-    return bauer(g, max_paths).jacobian
+    return bauer(g, max_paths, max_products).jacobian
 

@@ -15,7 +15,7 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["Accumulation", "entry_name", "format_count", "from_labels"]
+__all__ = ["Accumulation", "format_count"]
 
 #: counts with more digits than this are shown as ``~1.2e6020``
 EXACT_DIGITS = 15

@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sparse
 
 from ..graph import labels
+from ..graph.calls import takes_graph_or_function
 
 __all__ = [
     "BITSETS", "BOOLEAN_BLOCKS", "COLOURING_STRATEGIES", "Colouring", "as_pattern",
@@ -60,6 +61,7 @@ BITSETS = labels.Algebra("bitsets", _through, operator.or_, zero=0, one=None)
 
 
 # -------------------------------------------------------------- sizes
+@takes_graph_or_function
 def scalar_sizes(g, vertices) -> list[int]:
     """How many numbers each vertex holds: 1 for a number, the array size for an
     array (its scalar copies are its entries in C order).
@@ -78,6 +80,7 @@ def _is_vector(g) -> bool:
 
 
 # ------------------------------------------------------------ patterns
+@takes_graph_or_function
 def pattern_reference(g) -> np.ndarray:
     """The structural pattern of a scalar LCG, one BOOLEANS forward sweep per input:
     ``P[i, j]`` is True when some path leads from input ``j`` to output ``i``.
@@ -98,6 +101,7 @@ def pattern_reference(g) -> np.ndarray:
     return P
 
 
+@takes_graph_or_function
 def pattern(g) -> np.ndarray:
     """The structural pattern of the Jacobian, shape ``(outputs, inputs)`` counted in
     numbers (an LCG of arrays's arrays contribute one row or column per entry, as in

@@ -30,13 +30,21 @@ the recurrence.
 Tangents, adjoints and results
 ------------------------------
 :func:`jvp` takes one tangent per input and returns one per output;
-:func:`vjp` takes one adjoint per output and returns one per input.  When
-every vertex of a side is a number, that side is a float array: ``(n,)`` for
-one vector, ``(n, k)`` for k tangents as columns (``J @ V``), ``(k, n)`` for k
-adjoints as rows (``U @ J``).  Otherwise it is a list with one entry per
-vertex, an array of the vertex's shape (a float for a number; None for zero
-when given), every entry with the same optional leading *stack* axes.
-:func:`gradient` is the VJP of a graph whose one output is a number.
+:func:`vjp` takes one adjoint per output and returns one per input;
+:func:`gradient` returns one per input.  Each side is given, and comes
+back, in one form whatever the graph holds: a list with one entry per
+vertex, in the graph's order of inputs (outputs), each an array of the
+vertex's shape or, for a number, a float (None for zero when given).  Every
+entry may carry the same leading *stack* axes, for several products at
+once: ``[array of shape (k,), array of shape (k,)]`` are k tangents of two
+numbers.  So on a graph of numbers ``jvp(g, [1.0, 0.0])`` is the first
+column of the Jacobian, as a list of floats, and on a graph of arrays the
+entries have the arrays' shapes.
+
+:func:`gradient` is the VJP of a graph with one number as output, seeded
+with 1 in the output's dtype.  :func:`forward_sweep` and
+:func:`reverse_sweep` seed unit tangents (adjoints) on every entry of the
+selected inputs (outputs) and keep every vertex's values.
 
 Cost convention
 ---------------
@@ -73,7 +81,8 @@ from numbers import Integral
 import numpy as np
 
 from ..graph import labels
-from ..graph.lcg import LCG, reachable, takes_lcg
+from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import LCG, reachable
 from . import _engines, cotangents
 from .overflow import check_finite
 from .result import Accumulation, check_size
@@ -88,38 +97,38 @@ REFERENCE_EDGES = 2_000
 
 
 # -------------------------------------------------------------------- sweeps
-@takes_lcg
-def forward_sweep(g: LCG, inputs=None, engine: str = "auto",
+@takes_graph_or_function
+def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
                   keep_values: bool = True) -> Accumulation:
     """Tangents of every vertex with respect to each entry of the selected inputs.
 
-    ``inputs`` is None (all), one input or a sequence of inputs, by name or
+    ``wrt`` is None (all inputs), one input or a sequence of inputs, by name or
     number.  ``jacobian`` has one column per entry of the selected inputs;
     ``tangents`` is ``(n_vertices, n_columns)`` on a graph of numbers and holds
     one ``(n_columns,) + shape`` array per vertex otherwise, or is None with
     ``keep_values=False``.
 
     >>> from minirad import examples
-    >>> r = forward_sweep(examples.lecture(), inputs="x2")
+    >>> r = forward_sweep(examples.lecture(), wrt="x2")
     >>> r.jacobian.round(3), r.multiplications, r.additions
     (array([[1.716]]), 5, 1)
     """
-    chosen = select(g, inputs, g.inputs, "input")
+    chosen = select(g, wrt, g.inputs, "input")
     values, jac, counts = sweep(g, chosen, g.outputs, True, keep_values, engine)
     check_finite(g, jac, "forward", columns=chosen)
     return Accumulation(jac, None, None, "forward", tangents=values, seeds=chosen,
                         shapes=_shapes(g, g.outputs, chosen), counts=counts)
 
 
-@takes_lcg
+@takes_graph_or_function
 def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
-                  wrt=None, accumulate: str = "plain", lazy: bool = False) -> Accumulation:
+                  wrt=None, in_place: bool = False, lazy: bool = False) -> Accumulation:
     """Adjoints of every vertex for each entry of the selected outputs.
 
     ``outputs`` is None (all), one output or a sequence; ``jacobian`` has one
     row per entry of the selected outputs and one column per entry of the
     inputs ``wrt`` (None: all).  ``adjoints`` is laid out as
-    :func:`forward_sweep`'s tangents.  ``accumulate="in_place"`` and
+    :func:`forward_sweep`'s tangents.  ``in_place=True`` (the notes' ``add!!``) and
     ``lazy=True`` accumulate as :mod:`minirad.exact.cotangents` says: the same
     numbers, bit for bit, with fewer arrays allocated.
 
@@ -134,13 +143,13 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
     chosen = select(g, outputs, g.outputs, "output")
     columns = select(g, wrt, g.inputs, "input")
     run = None
-    if not cotangents.check_options(accumulate, lazy):
+    if not cotangents.check_options(in_place, lazy):
         def run(h, seeds):
             return cotangents.reverse_accumulation(
-                h, seeds, wanted=None if keep_values else columns, accumulate=accumulate,
+                h, seeds, wanted=None if keep_values else columns, in_place=in_place,
                 lazy=lazy)
     values, jac_t, counts = sweep(g, chosen, columns, False, keep_values, engine, run)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, backward=True)
+    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
     return Accumulation(jac_t.T, None, None, "reverse", adjoints=values, seeds=chosen,
                         shapes=_shapes(g, chosen, columns), counts=counts)
 
@@ -232,7 +241,7 @@ def _engine(g: LCG, engine, plain: bool) -> str:
         raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
                          f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
     if engine not in ("auto", "reference") and not plain:
-        raise ValueError(f"accumulate and lazy are options of the 'reference' engine ('auto' "
+        raise ValueError(f"in_place and lazy are options of the 'reference' engine ('auto' "
                          f"picks it); engine {engine!r} accumulates plainly")
     if engine == "auto":
         fast = numbers and plain and g.n_edges > REFERENCE_EDGES
@@ -247,7 +256,7 @@ def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
     degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
     for seed in seeds:
         if seed not in per_seed:
-            reached = reachable(g, [seed], forward)
+            reached = reachable(g, [seed], "forward" if forward else "reverse")
             edges = int(degree[reached].sum())
             # each reached vertex but the seed combines >= 1 traversed edges
             per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
@@ -256,13 +265,19 @@ def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------ products
-@takes_lcg
+@takes_graph_or_function
 def jvp(g: LCG, v, engine: str = "auto"):
     """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
 
+    ``v`` and the result are lists with one entry per vertex, a float for a
+    number and an array of the vertex's shape otherwise, each with the same
+    leading stack axes for several products at once (the module docstring).
+
     >>> from minirad import examples
-    >>> jvp(examples.lab(), [1.0, 1.0]).round(4)
-    array([4.5839])
+    >>> jvp(examples.lab(), [1.0, 1.0])                    # f = x y + sin x at (2, 3)
+    [4.583853163452858]
+    >>> jvp(examples.lab(), [[1.0, 0.0], [0.0, 1.0]])      # two tangents: the Jacobian
+    [array([2.58385316, 2.        ])]
     >>> import numpy as np
     >>> from minirad import trace
     >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
@@ -270,20 +285,23 @@ def jvp(g: LCG, v, engine: str = "auto"):
     [array([1., 0.])]
     """
     engine = _engine(g, engine, True)
-    seeds, stack = _entries(g, "v", v, g.inputs, seeds_first=False)
-    values = _propagate(g, seeds, stack, True, engine)
-    return _results(g, values, g.outputs, stack, False)
+    seeds, stack = _entries(g, "v", v, g.inputs)
+    return _results(g, _propagate(g, seeds, stack, True, engine), g.outputs, stack)
 
 
-@takes_lcg
-def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+@takes_graph_or_function
+def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
         lazy: bool = False):
     """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
-    (per input of ``wrt``), with :func:`reverse_sweep`'s options.
+    (per input of ``wrt`` when given: one input or a sequence of them).
+
+    ``u`` and the result take the form of :func:`jvp`'s (the module docstring).
+    ``in_place`` and ``lazy`` are the options of :func:`reverse_sweep`: the same
+    numbers, bit for bit, with fewer arrays allocated.
 
     >>> from minirad import examples
-    >>> vjp(examples.two_outputs(), [1.0, 0.0]).round(4)
-    array([-1.05  , -1.4049])
+    >>> [round(a, 4) for a in vjp(examples.two_outputs(), [1.0, 0.0])]
+    [-1.05, -1.4049]
     >>> import numpy as np
     >>> from minirad import trace
     >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
@@ -294,26 +312,19 @@ def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
     >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
     [array([1., 0.])]
     """
-    plain = cotangents.check_options(accumulate, lazy)
-    engine = _engine(g, engine, plain)
-    columns = select(g, wrt, g.inputs, "input")
-    seeds, stack = _entries(g, "u", u, g.outputs, seeds_first=True)
-    if plain:
-        values = _propagate(g, seeds, stack, False, engine)
-    else:
-        values = cotangents.reverse_accumulation(g, seeds, wanted=columns,
-                                                 accumulate=accumulate, lazy=lazy).values
-    return _results(g, values, columns, stack, True)
+    seeds, stack = _entries(g, "u", u, g.outputs)
+    return _pulled(g, seeds, stack, engine, wrt, in_place, lazy)
 
 
-@takes_lcg
-def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain",
+@takes_graph_or_function
+def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
              lazy: bool = False):
-    """The gradient of a graph whose one output is a number: :func:`vjp` seeded with 1
-    in the output's dtype (a float32 program's gradient is float32).
+    """The gradient of a graph whose one output is a number: one reverse sweep
+    seeded with 1 in the output's dtype (a float32 program's gradient is float32),
+    one entry per input (of ``wrt``) as :func:`vjp` returns them, with its options.
 
     >>> from minirad import examples
-    >>> gradient(examples.lab()).tolist()            # f = x y + sin x at (2, 3)
+    >>> gradient(examples.lab())                     # f = x y + sin x at (2, 3)
     [2.5838531634528574, 2.0]
     >>> import numpy as np
     >>> from minirad import trace
@@ -324,17 +335,21 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, accumulate: str = "plain
     if len(g.outputs) != 1 or g.shape(g.outputs[0]) != ():
         raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
                          f"of shapes {[g.shape(v) for v in g.outputs]}; use vjp")
-    plain = cotangents.check_options(accumulate, lazy)
+    y = g.outputs[0]
+    return _pulled(g, {y: np.ones((), dtype=g.dtype(y))}, (), engine, wrt, in_place, lazy)
+
+
+def _pulled(g: LCG, seeds: dict, stack: tuple, engine, wrt, in_place: bool, lazy: bool):
+    """The adjoints of the inputs ``wrt`` of one reverse sweep from ``seeds``."""
+    plain = cotangents.check_options(in_place, lazy)
     engine = _engine(g, engine, plain)
     columns = select(g, wrt, g.inputs, "input")
-    y = g.outputs[0]
-    seeds = {y: np.ones((), dtype=g.dtype(y))}   # a float32 program's gradient is float32
     if plain:
-        values = _propagate(g, seeds, (), False, engine)
+        values = _propagate(g, seeds, stack, False, engine)
     else:
-        values = cotangents.reverse_accumulation(g, seeds, wanted=columns,
-                                                 accumulate=accumulate, lazy=lazy).values
-    return _results(g, values, columns, (), True)
+        values = cotangents.reverse_accumulation(g, seeds, wanted=columns, in_place=in_place,
+                                                 lazy=lazy).values
+    return _results(g, values, columns, stack)
 
 
 def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):
@@ -385,33 +400,16 @@ def _shapes(g: LCG, rows, columns):
     return tuple(g.shape(v) for v in rows), tuple(g.shape(v) for v in columns)
 
 
-def _numbers(g: LCG, vertices) -> bool:
-    return all(g.shape(v) == () for v in vertices)
-
-
-def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dict, tuple]:
-    """Seeds ``{vertex: array}`` from a jvp/vjp argument, and their stack shape: a flat
-    float array when every vertex of the side is a number, else one entry per vertex."""
-    if _numbers(g, vertices):
-        try:
-            array = np.asarray(given, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be an array of real numbers") from None
-        length = len(vertices)
-        if array.ndim == 1 and array.shape[0] == length:
-            block, stack = array[:, None], ()
-        elif array.ndim == 2 and array.shape[1 if seeds_first else 0] == length:
-            block = array.T if seeds_first else array
-            stack = (block.shape[1],)
-        else:
-            layout = f"(k, {length})" if seeds_first else f"({length}, k)"
-            raise ValueError(f"{name} has shape {array.shape}; expected ({length},) or {layout}")
-        # arrays, never numpy scalars: the algebra tells a label from a value by type
-        given = [np.asarray(block[i, 0] if stack == () else block[i]) for i in range(length)]
-    elif isinstance(given, (str, bytes, np.ndarray)) or not isinstance(given, Sequence):
+def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
+    """Seeds ``{vertex: array}`` from one entry per vertex (the module docstring's
+    form), and their common stack shape."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, (Sequence, np.ndarray)) or (
+            isinstance(given, np.ndarray) and given.ndim != 1):
         raise TypeError(f"{name} must be a list with one entry per vertex (an array of its "
-                        f"shape, a float for a number, or None for zero), not "
-                        f"{type(given).__name__}")
+                        f"shape, a float for a number, or None for zero; stacked products "
+                        f"carry the same leading axes in every entry), not "
+                        f"{type(given).__name__}"
+                        + (f" of shape {given.shape}" if isinstance(given, np.ndarray) else ""))
     if len(given) != len(vertices):
         raise ValueError(f"{name} has {len(given)} entries; give one per vertex "
                          f"({len(vertices)}: {', '.join(g.names[v] for v in vertices)})")
@@ -435,17 +433,16 @@ def _entries(g: LCG, name: str, given, vertices, seeds_first: bool) -> tuple[dic
                              f"expected {wanted}" + ("" if stack is not None else
                                                      " (optionally stacked along leading axes)"))
         if not np.all(np.isfinite(array)):
-            raise ValueError(f"{name} has non-finite entries; seeds must be finite")
+            raise ValueError(f"the entry of {name} for {g.names[v]} has non-finite entries; "
+                             f"seeds must be finite")
         stack = lead
+        # arrays, never numpy scalars: the algebra tells a label from a value by type
         seeds[v] = array if array.dtype.kind == "f" else array.astype(np.float64)
     return seeds, () if stack is None else stack
 
 
-def _results(g: LCG, values, vertices, stack: tuple, seeds_first: bool):
-    """The swept values at ``vertices``, in the form of their side (module docstring)."""
+def _results(g: LCG, values, vertices, stack: tuple) -> list:
+    """The swept values at ``vertices`` in the form of the module docstring."""
     found = [np.zeros(stack + g.shape(v), dtype=g.dtype(v)) if values[v] is None
              else np.asarray(values[v]) for v in vertices]
-    if _numbers(g, vertices):
-        flat = np.array(found, dtype=np.float64).reshape((len(vertices),) + stack)
-        return flat.T if seeds_first else flat
     return [float(x) if x.ndim == 0 else x for x in found]

@@ -36,11 +36,11 @@ True
 A graph of arrays, with a linear solve whose two edges share one LU factorisation:
 
 >>> import numpy as np
->>> from minirad import memory, trace
+>>> from minirad import retained_memory, trace
 >>> g = trace(lambda A, b: (np.linalg.solve(A, b) ** 2).sum(),
 ...                  np.array([[4.0, 1.0], [1.0, 3.0]]), np.array([1.0, 2.0]))
 >>> h = load_graph(save_graph(g, os.path.join(folder, "solve.npz")))
->>> h.same_as(g), memory(h).per_edge == memory(g).per_edge   # the LU kept once
+>>> h.same_as(g), retained_memory(h).per_edge == retained_memory(g).per_edge   # the LU kept once
 (True, True)
 """
 
@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -57,22 +58,32 @@ import zlib
 
 import numpy as np
 
-from ..implicit import solves as implicit
 from . import operators as O
+from .calls import takes_graph_or_function
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
-from .lcg import LCG
+from .lcg import LCG, value_key
 from .patches import ProjectedPatches, SampledPatches
 
-__all__ = ["MAX_BYTES", "load_graph", "save_graph", "write_atomically"]
+__all__ = ["ARRAY_COST", "MAX_BYTES", "TEXT_COST", "load_graph", "save_graph",
+           "write_atomically"]
 
 TEXT_FORMAT = "minirad.lcg"
 TEXT_VERSIONS = (1, 2)  # 2: version 1 with the optional columns "injections" and "dtypes"
 ARCHIVE_FORMAT = "minirad.vector_lcg"
 ARCHIVE_VERSION = 1
 
-#: the most bytes :func:`load_graph` reads (text, or the arrays of an archive) unless told
+#: the most bytes of work :func:`load_graph` takes on (see :data:`TEXT_COST` and
+#: :data:`ARRAY_COST`) unless told
 MAX_BYTES = 2**30
+#: parsed JSON (a text file, an archive's manifest) takes about 8 times its size in Python
+#: objects (measured), so each of its bytes counts this many against max_bytes
+TEXT_COST = 8
+#: each array of an archive counts at least this many bytes against max_bytes: reading one
+#: takes 0.2 to 0.4 ms whatever its size (its zip entry, its header, its Python objects;
+#: measured), so a million arrays of a few bytes are no small file; the default budget
+#: reads about 16,000 arrays, a few seconds
+ARRAY_COST = 2**16
 #: a zip member may expand at most this many times (numpy writes them uncompressed)
 MAX_RATIO = 100
 #: dimensions of a declared shape, as numpy allows
@@ -85,6 +96,7 @@ MAX_NESTING = 20
 _DTYPES = ("float16", "float32", "float64", "bool", "int32", "int64")
 _ARRAY_KINDS = "biuf"    # what a member may hold: no objects (pickle), strings or records
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member first, or an empty archive
+_JSON_STARTS = {bytes([c]) for c in b'{["-0123456789tfn'} | {b""}   # a JSON value's first byte
 
 
 # ------------------------------------------------------------------ writing
@@ -133,6 +145,7 @@ def write_atomically(path, write) -> None:
         raise
 
 
+@takes_graph_or_function
 def save_graph(g: LCG, path) -> str:
     """Write ``g`` to ``path``, atomically; returns the path.
 
@@ -150,8 +163,6 @@ def save_graph(g: LCG, path) -> str:
     ValueError: LCG(3 vertices: ...) has array vertices: save it as an .npz archive (a path \
 ending in .npz), not as JSON text ('.../g.json')
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"save_graph saves an LCG, not {type(g).__name__}")
     path = os.fspath(path)
     if path.lower().endswith(".npz"):
         arrays = _archive(g)
@@ -233,19 +244,33 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
 def load_graph(path, max_bytes: int = MAX_BYTES) -> LCG:
     """Read a graph written by :func:`save_graph` (or minirad 0.1), validating everything.
 
-    ``max_bytes`` bounds what is read: the size of a text file, the arrays of an
-    archive (as its zip directory declares them, checked before any is read).
+    ``max_bytes`` bounds the work of reading, in bytes, checked before it starts: a
+    text file counts :data:`TEXT_COST` times its size (what parsing JSON takes); an
+    archive its arrays as its zip directory declares them, each at least
+    :data:`ARRAY_COST` (what reading one takes, however small), and its manifest
+    :data:`TEXT_COST` times its size.  Only a regular file is read (not a pipe or a
+    device, which could block or never end).
     """
     path = os.fspath(path)
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise ValueError(f"max_bytes must be a positive int, not {max_bytes!r}")
     try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except IsADirectoryError:
-        raise ValueError(f"{path} is a folder, not a saved LCG") from None
-    if head in _ZIP_MAGIC:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise FileNotFoundError(error.errno, error.strerror, path) from None
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{path} is a folder, not a saved LCG")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is not a regular file (a pipe, a socket or a device); a "
+                         f"saved LCG is a file")
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if head[:4] in _ZIP_MAGIC:
         return _load_archive(path, max_bytes)
+    first = head.lstrip(b" \t\r\n")[:1]
+    if first not in _JSON_STARTS:   # NUL bytes, say: refused having read 64 bytes, not all
+        raise ValueError(f"{path} is not a valid LCG file: it is neither JSON text (UTF-8) "
+                         f"nor an .npz archive (it starts with {head[:8]!r})")
     return _load_text(path, max_bytes)
 
 
@@ -283,11 +308,14 @@ def _load_text(path: str, max_bytes: int) -> LCG:
         raise ValueError(f"{path} is not a valid LCG file: {message}")
 
     size = os.path.getsize(path)
-    if size > max_bytes:
-        fail(f"it holds {size:,} bytes, more than max_bytes={max_bytes:,}; pass a larger "
-             f"max_bytes to read it")
+    if TEXT_COST * size > max_bytes:
+        fail(f"it holds {size:,} bytes of JSON, which take about {TEXT_COST * size:,} bytes "
+             f"once parsed, more than max_bytes={max_bytes:,}; pass max_bytes="
+             f"{TEXT_COST * size} to read it")
     with open(path, "rb") as f:
-        raw = f.read()
+        raw = f.read(size + 1)
+    if len(raw) > size:
+        fail("it grew while it was read")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -387,6 +415,12 @@ class _Archive:
         self.path, self.max_bytes = path, max_bytes
         self.keys: dict[str, str] = {}
         self.read: dict[str, np.ndarray] = {}
+        declared = _declared_members(path)   # before zipfile reads the whole directory
+        if declared is not None and declared * ARRAY_COST > max_bytes:
+            self.fail(f"its zip directory lists about {declared:,} arrays, each counted at "
+                      f"least {ARRAY_COST:,} bytes of work to read: at least "
+                      f"{declared * ARRAY_COST:,} in all, more than max_bytes={max_bytes:,}; "
+                      f"pass max_bytes={declared * ARRAY_COST} or more to read it")
         try:
             self.zip = zipfile.ZipFile(path)
             members = self.zip.infolist()
@@ -405,10 +439,14 @@ class _Archive:
                 self.fail(f"the member {info.filename!r} expands from {info.compress_size:,} "
                           f"to {info.file_size:,} bytes (a zip bomb?)")
             self.members[info.filename[:-4]] = info
-        total = sum(info.file_size for info in members)
+        manifest = self.members.get("manifest")
+        text = manifest.file_size if manifest is not None else 0
+        total = sum(max(info.file_size, ARRAY_COST) for info in members) + (TEXT_COST - 1) * text
         if total > max_bytes:
-            self.fail(f"its arrays take {total:,} bytes, more than max_bytes={max_bytes:,}; "
-                      f"pass a larger max_bytes to read it")
+            self.fail(f"its {len(members):,} arrays take {total:,} bytes of work to read (each "
+                      f"counted at least {ARRAY_COST:,}, the manifest's {text:,} bytes of JSON "
+                      f"{TEXT_COST} times), more than max_bytes={max_bytes:,}; pass "
+                      f"max_bytes={total} to read it")
 
     def fail(self, what: str):
         raise ValueError(f"{self.path} is not a valid LCG archive: {what}")
@@ -486,6 +524,33 @@ class _Archive:
         return tuple(value)
 
 
+def _declared_members(path: str) -> int | None:
+    """The number of members a zip file's directory declares, read from its end records
+    alone (zip64 too), or more if the directory is too large for that many (numpy's
+    entries take under 256 bytes each, and zipfile reads the whole directory): None when
+    the records cannot be found (zipfile then says what is wrong)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 22 - 2**16))
+            tail = f.read()
+            end = tail.rfind(b"PK\x05\x06")
+            if end < 0 or len(tail) - end < 22:
+                return None
+            count, directory = struct.unpack("<HI", tail[end + 10:end + 16])
+            locator = end - 20
+            if (count == 0xFFFF or directory == 0xFFFFFFFF) and locator >= 0 and \
+                    tail[locator:locator + 4] == b"PK\x06\x07":
+                f.seek(struct.unpack("<Q", tail[locator + 8:locator + 16])[0])
+                record = f.read(56)
+                if len(record) == 56 and record[:4] == b"PK\x06\x06":
+                    count, directory = struct.unpack("<QQ", record[32:48])
+    except (OSError, struct.error, ValueError, OverflowError):
+        return None
+    return max(count, directory // 256)
+
+
 def _load_archive(path: str, max_bytes: int) -> LCG:
     archive = _Archive(path, max_bytes)
     try:
@@ -536,6 +601,8 @@ def _graph(r: _Archive) -> LCG:
             if str(error).startswith(f"{r.path} is not"):
                 raise
             r.fail(f"{where}: {error}")
+    for e, label in enumerate(labels):
+        _check_value_keys(r, label, values, f"edges[{e}].operator")
     inputs = r.field(doc, "inputs", list, "manifest")
     outputs = r.field(doc, "outputs", list, "manifest")
     injections = r.field(doc, "injections", list, "manifest")
@@ -546,6 +613,27 @@ def _graph(r: _Archive) -> LCG:
                    injections=injections)
     except (TypeError, ValueError) as error:
         r.fail(str(error))
+
+
+def _check_value_keys(r: _Archive, label, values: list, where: str) -> None:
+    """An array kept under a vertex's value key is that vertex's value (``value:<vertex>``,
+    as :func:`value_key` writes it, of the bits its stored value has) or an array made
+    from it (``value:<vertex>:...``, a sample of it, say).  :func:`minirad.graph.memory.memory`
+    shares and frees arrays by these keys, so a key that named no vertex
+    (``value:abc``, ``value:999999``) would fail there or count other bytes."""
+    for kept in getattr(label, "retained", ()):
+        for key, bits in ((kept.key, kept.nbits), (kept.recompute_from, kept.source_bits)):
+            if key is None or not key.startswith("value:"):
+                continue
+            number = key[len("value:"):].split(":")[0]
+            v = int(number) if number.isascii() and number.isdigit() else -1
+            if not 0 <= v < len(values) or not (key + ":").startswith(value_key(v) + ":"):
+                r.fail(f"{where} keeps {_shown(key)}, which names no vertex: a vertex's "
+                       f"value is kept as 'value:<vertex number>', 0..{len(values) - 1}")
+            expected = values[v].size * values[v].dtype.itemsize * 8
+            if key == value_key(v) and bits != expected:
+                r.fail(f"{where} keeps {key} ({values[v].dtype} of shape "
+                       f"{values[v].shape}, {expected:,} bits) as {bits:,} bits")
 
 
 def _dtype(r: _Archive, name, where) -> np.dtype:
@@ -570,13 +658,22 @@ def _retained(r: _Archive, value, where) -> tuple:
     return tuple(out)
 
 
-class _Fields:
-    """The parameters and arrays of one operator entry, each read with its check."""
+class Fields:
+    """The parameters and arrays of one operator entry, each read with its check: what a
+    reader of an operator kind (:func:`register_reader`) reads its operator from.
+    ``fail(message)`` refuses the file."""
 
     def __init__(self, r: _Archive, doc: dict, where: str):
         self.r, self.where = r, where
         self.params = r.field(doc, "params", dict, where)
         self.names = r.field(doc, "arrays", dict, where)
+
+    def fail(self, message: str):
+        self.r.fail(message)
+
+    def key(self, key: str) -> str:
+        """A retained array's key, checked."""
+        return self.r.key(key)
 
     def param(self, key, kind):
         return self.r.field(self.params, key, kind, f"{self.where}.params")
@@ -646,7 +743,7 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
         ops = [_operator(r, r.field({"x": d}, "x", dict, f"{where}.{key}[{i}]"),
                          f"{where}.{key}[{i}]", depth + 1) for i, d in enumerate(items)]
         return O.Composed(ops) if kind == "composed" else O.Added(ops)
-    f = _Fields(r, doc, where)
+    f = Fields(r, doc, where)
     build = _BUILDERS.get(kind)
     if build is None:
         r.fail(f"{where} has the unknown operator kind {_shown(kind)}; known kinds: "
@@ -656,11 +753,11 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
     return build(f)
 
 
-def _number(f: _Fields) -> float:
+def _number(f: Fields) -> float:
     return f.number("value")
 
 
-def _matmul(f: _Fields, doc: dict, depth: int):
+def _matmul(f: Fields, doc: dict, depth: int):
     cls = O.MatMul if doc["kind"] == "matmul" else O.Outer
     gathered = None
     if "gathered" in doc:        # the source and the operator that gathers from it
@@ -673,7 +770,7 @@ def _matmul(f: _Fields, doc: dict, depth: int):
                f.retained(), gathered)
 
 
-def _sparse(f: _Fields):
+def _sparse(f: Fields):
     import scipy.sparse as sp
 
     shape = f.shape("shape")
@@ -686,7 +783,7 @@ def _sparse(f: _Fields):
 
 
 def _patches(cls):
-    def build(f: _Fields):
+    def build(f: Fields):
         data = f.floats("values" if cls is SampledPatches else "kept")
         gather = O.Im2Col(f.shape("image_shape"), f.shape("kernel"), 1, f.ints("padding"),
                           data.dtype)
@@ -697,7 +794,7 @@ def _patches(cls):
     return build
 
 
-def _projection(f: _Fields):
+def _projection(f: Fields):
     def optional_axis(key):
         value = f.params.get(key)
         if value is not None and not (_is_integer(value) and abs(value) <= MAX_DIMENSIONS):
@@ -707,28 +804,7 @@ def _projection(f: _Fields):
                         optional_axis("batch_axis"), f.param("method", str))
 
 
-def _solves(kind: str):
-    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
-
-    def build(f: _Fields):
-        keys = f.param("keys", list)
-        if len(keys) != count or not all(isinstance(k, str) for k in keys):
-            f.r.fail(f"{f.where}.params.keys must be {count} string(s)")
-        keys = [f.r.key(k) for k in keys]
-        lu = implicit.checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
-        if kind == "solve":
-            return implicit.LinearSolve(lu, f.shape("shape"), keys[0])
-        if kind == "solve_matrix":
-            x = f.floats("x")
-            if x.dtype != lu[0].dtype:
-                f.r.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
-            return implicit.SolveMatrix(lu, x, *keys)
-        return implicit.ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"),
-                                         f.shape("p_shape"), *keys)
-    return build
-
-
-def _einsum(f: _Fields):
+def _einsum(f: Fields):
     subscripts = f.param("subscripts", str)
     count = subscripts.count(",")
     if count >= MAX_OPERANDS:
@@ -737,7 +813,7 @@ def _einsum(f: _Fields):
                   f.ints("position"), f.shape("variable_shape"), f.dtype(), f.retained())
 
 
-def _mask(f: _Fields):
+def _mask(f: Fields):
     mask = f.array("mask")
     if mask.dtype != np.bool_:
         f.r.fail(f"{f.where}.mask must be a boolean array")
@@ -777,7 +853,14 @@ _BUILDERS = {
     "cumsum": lambda f: O.CumSum(f.shape("shape"), f.axis("axis"), f.dtype()),
     "einsum": _einsum,
     "concatenate": lambda f: O.Embed(f.shape("out_shape"), f.integers("positions"), f.dtype()),
-    "solve": _solves("solve"),
-    "solve_matrix": _solves("solve_matrix"),
-    "implicit": _solves("implicit"),
 }
+
+
+def register_reader(kind: str, read) -> None:
+    """Say how to read an operator of ``kind`` that a module above ``graph/`` defines
+    (:mod:`minirad.implicit.solves` registers its solves): ``read(fields)`` gets a
+    :class:`Fields` and returns the operator.  The kinds of :mod:`minirad.graph.operators`
+    are read here.  Saving needs nothing: every operator describes itself (``spec()``)."""
+    if kind in _BUILDERS and _BUILDERS[kind] is not read:
+        raise ValueError(f"the operator kind {kind!r} is already read otherwise")
+    _BUILDERS[kind] = read

@@ -42,7 +42,6 @@ LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -54,8 +53,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..exact import _engines
 from .labels import FLOATS, Algebra
+from .levels import levels_within
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
 
@@ -95,7 +94,7 @@ def shape_text(shape: tuple) -> str:
 
 def value_key(v: int) -> str:
     """The key under which operators retain the value of vertex ``v`` (see
-    :class:`minirad.graph.operators.Retained`); :func:`minirad.graph.memory.memory`
+    :class:`minirad.graph.operators.Retained`); :func:`minirad.graph.memory.retained_memory`
     treats the values of input vertices (parameters, kept by the caller
     anyway) as free."""
     return f"value:{int(v)}"
@@ -167,6 +166,8 @@ class LCG:
         ops = [""] * n if ops is None else [str(op) for op in ops]
         if len(ops) != n:
             raise ValueError(f"ops must have one entry per vertex ({n}); got {len(ops)}")
+        _check_text(names, "vertex name")
+        _check_text(ops, "operation")
         inputs = tuple(_vertex_numbers(inputs, n, "input").tolist())
         outputs = tuple(_vertex_numbers(outputs, n, "output").tolist())
         if isinstance(labels, np.ndarray) and _numbers_only(values, shapes):
@@ -871,19 +872,6 @@ class LCG:
 
 
 # ------------------------------------------------------- functions over an LCG
-def takes_lcg(function):
-    """Check that the first argument of a public function is an LCG."""
-
-    @functools.wraps(function)
-    def checked(g, *args, **kwargs):
-        if not isinstance(g, LCG):
-            raise TypeError(f"{function.__name__} works on an LCG (from minirad.trace or "
-                            f"LCG.from_edges), not a {type(g).__name__}")
-        return function(g, *args, **kwargs)
-
-    return checked
-
-
 def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
     """A new graph: ``g`` with the edges of ``labels`` (edge number -> label)
     carrying new labels, and ``injections`` (records, see
@@ -928,15 +916,19 @@ def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
 _STRUCTURAL_MEMOS = ("intermediates", "kinds", "by_name", "in_ptr", "out_csr")
 
 
-def reachable(g: LCG, starts, forward: bool = True) -> np.ndarray:
+def reachable(g: LCG, starts, direction: str = "forward") -> np.ndarray:
     """Mask of the vertices reachable from any of ``starts`` along the edges
-    (``forward``) or against them; the starts themselves included.
+    (``direction="forward"``) or against them (``"reverse"``); the starts themselves
+    included.
 
     >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "z", 1.0)],
     ...                    inputs=["x"], outputs=["y", "z"])
-    >>> reachable(g, [g.index("y")], forward=False).tolist()
+    >>> reachable(g, [g.index("y")], direction="reverse").tolist()
     [True, True, True, False]
     """
+    if direction not in ("forward", "reverse"):
+        raise ValueError(f"direction must be 'forward' or 'reverse', not {direction!r}")
+    forward = direction == "forward"
     n = g.n_vertices
     starts = [int(v) for v in starts]
     if g.n_edges <= _SMALL_SEARCH:
@@ -987,7 +979,7 @@ def levels(g: LCG) -> np.ndarray:
     >>> levels(g).tolist()
     [0, 1, 2]
     """
-    return _engines.levels_within(g, None)
+    return levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation
@@ -1134,6 +1126,19 @@ def _per_vertex(given, names, what, default, convert):
         raise ValueError(f"{what} has {len(given)} entries for {len(names)} vertices; pass a "
                          f"mapping from vertex name to {what[:-1]}")
     return [convert(x) for x in given]
+
+
+def _check_text(texts: list[str], what: str) -> None:
+    """Refuse text that has no UTF-8 form (a lone surrogate, as JSON's ``\\ud800``
+    makes): a graph's names and operations are saved, drawn and shown as UTF-8."""
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        bad = next(text for text in texts if not text.isascii() and any(
+            "\ud800" <= c <= "\udfff" for c in text))
+        raise ValueError(f"{what} {bad!r} holds a lone surrogate, which no file, picture or "
+                         f"page can show (it has no UTF-8 form); use valid Unicode "
+                         f"text") from None
 
 
 def _validate(names, src, dst, partials, inputs, outputs):

@@ -3,7 +3,7 @@
 Every label knows what it needs to apply its transpose (its
 :class:`~minirad.graph.operators.Retained` records): a ReLU keeps a bit mask,
 ``x @ W`` keeps ``x`` for the gradient of ``W``, a float partial keeps itself.
-:func:`memory` adds them up over a graph the way the RAD paper's Appendix A
+:func:`retained_memory` adds them up over a graph the way the RAD paper's Appendix A
 does: an array kept by several edges counts once, parameters are free (the
 caller keeps them anyway), and what can be rebuilt from a kept array is free.
 Index arrays (the positions of an indexing or a ``concatenate``, int64, often
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .calls import takes_graph_or_function
 from .lcg import LCG, value_key
 from .operators import FROM_SHAPES
 
@@ -65,7 +66,8 @@ def _key_text(g: LCG, key: str) -> str:
     return key.split("#")[0]
 
 
-def memory(g: LCG) -> Memory:
+@takes_graph_or_function
+def retained_memory(g: LCG) -> Memory:
     """Bytes the reverse sweep must keep, following each array's dtype.
 
     Every operator lists the arrays it needs (:class:`Retained`).  Arrays
@@ -83,18 +85,16 @@ def memory(g: LCG) -> Memory:
     >>> from minirad import ops, trace
     >>> x = np.ones((4, 3), dtype=np.float32)
     >>> g = trace(lambda W: ops.relu(x @ W).sum(), np.ones((3, 2), np.float32))
-    >>> m = memory(g)     # x (4x3 floats) for dW; the ReLU mask (8 bits) for the relu
+    >>> m = retained_memory(g)     # x (4x3 floats) for dW; the ReLU mask (8 bits) for the relu
     >>> m.total, m.per_edge
     (49.0, (48.0, 1.0, 0.0))
     >>> from minirad import examples
-    >>> memory(examples.lecture()).total    # eight float partials
+    >>> retained_memory(examples.lecture()).total    # eight float partials
     64.0
-    >>> m = memory(trace(lambda v: (v[1:] * 2.0).sum(), np.ones(4, np.float32)))
+    >>> m = retained_memory(trace(lambda v: (v[1:] * 2.0).sum(), np.ones(4, np.float32)))
     >>> m.total, m.from_shapes              # the slice's 3 int64 positions are not charged
     (0.0, 24.0)
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"memory reads an LCG, not {type(g).__name__}")
     if isinstance(g.labels, np.ndarray):   # a graph of numbers keeps its partials
         return Memory((8.0,) * g.n_edges, {}, 0.0, ("",) * g.n_edges)
     free = {value_key(v) for v in g.inputs}

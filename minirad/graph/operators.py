@@ -14,7 +14,7 @@ elementwise function a diagonal, ``x @ W`` keeps ``W``.  Every operator knows
 * ``flops``: multiply-adds to apply it once (data movement is free);
 * ``retained``: what the backward pass must keep to apply it, as
   :class:`Retained` records (``retained_bytes`` is their total).  Two edges
-  naming the same ``key`` share one copy; :func:`minirad.memory`
+  naming the same ``key`` share one copy; :func:`minirad.retained_memory`
   does that accounting over a whole graph.
 
 :data:`OPERATORS` is the label algebra over operators: ``multiply(outer,
@@ -210,8 +210,8 @@ def retained_spec(op: Operator) -> list:
 
 
 #: the ``recompute_from`` of an array rebuilt from the shapes alone: the index array of a
-#: :class:`Gather` or an :class:`Embed` (:func:`minirad.graph.memory.memory` charges nothing
-#: for it and reports it apart, as ``Memory.from_shapes``)
+#: :class:`Gather` or an :class:`Embed` (:func:`minirad.graph.memory.retained_memory` charges
+#: nothing for it and reports it apart, as ``Memory.from_shapes``)
 FROM_SHAPES = "shapes"
 
 
@@ -784,7 +784,7 @@ class Gather(Operator):
     indexing and slicing (a convolution's patches are an :class:`Im2Col`, which
     needs no positions).  The operator holds ``positions`` (int64, one per output
     entry): it is retained (:func:`index_record`), but rebuilt from the index
-    expression and the shapes, so :func:`minirad.graph.memory.memory` charges
+    expression and the shapes, so :func:`minirad.graph.memory.retained_memory` charges
     it nothing and reports it as ``from_shapes`` (unless ``retained`` says
     otherwise: a sort's permutation is rebuilt by sorting again, from the values).
 

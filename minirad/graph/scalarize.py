@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .calls import takes_graph_or_function
 from .lcg import INPUT, LCG
 from .operators import DENSE_LIMIT, Dense
 
@@ -27,12 +28,13 @@ def entry_names(name: str, shape: tuple) -> list[str]:
     return [f"{name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
 
 
-def scalarize(g: LCG, limit: int = SCALARIZE_LIMIT) -> LCG:
+@takes_graph_or_function
+def scalarize(g: LCG, max_entries: int = SCALARIZE_LIMIT) -> LCG:
     """The graph of numbers of ``g``: one vertex per array entry, one edge per
     nonzero entry of each Jacobian block (a graph of numbers comes back as it is).
 
     Every scalar algorithm (Bauer's paths, elimination, Algorithm 1, the
-    pictures) then applies.  Refused when the result would exceed ``limit``
+    pictures) then applies.  Refused when the result would exceed ``max_entries``
     scalar edges or vertices.
 
     >>> import numpy as np
@@ -42,14 +44,12 @@ def scalarize(g: LCG, limit: int = SCALARIZE_LIMIT) -> LCG:
     >>> s.n_vertices, s.n_edges, [s.partial(u, v) for u, v, _ in s.edges()]
     (5, 4, [2.0, 4.0, 1.0, 1.0])
     """
-    if not isinstance(g, LCG):
-        raise TypeError(f"scalarize reads an LCG, not {type(g).__name__}")
     if isinstance(g.labels, np.ndarray):
         return g   # already a graph of numbers
     sizes = [math.prod(s) for s in g.shapes]
-    if sum(sizes) > limit:
+    if sum(sizes) > max_entries:
         raise ValueError(f"scalarizing makes {sum(sizes):,} scalar vertices, above the limit "
-                         f"of {limit:,}; pass a larger limit")
+                         f"of {max_entries:,}; pass a larger max_entries")
     first = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     src, dst, partials = [], [], []
     total = 0
@@ -57,15 +57,15 @@ def scalarize(g: LCG, limit: int = SCALARIZE_LIMIT) -> LCG:
         if isinstance(op, float):   # between two numbers: the 1 x 1 block itself
             op = Dense(np.array([[op]]), (), ())
         try:
-            dense = op.to_dense(limit=max(DENSE_LIMIT, 50 * limit))
+            dense = op.to_dense(limit=max(DENSE_LIMIT, 50 * max_entries))
         except ValueError as error:
             raise ValueError(f"cannot scalarize edge {g.names[u]} -> {g.names[v]}: "
                              f"{error}") from None
         rows, cols = np.nonzero(dense)
         total += len(rows)
-        if total > limit:
-            raise ValueError(f"scalarizing makes more than {limit:,} scalar edges; pass a "
-                             f"larger limit")
+        if total > max_entries:
+            raise ValueError(f"scalarizing makes more than {max_entries:,} scalar edges; pass a "
+                             f"larger max_entries")
         src.append(first[u] + cols)
         dst.append(first[v] + rows)
         partials.append(dense[rows, cols].astype(np.float64))
@@ -83,6 +83,7 @@ def scalarize(g: LCG, limit: int = SCALARIZE_LIMIT) -> LCG:
                values=values, ops=ops)
 
 
+@takes_graph_or_function
 def vertex_copies(g: LCG, vertex) -> range:
     """The numbers of a vertex's scalar copies in :func:`scalarize` ``(g)``."""
     v = g.index(vertex)

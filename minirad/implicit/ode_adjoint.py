@@ -38,7 +38,7 @@ differ by O(h^4); :func:`convergence` measures the order as the slope of
 the gap against h on a log-log scale.
 
 The backward solve needs ``u(t)`` at every step, and there are three ways to
-have it (``states=``): keep every state of the forward solve and
+have it (``states_from=``): keep every state of the forward solve and
 interpolate between them (``"stored"``: memory for all N states; midpoints by
 cubic Hermite interpolation), keep every K-th and recompute the others from
 the nearest one (``"checkpoints"``: identical numbers, N/K + K states or so,
@@ -53,7 +53,7 @@ reintegrates fine.
 >>> problem = oscillator(n_steps=40)
 >>> p = problem.parameters
 >>> exact = discrete_gradient(problem, p).gradient
->>> stored = continuous_gradient(problem, p, states="stored").gradient
+>>> stored = continuous_gradient(problem, p, states_from="stored").gradient
 >>> bool(np.allclose(stored, exact, rtol=1e-3))      # the same gradient, O(h^4) apart
 True
 """
@@ -337,10 +337,10 @@ def _finite(*arrays) -> bool:
     return all(np.all(np.isfinite(a)) for a in arrays)
 
 
-def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
+def continuous_gradient(problem: ODEProblem, p, states_from: str = "stored",
                         checkpoint_every: int | None = None) -> Gradient:
     """The continuous adjoint, solved backwards by RK4 on the forward grid,
-    with ``u(t)`` from ``states`` (:data:`STATES`); every right-hand side is
+    with ``u(t)`` from ``states_from`` (:data:`STATES`); every right-hand side is
     one reverse sweep through ``f`` (and ``g``) traced at ``u(t)``.
 
     ``"stored"`` and ``"checkpoints"`` take ``u`` at the grid points from
@@ -352,9 +352,9 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
     ``u' = f`` backwards beside the adjoint with the same RK4 steps; once
     that state stops being finite the gradient is NaN.
     """
-    if states not in STATES:
-        raise ValueError(f"states must be one of {', '.join(map(repr, STATES))}, not "
-                         f"{states!r}")
+    if states_from not in STATES:
+        raise ValueError(f"states_from must be one of {', '.join(map(repr, STATES))}, not "
+                         f"{states_from!r}")
     p = _check_parameters(problem, p)
     N, h = problem.n_steps, problem.h
     forward = integrate(problem, p)
@@ -362,12 +362,12 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
     mu = np.zeros_like(p)
     used = np.full_like(forward, np.nan)
     used[N] = forward[N]
-    if states == "reintegrate":
+    if states_from == "reintegrate":
         mu = _reintegrate(problem, p, forward[N], lam, used)
         return Gradient("continuous (reintegrate)", mu, 1, 0, used)
 
     recomputed, kept = 0, N + 1
-    if states == "checkpoints":
+    if states_from == "checkpoints":
         K = checkpoint_every if checkpoint_every is not None else max(1, round(np.sqrt(N)))
         if isinstance(K, bool) or not isinstance(K, Integral) or not 1 <= K <= N:
             raise ValueError(f"checkpoint_every must lie in 1..{N}, got {K!r}")
@@ -378,7 +378,7 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
 
     def state_at(n: int) -> np.ndarray:
         nonlocal recomputed, segment
-        if states == "stored":
+        if states_from == "stored":
             return forward[n]
         if n in checkpoints:
             return checkpoints[n]
@@ -406,7 +406,7 @@ def continuous_gradient(problem: ODEProblem, p, states: str = "stored",
         used[n - 1] = early_state
         late = early
     # mu' = -(f_p^T lambda + g_p^T) from mu(T) = 0 down to t = 0: mu(0) = the integral
-    return Gradient(f"continuous ({states})", mu, kept, recomputed, used)
+    return Gradient(f"continuous ({states_from})", mu, kept, recomputed, used)
 
 
 def _reintegrate(problem: ODEProblem, p, u, lam, used) -> np.ndarray:
@@ -450,7 +450,7 @@ class Convergence:
     order: float
 
 
-def convergence(problem: ODEProblem, refinements=(1, 2, 4, 8), states: str = "stored",
+def convergence(problem: ODEProblem, refinements=(1, 2, 4, 8), states_from: str = "stored",
                 p=None) -> Convergence:
     """Solve ``problem`` with ``h / r`` and ``n_steps * r`` for each ``r`` in
     ``refinements`` and measure how far the continuous adjoint
@@ -472,7 +472,7 @@ def convergence(problem: ODEProblem, refinements=(1, 2, 4, 8), states: str = "st
     for r in refinements:
         finer = replace(problem, h=problem.h / r, n_steps=problem.n_steps * r)
         exact = discrete_gradient(finer, p).gradient
-        got = continuous_gradient(finer, p, states).gradient
+        got = continuous_gradient(finer, p, states_from).gradient
         steps.append(finer.h)
         gaps.append(float(np.linalg.norm(got - exact) / np.linalg.norm(exact)))
     steps, gaps = np.array(steps), np.array(gaps)

@@ -14,7 +14,7 @@ with one edge from ``p``: by the implicit function theorem
 ``f_x^T`` (reverse), whatever the iteration did and however many steps it
 took.  Differentiating *through* the iterations gives the same gradient at
 convergence, but keeps every iterate (:func:`solve_root` against an
-unrolled loop: see ``tests/test_implicit.py`` and ``bench``).
+unrolled loop: see ``tests/implicit/test_implicit.py`` and ``bench``).
 
 Inside :func:`minirad.trace`, ``np.linalg.solve`` on
 traced arrays records a solve (this module registers it), and :func:`solve_root`
@@ -41,6 +41,7 @@ import scipy.linalg as linalg
 import scipy.sparse as sparse
 
 from ..exact.jacobians import jacobian
+from ..graph.files import register_reader
 from ..graph.operators import Operator, Retained, fresh_key
 from ..tracing import trace
 from ..tracing.rules import Rule, plain, register_rules
@@ -56,8 +57,9 @@ def _lu_bits(n: int, dtype) -> int:
 
 
 def _factor(A: np.ndarray, what: str):
-    """LU factors of A; a ValueError for a singular (or numerically singular) A."""
-    with warnings.catch_warnings():   # a singular A is reported below, as a ValueError
+    """LU factors of A; a LinAlgError (a ValueError) for a singular (or numerically
+    singular) A."""
+    with warnings.catch_warnings():   # a singular A is reported below, as a LinAlgError
         warnings.simplefilter("ignore", linalg.LinAlgWarning)
         lu = linalg.lu_factor(A, check_finite=True)
     _check_nonsingular(lu[0], what)
@@ -65,11 +67,14 @@ def _factor(A: np.ndarray, what: str):
 
 
 def _check_nonsingular(lu: np.ndarray, what: str) -> None:
+    """Refuse a numerically singular U with numpy's ``LinAlgError`` (a ``ValueError``),
+    the error ``np.linalg.solve`` raises, so that a traced program's own ``except
+    np.linalg.LinAlgError`` catches it as it would untraced."""
     diagonal = np.abs(np.diag(lu))
     if diagonal.min(initial=np.inf) <= np.finfo(lu.dtype).eps * lu.shape[0] * max(
             diagonal.max(initial=0.0), np.finfo(lu.dtype).tiny):
-        raise ValueError(f"{what} is singular to working precision; the solve (and its "
-                         f"derivative) is undefined")
+        raise np.linalg.LinAlgError(f"{what} is singular to working precision; the solve (and "
+                                    f"its derivative) is undefined")
 
 
 def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
@@ -86,7 +91,7 @@ def checked_factors(lu, piv, what: str = "the factorisation") -> tuple:
     >>> checked_factors(np.zeros((2, 2)), np.array([0, 1]))   # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the factorisation is singular to working precision; ...
+    numpy.linalg.LinAlgError: the factorisation is singular to working precision; ...
     """
     lu, piv = np.asarray(lu), np.asarray(piv)
     if lu.ndim != 2 or lu.shape[0] != lu.shape[1] or lu.dtype not in (np.float32, np.float64):
@@ -421,3 +426,31 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
     if type(p) is not Traced:
         return _newton(f, x, p, tol, max_iter)[0]
     return record(ROOT, p, f=f, x0=x, tol=tol, max_iter=max_iter)
+
+
+# --------------------------------------------------------------------- files
+def _reader(kind: str):
+    """How a graph file's solve of ``kind`` is read (:func:`minirad.graph.files.register_reader`):
+    its keys and its LU factors, checked non-singular."""
+    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
+
+    def read(f):
+        keys = f.param("keys", list)
+        if len(keys) != count or not all(isinstance(k, str) for k in keys):
+            f.fail(f"{f.where}.params.keys must be {count} string(s)")
+        keys = [f.key(k) for k in keys]
+        lu = checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
+        if kind == "solve":
+            return LinearSolve(lu, f.shape("shape"), keys[0])
+        if kind == "solve_matrix":
+            x = f.floats("x")
+            if x.dtype != lu[0].dtype:
+                f.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
+            return SolveMatrix(lu, x, *keys)
+        return ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"), f.shape("p_shape"),
+                                *keys)
+    return read
+
+
+for _kind in ("solve", "solve_matrix", "implicit"):
+    register_reader(_kind, _reader(_kind))

@@ -1,21 +1,41 @@
-"""The exercises of the labs, each declared next to its check, and the reference guard.
+"""The exercises of the labs: each declared once, with its cases, its probe and its judge.
 
-A check is declared with :func:`exercise`, which records what an instructor
-and the grader need to know about it::
+An exercise is declared in its lab's module by decorating its *judge* with
+:func:`exercise`::
 
     @exercise("2.1", "forward sweep", takes=("forward_sweep",), points=3, minutes=25,
-              seconds=60, reference=("minirad.exact.sweeps", ...))
-    def check_forward_sweep(fn): ...
+              seconds=60, reference=("minirad.exact.sweeps", ...),
+              cases=sweep_cases, probe=on_each_graph,
+              passed="forward sweep agrees with minirad on {n} graphs")
+    def check_forward_sweep(case, answer, where): ...
 
+The three functions split a check where the grader needs it split:
+
+* ``cases(rng)`` lists the inputs, as plain data (``{"name": ..., ...}``,
+  what :mod:`minirad.labs.wire` carries): with ``rng=None`` the published
+  cases a handout's check runs on, with a ``numpy.random.Generator`` the
+  hidden cases the grader draws for one student (:func:`hidden_cases`);
+  a case's ``"weight"`` (default 1) is its share of the exercise's points.
+  A case holds the inputs only, never what the answer is (the student's code
+  can read it in the kernel);
+* ``probe(fns, case, where)`` runs the student's definitions (``fns``, in the
+  order of ``takes``) on one case and returns what they gave, as plain data.
+  It is the only part that runs in the student's kernel;
+* the judge, ``judge(case, answer, where)``, compares that answer with
+  minirad's own and raises :class:`~minirad.labs.checking.CheckFailed`
+  (with a hint) when it is wrong.  The grader runs it in its own process.
+
+The decorator returns the check students call in their notebook
+(``labs.check_forward_sweep(forward_sweep)``): probe and judge on each
+published case in turn, in the student's own process, one line on success.
 ``takes`` names the student's definitions the check is called with (the
 grader fetches them from the submission), ``points`` and ``minutes`` (class
-time) go into the syllabus and the points table, ``seconds`` is the time the
-grader allows the whole check.  ``reference`` lists the modules
-(``"minirad.exact.sweeps"``) or functions (``"minirad.exact.paths:count_paths"``)
-that compute what the exercise asks for: while the check runs the student's
-function, entering any of them ends the call and the check fails with
-"used the reference", so that minirad's own answer cannot be handed in,
-directly or through a public function that calls it.
+time) go into the syllabus, ``seconds`` is the grading limit for the whole
+exercise, ``reference`` lists the modules (``"minirad.exact.sweeps"``) or
+functions (``"minirad.exact.paths:count_paths"``) that compute what the
+exercise asks for: the student's function may not enter them, in the
+notebook (:func:`guard_reference`, "used the reference") as in the grader's
+kernel (:mod:`minirad.labs.kernel`).
 
 >>> from minirad import labs
 >>> spec = labs.EXERCISES["2.1"]
@@ -25,7 +45,7 @@ directly or through a public function that calls it.
 >>> labs.check_forward_sweep(lambda g: forward_sweep(g).jacobian)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-minirad.labs.checks.CheckFailed: Exercise 2.1 (forward sweep), on figure1(): used the \
+minirad.labs.checking.CheckFailed: Exercise 2.1 (forward sweep), on figure1(): used the \
 reference -- your function called minirad's forward_sweep (minirad.exact.sweeps)...
 """
 
@@ -33,6 +53,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import hashlib
+import hmac
 import importlib
 import inspect
 import sys
@@ -41,15 +63,18 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 __all__ = ["EXERCISES", "Exercise", "UsedReference", "current_exercise", "exercise",
-           "exercises_of_lab", "guard_reference"]
+           "exercises_of_lab", "guard_reference", "hidden_cases"]
 
 
 @dataclass(frozen=True)
 class Exercise:
     """One exercise: its number (``"2.1"``), title, the student's names its check
     takes, points, class time in minutes, grading time limit in seconds, the
-    reference it must not call, and the check itself."""
+    reference it must not call, its cases, probe and judge (see the module's
+    docstring), the success line, the modules its lab needs, and the check."""
 
     number: str
     title: str
@@ -58,7 +83,14 @@ class Exercise:
     minutes: int
     seconds: float
     reference: tuple[str, ...]
-    check: Callable = field(repr=False, compare=False)
+    cases: Callable = field(repr=False, compare=False)
+    probe: Callable = field(repr=False, compare=False)
+    judge: Callable = field(repr=False, compare=False)
+    passed: str = field(default="", repr=False, compare=False)
+    topic: str = field(default="", repr=False, compare=False)
+    requires: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    slow: Callable | None = field(default=None, repr=False, compare=False)
+    check: Callable = field(default=None, repr=False, compare=False)
 
     @property
     def lab(self) -> int:
@@ -68,6 +100,10 @@ class Exercise:
     def label(self) -> str:
         """``"Exercise 2.1: forward sweep"``, as the lab's solution marker writes it."""
         return f"Exercise {self.number}: {self.title}"
+
+    def where(self, case: dict) -> str:
+        """How the messages name a case: ``"Exercise 2.1 (forward sweep), on figure1()"``."""
+        return f"Exercise {self.number} ({self.topic or self.title}), on {case['name']}"
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -91,25 +127,63 @@ def exercises_of_lab(lab: int) -> list[Exercise]:
 
 
 def exercise(number: str, title: str, *, takes: tuple[str, ...], points: int, minutes: int,
-             seconds: float, reference: tuple[str, ...] = ()):
-    """Declare the check it decorates as the check of exercise ``number``."""
-    def declare(check: Callable) -> Callable:
-        @functools.wraps(check)
-        def run(*args, **kwargs):
+             seconds: float, cases: Callable, probe: Callable, passed: str,
+             reference: tuple[str, ...] = (), topic: str = "",
+             requires: tuple[tuple[str, str], ...] = (), slow: Callable | None = None):
+    """Declare the judge it decorates as the judge of exercise ``number``; return the check.
+
+    ``requires`` lists ``(module, extra)`` pairs: a module the lab needs beyond
+    minirad's own dependencies, and the extra that installs it
+    (``("sympy", "symbolic")``); the grader refuses to start without them.
+    ``slow(case)``, if given, says why a case the student's function did not
+    finish is slow (``" -- this graph has 3e21 paths; ..."``); it runs where the
+    judge runs, so a case never carries what only the answer would reveal.
+    """
+    def declare(judge: Callable) -> Callable:
+        @functools.wraps(judge)
+        def check(*fns):
+            from .checking import run_check
+
             token = _current.set(spec)
             try:
-                return check(*args, **kwargs)
+                return run_check(spec, fns)
             finally:
                 _current.reset(token)
 
+        check.__signature__ = inspect.Signature(
+            [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY) for name in takes])
         spec = Exercise(number, title, tuple(takes), points, minutes, seconds,
-                        tuple(reference), run)
+                        tuple(reference), cases, probe, judge, passed, topic,
+                        tuple(requires), slow, check)
         if number in EXERCISES:
             raise ValueError(f"exercise {number} is declared twice")
         EXERCISES[number] = spec
-        run.exercise = spec
-        return run
+        check.exercise = spec
+        return check
     return declare
+
+
+def hidden_cases(spec: Exercise, secret: bytes, student: str) -> list[dict]:
+    """The cases the grader runs exercise ``spec`` on for ``student``: drawn by the
+    exercise's own generator from a seed that is an HMAC of the student id and the
+    exercise number under the instructor's ``secret``, so that nobody without the
+    secret can compute them beforehand, and the same student gets the same cases
+    when graded again.
+
+    >>> spec = EXERCISES["2.1"]
+    >>> secret = b"an instructor's secret"
+    >>> ada, alan = (hidden_cases(spec, secret, s) for s in ("ada", "alan"))
+    >>> [c["name"] for c in ada] == [c["name"] for c in hidden_cases(spec, secret, "ada")]
+    True
+    >>> [c["name"] for c in ada] == [c["name"] for c in alan]
+    False
+    """
+    if not isinstance(secret, bytes) or len(secret) < 16:
+        raise ValueError("the grader's secret must be at least 16 bytes")
+    digest = hmac.new(secret, f"{student}\x00{spec.number}".encode(),
+                      hashlib.sha256).digest()
+    rng = np.random.default_rng(np.random.SeedSequence(int.from_bytes(digest, "big")))
+    return spec.cases(rng)
 
 
 # ------------------------------------------------------------ the reference guard

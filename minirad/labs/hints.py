@@ -1,6 +1,6 @@
 """How a failed check looks in a notebook: the hint first, then only the student's own frames.
 
-A :class:`~minirad.labs.checks.CheckFailed` raised deep inside a check
+A :class:`~minirad.labs.checking.CheckFailed` raised deep inside a check
 would show about thirty lines of the checker's traceback before its
 message.  Inside a Jupyter kernel, importing :mod:`minirad.labs` registers
 :func:`show_failure` with IPython for that one exception type: the cell's
@@ -20,7 +20,7 @@ CheckFailed: Exercise 2.1 (forward sweep), on figure1(): your function raised \
 ZeroDivisionError: division by zero
 >>> [line.strip() for line in report if "return 1 / 0" in line]
 ['return 1 / 0']
->>> any("labs/checks.py" in line or "labs/exercise.py" in line for line in report)
+>>> any("labs/checking.py" in line or "labs/exercise.py" in line for line in report)
 False
 """
 
@@ -73,7 +73,7 @@ def install() -> bool:
     shell = shell_module.get_ipython() if shell_module is not None else None
     if shell is None or not hasattr(shell, "kernel"):
         return False
-    from .checks import CheckFailed
+    from .checking import CheckFailed
 
     shell.set_custom_exc((CheckFailed,), show_failure)
     return True

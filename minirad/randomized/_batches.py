@@ -22,7 +22,7 @@ Every visited pair draws exactly once, with the law Algorithm 1 gives it:
 whether a vertex draws never depends on which of its in-edges were drawn,
 only on whether one was.  Only the order in which the generator's numbers
 are used differs from the reference, so for one seed the two give
-different estimates with the same law (``tests/test_sampling.py`` checks
+different estimates with the same law (``tests/randomized/test_sampling.py`` checks
 that law, and feeds the reference's own draws through :func:`estimate`).
 
 :func:`estimate` then runs reverse (or forward) accumulation over all
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exact._engines import ranges
+from ..graph.levels import ranges
 
 #: the table of values holds at most this many floats in a chunk (64 MB)
 TABLE_ENTRIES = 1 << 23

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._arguments import takes_graph_or_function
 from ..exact.jacobians import jacobian
 from ..examples import independent_paths, interleaved
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, takes_lcg
+from ..graph.lcg import LCG, levels
 from ..graph.scalarize import from_chain, scalarize
 from ..rng import seed_from
 from .injection import injection_variance
@@ -36,8 +36,11 @@ from .sampling import (
     sampled_jacobians,
 )
 
-__all__ = ["FAMILIES", "Comparison", "DepthStudy", "LevelComparison", "check_compare", "compare",
+__all__ = ["ESTIMATORS", "FAMILIES", "Comparison", "DepthStudy", "LevelComparison", "compare",
            "compare_levels", "variance_by_depth"]
+
+#: the estimators variance_by_depth compares (its method=)
+ESTIMATORS = ("paths", "injection")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -71,6 +74,20 @@ class Comparison:
     def n(self) -> int:
         return len(self.estimates)
 
+    @property
+    def varies(self) -> np.ndarray:
+        """Which entries the estimator can change: all but those whose exact variance
+        is 0 (where the estimates differ by rounding only, their spread and ``z`` say
+        nothing); every entry when the exact variance is unknown.
+
+        >>> from minirad import examples
+        >>> compare(examples.figure1(), 1, 10, rng=0).varies.tolist()  # dy/dx1: equal paths
+        [[False, True]]
+        """
+        if self.exact_variance is None:
+            return np.ones(self.exact.shape, dtype=bool)
+        return self.exact_variance != 0
+
     def __repr__(self) -> str:
         worst = np.nanmax(np.abs(self.z)) if np.isfinite(self.z).any() else float("nan")
         return (f"Comparison(n={self.n}, relative error of the mean "
@@ -78,8 +95,8 @@ class Comparison:
 
 
 @takes_graph_or_function
-def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
-            progress=None) -> Comparison:
+def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
+            rng=None) -> Comparison:
     """Draw ``n`` estimates and set them against the exact Jacobian.
 
     ``entries`` (the second level on array graphs) and ``progress`` are passed
@@ -101,11 +118,12 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
     """
     check_compare(g, k, n)
     draws = draws_per_vertex(g, k)
-    estimates = sampled_jacobians(g, k, n, rng, entries=entries, progress=progress)
+    estimates = sampled_jacobians(g, k, n, entries=entries, progress=progress, rng=rng)
     exact = np.array(jacobian(g), dtype=np.float64)
     mean = estimates.mean(axis=0)
     if len(estimates) > 1:
-        variance = estimates.var(axis=0, ddof=1)
+        with np.errstate(over="ignore"):  # a spread beyond the float range is inf
+            variance = estimates.var(axis=0, ddof=1)
     else:
         variance = np.full_like(mean, np.nan)
     stderr = np.sqrt(variance / len(estimates))
@@ -113,11 +131,11 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
     # entries whose estimate never varies differ from the exact value by
     # rounding only; a floor keeps z from dividing rounding by rounding
     floor = 1e-12 * np.maximum(np.abs(exact), 1.0)
-    z = error / np.sqrt(np.nan_to_num(stderr, nan=0.0) ** 2 + floor**2)
+    z = error / np.hypot(np.where(np.isnan(stderr), 0.0, stderr), floor)  # hypot: no overflow
     z[np.isnan(stderr)] = np.nan
     running = np.cumsum(estimates, axis=0) / np.arange(1, len(estimates) + 1)[:, None, None]
-    gap = np.sqrt(((running - exact) ** 2).sum(axis=(1, 2)))
-    scale = np.linalg.norm(exact)
+    gap = _frobenius(running - exact)
+    scale = float(_frobenius(exact[None])[0])
     running_error = gap / scale if scale > 0 else gap
     try:
         exact_variance = path_sampling_variance(g, k, entries=entries)
@@ -127,6 +145,15 @@ def compare(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
         array.flags.writeable = False
     return Comparison(exact, estimates, mean, variance, stderr, z, running_error,
                       exact_variance, draws)
+
+
+def _frobenius(stack: np.ndarray) -> np.ndarray:
+    """The Frobenius norm of each matrix of a stack (m, rows, columns), scaled by its
+    largest entry first, so that entries near the largest double do not overflow."""
+    top = np.abs(stack).max(axis=(1, 2), initial=0.0)
+    unit = np.where((top > 0) & np.isfinite(top), top, 1.0)[:, None, None]
+    norms = unit[:, 0, 0] * np.sqrt(((stack / unit) ** 2).sum(axis=(1, 2)))
+    return np.where(np.isfinite(top), norms, np.inf)
 
 
 # ------------------------------------------------ two levels against one
@@ -148,7 +175,7 @@ class LevelComparison:
         return float(self.array_variance.sum()) / scale, float(self.scalar_variance.sum()) / scale
 
 
-@takes_lcg
+@takes_graph_or_function
 def compare_levels(g: LCG, k=1, entries=None, scalar_k=None) -> LevelComparison:
     """The exact variances of two ways of sampling paths through an array program:
 
@@ -262,7 +289,7 @@ def _injection_by_layers(g: LCG, fraction: float) -> np.ndarray:
 
 
 def variance_by_depth(family, width: int, depths: Sequence[int], fraction: float = 0.5,
-                      partials="balanced", rng=0, method: str = "paths") -> DepthStudy:
+                      partials="balanced", method: str = "paths", *, rng=0) -> DepthStudy:
     """Section 3.3 of the paper, computed exactly: relative variance against depth.
 
     For each depth, builds ``family(width, depth, partials=partials, rng=rng)``
@@ -301,7 +328,7 @@ def variance_by_depth(family, width: int, depths: Sequence[int], fraction: float
     else:
         raise TypeError(f"family must be a name in {sorted(FAMILIES)} or a function "
                         f"(width, depth, partials=, rng=) -> LCG, not {type(family).__name__}")
-    if method not in ("paths", "injection"):
+    if method not in ESTIMATORS:
         raise ValueError(f"method must be 'paths' or 'injection', not {method!r}")
     if isinstance(fraction, (bool, np.bool_)) or not isinstance(
             fraction, (float, np.floating)) or not 0.0 < fraction <= 1.0:

@@ -4,7 +4,7 @@ Insert a random ``P = R R^T`` with ``E[P] = I`` where the graph's paths
 pass, so the Jacobian becomes an unbiased estimate that needs less memory:
 
 * :func:`inject_vertex`: P at a vertex (every path through it passes P
-  once): with ``method="sample"`` this samples the vertex's scalar copies,
+  once): with ``law="sample"`` this samples the vertex's scalar copies,
   the paper's remark below eq. 3 (a number has one copy: there P = 1);
 * :func:`inject_edge`: P on one edge; on an ``x @ W`` edge it samples (or
   projects) the stored activation along the contracted axis, keeping only
@@ -32,13 +32,13 @@ The statistics, without sampling or by many samples at once:
 
 >>> import numpy as np
 >>> from minirad import ops, trace
->>> from minirad.graph.memory import memory
+>>> from minirad.graph.memory import retained_memory
 >>> X = np.ones((4, 10), np.float32)
 >>> g = trace(lambda W: ops.relu(X @ W).sum(), np.ones((10, 3), np.float32))
->>> memory(g).total                    # X (40 floats) and the ReLU mask (12 bits)
+>>> retained_memory(g).total                    # X (40 floats) and the ReLU mask (12 bits)
 161.5
 >>> h = sample_activations(g, 0.2, rng=0)
->>> memory(h).total                    # 2 of 10 entries per row: 8 floats, and the mask
+>>> retained_memory(h).total                    # 2 of 10 entries per row: 8 floats, and the mask
 33.5
 >>> h.injections[0]["k"], h.labels[0].label()
 (2, 'outer, sampled k=2')
@@ -52,7 +52,8 @@ import math
 import numpy as np
 
 from .._arguments import number_of_estimates
-from ..graph.lcg import LCG, relabelled, takes_lcg
+from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import LCG, relabelled
 from ..graph.operators import (
     Composed,
     Diagonal,
@@ -78,11 +79,11 @@ from .moments import (
 )
 from .stacked import Layout, reverse_stack, samples_per_chunk
 
-__all__ = ["METHODS", "activation_sampling_variance", "draws", "inject_edge", "inject_edges",
+__all__ = ["LAWS", "activation_sampling_variance", "draws", "inject_edge", "inject_edges",
            "inject_vertex", "injected_jacobians", "injection_variance", "random_basis",
            "random_projection", "sample_activations"]
 
-METHODS = ("sample", "rademacher")
+LAWS = ("sample", "rademacher")
 
 
 def draws(d: int, k) -> int:
@@ -103,21 +104,21 @@ def draws(d: int, k) -> int:
     return max(1, math.ceil(round(k * d, 9)))
 
 
-def _check_method(method: str) -> str:
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, not {method!r}")
-    return method
+def _check_law(law: str) -> str:
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {LAWS}, not {law!r}")
+    return law
 
 
 def _signs(rng, shape) -> np.ndarray:
     """Independent ±1 (float64): the draw behind every Rademacher ``R``, so that one
-    seed gives the signs of :func:`minirad.studies.activations.signs` too."""
+    seed gives the signs of :func:`minirad.studies.nn.activations.signs` too."""
     return 2.0 * rng.integers(2, size=shape, dtype=np.int8) - 1.0
 
 
-def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
-                 dtype=np.float64) -> np.ndarray:
-    """R of shape (d, k), or (rows, d, k) with one independent draw per row, such that
+def random_basis(d: int, k: int, law: str = "sample", n_rows=None, dtype=np.float64, *,
+                 rng=None) -> np.ndarray:
+    """R of shape (d, k), or (n_rows, d, k) with one independent draw per row, such that
     ``E[R R^T] = I``: sampled scaled basis vectors sqrt(d/k) e_i (i uniform, with
     replacement) or Rademacher entries ±1/sqrt(k).
 
@@ -125,22 +126,22 @@ def random_basis(d: int, k: int, method: str = "sample", rows=None, rng=None,
     >>> (R ** 2).sum(axis=1)            # the diagonal of P = R R^T: (d/k) x counts
     array([0., 0., 2., 2.])
     """
-    _check_method(method)
+    _check_law(law)
     rng = as_generator(rng)
-    shape = (d, k) if rows is None else (rows, d, k)
-    if method == "rademacher":
+    shape = (d, k) if n_rows is None else (n_rows, d, k)
+    if law == "rademacher":
         return (_signs(rng, shape) / math.sqrt(k)).astype(dtype)
     R = np.zeros(shape, dtype=dtype)
     picks = rng.integers(0, d, size=shape[:-2] + (k,))
     scale = math.sqrt(d / k)
-    if rows is None:
+    if n_rows is None:
         R[picks, np.arange(k)] = scale
     else:
-        R[np.arange(rows)[:, None], picks, np.arange(k)[None, :]] = scale
+        R[np.arange(n_rows)[:, None], picks, np.arange(k)[None, :]] = scale
     return R
 
 
-def random_projection(d: int, k, method: str = "sample", rng=None) -> np.ndarray:
+def random_projection(d: int, k, law: str = "sample", *, rng=None) -> np.ndarray:
     """One random ``P = R R^T`` (d x d) with ``E[P] = I``: ``k`` (a count, or a
     fraction of ``d``) sampled entries or Rademacher columns (:func:`random_basis`).
 
@@ -149,13 +150,13 @@ def random_projection(d: int, k, method: str = "sample", rng=None) -> np.ndarray
            [0. , 1.5, 0. ],
            [0. , 0. , 1.5]])
     """
-    _check_method(method)
+    _check_law(law)
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) or d < 1:
         raise ValueError(f"d (the dimension) must be an int >= 1, got {d!r}")
     d, k, rng = int(d), draws(int(d), k), as_generator(rng)
     # the draws random_basis makes, but P formed from whole numbers, so that its entries
     # are exactly (d/k) x counts and (sum of signs) / k
-    if method == "sample":
+    if law == "sample":
         return np.diag(np.bincount(rng.integers(0, d, size=k), minlength=d) * (d / k))
     S = _signs(rng, (d, k))
     return S @ S.T / k
@@ -173,9 +174,9 @@ def _layout(g: LCG, v: int, axis, batch_axis, per_row: bool) -> Layout:
     return Layout(shape, axis, batch_axis, per_row)
 
 
-@takes_lcg
-def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
-                  batch_axis=None, per_row: bool = True, rng=None) -> LCG:
+@takes_graph_or_function
+def inject_vertex(g: LCG, vertex, k, law: str = "sample", axis=None,
+                  batch_axis=None, per_row: bool = True, *, rng=None) -> LCG:
     """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
     every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
     but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
@@ -198,7 +199,7 @@ def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
     ...     examples.lecture().labels.tolist()                # a number: P = 1
     True
     """
-    _check_method(method)
+    _check_law(law)
     v = g.index(vertex)
     layout = _layout(g, v, axis, batch_axis, per_row)
     d = layout.d
@@ -208,11 +209,11 @@ def inject_vertex(g: LCG, vertex, k, method: str = "sample", axis=None,
     labels = {}
     if d > 1:   # one entry: P = (1/k) sum of k copies of 1 = 1, nothing to draw
         rows = layout.rows if batch_axis is not None and per_row else None
-        R = random_basis(d, kk, method, rows, rng, np.result_type(g.dtype(v), np.float32))
-        P = Projection(g.shape(v), R, axis, batch_axis, method)
+        R = random_basis(d, kk, law, rows, np.result_type(g.dtype(v), np.float32), rng=rng)
+        P = Projection(g.shape(v), R, axis, batch_axis, law)
         labels = {e: compose(g.labels[e], P) if out else compose(P, g.labels[e])
                   for e in touched}
-    return relabelled(g, labels, [dict(kind="vertex", at=g.names[v], method=method, k=kk, d=d,
+    return relabelled(g, labels, [dict(kind="vertex", at=g.names[v], method=law, k=kk, d=d,
                                     axis=axis, batch_axis=batch_axis,
                                     per_row=bool(per_row and batch_axis is not None),
                                     edges=[int(e) for e in touched])])
@@ -267,20 +268,20 @@ def _projected_rows(rows: np.ndarray, k: int, per_row: bool, rng) -> np.ndarray:
     return np.einsum("nk,ndk->nd", np.einsum("nd,ndk->nk", rows, R), R) / rows.dtype.type(k)
 
 
-def _reduced_rows(rows, k, method, per_row, rng, picks):
+def _reduced_rows(rows, k, law, per_row, rng, picks):
     """The rows with P applied, and k."""
-    if method == "sample":
+    if law == "sample":
         picks, kk = _draw_picks(rows, k, per_row, rng, picks)
         return _sampled_rows(rows, picks), kk
     kk = draws(rows.shape[1], k)
     return _projected_rows(rows, kk, per_row, rng), kk
 
 
-def _kept(method: str, n: int, k: int, dtype, what: str) -> tuple[Retained]:
+def _kept(law: str, n: int, k: int, dtype, what: str) -> tuple[Retained]:
     """What a reduced array retains: ``k`` floats for each of its ``n`` rows (the
     indices or signs are regenerated from the seed, as the paper's Table 1 counts)."""
     return (Retained(fresh_key("sampled"), n * k * np.dtype(dtype).itemsize * 8,
-                     what=f"{method} of {what}, k={k} per row"),)
+                     what=f"{law} of {what}, k={k} per row"),)
 
 
 def _contracted_axis(label: MatMul) -> int:
@@ -296,50 +297,50 @@ def _source_rows(source: np.ndarray) -> np.ndarray:
     return source.reshape(source.shape[0] if source.ndim > 1 else 1, -1)
 
 
-def _injected_gathered(label: MatMul, k, method, per_row, rng, picks):
+def _injected_gathered(label: MatMul, k, law, per_row, rng, picks):
     """A convolution's kernel edge with its image sampled or projected row by row."""
     source, gather = label.gathered
     rows = _source_rows(source)
     n, d = rows.shape
     windowed = isinstance(gather, Im2Col) and gather.stride == 1 and label.side == "right"
-    if method == "sample":
+    if law == "sample":
         picks, kk = _draw_picks(rows, k, per_row, rng, picks)
-        kept = _kept(method, n, kk, source.dtype, "the image")
+        kept = _kept(law, n, kk, source.dtype, "the image")
         if windowed:   # keep the drawn entries; the reverse step reads the adjoint's windows
             values = np.take_along_axis(rows, np.broadcast_to(picks, (n, kk)), axis=1)
-            return SampledPatches(gather, picks, values, d / kk, label.in_shape, method,
+            return SampledPatches(gather, picks, values, d / kk, label.in_shape, law,
                                   kept), kk, d
         reduced = _sampled_rows(rows, picks)
     else:
         kk = draws(d, k)
-        kept = _kept(method, n, kk, source.dtype, "the image")
+        kept = _kept(law, n, kk, source.dtype, "the image")
         if windowed and not per_row:   # keep rows @ R; the reverse step rebuilds the image
             R = _signs(rng, (d, kk))
-            return ProjectedPatches.project(gather, source, R, 1 / kk, label.in_shape, method,
+            return ProjectedPatches.project(gather, source, R, 1 / kk, label.in_shape, law,
                                             kept), kk, d
         reduced = _projected_rows(rows, kk, per_row, rng)
     stored = gather.apply(reduced.reshape(source.shape).astype(source.dtype, copy=False))
     return (InjectedMatMul(stored.astype(label.stored.dtype, copy=False), label.side,
-                           label.in_shape, kk, method, kept), kk, d)
+                           label.in_shape, kk, law, kept), kk, d)
 
 
-def _injected_matmul(label: MatMul, k, method, per_row, rng, picks):
+def _injected_matmul(label: MatMul, k, law, per_row, rng, picks):
     """``x @ W`` seen from W with its stored operand projected along the contracted axis."""
     S = label.stored
     axis = _contracted_axis(label)
     moved = np.moveaxis(S, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     n, d = rows.shape
-    if method == "rademacher" and not per_row:
+    if law == "rademacher" and not per_row:
         # S P = (S R) R^T / k has rank k: keep S R, apply R^T / k in the reverse sweep
         kk = draws(d, k)
         return ProjectedMatMul.project(S, _signs(rng, (d, kk)), label.side, label.in_shape,
-                                       1 / kk, method,
-                                       _kept(method, n, kk, S.dtype, "the stored operand")), kk, d
-    reduced, kk = _reduced_rows(rows, k, method, per_row, rng, picks)
+                                       1 / kk, law,
+                                       _kept(law, n, kk, S.dtype, "the stored operand")), kk, d
+    reduced, kk = _reduced_rows(rows, k, law, per_row, rng, picks)
     projected = np.moveaxis(reduced.reshape(moved.shape), -1, axis)
-    return (InjectedMatMul(projected, label.side, label.in_shape, kk, method,
-                           _kept(method, n, kk, S.dtype, "the stored operand")), kk, d)
+    return (InjectedMatMul(projected, label.side, label.in_shape, kk, law,
+                           _kept(law, n, kk, S.dtype, "the stored operand")), kk, d)
 
 
 def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
@@ -355,37 +356,37 @@ def _sampled_diagonal(D: Diagonal, k, rng, picks) -> tuple[Diagonal, int, int]:
     return Diagonal(sampled, D.in_shape, kept), kk, d
 
 
-def _injected(label, k, method: str, per_row: bool, rng, picks):
+def _injected(label, k, law: str, per_row: bool, rng, picks):
     """The label with P injected, k, and d."""
     if isinstance(label, float):   # an edge between two numbers: d = 1, so P = 1
         return label, (1 if picks is None else _given_picks(picks, 1, 1).shape[1]), 1
-    if method == "sample" and isinstance(label, Diagonal):
+    if law == "sample" and isinstance(label, Diagonal):
         return _sampled_diagonal(label, k, rng, picks)
-    if method == "sample" and isinstance(label, Composed) and isinstance(label.parts[-1],
+    if law == "sample" and isinstance(label, Composed) and isinstance(label.parts[-1],
                                                                            Diagonal):
         inner, kk, d = _sampled_diagonal(label.parts[-1], k, rng, picks)
         return Composed(label.parts[:-1] + (inner,)), kk, d
     if isinstance(label, MatMul) and label.gathered is not None:
-        return _injected_gathered(label, k, method, per_row, rng, picks)
+        return _injected_gathered(label, k, law, per_row, rng, picks)
     if isinstance(label, MatMul):
-        return _injected_matmul(label, k, method, per_row, rng, picks)
+        return _injected_matmul(label, k, law, per_row, rng, picks)
     shape = label.in_shape
     d = math.prod(shape)
     dtype = np.result_type(label.dtype, np.float32)
     if picks is None:
         kk = draws(d, k)
-        R = random_basis(d, kk, method, None, rng, dtype)
+        R = random_basis(d, kk, law, None, dtype, rng=rng)
     else:
         given = _given_picks(picks, d, 1)[0]
         kk = len(given)
         R = np.zeros((d, kk), dtype=dtype)
         R[given, np.arange(kk)] = math.sqrt(d / kk)
-    return compose(label, Projection(shape, R, None, None, method)), kk, d
+    return compose(label, Projection(shape, R, None, None, law)), kk, d
 
 
-@takes_lcg
-def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = True,
-                rng=None, picks=None) -> LCG:
+@takes_graph_or_function
+def inject_edge(g: LCG, edge, k=None, law: str = "sample", per_row: bool = True,
+                picks=None, *, rng=None) -> LCG:
     """P on one edge.  On a multiplication edge (``x @ W`` seen from W, kinds
     ``outer``/``matmul``) the stored operand S is replaced by its projection along
     the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
@@ -406,8 +407,8 @@ def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = Tr
     the same array and are given the same picks share the sampled copy: one
     sample of a state serving two uses, as in the RAD paper's eq. 8.  With a
     seed for ``rng``, the draws are those of
-    :func:`minirad.studies.activations.sample_pattern` and
-    :func:`~minirad.studies.activations.signs` for that seed.
+    :func:`minirad.studies.nn.activations.sample_pattern` and
+    :func:`~minirad.studies.nn.activations.signs` for that seed.
 
     >>> from minirad import trace
     >>> X = np.arange(12.0).reshape(3, 4)
@@ -420,13 +421,13 @@ def inject_edge(g: LCG, edge, k=None, method: str = "sample", per_row: bool = Tr
     >>> h.labels[0].d, h.labels[0].retained_bytes         # 3 floats and 3 one-byte indices
     (array([1.33333333, 0.        , 0.        , 2.66666667]), 27.0)
     """
-    return inject_edges(g, [edge], k, method, per_row, rng,
-                        None if picks is None else [picks])
+    return inject_edges(g, [edge], k, law, per_row, None if picks is None else [picks],
+                        rng=rng)
 
 
-@takes_lcg
-def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = True,
-                 rng=None, picks=None) -> LCG:
+@takes_graph_or_function
+def inject_edges(g: LCG, edges, k=None, law: str = "sample", per_row: bool = True,
+                 picks=None, *, rng=None) -> LCG:
     """:func:`inject_edge` on each of ``edges`` (drawing in the order given, so the same
     as one call per edge), building the new graph once.  ``picks``, when given, has
     one entry per edge.
@@ -437,14 +438,14 @@ def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = 
     >>> [(r["edge"], r["k"]) for r in h.injections]
     [(['x', 'v1'], 2), (['x', 'v2'], 2)]
     """
-    _check_method(method)
+    _check_law(law)
     if isinstance(edges, (int, np.integer, str)):
         raise TypeError("edges is a list of edges (numbers or (source, target) pairs)")
     edges = list(edges)
     if picks is not None:
-        if method != "sample":
-            raise ValueError(f"picks are the indices of a sampling; method {method!r} does not "
-                             f"draw indices (use method='sample')")
+        if law != "sample":
+            raise ValueError(f"picks are the indices of a sampling; law {law!r} does not "
+                             f"draw indices (use law='sample')")
         if isinstance(picks, np.ndarray) and picks.ndim == 1 or len(picks) != len(edges):
             raise ValueError(f"give one array of picks per edge ({len(edges)} edges)")
     elif k is None:
@@ -456,9 +457,9 @@ def inject_edges(g: LCG, edges, k=None, method: str = "sample", per_row: bool = 
         if not 0 <= e < g.n_edges:
             raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
         given = None if picks is None else picks[i]
-        labels[e], kk, d = _injected(g.labels[e], k, method, per_row, rng, given)
+        labels[e], kk, d = _injected(g.labels[e], k, law, per_row, rng, given)
         u, v = int(g.sources[e]), int(g.targets[e])
-        records.append(dict(kind="edge", edge=[g.names[u], g.names[v]], method=method, k=kk,
+        records.append(dict(kind="edge", edge=[g.names[u], g.names[v]], method=law, k=kk,
                             d=d, per_row=bool(per_row), given_picks=given is not None))
     return relabelled(g, labels, records)
 
@@ -469,8 +470,8 @@ def _activation_edges(g: LCG) -> list[int]:
             if isinstance(label, Operator) and label.kind == "outer"]
 
 
-@takes_lcg
-def sample_activations(g: LCG, k, method: str = "sample", per_row: bool = True,
+@takes_graph_or_function
+def sample_activations(g: LCG, k, law: str = "sample", per_row: bool = True, *,
                        rng=None) -> LCG:
     """The paper's activation sampling (Sec. 4.2): every edge that keeps an activation
     for a weight gradient (kind ``outer``) gets its activation sampled or projected
@@ -478,13 +479,13 @@ def sample_activations(g: LCG, k, method: str = "sample", per_row: bool = True,
     along any path from a weight to the loss exactly one P is met.  A graph of
     numbers keeps no activation: it comes back as it is."""
     edges = _activation_edges(g)
-    return inject_edges(g, edges, k, method, per_row, as_generator(rng)) if edges else g
+    return inject_edges(g, edges, k, law, per_row, rng=as_generator(rng)) if edges else g
 
 
 # ------------------------------------------------------------------ statistics
-def _vertex_layouts(g: LCG, vertices, k, method, axis, batch_axis, per_row):
+def _vertex_layouts(g: LCG, vertices, k, law, axis, batch_axis, per_row):
     """{vertex: (layout, k)} for P's at ``vertices`` (one entry: nothing random)."""
-    _check_method(method)
+    _check_law(law)
     if isinstance(vertices, (str, int, np.integer)):
         raise TypeError("vertices is a list of vertices (names or numbers)")
     chosen = {}
@@ -497,10 +498,10 @@ def _vertex_layouts(g: LCG, vertices, k, method, axis, batch_axis, per_row):
     return {v: lk for v, lk in chosen.items() if lk[0].d > 1}
 
 
-@takes_lcg
-def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "sample",
-                       rng=None, *, axis=None, batch_axis=None,
-                       per_row: bool = True) -> np.ndarray:
+@takes_graph_or_function
+def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, law: str = "sample", *,
+                       axis=None, batch_axis=None, per_row: bool = True,
+                       rng=None) -> np.ndarray:
     """``n`` estimates of the Jacobian with an independent P at each of ``vertices``
     (as :func:`inject_vertex` puts them, drawn in the order given), shape
     (n, output entries, input entries): one reverse sweep over the stack of
@@ -511,7 +512,7 @@ def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "samp
     >>> sorted(set(injected_jacobians(g, ["v1"], k=1, n=50, rng=0).ravel().tolist()))
     [2.0, 6.0]
     """
-    chosen = _vertex_layouts(g, vertices, k, method, axis, batch_axis, per_row)
+    chosen = _vertex_layouts(g, vertices, k, law, axis, batch_axis, per_row)
     n = number_of_estimates(n)
     rng = as_generator(rng)
     extra = sum(layout.index.size * kk for layout, kk in chosen.values())
@@ -521,7 +522,7 @@ def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "samp
         c = min(chunk, n - start)
         steps = {}
         for v, (layout, kk) in chosen.items():
-            if method == "sample":
+            if law == "sample":
                 picks = rng.integers(0, layout.d, size=(c, layout.rows, kk))
                 cell = np.arange(c * layout.rows).reshape(c, layout.rows, 1) * layout.d
                 counts = np.bincount((cell + picks).ravel(), minlength=c * layout.rows
@@ -535,8 +536,8 @@ def injected_jacobians(g: LCG, vertices, k=1, n: int = 1000, method: str = "samp
     return np.concatenate(parts)
 
 
-@takes_lcg
-def injection_variance(g: LCG, vertices=(), k=1, method: str = "sample", *, edges=(),
+@takes_graph_or_function
+def injection_variance(g: LCG, vertices=(), k=1, law: str = "sample", *, edges=(),
                        axis=None, batch_axis=None, per_row: bool = True,
                        max_entries: int = EXACT_VARIANCE_LIMIT,
                        covariance: bool = False) -> np.ndarray:
@@ -564,8 +565,8 @@ def injection_variance(g: LCG, vertices=(), k=1, method: str = "sample", *, edge
     >>> injection_variance(g, ["v1"], k=1).tolist()     # the two outcomes 2 and 6
     [[4.0]]
     """
-    chosen = _vertex_layouts(g, vertices, k, method, axis, batch_axis, per_row)
-    laws = {v: ProjectionLaw(layout, method, kk) for v, (layout, kk) in chosen.items()}
+    chosen = _vertex_layouts(g, vertices, k, law, axis, batch_axis, per_row)
+    laws = {v: ProjectionLaw(layout, law, kk) for v, (layout, kk) in chosen.items()}
     if isinstance(edges, (int, np.integer, str)):
         raise TypeError("edges is a list of edges (numbers or (source, target) pairs)")
     edge_laws = {}
@@ -575,25 +576,25 @@ def injection_variance(g: LCG, vertices=(), k=1, method: str = "sample", *, edge
             raise ValueError(f"edge {edge} does not exist; the graph has {g.n_edges} edges")
         if e in edge_laws:
             raise ValueError(f"edge {edge} is listed twice")
-        law = _edge_law(g.labels[e], k, method, per_row)
-        if law is not None:
-            edge_laws[e] = law
+        edge_law = _edge_law(g.labels[e], k, law, per_row)
+        if edge_law is not None:
+            edge_laws[e] = edge_law
     return estimate_variance(g, vertex_laws=laws, edge_laws=edge_laws, max_entries=max_entries,
                              covariance=covariance)
 
 
-def _edge_law(label, k, method: str, per_row: bool):
+def _edge_law(label, k, law: str, per_row: bool):
     """The law of the random label :func:`inject_edge` gives ``label`` (None: P = 1)."""
     if isinstance(label, float):
         return None
     if isinstance(label, MatMul):
-        return _stored_law(label, k, method, per_row)
+        return _stored_law(label, k, law, per_row)
     # a diagonal (sampling folds into it), or any other label: J P with P on the source
     layout = Layout(label.in_shape)
-    return SourceProjection(ProjectionLaw(layout, method, draws(layout.d, k)))
+    return SourceProjection(ProjectionLaw(layout, law, draws(layout.d, k)))
 
 
-def _stored_law(label, k, method: str, per_row: bool):
+def _stored_law(label, k, law: str, per_row: bool):
     """The :class:`~minirad.randomized.moments.StoredProjection` of an activation edge
     as :func:`inject_edge` samples it: the array whose rows are projected, and the
     edge's Jacobian as a function of that array."""
@@ -612,11 +613,11 @@ def _stored_law(label, k, method: str, per_row: bool):
             stored = np.moveaxis(array.reshape(moved.shape), -1, _contracted_axis(label))
             return MatMul(stored, label.side, label.in_shape, ()).to_dense()
     layout = Layout(rows.shape, axis=1, batch_axis=0, per_row=per_row)
-    return StoredProjection(rows, build, ProjectionLaw(layout, method, draws(rows.shape[1], k)))
+    return StoredProjection(rows, build, ProjectionLaw(layout, law, draws(rows.shape[1], k)))
 
 
-@takes_lcg
-def activation_sampling_variance(g: LCG, k, method: str = "sample", per_row: bool = True, *,
+@takes_graph_or_function
+def activation_sampling_variance(g: LCG, k, law: str = "sample", per_row: bool = True, *,
                                  max_entries: int = EXACT_VARIANCE_LIMIT,
                                  covariance: bool = False) -> np.ndarray:
     """The exact variance of every entry of the :func:`sample_activations` estimate
@@ -630,5 +631,5 @@ def activation_sampling_variance(g: LCG, k, method: str = "sample", per_row: boo
     >>> activation_sampling_variance(g, 1).tolist()   # dW = 2 X[0, p] e_p: 2 or 6 for dW_2
     [[1.0, 9.0]]
     """
-    return injection_variance(g, (), k, method, edges=_activation_edges(g), per_row=per_row,
+    return injection_variance(g, (), k, law, edges=_activation_edges(g), per_row=per_row,
                               max_entries=max_entries, covariance=covariance)

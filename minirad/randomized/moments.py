@@ -56,6 +56,8 @@ import math
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
+from ..exact.overflow import check_finite
 from ..graph.labels import FLOATS
 from ..graph.lcg import LCG, reachable
 from .stacked import Layout
@@ -168,6 +170,7 @@ def _dense(label, source_shape, target_shape) -> np.ndarray:
     return label.to_dense().reshape(math.prod(target_shape), math.prod(source_shape))
 
 
+@takes_graph_or_function
 def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
                       edge_laws=None, max_entries: int = EXACT_VARIANCE_LIMIT,
                       covariance: bool = False) -> np.ndarray:
@@ -194,7 +197,7 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
     blocks: dict[int, np.ndarray] = {}
     row = 0
     for y in g.outputs:
-        on = from_inputs & reachable(g, [y], forward=False)
+        on = from_inputs & reachable(g, [y], direction="reverse")
         vertices = np.flatnonzero(on)
         total = int(sizes[vertices].sum())
         if total > max_entries:
@@ -205,8 +208,9 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
         first[vertices] = np.concatenate([[0], np.cumsum(sizes[vertices])[:-1]])
         for i in range(int(sizes[y])):
             if len(vertices) and on[y]:
-                cov = _covariance(g, y, i, vertices, first, sizes, draws, vertex_laws,
-                                  edge_laws, order, ptr, blocks, total)
+                with np.errstate(over="ignore", invalid="ignore"):  # checked below
+                    cov = _covariance(g, y, i, vertices, first, sizes, draws, vertex_laws,
+                                      edge_laws, order, ptr, blocks, total)
                 spans = [(in_first[col], np.arange(first[theta], first[theta] + sizes[theta]))
                          for col, theta in enumerate(g.inputs) if on[theta]]
                 cols = np.concatenate([np.arange(start, start + len(span))
@@ -214,6 +218,9 @@ def estimate_variance(g: LCG, draws: np.ndarray | None = None, vertex_laws=None,
                 local = np.concatenate([span for _, span in spans]) if spans else cols
                 rows[row][np.ix_(cols, cols)] = cov[np.ix_(local, local)]
             row += 1
+    # squared products can leave the float range where the Jacobian itself does not
+    check_finite(g, np.where(np.isfinite(rows).all(axis=2), 0.0, np.inf),
+                 "the exact variance of the estimate")
     if covariance:
         return rows
     # rounding can leave -1e-17 where the variance is 0

@@ -73,13 +73,14 @@ from functools import cached_property
 
 import numpy as np
 
-from .._arguments import check_memory, format_number, number_of_estimates, takes_graph_or_function
+from .._arguments import check_memory, format_number, number_of_estimates
 from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
+from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, reachable, takes_lcg
+from ..graph.lcg import LCG, levels, reachable
 from ..graph.operators import Diagonal, compose
 from ..rng import as_generator as _rng
 from . import _batches as _path_batches
@@ -87,7 +88,7 @@ from .moments import EXACT_VARIANCE_LIMIT, ProjectionLaw, estimate_variance
 from .stacked import Layout, reverse_stack, samples_per_chunk
 
 __all__ = [
-    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "entries_per_vertex", "on_paths",
+    "EXACT_VARIANCE_LIMIT", "PathSample", "draws_per_vertex", "entries_per_vertex",
     "path_sampling_variance", "sample_paths", "sampled_jacobians",
 ]
 
@@ -102,7 +103,7 @@ _MOST_DRAWS = 2**63
 _SAMPLES_PER_LEVEL = 160
 
 # ------------------------------------------------------------ arguments
-@takes_lcg
+@takes_graph_or_function
 def draws_per_vertex(g: LCG, k) -> np.ndarray:
     """How many out-edges each vertex draws, as an int array over ``g``'s vertices.
 
@@ -169,7 +170,7 @@ def draws_per_vertex(g: LCG, k) -> np.ndarray:
                     f"to ints, not {type(k).__name__}")
 
 
-@takes_lcg
+@takes_graph_or_function
 def entries_per_vertex(g: LCG, entries) -> np.ndarray:
     """How many of its entries each vertex draws inside (the second level of
     :func:`sample_paths`), as an int array over ``g``'s vertices; 0: it keeps them all.
@@ -235,11 +236,11 @@ def _check_countable(g: LCG, k, name: str) -> None:
                          f"computer could hold one sample's draws anyway")
 
 
-def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
+def on_paths(g: LCG, outputs=None) -> np.ndarray:
     """Mask of the vertices on some path from an input to one of ``outputs``
     (default: all outputs): the only vertices Algorithm 1 can visit and that
-    matter to the estimate.  Raises ``ValueError`` when there is none (unless
-    not ``required``).  The mask for all outputs is memoized, read-only.
+    matter to the estimate.  With none, the Jacobian is zero, and so is every
+    estimate.  The mask for all outputs is memoized, read-only.
 
     >>> from minirad import examples
     >>> g = examples.two_outputs()
@@ -249,13 +250,18 @@ def on_paths(g: LCG, outputs=None, required: bool = True) -> np.ndarray:
     from_inputs = g.memo("sampling.from_inputs", lambda: _read_only(reachable(g, g.inputs)))
     if outputs is None:
         mask = g.memo("sampling.on_paths", lambda: _read_only(
-            from_inputs & reachable(g, g.outputs, forward=False)))
+            from_inputs & reachable(g, g.outputs, direction="reverse")))
     else:
-        mask = from_inputs & reachable(g, outputs, forward=False)
-    if required and not mask.any():
-        raise ValueError(f"{g!r} has no path from any input to any output, so there is "
-                         f"nothing to sample; connect an input to an output")
+        mask = from_inputs & reachable(g, outputs, direction="reverse")
     return mask
+
+
+def _jacobian_shape(g: LCG) -> tuple[int, int]:
+    """(output entries, input entries): (n_outputs, n_inputs) on a graph of numbers."""
+    if g.algebra is FLOATS:
+        return len(g.outputs), len(g.inputs)
+    rows, columns = (sum(g.size(v) for v in ends) for ends in (g.outputs, g.inputs))
+    return rows, columns
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -340,8 +346,8 @@ class PathSample:
                 f"{self.vertices_stored} of {self.full_vertices} vertices stored)")
 
 
-@takes_lcg
-def sample_paths(g: LCG, k=1, rng=None, *, entries=None) -> PathSample:
+@takes_graph_or_function
+def sample_paths(g: LCG, k=1, *, entries=None, rng=None) -> PathSample:
     """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
 
     Vertices are visited in topological order; a vertex none of whose
@@ -375,7 +381,6 @@ def sample_paths(g: LCG, k=1, rng=None, *, entries=None) -> PathSample:
     """
     draws = draws_per_vertex(g, k)
     inside = entries_per_vertex(g, entries)
-    on_paths(g)
     most = int(draws.max(initial=0))
     check_memory(_BYTES_PER_DRAW_REFERENCE * most,
                  f"a sample with k={k!r} ({most:,} draws at one vertex)",
@@ -469,8 +474,8 @@ def _stacked_estimates(g: LCG, factors: np.ndarray, diagonals: dict) -> np.ndarr
 
 
 @takes_graph_or_function
-def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
-                      direction: str | None = None, progress=None) -> np.ndarray:
+def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
+                      direction: str | None = None, progress=None, rng=None) -> np.ndarray:
     """``n`` independent Algorithm 1 estimates at once, shape (n, output entries,
     input entries): (n, n_outputs, n_inputs) on a graph of numbers.
 
@@ -519,11 +524,12 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, rng=None, *, entries=None,
     if direction not in (None, "reverse", "forward"):
         raise ValueError(f"direction must be 'reverse' or 'forward', not {direction!r}")
     check_sizes(g, k, n)
+    if g.algebra is not FLOATS and direction == "forward":
+        raise ValueError("on an array graph the sampled estimates are accumulated in "
+                         "reverse; pass direction=None or 'reverse'")
+    if not on_paths(g).any():  # no input reaches an output: J = 0, and so is every estimate
+        return np.zeros((n, *_jacobian_shape(g)))
     if g.algebra is not FLOATS:
-        if direction == "forward":
-            raise ValueError("on an array graph the sampled estimates are accumulated in "
-                             "reverse; pass direction=None or 'reverse'")
-        on_paths(g)
         chunk = samples_per_chunk(g, n, g.n_edges)
         parts = []
         for start in range(0, n, chunk):
@@ -600,14 +606,11 @@ def check_sizes(g: LCG, k, n: int, copies: int = 1) -> None:
     """
     draws = draws_per_vertex(g, k)
     n = number_of_estimates(n)
-    if g.algebra is FLOATS:
-        rows, columns = len(g.outputs), len(g.inputs)
-    else:
-        rows, columns = (sum(g.size(v) for v in ends) for ends in (g.outputs, g.inputs))
+    rows, columns = _jacobian_shape(g)
     each = 8 * copies * rows * columns
     check_memory(each * n, f"{format_number(n)} estimates of a {rows} x {columns} Jacobian",
                  lambda available: f"; at most {available // max(each, 1):,} fit")
-    if g.algebra is not FLOATS:  # the stacked sampler draws in chunks of bounded memory
+    if g.algebra is not FLOATS or not on_paths(g).any():  # drawn in chunks, or nothing drawn
         return
     plan = _batch_plan(g, k, draws)
     if not plan.single:  # walks keep no draws (see _batches.walks)
@@ -631,7 +634,7 @@ def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
 
 
 # ------------------------------------------------------------ exact variance
-@takes_lcg
+@takes_graph_or_function
 def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT, *,
                            entries=None, covariance: bool = False) -> np.ndarray:
     r"""The exact variance of every entry of the Algorithm 1 estimate, shape
@@ -694,7 +697,9 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
     """
     draws = draws_per_vertex(g, k)
     inside = entries_per_vertex(g, entries)
-    on_paths(g)
+    if not on_paths(g).any():  # no input reaches an output: every estimate is 0
+        rows, columns = _jacobian_shape(g)
+        return np.zeros((rows, columns, columns) if covariance else (rows, columns))
     laws = {v: ProjectionLaw(Layout(g.shape(v)), "sample", int(m))
             for v, m in enumerate(inside.tolist()) if m}
     return estimate_variance(g, draws, vertex_laws=laws, max_entries=max_entries,

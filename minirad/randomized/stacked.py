@@ -30,9 +30,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..graph.calls import takes_graph_or_function
 from ..graph.lcg import LCG
 
-__all__ = ["STACK_ENTRIES", "Layout", "reverse_stack", "samples_per_chunk"]
+__all__ = ["STACK_ENTRIES", "Layout", "reverse_stack"]
 
 #: the adjoint stacks of one chunk of samples hold at most this many floats (32 MB)
 STACK_ENTRIES = 1 << 22
@@ -106,6 +107,7 @@ def samples_per_chunk(g: LCG, n: int, extra: int = 0) -> int:
     return max(1, min(n, STACK_ENTRIES // max(per_sample, 1)))
 
 
+@takes_graph_or_function
 def reverse_stack(g: LCG, n: int, edge_weights: np.ndarray | None = None,
                   at_vertex: Mapping[int, Callable] | None = None) -> np.ndarray:
     """Reverse accumulation for ``n`` samples at once: shape (n, outputs, inputs),

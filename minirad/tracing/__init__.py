@@ -19,6 +19,8 @@
   being written, and :mod:`~minirad.tracing.sources`, the rules' formulas as source).
 """
 
+from ..graph.calls import use_tracer
+
 # rules and the modules beside it fill the table of numpy's names
 from . import contractions, linalg, ops, rearrange, reductions, rules  # noqa: F401
 from .replay import replay
@@ -26,3 +28,5 @@ from .rules import register, supported
 from .tracer import detach, name, trace
 
 __all__ = ["detach", "name", "ops", "register", "replay", "supported", "trace"]
+
+use_tracer(trace)  # every public function on a graph also takes a function and its point

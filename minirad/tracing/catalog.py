@@ -351,7 +351,7 @@ once on the example shown.  *Edges* are the Jacobian blocks the rule records
 composition, `einsum ...` a contraction with the other operands kept, `index`
 a gather); *kept* is what those blocks retain for the backward pass, in bytes
 for the example's float64 operands, by the name of the vertex kept (`x`, `y`
-for the output) or what it is. `minirad.memory` charges a kept input nothing
+for the output) or what it is. `minirad.retained_memory` charges a kept input nothing
 (the caller keeps it anyway) and an array rebuilt from one it keeps nothing
 either; index arrays are rebuilt from the shapes. Where a derivative jumps,
 the subgradient taken is the one the Kinks of `minirad.tracing.ops` state.

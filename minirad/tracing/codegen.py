@@ -622,7 +622,7 @@ class _Writer:
         :class:`_Block`), in the graph's edge order."""
         tape, g = self.tape, self.g
         preds = [dict() for _ in range(g.n_vertices)]
-        live = reachable(g, g.outputs, forward=False)   # an edge no output reads: not written
+        live = reachable(g, g.outputs, "reverse")   # an edge no output reads: not written
         for v, t in enumerate(self.tape_of):
             step = tape.steps[t]
             if step is None or not tape.active[t] or not live[v]:

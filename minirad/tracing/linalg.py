@@ -61,10 +61,13 @@ def _matrices(a, what: str) -> int:
 
 
 def _computed(function, value, what: str):
+    """``function(value)``; numpy's ``LinAlgError`` (a ``ValueError``) stays one, so that
+    the traced program's own ``except np.linalg.LinAlgError`` catches it."""
     try:
         return function(value)
     except np.linalg.LinAlgError as error:
-        raise ValueError(f"np.linalg.{what} of this matrix is undefined ({error})") from None
+        raise np.linalg.LinAlgError(f"np.linalg.{what} of this matrix is undefined "
+                                    f"({error})") from None
 
 
 def _over_matrices(shape, dtype) -> SumAxes:

@@ -1,8 +1,8 @@
 """How a trace names its vertices: inputs after the function's parameters,
 outputs ``y`` (or ``y[0]``, ``y[1]``, ...), everything else ``v<number>``.
 
-Every tracer names its graphs this way (:mod:`minirad.tracing.tracer`,
-:mod:`minirad.tracing.tape`, :mod:`minirad.tracing.arrays`).
+The tracer (:mod:`minirad.tracing.tracer`) names its graphs this way, and so does
+:mod:`minirad.exact.higher` the graphs of recorded gradients.
 
 >>> parameter_names(lambda a, *rest: None, 3)
 ['a', 'rest0', 'rest1']

@@ -1,11 +1,11 @@
 """Elementary functions: one table, each operation once, for numbers and arrays.
 
 Each entry of :data:`OPS` holds an operation's value and local partials,
-its rule for numbers beside its rule for numpy arrays.  Both tracers read
-it: the tracer of numbers (:mod:`minirad.tracing.tracer`, and the opcode
-tape behind :func:`minirad.trace`) records one edge per operand with the
-partial as its label; the array tracer (:mod:`minirad.tracing.arrays`)
-records the partial as a diagonal Jacobian block (a bit mask where the
+its rule for numbers beside its rule for numpy arrays.  The tracer
+(:mod:`minirad.tracing.tracer`) computes a value with the rule for numbers
+when every operand is a number, with numpy's otherwise, and when an
+algorithm reads an edge's label it takes the partial: a float between
+numbers, a diagonal Jacobian block between arrays (a bit mask where the
 partial is a boolean array, as for ``relu``).  Where one formula serves
 both (``a * b``, ``1.0 - y * y``) it is written once; where numbers need
 :mod:`math` and arrays :mod:`numpy` (``sin``), the entry has both.
@@ -475,7 +475,7 @@ NOT_DIFFERENTIABLE = {
 }
 """numpy ufuncs on numbers that are neither an entry nor a comparison, and why: their
 message when called on a traced value.  (``square``, ``matmul``, ``modf``, ``divmod``
-and the vector products are array rules of :mod:`minirad.tracing.arrays`.)"""
+and the vector products are array rules of :mod:`minirad.tracing.rules`.)"""
 
 
 class NonFiniteError(ValueError):
@@ -483,10 +483,9 @@ class NonFiniteError(ValueError):
 
 
 class ComparesValues:
-    """Comparisons (and truth) that read the values: mixed into every traced number
-    (:class:`~minirad.tracing.tracer.Traced`, :class:`~minirad.tracing.tape.Var`)
-    and into :class:`~minirad.tracing.dual.Dual`, each of which keeps its number
-    in ``.value``.  An LCG is the linearization at the traced point, where a
+    """Comparisons (and truth) that read the values: mixed into
+    :class:`~minirad.tracing.dual.Dual`, which keeps its number in ``.value``
+    (a traced value compares the same way, and writes the read down for replay).  An LCG is the linearization at the traced point, where a
     comparison is a constant, so ``x > 0`` is a plain ``bool`` and the program's
     ``if`` follows the trace.  Hashing stays by identity: two equal values are
     still two vertices.

@@ -12,7 +12,7 @@ Jacobian: applied to the numbers 1, 2, ..., n laid out as x, it says where
 each output entry comes from (0 where it is a filled-in zero).  So one rule,
 :func:`rearranged`, serves them all: the edge is a
 :class:`~minirad.graph.operators.Gather` of those positions, which the
-shapes rebuild, so :func:`minirad.memory` charges nothing for it (the
+shapes rebuild, so :func:`minirad.retained_memory` charges nothing for it (the
 positions are worked out only when an algorithm reads the edge).  Except
 for ``np.sort``: its permutation comes from the values, and the backward
 pass keeps it (or sorts again).  At a tie sort follows its stable order, as

@@ -7,7 +7,7 @@ values), and :func:`logsumexp`, as functions and as ndarray methods.  Most
 reductions are a weighted sum: the output is ``sum(w * dx, axes)`` to first
 order, with weights ``w`` of the input's shape, so their edge is
 ``sum ∘ diag(w)`` and keeps ``w`` (one number per entry, which the backward
-pass could also rebuild from the input; :func:`minirad.memory` counts it so).
+pass could also rebuild from the input; :func:`minirad.retained_memory` counts it so).
 
 * max and min: ``w`` is 1 where the entry is the extreme, 0 elsewhere (a bit
   mask); ``k`` entries tying for it get 1/k each, the tie convention of

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from numbers import Real
 from typing import NamedTuple
 
@@ -367,7 +368,7 @@ ADD, SUB, MUL, DIV, POW = (OPS[name] for name in ("add", "sub", "mul", "div", "p
 def record(rule, *args, **params):
     """Apply ``rule`` to ``args`` (traced values and constants) and append the
     result to the tape; with no traced operand, just compute it."""
-    tape, operands, values, active = None, [], [], False
+    tape, operands, values, active, numbers = None, [], [], False, True
     for a in args:
         if type(a) is Traced:
             if tape is not a.tape:
@@ -377,19 +378,16 @@ def record(rule, *args, **params):
             operands.append(a.index)
             values.append(a.value)
             active = active or tape.active[a.index]
+            numbers = numbers and type(a.value) is float
+        elif type(a) is float:       # the common constant, kept as it is
+            operands.append(a)
+            values.append(a)
         else:
             operands.append(a)
-            values.append(None)
-    for i, a in enumerate(operands):    # constants, as the tape keeps them
-        if values[i] is None:
-            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
-    if isinstance(rule, Op) and len(values) == 2 and np.shape(values[0]) != np.shape(values[1]):
-        try:    # refused before numpy allocates the result, naming the shapes
-            shape = np.broadcast_shapes(np.shape(values[0]), np.shape(values[1]))
-        except ValueError:
-            raise ValueError(f"{rule.name}: shapes {np.shape(values[0])} and "
-                             f"{np.shape(values[1])} do not broadcast") from None
-        check_entries(shape, rule.name)
+            values.append(None)     # a constant to convert, below
+            numbers = False
+    if not numbers:   # arrays, or constants to convert: checked before numpy allocates
+        _arrays(rule, operands, values)
     try:
         out = compute(rule, values, params)
     except (ArithmeticError, ValueError) as error:
@@ -404,14 +402,36 @@ def record(rule, *args, **params):
         return out
     if type(out) is np.ndarray:
         out.flags.writeable = False
-    return tape.append(out, (rule, tuple(operands), params), active)
+    return tape.append(out, (rule, tuple(operands), params or NO_PARAMS), active)
+
+
+NO_PARAMS: dict = {}
+"""The parameters of a step that has none (one shared dict: a million steps of a
+program of numbers would otherwise keep a million empty ones); never written into."""
+
+
+def _arrays(rule, operands, values) -> None:
+    """Convert the constants among ``operands`` as the tape keeps them (in place), and
+    refuse an elementwise operation whose shapes do not broadcast or broadcast too big."""
+    for i, a in enumerate(operands):
+        if values[i] is None:
+            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
+    if isinstance(rule, Op) and len(values) == 2:
+        first, second = np.shape(values[0]), np.shape(values[1])
+        if first != second:
+            try:
+                shape = np.broadcast_shapes(first, second)
+            except ValueError:
+                raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
+                                 f"broadcast") from None
+            check_entries(shape, rule.name)
 
 
 def compute(rule, values, params):
     """The value of ``rule`` on plain operands: the rule for numbers when they are all
     numbers, numpy's otherwise."""
     if isinstance(rule, Op):
-        if all(type(v) is float for v in values):
+        if type(values[0]) is float and (len(values) == 1 or type(values[1]) is float):
             return rule.value(*values)
         out = rule.on_arrays[0](*values)
         # numpy's values are arrays; values of an outer trace (a tape nested in another,
@@ -670,37 +690,58 @@ def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
 
 def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG:
     """The LCG of a finished tape: its active values are the vertices, numbered in
-    tape order, the inputs first."""
-    tape_of = [t for t, active in enumerate(tape.active) if active]   # vertex -> tape
-    tape_of += [t for t in outputs if not tape.active[t]]   # a constant output is a vertex
-    vertex = {t: v for v, t in enumerate(tape_of)}          # tape position -> vertex
-    sources, targets, edges = [], [], []
+    tape order, the inputs first.  Between numbers an edge's label is its partial,
+    worked out now; a Jacobian block is worked out when first read (:func:`labels`)."""
+    active, steps = tape.active, tape.steps
+    tape_of = [t for t, a in enumerate(active) if a]        # vertex -> tape position
+    tape_of += [t for t in outputs if not active[t]]         # a constant output is a vertex
+    vertex = [-1] * len(active)                              # tape position -> vertex
     for v, t in enumerate(tape_of):
-        step = tape.steps[t]
-        if step is None or not tape.active[t]:
+        vertex[t] = v
+    numbers = all(type(tape.values[t]) is float for t in tape_of)
+    sources, targets = array("q"), array("q")                # compact: 8 bytes an edge end
+    partials, edges = array("d"), []
+    for t in tape_of:
+        step = steps[t]
+        if step is None or not active[t]:
             continue
-        seen = {}
+        by_operand = {}            # x * x: one edge, its partials added
         for i, o in enumerate(step[1]):
-            if type(o) is int and tape.active[o]:
-                if o in seen:             # x * x: one edge, its partials added
-                    edges[seen[o]][2].append(i)
-                    continue
-                seen[o] = len(edges)
-                sources.append(vertex[o])
-                targets.append(v)
-                edges.append((t, o, [i]))
+            if type(o) is int and active[o]:
+                by_operand.setdefault(o, []).append(i)
+        for o, positions in by_operand.items():
+            sources.append(vertex[o])
+            targets.append(vertex[t])
+            if numbers:
+                partials.append(number_label(tape, t, positions))
+            else:
+                edges.append((t, o, positions))
     names = named_vertices(len(tape_of), input_names, [vertex[t] for t in outputs], several)
     for t, name in tape.names.items():
-        if t >= n_inputs and t in vertex and vertex[t] not in names:
+        if t >= n_inputs and vertex[t] >= 0 and vertex[t] not in names:
             names[vertex[t]] = name
     values = [tape.values[t] for t in tape_of]
-    edge_labels = functools.partial(labels, tape, edges, vertex)
-    if all(type(x) is float for x in values):   # numbers: partials at once, checked
-        edge_labels = edge_labels()
+    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
     return LCG.traced(VertexNames(len(values), names), sources, targets, edge_labels,
-                      range(n_inputs),
-                      [vertex[t] for t in outputs], values,
+                      range(n_inputs), [vertex[t] for t in outputs], values,
                       VertexOps.deferred(len(values), lambda: templates(tape, tape_of)))
+
+
+def number_label(tape: Tape, t: int, positions) -> float:
+    """The partial of the number at tape position ``t`` in its operands at ``positions``
+    (summed: ``x * x`` is one edge), by the table's rule for numbers, checked finite."""
+    rule, operands, params = tape.steps[t]
+    values = [tape.values[o] if type(o) is int else o for o in operands]
+    y = tape.values[t]
+    try:
+        d = float(rule.partials[positions[0]](*values, y))
+        for i in positions[1:]:     # (not sum(), whose 0 + -0.0 would lose the sign of 0)
+            d += rule.partials[i](*values, y)
+    except (ArithmeticError, ValueError):
+        d = math.nan
+    if not math.isfinite(d):
+        raise ValueError(not_finite(tape, rule, operands, params, t))
+    return d
 
 
 def templates(tape: Tape, tape_of):
@@ -746,32 +787,31 @@ def _labels(tape: Tape, edges, vertex):
     for t, o, positions in edges:
         rule, operands, params = tape.steps[t]
         values = [tape.values[p] if type(p) is int else p for p in operands]
-        y, edge = tape.values[t], Edge(tape, t, operands, vertex)
-        label = None
-        for i in positions:
-            try:
-                if isinstance(rule, Op):
-                    part = elementwise(rule, i, values, y, edge)
-                else:
-                    part = rule.block(i, values, y, edge, **params)
-            except (ArithmeticError, ValueError):
-                raise ValueError(not_finite(tape, rule, operands, params, t)) from None
-            label = part if label is None else OPERATORS.add(label, part)  # x * x
-        if type(label) is not float and np.shape(y) == () == np.shape(values[positions[0]]):
-            # between two numbers a block is its float
-            label = float(label.to_dense()[0, 0])
-        if type(label) is float and not math.isfinite(label):
-            raise ValueError(not_finite(tape, rule, operands, params, t))
-        out.append(label)
+        try:
+            out.append(_block(rule, positions, values, tape.values[t],
+                              Edge(tape, t, operands, vertex), params))
+        except (ArithmeticError, ValueError):
+            raise ValueError(not_finite(tape, rule, operands, params, t)) from None
     return out
 
 
+def _block(rule, positions, values, y, edge, params):
+    """The Jacobian block of an edge into an array (or a number made from arrays)."""
+    label = None
+    for i in positions:
+        if isinstance(rule, Op):
+            part = elementwise(rule, i, values, y, edge)
+        else:
+            part = rule.block(i, values, y, edge, **params)
+        label = part if label is None else OPERATORS.add(label, part)  # x * x
+    if np.shape(y) == () == np.shape(values[positions[0]]):   # between two numbers: a float
+        label = float(label.to_dense()[0, 0])
+    return label
+
+
 def elementwise(op: Op, i: int, values, y, edge):
-    """The label of operand ``i`` of an entry of the operation table: its partial,
-    a float between numbers, else a diagonal (a bit mask where the partial is
-    boolean) after the operand's broadcast."""
-    if type(y) is float:
-        return float(op.partials[i](*values, y))
+    """The block of operand ``i`` of an entry of the operation table: its partial as a
+    diagonal (a bit mask where the partial is boolean) after the operand's broadcast."""
     d = op.on_arrays[1][i](*values, y)
     if not (type(d) is bool or np.isfinite(d).all()):
         raise ValueError("a partial that is not finite")   # named by the caller

@@ -189,8 +189,17 @@
       tab.tabIndex = on ? 0 : -1;
       $("panel-" + tab.dataset.mode).hidden = !on;
     });
+    // the open tab is part of the address (figure1.html#sample), so that a link, a
+    // reload or a bookmark opens the page on it
+    if (location.hash.slice(1) !== name) {
+      try { history.replaceState(null, "", "#" + name); } catch (error) { /* a frame without an address */ }
+    }
     redraw();
   }
+  window.addEventListener("hashchange", () => {
+    const wanted = location.hash.slice(1);
+    if (wanted !== mode && available.includes(wanted)) setMode(wanted);
+  });
   const tabs = Array.from(document.querySelectorAll('[role="tab"]'));
   tabs.forEach((tab) => {
     tab.addEventListener("click", () => setMode(tab.dataset.mode));
@@ -552,7 +561,7 @@
       const c = current(), s = c.singles[run];
       $("single-status").textContent = "run " + (run + 1) + " of " + c.singles.length + ": stores " + s.edges_stored + " of " + m + " edges and "
         + s.vertices_stored + " of " + n + " vertices; estimate " + S.entries.map((name, i) => name + " = " + fmt(s.estimate[i])).join(", ")
-        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng) called " + (run + 1)
+        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng=rng) called " + (run + 1)
         + " time" + (run ? "s" : "") + " on rng = numpy.random.default_rng(" + c.seed + ").";
       $("single-prev").disabled = run === 0;
       $("single-next").disabled = run + 1 >= c.singles.length;
@@ -563,24 +572,32 @@
       node.setAttribute("viewBox", "0 0 " + W + " " + H);
       const c = current(), N = c.n;
       const finite = (x) => typeof x === "number";
+      // an axis label fits the margin: 1.3e40, not 13000000000000000000000000000000000000000
+      const tick = (x) => Math.abs(x) >= 1e5 || (x !== 0 && Math.abs(x) < 1e-3)
+        ? x.toExponential(1).replace("e+", "e") : fmt(x, 3);
       const values = [];
       series.forEach((y, i) => { if (finite(y)) values.push(y); if (band && finite(band[i]) && finite(y)) values.push(y - 2 * band[i], y + 2 * band[i]); });
+      values.splice(0, values.length, ...values.filter(Number.isFinite));  // y ± 2 band may overflow
       if (finite(exact)) values.push(exact);
-      let lo = Math.min(...values), hi = Math.max(...values);
+      // the range is worked out in units of the largest |value|, so that neither a
+      // value near the largest double (its range overflows) nor one range of a single
+      // large value (widening 1e40 by 1 leaves it one number) makes a coordinate NaN
+      const unit = Math.max(0, ...values.map(Math.abs)) || 1;
+      let lo = Math.min(...values) / unit, hi = Math.max(...values) / unit;
       if (!values.length) { lo = 0; hi = 1; }
-      if (hi - lo < 1e-12 * Math.max(1, Math.abs(hi))) { lo -= 1; hi += 1; }
+      if (hi - lo < 1e-12) { lo -= 0.5; hi += 0.5; }
       const pad = (hi - lo) * 0.06; lo -= pad; hi += pad;
       const X = (i) => left + (W - left - right) * (N > 1 ? i / (N - 1) : 0);
-      const Y = (y) => top + (H - top - bottom) * (1 - (y - lo) / (hi - lo));
+      const Y = (y) => top + (H - top - bottom) * (1 - (y / unit - lo) / (hi - lo));
       node.append(svgEl("line", { class: "axis", x1: left, y1: H - bottom, x2: W - right, y2: H - bottom }),
         svgEl("line", { class: "axis", x1: left, y1: top, x2: left, y2: H - bottom }),
-        svgEl("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, fmt(hi, 3)),
-        svgEl("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, fmt(lo, 3)),
+        svgEl("text", { x: left - 4, y: top + 4, "text-anchor": "end" }, tick(hi * unit)),
+        svgEl("text", { x: left - 4, y: H - bottom, "text-anchor": "end" }, tick(lo * unit)),
         svgEl("text", { x: left, y: H - 6 }, "1"), svgEl("text", { x: W - right, y: H - 6, "text-anchor": "end" }, String(N) + " estimates"),
         svgEl("text", { x: left, y: 12 }, label));
       if (band) {
         const up = [], down = [];
-        series.forEach((y, i) => { if (finite(y) && finite(band[i])) { up.push([X(i), Y(y + 2 * band[i])]); down.push([X(i), Y(y - 2 * band[i])]); } });
+        series.forEach((y, i) => { if (finite(y) && finite(band[i]) && Number.isFinite(y + 2 * band[i]) && Number.isFinite(y - 2 * band[i])) { up.push([X(i), Y(y + 2 * band[i])]); down.push([X(i), Y(y - 2 * band[i])]); } });
         if (up.length) node.appendChild(svgEl("polygon", { class: "band", points: up.concat(down.reverse()).map((p) => p.map((q) => q.toFixed(1)).join(",")).join(" ") }));
       }
       if (finite(exact)) node.appendChild(svgEl("line", { class: "exact", x1: left, x2: W - right, y1: Y(exact), y2: Y(exact) }));
@@ -602,8 +619,8 @@
         { id: "sample-exact-" + e, text: fmt(S.exact[e]) },
         { id: "sample-variance-" + e, text: exactVariance ? fmt(exactVariance[e], 4) : "–" }]);
       table($("sample-table"), ["entry", "last estimate", "mean of " + drawn, "std. error", "exact", "exact variance"], rows);
-      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng) above, in order"
-        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng) on the same generator afterwards (the same law, drawn in batches)" : "")
+      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng=rng) above, in order"
+        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng=rng) on the same generator afterwards (the same law, drawn in batches)" : "")
         + (S.all_entries > S.entries.length ? " (the first " + S.entries.length + " of " + S.all_entries + " entries)" : "")
         + "; exact variance: minirad.path_sampling_variance(g, " + c.k + ")" + (exactVariance ? "" : ": " + c.exact_variance) + ".";
       $("draw-1").disabled = $("draw-10").disabled = $("draw-all").disabled = drawn >= c.n;
@@ -648,7 +665,7 @@
       $("memory-fraction").textContent = text;
       slider.setAttribute("aria-valuetext", text);
       $("memory-total").innerHTML = "";
-      $("memory-total").append(el("span", { id: "memory-bytes" }, bytes(s.total)), " of " + bytes(full.total) + " kept when nothing is sampled (minirad.memory"
+      $("memory-total").append(el("span", { id: "memory-bytes" }, bytes(s.total)), " of " + bytes(full.total) + " kept when nothing is sampled (minirad.retained_memory"
         + (s.fraction === null ? "(g))" : "(sample_activations(g, " + s.fraction + ", rng=" + M.seed + ")))"));
       const box = $("memory-variance");
       clear(box);
