@@ -15,8 +15,9 @@
 * :mod:`~minirad.tracing.replay`: a traced graph run again at new inputs, from its
   tape, without running the program;
 * :mod:`~minirad.tracing.codegen`: the same tape written out as a Python program, its
-  forward, tangent or adjoint code (with :mod:`~minirad.tracing.program`, the program
-  being written, and :mod:`~minirad.tracing.sources`, the rules' formulas as source).
+  forward, tangent or adjoint code, written by :mod:`~minirad.tracing.writer` into a
+  :mod:`~minirad.tracing.program` from the rules' formulas as source
+  (:mod:`~minirad.tracing.sources`).
 """
 
 from ..graph.calls import use_tracer
