@@ -10,8 +10,8 @@ generated once (neither timed), then called at each iteration:
   :func:`bench.programs.mlp_gradient_by_hand`; goal at most 1.05x;
 * the reaction-diffusion study's exact gradient at 4,096 and 40,961 steps, by the
   generated code of one time step in a loop (:func:`generated_pde_gradient`), against
-  the study's hand-written engine (``pde_engine.run``, whose time is the row kept for
-  issue 41's goal of 1.2x).
+  the study's hand-written engine (``minirad.studies.pde.engine.run``, whose time is
+  the row kept for issue 41's goal of 1.2x).
 
 Each table times, in turns in one process (A, B, C, A, B, C, ...; medians of the
 rounds, BLAS on one thread): the floor, the generated code, minirad's replay
@@ -149,8 +149,8 @@ PER_STEP = "minirad generated code of one step, per-step loop"
 
 
 def pde_rows(steps: int, repeats: int) -> list[dict]:
-    from minirad.studies import pde_engine
     from minirad.studies.pde import Reactor, initial_theta
+    from minirad.studies.pde import engine as pde_engine
 
     p, theta = Reactor.quick(n_steps=steps), initial_theta(rng=0)
 
