@@ -92,9 +92,16 @@ def guard(what: str, function, args, kwargs, was) -> None:
 
 
 def finite(values) -> None:
-    """Raise when a value is not finite (the trace would have refused it)."""
+    """Raise when a value is not finite (the trace would have refused it).
+
+    >>> finite((1.0, np.array([1e308, 1e308])))
+    >>> finite((np.array([1.0, np.nan]),))
+    Traceback (most recent call last):
+    ...
+    ValueError: a value is not finite at these inputs (trace there to see which vertex)
+    """
     for v in values:
-        if not np.all(np.isfinite(v)):
+        if not (np.isfinite(v).all() if type(v) is np.ndarray else math.isfinite(v)):
             raise ValueError("a value is not finite at these inputs (trace there to see which "
                              "vertex)")
 
