@@ -74,12 +74,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from .tracer import Recording, is_data
 from .writer import MODES, Writer
 
 
 # ------------------------------------------------------------ the public API
+@takes_graph_or_function
 def codegen(g: LCG, mode: str = "adjoint", *, preaccumulate: bool = True) -> Code:
     """The Python program of a traced graph: its ``mode`` is ``"forward"``,
     ``"tangent"`` or ``"adjoint"``.  ``print`` the result to read it, call it on new
@@ -88,7 +89,9 @@ def codegen(g: LCG, mode: str = "adjoint", *, preaccumulate: bool = True) -> Cod
     Parameters
     ----------
     g : LCG
-        A graph made by :func:`minirad.trace` (or :func:`minirad.replay`).
+        A graph made by :func:`minirad.trace` (or :func:`minirad.replay`); or a Python
+        function followed by the point to trace it at, ``codegen(f, 2.0, 5.0)`` (then
+        ``mode`` by keyword).
     mode : str
         ``"adjoint"`` (value and gradient: reverse mode), ``"tangent"`` (value and a
         directional derivative: forward mode) or ``"forward"`` (value only).
@@ -142,6 +145,7 @@ def codegen(g: LCG, mode: str = "adjoint", *, preaccumulate: bool = True) -> Cod
                 bool(preaccumulate) and mode != "forward")
 
 
+@takes_graph_or_function
 def compiled(g: LCG, mode: str = "adjoint") -> Code:
     """The :func:`codegen` of ``g`` (preaccumulated), generated on the first call and kept
     with the graph: what a training loop runs instead of :func:`minirad.replay`.
