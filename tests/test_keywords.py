@@ -196,11 +196,11 @@ SYNONYMS = {
 }
 
 # functions whose first parameter is a graph but which do not take a function instead:
-# the label recurrences and helpers beneath the graph class (graph/labels.py and
-# graph/lcg.py are what the helper itself is built on), and replay (with its module),
-# whose positional arguments are a new point for a graph already traced
-ON_GRAPHS_ONLY = ("minirad.graph.labels.", "minirad.graph.lcg.", "minirad.replay",
-                  "minirad.tracing.replay.")
+# the label recurrences and helpers beneath the graph class (graph/labels.py,
+# graph/levels.py and graph/lcg.py are what the helper itself is built on), and replay
+# (with its module), whose positional arguments are a new point for a graph already traced
+ON_GRAPHS_ONLY = ("minirad.graph.labels.", "minirad.graph.lcg.", "minirad.graph.levels.",
+                  "minirad.replay", "minirad.tracing.replay.")
 
 FUNCTIONS = api_pages.public_functions()
 

@@ -245,7 +245,7 @@ PARTS = ("graph", "tracing", "exact", "randomized", "checkpoint", "implicit", "d
 #: modules that copy numpy's functions, keywords and all (``axis``, ``keepdims``, ...)
 NUMPY_MIRRORS = ("minirad.tracing.ops", "minirad.tracing.rearrange",
                  "minirad.tracing.contractions", "minirad.tracing.linalg",
-                 "minirad.tracing.reductions")
+                 "minirad.tracing.reductions", "minirad.tracing.rules")
 TABLE_START = "<!-- keyword table: written by python docs/_ext/api_pages.py -->"
 TABLE_END = "<!-- end of keyword table -->"
 

@@ -231,7 +231,7 @@ def _block_name(label) -> str:
 def _block_step(step, index: dict) -> dict:
     """One elimination step on blocks, with vertex numbers of the graph as traced."""
     pairs = lambda names: [[index[p], index[s]] for p, s in names]  # noqa: E731
-    return dict(vertex=index[step.vertex], predecessors=[index[p] for p in step.predecessors],
+    return dict(vertex=index[step.eliminated], predecessors=[index[p] for p in step.predecessors],
                 successors=[index[s] for s in step.successors], fill_in=pairs(step.fill_in),
                 updated=pairs(step.updated),
                 fill_in_labels=[_block_name(b) for b in step.fill_in_labels],

@@ -252,6 +252,7 @@ def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool 
                         shapes=_shapes(g, chosen, columns), counts=counts)
 
 
+@takes_graph_or_function
 def reverse_jacobian(g: LCG) -> np.ndarray:
     """The Jacobian alone, by :func:`reverse_sweep`'s sweeps, keeping no values and
     counting nothing: what :func:`minirad.jacobian` runs by default.

@@ -56,7 +56,7 @@ import networkx as nx
 import numpy as np
 
 from .labels import FLOATS, Algebra
-from .levels import levels_within
+from .levels import levels
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
 
@@ -1113,20 +1113,6 @@ def reachable(g: LCG, starts, direction: str = "forward") -> np.ndarray:
     mask = np.zeros(n + 1, dtype=bool)
     mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
     return mask[:n]
-
-
-def levels(g: LCG) -> np.ndarray:
-    """Topological level of every vertex: the number of edges on the longest
-    path into it from a vertex without predecessors (read-only, memoized).
-
-    The sweeps' wavefronts and the rows of a picture are these levels.
-
-    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
-    ...                    inputs=["x"], outputs=["y"])
-    >>> levels(g).tolist()
-    [0, 1, 2]
-    """
-    return levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation

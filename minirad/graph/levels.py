@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["chain_length", "level_count", "levels_within", "ranges", "topological_levels"]
+__all__ = ["chain_length", "level_count", "levels", "levels_within", "ranges",
+           "topological_levels"]
 
 
 def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
@@ -101,3 +102,18 @@ def level_count(level: np.ndarray) -> int:
 def read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def levels(g) -> np.ndarray:
+    """Topological level of every vertex: the number of edges on the longest
+    path into it from a vertex without predecessors (read-only, memoized).
+
+    The sweeps' wavefronts and the rows of a picture are these levels.
+
+    >>> from minirad import LCG
+    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
+    ...                    inputs=["x"], outputs=["y"])
+    >>> levels(g).tolist()
+    [0, 1, 2]
+    """
+    return levels_within(g, None)

@@ -107,6 +107,9 @@ class _NoEdge:
     def gathered(self, j):
         return None
 
+    def parameter(self, j):
+        return True
+
 
 def _label(rule, positions, values, out, params):
     """The operand's label, as the traced graph's edge has it: a float between numbers,

@@ -4,6 +4,7 @@ outputs ``y`` (or ``y[0]``, ``y[1]``, ...), everything else ``v<number>``.
 The tracer (:mod:`minirad.tracing.tracer`) names its graphs this way, and so does
 :mod:`minirad.exact.higher` the graphs of recorded gradients.
 
+>>> from minirad.tracing.tracer import parameter_names   # the inputs' names
 >>> parameter_names(lambda a, *rest: None, 3)
 ['a', 'rest0', 'rest1']
 >>> output_names(["x", "y"], 2, several=True)     # a parameter is called y: outputs are f

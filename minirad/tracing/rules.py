@@ -16,7 +16,7 @@ the modules beside this one hold those (:mod:`~minirad.tracing.reductions`,
 >>> W, x = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0])
 >>> g = trace(lambda W, x: ops.relu(W @ x).sum(), W, x)
 >>> [label.kind for label in g.labels]     # W @ x: a stored matrix on each edge
-['outer', 'matmul', 'mask', 'sum']
+['matmul', 'matmul', 'mask', 'sum']
 
 Writing a rule: give its name, a template over the operands ``{0}``, ``{1}``
 (and the parameters by name), ``value(*operands, **params)`` on plain arrays,

@@ -105,6 +105,7 @@ class Tape:
         self.names = {}      # tape position -> a name given (arguments, tracing.name)
         self.reads = []      # (tape length, function, operands, result): what was read
         self.constant_names = {}   # id of an argument used as it is -> its parameter name
+        self.constants = {}  # id of a constant array -> (it, the tape's copy): one copy each
 
     def append(self, value, step, active: bool) -> Traced:
         self.values.append(value)
@@ -392,17 +393,18 @@ def record(rule, *args, **params):
             values.append(None)     # a constant to convert, below
             numbers = False
     if not numbers:   # arrays, or constants to convert: checked before numpy allocates
-        _arrays(rule, operands, values)
+        _arrays(tape, rule, operands, values)
     try:
         out = compute(rule, values, params)
     except (ArithmeticError, ValueError) as error:
+        # numpy's own class where it has one (a program's ``except LinAlgError`` runs)
+        kind = np.linalg.LinAlgError if isinstance(error, np.linalg.LinAlgError) else ValueError
         if tape is None:
-            raise ValueError(f"{rule.name}: {error}") from None
+            raise kind(f"{rule.name}: {error}") from None
         # a program may catch it: replay must see it raise again
         tape.reads.append((len(tape.steps), functools.partial(computed, rule),
                            tuple(operands), params, RAISED))
-        raise ValueError(not_finite(tape, rule, operands, params, len(tape.steps),
-                                    error)) from None
+        raise kind(not_finite(tape, rule, operands, params, len(tape.steps), error)) from None
     if tape is None:
         return out
     if type(out) is np.ndarray:
@@ -415,12 +417,25 @@ NO_PARAMS: dict = {}
 program of numbers would otherwise keep a million empty ones); never written into."""
 
 
-def _arrays(rule, operands, values) -> None:
+def _arrays(tape, rule, operands, values) -> None:
     """Convert the constants among ``operands`` as the tape keeps them (in place), and
-    refuse an elementwise operation whose shapes do not broadcast or broadcast too big."""
+    refuse an elementwise operation whose shapes do not broadcast or broadcast too big.
+    An array used again unchanged is the same copy, so what edges keep counts it once."""
     for i, a in enumerate(operands):
         if values[i] is None:
-            operands[i] = values[i] = constant(a, rule.name, _float_type(values))
+            dtype = _float_type(values)
+            seen = tape.constants.get(id(a)) if tape is not None else None
+            if seen is not None and seen[0] is a and seen[1].dtype == np.result_type(
+                    dtype if a.dtype.kind in "biu" else a.dtype) and np.array_equal(a, seen[1]):
+                operands[i] = values[i] = seen[1]
+                continue
+            if tape is not None and isinstance(a, int) and abs(a) > _LARGEST_INT:
+                raise ValueError(f"{rule.name} at vertex {vertex_name(tape, len(tape.steps))}: "
+                                 f"its constant operand, an integer of about {_digits(a)} "
+                                 f"digits, is too large for a float64")
+            operands[i] = values[i] = constant(a, rule.name, dtype)
+            if tape is not None and type(a) is np.ndarray:
+                tape.constants[id(a)] = (a, values[i])
     if isinstance(rule, Op) and len(values) == 2:
         first, second = np.shape(values[0]), np.shape(values[1])
         if first != second:
@@ -430,6 +445,14 @@ def _arrays(rule, operands, values) -> None:
                 raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
                                  f"broadcast") from None
             check_entries(shape, rule.name)
+
+
+_LARGEST_INT = int(np.finfo(np.float64).max)
+
+
+def _digits(n: int) -> int:
+    """About how many decimal digits ``n`` has (``str`` refuses integers this long)."""
+    return int(abs(n).bit_length() * 0.30103) + 1
 
 
 def compute(rule, values, params):
@@ -679,7 +702,8 @@ def argument(tape: Tape, x, name: str, active: bool, what: str = "", vectors=Tru
         try:
             value = float(x) if active or not isinstance(x, int) else x
         except OverflowError:
-            raise ValueError(f"{what} is too large for a float64") from None
+            raise ValueError(f"{what} is an integer too large for a float64 (about "
+                             f"{_digits(x)} digits)") from None
     elif isinstance(x, np.ndarray):
         raise TypeError(f"{what} must be a real array, not one of {x.dtype}")
     else:
@@ -941,7 +965,7 @@ class Edge:
         """One :class:`Retained` record per array a block keeps, from a rule's ``keeps``
         words (operand names ``x``, or ``a`` and ``b``, or operand positions ``0``, ``1``,
         ...; ``y`` for the result), keyed by whose value it is (``value:<vertex>``,
-        ``data:<t>`` for data, ``const:<t>.<i>`` for a constant), so that edges keeping
+        ``data:<t>`` for data, ``const:<id>`` for a constant the tape holds), so that edges keeping
         one array count it once.  An input's value is marked ``what="input"`` (the
         caller keeps it anyway); a value a rule only moved entries of (a reshape, a
         transpose: ``Rule.moves``) can be rebuilt from the value it was moved from."""
@@ -956,8 +980,8 @@ class Edge:
             if np.ndim(value) == 0:
                 continue    # a number is kept inside the block
             bits = int(value.size) * value.dtype.itemsize * 8
-            if type(o) is not int:
-                records.append(Retained(f"const:{self.t}.{j}", bits, what=word))
+            if type(o) is not int:   # a constant, keyed by the object: one array, one count
+                records.append(Retained(f"const:{id(o)}", bits, what=word))
                 continue
             root = self.root(o)
             what = "input" if j < len(operands) and self.parameter(j) else word

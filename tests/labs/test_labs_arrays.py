@@ -46,7 +46,7 @@ def test_the_pullback_oracle_accepts_minirad_but_the_exercises_refuse_it(capsys)
     expect_failure(labs.check_scalar_tracer,
                    lambda f, x, y: reverse_sweep(trace(lambda a, b: f(a, b, ops.sin), x,
                                                        y)).jacobian[0],
-                   "Exercise 7.1", "used the reference", "trace (minirad.tracing)")
+                   "Exercise 7.1", "used the reference", "trace (minirad.tracing.tracer)")
     with pytest.raises(labs.CheckFailed, match="Exercise 7.2.*used the reference"):
         labs.check_matmul_pullback(labs.ARRAY_RULES["matmul"], minirad_vjp)
 

@@ -20,8 +20,9 @@ import pytest
 from minirad import labs
 from minirad.cli import main
 from minirad.labs import grading, instructors, notebook
-from minirad.labs.exercise import EXERCISES, exercises_of_lab, reference_codes
+from minirad.labs.exercise import EXERCISES, exercises_of_lab
 from minirad.labs.instructors import catalogue, mistakes
+from minirad.labs.reference_guard import reference_codes
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))

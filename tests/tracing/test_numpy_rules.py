@@ -146,18 +146,18 @@ def test_cholesky_reads_only_the_triangle_numpy_reads():
 
 
 def test_what_the_rules_keep_is_counted_by_hand():
-    """memory() of the arrays the rules' edges keep: an array the backward pass could
+    """retained_memory() of the arrays the rules' edges keep: an array the backward pass could
     rebuild from a kept (or input) value costs nothing, else its own bytes."""
     a, b = np.arange(12.0).reshape(3, 4), np.full((3, 4), 2.0)   # no ties for the max
     # the contraction's edges keep the other operand: inputs, which the caller keeps
-    assert minirad.memory(trace(lambda a, b: np.vdot(a, b), a, b)).total == 0
+    assert minirad.retained_memory(trace(lambda a, b: np.vdot(a, b), a, b)).total == 0
     # the max's mask (12 bits) is rebuilt from x * 2 (96 B) if that is kept; it is not,
     # so the 1.5 B mask is what is kept (the constant factor 2 keeps nothing)
-    assert minirad.memory(trace(lambda x: np.max(x * 2.0, axis=0), a)).total == 1.5
+    assert minirad.retained_memory(trace(lambda x: np.max(x * 2.0, axis=0), a)).total == 1.5
     # the cofactors of det(A) are rebuilt from A, an input: nothing; the weights of the
     # variance of A * A (96 B) are rebuilt from it: A * A's diagonal keeps A (an input)
-    assert minirad.memory(trace(lambda A: np.linalg.det(A), np.eye(3) * 2.0)).total == 0
-    assert minirad.memory(trace(lambda x: np.var(x * x), a)).total == 96
+    assert minirad.retained_memory(trace(lambda A: np.linalg.det(A), np.eye(3) * 2.0)).total == 0
+    assert minirad.retained_memory(trace(lambda x: np.var(x * x), a)).total == 96
 
 
 # ------------------------------------------------------------------ refusals

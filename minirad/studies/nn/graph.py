@@ -34,6 +34,7 @@ from ...randomized.injection import inject_edge
 from ...rng import as_generator
 from ...tracing import name, replay, trace
 from ...tracing.ops import relu
+from ...tracing.replay import recording
 from ...tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 from ...tracing.tracer import parameter_names
 
@@ -143,9 +144,9 @@ class Replayed:
         y = np.asarray(y)
         arguments = [*pieces, y, *params]
         key = tuple((a.shape, a.dtype.str) for a in arguments)
-        recording = self.recordings.get(key)
-        if recording is not None:
-            return replay(recording, *arguments)
+        kept = self.recordings.get(key)
+        if kept is not None:
+            return replay(kept, *arguments)
         g = trace(self._function(x, y, len(pieces), len(params)), *arguments,
                   wrt=range(len(pieces) + 1, len(arguments)))
         self.recordings[key] = recording(g)
