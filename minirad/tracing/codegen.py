@@ -82,9 +82,10 @@ from .writer import MODES, Writer
 # ------------------------------------------------------------ the public API
 @takes_graph_or_function
 def codegen(g: LCG, mode: str = "adjoint", *, preaccumulate: bool = True) -> Code:
-    """The Python program of a traced graph: its ``mode`` is ``"forward"``,
-    ``"tangent"`` or ``"adjoint"``.  ``print`` the result to read it, call it on new
-    arguments to run it (see :class:`Code`).
+    """The Python program of a traced graph, written out as numpy calls.
+
+    Its ``mode`` is ``"forward"``, ``"tangent"`` or ``"adjoint"``.  ``print`` the
+    result to read it, call it on new arguments to run it (see :class:`Code`).
 
     Parameters
     ----------
