@@ -27,6 +27,7 @@ from minirad.graph.lcg import takes_graph_or_function
 from minirad.implicit.ode_adjoint import STATES
 from minirad.randomized.experiments import ESTIMATORS
 from minirad.randomized.injection import LAWS
+from minirad.tracing.codegen import MODES
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 try:
@@ -51,6 +52,7 @@ MEANINGS = {
     "states_from": "where the continuous adjoint gets the forward states back from",
     "scheme": "the finite-difference formula",
     "partials": "the law of the random partials of a graph family",
+    "mode": "which program codegen writes: the forward program, its tangent or its adjoint",
     # randomness
     "rng": "the random generator: a numpy Generator or an integer seed",
     "seeds": "the integer seeds a page offers to sample with",
@@ -130,6 +132,7 @@ MEANINGS = {
     "keep_graphs": "whether elimination keeps the graph before every step",
     "in_place": "whether a reverse sweep adds into its own arrays (add!!)",
     "lazy": "whether a reverse sweep defers cotangents until they are wanted",
+    "preaccumulate": "whether codegen eliminates elementwise chains before it writes",
     "covariance": "whether a variance comes as the covariance of each row",
     "per_row": "whether each row of an activation draws its own P",
     "axis": "the axis of an array vertex that P acts on",
@@ -178,6 +181,7 @@ VOCABULARIES = {
     "end": ("front", "back"),
     "side": ("columns", "rows"),
     "states_from": STATES,
+    "mode": MODES,
 }
 
 # words that once said what a keyword of MEANINGS says; none may come back

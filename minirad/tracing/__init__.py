@@ -13,7 +13,11 @@
   :mod:`~minirad.tracing.rearrange` (tile, repeat, sort, diag, ...);
 * :mod:`~minirad.tracing.naming`: how a trace names its vertices;
 * :mod:`~minirad.tracing.replay`: a traced graph run again at new inputs, from its
-  tape, without running the program.
+  tape, without running the program;
+* :mod:`~minirad.tracing.codegen`: the same tape written out as a Python program, its
+  forward, tangent or adjoint code, written by :mod:`~minirad.tracing.writer` into a
+  :mod:`~minirad.tracing.program` from the rules' formulas as source
+  (:mod:`~minirad.tracing.sources`).
 """
 
 from ..graph.lcg import use_tracer
