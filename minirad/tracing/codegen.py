@@ -78,6 +78,8 @@ from ..graph.lcg import LCG, takes_graph_or_function
 from .tracer import Recording, is_data
 from .writer import MODES, Writer
 
+__all__ = ["Code", "codegen", "compiled"]
+
 
 # ------------------------------------------------------------ the public API
 @takes_graph_or_function

@@ -43,6 +43,8 @@ import numpy as np
 
 from .sources import python_name
 
+__all__ = ["BACKWARD", "Linear", "Program", "Statement", "count_calls"]
+
 BACKWARD = math.inf
 """The position of everything computed from a cotangent: after the forward statements."""
 

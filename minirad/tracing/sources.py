@@ -37,6 +37,9 @@ import numpy as np
 
 from .rules import MATMUL
 
+__all__ = ["PRODUCTS", "Symbol", "Unwritable", "VALUES", "formula", "literal", "operand_text",
+           "python_name"]
+
 # Python's operator precedence, lowest first (the few levels generated code uses)
 COMPARE, ADDITIVE, MULTIPLICATIVE, UNARY, POWER, ATOM = range(6)
 _BINARY = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE,
