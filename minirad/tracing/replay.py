@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.lcg import LCG
-from .tracer import RAISED, Recording, Tape, check_finite, compute, graph, is_data
+from .tracer import Recording, Tape, check_finite, compute, graph, is_data, read_again
 
 __all__ = ["recording", "replay"]
 
@@ -186,17 +186,7 @@ def _check(read, values) -> None:
     """Read again what the program read; refuse when it reads differently."""
     _, function, operands, kwargs, result = read
     plain = [values[o] if type(o) is int else o for o in operands]
-    try:
-        now = function(*plain, **kwargs)
-    except (ArithmeticError, ValueError):
-        now = RAISED
-    if now is RAISED or result is RAISED:
-        same = now is result
-    else:
-        try:
-            same = bool(np.array_equal(now, result))
-        except (TypeError, ValueError):
-            same = now == result
+    same, now = read_again(function, plain, kwargs, result)
     if not same:
         name = getattr(function, "__name__", "a value")
         raise ValueError(f"the program read {name} of the traced values, which depends on "

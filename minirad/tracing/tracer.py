@@ -526,6 +526,22 @@ def read(function, *args, **kwargs):
     return result
 
 
+def read_again(function, args, kwargs, was):
+    """Read a value again as the program read it (``function`` on plain ``args``):
+    whether it reads ``was`` again (an error raised reads as :data:`RAISED`), and what
+    it reads now.  Replay and generated code check the path this way."""
+    try:
+        now = function(*args, **kwargs)
+    except (ArithmeticError, ValueError):
+        now = RAISED
+    if now is RAISED or was is RAISED:
+        return now is was, now
+    try:
+        return bool(np.array_equal(now, was)), now
+    except (TypeError, ValueError):
+        return now == was, now
+
+
 def _short(x) -> str:
     return repr(float(x)) if np.ndim(x) == 0 else f"an array of shape {np.shape(x)}"
 

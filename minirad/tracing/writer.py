@@ -47,7 +47,7 @@ from ..graph.operators import (
 from .ops import Op
 from .program import BACKWARD, Linear, Program
 from .sources import PRODUCTS, VALUES, formula, literal, python_name
-from .tracer import RAISED, Edge, Recording, is_data
+from .tracer import RAISED, Edge, Recording, is_data, read_again
 
 __all__ = ["Builder", "Writer", "Written", "block_label", "finite", "guard"]
 
@@ -74,17 +74,7 @@ class Written(NamedTuple):
 def guard(what: str, function, args, kwargs, was) -> None:
     """Read a value again as the traced program read it; raise when it reads otherwise
     (new inputs would take another path)."""
-    try:
-        now = function(*args, **kwargs)
-    except (ArithmeticError, ValueError):
-        now = RAISED
-    if now is RAISED or was is RAISED:
-        same = now is was
-    else:
-        try:
-            same = bool(np.array_equal(now, was))
-        except (TypeError, ValueError):
-            same = now == was
+    same, now = read_again(function, args, kwargs, was)
     if not same:
         raise ValueError(f"the program read {what}, which depends on the inputs: {was!r:.60} "
                          f"when traced, {now!r:.60} now, so at these inputs it takes another "
