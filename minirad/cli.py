@@ -907,21 +907,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "grade: the submissions")
     p.add_argument("-o", "--output",
                    help="handout, solutions: folder for the .ipynb files; grade: folder for "
-                        "the scores (default minirad-grades)")
+                        "the scores (default: minirad-grades)")
     p.add_argument("--jobs", type=_whole_number, metavar="N",
                    help="grade: submissions graded at once, each in a sandbox of its own "
                         "(default: one per core)")
     p.add_argument("--notebook-seconds", type=_seconds, default=1200.0, metavar="SECONDS",
                    help="grade: the time a submission may take, cells and exercises "
-                        "together (default 1200)")
+                        "together")
     p.add_argument("--cell-seconds", type=_seconds, default=180.0, metavar="SECONDS",
-                   help="grade: stop any one cell of a submission after this long (default "
-                        "180)")
+                   help="grade: stop any one cell of a submission after this long")
     p.add_argument("--exercise-seconds", type=_seconds, metavar="SECONDS",
                    help="grade: allow every exercise this long instead of the limit declared "
                         "with it (e.g. on a slow machine)")
     p.add_argument("--memory", type=_whole_number, default=4096, metavar="MB",
-                   help="grade: the memory a kernel may map, in MB (default 4096)")
+                   help="grade: the memory a kernel may map, in MB")
     p.add_argument("--secret-file", metavar="FILE",
                    help="grade: the instructor's secret the hidden cases are drawn from "
                         "(default: OUTPUT/grader-secret, made on the first run)")
@@ -932,7 +931,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="grade: the deadline, e.g. 2026-12-01T23:59; later work loses "
                         "--late-penalty percent per day started")
     p.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
-                   help="grade: percent of the points lost per day late (default 0)")
+                   help="grade: percent of the points lost per day late")
     p.add_argument("--only", metavar="N.K[,N.K...]",
                    help="grade: regrade these exercises only; the others keep their scores "
                         "from the reports already in OUTPUT")

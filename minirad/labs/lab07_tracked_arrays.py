@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: what the exercises of this module ask the student to write, in minirad
-TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.rules",
+TRACER_REFERENCE = ("minirad.tracing.tracer", "minirad.tracing.rules",
                     "minirad.exact.sweeps", "minirad.exact._engines",
                     "minirad.exact.jacobians")
 
