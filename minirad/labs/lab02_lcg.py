@@ -38,8 +38,10 @@ __all__ = [
 ]
 
 #: what the exercises of labs 2 and 3 ask the student to write, in minirad
+# the sweeps' recurrences in graph/labels.py too: a fresh copy of exact/sweeps.py runs them
 JACOBIAN_REFERENCE = ("minirad.exact.sweeps", "minirad.exact._engines", "minirad.exact.jacobians",
-                      "minirad.exact.paths", "minirad.exact.elimination", "minirad.exact.orders")
+                      "minirad.exact.paths", "minirad.exact.elimination", "minirad.exact.orders",
+                      "minirad.graph.labels:forward", "minirad.graph.labels:reverse")
 
 # (the name a message uses, [builder, args, kwargs] for checking.build_graph)
 _SWEEP_GRAPHS = [
