@@ -327,9 +327,9 @@ def _gradient_graph(folder: str) -> list[str]:
         G, Part(backward_vertices(G), "the reverse pass, recorded: partials, adjoint products "
                                       "and sums (orange-red)"),
         show_ops=True,
-        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse pass "
-              "recorded as more vertices:\nthe outputs x̄1, x̄2 are the gradient; the Jacobian "
-              f"of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
+        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse\n"
+              "pass recorded as more vertices: the outputs x̄1, x̄2 are the gradient;\n"
+              f"the Jacobian of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
               f"[{H[1, 0]:.4g}, {H[1, 1]:.4g}]]")
     return [_save(drawing, folder, "gradient_graph.png")]
 

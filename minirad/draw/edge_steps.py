@@ -92,7 +92,7 @@ def edge_step_pictures(before: LCG, step: Step, **options) -> tuple:
     landed = [target for _, target in products]
     notes = ["new" if target in new else f"updated, was {before.partial(*target):.4g}"
              for target in landed]
-    gone = (f"; {', '.join(step.removed)} deleted (no {'in' if end == FRONT else 'out'}"
+    gone = (f"\n{', '.join(step.removed)} deleted (no {'in' if end == FRONT else 'out'}"
             f"-edge left)") if step.removed else ""
     second = render(after, Paths(landed, labels=notes, colors=colors),
                     title=f"after it: {i} → {j} eliminated{gone}", **options)
@@ -117,8 +117,10 @@ def edge_elimination_strip(g: LCG, order="optimal", path=None, dpi: int = 110, *
         options = dict(options, positions=layout_positions(g))
     drawings = []
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
+        # two short lines: a long one would run past a tile of the strip
+        what, cost = step_title(step).split(": ", 1)
         pair = edge_step_pictures(before, step, title=f"step {number}/{len(result.steps)}: "
-                                  f"{step_title(step)}", **options)
+                                  f"{what}\n{cost}", **options)
         drawings += pair
     figure = strip(drawings, ncols=2, dpi=dpi, title=title)
     if path is not None:

@@ -1951,20 +1951,35 @@ def strip(drawings: Sequence[Drawing], ncols: int = 2, dpi: int = 110,
                           fontsize=15, frameon=False, handlelength=2.4, handleheight=1.3)
     else:
         _warn_missing_dot()
-        figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
+        if not keys:   # tiles with legends of their own beside them: one tile to a row
+            ncols, nrows = 1, len(drawings)
+        # tiles 5 inches wide (6.5 with a legend beside): shown at a page's width (820 px),
+        # matplotlib's labels stay 8 px high or more
+        inches = 5.0 * ncols if keys else 6.5
+        figure = Figure(figsize=(inches, 5.0 * nrows), layout="constrained")
         axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
         for ax, drawing in zip(axes, drawings):
             draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
-        if title:  # constrained layout makes room
-            figure.suptitle(title, fontsize=16)
+        if title:  # constrained layout makes room; lines as long as the figure is wide
+            figure.suptitle(_wrapped(title, inches, 16), fontsize=16)
         if keys:
+            columns, _ = _legend_columns(keys, inches, fontsize=13)
             figure.legend(handles=[_legend_handle(key) for key in keys],
                           handler_map=_legend_handlers(), loc="outside lower center",
-                          ncols=-(-len(keys) // 2), fontsize=13, frameon=False,
+                          ncols=columns, fontsize=13, frameon=False,
                           handlelength=2.4, handleheight=1.3)
     for ax in axes:
         ax.set_axis_off()
     return figure
+
+
+def _wrapped(text: str, inches: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``inches`` at ``fontsize`` points (a character
+    about 0.55 of the font's size wide)."""
+    import textwrap
+
+    room = max(20, int(inches * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, room) for line in text.split("\n"))
 
 
 def _strip_keys(g: LCG) -> list[_Key]:

@@ -27,7 +27,7 @@ def test_front_step_pictures_by_hand():
     # after: x -> b is new (6), x -> c went from 13 to 23, and a has gone
     assert "new: x → b  (product 6)" in after.source
     assert "updated, was 13: x → c  (product 23)" in after.source
-    assert after.options["title"] == "after it: x → a eliminated; a deleted (no in-edge left)"
+    assert after.options["title"] == "after it: x → a eliminated\na deleted (no in-edge left)"
     assert "a" not in after.lcg.names
 
 
