@@ -38,7 +38,7 @@ from minirad.graph.files import write_atomically
 
 # the groups in the order the report shows them; any other bench_*.py found
 # beside them runs too, after these
-GROUPS = ("trace", "sweeps", "elimination", "sampling", "paths", "pde")
+GROUPS = ("reading", "trace", "sweeps", "elimination", "sampling", "paths", "pde")
 
 
 def discover() -> list[str]:

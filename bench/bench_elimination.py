@@ -33,7 +33,8 @@ import numpy as np
 
 from bench.common import goal, median_time, print_results
 from minirad import LCG, examples
-from minirad.exact.elimination import OPTIMAL_LIMIT, eliminate, elimination_cost
+from minirad.exact.elimination import eliminate, elimination_cost
+from minirad.exact.orders import OPTIMAL_LIMIT
 from minirad.rng import as_generator
 
 SIZES = (1_000, 10_000, 30_000)

@@ -39,13 +39,14 @@ from .randomized.experiments import compare
 from .randomized.injection import inject_edge, inject_vertex, injection_variance, sample_activations
 from .randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from .tracing import detach, ops, replay, trace
+from .tracing.codegen import codegen
 
 # what a student needs, one name per idea; everything else by its module
 # (minirad.exact.sweeps, minirad.randomized.injection, ...), as the API reference lists it
 __all__ = [
     # the graph: trace a program (and replay it), or build, save and load one
-    "LCG", "trace", "replay", "detach", "ops", "examples", "save_graph", "load_graph",
-    "retained_memory", "scalarize",
+    "LCG", "trace", "replay", "codegen", "detach", "ops", "examples", "save_graph",
+    "load_graph", "retained_memory", "scalarize",
     # exact Jacobians
     "jacobian", "accumulate", "forward_sweep", "reverse_sweep", "jvp", "vjp", "gradient",
     "bauer", "count_paths", "path_product", "eliminate", "eliminate_vertex",

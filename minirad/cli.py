@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from .exact.elimination import ORDERS
+from .exact.elimination import ON, ORDERS
 from .exact.jacobians import METHODS
 from .exact.result import format_count
 from .graph.files import MAX_BYTES, load_graph, save_graph
@@ -250,18 +250,32 @@ def _check_picture_path(path: str | None, extensions=(".png", ".svg", ".pdf")) -
         raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
 
 
-def _parse_order(text: str | None):
+def _parse_order(text: str | None, on: str | None = None):
     if text is None or text in ORDERS:
         return text
+    if on not in (None, "vertices"):
+        raise UsageError(f"--on {on} takes a named --order ({', '.join(ORDERS)}); a list of "
+                         f"names is a vertex order")
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _step_text(step) -> str:
+    """One step of an elimination order: a vertex, an edge ``i->j(front)``, or a face
+    ``x-a=>a-y`` (its two dual vertices by their paths)."""
+    if isinstance(step, str):
+        return step
+    if len(step) == 3 and all(isinstance(part, str) for part in step):
+        return f"{step[0]}->{step[1]}({step[2]})"
+    return "=>".join("+".join("-".join(path) for path in side) for side in step)
 
 
 def _shown_order(order, limit: int = 12) -> str:
     """An elimination order, the middle left out when it is long."""
+    order = [_step_text(step) for step in order]
     if len(order) <= limit:
         return " ".join(order)
     return (f"{' '.join(order[:8])} ... {' '.join(order[-3:])} "
-            f"({len(order) - 11} more not shown; {len(order)} vertices in all)")
+            f"({len(order) - 11} more not shown; {len(order)} steps in all)")
 
 
 def _print_accumulation(g: LCG, result) -> None:
@@ -275,12 +289,13 @@ def cmd_jacobian(args) -> None:
     from .exact.jacobians import accumulate
 
     g = _load_graph(args.file, args.max_bytes)
-    order = _parse_order(args.order)
-    if order is not None and args.method != "eliminate":
-        raise UsageError("--order applies only to --method eliminate")
+    order = _parse_order(args.order, args.on)
+    if (order is not None or args.on is not None) and args.method != "eliminate":
+        raise UsageError("--order and --on apply only to --method eliminate")
     options = {name: value for name, value in (
-        ("order", order), ("max_paths", args.max_paths), ("max_products", args.max_products),
-        ("max_intermediates", args.max_intermediates)) if value is not None}
+        ("order", order), ("on", args.on), ("max_paths", args.max_paths),
+        ("max_products", args.max_products), ("max_intermediates", args.max_intermediates))
+        if value is not None}
     _print_accumulation(g, accumulate(g, method=args.method, keep_values=False, **options))
 
 
@@ -500,6 +515,14 @@ def _graph_to_explore(args):
     return _run_user_code(target, trace, f, *point)
 
 
+def _title_of(target: str) -> str:
+    """The name a page is titled by: the function's (``mymodule:f`` -> ``f``), or the
+    saved graph's file name."""
+    if target.lower().endswith((".json", ".npz")):
+        return os.path.basename(target)
+    return target.rpartition(":")[2]
+
+
 def cmd_explore(args) -> None:
     from .draw.explore import explore
 
@@ -509,7 +532,8 @@ def cmd_explore(args) -> None:
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {args.output}: the folder {folder} does not exist")
     g = _graph_to_explore(args)
-    page = explore(g, title=args.title, n=args.samples, max_vertices=args.max_vertices)
+    page = explore(g, title=args.title or _title_of(args.graph), n=args.samples,
+                   max_vertices=args.max_vertices)
     page.save(args.output)
     print(f"wrote {args.output} ({len(page.html.encode('utf-8')) / 1000:,.0f} kB, {g!r}); "
           f"open it in a browser, no server needed")
@@ -524,19 +548,17 @@ def cmd_lab(args) -> None:
     if args.form == "grade":
         from .labs.grading import grade, summary
 
-        for flag, seconds in (("--exercise-seconds", args.exercise_seconds),
-                              ("--cell-seconds", args.cell_seconds)):
-            if seconds is not None and not 0 < seconds <= MAX_SECONDS:  # also refuses nan
-                raise UsageError(f"{flag} must be a number of seconds above 0 and at most "
-                                 f"{MAX_SECONDS:g} (a day; the grader stops a whole "
-                                 f"submission well before), not {seconds}")
-
-        reports = grade(args.paths, args.output or "minirad-grades",
-                        exercise_seconds=args.exercise_seconds,
-                        cell_seconds=args.cell_seconds,
+        output = args.output or "minirad-grades"
+        only = [n.strip() for n in args.only.split(",")] if args.only else None
+        reports = grade(args.paths, output, notebook_seconds=args.notebook_seconds,
+                        cell_seconds=args.cell_seconds, exercise_seconds=args.exercise_seconds,
+                        memory_mb=args.memory, jobs=args.jobs,
+                        secret_file=args.secret_file, roster=args.roster,
+                        deadline=args.deadline, late_penalty=args.late_penalty, only=only,
+                        isolation=args.isolation,
                         progress=lambda report: print(summary(report), flush=True))
-        print(f"{len(reports)} submission(s) graded; scores.csv, one .json and one "
-              f".results.json (Gradescope) each in {args.output or 'minirad-grades'}")
+        print(f"{len(reports)} submission(s) graded; scores.csv, canvas.csv, one .json and one "
+              f".results.json (Gradescope) each in {output}")
         return
     from .labs.notebook import write_notebooks
 
@@ -607,7 +629,7 @@ def cmd_demo(args) -> None:
     print(f"\npictures are in {folder}/")
 
 
-#: the case studies `minirad study NAME` runs (each a module of minirad.studies)
+#: the case studies `minirad study NAME` runs (each a folder of minirad.studies)
 STUDIES = {"nn": "neural networks on MNIST with randomized backward passes (paper Sec. 4)",
            "pde": "reaction-diffusion control with eq. 8 and checkpointing (paper Sec. 5)"}
 
@@ -808,6 +830,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Bauer's path sum, a sweep, or vertex elimination")
     p.add_argument("--order", help=f"{', '.join(ORDERS)}, or names a,b,c "
                                    f"(with --method eliminate; default markowitz)")
+    p.add_argument("--on", choices=ON,
+                   help="what elimination eliminates (with --method eliminate; default vertices)")
     p.add_argument("--max-paths", type=int, metavar="N",
                    help="with --method bauer: refuse more paths (default: 1000000)")
     p.add_argument("--max-products", type=int, metavar="N",
@@ -867,7 +891,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the point to trace the function at: a number, or 1,2,3 for a vector "
                         "(an array: the page of a graph of arrays, with a Memory panel)")
     p.add_argument("-o", "--output", required=True, help="the page to write (page.html)")
-    p.add_argument("--title", help="the page's title (default: the graph's summary)")
+    p.add_argument("--title", help="the page's title (default: the function's name, or the "
+                                   "saved graph's file name)")
     p.add_argument("--samples", type=int, default=100,
                    help="Algorithm 1 estimates stored per k and seed")
     p.add_argument("--max-vertices", type=int, default=200, help="refuse larger graphs")
@@ -882,13 +907,72 @@ def build_parser() -> argparse.ArgumentParser:
                         "grade: the submissions")
     p.add_argument("-o", "--output",
                    help="handout, solutions: folder for the .ipynb files; grade: folder for "
-                        "the scores (default minirad-grades)")
-    p.add_argument("--exercise-seconds", type=float, metavar="SECONDS",
-                   help="grade: allow every exercise's check this long instead of the limit "
-                        "declared with it (e.g. on a slow machine)")
-    p.add_argument("--cell-seconds", type=float, default=180.0, metavar="SECONDS",
+                        "the scores (default: minirad-grades)")
+    p.add_argument("--jobs", type=_whole_number, metavar="N",
+                   help="grade: submissions graded at once, each in a sandbox of its own "
+                        "(default: one per core)")
+    p.add_argument("--notebook-seconds", type=_seconds, default=1200.0, metavar="SECONDS",
+                   help="grade: the time a submission may take, cells and exercises "
+                        "together")
+    p.add_argument("--cell-seconds", type=_seconds, default=180.0, metavar="SECONDS",
                    help="grade: stop any one cell of a submission after this long")
+    p.add_argument("--exercise-seconds", type=_seconds, metavar="SECONDS",
+                   help="grade: allow every exercise this long instead of the limit declared "
+                        "with it (e.g. on a slow machine)")
+    p.add_argument("--memory", type=_whole_number, default=4096, metavar="MB",
+                   help="grade: the memory a kernel may map, in MB")
+    p.add_argument("--secret-file", metavar="FILE",
+                   help="grade: the instructor's secret the hidden cases are drawn from "
+                        "(default: OUTPUT/grader-secret, made on the first run)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="grade: a CSV with the columns student and file (and optionally "
+                        "name, canvas_id, sis_id, login, section, submitted, deadline)")
+    p.add_argument("--deadline", metavar="WHEN",
+                   help="grade: the deadline, e.g. 2026-12-01T23:59; later work loses "
+                        "--late-penalty percent per day started")
+    p.add_argument("--late-penalty", type=_percent, default=0.0, metavar="PERCENT",
+                   help="grade: percent of the points lost per day late")
+    p.add_argument("--only", metavar="N.K[,N.K...]",
+                   help="grade: regrade these exercises only; the others keep their scores "
+                        "from the reports already in OUTPUT")
+    p.add_argument("--isolation", choices=["auto", "user", "process"], default="auto",
+                   help="grade: user: each kernel runs as a user of its own (needs root); "
+                        "process: as the grader's user, in a session of its own; auto: user "
+                        "when it can")
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A time limit: a positive number of seconds, at most :data:`MAX_SECONDS` (a day)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_SECONDS:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"a time limit must be a positive, finite number of "
+                                         f"seconds, at most {MAX_SECONDS:g} (a day; no "
+                                         f"grading needs more), not {text}")
+    return value
+
+
+def _whole_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text}")
+    return value
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage") from None
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"a percentage lies between 0 and 100, not {text}")
+    return value
 
 
 def _one_line_warnings(command: str):

@@ -499,9 +499,9 @@ def figure3(injected: bool = False, *, rng=0) -> LCG:
     (LCG(6 vertices: 2 inputs, 3 intermediates, 1 output; 5 edges), (3, 5))
     """
     from .randomized.injection import sample_activations
-    from .tracing import trace
-    from .tracing.arrays import name, softmax_cross_entropy
+    from .tracing import name, trace
     from .tracing.ops import relu
+    from .tracing.rules import softmax_cross_entropy
 
     r = _rng(rng)
     X = r.standard_normal((3, 4)).astype(np.float32)
@@ -526,19 +526,18 @@ def edge_beats_vertex() -> LCG:
         x -> a, x -> b, a -> b, a -> c, x -> d, b -> d, c -> d, a -> y, c -> y, d -> y
 
     Every vertex order costs 7 or 8 multiplications, the best edge sequence
-    6 (:mod:`minirad.exact.edge_elimination`): back ``a -> b``, front
+    6 (``eliminate(g, "optimal", on="edges")``): back ``a -> b``, front
     ``x -> b``, back ``d -> y``, front ``a -> c``, front ``x -> a``.  It takes
     ``a``'s out-edge ``a -> b`` first and its in-edge ``x -> a`` last, where a
     vertex order removes all of a vertex's edges in one step.  Found by
-    ``minirad.exact.elimination_gaps.search_gap("edge", "vertex", max_edges=10,
+    ``minirad.exact.elimination_gaps.search_gap("edges", "vertices", max_edges=10,
     n_graphs=300, rng=1)`` (the 44th random graph it drew; 31,602 random graphs
     with at most 9 edges showed no gap), vertices renamed and the random
     partials replaced by small numbers to check by hand.
 
-    >>> from minirad.exact.edge_elimination import eliminate_edges
     >>> from minirad.exact.elimination import elimination_cost
     >>> g = edge_beats_vertex()
-    >>> elimination_cost(g, "optimal")[0], eliminate_edges(g, "optimal").multiplications
+    >>> elimination_cost(g, "optimal")[0], elimination_cost(g, "optimal", on="edges")[0]
     (7, 6)
     """
     edges = [("x", "a", 2.0), ("x", "b", 3.0), ("a", "b", -1.0), ("a", "c", 0.5),

@@ -180,7 +180,7 @@ def _figure1_elimination(folder: str) -> list[str]:
              for number, drawing in enumerate(render_elimination(g, "markowitz", title=head), 1)]
     dpi = 110
     strip = elimination_strip(
-        g, "markowitz", ncols=3, dpi=dpi,
+        g, "markowitz", ncols=2, dpi=dpi,
         title=f"{head}: each step eliminates a vertex of least |pred| × |succ|")
     return [_save(strip, folder, "figure1_elimination.png", dpi=dpi), *steps]
 
@@ -263,7 +263,7 @@ def _figure3(folder: str) -> list[str]:
               folder, "figure3_vector_lcg.png"),
         _save(render(examples.figure3(injected=True, rng=seed), show_ops=True, batch=3,
                      title="The same graph with activation sampling (Sec. 4.2): each stored "
-                           "activation keeps k=2 entries per example\n(dashed red: injected "
+                           "activation keeps k=2 entries per example\n(dashed: injected "
                            "projections); the ReLU mask now costs 1 bit per entry"),
               folder, "figure3_vector_lcg_sampled.png"),
         _save(plot_blocks(examples.figure3(rng=seed),
@@ -291,11 +291,10 @@ def _adjoint_reintegration(folder: str) -> list[str]:
 
 def _edge_beats_vertex(folder: str) -> list[str]:
     from .draw.edge_steps import edge_elimination_strip
-    from .exact.edge_elimination import eliminate_edges
     from .exact.elimination import elimination_cost
 
     g = examples.edge_beats_vertex()
-    edge, vertex = eliminate_edges(g, "optimal").multiplications, elimination_cost(g, "optimal")[0]
+    edge, vertex = elimination_cost(g, "optimal", on="edges")[0], elimination_cost(g, "optimal")[0]
     figure = edge_elimination_strip(
         g, "optimal", dpi=110,
         title=f"examples.edge_beats_vertex(): the cheapest edge elimination sequence takes "
@@ -326,11 +325,11 @@ def _gradient_graph(folder: str) -> list[str]:
     H = hessian(f, 2.0, 5.0)
     drawing = render(
         G, Part(backward_vertices(G), "the reverse pass, recorded: partials, adjoint products "
-                                      "and sums (orange)"),
+                                      "and sums (orange-red)"),
         show_ops=True,
-        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse pass "
-              "recorded as more vertices:\nthe outputs x̄1, x̄2 are the gradient; the Jacobian "
-              f"of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
+        title="The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5) with its reverse\n"
+              "pass recorded as more vertices: the outputs x̄1, x̄2 are the gradient;\n"
+              f"the Jacobian of this graph is the Hessian [[{H[0, 0]:.4g}, {H[0, 1]:.4g}], "
               f"[{H[1, 0]:.4g}, {H[1, 1]:.4g}]]")
     return [_save(drawing, folder, "gradient_graph.png")]
 

@@ -163,16 +163,47 @@ def _steps(x: np.ndarray, h, scheme: str) -> np.ndarray:
 
 
 def numerical_jacobian(f, *args, h=None, scheme: str = "central") -> np.ndarray:
-    """Finite-difference Jacobian of ``f`` at ``args``, one coordinate at a time.
+    """The finite-difference Jacobian of ``f`` at ``args``, one coordinate at a time.
 
-    ``f`` takes floats, 1-D sequences of floats and numpy arrays of any
-    shape, and returns a number, an array or a tuple/list of them; it is
-    called on plain floats and arrays.  The result has shape ``(n_outputs,
-    n_inputs)``, rows and columns the entries in order (arrays in C order),
-    as the Jacobians of minirad.
-    ``h=None`` picks ``eps ** (1/3) * max(1, |x_i|)`` (central) or
-    ``eps ** (1/2) * max(1, |x_i|)`` (forward) per coordinate.
+    Parameters
+    ----------
+    f : callable
+        Takes floats, 1-D sequences of floats and numpy arrays of any shape, and
+        returns a number, an array or a tuple or list of them; it is called on
+        plain floats and arrays (no tracing).
+    *args : float, list of float or numpy.ndarray
+        The point.
+    h : float, optional
+        The step; by default ``eps ** (1/3) * max(1, |x_i|)`` (central) or
+        ``eps ** (1/2) * max(1, |x_i|)`` (forward) per coordinate.
+    scheme : {"central", "forward"}, optional
+        The difference formula (default ``"central"``).
 
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_outputs, n_inputs)``, rows and columns the entries in order
+        (arrays in C order), as the Jacobians of minirad.
+
+    Raises
+    ------
+    ValueError
+        For an unknown scheme, or a step that is not a positive finite number.
+    TypeError
+        When ``f`` is not callable.
+
+    See Also
+    --------
+    gradcheck : minirad's Jacobian against this one.
+
+    Notes
+    -----
+    The central difference ``(f(x + h e_i) - f(x - h e_i)) / 2h`` has error
+    ``O(h**2)``, the forward one ``O(h)``; both divide by the step actually
+    taken, which removes the representation error of ``x + h``.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> numerical_jacobian(examples.lab_program, 2.0, 3.0).round(6)
     array([[2.583853, 2.      ]])
@@ -276,19 +307,68 @@ class GradcheckReport:
                 f"error {self.max_rel_error:.3g})")
 
 
-def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float = 1e-5,
-              atol: float = 1e-6, n_directions: int = 2, raise_on_failure: bool = True,
-              rng=None) -> GradcheckReport:
+def gradcheck(f, *args, method: str = "reverse", order=None, on=None, h=None,
+              rtol: float = 1e-5, atol: float = 1e-6, n_directions: int = 2,
+              raise_on_failure: bool = True, rng=None) -> GradcheckReport:
     """Check minirad's Jacobian of ``f`` at ``args`` against finite differences.
 
-    ``f`` is traced at ``args`` and differentiated by ``method`` (and
-    ``order`` for elimination); the result must match a central-difference
-    Jacobian entry by entry, ``|J - N| <= atol + rtol * |N|``, and, along
-    ``n_directions`` random unit directions ``d``, ``J @ d`` must match the
-    directional difference to the same tolerance.  On a mismatch a
-    ``ValueError`` names the worst entry, unless ``raise_on_failure=False``,
-    in which case the report says ``passed=False``.
+    Parameters
+    ----------
+    f : callable
+        A Python function of numbers or arrays, as :func:`minirad.trace` takes.
+    *args : float, list of float or numpy.ndarray
+        The point to check at.
+    method : {"reverse", "forward", "bauer", "eliminate"}, optional
+        The exact method whose Jacobian is checked (default ``"reverse"``).
+    order : str or list, optional
+        With ``method="eliminate"``: the elimination order.
+    on : {"vertices", "edges", "faces"}, optional
+        With ``method="eliminate"``: what is eliminated.
+    h : float, optional
+        The finite-difference step (default: chosen per coordinate, see
+        :func:`numerical_jacobian`).
+    rtol : float, optional
+        The relative tolerance (default 1e-5).
+    atol : float, optional
+        The absolute tolerance (default 1e-6).
+    n_directions : int, optional
+        How many random unit directions ``d`` to check ``J @ d`` along (default 2).
+    raise_on_failure : bool, optional
+        Raise on a mismatch (default); with False the report says ``passed=False``.
+    rng : numpy.random.Generator or int, optional
+        The generator of the random directions (or a seed).
 
+    Returns
+    -------
+    GradcheckReport
+        ``passed``, the method, the two Jacobians, the largest absolute and
+        relative errors and the worst entry.
+
+    Raises
+    ------
+    ValueError
+        On a mismatch (naming the worst entry and both values), unless
+        ``raise_on_failure=False``; for a tolerance or ``n_directions`` out of
+        range, or an ``f`` whose Jacobian has another shape on floats than
+        traced.
+    TypeError
+        When ``f`` is not callable.
+
+    See Also
+    --------
+    numerical_jacobian : The finite-difference side of the check.
+    minirad.jacobian : The exact side.
+
+    Notes
+    -----
+    Entry by entry ``|J - N| <= atol + rtol * |N|`` with ``N`` the central
+    difference Jacobian, and along each direction ``d`` the directional
+    difference against ``J @ d`` to the same tolerance.  A step of about
+    ``eps ** (1/3)`` balances the truncation error ``O(h**2)`` against rounding
+    ``O(eps / h)`` (lab 1; Griewank and Walther, 2008, Sec. 1.2).
+
+    Examples
+    --------
     >>> from minirad import ops
     >>> gradcheck(lambda x, y: (x * y, ops.exp(x) / y), 0.5, 2.0, method="forward")
     GradcheckReport(passed, method='forward', shape (2, 2), max abs error ..., max rel error ...)
@@ -309,7 +389,7 @@ def gradcheck(f, *args, method: str = "reverse", order=None, h=None, rtol: float
             or n_directions < 0:
         raise ValueError(f"n_directions must be a non-negative integer, got {n_directions!r}")
     g = trace(f, *args)
-    exact = jacobian(g, method=method, order=order)
+    exact = jacobian(g, method=method, order=order, on=on)
     numeric = numerical_jacobian(f, *args, h=h)
     if numeric.shape != exact.shape:  # f behaves differently on floats than when traced
         raise ValueError(f"f has a {exact.shape} Jacobian when traced but {numeric.shape} "

@@ -49,6 +49,11 @@ def shoot(folder: str) -> list[str]:
         picture("memory", click("tab-memory")
                 + "const r = document.getElementById('memory-slider'); r.value = '3';"
                 + "r.dispatchEvent(new Event('input'));", "mlp")
+        picture("blocks", click("tab-eliminate") + click("play-reverse") + click("elim-pause")
+                + click("elim-step"), "mlp")
+        picture("second_level", click("tab-sample")
+                + "const e = document.getElementById('sample-inside'); e.value = '1';"
+                + "e.dispatchEvent(new Event('change'));" + click("draw-all"), "mlp")
         picture("phone", click("tab-eliminate") + click("play-reverse") + click("elim-pause")
                 + click("elim-step"), "lecture", width=390, height=844, mobile=True)
     finally:

@@ -5,6 +5,7 @@ the programs that tests in several folders trace."""
 
 import itertools
 import math
+import struct
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from scipy import stats
 from minirad import LCG, examples, labs, trace
 from minirad.labs import notebook
 from minirad.randomized.sampling import draws_per_vertex
-from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing import name
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import softmax_cross_entropy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,17 +154,40 @@ def random_lcgs(draw):
     return LCG(g.names, g.sources, g.targets, partials, g.inputs, g.outputs, values, ops)
 
 
-_SOLVED: dict[str, notebook.RunResult] = {}
+# Each lab runs once per test session in this process (its solutions, in-process: the
+# checks' tests take the solution functions from it) and once in a grader's kernel (its
+# solutions graded: tests/test_notebooks.py).  Under pytest-xdist every test of one lab
+# carries the mark lab_group(stem), so that they share a worker and these caches.
+_SOLVED: dict[str, tuple] = {}
+_GRADED: dict[str, object] = {}
+
+
+def lab_group(stem: str):
+    """The mark that keeps a lab's tests on one xdist worker (``--dist loadgroup``)."""
+    return pytest.mark.xdist_group(stem)
 
 
 def solved_lab(stem: str, tmp_path_factory) -> notebook.RunResult:
-    """The solutions notebook of tutorials/<stem>.py, run once per test session, in-process."""
+    """The solutions notebook of tutorials/<stem>.py, run once per test session, in-process
+    (what it printed is kept: :func:`solved_output`)."""
     if stem not in _SOLVED:
+        import contextlib
+        import io
+
         folder = tmp_path_factory.mktemp(f"{stem}_solutions")
         nb = notebook.to_notebook(ROOT / "tutorials" / f"{stem}.py", solutions=True)
-        _SOLVED[stem] = notebook.run_notebook(nb, cwd=folder,
-                                              env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
-    return _SOLVED[stem]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            result = notebook.run_notebook(nb, cwd=folder,
+                                           env={"MINIRAD_LAB_OUTPUT": folder / "pictures"})
+        _SOLVED[stem] = (result, printed.getvalue(), folder)
+    return _SOLVED[stem][0]
+
+
+def solved_output(stem: str, tmp_path_factory) -> tuple[str, Path]:
+    """What the in-process run of the lab's solutions printed, and its working folder."""
+    solved_lab(stem, tmp_path_factory)
+    return _SOLVED[stem][1], _SOLVED[stem][2]
 
 
 def lab_solution(stem: str, name: str, tmp_path_factory):
@@ -170,6 +195,23 @@ def lab_solution(stem: str, name: str, tmp_path_factory):
     result = solved_lab(stem, tmp_path_factory)
     assert result.ok, result
     return result.namespace[name]
+
+
+def graded_lab(stem: str, tmp_path_factory):
+    """The lab's solutions notebook graded by ``minirad lab grade`` (a sandboxed kernel),
+    once per test session."""
+    if stem not in _GRADED:
+        import nbformat
+
+        from minirad.labs.grading import grade
+
+        folder = tmp_path_factory.mktemp(f"{stem}_graded")
+        path = folder / f"{stem}.ipynb"
+        nb = notebook.to_notebook(ROOT / "tutorials" / f"{stem}.py", solutions=True)
+        path.write_text(nbformat.writes(nb))
+        (_GRADED[stem],) = grade([path], folder / "scores", jobs=1,
+                                 secret=b"the tests' own secret, 32 bytes.")
+    return _GRADED[stem]
 
 
 # ----------------------------------------------------- random array programs
@@ -394,3 +436,27 @@ def small_mlp(batch=4, sizes=(3, 5, 2), seed=0):
         return (relu(X @ W1) @ W2).sum()
 
     return trace(loss, *weights), X, weights
+
+
+def broom(n: int) -> LCG:
+    """x enters a chain c1 -> ... -> cn at every vertex, and cn leads to y: n paths, the
+    one entering at ci of n - i + 2 edges, so Bauer's formula multiplies
+    sum_i (n - i + 1) = n (n + 1) / 2 times along them (counted by hand)."""
+    names = ["x"] + [f"c{i}" for i in range(1, n + 1)] + ["y"]
+    sources = [0] * n + list(range(1, n)) + [n]
+    targets = list(range(1, n + 1)) + list(range(2, n + 1)) + [n + 1]
+    return LCG(names, sources, targets, np.ones(len(sources)), [0], [n + 1])
+
+
+def fake_zip64(path, members: int):
+    """A zip file whose end records (zip64) declare ``members`` entries, their directory
+    never written: zipfile would try to read all of them."""
+    directory_size, directory_offset = 100 * members, 4
+    record = (b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, members, members,
+                                          directory_size, directory_offset))
+    record_offset = 4
+    locator = b"PK\x06\x07" + struct.pack("<IQI", 0, record_offset, 1)
+    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
+                                      0xFFFFFFFF, 0)
+    path.write_bytes(b"PK\x03\x04" + record + locator + end)
+    return path

@@ -161,6 +161,7 @@ def _case(rnd, files, tmp_path):
                                       + [str(tmp_path / "demo")])]
 
 
+@pytest.mark.slow
 def test_fuzz_the_command_line(files, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(minirad._arguments, "memory_available", lambda: 2 * 2**30)

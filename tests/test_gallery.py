@@ -18,7 +18,10 @@ R = importlib.import_module("minirad.draw.render")  # the module; minirad.render
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 README = Path(__file__).resolve().parents[1] / "figures" / "README.md"
 
-pytestmark = pytest.mark.drawing  # every test here runs again without dot (.ci/run)
+pytestmark = [pytest.mark.drawing,  # every test here runs again without dot (.ci/run)
+              # the gallery is built once per run: one worker runs this module
+              # (pyproject's --dist loadgroup) and the fixture is the session's
+              pytest.mark.xdist_group("gallery")]
 
 needs_dot = pytest.mark.skipif(not R.has_dot(), reason="the graphviz dot program is not "
                                                        "installed (CI installs it)")
@@ -28,7 +31,7 @@ def _entry(name):
     return next(entry for entry in gallery.FIGURES if entry.name == name)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built(tmp_path_factory):
     """Build the whole gallery once: (folder, paths written, progress messages)."""
     folder = tmp_path_factory.mktemp("figures") / "nested"  # created by build_figures
@@ -37,6 +40,7 @@ def built(tmp_path_factory):
     return folder, written, messages
 
 
+@pytest.mark.slow
 def test_every_expected_file_is_written(built):
     folder, written, _ = built
     names = [os.path.basename(path) for path in written]
@@ -51,6 +55,7 @@ def test_every_expected_file_is_written(built):
     assert required <= set(names)
 
 
+@pytest.mark.slow
 def test_files_are_valid_images(built):
     folder, written, _ = built
     for path in written:
@@ -63,6 +68,7 @@ def test_files_are_valid_images(built):
             assert ET.fromstring(data).tag.endswith("svg"), path
 
 
+@pytest.mark.slow
 def test_files_are_readable_by_others(built):
     """Saved through a private temporary file, the pictures still get the usual mode."""
     umask = os.umask(0)
@@ -71,6 +77,7 @@ def test_files_are_readable_by_others(built):
         assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask, path
 
 
+@pytest.mark.slow
 def test_progress_once_per_figure(built):
     _, written, messages = built
     assert len(messages) == len(gallery.FIGURES)
@@ -79,6 +86,7 @@ def test_progress_once_per_figure(built):
         assert all(name in message for name in entry.files())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, files", [
     ("figure1_lcg", ["figure1_lcg.png", "figure1_lcg.svg"]),          # graphviz (or fallback)
     ("figure1_sample", ["figure1_sample.png"]),                        # graphviz (or fallback)
@@ -131,6 +139,7 @@ def test_layered_multi_is_a_chain_graph_at_any_depth():
                                       for v in deep.intermediates)
 
 
+@pytest.mark.slow
 def test_build_without_dot(monkeypatch, tmp_path):
     """The graph drawings fall back to matplotlib, still deterministic."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -152,6 +161,7 @@ def test_build_without_dot(monkeypatch, tmp_path):
             assert ET.fromstring(data).tag.endswith("svg")
 
 
+@pytest.mark.slow
 @needs_dot
 def test_graph_drawings_use_dot_when_present(built):
     svg = (built[0] / "figure1_lcg.svg").read_text(encoding="utf-8")

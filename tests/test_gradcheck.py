@@ -24,7 +24,7 @@ from minirad.gradcheck import (
     numerical_jacobian,
     random_directions,
 )
-from minirad.tracing.arrays import Tracked
+from minirad.tracing.tracer import Traced
 
 STEPS = [10.0 ** -k for k in range(1, 16)]
 
@@ -248,7 +248,7 @@ def test_gradcheck_on_array_programs_by_every_method():
 
 def test_gradcheck_names_the_worst_array_entry():
     def differs(W):   # traced, W is minirad's array: a rule the tracer gets "wrong"
-        return W * (2.0 if isinstance(W, Tracked) else 3.0)
+        return W * (2.0 if isinstance(W, Traced) else 3.0)
 
     W = np.ones((2, 2))
     report = gradcheck(differs, W, raise_on_failure=False, rng=0)

@@ -20,13 +20,14 @@ from oracles import ROOT
 import minirad
 from minirad import examples, ops
 from minirad.exact.compressed import CRITERIA
-from minirad.exact.elimination import ORDERS
+from minirad.exact.elimination import ON, ORDERS
 from minirad.exact.jacobians import METHODS
 from minirad.exact.sweeps import ENGINES
-from minirad.graph.calls import takes_graph_or_function
+from minirad.graph.lcg import takes_graph_or_function
 from minirad.implicit.ode_adjoint import STATES
 from minirad.randomized.experiments import ESTIMATORS
 from minirad.randomized.injection import LAWS
+from minirad.tracing.codegen import MODES
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 try:
@@ -39,6 +40,7 @@ MEANINGS = {
     # choices, each with one vocabulary (VOCABULARIES below)
     "method": "the algorithm: an exact method of minirad.jacobian, or an estimator",
     "order": "the elimination order: a named order or a list of what to eliminate",
+    "on": "what elimination eliminates: vertices, edges or faces",
     "law": "the random law of an injected matrix P",
     "direction": "which way a sweep, a search or a sampler runs over the edges",
     "engine": "which implementation of the same sweep runs",
@@ -50,6 +52,7 @@ MEANINGS = {
     "states_from": "where the continuous adjoint gets the forward states back from",
     "scheme": "the finite-difference formula",
     "partials": "the law of the random partials of a graph family",
+    "mode": "which program codegen writes: the forward program, its tangent or its adjoint",
     # randomness
     "rng": "the random generator: a numpy Generator or an integer seed",
     "seeds": "the integer seeds a page offers to sample with",
@@ -102,19 +105,21 @@ MEANINGS = {
     "refinements": "the factors by which the time step is refined",
     "checkpoint_every": "how many steps lie between checkpoints",
     "max_paths": "the most paths a function enumerates before it refuses",
-    "max_products": "the most path products Bauer's formula forms before it refuses",
-    "max_intermediates": "the most intermediates an exhaustive order search takes on",
-    "max_edges": "the most edges a searched graph may have",
-    "n_graphs": "how many random graphs to draw (at most, in a search)",
-    "n_inputs": "how many inputs a drawn graph has (a count or an inclusive range)",
-    "n_intermediates": "how many intermediates a drawn graph has (a count or a range)",
-    "n_outputs": "how many outputs a drawn graph has (a count or an inclusive range)",
-    "cheaper": "the kind of elimination searched for as the cheaper",
-    "dearer": "the kind of elimination searched for as the dearer",
     "max_entries": "the most entries a function holds before it refuses",
     "max_vertices": "the most vertices a function draws before it refuses",
     "max_bytes": "the most bytes a file may hold",
     "max_iter": "the most iterations of a solver",
+    "max_products": "the most multiplications along paths a function makes before it refuses",
+    "max_intermediates": "the most intermediates an optimal-order search takes on",
+    "max_edges": "the most edges a graph may have",
+    "n_graphs": "how many graphs to draw",
+    "n_inputs": "how many inputs (or a range of them)",
+    "n_intermediates": "how many intermediates (or a range of them)",
+    "n_outputs": "how many outputs (or a range of them)",
+    "cheaper": "the kind of elimination (an on=) whose optimum should be lower",
+    "dearer": "the kind of elimination (an on=) whose optimum should be higher",
+    "at_most": "a bound on cost: only sequences of at most this many multiplications",
+    "estimate": "a lower bound on the cost still to come (A*)",
     "tol": "the tolerance of a solver",
     "h": "the finite-difference step",
     "rtol": "the relative tolerance of a comparison",
@@ -127,6 +132,7 @@ MEANINGS = {
     "keep_graphs": "whether elimination keeps the graph before every step",
     "in_place": "whether a reverse sweep adds into its own arrays (add!!)",
     "lazy": "whether a reverse sweep defers cotangents until they are wanted",
+    "preaccumulate": "whether codegen eliminates elementwise chains before it writes",
     "covariance": "whether a variance comes as the covariance of each row",
     "per_row": "whether each row of an activation draws its own P",
     "axis": "the axis of an array vertex that P acts on",
@@ -148,6 +154,8 @@ MEANINGS = {
     "path_pattern": "where each picture of a series is saved",
     "path": "the file a picture is saved to",
     "dpi": "dots per inch of a saved picture",
+    "colors": "the colour of each label placed in a plot",
+    "fontsize": "the font size of labels, in points",
     "timeout": "the seconds graphviz may take",
     "ncols": "pictures per row",
     "exact_std": "whether a figure shows the exact standard deviation",
@@ -163,6 +171,9 @@ MEANINGS = {
 VOCABULARIES = {
     "method": METHODS + ESTIMATORS,
     "order": ORDERS,
+    "on": ON,
+    "cheaper": ON,
+    "dearer": ON,
     "law": LAWS,
     "direction": ("forward", "reverse"),
     "engine": ENGINES,
@@ -170,6 +181,7 @@ VOCABULARIES = {
     "end": ("front", "back"),
     "side": ("columns", "rows"),
     "states_from": STATES,
+    "mode": MODES,
 }
 
 # words that once said what a keyword of MEANINGS says; none may come back
@@ -184,11 +196,11 @@ SYNONYMS = {
 }
 
 # functions whose first parameter is a graph but which do not take a function instead:
-# the label recurrences and helpers beneath the graph class (graph/labels.py and
-# graph/lcg.py are what the helper itself is built on), and replay (with its module),
-# whose positional arguments are a new point for a graph already traced
-ON_GRAPHS_ONLY = ("minirad.graph.labels.", "minirad.graph.lcg.", "minirad.replay",
-                  "minirad.tracing.replay.")
+# the label recurrences and helpers beneath the graph class (graph/labels.py,
+# graph/levels.py and graph/lcg.py are what the helper itself is built on), and replay
+# (with its module), whose positional arguments are a new point for a graph already traced
+ON_GRAPHS_ONLY = ("minirad.graph.labels.", "minirad.graph.lcg.", "minirad.graph.levels.",
+                  "minirad.replay", "minirad.tracing.replay.")
 
 FUNCTIONS = api_pages.public_functions()
 
@@ -311,11 +323,12 @@ def test_a_function_and_its_point_give_what_its_graph_gives(call):
 
 
 def test_one_helper_handles_the_graph_or_the_function():
-    """No module but graph/calls.py decides between a graph and a function to trace."""
+    """No module but graph/lcg.py (takes_graph_or_function) decides between a graph and a
+    function to trace."""
     found = []
     for path in (ROOT / "minirad").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        if path.name != "calls.py" and ("callable(g" in text or "g_or_f" in text):
+        if path.name != "lcg.py" and ("callable(g" in text or "g_or_f" in text):
             found.append(str(path.relative_to(ROOT)))
     assert not found, found
-    assert takes_graph_or_function.__module__ == "minirad.graph.calls"
+    assert takes_graph_or_function.__module__ == "minirad.graph.lcg"

@@ -235,7 +235,7 @@ labs.show(render(G, Part(higher.backward_vertices(G), "the reverse pass, recorde
                  show_ops=True), "lab12_gradient_graph")
 
 # %% [markdown]
-# Read the orange part: `b₀ = cos(x2)` is the partial of `sin`, `b₃ = 1/x1`
+# Read the orange part: `b₀ = cos(x2)` is the partial of `sin`, `b₂ = 1/x1`
 # the partial of `log`; $\bar x_1 = x_2 + 1/x_1$ and
 # $\bar x_2 = x_1 - \cos x_2$. The reverse pass never reads $y$: this
 # gradient needs only the inputs.
@@ -407,7 +407,9 @@ print("H v by hand:", by_hand @ v)
 # %% [markdown]
 # **What it costs.** Time one gradient and one Hessian-vector product of a
 # function of many inputs with your tracer. The ratio stays a small constant
-# as $n$ grows, while the full Hessian costs $n$ products.
+# as $n$ grows, while the full Hessian costs $n$ products. One run of a
+# few milliseconds is at the mercy of whatever else the machine does, so
+# each time is the median of several runs.
 
 # %%
 def chain(*x):
@@ -417,15 +419,24 @@ def chain(*x):
     return total
 
 
+def median_seconds(function, *args, repeats=7):
+    """The median time of ``repeats`` calls of ``function(*args)``: one slow run (another
+    program took the processor) does not move it."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function(*args)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
 for n in (10, 40, 160):
     point = list(2.0 + np.arange(n) % 3)
     direction = list(np.ones(n))
-    start = time.perf_counter()
-    gradient(chain, *point)
-    middle = time.perf_counter()
-    hvp(chain, point, direction, gradient, Dual)
-    end = time.perf_counter()
-    print(f"n = {n:4}: one HVP takes {(end - middle) / (middle - start):4.1f} gradients")
+    one_gradient = median_seconds(gradient, chain, *point)
+    one_hvp = median_seconds(hvp, chain, point, direction, gradient, Dual)
+    print(f"n = {n:4}: one HVP takes {one_hvp / one_gradient:4.1f} gradients "
+          f"(medians of 7 runs)")
 
 # %% [markdown]
 # ## What you learned

@@ -481,40 +481,10 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 # sweep, the rest by coloured forward sweeps) needs few sweeps.
 
 # %% [markdown]
-# ## What you learned
-#
-# * Eliminating an intermediate vertex joins each predecessor to each
-#   successor with the product of the two partials, **adding** it to an
-#   existing edge or creating a fill-in edge. Repeated until only inputs and
-#   outputs remain, it leaves the Jacobian on the edges.
-# * A step costs $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$
-#   multiplications on the current graph, so the order matters. Forward and
-#   reverse order mirror forward and reverse mode; Markowitz is a good greedy
-#   heuristic; the optimal order can be cheaper still and is expensive to
-#   find.
-# * A variable used several times receives the **sum** of its partial
-#   adjoints. A reverse sweep accumulates them in place (`+=`); elimination
-#   accumulates them into existing edges; the tracer accumulates the operands
-#   of `y * y` into one edge.
-# * A sparse Jacobian needs fewer sweeps: columns that share no row can be
-#   seeded together (a colouring of the pattern, which the graph gives
-#   without any numbers), and likewise rows for reverse sweeps.
-#
-# ## Going further
-#
-# * Find a small graph where forward, reverse and Markowitz orders all miss
-#   the optimum. (`examples.random_dag` with a few seeds and
-#   `elimination_cost(g, "optimal")` make a quick search.)
-# * Elimination works on edges too: *edge elimination* can beat every vertex
-#   order (Griewank and Naumann). Which graph in the table would you try it on?
-# * Lab 5 keeps the graph but gives up exactness: it samples a few edges at
-#   each vertex and still gets the Jacobian right **on average**.
-
-# %% [markdown]
 # ## 8. Exercise 4.4: eliminating one edge at a time
 #
-# This section takes up the second question of "Going further". A vertex
-# step applies the chain rule to **every** path through a vertex at once.
+# Elimination works on edges too. A vertex step applies the chain rule to
+# **every** path through a vertex at once.
 # Naumann's **edge elimination** applies it to the paths through a single
 # edge $i \to j$, in one of two directions ($c_{ji}$ is the partial on
 # $i \to j$):
@@ -538,13 +508,12 @@ labs.show(plot_strategies(chosen), "lab4_strategies")
 
 # %%
 from minirad.draw.edge_steps import edge_elimination_strip
-from minirad.exact.edge_elimination import eliminate_edges
 
 beats = examples.edge_beats_vertex()
-best_edges = eliminate_edges(beats, "optimal")
+best_edges = eliminate(beats, "optimal", on="edges")   # the same engine, one edge a step
 print("cheapest vertex order:", elimination_cost(beats, "optimal"), "(multiplications, additions)")
 print("cheapest edge sequence:", (best_edges.multiplications, best_edges.additions))
-for step in best_edges.sequence:
+for step in best_edges.order:
     print("   ", step)
 labs.show(edge_elimination_strip(beats, "optimal", title="edge_beats_vertex(): the cheapest "
                                  "edge sequence"), "lab4_edge_beats_vertex")
@@ -590,7 +559,7 @@ def eliminate_edge(edges, i, j, direction):
 # %% [markdown]
 # The check replays front-only, back-only and mixed sequences on five
 # graphs (among them `edge_beats_vertex()` in its cheapest sequence) and
-# compares each of your steps with `minirad.exact.edge_elimination`.
+# compares each of your steps with minirad's (`eliminate(g, order, on="edges")`).
 
 # %%
 labs.check_eliminate_edge(eliminate_edge)
@@ -603,7 +572,7 @@ labs.check_eliminate_edge(eliminate_edge)
 # %%
 edges = labs.edge_dict(beats)
 multiplications = 0
-for i, j, direction in best_edges.sequence:
+for i, j, direction in best_edges.order:
     partners = [b for a, b in edges if a == j] if direction == "front" else \
         [a for a, b in edges if b == i]
     multiplications += len(partners)
@@ -613,7 +582,7 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 
 # %% [markdown]
 # Elimination goes one level further still: Naumann's **face elimination**
-# (`minirad.exact.face_elimination`) works on the dual graph, whose
+# (`eliminate(g, order, on="faces")`) works on the dual graph, whose
 # vertices are the LCG's edges, and eliminates one *pair* of consecutive
 # edges at a time. Every edge sequence is a face sequence of the same cost,
 # so its optimum can only be lower. Naumann reports graphs where it *is*
@@ -622,6 +591,39 @@ assert multiplications == 6 and np.isclose(edges["x", "y"], minirad.jacobian(bea
 # them), although face steps reach dual graphs that no edge sequence
 # reaches. An open exercise: find one. `face_edge_census(n_inputs,
 # n_intermediates, n_outputs, max_edges)` goes through every small graph of
-# a shape, and `face_elimination.cheaper_than(g, cost)` asks whether faces
+# a shape, and `minirad.exact.elimination.cheaper_than(g, cost)` asks whether faces
 # beat a cost you know (the edge optimum), which is far quicker than
 # finding the face optimum.
+
+# %% [markdown]
+# ## What you learned
+#
+# * Eliminating an intermediate vertex joins each predecessor to each
+#   successor with the product of the two partials, **adding** it to an
+#   existing edge or creating a fill-in edge. Repeated until only inputs and
+#   outputs remain, it leaves the Jacobian on the edges.
+# * A step costs $|\mathrm{pred}(v)| \cdot |\mathrm{succ}(v)|$
+#   multiplications on the current graph, so the order matters. Forward and
+#   reverse order mirror forward and reverse mode; Markowitz is a good greedy
+#   heuristic; the optimal order can be cheaper still and is expensive to
+#   find.
+# * A variable used several times receives the **sum** of its partial
+#   adjoints. A reverse sweep accumulates them in place (`+=`); elimination
+#   accumulates them into existing edges; the tracer accumulates the operands
+#   of `y * y` into one edge.
+# * A sparse Jacobian needs fewer sweeps: columns that share no row can be
+#   seeded together (a colouring of the pattern, which the graph gives
+#   without any numbers), and likewise rows for reverse sweeps.
+# * Eliminating one edge at a time (front or back) is a finer step than a
+#   vertex, and some graphs have an edge sequence cheaper than every vertex
+#   order.
+#
+# ## Going further
+#
+# * Find a small graph where forward, reverse and Markowitz orders all miss
+#   the optimum. (`examples.random_dag` with a few seeds and
+#   `elimination_cost(g, "optimal")` make a quick search.)
+# * Face elimination (section 8's last paragraph) can only be cheaper than
+#   edge elimination; find a graph where it is.
+# * Lab 5 keeps the graph but gives up exactness: it samples a few edges at
+#   each vertex and still gets the Jacobian right **on average**.

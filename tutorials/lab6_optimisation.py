@@ -26,8 +26,9 @@
 # size and by the number of draws.
 #
 # **You need:** Labs 2, 4 and 5.
-# **Exercises:** 6.1 (one descent step), 6.2 (descent with sampled gradients)
-# and 6.3 (the gradient through a solve: the implicit function theorem).
+# **Exercises:** 6.1 (one descent step), 6.2 (descent with sampled gradients),
+# 6.3 (the gradient through a solve: the implicit function theorem), 6.4 (the
+# adjoint of a linear solve) and 6.5 (the adjoint of an ODE solve).
 
 # %%
 import math
@@ -556,6 +557,114 @@ for label, g in (("implicit", implicit), ("through the iterations", unrolled)):
 assert np.allclose(exact_gradient(implicit)[0], exact_gradient(unrolled)[0], rtol=1e-9)
 
 # %% [markdown]
+# ## 9. Exercise 6.4: the adjoint of a linear solve
+#
+# `np.linalg.solve(A, b)` on traced arrays is **one** vertex $x = A^{-1} b$
+# with two edges, from $b$ and from $A$. Differentiating $A x = b$ gives
+# $A\, dx + dA\, x = db$, so $dx = A^{-1}(db - dA\, x)$. The reverse sweep
+# applies the transpose: with $\lambda = A^{-T} \bar x$,
+#
+# $$\bar b = \lambda, \qquad \bar A = -\lambda\, x^T .$$
+#
+# One solve with $A^T$ (the LU factors of $A$ serve both solves), never
+# $A^{-1}$: that is what minirad's solve edges keep and apply
+# (`minirad.implicit.solves`).
+#
+# **Exercise 6.4.** Complete `solve_adjoint(A, b, x_bar)`: return the pair
+# `(A_bar, b_bar)`. `b` (and `x_bar`) may have several columns; then
+# $\bar A = -\Lambda X^T$ with one column of $\Lambda$ per column of $X$.
+
+# %%
+def solve_adjoint(A, b, x_bar):
+    """The adjoints of A and b for x = A^{-1} b, given the adjoint x_bar of x."""
+    # BEGIN SOLUTION Exercise 6.4: the adjoint of a linear solve
+    x = np.linalg.solve(A, b)
+    lam = np.linalg.solve(A.T, x_bar)
+    A_bar = -(lam @ x.T if x.ndim == 2 else np.outer(lam, x))
+    return A_bar, lam
+    # END SOLUTION
+
+
+# %%
+labs.check_solve_adjoint(solve_adjoint)
+
+# %% [markdown]
+# ## 10. Exercise 6.5: the adjoint of an ODE solve
+#
+# A simulation is a solver too: $u' = f(u, p)$ from $u(0) = u_0$, and a cost
+# $G(p) = \phi(u(T)) + \int_0^T g(u, p, t)\, dt$. Tracing the RK4 loop and
+# sweeping back through it (**discretise, then differentiate**) gives the
+# exact gradient of the program, `minirad.implicit.ode_adjoint.discrete_gradient`.
+# The other way (**differentiate, then discretise**) solves the adjoint ODE
+# backwards in time:
+#
+# $$\lambda(T) = \phi_u^T, \qquad \lambda' = -f_u^T \lambda - g_u^T, \qquad
+# \mu' = -f_p^T \lambda - g_p^T,\ \mu(T) = 0, \qquad \frac{dG}{dp} = \mu(0).$$
+#
+# Every right-hand side is one vector-Jacobian product of $f$ (and $g$) at
+# $u(t)$, so the backward solve needs $u(t)$ at every step: here the states
+# of the forward solve, with the midpoints of each step interpolated.
+#
+# **Exercise 6.5.** Complete `adjoint_gradient(vjp, states, h, lam_T)`: one
+# RK4 step backwards per forward step, from $t_N = T$ down to 0, for
+# $(\lambda, \mu)$ together. `states[2n]` is $u(t_n)$ and `states[2n - 1]`
+# the midpoint $u(t_n - h/2)$; `vjp(u, lam, t)` returns the pair
+# $(f_u^T \lambda + g_u^T,\ f_p^T \lambda + g_p^T)$ at $(u, t)$, i.e. minus
+# the rates of $(\lambda, \mu)$. Return $\mu(0)$.
+
+# %%
+def adjoint_gradient(vjp, states, h, lam_T):
+    """dG/dp by the continuous adjoint, solved backwards by RK4."""
+    # BEGIN SOLUTION Exercise 6.5: the adjoint of an ODE solve
+    lam, mu = lam_T, 0.0
+    for n in range((len(states) - 1) // 2, 0, -1):
+        t = n * h
+        k1 = vjp(states[2 * n], lam, t)
+        k2 = vjp(states[2 * n - 1], lam + h / 2 * k1[0], t - h / 2)
+        k3 = vjp(states[2 * n - 1], lam + h / 2 * k2[0], t - h / 2)
+        k4 = vjp(states[2 * n - 2], lam + h * k3[0], t - h)
+        lam = lam + h * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6
+        mu = mu + h * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
+    return mu
+    # END SOLUTION
+
+
+# %%
+labs.check_ode_adjoint(adjoint_gradient)
+
+# %% [markdown]
+# The two ways do not give the same number: each is RK4's approximation of
+# the true $dG/dp$, and they differ by $O(h^4)$. Halve the step and the gap
+# to the discrete adjoint should shrink about 16-fold:
+
+# %%
+from dataclasses import replace
+
+from minirad.implicit import ode_adjoint
+
+base = ode_adjoint.oscillator(n_steps=10)
+for r in (1, 2, 4):
+    finer = replace(base, h=base.h / r, n_steps=base.n_steps * r)
+    mine = adjoint_gradient(*labs.adjoint_inputs(finer, finer.parameters))
+    exact = ode_adjoint.discrete_gradient(finer, finer.parameters).gradient
+    gap = np.linalg.norm(mine - exact) / np.linalg.norm(exact)
+    print(f"h = {finer.h:.4f}: relative gap to the discrete adjoint {gap:.2e}")
+
+# %% [markdown]
+# Keeping every state costs memory for all $N$ of them. The library's
+# `continuous_gradient` also recomputes them from checkpoints (the same
+# numbers, about $2\sqrt N$ states kept) or integrates $u' = f$ backwards
+# beside $\lambda$ (nothing kept). The last fails on diffusion, which forgets
+# its high frequencies going forward and so amplifies them going backward,
+# rounding errors included:
+
+# %%
+heat = ode_adjoint.diffusion(n_grid=15, n_steps=60)
+for states in ode_adjoint.STATES:
+    got = ode_adjoint.continuous_gradient(heat, heat.parameters, states_from=states)
+    print(f"{states:<12} {got.stored_states:>3} states kept, gradient {got.gradient.round(6)}")
+
+# %% [markdown]
 # ## What you learned
 #
 # * One step of gradient descent is `p - rate * gradient`, with the gradient
@@ -572,6 +681,13 @@ assert np.allclose(exact_gradient(implicit)[0], exact_gradient(unrolled)[0], rto
 # * Through a solver, the gradient needs one transposed solve,
 #   $f_x^T \lambda = g_x^T$, then $dg/dp = -\lambda^T f_p$: no iterates kept,
 #   however many the solver took (the implicit function theorem).
+# * A linear solve's adjoint is one more solve, with $A^T$: $\bar b = \lambda$,
+#   $\bar A = -\lambda x^T$.
+# * An ODE solve has two gradients: the reverse sweep through its steps
+#   (exact for the program) and the adjoint ODE solved backwards, a sequence of
+#   vector-Jacobian products of $f$; they agree to the solver's order,
+#   $O(h^4)$ for RK4, and the adjoint needs $u(t)$ on the way back: stored,
+#   recomputed from checkpoints, or integrated backwards where that is stable.
 #
 # ## Going further
 #

@@ -445,27 +445,6 @@ labs.show(fig, "lab7_network_fit")
 # rising to the right (the $\sin x$ term). The white dots are the training points; between them the
 # network interpolates smoothly. The loss on the right falls by orders of
 # magnitude and flattens out: a small network with plain gradient steps.
-#
-# ## What you learned
-#
-# * A scalar tracer is operator overloading plus a tape; the backward pass
-#   walks the tape in reverse and **adds** contributions.
-# * An array operation records one pullback per input: for $Z = XY$,
-#   $\bar X = \bar Z Y^{\mathsf T}$ and $\bar Y = X^{\mathsf T} \bar Z$; a
-#   pullback is a function because the two rules multiply from different
-#   sides.
-# * An array of tracked scalars costs one record per scalar operation
-#   ($\sim n^3$ for a product); a tracked array costs one, and runs at the
-#   speed of compiled linear algebra.
-# * Those few rules are enough to train a neural network.
-#
-# ## Going further
-#
-# * Your `accum` recurses from each input towards the result. Rewrite it to
-#   walk a tape of array operations in reverse instead, as in Exercise 7.1.
-#   Which one handles a graph 5000 operations deep?
-# * What does the pullback of `X * Y` (entrywise) store? And of `X @ Y`?
-#   Lab 8 counts what reverse mode must keep in memory.
 
 # %% [markdown]
 # ## 7. Exercise 7.4: accumulating in place, as the ChainRules notes do
@@ -661,3 +640,28 @@ print(block_gradient(g, wrt="x", in_place=True, lazy=True))
 # of `X[i]` straight into the accumulator (`ā[i] += ȳ`), so `mysum` needs
 # one array instead of six. Which of your pullbacks could do that, and
 # what would it have to be given?
+
+# %% [markdown]
+# ## What you learned
+#
+# * A scalar tracer is operator overloading plus a tape; the backward pass
+#   walks the tape in reverse and **adds** contributions.
+# * An array operation records one pullback per input: for $Z = XY$,
+#   $\bar X = \bar Z Y^{\mathsf T}$ and $\bar Y = X^{\mathsf T} \bar Z$; a
+#   pullback is a function because the two rules multiply from different
+#   sides.
+# * An array of tracked scalars costs one record per scalar operation
+#   ($\sim n^3$ for a product); a tracked array costs one, and runs at the
+#   speed of compiled linear algebra.
+# * Those few rules are enough to train a neural network.
+# * Adding into an accumulator in place (`add!!`) saves an allocation, but
+#   only an array the backward pass made itself, writeable and able to hold
+#   the sum, may be written into.
+#
+# ## Going further
+#
+# * Your `accum` recurses from each input towards the result. Rewrite it to
+#   walk a tape of array operations in reverse instead, as in Exercise 7.1.
+#   Which one handles a graph 5000 operations deep?
+# * What does the pullback of `X * Y` (entrywise) store? And of `X @ Y`?
+#   Lab 8 counts what reverse mode must keep in memory.

@@ -51,7 +51,8 @@ from minirad.studies.nn import memory as table1
 from minirad.studies.nn import mlp_numpy
 from minirad.studies.pde import Reactor, exact_gradient, index_dtype, initial_theta
 from minirad.studies.pde import engine as pde_engine
-from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing import name
+from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.ops import relu
 
 # %% [markdown]

@@ -47,6 +47,8 @@
 # downloaded. The lab runs in under a minute.
 
 # %%
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -58,11 +60,14 @@ from minirad.studies.nn.data import mnist_split
 from minirad.studies.nn.memory import kept_entries
 from minirad.studies.nn.training import train
 
-try:  # one BLAS thread: these matrices are small, and threads fight on a busy machine
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(limits=1, user_api="blas")
-except ImportError:
-    pass
+# one BLAS thread: these matrices are small, and threads fight on a busy machine (the
+# grader's kernel is started with one already: OPENBLAS_NUM_THREADS=1)
+if os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=1, user_api="blas")
+    except ImportError:
+        pass
 
 data = mnist_split(rng=0)  # 4,000 training and 1,000 test images, pixels in [0, 1]
 print(f"training images {data.x_train.shape}, test images {data.x_test.shape}")

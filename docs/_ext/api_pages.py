@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -58,6 +59,77 @@ def exported(package: ModuleType) -> tuple[list[str], list[str], list[str]]:
     return objects, modules, shadowing
 
 
+#: what each part of the library does: the headings the public names are grouped under,
+#: in this order (a name goes under the part its object is defined in)
+GROUPS = {
+    "graph": "Graphs: trace, build, save and load",
+    "tracing": "Graphs: trace, build, save and load",
+    "examples": "Graphs: trace, build, save and load",
+    "exact": "Exact methods: every way to the Jacobian",
+    "implicit": "Exact methods: every way to the Jacobian",
+    "gradcheck": "Checking a derivative",
+    "randomized": "Randomized methods: Algorithm 1 and random matrix injection",
+    "draw": "Pictures",
+}
+
+
+def groups(package: ModuleType) -> dict[str, list[str]]:
+    """The names of a package's ``__all__``, objects and modules alike, under the heading
+    of :data:`GROUPS` for the part each is defined in (the others under "More")."""
+    found: dict[str, list[str]] = {heading: [] for heading in GROUPS.values()}
+    for short in package.__all__:
+        obj = inspect.unwrap(getattr(package, short))
+        where = obj.__name__ if inspect.ismodule(obj) else obj.__module__
+        part = where.split(".")[1] if where.count(".") >= 1 else where
+        found.setdefault(GROUPS.get(part, "More"), []).append(short)
+    return {heading: names for heading, names in found.items() if names}
+
+
+def summary(obj) -> str:
+    """The first sentence of an object's docstring (its first paragraph, where a sentence
+    runs over lines), as autosummary shows it.
+
+    >>> summary(summary)
+    "The first sentence of an object's docstring (its first paragraph, where a sentence \
+runs over lines), as autosummary shows it."
+    """
+    paragraph = (inspect.getdoc(obj) or "").strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in paragraph.splitlines())
+    for stop in re.finditer(r"\.(?=\s)", text):
+        if text[:stop.start()].split()[-1] not in ABBREVIATIONS:
+            return text[:stop.end()]
+    return text
+
+
+#: words a period follows inside a sentence ("Sec. 4", "e.g. this")
+ABBREVIATIONS = ("Sec", "(Sec", "Secs", "Fig", "(Fig", "eq", "(eq", "e.g", "(e.g", "i.e",
+                 "(i.e", "al", "cf", "(cf", "vs", "Ch", "(Ch")
+
+
+INDEX = "index.inc"
+
+
+def index_body(package: ModuleType) -> str:
+    """What the API reference's index shows (``docs/api/index.md`` includes it): the public
+    names grouped by what they do, each with its one-line summary, then the parts."""
+    name = package.__name__
+    lines = [f".. currentmodule:: {name}", ""]
+    for heading, names in groups(package).items():
+        # a re-exported module by its own name (relative to the package: autosummary wants
+        # that), which has a page; ``~`` shows the last part of it
+        shown = [f"~{getattr(package, n).__name__.removeprefix(name + '.')}"
+                 if inspect.ismodule(getattr(package, n)) else n for n in names]
+        lines += _title_sub(heading)
+        lines += [".. autosummary::", "", *[f"   {n}" for n in shown], ""]
+    lines += _title_sub("The parts of the library")
+    lines += [".. list-table::", "   :widths: 30 70", ""]
+    for part in subpackages(package):
+        lines += [f"   * - :mod:`{part}`",
+                  f"     - {summary(importlib.import_module(part))}"]
+    lines.append("")
+    return "\n".join(lines)
+
+
 def top_page(package: ModuleType) -> str:
     """The page of the package itself: its docstring, its public names and its modules."""
     name = package.__name__
@@ -65,7 +137,8 @@ def top_page(package: ModuleType) -> str:
     objects, modules, shadowing = exported(package)
     lines = [*_title(f"``{name}``"), f".. automodule:: {name}", "   :no-members:", ""]
     lines += [*_title_sub(f"The public API: ``{name}.__all__``"),
-              f"Everything below is importable as ``{name}.<name>``.", ""]
+              f"Everything below is importable as ``{name}.<name>``; the "
+              f":doc:`index <../index>` groups it by what it does.", ""]
     lines += _autosummary(objects, "names")  # relative to the module automodule set
     if modules:
         lines += [*_title_sub("Modules re-exported under a short name"), ""]
@@ -134,6 +207,7 @@ def write_pages(package_name: str, folder: Path) -> list[str]:
             stale.unlink()
     for filename, text in pages.items():
         write_if_changed(folder / filename, text)
+    write_if_changed(folder / INDEX, index_body(package))
     return parts
 
 
@@ -171,7 +245,7 @@ PARTS = ("graph", "tracing", "exact", "randomized", "checkpoint", "implicit", "d
 #: modules that copy numpy's functions, keywords and all (``axis``, ``keepdims``, ...)
 NUMPY_MIRRORS = ("minirad.tracing.ops", "minirad.tracing.rearrange",
                  "minirad.tracing.contractions", "minirad.tracing.linalg",
-                 "minirad.tracing.reductions")
+                 "minirad.tracing.reductions", "minirad.tracing.rules")
 TABLE_START = "<!-- keyword table: written by python docs/_ext/api_pages.py -->"
 TABLE_END = "<!-- end of keyword table -->"
 

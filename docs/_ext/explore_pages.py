@@ -78,7 +78,7 @@ def write_pages(specs, folder: Path) -> list[Path]:
         module, _, function = spec.rpartition(":")
         g = getattr(importlib.import_module(module), function)()
         target = folder / page_name(spec)
-        text = minirad.explore(g).html
+        text = minirad.explore(g, title=function).html  # titled as `minirad explore` titles it
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.write_text(text, encoding="utf-8")
         written.append(target)

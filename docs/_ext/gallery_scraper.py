@@ -49,7 +49,9 @@ def minirad_scraper(block, block_vars, gallery_conf) -> str:
         minirad.save_drawing(picture, str(path))
         paths.append(PurePosixPath(path))
     shown += fresh
-    return figure_rst(paths, gallery_conf["src_dir"])
+    # one picture after another, each at the width of the text: given several at once,
+    # sphinx-gallery would show them as a row of thumbnails
+    return "".join(figure_rst([path], gallery_conf["src_dir"]) for path in paths)
 
 
 def _get_sg_image_scraper():

@@ -4,7 +4,7 @@ The reverse pass, recorded as more vertices
 
 The lecture's y = ln(x1) + x1·x2 − sin(x2) at (2, 5), with its reverse sweep
 run on traced numbers: the partials (cos(x2), 1/x1), their products with the
-adjoints and the sums over uses become vertices (orange) after the program's
+adjoints and the sums over uses become vertices (orange-red) after the program's
 own. The outputs x̄1, x̄2 are the gradient, so the Jacobian of this graph is
 the Hessian.
 """

@@ -69,8 +69,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from . import schedules as checkpointing
 
 __all__ = ["ChainShape", "CheckpointedGradient", "chain_shape", "checkpointed_gradient"]

@@ -90,7 +90,7 @@ def plot_reintegration(problems):
             text = ("non-finite" if not np.isfinite(error) else
                     f"{error:.0e}" if error < CEILING else f"> {CEILING:.0e}\n({error:.0e})")
             right.text(x, shown * 10, f"{text}\n{got.stored_states}\nkept", ha="center",
-                       va="bottom", fontsize=7)
+                       va="bottom", fontsize=8.5)
     left.axhline(1.0, color="#999999", linewidth=0.8, linestyle=":")
     left.set_xlim(1.02, -0.02)
     left.set_ylim(FLOOR, CEILING * 1e6)

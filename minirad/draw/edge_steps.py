@@ -14,10 +14,9 @@ of render's own path highlights, with every vertex kept in its place:
 :func:`edge_step_pictures` draws one step, :func:`edge_elimination_strip`
 a whole sequence as one matplotlib Figure, a row per step.
 
->>> from minirad import examples
->>> from minirad.exact.edge_elimination import eliminate_edges
+>>> from minirad import eliminate, examples
 >>> g = examples.lab()
->>> result = eliminate_edges(g, [("x", "v2", "front")])
+>>> result = eliminate(g, [("x", "v2", "front")], on="edges")
 >>> before, after = edge_step_pictures(g, result.steps[0])
 >>> print(before.options["title"])
 front-eliminate x → v2: |succ(v2)| = 1 multiplication, 0 additions
@@ -27,9 +26,8 @@ front-eliminate x → v2: |succ(v2)| = 1 multiplication, 0 additions
 
 from __future__ import annotations
 
-from ..exact.edge_elimination import FRONT, EdgeStep, eliminate_edges
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, plural
+from ..exact.elimination import FRONT, Step, eliminate
+from ..graph.lcg import LCG, plural, takes_graph_or_function
 from .render import (
     PATH_COLORS,
     STEP_EDGE_COLOR,
@@ -47,35 +45,38 @@ PRODUCT_COLORS = tuple(c for c in PATH_COLORS if c.lower() != "#e69f00")
 __all__ = ["edge_elimination_strip", "edge_step_pictures", "step_title"]
 
 
-def step_title(step: EdgeStep) -> str:
+def step_title(step: Step) -> str:
     """One line saying what an edge step does and what it costs."""
-    i, j = step.edge
-    degree = f"|succ({j})|" if step.direction == FRONT else f"|pred({i})|"
-    return (f"{step.direction}-eliminate {i} → {j}: {degree} = "
+    i, j, end = step.eliminated
+    degree = f"|succ({j})|" if end == FRONT else f"|pred({i})|"
+    return (f"{end}-eliminate {i} → {j}: {degree} = "
             f"{plural(step.multiplications, 'multiplication')}, "
             f"{plural(step.additions, 'addition')}")
 
 
-def _products(step: EdgeStep) -> list[tuple[tuple[str, ...], tuple[str, str]]]:
+def _products(step: Step) -> list[tuple[tuple[str, ...], tuple[str, str]]]:
     """Each product of the step as (its path, the edge it lands on), in partner order."""
-    i, j = step.edge
-    if step.direction == FRONT:
-        return [((i, j, k), (i, k)) for k in step.partners]
-    return [((h, i, j), (h, j)) for h in step.partners]
+    i, j, end = step.eliminated
+    if end == FRONT:
+        return [((i, j, k), (i, k)) for k in step.successors]
+    return [((h, i, j), (h, j)) for h in step.predecessors]
 
 
-def edge_step_pictures(before: LCG, step: EdgeStep, **options) -> tuple:
+def edge_step_pictures(before: LCG, step: Step, **options) -> tuple:
     """The two drawings of one edge step (see the module docstring).
 
-    ``before`` is the graph just before the step (``EdgeElimination.graphs[i]``
+    ``before`` is the graph just before the step (``Elimination.graphs[i]``
     for ``steps[i]``, which needs ``keep_graphs=True``); the graph after it
     is made by taking the step again.  Other keyword arguments go to
     :func:`minirad.draw.render.render`; both pictures share ``positions``
     (from :func:`minirad.draw.render.layout_positions` of ``before`` when
     ``dot`` is installed), so every vertex stays in its place.
     """
-    i, j = step.edge
-    after = eliminate_edges(before, [(i, j, step.direction)]).graph
+    if step.on != "edges":
+        raise ValueError(f"edge_step_pictures draws an edge elimination step, not a step on "
+                         f"{step.on} (render draws a vertex step)")
+    i, j, end = step.eliminated
+    after = eliminate(before, [(i, j, end)], on="edges").graph
     if has_dot() and "positions" not in options:
         options = dict(options, positions=layout_positions(before))
     products = _products(step)
@@ -85,13 +86,13 @@ def edge_step_pictures(before: LCG, step: EdgeStep, **options) -> tuple:
             for _, target in products]
     # the eliminated edge first, in the colour vertex steps give the edges they remove
     first = render(before, Paths([(i, j)] + [path for path, _ in products],
-                                 labels=[f"eliminated ({step.direction})"] + made,
+                                 labels=[f"eliminated ({end})"] + made,
                                  colors=[STEP_EDGE_COLOR] + colors),
                    title=options.pop("title", None) or step_title(step), **options)
     landed = [target for _, target in products]
     notes = ["new" if target in new else f"updated, was {before.partial(*target):.4g}"
              for target in landed]
-    gone = (f"; {', '.join(step.removed)} deleted (no {'in' if step.direction == FRONT else 'out'}"
+    gone = (f"\n{', '.join(step.removed)} deleted (no {'in' if end == FRONT else 'out'}"
             f"-edge left)") if step.removed else ""
     second = render(after, Paths(landed, labels=notes, colors=colors),
                     title=f"after it: {i} → {j} eliminated{gone}", **options)
@@ -103,7 +104,7 @@ def edge_elimination_strip(g: LCG, order="optimal", path=None, dpi: int = 110, *
                            title: str | None = None, **options):
     """Every step of an edge elimination as a row of two pictures, in one Figure.
 
-    ``order`` is as for :func:`minirad.exact.edge_elimination.eliminate_edges`;
+    ``order`` is an edge order of :func:`minirad.exact.elimination.eliminate`;
     ``title`` goes above all the rows; saved to ``path`` when given.
 
     >>> from minirad import examples
@@ -111,13 +112,15 @@ def edge_elimination_strip(g: LCG, order="optimal", path=None, dpi: int = 110, *
     >>> len(figure.axes), figure.get_suptitle()
     (4, 'lab')
     """
-    result = eliminate_edges(g, order, keep_graphs=True)
+    result = eliminate(g, order, on="edges", keep_graphs=True)
     if has_dot() and "positions" not in options:
         options = dict(options, positions=layout_positions(g))
     drawings = []
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
+        # two short lines: a long one would run past a tile of the strip
+        what, cost = step_title(step).split(": ", 1)
         pair = edge_step_pictures(before, step, title=f"step {number}/{len(result.steps)}: "
-                                  f"{step_title(step)}", **options)
+                                  f"{what}\n{cost}", **options)
         drawings += pair
     figure = strip(drawings, ncols=2, dpi=dpi, title=title)
     if path is not None:

@@ -20,6 +20,12 @@ nothing fetched when it is opened), with a panel per way of looking at it:
   kept fraction of sampled activations with the memory and the exact
   variance side by side.
 
+On a graph of arrays the Eliminate, Paths and Sample panels work on its
+Jacobian blocks: elimination multiplies blocks (every step minirad's own,
+looked up, since the page cannot multiply operators), a path's product is a
+block, and a sample draws paths through the arrays and then entries inside
+each array it visits (the paper's two levels, both drawn).
+
 Everything shown is computed here by minirad (:mod:`minirad.draw.explore_data`,
 :mod:`minirad.draw.explore_arrays`) and stored in the page as JSON.  The one
 computation the page makes itself is the elimination step of a vertex the
@@ -53,10 +59,9 @@ from importlib import resources
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..rng import seed_from
 from . import explore_arrays, explore_data
 from .explore_layout import positions
@@ -117,17 +122,73 @@ def _check_options(ks, seeds, n) -> None:
 @takes_graph_or_function
 def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: int = 100,
             max_paths: int = 60, fractions=explore_arrays.FRACTIONS,
-            max_vertices: int = MAX_VERTICES, rng=0) -> Page:
-    """The explorable page of ``g``, an LCG of numbers or of arrays (at most
-    ``max_vertices`` vertices, refused before anything is computed).
+            max_vertices: int = MAX_VERTICES, entries=(None, 1, 2), rng=0) -> Page:
+    """One self-contained web page to step through ``g``'s algorithms in a browser.
 
-    ``ks`` and ``seeds`` are the menu of the Sample panel (each pair is
-    precomputed: ``n`` estimates, the first dozen from runs of
-    ``sample_paths`` shown with their draws, the rest from ``sampled_jacobians``);
-    ``max_paths`` bounds the paths listed per Jacobian entry; ``fractions`` are the
-    kept fractions of the Memory panel's slider, each drawn by ``sample_activations`` with a
-    seed, ``rng`` itself or one drawn from it (the page names it).
-    Save it with ``.save("page.html")``; in Jupyter it shows inline.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph, of numbers or of arrays; or a Python function, followed by
+        the point to trace it at (the other arguments then by keyword).
+    title : str, optional
+        The page's title (default: the graph's repr).
+    ks : sequence of int, optional
+        The k's of the Sample panel's menu.
+    seeds : sequence of int, optional
+        The seeds of the Sample panel's menu; each (k, seed) pair is
+        precomputed.
+    n : int, optional
+        Estimates per (k, seed) pair, 2 to 10,000: the first dozen from runs of
+        :func:`~minirad.randomized.sampling.sample_paths` shown with their
+        draws, the rest from :func:`~minirad.randomized.sampling.sampled_jacobians`.
+    max_paths : int, optional
+        The most paths listed per Jacobian entry in the Paths panel.
+    fractions : sequence of float, optional
+        The kept fractions of the Memory panel's slider (graphs with arrays),
+        each drawn by :func:`~minirad.randomized.injection.sample_activations`.
+    max_vertices : int, optional
+        Larger graphs are refused before anything is computed (default 200).
+    entries : sequence of int or None, optional
+        On a graph of arrays, the second level of the Sample panel's menu: how
+        many entries each array vertex samples inside it (``None``: all of them).
+    rng : numpy.random.Generator or int, optional
+        The Memory panel's seed, or a generator to draw it from (the page names
+        it).
+
+    Returns
+    -------
+    Page
+        ``html`` (the whole file), ``data`` (what it shows) and ``save(path)``;
+        in Jupyter it shows inline.
+
+    Raises
+    ------
+    ValueError
+        For a graph with more than ``max_vertices`` vertices, or a bad menu
+        (``n`` out of range, negative seeds, no k).
+    TypeError
+        For a ``max_vertices`` that is not an int, or a ``g`` that is not an LCG.
+
+    See Also
+    --------
+    minirad.render : A picture of the graph.
+    minirad.eliminate : The steps the Eliminate panel plays.
+
+    Notes
+    -----
+    Nothing is fetched when the page is opened; the one computation it makes
+    itself is the elimination step of a vertex the student clicks, which it
+    checks against minirad's own steps when it plays one of minirad's orders
+    (the module docstring).
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> page = explore(examples.lecture())
+    >>> page
+    Page('an LCG of 7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges', ... bytes)
+    >>> sorted(page.data)[:4]
+    ['elimination', 'exact', 'graph', 'kind']
     """
     if isinstance(max_vertices, bool) or not isinstance(max_vertices, int):
         raise TypeError(f"max_vertices must be an int, not {max_vertices!r}")
@@ -146,16 +207,20 @@ def explore(g: LCG, *, title: str | None = None, ks=(1, 2), seeds=(0, 1, 2), n: 
                     sample=_optional(explore_data.sample_section, g, tuple(ks), tuple(seeds),
                                      n),
                     memory=None)
-    else:  # a graph with arrays: its blocks, the reverse sweep over them and Memory
+    else:  # a graph with arrays: the same panels on its blocks, and Memory
+        _check_options(list(ks), list(seeds), n)
         lines = [[name, shape] for name, shape in zip(g.names, map(
             explore_arrays.shape_text, g.shapes))]
         data = dict(kind="arrays", graph=explore_arrays.graph_section(g),
                     exact=explore_arrays.exact_section(g),
                     memory=explore_arrays.memory_section(g, fractions, rng=seed_from(
                         np.random.default_rng() if rng is None else rng)),
-                    elimination=None, paths=None, sample=None)
+                    elimination=explore_arrays.elimination_section(g),
+                    paths=_optional(explore_arrays.paths_section, g, max_paths),
+                    sample=_optional(explore_data.sample_section, g, tuple(ks), tuple(seeds),
+                                     n, 12, tuple(entries)))
     data["layout"] = _layout_section(g, lines, max_vertices)
-    data["title"] = title or repr(g)
+    data["title"] = title or "an LCG of " + repr(g).removeprefix("LCG(").removesuffix(")")
     return Page(_fill(data), data)
 
 

@@ -73,7 +73,7 @@ def graph_section(g) -> dict:
         ops.append(g.names[v] if g.kind(v) == "input" or not g.ops[v]
                    else f"{g.names[v]} = {fill_template(g.ops[v], operands)}")
     return dict(names=list(g.names), kinds=[g.kind(v) for v in range(g.n_vertices)], ops=ops,
-                shapes=[shape_text(s) for s in g.shapes],
+                shapes=[shape_text(s) for s in g.shapes], dims=[list(s) for s in g.shapes],
                 dtypes=[str(d) for d in g.dtypes], sources=g.sources.tolist(),
                 targets=g.targets.tolist(),
                 labels=[f"{op:.4g}" if isinstance(op, float) else op.label() for op in g.labels],
@@ -208,3 +208,116 @@ def memory_section(g, fractions=FRACTIONS, *, rng: int = 0) -> dict:
     return dict(notes=list(full.notes), sampled=sampled, steps=steps, seed=rng,
                 variance_note=why, gradient_squared=norms,
                 input_names=[g.names[x] for x in g.inputs])
+
+
+# ------------------------------------------------------------ elimination on blocks
+#: every set of eliminated intermediates is computed in advance up to this many of them
+#: (2**8 graphs), so that a student can click them in any order; beyond, minirad's orders
+MAX_CLICKABLE = 8
+
+
+def _block_text(label) -> str:
+    """An edge's label as the drawing writes it: the partial, or the block's kind."""
+    return f"{label:.4g}" if isinstance(label, float) else label.label()
+
+
+def _block_name(label) -> str:
+    """A block with its shape, for the log of a step: ``dense (3, 5) <- (4, 5)``."""
+    if isinstance(label, float):
+        return f"{label:.4g}"
+    return f"{label.label()} {shape_text(label.out_shape)} ← {shape_text(label.in_shape)}"
+
+
+def _block_step(step, index: dict) -> dict:
+    """One elimination step on blocks, with vertex numbers of the graph as traced."""
+    pairs = lambda names: [[index[p], index[s]] for p, s in names]  # noqa: E731
+    return dict(vertex=index[step.eliminated], predecessors=[index[p] for p in step.predecessors],
+                successors=[index[s] for s in step.successors], fill_in=pairs(step.fill_in),
+                updated=pairs(step.updated),
+                fill_in_labels=[_block_name(b) for b in step.fill_in_labels],
+                updated_labels=[_block_name(b) for b in step.updated_labels],
+                multiplications=int(step.multiplications), additions=int(step.additions))
+
+
+def elimination_section(g) -> dict:
+    """Vertex elimination on Jacobian blocks, every step minirad's own
+    (:func:`minirad.exact.elimination.eliminate` on the graph left so far): the
+    products of blocks are operators the page cannot form, so it looks them up.
+
+    ``orders``: minirad's forward, reverse, Markowitz and optimal orders with their
+    steps.  ``states`` (for at most :data:`MAX_CLICKABLE` intermediates): for every
+    set of eliminated intermediates, written as a bit mask over ``intermediates``,
+    the step of eliminating each intermediate still there, so that any order can be
+    clicked (the page keeps the graph left by applying the steps' fill-in).  Costs are
+    what the block algebra counts: multiplications of the entries of the blocks.
+
+    >>> from minirad import examples
+    >>> section = elimination_section(examples.figure3())
+    >>> [section["orders"][o]["multiplications"] for o in ("forward", "reverse")]
+    [1050, 135]
+    >>> len(section["states"]), section["states"][0]["3"]["multiplications"]
+    (8, 90)
+    """
+    from ..exact.elimination import eliminate, elimination_order
+
+    index = {name: v for v, name in enumerate(g.names)}
+    inter = list(g.intermediates)
+    orders = {}
+    for name in ("forward", "reverse", "markowitz", "optimal"):
+        try:
+            order = elimination_order(g, name)
+        except ValueError:   # "optimal" beyond what minirad searches
+            continue
+        result = eliminate(g, order=list(order), keep_graphs=True)
+        orders[name] = dict(order=list(order), steps=[_block_step(s, index)
+                                                      for s in result.steps],
+                            multiplications=int(result.multiplications),
+                            additions=int(result.additions))
+    states = None
+    if len(inter) <= MAX_CLICKABLE:
+        states = []
+        for mask in range(2 ** len(inter)):
+            gone = [g.names[v] for i, v in enumerate(inter) if mask >> i & 1]
+            h = eliminate(g, order=gone).graph if gone else g
+            states.append({str(v): _block_step(eliminate(h, order=[g.names[v]]).steps[0], index)
+                           for i, v in enumerate(inter) if not mask >> i & 1})
+    return dict(orders=orders, intermediates=inter, states=states, optimal_limit=len(inter),
+                clickable_limit=MAX_CLICKABLE)
+
+
+def paths_section(g, limit: int = 60) -> dict:
+    """Per pair of an output array and an input array: the paths of arrays between them
+    (Bauer's formula on blocks), each with its product, a block, and the block of the
+    Jacobian they sum to, with the norms that compare them.
+
+    >>> from minirad import examples
+    >>> entry = paths_section(examples.figure3())["entries"][0]
+    >>> entry["name"], entry["count"], entry["products"][0].split(",")[0]
+    ('dy/dW1', '1', 'R ← R^(4×5)')
+    """
+    import itertools
+    import math
+
+    from ..exact.jacobians import accumulate
+    from ..exact.paths import count_paths, path_product, paths
+    from ..exact.result import format_count
+
+    counts = count_paths(g)
+    blocks = accumulate(g, method="reverse").blocks
+    entries = []
+    for (r, y), (c, x) in itertools.product(enumerate(g.outputs), enumerate(g.inputs)):
+        listed = list(itertools.islice(paths(g, x, y), limit))
+        blocks_along = [path_product(g, p) for p in listed]
+        products = [np.asarray(b if isinstance(b, float) else b.to_dense(), dtype=float)
+                    for b in blocks_along]
+        exact = np.asarray(blocks[r][c], dtype=float).reshape(
+            int(np.prod(g.shapes[y], dtype=int)), int(np.prod(g.shapes[x], dtype=int)))
+        total = sum(products, np.zeros_like(exact)) if products else np.zeros_like(exact)
+        shape = f"{shape_text(g.shapes[y])} ← {shape_text(g.shapes[x])}"
+        entries.append(dict(
+            name=f"d{g.names[y]}/d{g.names[x]}", count=format_count(counts[r, c]),
+            complete=len(listed) == counts[r, c], paths=[list(p) for p in listed],
+            products=[f"{shape}, norm {number(math.hypot(*p.ravel())):.6g}" for p in products],
+            listed_sum=number(np.linalg.norm(total)), exact=number(np.linalg.norm(exact)),
+            difference=number(np.linalg.norm(total - exact)), shape=shape))
+    return dict(entries=entries, limit=limit, blocks=True)

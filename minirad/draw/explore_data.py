@@ -27,10 +27,12 @@ import math
 
 import numpy as np
 
-from ..exact.elimination import OPTIMAL_LIMIT, eliminate, elimination_order
+from ..exact.elimination import eliminate, elimination_order
+from ..exact.orders import OPTIMAL_LIMIT
 from ..exact.paths import count_paths, path_product, paths
 from ..exact.result import format_count
 from ..exact.sweeps import forward_sweep, reverse_sweep
+from ..graph.labels import FLOATS
 from ..graph.lcg import INTERMEDIATE, LCG, fill_template
 from ..randomized.sampling import path_sampling_variance, sample_paths, sampled_jacobians
 from ..rng import as_generator
@@ -101,7 +103,7 @@ def exact_section(g: LCG) -> dict:
 
 
 def _step_record(step) -> dict:
-    return dict(vertex=step.vertex, predecessors=list(step.predecessors),
+    return dict(vertex=step.eliminated, predecessors=list(step.predecessors),
                 successors=list(step.successors), fill_in=[list(e) for e in step.fill_in],
                 updated=[list(e) for e in step.updated],
                 fill_in_labels=numbers(step.fill_in_labels),
@@ -156,7 +158,8 @@ def _running(estimates: np.ndarray) -> dict:
     return dict(mean=mean, stderr=np.sqrt(variance / n), variance=variance)
 
 
-def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int = 12) -> dict:
+def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int = 12,
+                   entries=(None,)) -> dict:
     """For each k and seed, ``n`` estimates of Algorithm 1 with their running mean,
     standard error and variance (the first :data:`MAX_ENTRIES` entries).  The first
     ``runs`` of them (at most ``n``) are single runs of ``sample_paths`` on one generator
@@ -165,40 +168,63 @@ def sample_section(g: LCG, ks=(1, 2), seeds=(0, 1, 2), n: int = 100, runs: int =
     averages; the rest come from ``sampled_jacobians(g, k, n - runs, rng=rng)`` on the same
     generator afterwards (the same law, drawn in batches).  The estimates and means are
     kept in full, the standard errors and variances to :data:`SPREAD_DIGITS`
-    significant digits (the page prints fewer)."""
-    entries = min(MAX_ENTRIES, len(g.outputs) * len(g.inputs))
-    exact = reverse_sweep(g, keep_values=False).jacobian.ravel()[:entries]
+    significant digits (the page prints fewer).
+
+    On a graph of arrays ``entries`` lists the second levels to offer (each as
+    :func:`~minirad.randomized.sampling.sample_paths` takes it: entries kept inside
+    each visited array); each run then keeps, per vertex that sampled inside, the
+    weight of each of its entries (0 where not kept), and the Jacobian's entries are
+    those of the arrays, row by row."""
+    total = sum(g.size(y) for y in g.outputs) * sum(g.size(x) for x in g.inputs)
+    shown = min(MAX_ENTRIES, total)
+    exact = reverse_sweep(g, keep_values=False).jacobian.ravel()[:shown]
     menu = []
-    for k in ks:
+    for k, inside in itertools.product(ks, entries):
         try:
-            variance = numbers(path_sampling_variance(g, k).ravel()[:entries])
+            variance = numbers(path_sampling_variance(g, k, entries=inside).ravel()[:shown])
         except ValueError as error:  # too many vertices for the dense covariance
             variance = str(error)
         for seed in seeds:
             rng = as_generator(seed)
             singles, first = [], []
             for _ in range(min(runs, n)):
-                s = sample_paths(g, k, rng=rng)
+                s = sample_paths(g, k, rng=rng, entries=inside)
                 drawn = np.flatnonzero(s.counts)
                 first.append(np.asarray(s.jacobian, dtype=np.float64).ravel())
                 singles.append(dict(edges=drawn.tolist(), counts=s.counts[drawn].tolist(),
                                     weights=numbers(s.weights[drawn]),
                                     skipped=np.flatnonzero(~s.visited).tolist(),
-                                    estimate=numbers(s.jacobian.ravel()[:entries]),
+                                    estimate=numbers(s.jacobian.ravel()[:shown]),
+                                    inside={str(v): numbers(w) for v, w in s.inside.items()},
                                     edges_stored=s.edges_stored,
                                     vertices_stored=s.vertices_stored))
             parts = [np.array(first)]
             if n > len(first):
-                parts.append(sampled_jacobians(g, k, n - len(first), rng=rng)
+                parts.append(sampled_jacobians(g, k, n - len(first), rng=rng, entries=inside)
                              .reshape(n - len(first), -1))
-            estimates = np.concatenate(parts)[:, :entries]
+            estimates = np.concatenate(parts)[:, :shown]
             running = _running(estimates)
-            menu.append(dict(k=k, seed=seed, n=n, runs=len(singles), exact_variance=variance,
+            menu.append(dict(k=k, entries=inside, seed=seed, n=n, runs=len(singles),
+                             exact_variance=variance,
                              estimates=[numbers(row) for row in estimates],
                              mean=[numbers(row) for row in running["mean"]],
                              stderr=[numbers(row, SPREAD_DIGITS) for row in running["stderr"]],
                              variance=[numbers(row, SPREAD_DIGITS)
                                        for row in running["variance"]],
                              singles=singles))
-    return dict(entries=entry_names(g)[:entries], all_entries=len(g.outputs) * len(g.inputs),
+    names = entry_names(g) if g.algebra is FLOATS else _array_entry_names(g)
+    return dict(entries=names[:shown], all_entries=total,
                 exact=numbers(exact), menu=menu)
+
+
+def _array_entry_names(g: LCG) -> list[str]:
+    """``dy/dW1[0,1]``, ...: the entries of a graph of arrays' Jacobian, row by row."""
+    rows = [f"{g.names[y]}{_index(i, g.shapes[y])}" for y in g.outputs
+            for i in np.ndindex(*g.shapes[y])]
+    columns = [f"{g.names[x]}{_index(j, g.shapes[x])}" for x in g.inputs
+               for j in np.ndindex(*g.shapes[x])]
+    return [f"d{r}/d{c}" for r in rows for c in columns]
+
+
+def _index(i: tuple, shape: tuple) -> str:
+    return "" if not shape else "[" + ",".join(map(str, i)) + "]"

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from .figure import Figure
 from .render import PATH_COLORS as COLORS
 
@@ -130,7 +129,7 @@ def plot_mode_costs(sizes=(2, 4, 8, 16, 32, 64), title: str | None = None):
     shown = {"duals": "forward mode, dual numbers (n passes)",
              "forward sweep": "forward sweep on the graph (n seeds)",
              "reverse sweep": "reverse sweep (one seed)"}
-    figure = Figure(figsize=(14.0, 4.6), layout="constrained")
+    figure = Figure(figsize=(12.5, 4.8), layout="constrained")
     bars, lines, ratio = figure.subplots(1, 3, gridspec_kw={"width_ratios": [0.8, 1.2, 1.0]})
 
     heights = [lecture[m] for m in methods]
@@ -138,8 +137,8 @@ def plot_mode_costs(sizes=(2, 4, 8, 16, 32, 64), title: str | None = None):
     for rect, h in zip(rects, heights):
         bars.text(rect.get_x() + rect.get_width() / 2, h + 0.2, str(h), ha="center",
                   va="bottom", fontsize=9)
-    bars.set_xticks(range(3), ["duals\n(2 passes)", "forward sweep\n(2 seeds)",
-                               "reverse sweep\n(1 seed)"], fontsize=8.5)
+    bars.set_xticks(range(3), ["duals\n(2 passes)", "forward\nsweep\n(2 seeds)",
+                               "reverse\nsweep\n(1 seed)"], fontsize=9.5)
     bars.set_ylim(0, max(heights) * 1.25)
     bars.set_ylabel("multiplications for the gradient")
     bars.set_title("(a) the lecture's y = ln(x1) + x1·x2 − sin(x2)", fontsize=10)
@@ -155,7 +154,7 @@ def plot_mode_costs(sizes=(2, 4, 8, 16, 32, 64), title: str | None = None):
     lines.set_xlabel("inputs n")
     lines.set_ylabel("multiplications for the gradient")
     lines.set_title("(b) the same summed over neighbouring pairs of n inputs", fontsize=10)
-    lines.legend(fontsize=8, loc="upper left")
+    lines.legend(fontsize=9, loc="upper left")
     lines.grid(True, alpha=0.3)
 
     ratios = [row["hvp"] / row["reverse sweep"] for row in table]
@@ -168,7 +167,7 @@ def plot_mode_costs(sizes=(2, 4, 8, 16, 32, 64), title: str | None = None):
     ratio.set_xlabel("inputs n")
     ratio.set_ylabel("multiplications, in gradients")
     ratio.set_title("(c) forward over reverse on the recorded gradient graph", fontsize=10)
-    ratio.legend(fontsize=8, loc="upper left")
+    ratio.legend(fontsize=9, loc="upper left")
     ratio.grid(True, alpha=0.3)
     figure.suptitle(title or "Multiplications of forward and reverse mode (partial × tangent "
                              "or adjoint, as the sweeps count them)", fontsize=11)

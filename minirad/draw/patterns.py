@@ -18,7 +18,8 @@ from matplotlib.colors import ListedColormap
 
 from ..exact.compressed import STRATEGIES, Plan, plan
 from ..exact.sparsity import as_pattern, colour_columns, colour_rows, pattern
-from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import takes_graph_or_function
+from . import palette
 from .render import PATH_COLORS
 
 __all__ = ["plot_blocks", "plot_pattern", "plot_strategies"]
@@ -155,14 +156,18 @@ def _wrap(line: str, width: int = 120) -> str:
 def plot_blocks(g, max_entries: int = 4096, title: str | None = None):
     """Every edge's Jacobian block as a small heatmap: the structure an operator
     stores compactly (a diagonal, a mask, the Kronecker pattern of ``x @ W`` seen
-    from W), seen as the matrix it stands for, red positive and blue negative.
+    from W), seen as the matrix it stands for, red positive and blue negative,
+    each on its own scale (the colour bar beside it), centred on 0.
     Blocks of more than ``max_entries`` entries are named but not drawn.
 
     >>> import numpy as np
     >>> from minirad import examples
     >>> figure = plot_blocks(examples.figure3())
-    >>> len(figure.axes), figure.axes[0].get_title().splitlines()[1]
+    >>> blocks = [ax for ax in figure.axes if ax.images]
+    >>> len(blocks), blocks[0].get_title().splitlines()[1]
     (5, '15 × 20, 60 nonzero')
+    >>> len(figure.axes) - len(blocks)      # one colour bar each
+    5
     """
     from matplotlib.ticker import MaxNLocator
 
@@ -171,7 +176,7 @@ def plot_blocks(g, max_entries: int = 4096, title: str | None = None):
         raise ValueError("the graph has no edges, so no Jacobian blocks to draw")
     cols = min(n, 3)
     rows = -(-n // cols)
-    figure = _figure(4.2 * cols, 3.6 * rows)
+    figure = _figure(3.9 * cols, 3.4 * rows)
     axes = figure.subplots(rows, cols, squeeze=False).ravel()
     for ax in axes[n:]:
         figure.delaxes(ax)
@@ -188,13 +193,15 @@ def plot_blocks(g, max_entries: int = 4096, title: str | None = None):
         if block is None:
             block = np.asarray(label.to_dense(), dtype=np.float64)
         scale = float(np.abs(block).max()) or 1.0
-        ax.imshow(block, cmap="RdBu_r", vmin=-scale, vmax=scale, interpolation="nearest",
-                  aspect="auto")
+        image = ax.imshow(block, cmap=palette.DIVERGING, vmin=-scale, vmax=scale,
+                          interpolation="nearest", aspect="auto")
+        bar = figure.colorbar(image, ax=ax, shrink=0.85, pad=0.02)
+        bar.ax.tick_params(labelsize=9)
         ax.set_title(f"{name}\n{out_size} × {in_size}, {int(np.count_nonzero(block))} nonzero",
-                     fontsize=9)
-        ax.set_xlabel(f"{g.names[u]} entries", fontsize=8)
-        ax.set_ylabel(f"{g.names[v]} entries", fontsize=8)
-        ax.tick_params(labelsize=7)
+                     fontsize=9.5)
+        ax.set_xlabel(f"{g.names[u]} entries", fontsize=9)
+        ax.set_ylabel(f"{g.names[v]} entries", fontsize=9)
+        ax.tick_params(labelsize=9)
         for axis, count in ((ax.xaxis, block.shape[1]), (ax.yaxis, block.shape[0])):
             if count <= 8:
                 axis.set_ticks(range(count))

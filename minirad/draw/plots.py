@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..graph.scalarize import entry_names
 from ..rng import as_generator
+from . import palette
 from .render import PATH_COLORS as COLORS  # one colour per curve, as render colours paths
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 ANNOTATE_LIMIT = 64
 ANNOTATE_COLUMNS = 8
 #: the empirical crosses of plot_variance_vs_k, a colour no line there has
-EMPIRICAL_COLOR = "#CC0077"
+EMPIRICAL_COLOR = palette.PURPLE
 
 
 def _figure(width: float, height: float):
@@ -151,9 +151,17 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
     panels = [exact, mean, single, std]
     if n is not None:
         panels.append(z_scores(exact, mean, std, n))
-    panel = max(2.2, min(4.4, 0.5 * n_in + 1.1))
-    figure = _figure(len(panels) * panel + 2.4, max(3.2, min(6.5, 0.45 * n_out + 2.2)))
-    axes = figure.subplots(1, len(panels), sharey=True)
+    # two rows: the three panels of one colour scale above, with that scale's bar under
+    # all three; the standard deviation and the z-scores below, each with its own bar
+    panel = max(2.2, min(4.0, 0.5 * n_in + 1.1))
+    high = max(1.8, min(4.5, 0.45 * n_out + 1.0))
+    figure = _figure(3 * panel + 1.2, 2 * high + 2.4 + (0.4 if title else 0.0))
+    grid = figure.add_gridspec(2, 6, height_ratios=[1.25, 1.0])
+    first = figure.add_subplot(grid[0, 0:2])
+    axes = [first] + [figure.add_subplot(grid[0, 2 * i:2 * i + 2], sharey=first)
+                      for i in (1, 2)]
+    below = (grid[1, 0:3], grid[1, 3:6]) if n is not None else (grid[1, 1:5],)
+    axes += [figure.add_subplot(spot, sharey=first) for spot in below]
     scale = float(np.nanmax(np.abs(np.concatenate([exact, mean])))) or 1.0
     shared = Normalize(-scale, scale)  # centred on 0
     clipped = bool(np.nanmax(np.abs(single), initial=0.0) > scale)
@@ -177,15 +185,18 @@ def jacobian_heatmaps(exact, mean, single, std, *, n: int | None = None, k=None,
         ax.set_title(text, fontsize=10)
         ax.set_xticks(*_ticks(input_names), rotation=90 if n_in > 6 else 0)
         ax.set_xlabel("input")
-    axes[0].set_yticks(*_ticks(output_names))
-    axes[0].set_ylabel("output")
-    figure.colorbar(images[0], ax=list(axes[:3]), shrink=0.9, label="Jacobian entry",
+        ax.tick_params(labelleft=index in (0, 3))
+    for ax in (axes[0], axes[3]):
+        ax.set_yticks(*_ticks(output_names))
+        ax.set_ylabel("output")
+    figure.colorbar(images[0], ax=list(axes[:3]), location="bottom", shrink=0.6, aspect=40,
+                    label="Jacobian entry (the scale of all three panels above)",
                     extend="both" if clipped else "neither")
     figure.colorbar(images[3], ax=axes[3], shrink=0.9, label="standard deviation")
     if n is not None:
         beyond = bool(np.nanmax(np.abs(panels[4]), initial=0.0) > Z_LIMIT)
         bar = figure.colorbar(images[4], ax=axes[4], shrink=0.9, extend="both" if beyond
-                              else "neither", label="z (|z| < 2 for ~95% if unbiased)")
+                              else "neither", label="z (|z| < 2 for ~95%\nif unbiased)")
         bar.set_ticks([-4, -2, 0, 2, 4])
     if title:
         figure.suptitle(title)
@@ -433,7 +444,7 @@ def plot_variance_vs_k(g: LCG, ks=(1, 2, 4, 8, 16), n: int | None = None,
     variances = np.array([path_sampling_variance(g, k) for k in ks])  # (len(ks), out, in)
     entries = [(i, j) for i in range(exact.shape[0]) for j in range(exact.shape[1])]
     per_entry = len(entries) <= 6
-    figure = _figure(11.5 if per_entry else 6.4, 4.6)
+    figure = _figure(10.5 if per_entry else 6.4, 4.6)
     axes = figure.subplots(1, 2 if per_entry else 1, squeeze=False)[0]
     x = np.asarray(ks, dtype=float)
 
@@ -517,7 +528,7 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
 
     One group per graph, one bar per order, the count written on each bar.
     The optimal order is an exhaustive search and is computed only for
-    graphs with at most :data:`minirad.exact.elimination.OPTIMAL_LIMIT`
+    graphs with at most :data:`minirad.exact.orders.OPTIMAL_LIMIT`
     intermediates; elsewhere its place reads "n/a".  ``by`` is
     ``"multiplications"`` or ``"additions"``; ``title`` replaces the default title.
 
@@ -527,7 +538,8 @@ def plot_elimination_costs(graphs: Mapping[str, LCG],
     >>> len(fig.axes[0].patches)
     8
     """
-    from ..exact.elimination import OPTIMAL_LIMIT, elimination_cost
+    from ..exact.elimination import elimination_cost
+    from ..exact.orders import OPTIMAL_LIMIT
 
     if not isinstance(graphs, Mapping) or not graphs:
         raise TypeError(f"graphs must be a nonempty dict from a name to an LCG, not "

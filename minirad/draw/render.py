@@ -64,12 +64,21 @@ import graphviz
 import numpy as np
 
 from ..exact.paths import path_product
-from ..graph.calls import takes_graph_or_function
 from ..graph.files import write_atomically
 from ..graph.labels import FLOATS
-from ..graph.lcg import INPUT, INTERMEDIATE, LCG, OUTPUT, fill_template, plural, shape_text
+from ..graph.lcg import (
+    INPUT,
+    INTERMEDIATE,
+    LCG,
+    OUTPUT,
+    fill_template,
+    plural,
+    shape_text,
+    takes_graph_or_function,
+)
 from ..graph.lcg import levels as topological_levels
 from ..graph.memory import retained_memory
+from . import palette
 
 __all__ = [
     "HIGHLIGHTS", "Drawing", "Drawings", "Eliminating", "Factors", "MissingDotWarning", "Part",
@@ -82,28 +91,28 @@ __all__ = [
 MAX_VERTICES = 200
 
 # ------------------------------------------------------------------ palette
-# Kinds differ by shape *and* fill so the picture survives grey-scale printing.
-FILL = {INPUT: "#d6e6f5", INTERMEDIATE: "#ffffff", OUTPUT: "#fbdcc0"}
+# The colours are minirad.draw.palette's (Okabe and Ito's). Kinds differ by shape *and*
+# fill so the picture survives grey-scale printing.
+FILL = {INPUT: "#d6e6f5", INTERMEDIATE: "#ffffff", OUTPUT: "#fbdcc0"}  # tints of blue, orange
 SHAPE = {INPUT: "box", INTERMEDIATE: "ellipse", OUTPUT: "doubleoctagon"}
-_BORDER = {INPUT: 1.0, INTERMEDIATE: 1.0, OUTPUT: 2.2}  # matplotlib's stand-in for the double line
-INK = "#222222"
+_BORDER = {INPUT: 1.0, INTERMEDIATE: 1.0, OUTPUT: 1.0}  # line widths of the vertices' borders
+INK = palette.INK
 DIM = "#b0b0b0"            # edges and vertices a highlight leaves out
 DIM_FILL = "#f2f2f2"
-SAMPLE_COLOR = "#d62728"   # the sampled edges
+SAMPLE_COLOR = palette.VERMILLION   # the sampled edges
 SAMPLE_WIDTH = 2.6
-KEPT_COLOR = "#0072B2"     # vertices a vertex sample keeps and the edges joining them
+KEPT_COLOR = palette.BLUE  # vertices a vertex sample keeps and the edges joining them
 KEPT_WIDTH = 2.4
 PATH_WIDTH = 2.2
-# Okabe-Ito colours (distinguishable with the common colour-vision deficiencies);
-# yellow is left out because it vanishes on white paper.
-PATH_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-STEP_VERTEX_FILL = "#ffe45c"
+# yellow is left out of the paths' colours because it vanishes on white paper
+PATH_COLORS = palette.SERIES
+STEP_VERTEX_FILL = "#ffe45c"  # a tint of the palette's yellow
 STEP_VERTEX_BORDER = "#9a7d00"
-STEP_EDGE_COLOR = "#E69F00"   # edges into and out of the vertex being eliminated
-FILL_IN_COLOR = "#CC0077"     # edges the step creates
-INJECTED_COLOR = "#d62728"    # random matrix injection: the vertices and edges it changed
+STEP_EDGE_COLOR = palette.ORANGE   # edges into and out of the vertex being eliminated
+FILL_IN_COLOR = palette.PURPLE     # edges the step creates
+INJECTED_COLOR = palette.VERMILLION  # random matrix injection: the vertices and edges it changed
 INJECTED_WIDTH = 2.0
-UPDATED_COLOR = "#009E73"     # existing edges whose partial the step changes
+UPDATED_COLOR = palette.GREEN      # existing edges whose partial the step changes
 FONT = "Helvetica"
 
 _FORMATS = ("png", "svg", "pdf", "dot", "gv")
@@ -317,7 +326,7 @@ def _base_scene(g, show_ops, show_values, edge_labels, digits, levels, title,
 
 def _mark_injections(scene: _Scene) -> None:
     """Injected vertices with a red border, the edges carrying an injected projection
-    dashed in red with their k; a legend entry for each."""
+    dashed in orange-red with their k; a legend entry for each."""
     g = scene.g
     marked = _injected_edges(g)
     for e, what in marked.items():
@@ -562,7 +571,10 @@ def _as_step(g: LCG, step):
             raise ValueError(f"Eliminating({g.names[v]!r}): {g.names[v]} is an {g.kind(v)}; "
                              f"only intermediates can be eliminated")
         step = eliminate(g, [v]).steps[0]
-    v = g.index(step.vertex)
+    if step.on != "vertices":
+        raise ValueError(f"render draws a vertex elimination step; a step on {step.on} is drawn "
+                         f"by minirad.draw.edge_steps.edge_step_pictures (edges)")
+    v = g.index(step.eliminated)
     fill_in, updated = [tuple(e) for e in step.fill_in], [tuple(e) for e in step.updated]
     # a step eliminates its vertex on the graph before it: there its neighbours
     # are the step's, every fill-in edge is still missing and every update present
@@ -571,23 +583,24 @@ def _as_step(g: LCG, step):
             tuple(g.names[w] for w in g.successors(v)) != tuple(step.successors) or \
             any(g.has_edge(p, w) for p, w in fill_in) or \
             not all(g.has_edge(p, w) for p, w in updated):
-        raise ValueError(f"the step eliminates {step.vertex!r} on a different graph: its "
+        raise ValueError(f"the step eliminates {step.eliminated!r} on a different graph: its "
                          f"neighbours, fill-in and updated edges do not match this one; draw "
                          f"it on the graph *before* the step (Elimination.graphs[i] for "
                          f"steps[i])")
     new_fill = tuple(getattr(step, "fill_in_labels", ()))
     new_updated = tuple(getattr(step, "updated_labels", ()))
     if len(new_fill) != len(fill_in) or len(new_updated) != len(updated):
-        raise ValueError(f"the step eliminating {step.vertex!r} does not carry the labels of "
+        raise ValueError(f"the step eliminating {step.eliminated!r} does not carry the labels of "
                          f"its new and updated edges; pass a Step from "
-                         f"minirad.exact.elimination.eliminate, or Eliminating({step.vertex!r})")
+                         f"minirad.exact.elimination.eliminate, or "
+                         f"Eliminating({step.eliminated!r})")
     return step, dict(zip(fill_in, new_fill)), dict(zip(updated, new_updated))
 
 
 def _apply_step(scene: _Scene, step, digits: int) -> None:
     g = scene.g
     step, new_fill, new_updated = _as_step(g, step)
-    v = g.index(step.vertex)
+    v = g.index(step.eliminated)
     node = scene.nodes[v]
     node.fill, node.border, node.penwidth, node.dashed = (
         STEP_VERTEX_FILL, STEP_VERTEX_BORDER, 3.0, False)
@@ -679,7 +692,7 @@ def _is_sample(h) -> bool:
 
 def _is_step(h) -> bool:
     return isinstance(h, Eliminating) or all(hasattr(h, a)
-                                             for a in ("vertex", "fill_in", "updated"))
+                                             for a in ("eliminated", "fill_in", "updated"))
 
 
 def _is_paths(h) -> bool:
@@ -814,7 +827,7 @@ class Drawing(graphviz.Digraph):
     back to :func:`draw_matplotlib` when the ``dot`` program is missing.
     graphviz's own methods keep their meaning and signatures (``.save`` writes
     the DOT text, ``.render`` runs ``dot``): a picture by its extension is
-    :func:`save` ``(drawing, path)``.
+    :func:`save_drawing` ``(drawing, path)``.
     """
 
     lcg: LCG | None = None
@@ -935,33 +948,35 @@ def _to_dot(scene: _Scene) -> Drawing:
         return dot
     if scene.keys:
         legend = "legend" if "legend" not in g.names else "__legend__"
-        # the legend sits beside the graph, its first row level with the bottom row
+        # the legend sits under the graph, below the middle of its bottom row
         bottom = [node_id(v) for v, lv in enumerate(scene.levels) if lv == min(scene.levels)]
-        _legend_column(dot, scene.keys, legend, bottom[-1])
+        _legend_column(dot, scene.keys, legend, bottom[len(bottom) // 2])
     return dot
 
 
 def _legend_column(dot: graphviz.Digraph, keys: list[_Key], legend: str, beside: str) -> None:
-    """The legend as a framed column of real vertices: each kind of vertex
-    drawn in its own shape with its meaning written inside, as the picture
-    draws them (a table cannot draw an ellipse or an octagon), and the edge
-    samples in a table at the bottom; listed bottom-up as the graph reads."""
+    """The legend as a framed box under the graph: each kind of vertex drawn in its own
+    shape with its meaning written inside, as the picture draws them (a table cannot
+    draw an ellipse or an octagon), side by side in one row, and the edge samples in a
+    table under them.  ``beside`` is a vertex of the graph's bottom row."""
     with dot.subgraph(name=f"cluster_{legend}") as box:
         box.attr(label="legend", labelloc="b", fontsize="10", color="#c8c8c8",
                  style="rounded", fontcolor="#555555")
-        column = []
+        row = [f"{legend}_{i}" for i, key in enumerate(k for k in keys if not k.edge)]
+        for name, key in zip(row, (k for k in keys if not k.edge)):
+            box.node(name, **_key_vertex(key, _wrap(key.text, 22)))
+        _same_rank(box, row)
+        for a, b in zip(row, row[1:]):  # in the order given, left to right
+            box.edge(a, b, style="invis")
         edge_keys = [key for key in keys if key.edge]
         if edge_keys:
-            column.append(f"{legend}_edges")
-            box.node(column[-1], label=_legend_html(edge_keys), shape="none", margin="0",
-                     fontsize="10")
-        for i, key in enumerate(key for key in keys if not key.edge):
-            column.append(f"{legend}_{i}")
-            box.node(column[-1], **_key_vertex(key, _wrap(key.text, 22)))
-        for a, b in zip(column, column[1:]):
-            box.edge(a, b, style="invis")
-    _same_rank(dot, [beside, column[0]])
-    dot.edge(beside, column[0], style="invis")
+            box.node(f"{legend}_edges", label=_legend_html(edge_keys), shape="none",
+                     margin="0", fontsize="10")
+            if row:
+                box.edge(f"{legend}_edges", row[len(row) // 2], style="invis")
+    # the whole box one rank below the graph's bottom row
+    top = row[len(row) // 2] if row else f"{legend}_edges"
+    dot.edge(top, beside, style="invis")
 
 
 def _key_vertex(key: _Key, text: str) -> dict[str, str]:
@@ -1160,17 +1175,19 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
 
     A graph of numbers shows each edge's partial.  A graph with array vertices
     shows each array's shape beside its name (``h1 ∈ R^(3×5)``) and, on each
-    edge, its Jacobian block's short name and the bytes the backward pass
-    keeps for it (as :func:`minirad.retained_memory` counts them, with the reason when
+    edge, its Jacobian block's short name and the bytes the backward pass keeps
+    for it (as :func:`minirad.retained_memory` counts them, with the reason when
     it keeps nothing); its title says what the whole backward pass retains.
     Random matrix injections recorded in ``g.injections`` are drawn on either
-    kind of graph: the injected vertex with a red border, the edges carrying
-    the projection dashed in red with its k.
+    kind of graph: the injected vertex with a red border, the edges carrying the
+    projection dashed in red with its k.
 
     Parameters
     ----------
-    g : LCG
-    *highlights
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    *highlights : PathSample, path, Step, mapping or Part
         Results to lay over the picture, recognised by type (at most one of
         each kind; see :data:`HIGHLIGHTS`):
 
@@ -1194,33 +1211,62 @@ def render(g: LCG, *highlights, show_ops: bool = False, show_values: bool = Fals
           edge between kept vertices is bold.  Not combined with a sample;
         * a :class:`Part` of the graph: its vertices and the edges into them
           in one colour, with a legend entry.
-    show_ops, show_values : bool
-        Add each vertex's operation (``v2 = exp(x1)``) and primal value.
-    edge_labels : bool
-        Label edges with their partials (to ``digits`` significant digits), or
-        an array edge with its block and bytes.
+    show_ops : bool, optional
+        Add each vertex's operation (``v2 = exp(x1)``).
+    show_values : bool, optional
+        Add each vertex's primal value.
+    edge_labels : bool, optional
+        Label edges with their partials, or an array edge with its block and
+        bytes (default True).
+    digits : int, optional
+        Significant digits of the numbers shown (default 4).
     title : str, optional
+        The title above the picture.
     legend : bool, optional
-        Default: a legend whenever a highlight is on.
-    levels : mapping name -> int, optional
-        Fix the row of some vertices.
-    positions : mapping name -> (x, y), optional
-        Pin every vertex at a point (in points, y upwards), e.g. from
-        :func:`layout_positions` of a related graph: the pictures of an
-        elimination keep each vertex in one place this way.  Points under
-        other names (vertices of the related graph that this one lacks) only
-        widen the picture's frame, which is the same for every graph given
-        the same positions.
-    max_vertices : int
-        Larger graphs are refused: they cannot be read in one picture.
+        Draw a legend (default: whenever a highlight is on).
+    levels : mapping, optional
+        Fix the row of some vertices: name -> int.
+    max_vertices : int, optional
+        Larger graphs are refused: they cannot be read in one picture (default 200).
+    positions : mapping, optional
+        Pin every vertex at a point, name -> (x, y) in points, y upwards, e.g.
+        from :func:`layout_positions` of a related graph: the pictures of an
+        elimination keep each vertex in one place this way.  Points under other
+        names only widen the picture's frame.
     batch : int, optional
         The number of examples in the batch: the title adds the memory per
         example.
 
-    The DOT text is ``.source`` (no ``dot`` program needed for it); :func:`save_drawing`
-    writes svg/png/pdf.  Without the ``dot`` program saving and Jupyter
-    fall back to :func:`draw_matplotlib`, with a warning once.
+    Returns
+    -------
+    Drawing
+        A :class:`graphviz.Digraph` (the DOT text is ``.source``; no ``dot``
+        program is needed for it) that knows its graph and highlights; in
+        Jupyter it shows itself.
 
+    Raises
+    ------
+    ValueError
+        For more than ``max_vertices`` vertices, a highlight that does not fit
+        the graph (a path through a non-edge, a sample of another graph, a step
+        on another graph), two highlights of one kind, or bad options.
+    TypeError
+        For a highlight of no known kind, or a ``g`` that is not an LCG.
+
+    See Also
+    --------
+    save_drawing : Write it as svg, png, pdf or DOT.
+    render_elimination : One picture per elimination step.
+    minirad.explore : A page to step through the graph in a browser.
+
+    Notes
+    -----
+    :func:`save_drawing` and Jupyter fall back to :func:`draw_matplotlib` where
+    graphviz's ``dot`` program is missing, with a warning once.  The colours are
+    the Okabe-Ito palette; every highlight also differs by line style or weight.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.figure1()
     >>> dot = render(g, [("x1", "v2", "y"), ("x1", "v2", "v5", "y")])
@@ -1258,15 +1304,49 @@ def _format_of(path: str) -> str:
 def save_drawing(drawing, path, dpi: int = 150, timeout: float | None = None) -> str:
     """Save a drawing, choosing the format from the extension of ``path``.
 
-    ``drawing`` is what :func:`render` returns (or any graphviz graph), or a
-    matplotlib Figure.  Extensions: ``.png``, ``.svg``, ``.pdf``, and
-    ``.dot``/``.gv`` for the DOT text.  Without the ``dot`` program a
-    :class:`Drawing` is drawn by :func:`draw_matplotlib` instead.  Files drawn
-    by matplotlib carry no timestamp or version, so saving the same picture
-    twice gives the same bytes.  Returns the path.  ``timeout`` (seconds)
-    bounds the ``dot`` program, which can take minutes on a large graph: past
-    it, :class:`TimeoutError` and nothing written.
+    Parameters
+    ----------
+    drawing : Drawing, graphviz.Digraph or matplotlib.figure.Figure
+        What :func:`render` returns (or any graphviz graph), or a Figure.
+    path : str or os.PathLike
+        Where to write: ``.png``, ``.svg``, ``.pdf``, or ``.dot``/``.gv`` for the
+        DOT text.
+    dpi : int, optional
+        Dots per inch of a png (default 150).
+    timeout : float, optional
+        Seconds the ``dot`` program may take (it can take minutes on a large
+        graph).
 
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        For an extension of no known format, or a Figure asked for DOT text.
+    TypeError
+        For a ``drawing`` that is neither a graphviz graph nor a Figure.
+    RuntimeError
+        Without the ``dot`` program, for a graphviz graph that
+        :func:`render` did not make (a :class:`Drawing` falls back to matplotlib).
+    TimeoutError
+        When ``dot`` takes longer than ``timeout``; nothing is written.
+
+    See Also
+    --------
+    render : What to save.
+    minirad.save_graph : Save the graph itself.
+
+    Notes
+    -----
+    Without the ``dot`` program a :class:`Drawing` is drawn by
+    :func:`draw_matplotlib` instead.  Files drawn by matplotlib carry no
+    timestamp or version, so saving the same picture twice gives the same bytes.
+
+    Examples
+    --------
     >>> import os, tempfile
     >>> from minirad import examples
     >>> folder = tempfile.mkdtemp()
@@ -1288,7 +1368,8 @@ def save_drawing(drawing, path, dpi: int = 150, timeout: float | None = None) ->
                              f".pdf, not {path!r}")
         return _save_figure(drawing, path, fmt, dpi)
     if not isinstance(drawing, (graphviz.Digraph, graphviz.Graph, graphviz.Source)):
-        raise TypeError(f"save takes what render() returns (a graphviz graph) or a matplotlib "
+        raise TypeError(f"save_drawing takes what render() returns (a graphviz graph) or a "
+                        f"matplotlib "
                         f"Figure, not {type(drawing).__name__}")
     if fmt in ("dot", "gv"):
         text = drawing.source.encode("utf-8")
@@ -1415,9 +1496,51 @@ def _keep_order(row: list, g: LCG) -> None:
             row[i] = slot
 
 
-# matplotlib has no ellipse or octagon box: rounded box, blob and thick square stand in
-_BOXSTYLE = {INPUT: "round,pad=0.4,rounding_size=0.2", INTERMEDIATE: "round4,pad=0.45",
-             OUTPUT: "square,pad=0.45"}
+def _outline(shape: str, x0: float, y0: float, width: float, height: float, inset: float = 0.0):
+    """The outline of a vertex of ``shape`` (dot's names) filling the box (x0, y0, width,
+    height): a rounded box, an ellipse, or a double octagon (two outlines, ``inset``
+    apart). The matplotlib drawing and its legend draw the same outlines as dot."""
+    from matplotlib.path import Path
+
+    cx, cy, a, b = x0 + width / 2, y0 + height / 2, width / 2, height / 2
+    if shape == "ellipse":
+        circle = Path.unit_circle()
+        return Path(circle.vertices * [a, b] + [cx, cy], circle.codes)
+    if shape == "doubleoctagon":
+        turn = np.pi / 8 + np.arange(8) * np.pi / 4
+        corners = np.column_stack([np.cos(turn), np.sin(turn)]) / np.cos(np.pi / 8)
+        rings = []
+        for shrink in (0.0, inset):
+            ring = corners * [max(a - shrink, 0.0), max(b - shrink, 0.0)] + [cx, cy]
+            rings.append(Path(np.vstack([ring, ring[:1]]), closed=True))
+        return Path.make_compound_path(*rings)
+    r = min(0.25 * min(width, height), 6.0)  # a box with rounded corners
+    return Path.make_compound_path(Path(np.array([
+        (x0 + r, y0), (x0 + width - r, y0), (x0 + width, y0), (x0 + width, y0 + r),
+        (x0 + width, y0 + height - r), (x0 + width, y0 + height), (x0 + width - r, y0 + height),
+        (x0 + r, y0 + height), (x0, y0 + height), (x0, y0 + height - r), (x0, y0 + r),
+        (x0, y0), (x0 + r, y0), (x0 + r, y0)]),
+        [Path.MOVETO, Path.LINETO, Path.CURVE3, Path.CURVE3, Path.LINETO, Path.CURVE3,
+         Path.CURVE3, Path.LINETO, Path.CURVE3, Path.CURVE3, Path.LINETO, Path.CURVE3,
+         Path.CURVE3, Path.CLOSEPOLY]))
+
+
+class _VertexBox:
+    """A matplotlib box style drawing a vertex's shape around its text: the ellipse and
+    the octagon pass through the corners of the padded text box, as dot's do."""
+
+    def __init__(self, shape: str, pad: float = 0.35):
+        self.shape, self.pad = shape, pad
+
+    def __call__(self, x0, y0, width, height, mutation_size):
+        pad = self.pad * mutation_size
+        x0, y0, width, height = x0 - pad, y0 - pad, width + 2 * pad, height + 2 * pad
+        if self.shape != "box":  # round shapes reach the padded box's corners
+            grow = np.sqrt(2.0) if self.shape == "ellipse" else 1.5
+            x0 -= width * (grow - 1) / 2
+            y0 -= height * (grow - 1) / 2
+            width, height = width * grow, height * grow
+        return _outline(self.shape, x0, y0, width, height, inset=0.28 * mutation_size)
 
 
 @takes_graph_or_function
@@ -1439,31 +1562,55 @@ def draw_matplotlib(g: LCG, *highlights, ax=None, **options):
 
     scene = _scene(g, _settle(highlights), **options)
     layout = _layout(scene)
-    spread = 1.0  # how much wider than the graph the axes are
-    if ax is None:
-        longest = max((len(key.text) for key in scene.keys), default=0)
-        # the title is centred over the graph: a long one widens the axes (not the graph)
-        heading = max((len(line) for line in (scene.title or "").split("\n")), default=0)
+    own = ax is None
+    if own:
         graph_width = 1.0 + _unit_inches(scene) * layout.width
-        spread = max(1.0, (0.6 + 0.08 * heading) / graph_width)
-        figure = Figure(figsize=(spread * graph_width + 0.06 * longest
-                                 + (0.8 if scene.keys else 0), 0.9 + _ROW_INCHES * layout.height),
-                        layout="constrained")
+        # the title and the legend (below the graph, in as many columns as fit) may
+        # need more width than the graph: the figure is as wide as the widest of them
+        heading = max((len(line) for line in (scene.title or "").split("\n")), default=0)
+        columns, legend_width = _legend_columns(scene.keys, max(graph_width, 0.1 * heading))
+        width = max(graph_width, 0.6 + 0.095 * heading, legend_width)
+        legend_rows = -(-len(scene.keys) // columns) if scene.keys else 0
+        height = (0.5 + 0.2 * (scene.title or "").count("\n") + _ROW_INCHES * layout.height
+                  + 0.32 * legend_rows)
+        figure = Figure(figsize=(width, height), layout="constrained")
         ax = figure.add_subplot()
     boxes = _draw_nodes(ax, scene, layout)
     _draw_edges(ax, scene, layout, boxes)
-    ax.set_xlim(spread * (-layout.width / 2 - 0.1), spread * (layout.width / 2 + 0.1))
+    ax.set_xlim(-layout.width / 2 - 0.1, layout.width / 2 + 0.1)
     ax.set_ylim(-0.5, layout.height - 0.5)
     ax.set_axis_off()
     if scene.title:
         ax.set_title(scene.title, fontsize=10)
-    if scene.keys:
-        # rows tall enough for the vertex markers (15 points) not to touch
-        ax.legend(handles=[_legend_handle(key) for key in scene.keys], loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False, handleheight=1.6,
-                  labelspacing=0.9)
+    if scene.keys and own:  # below the graph (the layout makes room for it)
+        ax.legend(handles=[_legend_handle(key) for key in scene.keys],
+                  handler_map=_legend_handlers(), loc="upper center",
+                  bbox_to_anchor=(0.5, 0.0), ncols=columns, fontsize=9, frameon=False,
+                  handleheight=1.4, handlelength=2.2, columnspacing=1.6)
+    elif scene.keys:
+        ax.legend(handles=[_legend_handle(key) for key in scene.keys],
+                  handler_map=_legend_handlers(), loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  fontsize=9, frameon=False, handleheight=1.4, handlelength=2.2)
     _place_edge_labels(ax, scene, layout, boxes)
     return ax.figure
+
+
+def _legend_columns(keys: list[_Key], room: float, fontsize: float = 9) -> tuple[int, float]:
+    """How many columns the legend below a drawing takes to fit ``room`` inches (at
+    least one), and how wide it then is."""
+    if not keys:
+        return 1, 0.0
+    char = 0.0083 * fontsize  # inches: a character is about 0.6 of the font's size wide
+    widths = [10 * char + char * max(len(line) for line in key.text.split("\n"))
+              for key in keys]
+    for columns in range(len(keys), 0, -1):
+        # matplotlib's split: the first len(keys) % columns columns hold one entry more
+        rows, longer = divmod(len(keys), columns)
+        starts = [c * rows + min(c, longer) for c in range(columns + 1)]
+        # each column is as wide as its widest entry
+        total = sum(max(widths[starts[c]:starts[c + 1]]) for c in range(columns))
+        if total <= room or columns == 1:
+            return columns, total
 
 
 #: inches between the rows of the matplotlib drawing
@@ -1482,7 +1629,7 @@ def _draw_nodes(ax, scene: _Scene, layout: _Layout) -> dict:
     for v, node in enumerate(scene.nodes):
         text = ax.text(layout.x["v", v], layout.y["v", v], "\n".join(node.lines),
                        ha="center", va="center", fontsize=9.5, color=node.fontcolor, zorder=2,
-                       bbox=dict(boxstyle=_BOXSTYLE[node.kind], facecolor=node.fill,
+                       bbox=dict(boxstyle=_VertexBox(SHAPE[node.kind]), facecolor=node.fill,
                                  edgecolor=node.border,
                                  linewidth=max(node.penwidth, _BORDER[node.kind]),
                                  linestyle="--" if node.dashed else "-"))
@@ -1553,8 +1700,9 @@ def _crossings(box, routes: list, own: int) -> int:
 
 def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
     """Each edge label where it covers no vertex and no other label: tried along its
-    edge (the middle first) on the line and beside it, measured as drawn; among the
-    free places the one fewest other edges pass through."""
+    edge (the middle first), beside the line and on it, measured as drawn; among the
+    free places the one fewest other edges pass through, beside its own line if it can
+    be (on a white background either way)."""
     labelled = [i for i, edge in enumerate(scene.edges) if edge.label]
     if not labelled:
         return
@@ -1585,8 +1733,9 @@ def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
             for side in (0, 1, -1):
                 centre = point + side * gap * normal
                 box = type(size).from_extents(*(centre - half), *(centre + half))
+                # beside its edge rather than on it, unless only the line has room
                 cost = (sum(_overlap(box, other) for other in taken),
-                        _crossings(box, routes, i), rank, abs(side))
+                        _crossings(box, routes, i), side == 0, rank)
                 if best is None or cost < best[0]:
                     best = (cost, centre, box)
         _, centre, box = best
@@ -1595,52 +1744,98 @@ def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
 
 
 def _legend_handle(key: _Key):
+    """A legend entry drawn as the picture draws it: an edge's line, a vertex's shape."""
     from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.patches import PathPatch
 
     if key.edge:
         return Line2D([], [], color=key.color, linewidth=key.penwidth * 0.8,
                       linestyle="--" if key.dashed else "-", label=key.text)
-    # the vertex's own shape: square for the (rounded) box, circle for the ellipse,
-    # octagon for the double octagon
-    marker = {"box": "s", "ellipse": "o", "doubleoctagon": "8"}.get(key.shape)
-    if marker is None:
-        return Patch(facecolor=key.fill, edgecolor=key.color, linewidth=key.penwidth,
-                     linestyle="--" if key.dashed else "-", label=key.text)
-    return Line2D([], [], linestyle="none", marker=marker, markersize=15,
-                  markerfacecolor=key.fill, markeredgecolor=key.color,
-                  markeredgewidth=key.penwidth, label=key.text)
+    # a stand-in that carries the shape; _VertexHandler draws it at the legend's size
+    swatch = PathPatch(_outline("box", 0, 0, 1, 1), facecolor=key.fill, edgecolor=key.color,
+                       linewidth=key.penwidth, linestyle="--" if key.dashed else "-",
+                       label=key.text)
+    swatch.minirad_shape = key.shape
+    return swatch
+
+
+def _legend_handlers() -> dict:
+    """The legend's handler for vertex swatches: their own shape, filling the entry's box."""
+    from matplotlib.legend_handler import HandlerPatch
+    from matplotlib.patches import PathPatch
+
+    def shaped(legend, orig_handle, xdescent, ydescent, width, height, fontsize):
+        shape = getattr(orig_handle, "minirad_shape", "box")
+        return PathPatch(_outline(shape, -xdescent, -ydescent - 0.15 * height, width,
+                                  1.3 * height, inset=0.12 * height))
+
+    return {PathPatch: HandlerPatch(patch_func=shaped)}
 
 
 # ------------------------------------------------------------- elimination
 def _step_title(number: int, total: int, step) -> str:
-    return (f"step {number}/{total}: eliminate {step.vertex}  "
-            f"({len(step.predecessors)}×{len(step.successors)} = "
+    # two short lines: a long one would set the width of every picture of the sequence
+    return (f"step {number}/{total}: eliminate {step.eliminated}\n"
+            f"{len(step.predecessors)}×{len(step.successors)} = "
             f"{plural(step.multiplications, 'multiplication')}, "
-            f"{plural(step.additions, 'addition')})")
+            f"{plural(step.additions, 'addition')}")
 
 
 @takes_graph_or_function
 def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = None, *,
                        title: str | None = None, **options) -> Drawings:
-    """One drawing per elimination step, then the final bipartite graph.
+    """One drawing per vertex elimination step, then the final bipartite graph.
 
-    Each step is drawn on the graph just before it, with the step
-    highlighted (see :func:`render`) and titled with its cost,
-    under the heading ``title`` if given; vertices keep the rows they have
-    in ``g`` so the pictures line up.  ``order`` is as for
-    :func:`minirad.exact.elimination.eliminate`.  Given ``path_pattern`` such as
-    ``"out/step_{:02d}.png"`` (filled with 1, 2, ...) the drawings are also
-    saved.  Other keyword arguments go to :func:`render`.  The list is a
-    :class:`Drawings`: in Jupyter it shows as one strip of all the steps.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    order : str or list, optional
+        A vertex elimination order, as for :func:`minirad.eliminate` (default
+        ``"markowitz"``).
+    path_pattern : str, optional
+        Also save the drawings, e.g. ``"out/step_{:02d}.png"`` (filled with 1, 2, ...).
+    title : str, optional
+        A heading above every step's title.
+    **options
+        Other keyword arguments go to :func:`render`.
 
+    Returns
+    -------
+    Drawings
+        A list of :class:`Drawing`: in Jupyter it shows as one strip of all the
+        steps.
+
+    Raises
+    ------
+    ValueError
+        As :func:`minirad.eliminate` and :func:`render` raise.
+
+    See Also
+    --------
+    elimination_strip : The same pictures in one matplotlib Figure.
+    minirad.draw.edge_steps.edge_elimination_strip : The pictures of edge steps.
+    minirad.eliminate : The steps drawn.
+
+    Notes
+    -----
+    Each step is drawn on the graph just before it, with the step highlighted
+    (the eliminated vertex, its edges, the fill-in it creates, dashed, and the
+    edges it updates) and titled with its cost, ``|pred| x |succ|``
+    multiplications; vertices keep the rows they have in ``g``, and with ``dot``
+    their places too, so the pictures line up.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> drawings = render_elimination(examples.figure1(), "markowitz", title="Figure 1")
     >>> len(drawings), drawings[0].graph_attr["rankdir"]
     (5, 'BT')
     >>> print(drawings[0].options["title"])
     Figure 1
-    step 1/4: eliminate v3  (1×1 = 1 multiplication, 1 addition)
+    step 1/4: eliminate v3
+    1×1 = 1 multiplication, 1 addition
     """
     from ..exact.elimination import eliminate
 
@@ -1654,11 +1849,13 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     total = len(result.steps)
     head = f"{title}\n" if title else ""
     if "positions" in options:
-        # the widest title sets one frame for all the pictures (points that are not
-        # vertices only widen the frame), so that they line up vertex for vertex
+        # one frame for all the pictures (points that are not vertices only widen it), so
+        # that they line up vertex for vertex: as wide as the widest title, and wide enough
+        # for an edge label beside the outermost vertices
         titles = [head + _step_title(i, total, step) for i, step in enumerate(result.steps, 1)]
-        wide = max(_text_box(t.split("\n"), 14)[0] for t in titles) * 1.15 / 2 + 10
         xs, ys = zip(*options["positions"].values())
+        wide = max(max(_text_box(t.split("\n"), 14)[0] for t in titles) * 1.15 / 2 + 10,
+                   (max(xs) - min(xs)) / 2 + 110)
         middle, low = (min(xs) + max(xs)) / 2, min(ys)
         options["positions"] = dict(options["positions"], __frame_left__=(middle - wide, low),
                                     __frame_right__=(middle + wide, low))
@@ -1667,7 +1864,7 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
     for number, (before, step) in enumerate(zip(result.graphs, result.steps), 1):
         drawings.append(render(before, step, levels=fixed,
                                title=head + _step_title(number, total, step), **options))
-    done = (f"Jacobian after {plural(total, 'step')}: "
+    done = (f"Jacobian after {plural(total, 'step')}:\n"
             f"{plural(result.multiplications, 'multiplication')}, "
             f"{plural(result.additions, 'addition')}")
     drawings.append(render(result.graphs[-1], levels=fixed, title=head + done, **options))
@@ -1678,7 +1875,7 @@ def render_elimination(g: LCG, order="markowitz", path_pattern: str | None = Non
 
 
 @takes_graph_or_function
-def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
+def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 2,
                       dpi: int = 110, *, title: str | None = None, **options):
     """All the pictures of :func:`render_elimination` in one matplotlib Figure.
 
@@ -1696,7 +1893,7 @@ def elimination_strip(g: LCG, order="markowitz", path=None, ncols: int = 3,
     return figure
 
 
-def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
+def strip(drawings: Sequence[Drawing], ncols: int = 2, dpi: int = 110,
           title: str | None = None):
     """Drawings side by side in one matplotlib Figure, ``ncols`` to a row.
 
@@ -1728,7 +1925,11 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
         height = max(image.shape[0] for image in images)
         width = max(image.shape[1] for image in images)
         band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
-        foot = 1.0 if keys else 0.0  # inches for the legend
+        if keys:  # the legend below, in as many columns as fit
+            columns, _ = _legend_columns(keys, ncols * width / dpi, fontsize=15)
+            foot = 0.2 + 0.36 * -(-len(keys) // columns)  # inches for the legend
+        else:
+            foot = 0.0
         inches = nrows * height / dpi + band + foot
         figure = Figure(figsize=(ncols * width / dpi, inches), dpi=dpi)
         axes = figure.subplots(nrows, ncols, squeeze=False,
@@ -1742,26 +1943,43 @@ def strip(drawings: Sequence[Drawing], ncols: int = 3, dpi: int = 110,
             ax.set_xlim(0, width)
             ax.set_ylim(height, 0)
         if title:  # in the band left free above the tiles
-            figure.suptitle(title, fontsize=16, y=1 - 0.5 * band / inches, va="center")
+            figure.suptitle(title, fontsize=18, y=1 - 0.5 * band / inches, va="center")
         if keys:
             figure.legend(handles=[_legend_handle(key) for key in keys], loc="center",
-                          bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=-(-len(keys) // 2),
-                          fontsize=13, frameon=False, handlelength=2.4)
+                          handler_map=_legend_handlers(),
+                          bbox_to_anchor=(0.5, 0.5 * foot / inches), ncols=columns,
+                          fontsize=15, frameon=False, handlelength=2.4, handleheight=1.3)
     else:
         _warn_missing_dot()
-        figure = Figure(figsize=(6.5 * ncols, 5.0 * nrows), layout="constrained")
+        if not keys:   # tiles with legends of their own beside them: one tile to a row
+            ncols, nrows = 1, len(drawings)
+        # tiles 5 inches wide (6.5 with a legend beside): shown at a page's width (820 px),
+        # matplotlib's labels stay 8 px high or more
+        inches = 5.0 * ncols if keys else 6.5
+        figure = Figure(figsize=(inches, 5.0 * nrows), layout="constrained")
         axes = figure.subplots(nrows, ncols, squeeze=False).ravel()
         for ax, drawing in zip(axes, drawings):
             draw_matplotlib(drawing.lcg, *drawing.highlights, ax=ax, **drawing.options)
-        if title:  # constrained layout makes room
-            figure.suptitle(title, fontsize=16)
+        if title:  # constrained layout makes room; lines as long as the figure is wide
+            figure.suptitle(_wrapped(title, inches, 16), fontsize=16)
         if keys:
+            columns, _ = _legend_columns(keys, inches, fontsize=13)
             figure.legend(handles=[_legend_handle(key) for key in keys],
-                          loc="outside lower center", ncols=-(-len(keys) // 2), fontsize=13,
-                          frameon=False)
+                          handler_map=_legend_handlers(), loc="outside lower center",
+                          ncols=columns, fontsize=13, frameon=False,
+                          handlelength=2.4, handleheight=1.3)
     for ax in axes:
         ax.set_axis_off()
     return figure
+
+
+def _wrapped(text: str, inches: float, fontsize: float) -> str:
+    """``text`` broken into lines that fit ``inches`` at ``fontsize`` points (a character
+    about 0.55 of the font's size wide)."""
+    import textwrap
+
+    room = max(20, int(inches * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, room) for line in text.split("\n"))
 
 
 def _strip_keys(g: LCG) -> list[_Key]:
@@ -1794,7 +2012,7 @@ class Drawings(list):
 
         if not self:
             return None  # an empty list shows as []
-        return png(strip(self, ncols=3))
+        return png(strip(self))
 
 
 def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:

@@ -1,9 +1,11 @@
-"""Every exact way to a Jacobian: sweeps, Bauer's paths, vertex elimination.
+"""Every exact way to a Jacobian: sweeps, Bauer's paths, elimination.
 
 * :mod:`~minirad.exact.jacobians`: the one entry point, ``jacobian`` and ``accumulate``;
 * :mod:`~minirad.exact.sweeps`: forward and reverse sweeps, JVP and VJP;
 * :mod:`~minirad.exact.paths`: Bauer's formula and exact path counts;
-* :mod:`~minirad.exact.elimination`: vertex elimination in any order, with its costs;
+* :mod:`~minirad.exact.elimination`: elimination of vertices, edges or faces in any
+  order, with its costs; :mod:`~minirad.exact.dual`: the dual c-graph face steps
+  change; :mod:`~minirad.exact.orders`: the exhaustive searches for the cheapest order;
 * :mod:`~minirad.exact.result`: what every exact method returns;
 * :mod:`~minirad.exact.sparsity`, :mod:`~minirad.exact.compressed`: sparsity patterns,
   colourings and compressed sweeps.

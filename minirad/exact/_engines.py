@@ -32,6 +32,8 @@ from operator import add
 
 import numpy as np
 
+from ..graph.levels import level_count, levels_within, ranges
+
 # Below this many edge-times-seed updates the Python loop (~0.1-0.2 us per
 # update) beats the solver, whose call costs a few hundred microseconds.
 LOOP_WORK = 4_000
@@ -42,16 +44,6 @@ EDGES_PER_LEVEL = 700
 MIN_LEVELS = 8
 
 # ------------------------------------------------------------------ engines
-def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], stops[i])`` for all i, vectorised."""
-    lengths = stops - starts
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.cumsum(lengths) - lengths
-    return np.repeat(starts - offsets, lengths) + np.arange(total)
-
-
 def edge_lists(g):
     """The edge arrays as Python lists, in order and reversed (memoized)."""
     def lists():
@@ -76,59 +68,6 @@ def run_loop(g, seeds: np.ndarray, forward: bool) -> np.ndarray:
     return values
 
 
-def topological_levels(g, cap: int | None) -> np.ndarray | None:
-    """Topological level of every vertex (longest path from a vertex without
-    predecessors), by Kahn's algorithm one wavefront at a time; None when
-    there are more than ``cap`` levels."""
-    n = g.n_vertices
-    if cap is not None and chain_length(g, cap) > cap:
-        return None
-    order, ptr = g.out_edges_csr
-    heads = g.targets[order]
-    remaining = np.diff(g.in_edges_ptr)
-    level = np.zeros(n, dtype=np.int64)
-    frontier = np.flatnonzero(remaining == 0)
-    depth = 0
-    while len(frontier):
-        if cap is not None and depth >= cap:
-            return None
-        level[frontier] = depth
-        ends = heads[ranges(ptr[frontier], ptr[frontier + 1])]
-        if len(ends) == 0:
-            break
-        low = int(ends.min())
-        span = int(ends.max()) - low + 1
-        if span <= 4 * len(ends):  # a dense window: counting beats sorting
-            hits = np.bincount(ends - low, minlength=span)
-            reached = np.flatnonzero(hits)
-            hits = hits[reached]
-            reached += low
-        else:
-            reached, hits = np.unique(ends, return_counts=True)
-        remaining[reached] -= hits
-        frontier = reached[remaining[reached] == 0]
-        depth += 1
-    return level
-
-
-def chain_length(g, limit: int) -> int:
-    """Vertices on one long path, found by walking back from the last vertex to
-    its latest predecessor; a cheap lower bound on the number of levels that
-    spares a deep graph a long, doomed level count.  Stops past ``limit``."""
-    ptr = g.in_edges_ptr
-    has_pred = np.flatnonzero(ptr[1:] > ptr[:-1])
-    if len(has_pred) == 0:
-        return 1 if g.n_vertices else 0
-    latest = np.full(g.n_vertices, -1, dtype=np.int64)
-    latest[has_pred] = np.maximum.reduceat(g.sources, ptr[has_pred])
-    step = latest.tolist()
-    v, length = int(has_pred[-1]), 1
-    while v >= 0 and length <= limit:
-        v = step[v]
-        length += 1
-    return length - (v < 0)
-
-
 @dataclass(frozen=True)
 class Schedule:
     """Wavefronts in a level-major renumbering of the vertices.
@@ -145,30 +84,6 @@ class Schedule:
     forward: list
     reverse: list
     depth: int
-
-
-def levels_within(g, cap: int | None) -> np.ndarray | None:
-    """The topological levels (memoized as ``"graph.levels"``), or None when
-    there are more than ``cap`` of them (remembered per cap, so a deep graph
-    is not counted twice)."""
-    known = g.memos.get("graph.levels")
-    if known is not None:
-        return known if cap is None or level_count(known) <= cap else None
-    if cap is None:
-        return g.memo("graph.levels", lambda: _read_only(topological_levels(g, None)))
-    level = g.memo(f"sweeps.levels_within.{cap}", lambda: topological_levels(g, cap))
-    if level is None:
-        return None
-    return g.memo("graph.levels", lambda: _read_only(level))
-
-
-def level_count(level: np.ndarray) -> int:
-    return int(level.max()) + 1 if len(level) else 0
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 def level_schedule(g, cap: int | None) -> Schedule | None:

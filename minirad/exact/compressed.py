@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import labels
-from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import takes_graph_or_function
 from .result import Accumulation
 from .sparsity import as_pattern, colour_columns, colour_rows, pattern, scalar_sizes
 

@@ -56,7 +56,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import takes_graph_or_function
 
 __all__ = ["Sweep", "Thunk", "add_bang", "check_options", "reverse_accumulation"]
 

@@ -39,19 +39,23 @@ and edge optima (multiplications, both searches exhaustive):
   30,000 dual structures and are not counted.
 
 Before searching, the face elimination of
-:mod:`minirad.exact.face_elimination` was checked against Naumann's
+:mod:`minirad.exact.elimination` (``on="faces"``) was checked against Naumann's
 definition and against the face elimination of his ANGEL library (absorption
 into a vertex with the same predecessors and successors, deletion of a vertex
 left without successors or predecessors, merging of twins, no face at a source
 or sink): it is not more restrictive.  It reaches dual structures no edge
 sequence reaches (a junction where not every piece into a vertex meets every
 piece out of it), and its exhaustive optimum matches a brute force over every
-face sequence on small graphs (``tests/test_face_elimination.py``).  The gap
+face sequence on small graphs (``tests/exact/test_face_elimination.py``).  All three
+optima come from the one search of ``eliminate(g, "optimal", on=...)``, and the
+census asks it, with a bound, only whether faces come in under the edges
+(:func:`minirad.exact.elimination.cheaper_than`).  The gap
 Naumann reports must need larger or more particular graphs than these.
 
->>> gap = search_gap("edge", "vertex", max_edges=10, n_graphs=300, rng=SEEDS["edge_beats_vertex"])
+>>> gap = search_gap("edges", "vertices", max_edges=10, n_graphs=300,
+...                  rng=SEEDS["edge_beats_vertex"])
 >>> gap.costs, gap.graph
-({'edge': 6, 'vertex': 7}, LCG(6 vertices: 1 input, 4 intermediates, 1 output; 10 edges))
+({'edges': 6, 'vertices': 7}, LCG(6 vertices: 1 input, 4 intermediates, 1 output; 10 edges))
 """
 
 from __future__ import annotations
@@ -60,17 +64,14 @@ import itertools
 from dataclasses import dataclass
 
 from .. import examples
-from ..exact.edge_elimination import OPTIMAL_EDGES, eliminate_edges
-from ..exact.elimination import elimination_cost
-from ..exact.face_elimination import cheaper_than, eliminate_faces
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 from ..rng import as_generator
+from .elimination import ON, cheaper_than, elimination_cost
+from .orders import OPTIMAL_EDGES
 
-__all__ = ["KINDS", "SEEDS", "Gap", "every_small_dag", "face_edge_census", "markowitz_rules",
+__all__ = ["SEEDS", "Gap", "every_small_dag", "face_edge_census", "markowitz_rules",
            "optimum", "search_gap"]
 
-KINDS = ("vertex", "edge", "face")
 
 #: the seeds whose searches found the named examples
 SEEDS = {"edge_beats_vertex": 1}
@@ -80,7 +81,8 @@ SEEDS = {"edge_beats_vertex": 1}
 class Gap:
     """A graph on which the ``cheaper`` kind's optimum is strictly below the ``dearer``'s.
 
-    ``costs`` maps both kinds to their optimal multiplications, ``tries`` is
+    ``costs`` maps both kinds (``on`` of :func:`minirad.exact.elimination.eliminate`:
+    ``"vertices"``, ``"edges"``, ``"faces"``) to their optimal multiplications, ``tries`` is
     the number of graphs drawn until this one, and ``parameters`` the
     arguments of :func:`minirad.examples.random_dag` that rebuild it.
     """
@@ -92,25 +94,20 @@ class Gap:
 
 
 @takes_graph_or_function
-def optimum(g: LCG, kind: str) -> int:
-    """The multiplications of the cheapest elimination of ``kind`` (``"vertex"``,
-    ``"edge"`` or ``"face"``), by exhaustive search.
+def optimum(g: LCG, on: str) -> int:
+    """The multiplications of the cheapest elimination ``on`` vertices, edges or faces,
+    by exhaustive search (``elimination_cost(g, "optimal", on=on)``).
 
-    >>> [optimum(examples.figure1(), kind) for kind in KINDS]
+    >>> [optimum(examples.figure1(), on) for on in ON]
     [5, 5, 5]
     """
-    if kind == "vertex":
-        return elimination_cost(g, "optimal")[0]
-    if kind == "edge":
-        return eliminate_edges(g, "optimal").multiplications
-    if kind == "face":
-        return eliminate_faces(g, "optimal").multiplications
-    raise ValueError(f"unknown kind of elimination {kind!r}; use one of {KINDS}")
+    return elimination_cost(g, "optimal", on=on)[0]
 
 
-def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, n_inputs=(1, 2),
+def search_gap(cheaper: str = "edges", dearer: str = "vertices", *, n_inputs=(1, 2),
                n_intermediates=(3, 5), n_outputs=(1, 2), max_edges: int = 10,
-               n_graphs: int = 1000, rng=None) -> Gap | None:
+               n_graphs: int = 1000,
+               rng=None) -> Gap | None:
     """The first random graph whose ``cheaper`` optimum is strictly below its ``dearer`` one.
 
     Graphs are drawn with :func:`minirad.examples.random_dag`, the numbers of
@@ -119,10 +116,10 @@ def search_gap(cheaper: str = "edge", dearer: str = "vertex", *, n_inputs=(1, 2)
     ``max_edges`` edges are drawn again without counting.  Returns None when
     ``n_graphs`` graphs show no gap.
     """
-    for kind in (cheaper, dearer):
-        if kind not in KINDS:
-            raise ValueError(f"unknown kind of elimination {kind!r}; use one of {KINDS}")
-    if KINDS.index(cheaper) <= KINDS.index(dearer):
+    for on in (cheaper, dearer):
+        if on not in ON:
+            raise ValueError(f"unknown kind of elimination {on!r}; use one of {ON}")
+    if ON.index(cheaper) <= ON.index(dearer):
         raise ValueError(f"{cheaper} elimination can never be strictly cheaper than {dearer} "
                          f"elimination, whose sequences it includes; search for a gap the "
                          f"other way round")
@@ -151,8 +148,8 @@ def _beats(g: LCG, cheaper: str, dearer: str) -> dict | None:
     Face elimination is only asked whether it beats the other optimum, which
     spares its search most structures."""
     high = optimum(g, dearer)
-    if cheaper == "face":
-        faces = cheaper_than(g, high)
+    if cheaper == "faces":
+        faces = cheaper_than(g, high, on="faces")
         return None if faces is None else {cheaper: faces.multiplications, dearer: high}
     low = optimum(g, cheaper)
     return {cheaper: low, dearer: high} if low < high else None
@@ -211,7 +208,7 @@ def face_edge_census(n_inputs: int, n_intermediates: int, n_outputs: int,
     """How many graphs of :func:`every_small_dag` there are, and the names of
     those whose face elimination optimum is strictly below their edge
     elimination optimum (both exhaustive, so ``max_edges`` is at most the
-    edge search's limit, :data:`minirad.exact.edge_elimination.OPTIMAL_EDGES`).
+    edge search's limit, :data:`minirad.exact.orders.OPTIMAL_EDGES`).
     ``face_edge_census(1, 3, 3, 14)`` takes about two minutes.
 
     >>> face_edge_census(1, 2, 1, 4)  # the four graphs above
@@ -223,7 +220,7 @@ def face_edge_census(n_inputs: int, n_intermediates: int, n_outputs: int,
     graphs, gaps = 0, []
     for name, g in every_small_dag(n_inputs, n_intermediates, n_outputs, max_edges):
         graphs += 1
-        if _beats(g, "face", "edge") is not None:
+        if _beats(g, "faces", "edges") is not None:
             gaps.append(name)
     return {"graphs": graphs, "face below edge": gaps}
 
@@ -246,7 +243,7 @@ def markowitz_rules(n_graphs: int = 150, *, rng=None) -> dict:
                                 int(rng.integers(1, 4)), density=float(rng.uniform(0.2, 0.6)),
                                 rng=int(rng.integers(2 ** 31)))
         vertex = elimination_cost(g, "markowitz")[0]
-        edge = eliminate_edges(g, "markowitz").multiplications
+        edge = elimination_cost(g, "markowitz", on="edges")[0]
         counts["vertex"] += vertex
         counts["edge"] += edge
         counts["edge cheaper"] += edge < vertex

@@ -11,10 +11,9 @@ whose first vertices are the program itself (the forward part, numbered as
 
 Everything minirad does to a graph it then does to the gradient: its
 Jacobian is the Hessian (:func:`hessian`); a forward sweep along ``v`` is a
-Hessian-vector product (forward over reverse), and Algorithm 1 sampled on
-it gives unbiased Hessian estimates.  :func:`hvp` does forward over reverse
-without any graph: the same recorded reverse pass, run on dual numbers
-(:mod:`minirad.tracing.dual`) seeded with ``v``.
+Hessian-vector product, forward over reverse (:func:`hvp`), which costs a
+few gradients and forms no Hessian; and Algorithm 1 sampled on it gives
+unbiased Hessian estimates.
 
 >>> from minirad import ops
 >>> f = lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2)   # the lecture's example
@@ -29,16 +28,18 @@ array([[-0.25  ,  1.    ],
 >>> hvp(f, 2.0, 5.0, v=[1.0, 0.0])                           # its first column, no H formed
 [-0.25, 1.0]
 
-The partials are the table's own rules (:func:`minirad.tracing.ops.traced_partials`),
-evaluated on the traced values, so every operation of the table has its
-second derivative without a second rule.  Programs of numbers and numpy
-array programs are both recorded with one vertex per number: an array
-argument becomes an object array of traced numbers (so ``@``, ``sum``,
-indexing and the table's functions work; numpy functions with no loop for
-Python objects, such as ``np.linalg.inv``, do not), and its entries are
-inputs named ``X[0]``, ``X[1]``, ... in C order.  Recording runs on the
-teaching tracer (:mod:`minirad.tracing.tracer`), whose values can be traced
-in turn; the opcode tape cannot nest.
+How it is recorded: ``f`` runs on the tracer's own traced numbers
+(:mod:`minirad.tracing.tracer`) whose values are themselves traced numbers of
+an outer trace, so every operation of ``f`` happens in the outer trace too;
+then the reverse sweep runs over the inner tape, with each partial computed
+by the table's own rule (:func:`minirad.tracing.ops.traced_partials`) on the
+outer values, so every operation of the table has its second derivative
+without a second rule.  Programs of numbers and numpy array programs are
+both recorded with one vertex per number: an array argument becomes an
+object array of traced numbers (so ``@``, ``sum``, indexing and the table's
+functions work; numpy functions with no loop for Python objects, such as
+``np.linalg.inv``, do not), and its entries are inputs named ``X[0]``,
+``X[1]``, ... in C order.
 """
 
 from __future__ import annotations
@@ -50,31 +51,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..graph.lcg import LCG
-from ..tracing import tracer
-from ..tracing.dual import Dual
-from ..tracing.naming import argument_positions, output_names
-from ..tracing.ops import apply, traced_partials
-from ..tracing.tracer import Traced
+from ..tracing.naming import output_names
+from ..tracing.ops import Op, traced_partials
+from ..tracing.tracer import Tape, Traced, argument_positions, trace
 from .jacobians import jacobian
+from .sweeps import jvp
 
-
-class Recorded(Traced):
-    """A number of the program being differentiated, on a tape the reverse pass
-    reads: its value belongs to an outer computation (a traced number, a dual
-    number or a float), so its operations, partials and adjoints happen there."""
-
-    __slots__ = ()
-
-    def _record(self, op, args):
-        tape = self.recorder
-        outer = []
-        for a in args:
-            if isinstance(a, Recorded) and a.recorder is not tape:
-                raise ValueError(f"{op.name} mixes numbers from two different calls of f")
-            outer.append(a.value if isinstance(a, Recorded) else a)
-        value = apply(op, *outer)
-        tape.append((op, args, value))
-        return Recorded(tape, len(tape) - 1, value)
+__all__ = ["ReversePass", "backward_vertices", "gradient_graph", "hessian", "hvp",
+           "recorded_gradient"]
 
 
 def _flat_arguments(args, positions) -> list:
@@ -104,12 +88,12 @@ def _checked(flat: list) -> list:
 
 class ReversePass(NamedTuple):
     """What :func:`recorded_gradient` recorded: the gradient (one adjoint per input, of
-    the values' type: float, dual or traced number), the tape (``(op, operands,
-    value)`` per vertex, ``op`` None for an input), the adjoint of every vertex the
-    sweep reached, and the vertex of ``f``'s result (None for a constant)."""
+    the values' type: float or traced number), the tape of ``f``, the adjoint of
+    every value the sweep reached, and the tape position of ``f``'s result (None for
+    a constant)."""
 
     gradient: list
-    tape: list
+    tape: Tape
     adjoints: dict
     result: int | None
 
@@ -122,9 +106,8 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     >>> recorded_gradient(lambda x, y: x * y, (3.0, 4.0), [0, 1], [3.0, 4.0]).gradient
     [4.0, 3.0]
     """
-    tape = []
-    numbers = iter(Recorded(tape, i, x) for i, x in enumerate(inputs))
-    tape.extend((None, (), x) for x in inputs)
+    tape = Tape()
+    numbers = iter([tape.append(x, None, True) for x in inputs])
     call = list(args)
     for p in positions:
         arg = args[p]
@@ -140,25 +123,28 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     result = f(*call)
     if isinstance(result, np.ndarray) and result.shape == () and result.dtype == object:
         result = result[()]
-    if not isinstance(result, Recorded):
+    if type(result) is not Traced:
         if isinstance(result, Real) and not isinstance(result, bool):
             return ReversePass([0.0] * len(inputs), tape, {}, None)  # a constant: zero
         raise TypeError(f"f returned a {type(result).__name__}; a gradient is of a function "
                         f"with one number as its result")
-    if result.recorder is not tape:
+    if result.tape is not tape:
         raise ValueError("f's result was not computed from this call's inputs")
     adjoints = {result.index: 1.0}
-    for v in range(result.index, len(inputs) - 1, -1):
-        adjoint = adjoints.get(v)
-        op, operands, value = tape[v]
-        if adjoint is None or op is None:
+    for t in range(result.index, len(inputs) - 1, -1):
+        adjoint, step = adjoints.get(t), tape.steps[t]
+        if adjoint is None or step is None:
             continue
-        wrt = [i for i, a in enumerate(operands) if isinstance(a, Recorded)]
-        outer = tuple(a.value if isinstance(a, Recorded) else a for a in operands)
-        for i, partial in zip(wrt, traced_partials(op, outer, value, wrt)):
+        op, operands, _ = step
+        if not isinstance(op, Op):
+            raise TypeError(f"{op.name} has no rule on numbers; higher derivatives record "
+                            f"programs of numbers, and arrays as arrays of numbers")
+        wrt = [i for i, o in enumerate(operands) if type(o) is int]
+        outer = tuple(tape.values[o] if type(o) is int else o for o in operands)
+        for i, partial in zip(wrt, traced_partials(op, outer, tape.values[t], wrt)):
             term = _times(adjoint, partial)
             if term is not None:
-                u = operands[i].index
+                u = operands[i]
                 adjoints[u] = term if u not in adjoints else adjoints[u] + term
     return ReversePass([adjoints.get(i, 0.0) for i in range(len(inputs))], tape, adjoints,
                        result.index)
@@ -207,7 +193,7 @@ def gradient_graph(f, *args, wrt=None) -> LCG:
         gradient_of_f.__signature__ = inspect.signature(f)
     except (TypeError, ValueError):
         pass
-    G = tracer.trace(gradient_of_f, *outer_args, wrt=positions)
+    G = trace(gradient_of_f, *outer_args, wrt=positions)
     return _named(G, seen["pass"])
 
 
@@ -215,23 +201,28 @@ def _named(G: LCG, recorded: ReversePass) -> LCG:
     """``G`` with the names of :func:`gradient_graph`."""
     names, tape, adjoints, result = list(G.names), recorded.tape, recorded.adjoints, \
         recorded.result
-    outer = [value.index if isinstance(value, Traced) else -1 for _, _, value in tape]
+    outer = [value.index if type(value) is Traced else -1 for value in tape.values]
     n_forward = max(outer) + 1
-    if result is not None and tape[result][0] is not None:
+    if result is not None and tape.steps[result] is not None:
         names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
-    for v in range(n_forward, G.n_vertices):
-        names[v] = _backward_name(v - n_forward)
+    adjoint_names = {}
     for i, w in enumerate(G.outputs):  # the gradient: the inputs' adjoints
         if w >= n_forward:
-            names[w] = _bar(names[G.inputs[i]])
-    taken = set(names)
-    for u in range(len(tape)):  # the other adjoints recorded as vertices of their own
+            adjoint_names[w] = _bar(names[G.inputs[i]])
+    taken = set(names[:n_forward]) | set(adjoint_names.values())
+    for u in range(len(tape.values)):  # the other adjoints recorded as vertices of their own
         a = adjoints.get(u)
-        if isinstance(a, Traced) and a.index >= n_forward and outer[u] >= 0:
+        if type(a) is Traced and a.index >= n_forward and outer[u] >= 0:
             bar = _bar(names[outer[u]])
-            if bar not in taken and a.index not in G.outputs:
-                names[a.index] = bar
+            if bar not in taken and a.index not in adjoint_names:
+                adjoint_names[a.index] = bar
                 taken.add(bar)
+    # the rest of the reverse pass, numbered b₀, b₁, ... in order, with no gaps
+    others = (v for v in range(n_forward, G.n_vertices) if v not in adjoint_names)
+    for j, v in enumerate(others):
+        names[v] = _backward_name(j)
+    for v, name in adjoint_names.items():
+        names[v] = name
     return LCG(names, G.sources, G.targets, G.labels, G.inputs, G.outputs, values=G.values,
                ops=G.ops)
 
@@ -267,9 +258,9 @@ def hessian(f, *args, wrt=None) -> np.ndarray:
 
 
 def hvp(f, *args, v, wrt=None) -> list:
-    """The Hessian-vector product ``H v`` of ``f`` at ``args``, forward over reverse:
-    the reverse pass recorded on dual numbers whose tangents are ``v``.  No graph
-    and no Hessian are formed: it costs a few gradients.
+    """The Hessian-vector product ``H v`` of ``f`` at ``args``, forward over reverse: a
+    forward sweep along ``v`` over the recorded reverse pass (:func:`gradient_graph`).
+    No Hessian is formed: it costs a few gradients.
 
     ``v`` and the result take the form of :func:`minirad.jvp`'s on a graph of
     numbers: one entry per number differentiated (array arguments flattened in C
@@ -284,9 +275,6 @@ def hvp(f, *args, v, wrt=None) -> list:
     if v.ndim not in (1, 2) or len(v) != len(flat):
         raise ValueError(f"v has shape {v.shape}; give one entry per input ({len(flat)}), "
                          f"each a number, or an array of shape (k,) for k vectors")
-    gradient = recorded_gradient(f, args, positions,
-                                 [Dual(float(x), t) for x, t in zip(flat, v)]).gradient
-    zero = np.zeros(v.shape[1:])
-    rows = [np.asarray(g.tangent if isinstance(g, Dual) else zero, dtype=float)
-            for g in gradient]
-    return [float(row) if row.ndim == 0 else row for row in rows]
+    if not np.isfinite(v).all():
+        raise ValueError("v has non-finite entries")
+    return jvp(gradient_graph(f, *args, wrt=wrt), list(v))

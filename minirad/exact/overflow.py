@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS, forward, reverse
+from ..graph.lcg import takes_graph_or_function
 from .result import entry_name
 
 __all__ = ["AccumulationOverflow", "check_finite"]

@@ -55,14 +55,17 @@ from numbers import Integral
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import COUNTS, FLOATS, Algebra, forward, path_label, reverse, walk
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from ..graph.operators import Identity
 from . import _engines
 from .overflow import check_finite
 from .result import Accumulation, format_count, from_labels
 from .sparsity import operator_pattern, scalar_sizes
+
+__all__ = ["DEFAULT_MAX_PATHS", "DEFAULT_MAX_PRODUCTS", "PathCount", "bauer",
+           "bauer_reference", "count_paths", "count_paths_between", "count_paths_reference",
+           "count_scalar_paths", "path_costs", "path_jacobian", "path_product", "paths"]
 
 DEFAULT_MAX_PATHS = 1_000_000
 #: Bauer's formula term by term multiplies along every path: the sum of the paths'
@@ -95,17 +98,37 @@ class PathCount(int):
 
 @takes_graph_or_function
 def count_paths(g: LCG) -> np.ndarray:
-    """Exact numbers of paths from each input to each output.
+    """Exact numbers of paths from each input to each output, as Python integers.
 
-    Returns an object array of Python ints with shape ``(n_outputs,
-    n_inputs)``, rows and columns in ``g.outputs`` / ``g.inputs`` order
-    (:class:`PathCount`, so that it prints however many digits a count has).
-    On a graph with arrays these are paths of vertices, whatever their
-    shapes (:func:`count_scalar_paths` counts the paths between entries).
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+
+    Returns
+    -------
+    numpy.ndarray
+        An object array of exact ints (:class:`PathCount`, which prints however
+        many digits a count has), shape ``(n_outputs, n_inputs)``, rows and
+        columns in ``g.outputs`` / ``g.inputs`` order.  On a graph with arrays
+        these are paths of vertices, whatever their shapes.
+
+    See Also
+    --------
+    count_scalar_paths : Paths between array entries.
+    bauer : The Jacobian as the sum over those paths.
+
+    Notes
+    -----
     Column ``i`` is the forward sweep over counts seeded at input ``i``
-    (:func:`count_paths_reference`); the engine carries one count per input
-    (or per output, whichever side is smaller) through the graph in one pass.
+    (:func:`count_paths_reference`): the label recurrence over the integers,
+    every edge labelled 1.  The engine carries one count per input (or per
+    output, whichever side is smaller) through the graph in one pass; counts of
+    10**30 paths take milliseconds.
 
+    Examples
+    --------
     >>> from minirad import examples
     >>> count_paths(examples.lecture())
     array([[2, 2]], dtype=object)
@@ -327,13 +350,44 @@ def paths(g: LCG, source=None, target=None) -> Iterator[tuple[int, ...]]:
 
 @takes_graph_or_function
 def path_product(g: LCG, path: Sequence):
-    """Product of the labels along a path of vertices, the first edge innermost.
+    """The product of the labels along a path of vertices, the first edge innermost.
 
-    A float where the path joins two numbers (1.0 for a single vertex);
-    otherwise the Jacobian block of the path as an operator, as
-    :meth:`~minirad.graph.lcg.LCG.label` gives an edge's (the identity for a
-    single array vertex).
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    path : sequence
+        Vertices by name or number, each joined to the next by an edge.
 
+    Returns
+    -------
+    float or Operator
+        A float where the path joins two numbers (1.0 for a single vertex);
+        otherwise the Jacobian block of the path as an operator, as
+        :meth:`~minirad.graph.lcg.LCG.label` gives an edge's (the identity for
+        a single array vertex).
+
+    Raises
+    ------
+    TypeError
+        When ``path`` is not a sequence of vertices.
+    ValueError
+        When ``path`` is empty, or a step of it is not an edge.
+
+    See Also
+    --------
+    bauer : The sum of these products over every input-output path.
+    minirad.exact.paths.paths : Every path between two vertices.
+
+    Notes
+    -----
+    Bauer's formula (F. L. Bauer, 1974; the RAD paper's eq. 1) writes every
+    Jacobian entry as the sum, over the paths from the input to the output, of
+    these products.
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.lecture()
     >>> path_product(g, ["x1", "v3", "v5", "y"])  # dv3/dx1 = x2 = 5
@@ -440,21 +494,51 @@ def bauer_reference(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
 @takes_graph_or_function
 def bauer(g: LCG, max_paths: int = DEFAULT_MAX_PATHS,
           max_products: int = DEFAULT_MAX_PRODUCTS) -> Accumulation:
-    """The Jacobian by Bauer's formula, with its operation counts.
+    """The Jacobian by Bauer's formula, the sum over paths, with its operation counts.
 
-    Sums the product of labels over every input-to-output path
-    (:func:`bauer_reference`).  Counts are those of :func:`path_costs` (the
-    formula evaluated term by term); on a graph of numbers the depth-first
-    walk here reuses prefix products, so it does fewer multiplications than
-    it reports, but the counts describe the method, which is what
-    comparisons with sweeps and elimination are about.  On a graph with
-    arrays a product of blocks costs its flops; see :func:`bauer_reference`.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    max_paths : int, optional
+        The most input-output paths the formula may walk (default 1,000,000).
+    max_products : int, optional
+        The most multiplications along them, the sum of their lengths (default
+        10,000,000: a million paths of a million edges are under any sensible
+        path limit, yet take days).
 
-    Raises ``ValueError``, before walking any path, when the graph has more than
-    ``max_paths`` paths or the formula would multiply more than ``max_products``
-    times along them (the sum of their lengths: a million paths of a million edges
-    are under any sensible path limit, yet take days).
+    Returns
+    -------
+    Accumulation
+        The Jacobian with method ``"bauer"``, and the multiplications and
+        additions of the formula evaluated term by term (:func:`path_costs`).
 
+    Raises
+    ------
+    ValueError
+        Before walking any path, when the graph has more than ``max_paths``
+        paths or the formula more than ``max_products`` multiplications (the
+        message gives both counts and the keyword to raise them); when the
+        Jacobian overflows (``AccumulationOverflow``).
+
+    See Also
+    --------
+    count_paths : How many paths there are.
+    path_product : One path's product.
+    minirad.jacobian : The same matrix by a sweep or elimination.
+
+    Notes
+    -----
+    Each entry ``dy/dx`` is the sum over the paths from ``x`` to ``y`` of the
+    product of their labels (Bauer 1974; the RAD paper's eq. 1).  On a graph of
+    numbers the depth-first walk here reuses prefix products, so it does fewer
+    multiplications than it reports, but the counts describe the method, which
+    is what comparisons with sweeps and elimination are about.  On a graph with
+    arrays a product of blocks costs its flops (:func:`bauer_reference`).
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> result = bauer(examples.lecture())
     >>> result.jacobian.round(3), result.multiplications, result.additions

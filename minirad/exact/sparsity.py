@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sparse
 
 from ..graph import labels
-from ..graph.calls import takes_graph_or_function
+from ..graph.lcg import takes_graph_or_function
 
 __all__ = [
     "BITSETS", "BOOLEAN_BLOCKS", "COLOURING_STRATEGIES", "Colouring", "as_pattern",

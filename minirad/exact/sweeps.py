@@ -1,23 +1,31 @@
 """Forward and reverse sweeps: the Jacobian by dynamic programming on the LCG.
 
-A forward sweep seeds an input with tangent 1 and pushes tangents along
-the edges in topological order: the tangent of ``v`` is the sum over its
-in-edges of label times the tangent of the predecessor.  A reverse sweep
-seeds an output with adjoint 1 and pulls adjoints back in reverse order:
-the adjoint of ``u`` is the sum over its out-edges of the adjoint of the
-successor times the label, so a vertex used several times receives the sum
-of its partial adjoints (the lecture's ``node_to_grad`` algorithm).  Both
-are Bauer's path sum with the common prefixes (forward) or suffixes
-(reverse) of the paths factored out.
+A forward sweep seeds an input with tangent 1 and pushes tangents along the
+edges in topological order: the tangent of ``v`` is the sum over its in-edges
+of label times the tangent of the predecessor.  A reverse sweep seeds an
+output with adjoint 1 and pulls adjoints back in reverse order: the adjoint of
+``u`` is the sum over its out-edges of the successor's adjoint times the label,
+so a value used several times receives the sum of its partial adjoints (the
+lecture's ``node_to_grad``).  Both are Bauer's path sum with the common prefixes
+(forward) or suffixes (reverse) of the paths factored out.
 
-The same functions run on every graph.  Where a vertex holds an array,
-its tangent or adjoint is an array of its shape and an edge label is a
-Jacobian block (:mod:`minirad.graph.operators`), so one step of the sweep
-is a JVP ``J t`` or a VJP ``a J`` and a diagonal block costs d, not d²
-(the RAD paper's vectorized graph, Sec. 3.2).
+The recurrence is :func:`minirad.graph.labels.forward` and
+:func:`~minirad.graph.labels.reverse`, over the graph's labels::
 
-Every exact method returns an :class:`Accumulation`: the Jacobian plus the
-multiplications and additions it took (for sweeps, counted when first read).
+    for u, v, label in edges:                 # forward: tangents
+        tangent[v] = add(tangent[v], multiply(label, tangent[u]))
+    for u, v, label in reversed(edges):       # reverse: adjoints
+        adjoint[u] = add(adjoint[u], multiply(adjoint[v], label))
+
+It runs on every graph: where a vertex holds an array, its tangent or adjoint
+is an array of its shape and a label a Jacobian block, so one step is a JVP
+``J t`` or a VJP ``a J`` (the RAD paper's vectorized graph, Sec. 3.2).  A
+sweep seeds every entry of a vertex at once, stacked along a leading axis.
+On a large graph of numbers the same numbers come faster from the engines of
+:mod:`minirad.exact._engines` (a loop over floats, wavefronts of sparse
+products, a triangular solve), tested equal to the recurrence:
+``engine="auto"`` picks one by the graph's size, ``"reference"`` always runs
+the recurrence.
 
 Tangents, adjoints and results
 ------------------------------
@@ -40,56 +48,11 @@ selected inputs (outputs) and keep every vertex's values.
 
 Cost convention
 ---------------
-A sweep for one seed skips the vertices the seed cannot reach: their
-tangents (adjoints) are structurally zero.  Each edge the sweep traverses
-costs the algebra's ``multiply_cost`` (:mod:`minirad.graph.labels`): 1 for
-a number, the block's flops for an array, times the number of stacked
-seeds, and each vertex that combines ``t >= 1`` traversed edges costs
-``t - 1`` of the algebra's additions (1 for a number, one per entry for an
-array).  On a graph of numbers: for each seed, every edge whose tail the
-seed reaches (forward) or whose head reaches the seed (reverse) is one
-multiplication, partials of ±1 included.  A sweep over several seeds costs
-the sum over its seeds.  The vectorised engines may multiply some
-structural zeros in bulk; the counts describe the algorithm, not how numpy
-blocks the arithmetic.
-
-The recurrence
---------------
-Edges are grouped by target and vertices numbered topologically, so one
-pass over the edges in order is a forward sweep and one pass in reverse
-order is a reverse sweep.  That is the whole algorithm; over the graph's
-labels (:mod:`minirad.graph.labels`) it reads::
-
-    for u, v, label in edges:                 # forward: tangents
-        tangent[v] = add(tangent[v], multiply(label, tangent[u]))
-    for u, v, label in reversed(edges):       # reverse: adjoints
-        adjoint[u] = add(adjoint[u], multiply(adjoint[v], label))
-
-:func:`minirad.graph.labels.forward` and :func:`minirad.graph.labels.reverse` are
-exactly this (skipping vertices not reached, which is what the cost
-convention counts), and ``engine="reference"`` runs them.  It is the only
-engine for a graph with arrays, which it sweeps with all of a vertex's
-unit seeds stacked.  On a graph of numbers the other engines compute the
-same numbers faster (:mod:`minirad.exact._engines`, tested equal to the
-reference):
-
-* ``"loop"``: the same loop over plain Python float lists, no per-edge
-  function calls; best on small graphs such as traced scalar programs;
-* ``"levels"``: vertices grouped into wavefronts (topological levels),
-  each wavefront one sparse matrix product; best on wide graphs;
-* ``"triangular"``: the sweep as the unit triangular solve
-  ``(I - L) T = S`` (forward) or ``(I - L)^T A = S`` (reverse), with ``L``
-  the strictly lower triangular matrix of partials, by SciPy's compiled
-  solver; best on large graphs with long dependency chains.
-
-``engine="auto"`` picks one from the graph's size and number of levels.
-
-The reverse functions take ``wrt=`` (the inputs whose cotangents are wanted)
-and two options of the reference recurrence from the ChainRules notes,
-:mod:`minirad.exact.cotangents`: ``in_place=True`` adds each term
-into the sweep's own accumulator (``add!!``) and ``lazy=True`` defers every
-cotangent until a wanted input needs it.  The numbers are the reference's,
-bit for bit; only the arrays allocated (and, lazily, the work) change.
+A sweep for one seed skips the vertices the seed cannot reach.  Each edge it
+traverses costs the algebra's ``multiply_cost`` (1 between numbers, a block's
+flops between arrays, times the stacked seeds), and a vertex that combines
+``t >= 1`` traversed edges costs ``t - 1`` additions.  The counts are worked
+out when first read.
 
 >>> from minirad import examples
 >>> g = examples.lecture()
@@ -100,9 +63,6 @@ array([[5.5  , 1.716]])
 (8, 2)
 >>> forward_sweep(g, wrt=["x1"]).tangents[:, 0].round(3).tolist()
 [1.0, 0.0, 0.5, 5.0, 0.0, 5.5, 5.5]
-
-The same calls on a program of arrays:
-
 >>> import numpy as np
 >>> from minirad import trace
 >>> h = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0, 3.0]))
@@ -121,22 +81,525 @@ from numbers import Integral
 import numpy as np
 
 from ..graph import labels
-from ..graph.calls import takes_graph_or_function
-from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from . import _engines, cotangents
 from .overflow import check_finite
-from .result import Accumulation, check_size
+from .result import JACOBIAN_LIMIT, Accumulation, check_size
 
-__all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_sweep",
-           "vjp"]
+__all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_jacobian",
+           "reverse_sweep", "vjp"]
 
 ENGINES = ("auto", "reference", "loop", "levels", "triangular")
 
+#: a graph of numbers with more edges than this is swept by the fast engines
+REFERENCE_EDGES = 2_000
 
-# ---------------------------------------------------------------- arguments
-def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
-    """Resolve a seed selection (None, one vertex or several) to numbers."""
+
+# -------------------------------------------------------------------- sweeps
+@takes_graph_or_function
+def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
+                  keep_values: bool = True) -> Accumulation:
+    """Tangents of every vertex with respect to each selected input: forward mode.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    wrt : str, int or sequence, optional
+        The inputs to seed, by name or number (default: all of them).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps (:data:`ENGINES`; the same numbers): the
+        label recurrence itself, or a faster engine on a graph of numbers
+        (``"auto"`` picks by the graph's size and levels; the module docstring).
+    keep_values : bool, optional
+        Keep every vertex's tangents (default); with False the seeds are swept
+        in memory-bounded blocks and only the Jacobian is kept.
+
+    Returns
+    -------
+    Accumulation
+        ``jacobian`` with one column per entry of the selected inputs,
+        ``tangents`` (``(n_vertices, n_columns)`` on a graph of numbers, one
+        ``(n_columns,) + shape`` array per vertex with arrays; None with
+        ``keep_values=False``), ``blocks`` on a graph with arrays, and the
+        ``multiplications`` and ``additions`` (counted when first read).
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex).
+
+    See Also
+    --------
+    reverse_sweep : Adjoints, one sweep per output.
+    jvp : One Jacobian-vector product.
+    minirad.jacobian : The Jacobian by any method.
+
+    Notes
+    -----
+    ``tangent[v] = sum over edges u -> v of label(u, v) * tangent[u]``, in
+    topological order (Griewank and Walther, *Evaluating Derivatives*, 2nd
+    ed., 2008, Sec. 3.1); each traversed edge costs the algebra's
+    ``multiply_cost``, each vertex combining ``t`` terms ``t - 1`` additions.
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> g = examples.lecture()
+    >>> r = forward_sweep(g, wrt="x2")
+    >>> r.jacobian.round(3), r.multiplications, r.additions
+    (array([[1.716]]), 5, 1)
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> r = forward_sweep(h, wrt="x")
+    >>> r.jacobian                                    # dy/dx = A
+    array([[1., 0.],
+           [0., 1.]])
+    >>> r.blocks[0][0].shape, r.tangents[h.index("y")].shape
+    ((2, 2), (2, 2))
+    """
+    chosen = select(g, wrt, g.inputs, "input")
+    values, jac, counts = sweep(g, chosen, g.outputs, True, keep_values, engine)
+    if not np.isfinite(jac).all():    # names the vertex where it went wrong
+        check_finite(g, jac, "forward", columns=chosen)
+    return Accumulation(jac, None, None, "forward", tangents=values, seeds=chosen,
+                        shapes=_shapes(g, g.outputs, chosen), counts=counts)
+
+
+@takes_graph_or_function
+def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
+                  wrt=None, in_place: bool = False, lazy: bool = False) -> Accumulation:
+    """Adjoints of every vertex for each selected output: reverse mode.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    outputs : str, int or sequence, optional
+        The outputs to seed, by name or number (default: all of them).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    keep_values : bool, optional
+        Keep every vertex's adjoints (default); with False only the Jacobian.
+    wrt : str, int or sequence, optional
+        The inputs whose columns are wanted (default: all, in order).
+    in_place : bool, optional
+        Add each term into the sweep's own accumulator (``add!!``) where it may
+        (:mod:`minirad.exact.cotangents`); the same numbers, fewer arrays.
+    lazy : bool, optional
+        Defer every cotangent until a ``wrt`` input needs it: a branch that
+        reaches none is never computed.
+
+    Returns
+    -------
+    Accumulation
+        ``jacobian`` with one row per entry of the selected outputs and one
+        column per entry of ``wrt``, ``adjoints`` (``(n_vertices, n_rows)`` on a
+        graph of numbers, one ``(n_rows,) + shape`` array per vertex with
+        arrays; None with ``keep_values=False``), ``blocks`` with arrays, and the
+        ``multiplications`` and ``additions`` of what was done.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex).
+
+    See Also
+    --------
+    forward_sweep : Tangents, one sweep per input.
+    vjp : One vector-Jacobian product.
+    gradient : The gradient of a graph with one number as output.
+
+    Notes
+    -----
+    ``adjoint[u] = sum over edges u -> v of adjoint[v] * label(u, v)``, in
+    reverse topological order: the lecture's ``node_to_grad`` algorithm
+    (Griewank and Walther, *Evaluating Derivatives*, 2nd ed., 2008, Sec. 3.2).
+    ``in_place`` and ``lazy`` are the ChainRules notes' ``add!!`` and thunks.
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> r = reverse_sweep(examples.lecture())
+    >>> r.adjoints[:, 0].round(3).tolist()
+    [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
+    >>> r = reverse_sweep(examples.lecture(), wrt="x2", keep_values=False, lazy=True)
+    >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
+    (array([[1.716]]), 5)
+    """
+    chosen = select(g, outputs, g.outputs, "output")
+    columns = select(g, wrt, g.inputs, "input")
+    run = None
+    if (in_place is not False or lazy is not False) and not cotangents.check_options(
+            in_place, lazy):
+        def run(h, seeds):
+            return cotangents.reverse_accumulation(
+                h, seeds, wanted=None if keep_values else columns, in_place=in_place,
+                lazy=lazy)
+    values, jac_t, counts = sweep(g, chosen, columns, False, keep_values, engine, run)
+    if not np.isfinite(jac_t).all():   # names the vertex where it went wrong
+        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
+    return Accumulation(jac_t.T, None, None, "reverse", adjoints=values, seeds=chosen,
+                        shapes=_shapes(g, chosen, columns), counts=counts)
+
+
+@takes_graph_or_function
+def reverse_jacobian(g: LCG) -> np.ndarray:
+    """The Jacobian alone, by :func:`reverse_sweep`'s sweeps, keeping no values and
+    counting nothing: what :func:`minirad.jacobian` runs by default.
+
+    >>> from minirad import examples
+    >>> reverse_jacobian(examples.lecture()).round(3)
+    array([[5.5  , 1.716]])
+    """
+    _, jac_t, _ = sweep(g, g.outputs, g.inputs, False, False, "auto")
+    if not np.isfinite(jac_t).all():   # names the vertex where it went wrong
+        check_finite(g, jac_t.T, "reverse", direction="reverse")
+    return jac_t.T
+
+
+# Without values to keep, seeds are swept in blocks of about this many values, so the
+# Jacobian of a huge graph never needs n_vertices x n_seeds memory at once
+_BLOCK_VALUES = 1 << 22
+# Kept values hold one array per vertex and seed: at most this many numbers (256 MiB)
+_KEPT_VALUES = 1 << 25
+
+
+def sweep(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str, run=None):
+    """Sweep unit seeds on every entry of the ``chosen`` vertices.
+
+    Returns the per-vertex values (or None), the block of the Jacobian read at the
+    ``far`` vertices (``far`` entries by seeds) and a function giving the counts.
+    ``run(g, seeds)`` replaces the recurrence (a reverse sweep with options)."""
+    engine = _engine(g, engine, run is None)
+    if engine != "reference":
+        return _fast(g, chosen, far, forward, keep_values, engine)
+    recurrence = run or (labels.forward if forward else labels.reverse)
+    far_at = _offsets(g, far)
+    sizes = [math.prod(g.shapes[v]) for v in chosen]
+    if far_at[-1] * sum(sizes) > JACOBIAN_LIMIT:   # refused before it is allocated
+        check_size(far_at[-1], sum(sizes))
+    entries = sum(math.prod(g.shapes[v]) for v in range(g.n_vertices))
+    if keep_values and sum(sizes) * entries > _KEPT_VALUES:
+        raise ValueError(f"keeping the values of every vertex for {sum(sizes):,} seeds takes "
+                         f"{sum(sizes) * entries:,} numbers, above the limit of "
+                         f"{_KEPT_VALUES:,}; pass keep_values=False (the Jacobian alone is "
+                         f"swept in bounded blocks)")
+    ends = np.zeros((far_at[-1], sum(sizes)))
+    kept = [[] for _ in range(g.n_vertices)]
+    multiplications = additions = column = 0
+    widest = max((math.prod(g.shapes[v]) for v in range(g.n_vertices)), default=1)
+    for s, size in zip(chosen, sizes):
+        step = size if keep_values else max(1, min(size, _BLOCK_VALUES // widest))
+        for lo in range(0, size, step):
+            hi = min(size, lo + step)
+            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shapes[s])
+            with np.errstate(over="ignore", invalid="ignore"):   # checked by the caller
+                swept = recurrence(g, {s: unit})
+            multiplications += swept.multiplications
+            additions += swept.additions
+            for i, v in enumerate(far):
+                if swept.values[v] is not None:
+                    ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
+                        swept.values[v], (hi - lo, -1)).T
+            for v, value in enumerate(swept.values if keep_values else ()):
+                kept[v].append(np.zeros((hi - lo,) + g.shapes[v], g.dtypes[v]) if value is None
+                               else np.asarray(value))
+            column += hi - lo
+    values = _kept(g, kept) if keep_values else None
+    return values, ends, lambda: (multiplications, additions)
+
+
+def _kept(g: LCG, kept):
+    """Per-vertex values as a sweep returns them: an ``(n_vertices, n_seeds)`` array on a
+    graph of numbers, else one ``(n_seeds,) + shape`` array per vertex."""
+    values = tuple(np.concatenate(parts) if parts else np.zeros((0,) + g.shapes[v], g.dtypes[v])
+                   for v, parts in enumerate(kept))
+    if g.algebra is labels.FLOATS:
+        return np.array(values, dtype=np.float64).reshape(g.n_vertices, -1)
+    return values
+
+
+def _fast(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str):
+    """:func:`sweep` on a graph of numbers by a fast engine, in blocks of seeds."""
+    n, k = g.n_vertices, len(chosen)
+    if len(far) * k > JACOBIAN_LIMIT:
+        check_size(len(far), k)
+    block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
+    values = np.zeros((n, 0)) if keep_values else None
+    ends = np.empty((len(far), k))
+    for lo in range(0, k, block):
+        hi = min(k, lo + block)
+        with np.errstate(over="ignore", invalid="ignore"):   # checked by the caller
+            swept = _engines.propagate_units(g, chosen[lo:hi], forward, engine)
+        ends[:, lo:hi] = swept[list(far), :]
+        if keep_values:
+            values = swept
+    return values, ends, lambda: _sweep_cost(g, chosen, forward)
+
+
+def _engine(g: LCG, engine, plain: bool) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid engines are "
+                         f"{', '.join(map(repr, ENGINES))}")
+    numbers = g.algebra is labels.FLOATS
+    if engine not in ("auto", "reference") and not numbers:
+        raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
+                         f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
+    if engine not in ("auto", "reference") and not plain:
+        raise ValueError(f"in_place and lazy are options of the 'reference' engine ('auto' "
+                         f"picks it); engine {engine!r} accumulates plainly")
+    if engine == "auto":
+        fast = numbers and plain and g.n_edges > REFERENCE_EDGES
+        return "auto" if fast else "reference"
+    return engine
+
+
+def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
+    """Multiplications and additions of a sweep over ``seeds`` on a graph of numbers,
+    from reachability alone (the recurrence counts the same: tests/test_engines.py)."""
+    per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
+    degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
+    for seed in seeds:
+        if seed not in per_seed:
+            reached = reachable(g, [seed], "forward" if forward else "reverse")
+            edges = int(degree[reached].sum())
+            # each reached vertex but the seed combines >= 1 traversed edges
+            per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
+    return (sum(per_seed[seed][0] for seed in seeds),
+            sum(per_seed[seed][1] for seed in seeds))
+
+
+# ------------------------------------------------------------ products
+@takes_graph_or_function
+def jvp(g: LCG, v, engine: str = "auto"):
+    """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    v : list
+        One tangent per input vertex, in the graph's input order: a float for
+        a number, an array of the vertex's shape for an array, None for zero.
+        Every entry may carry the same leading stack axes, for several
+        products at once.
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+
+    Returns
+    -------
+    list
+        One tangent per output vertex, in the form of ``v``: a float for a
+        number, an array of its shape otherwise (with the stack axes of ``v``),
+        on a graph of numbers and on one with arrays alike.
+
+    Raises
+    ------
+    TypeError
+        When ``v`` is not a list of real numbers or arrays (a matrix is refused
+        rather than read by rows or columns).
+    ValueError
+        For an unknown engine, or an engine other than the reference on a graph
+        with arrays; when ``v`` has the wrong number of entries, an entry of the
+        wrong shape or one that is not finite.
+
+    See Also
+    --------
+    vjp : The other side: ``u J``.
+    forward_sweep : Unit tangents on every input, every vertex kept.
+
+    Notes
+    -----
+    One forward sweep seeded with ``v`` (:func:`forward_sweep`'s recurrence).
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> jvp(examples.lab(), [1.0, 1.0])                    # f = x y + sin x at (2, 3)
+    [4.583853163452858]
+    >>> jvp(examples.lab(), [[1.0, 0.0], [0.0, 1.0]])      # two tangents: the Jacobian
+    [array([2.58385316, 2.        ])]
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
+    [array([1., 0.])]
+    """
+    engine = _engine(g, engine, True)
+    seeds, stack = _entries(g, "v", v, g.inputs)
+    return _results(g, _propagate(g, seeds, stack, True, engine), g.outputs, stack)
+
+
+@takes_graph_or_function
+def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
+        lazy: bool = False):
+    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    u : list
+        One adjoint per output vertex, in the form of :func:`jvp`'s ``v``.
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    wrt : str, int or sequence, optional
+        The inputs whose adjoints are wanted (default: all, in order).
+    in_place : bool, optional
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
+    lazy : bool, optional
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
+
+    Returns
+    -------
+    list
+        One adjoint per input of ``wrt``, in the form of ``u``: a float for a
+        number, an array of its shape otherwise, on a graph of numbers and on
+        one with arrays alike.
+
+    Raises
+    ------
+    TypeError
+        When ``u`` is not a list of real numbers or arrays, or ``in_place`` or
+        ``lazy`` is not a bool.
+    ValueError
+        For an unknown engine, an engine other than the reference on a graph
+        with arrays (or with ``in_place`` or ``lazy``), an input or output
+        selected twice or not of the graph, or a sweep that overflows
+        (``AccumulationOverflow``, naming the entry and the vertex); when ``u``
+        has the wrong number of entries, an entry of the wrong shape or one
+        that is not finite.
+
+    See Also
+    --------
+    jvp : The other side: ``J v``.
+    gradient : ``vjp`` with the seed 1 on a graph with one number as output.
+
+    Notes
+    -----
+    One reverse sweep seeded with ``u`` (:func:`reverse_sweep`'s recurrence);
+    ``in_place`` and ``lazy`` give the same numbers bit for bit.
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> [round(a, 4) for a in vjp(examples.two_outputs(), [1.0, 0.0])]
+    [-1.05, -1.4049]
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
+    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
+    >>> dA                                                 # the outer product a x^T
+    array([[1., 2.],
+           [0., 0.]])
+    >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
+    [array([1., 0.])]
+    """
+    seeds, stack = _entries(g, "u", u, g.outputs)
+    return _pulled(g, seeds, stack, engine, wrt, in_place, lazy)
+
+
+@takes_graph_or_function
+def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
+             lazy: bool = False):
+    """The gradient of a graph whose one output is a number: one reverse sweep.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`.
+    wrt : str, int or sequence, optional
+        The inputs whose derivatives are wanted (default: all, in order).
+    in_place : bool, optional
+        Add into the sweep's own arrays, as for :func:`reverse_sweep`.
+    lazy : bool, optional
+        Defer cotangents until wanted, as for :func:`reverse_sweep`.
+
+    Returns
+    -------
+    list
+        One derivative per input of ``wrt``: a float for a number, an array of
+        its shape (in the program's precision: float32 stays float32) for an
+        array, on a graph of numbers and on one with arrays alike.
+
+    Raises
+    ------
+    ValueError
+        When the graph has more than one output, or an output that is not a
+        number (use :func:`vjp`), or as :func:`vjp` raises.
+
+    See Also
+    --------
+    vjp : Any seed, any outputs.
+    minirad.gradcheck : Check it against finite differences.
+
+    Notes
+    -----
+    The reverse sweep seeded with 1 in the output's dtype, so a float32
+    program's gradient is float32, the same bits as a hand-written backward
+    pass.
+
+    Examples
+    --------
+    >>> from minirad import examples
+    >>> gradient(examples.lab())                     # f = x y + sin x at (2, 3)
+    [2.5838531634528574, 2.0]
+    >>> import numpy as np
+    >>> from minirad import trace
+    >>> gradient(trace(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
+    [array([[2., 2.],
+           [2., 2.]], dtype=float32)]
+    """
+    if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
+        raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
+                         f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
+    y = g.outputs[0]
+    return _pulled(g, {y: np.ones((), dtype=g.dtypes[y])}, (), engine, wrt, in_place, lazy)
+
+
+def _pulled(g: LCG, seeds: dict, stack: tuple, engine, wrt, in_place: bool, lazy: bool):
+    """The adjoints of the inputs ``wrt`` of one reverse sweep from ``seeds``."""
+    plain = cotangents.check_options(in_place, lazy)
+    engine = _engine(g, engine, plain)
+    columns = select(g, wrt, g.inputs, "input")
+    if plain:
+        values = _propagate(g, seeds, stack, False, engine)
+    else:
+        values = cotangents.reverse_accumulation(g, seeds, wanted=columns, in_place=in_place,
+                                                 lazy=lazy).values
+    return _results(g, values, columns, stack)
+
+
+def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):
+    """Per-vertex values of one sweep from ``seeds`` (None where nothing arrives)."""
+    if engine == "reference":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (labels.forward if forward else labels.reverse)(g, seeds).values
+    block = np.zeros((g.n_vertices, math.prod(stack)))
+    for v, seed in seeds.items():
+        block[v] = np.reshape(seed, -1)
+    swept = _engines.propagate(g, block, forward, engine)
+    return [row.reshape(stack) for row in swept]
+
+
+# --------------------------------------------------------------- arguments
+def select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
+    """Resolve a seed selection (None, one vertex or several) to vertex numbers."""
     if given is None:
         return pool
     if isinstance(given, (str, Integral)) and not isinstance(given, bool):
@@ -144,36 +607,30 @@ def _select(g: LCG, given, pool: tuple[int, ...], role: str) -> tuple[int, ...]:
     elif isinstance(given, (bytes, bool)) or not isinstance(given, (Sequence, np.ndarray)):
         raise TypeError(f"{role}s must be a vertex, a sequence of vertices or None, not "
                         f"{type(given).__name__}")
-    members = set(pool)
-    chosen, seen = [], set()
+    members, chosen = set(pool), []
     for vertex in given:
         v = g.index(vertex)
         if v not in members:
             valid = ", ".join(g.names[p] for p in pool[:8]) + (", ..." if len(pool) > 8 else "")
             raise ValueError(f"{g.names[v]} is not an {role} of the graph; its {role}s are "
                              f"{valid or 'none'}")
-        if v in seen:
+        if v in chosen:
             raise ValueError(f"{role} {g.names[v]} is selected twice")
-        seen.add(v)
         chosen.append(v)
     return tuple(chosen)
 
 
-def _check_engine(g: LCG, engine, plain: bool = True) -> str:
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; valid engines are "
-                         f"{', '.join(map(repr, ENGINES))}")
-    if g.algebra is not FLOATS and engine not in ("auto", "reference"):
-        raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
-                         f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
-    if not plain and engine not in ("auto", "reference"):
-        raise ValueError(f"in_place and lazy are options of the 'reference' engine ('auto' "
-                         f"picks it); engine {engine!r} accumulates plainly")
-    return engine
+def _offsets(g: LCG, vertices) -> list[int]:
+    starts = [0]
+    for v in vertices:
+        starts.append(starts[-1] + math.prod(g.shapes[v]))
+    return starts
 
 
-def _numbers(g: LCG, vertices) -> bool:
-    return all(g.shapes[v] == () for v in vertices)
+def _shapes(g: LCG, rows, columns):
+    if g.algebra is labels.FLOATS:
+        return None
+    return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
 
 
 def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
@@ -217,344 +674,8 @@ def _entries(g: LCG, name: str, given, vertices) -> tuple[dict, tuple]:
     return seeds, () if stack is None else stack
 
 
-def _seed_rows(g: LCG, seeds: dict, stack: tuple) -> np.ndarray:
-    """The seeds of a graph of numbers as the ``(n_vertices, k)`` float array the
-    engines sweep, the stack flattened into its k columns."""
-    block = np.zeros((g.n_vertices, math.prod(stack)))
-    for v, array in seeds.items():
-        block[v] = array.reshape(-1)
-    return block
-
-
 def _results(g: LCG, values, vertices, stack: tuple) -> list:
     """The swept values at ``vertices`` in the form of the module docstring."""
     found = [np.zeros(stack + g.shapes[v], dtype=g.dtypes[v]) if values[v] is None
              else np.asarray(values[v]) for v in vertices]
     return [float(x) if x.ndim == 0 else x for x in found]
-
-
-# ------------------------------------------------------------------ engines
-def _reverse(g: LCG, seeds: dict, wanted, in_place: bool, lazy: bool):
-    """One reverse sweep from ``seeds``: the reference recurrence, or the same
-    recurrence with the accumulation options of :mod:`minirad.exact.cotangents`
-    (``wanted``: the cotangents a lazy sweep forces; None for all)."""
-    if cotangents.check_options(in_place, lazy):
-        return labels.reverse(g, seeds)
-    return cotangents.reverse_accumulation(g, seeds, wanted=wanted, in_place=in_place, lazy=lazy)
-
-
-def _reference(g: LCG, seeds: np.ndarray, forward: bool) -> np.ndarray:
-    """The label recurrence itself, one column of seeds at a time."""
-    sweep = labels.forward if forward else labels.reverse
-    swept = np.zeros_like(seeds)
-    for c in range(seeds.shape[1]):
-        start = {v: float(seeds[v, c]) for v in np.flatnonzero(seeds[:, c]).tolist()}
-        values = sweep(g, start).values
-        swept[:, c] = [0.0 if x is None else x for x in values]
-    return swept
-
-
-def _propagate(g: LCG, seeds: np.ndarray, forward: bool, engine: str) -> np.ndarray:
-    """Solve the sweep recurrence for a (n_vertices, k) block of seeds."""
-    if engine == "reference":
-        return _reference(g, seeds, forward)
-    return _engines.propagate(g, seeds, forward, engine)
-
-
-def _propagate_units(g: LCG, vertices: Sequence[int], forward: bool, engine: str) -> np.ndarray:
-    """:func:`_propagate` of unit seeds, one column per vertex of ``vertices``."""
-    if engine == "reference":
-        return _reference(g, _engines.unit_seeds(g.n_vertices, vertices), forward)
-    return _engines.propagate_units(g, vertices, forward, engine)
-
-
-# ------------------------------------------------------------------- counts
-def _sweep_cost(g: LCG, seeds: Sequence[int], forward: bool) -> tuple[int, int]:
-    """Multiplications and additions of a sweep over ``seeds`` on a graph of
-    numbers (see the module docstring), from reachability alone: the reference
-    recurrence counts the same (tests/test_engines.py).  Per-seed figures are
-    memoized, as they depend only on structure."""
-    per_seed = g.memo("sweeps.cost." + ("forward" if forward else "reverse"), dict)
-    missing = [seed for seed in seeds if seed not in per_seed]
-    if missing:
-        degree = g.out_degrees if forward else np.diff(g.in_edges_ptr)
-        for seed in missing:
-            reached = reachable(g, [seed], "forward" if forward else "reverse")
-            edges = int(degree[reached].sum())
-            # each reached vertex but the seed combines >= 1 traversed edges
-            per_seed[seed] = (edges, edges - (int(reached.sum()) - 1))
-    multiplications = sum(per_seed[seed][0] for seed in seeds)
-    additions = sum(per_seed[seed][1] for seed in seeds)
-    return multiplications, additions
-
-
-# ------------------------------------------------------------------- sweeps
-# Without per-vertex values to keep, seeds are swept in blocks holding about
-# this many values, so a Jacobian of a huge graph never needs n_vertices x
-# n_seeds memory at once.
-_BLOCK_VALUES = 1 << 22
-# On a graph with arrays, kept values hold one array per vertex and seed: at most this many
-# numbers (256 MiB of float64)
-_KEPT_VALUES = 1 << 25
-
-
-def _sweep(g: LCG, chosen: tuple[int, ...], forward: bool, engine: str,
-           keep_values: bool, far=None) -> tuple[np.ndarray | None, np.ndarray]:
-    """Per-vertex values (or None) and their rows at the far end (outputs for a
-    forward sweep, the inputs ``far`` or all of them for a reverse one), one column
-    per seed."""
-    n, k = g.n_vertices, len(chosen)
-    far = list(far if far is not None else g.outputs if forward else g.inputs)
-    block = k if keep_values else max(1, min(k, _BLOCK_VALUES // max(n, 1)))
-    values = None
-    ends = np.empty((len(far), k))
-    for lo in range(0, k, block) if k else []:
-        hi = min(k, lo + block)
-        with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
-            swept = _propagate_units(g, chosen[lo:hi], forward, engine)
-        ends[:, lo:hi] = swept[far, :]
-        if keep_values:
-            values = swept
-    if keep_values and values is None:
-        values = np.zeros((n, 0))
-    return values, ends
-
-
-def _sweep_arrays(g: LCG, chosen: tuple[int, ...], forward: bool, keep_values: bool,
-                  far=None, sweep=None):
-    """The reference recurrence (or ``sweep(g, seeds)``, one with options), seeded with
-    the unit vectors of every entry of each chosen vertex, stacked (in chunks of
-    about ``_BLOCK_VALUES`` values per vertex when the values are not kept).
-
-    Returns the per-vertex values (or None), the Jacobian (entries of ``far``, by
-    default the outputs or inputs, x seed entries for a forward sweep) and the
-    operation counts."""
-    far = far if far is not None else g.outputs if forward else g.inputs
-    sizes = [math.prod(g.shapes[v]) for v in chosen]
-    far_at = np.cumsum([0] + [math.prod(g.shapes[v]) for v in far])
-    k = sum(sizes)
-    check_size(int(far_at[-1]), k)
-    entries = sum(math.prod(shape) for shape in g.shapes)
-    if keep_values and k * entries > _KEPT_VALUES:
-        raise ValueError(f"keeping the values of every vertex for {k:,} seeds takes "
-                         f"{k * entries:,} numbers, above the limit of {_KEPT_VALUES:,}; pass "
-                         f"keep_values=False (the Jacobian alone is swept in bounded blocks)")
-    widest = max((math.prod(shape) for shape in g.shapes), default=1)
-    sweep = sweep or (labels.forward if forward else labels.reverse)
-    ends = np.zeros((int(far_at[-1]), k))
-    kept = [[] for _ in range(g.n_vertices)] if keep_values else None
-    multiplications = additions = 0
-    column = 0
-    for s, size in zip(chosen, sizes):
-        step = size if keep_values else max(1, min(size, _BLOCK_VALUES // max(widest, 1)))
-        for lo in range(0, size, step):
-            hi = min(size, lo + step)
-            unit = np.eye(size)[lo:hi].reshape((hi - lo,) + g.shapes[s])
-            with np.errstate(over="ignore", invalid="ignore"):  # checked by the caller
-                swept = sweep(g, {s: unit})
-            multiplications += swept.multiplications
-            additions += swept.additions
-            for i, v in enumerate(far):
-                if swept.values[v] is not None:
-                    ends[far_at[i]:far_at[i + 1], column:column + hi - lo] = np.reshape(
-                        swept.values[v], (hi - lo, -1)).T
-            if keep_values:
-                for v, value in enumerate(swept.values):
-                    kept[v].append(np.zeros((hi - lo,) + g.shapes[v], dtype=g.dtypes[v])
-                                   if value is None else np.asarray(value))
-            column += hi - lo
-    values = None
-    if keep_values:
-        values = tuple(np.concatenate(parts) if parts else
-                       np.zeros((0,) + g.shapes[v], dtype=g.dtypes[v])
-                       for v, parts in enumerate(kept))
-    return values, ends, multiplications, additions
-
-
-def _shapes(g: LCG, rows, columns) -> tuple[tuple, tuple]:
-    return tuple(g.shapes[v] for v in rows), tuple(g.shapes[v] for v in columns)
-
-
-@takes_graph_or_function
-def forward_sweep(g: LCG, wrt=None, engine: str = "auto",
-                  keep_values: bool = True) -> Accumulation:
-    """Tangents of every vertex with respect to each selected input.
-
-    ``wrt`` is None (all inputs), one input or a sequence of inputs, by
-    name or number.  ``jacobian`` has one column per entry of the selected
-    inputs (one per input on a graph of numbers); ``tangents`` has shape
-    ``(n_vertices, n_columns)`` on a graph of numbers and holds one
-    ``(n_columns,) + shape`` array per vertex on a graph with arrays, or
-    is None with ``keep_values=False``, which sweeps the seeds in
-    memory-bounded blocks.
-
-    >>> from minirad import examples
-    >>> g = examples.lecture()
-    >>> r = forward_sweep(g, wrt="x2")
-    >>> r.jacobian.round(3), r.multiplications, r.additions
-    (array([[1.716]]), 5, 1)
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> h = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> r = forward_sweep(h, wrt="x")
-    >>> r.jacobian                                    # dy/dx = A
-    array([[1., 0.],
-           [0., 1.]])
-    >>> r.blocks[0][0].shape, r.tangents[h.index("y")].shape
-    ((2, 2), (2, 2))
-    """
-    engine = _check_engine(g, engine)
-    chosen = _select(g, wrt, g.inputs, "input")
-    if g.algebra is not FLOATS:
-        tangents, jac, mults, adds = _sweep_arrays(g, chosen, True, keep_values)
-        check_finite(g, jac, "forward", columns=chosen)
-        return Accumulation(jac, mults, adds, "forward", tangents=tangents, seeds=chosen,
-                            shapes=_shapes(g, g.outputs, chosen))
-    tangents, jac = _sweep(g, chosen, True, engine, keep_values)
-    check_finite(g, jac, "forward", columns=chosen)
-    return Accumulation(jac, None, None, "forward", tangents=tangents, seeds=chosen,
-                        counts=lambda: _sweep_cost(g, chosen, True))
-
-
-@takes_graph_or_function
-def reverse_sweep(g: LCG, outputs=None, engine: str = "auto", keep_values: bool = True, *,
-                  wrt=None, in_place: bool = False, lazy: bool = False) -> Accumulation:
-    """Adjoints of every vertex for each selected output.
-
-    ``outputs`` is None (all outputs), one output or a sequence of outputs.
-    ``jacobian`` has one row per entry of the selected outputs and one column
-    per entry of the inputs ``wrt`` (None: all inputs, in order); ``adjoints``
-    has shape ``(n_vertices, n_rows)`` on a graph of numbers and holds one
-    ``(n_rows,) + shape`` array per vertex on a graph with arrays, or is
-    None with ``keep_values=False``.
-
-    ``in_place=True`` and ``lazy=True`` run the reference recurrence
-    with the accumulation of :mod:`minirad.exact.cotangents` (an add that
-    writes into the sweep's own buffers; cotangents computed only when a
-    ``wrt`` input needs them, so with ``keep_values=False`` a branch that
-    reaches none of them is never computed).  The numbers are the reference
-    engine's, bit for bit; ``multiplications`` and ``additions`` count what
-    was done.
-
-    >>> from minirad import examples
-    >>> r = reverse_sweep(examples.lecture())
-    >>> r.adjoints[:, 0].round(3).tolist()
-    [5.5, 1.716, 1.0, 1.0, -1.0, 1.0, 1.0]
-    >>> r = reverse_sweep(examples.lecture(), wrt="x2", keep_values=False, lazy=True)
-    >>> r.jacobian.round(3), r.multiplications       # 5 of the 8 edges lead back to x2
-    (array([[1.716]]), 5)
-    """
-    plain = cotangents.check_options(in_place, lazy)
-    engine = _check_engine(g, engine, plain)
-    chosen = _select(g, outputs, g.outputs, "output")
-    columns = _select(g, wrt, g.inputs, "input")
-    if g.algebra is FLOATS and plain:
-        adjoints, jac_t = _sweep(g, chosen, False, engine, keep_values, columns)
-        check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
-        return Accumulation(jac_t.T, None, None, "reverse", adjoints=adjoints, seeds=chosen,
-                            counts=lambda: _sweep_cost(g, chosen, False))
-
-    def sweep(h, seeds):
-        return _reverse(h, seeds, None if keep_values else columns, in_place, lazy)
-
-    adjoints, jac_t, mults, adds = _sweep_arrays(g, chosen, False, keep_values, columns, sweep)
-    check_finite(g, jac_t.T, "reverse", rows=chosen, columns=columns, direction="reverse")
-    shapes = _shapes(g, chosen, columns)
-    if g.algebra is FLOATS:   # the layout of a graph of numbers: (n_vertices, n_rows)
-        shapes = None
-        adjoints = None if adjoints is None else np.array(adjoints).reshape(g.n_vertices, -1)
-    return Accumulation(jac_t.T, mults, adds, "reverse", adjoints=adjoints, seeds=chosen,
-                        shapes=shapes)
-
-
-@takes_graph_or_function
-def jvp(g: LCG, v, engine: str = "auto"):
-    """Jacobian-vector product ``J v``: one tangent per input in, one per output out.
-
-    ``v`` and the result are lists with one entry per vertex, a float for a
-    number and an array of the vertex's shape otherwise, each with the same
-    leading stack axes for several products at once (the module docstring).
-
-    >>> from minirad import examples
-    >>> jvp(examples.lab(), [1.0, 1.0])                    # f = x y + sin x at (2, 3)
-    [4.583853163452858]
-    >>> jvp(examples.lab(), [[1.0, 0.0], [0.0, 1.0]])      # two tangents: the Jacobian
-    [array([2.58385316, 2.        ])]
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> jvp(g, [np.zeros((2, 2)), np.array([1.0, 0.0])])   # dx only: A dx
-    [array([1., 0.])]
-    """
-    engine = _check_engine(g, engine)
-    seeds, stack = _entries(g, "v", v, g.inputs)
-    if g.algebra is not FLOATS:
-        return _results(g, labels.forward(g, seeds).values, g.outputs, stack)
-    swept = _propagate(g, _seed_rows(g, seeds, stack), True, engine)
-    return _results(g, [row.reshape(stack) for row in swept], g.outputs, stack)
-
-
-@takes_graph_or_function
-def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
-        lazy: bool = False):
-    """Vector-Jacobian product ``u J``: one adjoint per output in, one per input out
-    (per input of ``wrt`` when given: one input or a sequence of them).
-
-    ``u`` and the result take the form of :func:`jvp`'s (the module docstring).
-    ``in_place`` and ``lazy`` are the options of :func:`reverse_sweep`: the same
-    numbers, bit for bit, with fewer arrays allocated.
-
-    >>> from minirad import examples
-    >>> [round(a, 4) for a in vjp(examples.two_outputs(), [1.0, 0.0])]
-    [-1.05, -1.4049]
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> g = trace(lambda A, x: A @ x, np.eye(2), np.array([1.0, 2.0]))
-    >>> dA, dx = vjp(g, [np.array([1.0, 0.0])])
-    >>> dA                                                 # the outer product a x^T
-    array([[1., 2.],
-           [0., 0.]])
-    >>> vjp(g, [np.array([1.0, 0.0])], wrt="x", lazy=True)   # A^T a, and dA never formed
-    [array([1., 0.])]
-    """
-    plain = cotangents.check_options(in_place, lazy)
-    engine = _check_engine(g, engine, plain)
-    columns = _select(g, wrt, g.inputs, "input")
-    seeds, stack = _entries(g, "u", u, g.outputs)
-    if g.algebra is not FLOATS or not plain:
-        values = _reverse(g, seeds, columns, in_place, lazy).values
-        return _results(g, values, columns, stack)
-    swept = _propagate(g, _seed_rows(g, seeds, stack), False, engine)
-    return _results(g, [row.reshape(stack) for row in swept], columns, stack)
-
-
-@takes_graph_or_function
-def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
-             lazy: bool = False):
-    """The gradient of a graph whose one output is a number: one reverse sweep
-    seeded with 1 in the output's dtype, one entry per input (of ``wrt``) as
-    :func:`vjp` returns them (a float for a number, an array of its shape for an
-    array), with :func:`vjp`'s options.
-
-    >>> from minirad import examples
-    >>> gradient(examples.lab())                     # f = x y + sin x at (2, 3)
-    [2.5838531634528574, 2.0]
-    >>> import numpy as np
-    >>> from minirad import trace
-    >>> gradient(trace(lambda W: (W * W).sum(), np.ones((2, 2), np.float32)))
-    [array([[2., 2.],
-           [2., 2.]], dtype=float32)]
-    """
-    if len(g.outputs) != 1 or g.shapes[g.outputs[0]] != ():
-        raise ValueError(f"gradient needs one output that is a number; this graph has outputs "
-                         f"of shapes {[g.shapes[v] for v in g.outputs]}; use vjp")
-    plain = cotangents.check_options(in_place, lazy)
-    engine = _check_engine(g, engine, plain)
-    if g.algebra is FLOATS and plain:
-        return vjp(g, [1.0], engine, wrt=wrt)
-    columns = _select(g, wrt, g.inputs, "input")
-    y = g.outputs[0]
-    # seeded in the output's dtype: a float32 program's gradient is float32, as it would be
-    # by hand, and the same bits as a hand-written backward pass
-    values = _reverse(g, {y: np.ones((), dtype=g.dtypes[y])}, columns, in_place, lazy).values
-    return _results(g, values, columns, ())

@@ -37,6 +37,8 @@ import numpy as np
 
 from .operators import Operator, Retained, fresh_key, retained_spec
 
+__all__ = ["MAX_OPERANDS", "Einsum"]
+
 #: the most operands one contraction may have (numpy's einsum takes at most 32)
 MAX_OPERANDS = 32
 
@@ -93,7 +95,8 @@ class Einsum(Operator):
     def __init__(self, subscripts: str, stored, position: int, variable_shape, dtype=None,
                  retained=None):
         # in C order, as a saved file gives them back: the same einsum, the same rounding
-        stored = [np.ascontiguousarray(s) for s in stored]
+        # (ascontiguousarray makes a number an array of shape (1,): the shape is put back)
+        stored = [np.ascontiguousarray(s).reshape(np.shape(s)) for s in stored]
         if len(stored) >= MAX_OPERANDS:
             raise ValueError(f"a contraction has at most {MAX_OPERANDS} operands")
         inputs, out = _parse(subscripts, len(stored) + 1)

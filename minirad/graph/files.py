@@ -58,12 +58,10 @@ import zlib
 
 import numpy as np
 
-from ..implicit import solves as implicit
 from . import operators as O
-from .calls import takes_graph_or_function
 from .einsum import MAX_OPERANDS, Einsum
 from .labels import FLOATS
-from .lcg import LCG, value_key
+from .lcg import LCG, takes_graph_or_function, value_key
 from .patches import ProjectedPatches, SampledPatches
 
 __all__ = ["ARRAY_COST", "MAX_BYTES", "TEXT_COST", "load_graph", "save_graph",
@@ -148,17 +146,51 @@ def write_atomically(path, write) -> None:
 
 @takes_graph_or_function
 def save_graph(g: LCG, path) -> str:
-    """Write ``g`` to ``path``, atomically; returns the path.
+    """Write an LCG to one file, atomically: JSON text, or an ``.npz`` archive for arrays.
 
-    A name ending in ``.npz`` gets the archive form, any other name JSON text,
-    which holds graphs of numbers only (a graph with array vertices asks for
-    ``.npz``).
+    Parameters
+    ----------
+    g : LCG
+        The graph (or a function, followed by its point, to trace first).
+    path : str or os.PathLike
+        Where to write: a name ending in ``.npz`` gets the archive form (the
+        arrays and a JSON manifest, no pickle), any other name JSON text,
+        which holds graphs of numbers only.
 
+    Returns
+    -------
+    str
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        When a graph with array vertices is to be written as JSON text.
+    OSError
+        When the file cannot be written; nothing half-written is left behind.
+
+    See Also
+    --------
+    load_graph : Read it back, checked.
+    minirad.save_drawing : Save a picture of the graph instead.
+
+    Notes
+    -----
+    The JSON text is the versioned schema of minirad 0.1 (floats round-trip
+    exactly); the file is written to a temporary name beside ``path`` and
+    renamed, so a failed save leaves no partial file.
+
+    Examples
+    --------
     >>> import os, tempfile
-    >>> from minirad import examples, trace
     >>> import numpy as np
+    >>> from minirad import examples, load_graph, trace
+    >>> folder = tempfile.mkdtemp()
+    >>> path = save_graph(examples.lab(), os.path.join(folder, "lab.json"))
+    >>> load_graph(path).same_as(examples.lab())
+    True
     >>> g = trace(lambda x: (x * x).sum(), np.ones(3))
-    >>> save_graph(g, os.path.join(tempfile.mkdtemp(), "g.json"))  # doctest: +ELLIPSIS
+    >>> save_graph(g, os.path.join(folder, "g.json"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: LCG(3 vertices: ...) has array vertices: save it as an .npz archive (a path \
@@ -243,14 +275,49 @@ def _operator_spec(op, prefix: str, arrays: dict, written: dict) -> dict:
 
 # ------------------------------------------------------------------ reading
 def load_graph(path, max_bytes: int = MAX_BYTES) -> LCG:
-    """Read a graph written by :func:`save_graph` (or minirad 0.1), validating everything.
+    """Read a graph written by :func:`save_graph` (or minirad 0.1), checking everything.
 
-    ``max_bytes`` bounds the work of reading, in bytes, checked before it starts: a
-    text file counts :data:`TEXT_COST` times its size (what parsing JSON takes); an
-    archive its arrays as its zip directory declares them, each at least
-    :data:`ARRAY_COST` (what reading one takes, however small), and its manifest
-    :data:`TEXT_COST` times its size.  Only a regular file is read (not a pipe or a
-    device, which could block or never end).
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A JSON text file or an ``.npz`` archive (told apart by their first bytes).
+    max_bytes : int, optional
+        The most work reading may take, in bytes, checked before it starts: a
+        text file counts :data:`TEXT_COST` times its size (what parsing JSON
+        takes); an archive its arrays as its zip directory declares them, each
+        at least :data:`ARRAY_COST` (what reading one takes, however small),
+        and its manifest :data:`TEXT_COST` times its size.  Default 1 GiB.
+
+    Returns
+    -------
+    LCG
+        The graph, validated as :class:`~minirad.graph.lcg.LCG` validates a new one.
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no file at ``path``.
+    ValueError
+        When the file is not a saved LCG (a folder, a pipe or device, neither
+        JSON nor an archive), is damaged or hostile (huge numbers, deep nesting,
+        a zip bomb, a cycle), or would take more than ``max_bytes`` to read;
+        the message says what is wrong.
+
+    See Also
+    --------
+    save_graph : Write one.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from minirad import examples
+    >>> path = save_graph(examples.figure1(), os.path.join(tempfile.mkdtemp(), "f.json"))
+    >>> load_graph(path)
+    LCG(7 vertices: 2 inputs, 4 intermediates, 1 output; 8 edges)
+    >>> load_graph(path, max_bytes=10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
     path = os.fspath(path)
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -659,13 +726,22 @@ def _retained(r: _Archive, value, where) -> tuple:
     return tuple(out)
 
 
-class _Fields:
-    """The parameters and arrays of one operator entry, each read with its check."""
+class Fields:
+    """The parameters and arrays of one operator entry, each read with its check: what a
+    reader of an operator kind (:func:`register_reader`) reads its operator from.
+    ``fail(message)`` refuses the file."""
 
     def __init__(self, r: _Archive, doc: dict, where: str):
         self.r, self.where = r, where
         self.params = r.field(doc, "params", dict, where)
         self.names = r.field(doc, "arrays", dict, where)
+
+    def fail(self, message: str):
+        self.r.fail(message)
+
+    def key(self, key: str) -> str:
+        """A retained array's key, checked."""
+        return self.r.key(key)
 
     def param(self, key, kind):
         return self.r.field(self.params, key, kind, f"{self.where}.params")
@@ -735,7 +811,7 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
         ops = [_operator(r, r.field({"x": d}, "x", dict, f"{where}.{key}[{i}]"),
                          f"{where}.{key}[{i}]", depth + 1) for i, d in enumerate(items)]
         return O.Composed(ops) if kind == "composed" else O.Added(ops)
-    f = _Fields(r, doc, where)
+    f = Fields(r, doc, where)
     build = _BUILDERS.get(kind)
     if build is None:
         r.fail(f"{where} has the unknown operator kind {_shown(kind)}; known kinds: "
@@ -745,11 +821,11 @@ def _operator(r: _Archive, doc, where: str, depth: int = 0):
     return build(f)
 
 
-def _number(f: _Fields) -> float:
+def _number(f: Fields) -> float:
     return f.number("value")
 
 
-def _matmul(f: _Fields, doc: dict, depth: int):
+def _matmul(f: Fields, doc: dict, depth: int):
     cls = O.MatMul if doc["kind"] == "matmul" else O.Outer
     gathered = None
     if "gathered" in doc:        # the source and the operator that gathers from it
@@ -762,7 +838,7 @@ def _matmul(f: _Fields, doc: dict, depth: int):
                f.retained(), gathered)
 
 
-def _sparse(f: _Fields):
+def _sparse(f: Fields):
     import scipy.sparse as sp
 
     shape = f.shape("shape")
@@ -775,7 +851,7 @@ def _sparse(f: _Fields):
 
 
 def _patches(cls):
-    def build(f: _Fields):
+    def build(f: Fields):
         data = f.floats("values" if cls is SampledPatches else "kept")
         gather = O.Im2Col(f.shape("image_shape"), f.shape("kernel"), 1, f.ints("padding"),
                           data.dtype)
@@ -786,7 +862,7 @@ def _patches(cls):
     return build
 
 
-def _projection(f: _Fields):
+def _projection(f: Fields):
     def optional_axis(key):
         value = f.params.get(key)
         if value is not None and not (_is_integer(value) and abs(value) <= MAX_DIMENSIONS):
@@ -796,28 +872,7 @@ def _projection(f: _Fields):
                         optional_axis("batch_axis"), f.param("method", str))
 
 
-def _solves(kind: str):
-    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
-
-    def build(f: _Fields):
-        keys = f.param("keys", list)
-        if len(keys) != count or not all(isinstance(k, str) for k in keys):
-            f.r.fail(f"{f.where}.params.keys must be {count} string(s)")
-        keys = [f.r.key(k) for k in keys]
-        lu = implicit.checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
-        if kind == "solve":
-            return implicit.LinearSolve(lu, f.shape("shape"), keys[0])
-        if kind == "solve_matrix":
-            x = f.floats("x")
-            if x.dtype != lu[0].dtype:
-                f.r.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
-            return implicit.SolveMatrix(lu, x, *keys)
-        return implicit.ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"),
-                                         f.shape("p_shape"), *keys)
-    return build
-
-
-def _einsum(f: _Fields):
+def _einsum(f: Fields):
     subscripts = f.param("subscripts", str)
     count = subscripts.count(",")
     if count >= MAX_OPERANDS:
@@ -826,7 +881,7 @@ def _einsum(f: _Fields):
                   f.ints("position"), f.shape("variable_shape"), f.dtype(), f.retained())
 
 
-def _mask(f: _Fields):
+def _mask(f: Fields):
     mask = f.array("mask")
     if mask.dtype != np.bool_:
         f.r.fail(f"{f.where}.mask must be a boolean array")
@@ -866,7 +921,14 @@ _BUILDERS = {
     "cumsum": lambda f: O.CumSum(f.shape("shape"), f.axis("axis"), f.dtype()),
     "einsum": _einsum,
     "concatenate": lambda f: O.Embed(f.shape("out_shape"), f.integers("positions"), f.dtype()),
-    "solve": _solves("solve"),
-    "solve_matrix": _solves("solve_matrix"),
-    "implicit": _solves("implicit"),
 }
+
+
+def register_reader(kind: str, read) -> None:
+    """Say how to read an operator of ``kind`` that a module above ``graph/`` defines
+    (:mod:`minirad.implicit.solves` registers its solves): ``read(fields)`` gets a
+    :class:`Fields` and returns the operator.  The kinds of :mod:`minirad.graph.operators`
+    are read here.  Saving needs nothing: every operator describes itself (``spec()``)."""
+    if kind in _BUILDERS and _BUILDERS[kind] is not read:
+        raise ValueError(f"the operator kind {kind!r} is already read otherwise")
+    _BUILDERS[kind] = read

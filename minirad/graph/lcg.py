@@ -42,6 +42,8 @@ LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 import re
@@ -53,10 +55,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..exact import _engines
 from .labels import FLOATS, Algebra
+from .levels import levels
 from .names import VertexNames, VertexOps, vertex_number
 from .operators import OPERATORS, Operator
+
+__all__ = ["INPUT", "INTERMEDIATE", "KINDS", "LCG", "OUTPUT", "levels", "reachable", "relabelled"]
 
 INPUT, INTERMEDIATE, OUTPUT = "input", "intermediate", "output"
 KINDS = (INPUT, INTERMEDIATE, OUTPUT)
@@ -101,7 +105,7 @@ def value_key(v: int) -> str:
 
 
 class LCG:
-    """A linearized computational graph.
+    """A linearized computational graph: values as vertices, local partials on the edges.
 
     Build one with :meth:`LCG.from_edges` (by hand), :func:`minirad.trace`
     (from a Python function of numbers or arrays), :meth:`LCG.from_networkx`
@@ -112,29 +116,56 @@ class LCG:
     ----------
     names : sequence of str
         One unique name per vertex.
-    sources, targets : sequences of int
-        Edge endpoints, as positions in ``names``.
-    labels : sequence
+    sources : sequence of int
+        The tail of each edge, as a position in ``names``.
+    targets : sequence of int
+        The head of each edge, as a position in ``names``.
+    labels : sequence of float or Operator
         ``labels[e]`` is d targets[e] / d sources[e]: a finite real number
         between two numbers, a :class:`~minirad.graph.operators.Operator`
         (mapping the source's shape to the target's) otherwise.  An operator
         between two numbers (a 1 x 1 block) is stored as its float.
-    inputs, outputs : sequences of int
-        The input and output vertices in Jacobian column and row order.
+    inputs : sequence of int
+        The input vertices, in the order of the Jacobian's columns.
+    outputs : sequence of int
+        The output vertices, in the order of the Jacobian's rows.
     values : sequence, optional
         Primal values: numbers (NaN where unknown), or one array per vertex.
     ops : sequence of str, optional
         The operation that made each vertex, as a template over its
         predecessors (``"sin({0})"``), ``"input"`` for inputs, or ``""``.
-    shapes, dtypes : sequences, optional
-        Per vertex, when ``values`` does not give them (default: numbers,
-        float64).
-    injections : sequence, optional
+    shapes : sequence of tuple, optional
+        Per vertex, when ``values`` does not give it (default: ``()``, a number).
+    dtypes : sequence of numpy.dtype, optional
+        Per vertex, when ``values`` does not give it (default: float64).
+    injections : sequence of dict, optional
         Records of random matrices injected into the graph
         (:mod:`minirad.randomized.injection`), kept for pictures and listings.
 
-    If the vertices are not numbered topologically they are renumbered by a
-    stable topological sort; a directed cycle raises ``ValueError``.
+    Raises
+    ------
+    ValueError
+        When the columns disagree in length, a vertex number is out of range,
+        a label is not finite or does not map its source's shape to its
+        target's, a vertex is both an input and an output, or the edges make
+        a directed cycle.
+    TypeError
+        When a column holds something of the wrong type (a name that is not
+        text, a vertex number that is not an integer).
+
+    See Also
+    --------
+    minirad.trace : The LCG of a Python function.
+    LCG.from_edges : An LCG from a list of ``(u, v, label)`` triples.
+    minirad.jacobian : The Jacobian of an LCG, by every exact method.
+
+    Notes
+    -----
+    The vertices are numbered in a topological order, so every edge runs from
+    a lower to a higher number; if the columns are not, the vertices are
+    renumbered by a stable topological sort.  This is the graph of Griewank and
+    Walther, *Evaluating Derivatives* (2nd ed., 2008), Sec. 2.2, and of the RAD
+    paper (Oktay et al., ICLR 2021), Sec. 3 and Fig. 3 for arrays.
 
     A graph of numbers keeps ``labels`` and ``values`` as read-only float64
     arrays; otherwise ``labels`` is a tuple (floats and operators) and
@@ -143,10 +174,18 @@ class LCG:
     :class:`minirad.graph.names.VertexNames`, which behaves as the tuple of
     the same names but writes the ``v<i>`` ones out only when they are read;
     ``g.ops`` likewise a tuple or a :class:`minirad.graph.names.VertexOps`.
+
+    Examples
+    --------
+    >>> g = LCG(["x", "a", "y"], [0, 1, 0], [1, 2, 2], [2.0, 3.0, 1.0], [0], [2])
+    >>> g
+    LCG(3 vertices: 1 input, 1 intermediate, 1 output; 3 edges)
+    >>> g.partial("a", "y"), [g.name(v) for v in g.successors("x")]
+    (3.0, ['a', 'y'])
     """
 
     __slots__ = (
-        "names", "ops", "values", "_shapes", "_dtypes", "sources", "targets", "labels",
+        "_names", "_ops", "values", "_shapes", "_dtypes", "sources", "targets", "_labels",
         "inputs", "outputs", "injections", "_memos",
     )
 
@@ -316,13 +355,40 @@ class LCG:
                tuple(outputs), tuple(x.dtype for x in values), (), shapes)
         return g
 
+    @classmethod
+    def traced(cls, names, sources, targets, labels: Callable[[], Sequence], inputs, outputs,
+               values, ops) -> LCG:
+        """A traced graph, built without validation (the tracer guarantees what the
+        constructor checks: see :meth:`from_trusted_blocks`), whose labels are
+        given, or worked out by ``labels()`` when first read.  ``values`` are floats on a graph
+        of numbers, else read-only arrays (floats among them are numbers)."""
+        g = cls.__new__(cls)
+        src, dst = np.array(sources, dtype=np.int64), np.array(targets, dtype=np.int64)
+        if all(type(x) is float for x in values):     # numbers
+            if not callable(labels):
+                labels = _label_storage(labels, True)
+            g._set(names, ops, np.array(values, dtype=np.float64), src, dst, labels,
+                   tuple(inputs), tuple(outputs))
+        elif all(np.shape(x) == () for x in values):   # numbers as arrays of shape ()
+            labels = functools.partial(_as_floats, labels)
+            g._set(names, ops, np.array([float(x) for x in values]), src, dst, labels,
+                   tuple(inputs), tuple(outputs))
+        else:
+            values = tuple(x if isinstance(x, np.ndarray) else np.asarray(x, dtype=np.float64)
+                           for x in values)
+            g._set(names, ops, values, src, dst, labels, tuple(inputs), tuple(outputs),
+                   tuple(x.dtype for x in values), (), tuple(x.shape for x in values))
+        return g
+
     def _set(self, names, ops, values, src, dst, labels, inputs, outputs, dtypes=None,
              injections=(), shapes=None):
         for array in (values, src, dst, labels):
             if isinstance(array, np.ndarray):
                 array.flags.writeable = False
-        self.names = names if isinstance(names, VertexNames) else tuple(names)
-        self.ops = ops if isinstance(ops, VertexOps) else tuple(ops)
+        # a traced graph's names and operations may come as functions: worked out when read
+        self._names = names if callable(names) or isinstance(names, VertexNames) else tuple(
+            names)
+        self._ops = ops if callable(ops) or isinstance(ops, VertexOps) else tuple(ops)
         self.values = values
         # a traced program of numbers has millions of vertices, all of shape () and float64:
         # those two columns are written out only if someone reads them
@@ -330,7 +396,7 @@ class LCG:
         self._dtypes = dtypes
         self.sources = src
         self.targets = dst
-        self.labels = labels
+        self._labels = labels
         self.inputs = inputs
         self.outputs = outputs
         self.injections = injections
@@ -448,11 +514,37 @@ class LCG:
 
     # ------------------------------------------------------- edge labels
     @property
+    def names(self) -> Sequence[str]:
+        """The vertices' names, in vertex order (a tuple, or a sequence that behaves
+        as one: :class:`minirad.graph.names.VertexNames`)."""
+        if callable(self._names):
+            self._names = self._names()
+        return self._names
+
+    @property
+    def ops(self) -> Sequence[str]:
+        """The operation that made each vertex, as a template over its predecessors
+        (``"sin({0})"``), ``"input"`` for an input, ``""`` where unknown."""
+        if callable(self._ops):
+            self._ops = self._ops()
+        return self._ops
+
+    @property
+    def labels(self):
+        """The edge labels, in edge order: floats (a read-only float64 array) on a graph
+        of numbers, floats and Jacobian blocks otherwise.  A traced graph works them
+        out from its tape when they are first read (:mod:`minirad.tracing.tracer`)."""
+        labels = self._labels
+        if callable(labels):
+            labels = self._labels = _label_storage(labels(), self._shapes is None)
+        return labels
+
+    @property
     def algebra(self) -> Algebra:
         """How to multiply and add this graph's labels: :data:`~minirad.graph.labels.FLOATS`
         when every label is a float, :data:`~minirad.graph.operators.OPERATORS` (Jacobian
         blocks, floats among them) otherwise.  Algorithms choose their fast paths by it."""
-        return FLOATS if isinstance(self.labels, np.ndarray) else OPERATORS
+        return FLOATS if self._shapes is None else OPERATORS
 
     @property
     def partials(self) -> np.ndarray:
@@ -471,14 +563,15 @@ class LCG:
     # ---------------------------------------------------------------- queries
     @property
     def n_vertices(self) -> int:
-        return len(self.names)
+        # a traced graph's names are worked out when read; its values are always there
+        return len(self.values) if callable(self._names) else len(self._names)
 
     @property
     def n_edges(self) -> int:
-        return len(self.labels)
+        return len(self.sources)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self.n_vertices
 
     @property
     def shapes(self) -> Sequence[tuple]:
@@ -838,6 +931,94 @@ class LCG:
 
 
 # ------------------------------------------------------- functions over an LCG
+# the one tracer, set by minirad.tracing when it is imported
+_TRACERS: list[Callable] = []
+
+
+def use_tracer(trace: Callable) -> None:
+    """Tell :func:`takes_graph_or_function` how to turn a function into an LCG.
+
+    Parameters
+    ----------
+    trace : callable
+        ``trace(f, *point)`` returns the LCG of ``f`` at ``point``;
+        :mod:`minirad.tracing` passes :func:`minirad.trace`.
+
+    Returns
+    -------
+    None
+    """
+    _TRACERS[:] = [trace]
+
+
+def takes_graph_or_function(function: Callable) -> Callable:
+    """Let ``function(g, ...)`` also be called as ``function(f, *point, **options)``.
+
+    Parameters
+    ----------
+    function : callable
+        A function whose first parameter is an LCG.
+
+    Returns
+    -------
+    callable
+        The same function, which also takes a Python function and the point
+        to trace it at in place of the LCG (then the options by keyword).
+        ``inspect.signature`` and ``help`` show ``function``'s own.
+
+    Raises
+    ------
+    TypeError
+        When called with something that is neither an LCG nor a callable,
+        or with a function but no point.
+
+    Examples
+    --------
+    >>> @takes_graph_or_function
+    ... def size(g, scale=1):
+    ...     return g.n_vertices * scale
+    >>> size(lambda x, y: x * y + y, 2.0, 3.0, scale=10)
+    40
+    >>> size(lambda x: x)
+    Traceback (most recent call last):
+    ...
+    TypeError: size(f, ...) needs the point to trace the function at, e.g. size(f, 2.0, 5.0)
+    >>> size(3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: size works on an LCG (...) or on a function and the point to trace it at, not int
+    """
+    name = function.__name__
+    parameters = inspect.signature(function).parameters.values()
+    # how many positional arguments may follow the graph (None: any number)
+    room = None if any(p.kind is p.VAR_POSITIONAL for p in parameters) else sum(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters) - 1
+
+    @functools.wraps(function)
+    def on_graph_or_function(g, *args, **kwargs):
+        if isinstance(g, LCG):
+            if room is not None and len(args) > room:
+                raise TypeError(f"{name} got an LCG and {len(args)} more positional "
+                                f"argument(s), but takes {room}: a point to trace at goes "
+                                f"with a function, {name}(f, 2.0, 5.0), and options go by "
+                                f"keyword")
+            return function(g, *args, **kwargs)
+        if callable(g):
+            if not args:
+                raise TypeError(f"{name}(f, ...) needs the point to trace the function at, "
+                                f"e.g. {name}(f, 2.0, 5.0)")
+            if not _TRACERS:
+                raise TypeError(f"{name} was given a function, but no tracer is set up; "
+                                f"import minirad")
+            return function(_TRACERS[0](g, *args), **kwargs)
+        raise TypeError(f"{name} works on an LCG (minirad.trace(f, *point), LCG.from_edges) "
+                        f"or on a function and the point to trace it at, not "
+                        f"{type(g).__name__}")
+
+    on_graph_or_function.takes_graph_or_function = True
+    return on_graph_or_function
+
+
 def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
     """A new graph: ``g`` with the edges of ``labels`` (edge number -> label)
     carrying new labels, and ``injections`` (records, see
@@ -871,11 +1052,7 @@ def relabelled(g: LCG, labels: Mapping, injections=()) -> LCG:
     h = object.__new__(LCG)
     for slot in LCG.__slots__:     # every field is immutable: share it with g
         setattr(h, slot, getattr(g, slot))
-    if isinstance(g.labels, np.ndarray):
-        h.labels = np.array(new, dtype=np.float64)
-        h.labels.flags.writeable = False
-    else:
-        h.labels = tuple(new)
+    h._labels = _label_storage(new, isinstance(g.labels, np.ndarray))
     h.injections = tuple(g.injections) + tuple(injections)
     h._memos = {k: v for k, v in g._memos.items() if k in _STRUCTURAL_MEMOS}
     return h
@@ -936,20 +1113,6 @@ def reachable(g: LCG, starts, direction: str = "forward") -> np.ndarray:
     mask = np.zeros(n + 1, dtype=bool)
     mask[breadth_first_order(adjacency, n, directed=True, return_predecessors=False)] = True
     return mask[:n]
-
-
-def levels(g: LCG) -> np.ndarray:
-    """Topological level of every vertex: the number of edges on the longest
-    path into it from a vertex without predecessors (read-only, memoized).
-
-    The sweeps' wavefronts and the rows of a picture are these levels.
-
-    >>> g = LCG.from_edges([("x", "a", 1.0), ("a", "y", 1.0), ("x", "y", 1.0)],
-    ...                    inputs=["x"], outputs=["y"])
-    >>> levels(g).tolist()
-    [0, 1, 2]
-    """
-    return _engines.levels_within(g, None)
 
 
 # ---------------------------------------------------------------- validation
@@ -1245,6 +1408,22 @@ def fill_template(template: str, operands: list[str]) -> str:
 def _is_real(x) -> bool:
     return _real_type(type(x)) or (isinstance(x, np.ndarray) and x.shape == ()
                                    and x.dtype.kind in "iuf")
+
+
+def _as_floats(labels: Callable[[], Sequence]) -> list[float]:
+    """The labels of a graph of numbers whose 1 x 1 blocks are operators, as floats."""
+    return [float(label.to_dense()[0, 0]) if isinstance(label, Operator) else float(label)
+            for label in labels()]
+
+
+def _label_storage(labels, numbers: bool):
+    """Labels as a graph keeps them: a read-only float64 array on a graph of numbers, a
+    tuple otherwise (an operator between two numbers stays an operator there)."""
+    if numbers:
+        labels = np.array(labels, dtype=np.float64)
+        labels.flags.writeable = False
+        return labels
+    return tuple(labels)
 
 
 def _label_column(labels):

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calls import takes_graph_or_function
-from .lcg import LCG, value_key
+from .lcg import LCG, takes_graph_or_function, value_key
 from .operators import FROM_SHAPES
+
+__all__ = ["Memory", "retained_memory"]
 
 
 @dataclass(frozen=True)
@@ -68,19 +69,41 @@ def _key_text(g: LCG, key: str) -> str:
 
 @takes_graph_or_function
 def retained_memory(g: LCG) -> Memory:
-    """Bytes the reverse sweep must keep, following each array's dtype.
+    """The bytes the reverse sweep of ``g`` must keep, per edge and in total.
 
-    Every operator lists the arrays it needs (:class:`Retained`).  Arrays
-    with the same key are stored once; the values of input vertices are free
-    (the caller keeps its parameters anyway); an array that can be rebuilt
-    from another (a ReLU mask from the ReLU's output, im2col columns from the
-    image) is free when that one is stored, and otherwise the cheaper of the
-    two is stored.  These are the rules of the RAD paper's Appendix A.  An
-    index array (a gather's or a concatenation's positions) is rebuilt from the
-    shapes: it is free, and its bytes are reported in ``from_shapes`` (an
-    implementation that keeps them would add that much).  A float label (an
-    edge between two numbers) keeps itself: 8 bytes.
+    Parameters
+    ----------
+    g : LCG
+        The graph (or a function, followed by its point, to trace first).
 
+    Returns
+    -------
+    Memory
+        ``per_edge`` (the bytes charged to each edge), ``total``, ``arrays``
+        (each kept array's bytes), ``notes`` (why an edge keeps nothing) and
+        ``from_shapes`` (index arrays rebuilt from the shapes, not charged).
+
+    See Also
+    --------
+    minirad.sample_activations : Keep less, by sampling the stored activations.
+    minirad.render : Draws each edge's bytes on a graph with arrays.
+
+    Notes
+    -----
+    Every operator lists the arrays it needs (:class:`Retained`), following each
+    array's dtype.  Arrays with the same key are stored once; the values of
+    input vertices are free (the caller keeps its parameters anyway); an array
+    that can be rebuilt from another (a ReLU mask from the ReLU's output, im2col
+    columns from the image) is free when that one is stored, and otherwise the
+    cheaper of the two is stored.  These are the rules of the RAD paper's
+    Appendix A (Oktay et al., ICLR 2021).  An index array (a gather's or a
+    concatenation's positions) is rebuilt from the shapes: it is free, and its
+    bytes are reported in ``from_shapes`` (an implementation that keeps them
+    would add that much).  A float label (an edge between two numbers) keeps
+    itself: 8 bytes.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from minirad import ops, trace
     >>> x = np.ones((4, 3), dtype=np.float32)

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["VertexNames", "VertexOps", "vertex_number"]
+
 _NUMBERED = re.compile(r"v(0|[1-9][0-9]*)")
 
 

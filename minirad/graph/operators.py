@@ -48,6 +48,12 @@ import scipy.sparse as sparse
 
 from .labels import Algebra
 
+__all__ = ["DENSE_LIMIT", "FROM_SHAPES", "OPERATORS", "Added", "Broadcast", "Composed",
+           "CumSum", "Dense", "Diagonal", "Embed", "Gather", "Identity", "Im2Col",
+           "InjectedMatMul", "Mask", "MatMul", "Operator", "Outer", "ProjectedMatMul",
+           "Projection", "Reshape", "Retained", "Softmax", "SparseMatMul", "SumAxes",
+           "Transpose", "compose"]
+
 #: the largest matrix (entries) that ``to_dense`` will build
 DENSE_LIMIT = 4_000_000
 
@@ -129,7 +135,16 @@ class Operator:
         self.out_shape = _shape(out_shape, "out_shape")
         self.in_shape = _shape(in_shape, "in_shape")
         self.dtype = np.dtype(dtype)
-        self.retained = tuple(retained)
+        self._retained = retained if callable(retained) else tuple(retained)
+
+    @property
+    def retained(self) -> tuple:
+        """What the backward pass must keep to apply this operator (:class:`Retained`
+        records).  A traced graph's blocks work theirs out when first asked (memory
+        accounting asks; a sweep does not)."""
+        if callable(self._retained):
+            self._retained = tuple(self._retained())
+        return self._retained
 
     # ----------------------------------------------------------- sizes
     @property

@@ -1,7 +1,7 @@
 """The kernel edge of a convolution whose stored image was sampled or projected (RAD on
 conv layers).
 
-A traced convolution is ``kernels @ im2col(image)`` (:func:`minirad.tracing.arrays.conv2d`),
+A traced convolution is ``kernels @ im2col(image)`` (:func:`minirad.tracing.rules.conv2d`),
 and the edge from the kernels keeps the image for the kernel gradient
 ``adjoint @ patches^T``.  RAD (paper Sec. 4.2, Fig. 4) keeps only ``k`` numbers
 per row of the image (a row: one example, or one example and channel):
@@ -202,7 +202,7 @@ class SampledPatches(_ReducedPatches):
             bits = values.size * values.dtype.itemsize * 8 + picks.size * index_bits(d)
             retained = (Retained(fresh_key("sampled"), bits,
                                  what=f"{k} sampled image entries per row and their indices"),)
-        self.retained = tuple(retained)
+        self._retained = tuple(retained)
         self.picks, self.values, self.scale = picks, values, _checked_scale(scale)
         self.method, self.k = str(method), k
 

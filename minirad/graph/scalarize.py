@@ -13,9 +13,10 @@ import math
 
 import numpy as np
 
-from .calls import takes_graph_or_function
-from .lcg import INPUT, LCG
+from .lcg import INPUT, LCG, takes_graph_or_function
 from .operators import DENSE_LIMIT, Dense
+
+__all__ = ["SCALARIZE_LIMIT", "entry_names", "from_chain", "scalarize"]
 
 #: the largest scalar graph ``scalarize`` builds (scalar edges)
 SCALARIZE_LIMIT = 200_000
@@ -30,13 +31,41 @@ def entry_names(name: str, shape: tuple) -> list[str]:
 
 @takes_graph_or_function
 def scalarize(g: LCG, max_entries: int = SCALARIZE_LIMIT) -> LCG:
-    """The graph of numbers of ``g``: one vertex per array entry, one edge per
-    nonzero entry of each Jacobian block (a graph of numbers comes back as it is).
+    """The graph of numbers of a graph with arrays: one vertex per array entry.
 
-    Every scalar algorithm (Bauer's paths, elimination, Algorithm 1, the
-    pictures) then applies.  Refused when the result would exceed ``max_entries``
-    scalar edges or vertices.
+    Parameters
+    ----------
+    g : LCG
+        The graph (or a function, followed by its point, to trace first); a
+        graph of numbers comes back as it is.
+    max_entries : int, optional
+        The most scalar vertices, and scalar edges, the result may have.
 
+    Returns
+    -------
+    LCG
+        One vertex per array entry (named ``x[0]``, ``x[1]``, ...), one edge
+        per nonzero entry of each Jacobian block, the same Jacobian.
+
+    Raises
+    ------
+    ValueError
+        When the result would have more than ``max_entries`` vertices or edges
+        (checked before they are made).
+
+    See Also
+    --------
+    minirad.exact.paths.count_scalar_paths : Its path counts, without building it.
+    minirad.graph.scalarize.from_chain : A chain of Jacobian blocks as a graph.
+
+    Notes
+    -----
+    Every scalar algorithm (Bauer's paths, face elimination, Algorithm 1 on
+    single entries, the pictures) then applies, and the two levels of the RAD
+    paper's Sec. 3.2 can be held against each other.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from minirad import trace
     >>> g = trace(lambda x: (x * x).sum(), np.array([1.0, 2.0]))

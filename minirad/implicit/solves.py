@@ -17,7 +17,10 @@ convergence, but keeps every iterate (:func:`solve_root` against an
 unrolled loop: see ``tests/implicit/test_implicit.py`` and ``bench``).
 
 Inside :func:`minirad.trace`, ``np.linalg.solve`` on
-traced arrays records a solve (this module registers it):
+traced arrays records a solve (this module registers it), and :func:`solve_root`
+a root: each a :class:`~minirad.tracing.rules.Rule` whose value solves (and a
+replay solves again) and whose block is the operator below, built when an
+algorithm reads the edge, from the factors the solve found.
 
 >>> import numpy as np
 >>> from minirad import trace
@@ -31,17 +34,18 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 
 import numpy as np
 import scipy.linalg as linalg
 import scipy.sparse as sparse
 
 from ..exact.jacobians import jacobian
+from ..graph.files import register_reader
 from ..graph.operators import Operator, Retained, fresh_key
-from ..tracing import arrays as array_trace
 from ..tracing import trace
-from ..tracing.arrays import Tracked
-from ..tracing.recording import replayable
+from ..tracing.rules import Rule, plain, register_rules
+from ..tracing.tracer import Traced, detach, record
 
 __all__ = ["ImplicitSolution", "LinearSolve", "SolveMatrix", "checked_factors", "solve",
            "solve_root"]
@@ -205,43 +209,74 @@ class SolveMatrix(Operator):
         return -lam @ x.T                                   # (N, n, n)
 
 
+_FACTORS: dict[int, tuple] = {}   # id(solution) -> (a reference to it, what made it)
+
+
+def _remember(solution: np.ndarray, made) -> None:
+    """Keep ``made`` (the LU factors a solve found its solution with) while the solution
+    lives, so that the Jacobian blocks of its edges, built later, share them."""
+    key = id(solution)
+    _FACTORS[key] = (weakref.ref(solution), made)
+    weakref.finalize(solution, _FACTORS.pop, key, None)
+
+
+def _recalled(solution: np.ndarray):
+    """What :func:`_remember` kept for ``solution``, or None."""
+    entry = _FACTORS.get(id(solution))
+    return entry[1] if entry is not None and entry[0]() is solution else None
+
+
+def _solve_shapes(A_shape, B_shape) -> None:
+    if len(A_shape) != 2 or A_shape[0] != A_shape[1]:
+        raise ValueError(f"solve: A must be a square matrix, not shape {A_shape}")
+    if len(B_shape) not in (1, 2) or B_shape[0] != A_shape[0]:
+        raise ValueError(f"solve: b must have shape ({A_shape[0]},) or ({A_shape[0]}, k) for "
+                         f"A of shape {A_shape}, not {B_shape}")
+
+
+def _solve_value(a, b):
+    A, B = np.asarray(a), np.asarray(b)
+    dtype = np.result_type(A.dtype, B.dtype, np.float32)
+    A, B = A.astype(dtype, copy=False), B.astype(dtype, copy=False)
+    lu = _factor(A, "solve: A")
+    x = np.asarray(linalg.lu_solve(lu, B))
+    _remember(x, lu)
+    return x
+
+
+def _solve_block(i, values, y, edge):
+    lu = _recalled(y)
+    if lu is None:   # the solution came from elsewhere (a copy): factor A again
+        lu = _factor(np.asarray(values[0], dtype=y.dtype), "solve: A")
+    key = f"lu#{edge.target}"   # one factorisation, shared by the two edges
+    if i == 0:
+        return SolveMatrix(lu, y, key, edge.kept("y")[0].key)
+    return LinearSolve(lu, np.shape(values[1]), key)
+
+
+def _solve_text(pieces, params) -> str:
+    a, b = ("A" if pieces[0] == "c" else pieces[0]), ("b" if pieces[1] == "c" else pieces[1])
+    return f"solve({a}, {b})"
+
+
+SOLVE = Rule("solve", _solve_text, _solve_value, _solve_block, ("y", ""))
+
+
 def solve(a, b):
     """``np.linalg.solve(a, b)`` for a square ``a`` and ``b`` of shape (n,) or (n, k);
-    on traced arrays it records :class:`LinearSolve` and :class:`SolveMatrix`
-    edges (both keep one shared LU factorisation).
+    on traced arrays it records :class:`SolveMatrix` and :class:`LinearSolve` edges
+    (both keep one shared LU factorisation, and the first the solution).
 
     >>> solve(np.eye(2) * 2.0, np.array([1.0, 1.0]))
     array([0.5, 0.5])
     """
-    A, B = np.asarray(a.value if isinstance(a, Tracked) else a), np.asarray(
-        b.value if isinstance(b, Tracked) else b)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"solve: A must be a square matrix, not shape {A.shape}")
-    if B.ndim not in (1, 2) or B.shape[0] != A.shape[0]:
-        raise ValueError(f"solve: b must have shape ({A.shape[0]},) or ({A.shape[0]}, k) for "
-                         f"A of shape {A.shape}, not {B.shape}")
-    dtype = np.result_type(A.dtype, B.dtype, np.float32)
-    A, B = A.astype(dtype, copy=False), B.astype(dtype, copy=False)
-    lu = _factor(A, "solve: A")
-    x = linalg.lu_solve(lu, B)
-    traced = [t for t in (a, b) if isinstance(t, Tracked)]
-    if not traced:
-        return x
-    tape = traced[0].tape
-    if any(t.tape is not tape for t in traced):
-        raise ValueError("solve: the operands come from two different traces")
-    key = fresh_key("lu")
-    parents = []
-    if isinstance(a, Tracked):
-        parents.append((a, SolveMatrix(lu, x, key)))
-    if isinstance(b, Tracked):
-        parents.append((b, LinearSolve(lu, B.shape, key)))
-    template = ("solve({0}, {1})" if len(parents) == 2 else
-                "solve({0}, b)" if isinstance(a, Tracked) else "solve(A, {0})")
-    return tape.new_vertex(x, template, parents)
+    _solve_shapes(np.shape(plain(a)), np.shape(plain(b)))
+    if not isinstance(a, Traced) and not isinstance(b, Traced):
+        return _solve_value(a, b)
+    return record(SOLVE, a, b)
 
 
-array_trace.register(np.linalg.solve, solve)
+register_rules({"linalg.solve": solve})
 
 
 # ------------------------------------------------------------- roots
@@ -312,31 +347,106 @@ def _residual_jacobians(f, x: np.ndarray, p: np.ndarray):
     return value, J[:, :x.size], J[:, x.size:]
 
 
-@replayable   # called directly, not through numpy: its calls are steps of the recording
+def _newton(f, x0, p, tol, max_iter):
+    """Newton's method from ``x0`` on ``f(x, p) = 0``: the root, and ``f_x``, ``f_p``
+    there."""
+    x, pv = np.array(x0, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    for _ in range(max_iter):
+        value, f_x, f_p = _residual_jacobians(f, x, pv)
+        if np.linalg.norm(value) <= tol * (1.0 + np.linalg.norm(x)):
+            return x, f_x, f_p
+        x = x - linalg.lu_solve(_factor(f_x, "solve_root: f_x"), value)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("solve_root: Newton's method diverged (a non-finite iterate)")
+    value, f_x, f_p = _residual_jacobians(f, x, pv)
+    if np.linalg.norm(value) > tol * (1.0 + np.linalg.norm(x)):
+        raise ValueError(f"solve_root: no root to tolerance {tol} after {max_iter} Newton "
+                         f"steps (|f| = {np.linalg.norm(value):.3g}); try another x0 or more "
+                         f"steps")
+    return x, f_x, f_p
+
+
+def _root_value(p, f, x0, tol, max_iter):
+    """The root, its derivative's factors (of ``f_x``, checked not singular) and ``f_p``
+    remembered for the edge."""
+    x, f_x, f_p = _newton(f, x0, p, tol, max_iter)
+    _remember(x, (_factor(f_x, "solve_root: f_x at the root"), f_p))
+    return x
+
+
+def _root_block(i, values, y, edge, f, x0, tol, max_iter):
+    p = np.asarray(values[0], dtype=np.float64)
+    made = _recalled(y)
+    if made is None:   # the root came from elsewhere (a copy): the Jacobians again
+        _, f_x, f_p = _residual_jacobians(f, y, p)
+        made = _factor(f_x, "solve_root: f_x at the root"), f_p
+    return ImplicitSolution(*made, y.shape, p.shape, f"lu#{edge.target}",
+                            f"f_p#{edge.target}")
+
+
+ROOT = Rule("root", "root({0})", _root_value, _root_block)
+
+
 def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
-    """A root ``x`` of ``f(x, p) = 0`` by Newton's method from ``x0``, as one
-    vertex of the trace with one :class:`ImplicitSolution` edge from ``p``.
+    """A root of ``f(x, p) = 0`` by Newton's method: one vertex, one implicit edge from ``p``.
 
-    ``f(x, p)`` is a numpy function that :func:`minirad.trace`
-    can trace; its Jacobians come from tracing it.  ``x0`` is a constant
-    (1-D); ``p`` may be a traced array (then the result is traced) or a plain one.
-    The iterates are not recorded: only the solution and the edge.
+    Parameters
+    ----------
+    f : callable
+        ``f(x, p)``, a numpy function :func:`minirad.trace` can trace; its
+        Jacobians ``f_x`` and ``f_p`` come from tracing it.
+    x0 : numpy.ndarray
+        The 1-D starting point, a constant.
+    p : numpy.ndarray
+        The parameters: a traced array (then the root is traced) or a plain one.
+    tol : float, optional
+        The relative residual accepted, ``|f| <= tol (1 + |x|)``, in [0, 1)
+        (default 1e-12).
+    max_iter : int, optional
+        The most Newton steps (default 50).
 
+    Returns
+    -------
+    numpy.ndarray or Tracked
+        The root ``x(p)``: traced, with one :class:`ImplicitSolution` edge from
+        ``p``, when ``p`` is traced.
+
+    Raises
+    ------
+    ValueError
+        For an ``x0`` that is not 1-D, non-finite inputs, a bad ``tol`` or
+        ``max_iter``, a singular ``f_x``, or Newton's method diverging or not
+        reaching ``tol`` in ``max_iter`` steps.
+    TypeError
+        For a ``tol`` that is not a number.
+
+    See Also
+    --------
+    solve : ``np.linalg.solve`` on traced arrays, an implicit edge too.
+    minirad.gradient : Its derivative, through the edge.
+
+    Notes
+    -----
+    The iterates are not recorded: only the solution and its edge, whose label
+    is ``dx/dp = -f_x^{-1} f_p`` (the implicit function theorem), applied by
+    LU solves with ``f_x`` and its transpose, never formed.
+
+    Examples
+    --------
     >>> import numpy as np
-    >>> from minirad import trace
+    >>> from minirad import gradient, trace
     >>> f = lambda x, p: x ** 3 + x - p                  # x(p): x^3 + x = p
     >>> g = trace(lambda p: solve_root(f, np.zeros(1), p).sum(), np.array([2.0]))
     >>> float(g.values[g.outputs[0]])                    # x = 1
     1.0
-    >>> from minirad.exact.sweeps import gradient
     >>> float(gradient(g)[0][0])                         # dx/dp = 1 / (3 x^2 + 1)
     0.25
     """
-    x = np.asarray(x0.value if isinstance(x0, Tracked) else x0, dtype=np.float64).copy()
-    pv = np.asarray(p.value if isinstance(p, Tracked) else p, dtype=np.float64)
+    x = np.array(detach(x0), dtype=np.float64)
+    x.flags.writeable = False
     if x.ndim != 1:
         raise ValueError(f"solve_root: x0 must be a 1-D array, not shape {x.shape}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(pv))):
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(plain(p)))):
         raise ValueError("solve_root: x0 and p must be finite")
     if isinstance(max_iter, bool) or not (isinstance(max_iter, int) and max_iter >= 1):
         raise ValueError(f"max_iter must be a positive int, not {max_iter!r}")
@@ -348,20 +458,34 @@ def solve_root(f, x0, p, tol: float = 1e-12, max_iter: int = 50):
         raise TypeError(f"{what}, not a {type(tol).__name__}")
     if not 0 <= tol < 1:
         raise ValueError(f"{what}, not {tol!r}")
-    for _ in range(max_iter):
-        value, f_x, f_p = _residual_jacobians(f, x, pv)
-        if np.linalg.norm(value) <= tol * (1.0 + np.linalg.norm(x)):
-            break
-        x = x - linalg.lu_solve(_factor(f_x, "solve_root: f_x"), value)
-        if not np.all(np.isfinite(x)):
-            raise ValueError("solve_root: Newton's method diverged (a non-finite iterate)")
-    else:
-        value, f_x, f_p = _residual_jacobians(f, x, pv)
-        if np.linalg.norm(value) > tol * (1.0 + np.linalg.norm(x)):
-            raise ValueError(f"solve_root: no root to tolerance {tol} after {max_iter} Newton "
-                             f"steps (|f| = {np.linalg.norm(value):.3g}); try another x0 or "
-                             f"more steps")
-    if not isinstance(p, Tracked):
-        return x
-    op = ImplicitSolution(_factor(f_x, "solve_root: f_x at the root"), f_p, x.shape, pv.shape)
-    return p.tape.new_vertex(x, "root({0})", [(p, op)])
+    if not isinstance(p, Traced):
+        return _newton(f, x, p, tol, max_iter)[0]
+    return record(ROOT, p, f=f, x0=x, tol=tol, max_iter=max_iter)
+
+
+# --------------------------------------------------------------------- files
+def _reader(kind: str):
+    """How a graph file's solve of ``kind`` is read (:func:`minirad.graph.files.register_reader`):
+    its keys and its LU factors, checked non-singular."""
+    count = {"solve": 1, "solve_matrix": 2, "implicit": 2}[kind]
+
+    def read(f):
+        keys = f.param("keys", list)
+        if len(keys) != count or not all(isinstance(k, str) for k in keys):
+            f.fail(f"{f.where}.params.keys must be {count} string(s)")
+        keys = [f.key(k) for k in keys]
+        lu = checked_factors(f.floats("lu"), f.array("piv"), f"{f.where}: the factors")
+        if kind == "solve":
+            return LinearSolve(lu, f.shape("shape"), keys[0])
+        if kind == "solve_matrix":
+            x = f.floats("x")
+            if x.dtype != lu[0].dtype:
+                f.fail(f"{f.where}.x has dtype {x.dtype}, its factors {lu[0].dtype}")
+            return SolveMatrix(lu, x, *keys)
+        return ImplicitSolution(lu, f.floats("f_p"), f.shape("x_shape"), f.shape("p_shape"),
+                                *keys)
+    return read
+
+
+for _kind in ("solve", "solve_matrix", "implicit"):
+    register_reader(_kind, _reader(_kind))

@@ -9,7 +9,7 @@ In a lab::
 
 Where things live:
 
-* ``lab01_finite_differences.py`` ... ``lab12_higher.py``: each lab's exercises, declared
+* ``lab01_finite_differences.py`` ... ``lab13_codegen.py``: each lab's exercises, declared
   with :func:`~minirad.labs.exercise.exercise` next to their checks, and the lab's planted
   mistakes (``MISTAKES``); a new exercise goes into its lab's module, and nowhere else;
 * :mod:`~minirad.labs.checking`: what checks are built from (``CheckFailed``, ``show``...);
@@ -44,6 +44,7 @@ from . import (
     lab10_injection,
     lab11_symbolic,
     lab12_higher,
+    lab13_codegen,
 )
 from .checking import (
     CheckFailed,
@@ -69,9 +70,12 @@ from .lab04_elimination import (
 )
 from .lab05_randomized import check_sample_Q, check_variance_k1
 from .lab06_optimisation import (
+    adjoint_inputs,
     check_descent_step,
     check_implicit_gradient,
+    check_ode_adjoint,
     check_sgd,
+    check_solve_adjoint,
     line_fit_loss,
 )
 from .lab07_tracked_arrays import (
@@ -92,26 +96,28 @@ from .lab09_rad_nn import check_different_sample, check_same_sample, check_z_sco
 from .lab10_injection import check_rademacher_P, check_sampling_P
 from .lab11_symbolic import check_tree_size
 from .lab12_higher import check_dual_numbers, check_hvp
+from .lab13_codegen import check_adjoint_by_hand, check_step_diagonals
 from .notebook import exercises, run_notebook, to_notebook, write_notebooks
 
 #: the labs, in order: each module holds its lab's checks, mistakes and declarations
 LABS = (lab01_finite_differences, lab02_lcg, lab03_bauer, lab04_elimination, lab05_randomized,
         lab06_optimisation, lab07_tracked_arrays, lab08_memory, lab09_rad_nn, lab10_injection,
-        lab11_symbolic, lab12_higher)
+        lab11_symbolic, lab12_higher, lab13_codegen)
 
 hints.install()  # in a Jupyter kernel, a failed check shows its hint first
 
 __all__ = [
-    "ARRAY_RULES", "EXERCISES", "Exercise", "LABS", "CheckFailed", "as_numbers", "call_student",
-    "check_add_bang", "check_central_difference", "check_checkpointed_gradient",
-    "check_column_colouring", "check_count_paths", "check_descent_step",
-    "check_different_sample", "check_directional_difference", "check_dual_numbers",
-    "check_eliminate_edge", "check_eliminate_vertex", "check_forward_sweep", "check_graphs",
-    "check_hvp", "check_implicit_gradient", "check_markowitz_order", "check_matmul_pullback",
-    "check_other_pullbacks", "check_pullbacks", "check_rad_budget", "check_rademacher_P",
-    "check_reverse_sweep", "check_same_sample", "check_sample_Q", "check_sampling_P",
-    "check_scalar_tracer", "check_sgd", "check_table1_bytes", "check_tree_size",
-    "check_uniform_cost", "check_variance_k1", "check_z_scores", "compare_jacobian",
-    "edge_dict", "exercises", "exercises_of_lab", "line_fit_loss", "output_folder", "passed",
-    "run_notebook", "sample_jacobian", "show", "time_limit", "to_notebook", "write_notebooks",
+    "ARRAY_RULES", "CheckFailed", "EXERCISES", "Exercise", "LABS", "adjoint_inputs", "as_numbers",
+    "call_student", "check_add_bang", "check_adjoint_by_hand", "check_central_difference",
+    "check_checkpointed_gradient", "check_column_colouring", "check_count_paths",
+    "check_descent_step", "check_different_sample", "check_directional_difference",
+    "check_dual_numbers", "check_eliminate_edge", "check_eliminate_vertex", "check_forward_sweep",
+    "check_graphs", "check_hvp", "check_implicit_gradient", "check_markowitz_order",
+    "check_matmul_pullback", "check_ode_adjoint", "check_other_pullbacks", "check_pullbacks",
+    "check_rad_budget", "check_rademacher_P", "check_reverse_sweep", "check_same_sample",
+    "check_sample_Q", "check_sampling_P", "check_scalar_tracer", "check_sgd",
+    "check_solve_adjoint", "check_step_diagonals", "check_table1_bytes", "check_tree_size",
+    "check_uniform_cost", "check_variance_k1", "check_z_scores", "compare_jacobian", "edge_dict",
+    "exercises", "exercises_of_lab", "line_fit_loss", "output_folder", "passed", "run_notebook",
+    "sample_jacobian", "show", "time_limit", "to_notebook", "write_notebooks",
 ]

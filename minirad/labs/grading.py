@@ -1,132 +1,66 @@
-"""Grade student submissions: each in a fresh Jupyter kernel, every exercise checked by the grader.
+"""Grade student submissions: each run in a sandboxed kernel, every answer judged here.
 
 ``minirad lab grade SUBMISSION... -o DIR`` calls :func:`grade`.  For each
 submission (a handout notebook the student filled in, or a lab script):
 
-1. the lab is read from the notebook's metadata (``minirad.source``, which
-   the handout carries) or else from the file name (``lab2...``);
-2. a fresh kernel, in an empty working folder, runs the submission's code
-   cells in order, each under a time limit, errors allowed, skipping the
-   cells that only call ``labs.check_...``: what the student printed or
-   checked is ignored, only the definitions are kept;
-3. for every exercise of the lab the grader runs the exercise's check
-   itself (one cell each, under the time limit declared with the check),
-   with the reference guard on (:mod:`minirad.labs.exercise`), and records
-   points, a status and the message the student would have seen;
-4. a kernel that dies (the student's code exits it) is replaced by a fresh
-   one, which reruns the definitions without the cell that killed it and
-   goes on with the exercises left; past the limit for the whole notebook
-   the kernel is killed and the exercises left score 0.
+1. the grader reads it into memory (later changes to the file change nothing),
+   tells its lab from the notebook's metadata (``minirad.source``) or its file
+   name (``lab2...``), and its student from the roster or the file name;
+2. it draws each exercise's hidden cases for that student
+   (:func:`~minirad.labs.exercise.hidden_cases`, from the instructor's
+   secret);
+3. a sandbox (:mod:`minirad.labs.sandbox`) runs the submission's code cells
+   in a fresh kernel under a watch (:mod:`minirad.labs.kernel`), skipping the
+   cells that only call ``labs.check_...`` (what the student printed or
+   checked counts for nothing), then the student's functions on each
+   exercise's cases (:mod:`minirad.labs.runner`); it hands back the frames the
+   watch signed, after the kernel and everything it started are gone;
+4. here, in the grader's own process, the frames are verified (signature,
+   order, the exercise's window opened and closed once, no use of the
+   reference inside it) and each answer is judged against minirad's own
+   (:mod:`minirad.labs.scoring`): points per case, by the cases' weights.
 
-An exercise scores its points when its check passes and 0 otherwise, with
-one of the statuses ``passed``, ``wrong answer``, ``raised``, ``timed
-out``, ``used the reference``, ``not implemented``, ``missing`` or ``kernel
-died``.  :func:`write_reports` writes ``scores.csv`` (a row per submission,
-a column per exercise), ``<name>.json`` per submission (every message) and
-``<name>.results.json`` in Gradescope's autograder format.
+Submissions run in parallel, one sandbox per job (``jobs``, default one per
+core).  When the grader runs as root and a Python exists that another user
+can run, each kernel gets a user id of its own (``isolation="user"``);
+otherwise kernels run as the grader's user, in sessions of their own, under
+the watch's policy (``isolation="process"``).
+
+The reports (:mod:`minirad.labs.gradebook`): ``scores.csv``, ``canvas.csv``,
+``<name>.json`` per submission and ``<name>.results.json`` (Gradescope).
 """
 
 from __future__ import annotations
 
 import ast
-import csv
-import io
-import json
+import base64
+import hashlib
+import hmac
+import importlib.util
+import math
 import os
 import re
 import shutil
-import signal
+import sys
 import tempfile
 import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 
-from ..graph.files import write_atomically
-from .exercise import EXERCISES, Exercise, exercises_of_lab
+from . import wire
+from .exercise import EXERCISES, Exercise, exercises_of_lab, hidden_cases
+from .gradebook import Report, Roster, late_days, read_secret, write_reports
+from .sandbox import Job, Limits, font_cache, kernel_python, run
+from .scoring import STATUSES, ExerciseScore, grade_answers
 
-__all__ = ["ExerciseScore", "Report", "grade", "grade_in_kernel", "grade_submission",
-           "identify_lab", "write_reports"]
+__all__ = ["STATUSES", "grade", "grade_submission", "identify_lab", "read_frames",
+           "require_dependencies", "summary"]
 
-STATUSES = ("passed", "wrong answer", "raised", "timed out", "used the reference",
-            "not implemented", "missing", "kernel died")
-NOTEBOOK_SECONDS = 1200.0  # the whole submission: definitions and every check
-CELL_SECONDS = 180.0       # one cell of the student's
-MARGIN = 30.0              # a check cell's kernel-side limit is the exercise's plus this
-GRACE = 5.0                # a kernel still busy this long after its interrupt is killed
+#: user ids the kernels run as (isolation="user"), one per job, far above any real user's
+FIRST_UID = 200_000
 
 
-@dataclass
-class ExerciseScore:
-    """One exercise of one submission."""
-
-    number: str
-    title: str
-    points: float
-    max_points: float
-    status: str
-    message: str = ""
-
-
-@dataclass
-class Report:
-    """One submission: its lab, a score per exercise, and why it was not graded (if so)."""
-
-    submission: str
-    lab: int | None
-    scores: list[ExerciseScore] = field(default_factory=list)
-    error: str = ""
-    seconds: float = 0.0
-    executed: object = field(default=None, repr=False)  # the first kernel's cells and outputs
-
-    @property
-    def total(self) -> float:
-        return sum(score.points for score in self.scores)
-
-    @property
-    def max_total(self) -> float:
-        return sum(score.max_points for score in self.scores)
-
-
-# ------------------------------------------------------------ the kernel side
-def grade_in_kernel(number: str, namespace: dict, out_path: str, stub_present: bool,
-                    seconds: float | None = None) -> dict:
-    """Run exercise ``number``'s check on the definitions in ``namespace``; write the
-    outcome as JSON to ``out_path`` and return it.  Runs inside the student's kernel."""
-    from .checking import CheckFailed, time_limit
-
-    spec = EXERCISES[number]
-    limit = spec.seconds if seconds is None else seconds
-    missing = [name for name in spec.takes if name not in namespace]
-    if missing:
-        status = "not implemented" if stub_present else "missing"
-        message = (f"{spec.label}: the exercise's stub is still there"
-                   if stub_present else
-                   f"{spec.label}: your notebook defines no {missing[0]!r}, which the check "
-                   f"takes")
-    else:
-        status, message = "passed", ""
-        try:
-            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()), \
-                    time_limit(limit, f"Exercise {number} ({spec.title})",
-                               " (the grader's limit for the whole exercise)"):
-                spec.check(*[namespace[name] for name in spec.takes])
-        except NotImplementedError as error:
-            status, message = "not implemented", str(error)
-        except CheckFailed as failure:
-            status, message = failure.reason, str(failure)
-        except KeyboardInterrupt:
-            status, message = "timed out", (f"Exercise {number}: stopped after the grader's "
-                                            f"limit of {limit:g} s")
-        except BaseException as error:  # SystemExit and the like: the student's code did it
-            status, message = "raised", f"Exercise {number}: {type(error).__name__}: {error}"
-    outcome = {"number": number, "status": status, "message": message}
-    text = json.dumps(outcome)
-    write_atomically(out_path, lambda f: f.write(text.encode("utf-8")))
-    return outcome
-
-
-# -------------------------------------------------------------- the host side
+# ------------------------------------------------------------ the submission
 def identify_lab(nb, path: str) -> int | None:
     """The lab number of a submission: from its metadata, else from its file name.
 
@@ -174,259 +108,421 @@ def _code_cells(nb) -> list[str]:
     return cells
 
 
-def _kill(client) -> None:
-    """Kill the kernel process at once (the watchdog's last resort)."""
-    km = getattr(client, "km", None)
-    provisioner = getattr(km, "provisioner", None)
-    process = getattr(provisioner, "process", None)
-    if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGKILL)
+def require_dependencies(labs) -> None:
+    """Refuse to grade a lab whose exercises need a module that is not installed, naming
+    the extra that installs it (``minirad[symbolic]`` for lab 11's SymPy): a student must
+    never lose points to the grader's own missing dependency.
+
+    >>> require_dependencies([1, 2])
+    """
+    missing = []
+    for lab in sorted(set(labs)):
+        for spec in exercises_of_lab(lab):
+            for module, extra in spec.requires:
+                if importlib.util.find_spec(module) is None:
+                    missing.append(f"lab {lab} needs {module}: install it with "
+                                   f"pip install \"minirad[{extra}]\"")
+    if missing:
+        raise ValueError("cannot grade: " + "; ".join(sorted(set(missing))))
 
 
-class Unresponsive(Exception):
-    """The kernel went on past a cell's limit and its interrupt, and was killed."""
+# ------------------------------------------------------------ the frames
+def read_frames(key: bytes, data: bytes) -> list[tuple[str, bytes]]:
+    """The watch's frames in ``data``: ``(kind, payload)`` in order, each checked against its
+    signature under ``key``.  Lines that are not frames signed with the key (whatever a
+    kernel wrote into its channel by hand) are left out; the frames end at the first one
+    missing from the sequence (nothing after a gap can be placed).
 
-
-class _Kernel:
-    """One fresh kernel, driven cell by cell; shut down (or killed) on leaving."""
-
-    def __init__(self, folder: str, env: dict):
-        from nbclient import NotebookClient
-        from nbformat import v4
-
-        self.v4 = v4
-        self.nb = v4.new_notebook()
-        self.client = NotebookClient(
-            self.nb, timeout=CELL_SECONDS, kernel_name="python3", allow_errors=True,
-            interrupt_on_timeout=True, iopub_timeout=5, shutdown_kernel="immediate",
-            error_on_timeout={"ename": "TimeoutError", "evalue": "cell timed out",
-                              "traceback": []},
-            resources={"metadata": {"path": folder}})
-        self.env = env
-        self._context = None
-
-    def __enter__(self):
-        self._context = self.client.setup_kernel(env=self.env)
-        self._context.__enter__()
-        return self
-
-    def __exit__(self, *exc):
+    >>> read_frames(b"k" * 32, b"\\nnot a frame\\n")
+    []
+    """
+    frames, expected = [], 0
+    for line in data.split(b"\n"):
+        parts = line.split(b" ")
+        if len(parts) != 4 or not parts[1].isdigit() or len(parts[1]) > 12:
+            continue
+        kind, number, mac, encoded = parts
         try:
-            self._context.__exit__(None, None, None)
-        except Exception:  # noqa: BLE001  (a dead kernel may refuse a clean shutdown)
-            _kill(self.client)
-        return False
-
-    def run(self, source: str, seconds: float) -> dict:
-        started = time.monotonic()
-        cell = self._execute(source, seconds)
-        if time.monotonic() - started >= max(int(seconds), 1):   # stopped at its limit
-            probe = self._execute("pass", GRACE)
-            self.nb.cells.remove(probe)
-            if probe.get("execution_count") is None:
-                # the student's code ignores the interrupt (SIGINT, SIGALRM): every later
-                # cell would wait behind it until the notebook's limit, so it is killed
-                _kill(self.client)
-                raise Unresponsive(f"the kernel ignored the interrupt after {seconds:g} s")
-        return cell
-
-    def _execute(self, source: str, seconds: float) -> dict:
-        cell = self.v4.new_code_cell(source)
-        self.nb.cells.append(cell)
-        self.client.timeout = max(int(seconds), 1)
-        self.client.execute_cell(cell, len(self.nb.cells) - 1)
-        return cell
+            payload = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            continue
+        signer = hmac.new(key, kind + b" " + number + b" ", hashlib.sha256)
+        signer.update(payload)
+        if not hmac.compare_digest(signer.hexdigest().encode(), mac):
+            continue
+        if int(number) != expected:
+            break
+        expected += 1
+        frames.append((kind.decode("ascii", "replace"), payload))
+    return frames
 
 
-def _kernel_env(folder: str) -> dict:
-    env = {key: value for key, value in os.environ.items() if key != "MPLBACKEND"}
-    env["MINIRAD_LAB_OUTPUT"] = os.path.join(folder, "pictures")
-    env["MPLBACKEND"] = "Agg"
-    return env
+class _Window:
+    """What the frames say about one exercise."""
+
+    def __init__(self):
+        self.opened = 0
+        self.closed = False
+        self.answers: dict[int, object] = {}
+        self.references: list[str] = []
+        self.problems: list[str] = []
 
 
-def grade_submission(path, notebook_seconds: float = NOTEBOOK_SECONDS,
-                     exercise_seconds: float | None = None,
-                     cell_seconds: float = CELL_SECONDS) -> Report:
-    """Grade one submission (see the module's docstring); never raises for what the
-    student did.  ``exercise_seconds`` overrides every exercise's declared limit;
-    ``cell_seconds`` limits each of the student's cells."""
-    from nbclient.exceptions import DeadKernelError
-
-    from .notebook import read_submission
-
-    path = os.fspath(path)
-    started = time.monotonic()
-    report = Report(submission=path, lab=None)
-    try:
-        nb = read_submission(path)
-    except Exception as error:  # noqa: BLE001  (any unreadable file is the student's)
-        report.error = f"could not read the submission: {type(error).__name__}: {error}"
-        return report
-    report.lab = identify_lab(nb, path)
-    specs = exercises_of_lab(report.lab) if report.lab is not None else []
-    if not specs:
-        report.error = ("could not tell which lab this is (no minirad metadata, and the file "
-                        "name does not start with labN)")
-        return report
-    cells = _code_cells(nb)
-    text = "\n".join(cells)
-    results: dict[str, dict] = {}
-    skipped: set[int] = set()
-    deadline = started + notebook_seconds
-    folder = tempfile.mkdtemp(prefix="minirad-grade-")
-    try:
-        pending = list(specs)
-        for _attempt in range(len(cells) + len(specs) + 1):
-            if not pending or time.monotonic() >= deadline:
-                break
+def _windows(frames, numbers: set, case_counts: dict) -> tuple[dict, list[str]]:
+    """Each exercise's window from a run's frames, and what the policy refused."""
+    windows: dict[str, _Window] = {}
+    denied: list[str] = []
+    current = None
+    for kind, payload in frames:
+        text = payload.decode("utf-8", "replace")
+        if kind == "watch":
+            number = text.split(" ")[0]
+            window = windows.setdefault(number, _Window())
+            window.opened += 1
+            if window.opened > 1:
+                window.problems.append("its window was opened twice")
+            if current is not None and current != number:
+                windows[current].problems.append(f"another window ({number}) opened inside it")
+            current = number
+        elif kind == "close":
+            if current is None or text != current:
+                target = windows.setdefault(text, _Window())
+                target.problems.append("its window was closed out of turn")
+            else:
+                windows[current].closed = True
             current = None
-            with _Kernel(folder, _kernel_env(folder)) as kernel:
-                if report.executed is None:
-                    report.executed = kernel.nb
-                watchdog = threading.Timer(max(deadline - time.monotonic(), 0.0), _kill,
-                                           (kernel.client,))
-                watchdog.daemon = True
-                watchdog.start()
-                try:
-                    for index, source in enumerate(cells):
-                        if index in skipped:
-                            continue
-                        current = ("cell", index)
-                        kernel.run(source, min(cell_seconds, deadline - time.monotonic() + 1))
-                    kernel.run("from minirad.labs.grading import grade_in_kernel as "
-                               "_minirad_grade_in_kernel", 60)
-                    while pending:
-                        spec = pending[0]
-                        current = ("exercise", spec)
-                        limit = spec.seconds if exercise_seconds is None else exercise_seconds
-                        out = os.path.join(folder, f"exercise-{spec.number}.json")
-                        stub = f'NotImplementedError("{spec.label}")' in text
-                        kernel.run(f"_minirad_grade_in_kernel({spec.number!r}, globals(), "
-                                   f"{out!r}, {stub!r}, {limit!r})", limit + MARGIN)
-                        results[spec.number] = _read_outcome(out, spec, limit)
-                        pending.pop(0)
-                except (DeadKernelError, Unresponsive) as error:
-                    if time.monotonic() >= deadline - 0.5:
-                        break
-                    if current and current[0] == "cell":
-                        skipped.add(current[1])
-                    elif current:
-                        spec = current[1]
-                        results[spec.number] = {
-                            "status": "kernel died",
-                            "message": f"{spec.label}: the kernel died while the check ran "
-                                       f"(your code exited it or crashed it)"}
-                        if isinstance(error, Unresponsive):
-                            results[spec.number] = {
-                                "status": "timed out",
-                                "message": f"{spec.label}: stopped after the grader's limit of "
-                                           f"{limit:g} s; your code ignored the interrupt, so "
-                                           f"its kernel was killed"}
-                        pending.remove(spec)
-                finally:
-                    watchdog.cancel()
-        for spec in specs:
-            results.setdefault(spec.number, {
-                "status": "timed out",
-                "message": f"{spec.label}: not graded, the notebook ran longer than its limit "
-                           f"of {notebook_seconds:g} s"})
+        elif kind == "reference":
+            number, _, name = text.partition(" ")
+            windows.setdefault(number or str(current), _Window()).references.append(name)
+        elif kind == "mismatch":
+            windows.setdefault(text, _Window()).problems.append("its cases were asked for "
+                                                                "under another exercise")
+        elif kind == "denied":
+            denied.append(text)
+        elif kind == "data" and current is not None:
+            window = windows[current]
+            try:
+                frame = wire.decode(payload)
+                number, index, answer = frame["exercise"], frame["case"], frame["answer"]
+                if number != current or type(index) is not int or not (
+                        0 <= index < case_counts.get(current, 0)) or index in window.answers:
+                    raise ValueError("a stray answer")
+            except (ValueError, TypeError, KeyError):
+                window.problems.append("an answer in its window could not be placed")
+                continue
+            window.answers[index] = answer
+    return {n: w for n, w in windows.items() if n in numbers}, denied
+
+
+def _score(spec: Exercise, cases: list, window: _Window | None, how: str,
+           stub: bool) -> ExerciseScore:
+    """One exercise's score from its window and how its probe cell ended."""
+    if window is None:
+        if how in ("died", "timed out"):
+            return grade_answers(spec, cases, [None] * len(cases))
+        return grade_answers(spec, cases, [None] * len(cases), override=(
+            "tampered", f"{spec.label}: the grader's kernel never opened this exercise (the "
+                        f"notebook replaced or stopped the grader's code)"))
+    if window.references:
+        return grade_answers(spec, cases, [window.answers.get(i) for i in range(len(cases))],
+                             override=("used the reference",
+                                       f"{spec.label}: used the reference -- your code called "
+                                       f"minirad's {window.references[0]}, which computes what "
+                                       f"{spec.label} asks you to write"))
+    if window.problems or (not window.closed and how == "ok"):
+        why = window.problems[0] if window.problems else "its window was never closed"
+        return grade_answers(spec, cases, [None] * len(cases), override=(
+            "tampered", f"{spec.label}: the grader's record of this exercise was tampered with "
+                        f"({why})"))
+    answers = []
+    for i in range(len(cases)):
+        answer = window.answers.get(i)
+        if stub and isinstance(answer, dict) and answer.get("error") == "missing":
+            answer = {"error": "not implemented",
+                      "message": f"{spec.label}: the exercise's stub is still there"}
+        answers.append(answer)
+    score = grade_answers(spec, cases, answers)
+    if how == "timed out" and score.status == "kernel died":
+        score.status = "timed out"
+    return score
+
+
+# ------------------------------------------------------------ one submission
+def _read_roots() -> list[str]:
+    """What a kernel may read: Python's own folders, the installed packages, minirad."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, here, "/usr", "/etc",
+             "/lib", "/lib64", "/opt"}
+    roots |= {p for p in sys.path if p and os.path.isdir(p)}
+    return sorted(os.path.realpath(r) for r in roots)
+
+
+def grade_submission(submission: dict, secret: bytes, root: str, *, limits: Limits,
+                     only=None, user: int | None = None, matplotlib: str = "",
+                     exercise_seconds: float | None = None) -> Report:
+    """Grade one submission read by :func:`_read` (see the module's docstring)."""
+    started = time.monotonic()
+    report = Report(submission=submission["path"], student=submission["student"],
+                    lab=submission["lab"], submitted=submission["submitted"])
+    if submission.get("error"):
+        report.error = submission["error"]
+        return report
+    specs = [s for s in exercises_of_lab(report.lab) if only is None or s.number in only]
+    cases = {spec.number: hidden_cases(spec, secret, report.student) for spec in specs}
+    python, paths = (sys.executable, []) if user is None else kernel_python()
+    if user is None:
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        paths = [here] + [p for p in sys.path if p and "site-packages" in p]
+    scratch = tempfile.mkdtemp(prefix="s", dir=root)
+    job = Job(lab=report.lab, cells=submission["cells"], limits=limits, scratch=scratch,
+              user=user, python=python, pythonpath=paths, matplotlib=matplotlib,
+              read_roots=_read_roots(),
+              exercises=[{"number": spec.number,
+                          "seconds": spec.seconds if exercise_seconds is None else
+                          exercise_seconds, "cases": wire.encode(cases[spec.number])}
+                         for spec in specs])
+    try:
+        outcome = run(job, limits.notebook_seconds + 120)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    report.executed = outcome.cells
+    report.notes = list(outcome.notes)
+    if outcome.error and not outcome.runs:
+        report.error = outcome.error
+    text = submission["text"]
+    seen = {}
+    for record in outcome.runs:
+        probes = {p["number"]: p["how"] for p in record.get("probes", [])}
+        try:
+            key = bytes.fromhex(record["key"])
+            frames = read_frames(key, base64.b64decode(record["frames"]))
+        except (ValueError, KeyError, TypeError):
+            frames = []
+        windows, denied = _windows(frames, set(probes), {n: len(c) for n, c in cases.items()})
+        report.notes += [f"refused: {d}" for d in denied[:20]]
+        for number, how in probes.items():
+            if number in seen or number not in cases:
+                continue
+            spec = EXERCISES[number]
+            stub = f'NotImplementedError("{spec.label}")' in text
+            seen[number] = _score(spec, cases[number], windows.get(number), how, stub)
     for spec in specs:
-        outcome = results[spec.number]
-        points = spec.points if outcome["status"] == "passed" else 0
-        report.scores.append(ExerciseScore(spec.number, spec.title, points, spec.points,
-                                           outcome["status"], outcome["message"]))
+        score = seen.get(spec.number)
+        if score is None:
+            reason = outcome.error or ("the notebook ran past its time limit of "
+                                       f"{limits.notebook_seconds:g} s")
+            score = grade_answers(spec, cases[spec.number], [None] * len(cases[spec.number]),
+                                  override=("timed out" if not outcome.error else "not graded",
+                                            f"{spec.label}: not graded: {reason}"))
+        report.scores.append(score)
     report.seconds = time.monotonic() - started
     return report
 
 
-def _read_outcome(path: str, spec: Exercise, limit: float) -> dict:
+def _student_of(path: str, lab: int | None, roster: Roster | None) -> str:
+    """The student a file belongs to: the roster's, else the file name without the lab's
+    own name (``lab2_lcg-ada.ipynb`` is ada's), else the whole file name."""
+    if roster is not None:
+        found = roster.student_of(path)
+        if found:
+            return found
+    stem = os.path.splitext(os.path.basename(path))[0]
+    match = re.match(r"lab\d+(_[a-z0-9]+)*[- .]+(?P<id>.+)$", stem, flags=re.I)
+    return match.group("id") if match else stem
+
+
+def _read(path: str, roster: Roster | None) -> dict:
+    """A submission read into memory: cells, lab, student, time submitted."""
+    from .notebook import read_submission
+
+    entry = {"path": path, "lab": None, "cells": [], "text": "", "error": "",
+             "student": "", "submitted": None}
     try:
-        with open(path, encoding="utf-8") as f:
-            outcome = json.load(f)
-        os.remove(path)
-        return outcome
-    except (OSError, ValueError):
-        return {"status": "timed out",
-                "message": f"{spec.label}: the check was stopped after the grader's limit of "
-                           f"{limit:g} s (or the student's code removed its result)"}
+        entry["submitted"] = os.stat(path).st_mtime
+        nb = read_submission(path)
+    except Exception as error:  # noqa: BLE001  (any unreadable file is the student's)
+        entry["error"] = f"could not read the submission: {type(error).__name__}: {error}"
+        entry["student"] = _student_of(path, None, roster)
+        return entry
+    entry["lab"] = identify_lab(nb, path)
+    entry["student"] = _student_of(path, entry["lab"], roster)
+    if roster is not None and roster.submitted(entry["student"]) is not None:
+        entry["submitted"] = roster.submitted(entry["student"])
+    if entry["lab"] is None or not exercises_of_lab(entry["lab"]):
+        entry["error"] = ("could not tell which lab this is (no minirad metadata, and the file "
+                          "name does not start with labN)")
+        return entry
+    entry["cells"] = _code_cells(nb)
+    entry["text"] = "\n".join(entry["cells"])
+    return entry
 
 
-# ------------------------------------------------------------------ reports
-def _stem(path: str, taken: set) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.splitext(os.path.basename(path))[0]) or "x"
-    name, n = stem, 1
-    while name in taken:
-        n += 1
-        name = f"{stem}-{n}"
-    taken.add(name)
-    return name
+def _check_seconds(name: str, value) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive, finite number of seconds, not {value!r}")
+    return value
 
 
-def gradescope_results(report: Report) -> dict:
-    """The submission's report in Gradescope's autograder format (``results.json``)."""
-    tests = [{"name": f"Exercise {s.number}: {s.title}", "number": s.number,
-              "score": s.points, "max_score": s.max_points,
-              "status": "passed" if s.status == "passed" else "failed",
-              "output": s.message or "passed"} for s in report.scores]
-    result = {"score": report.total, "tests": tests,
-              "execution_time": round(report.seconds, 1)}
-    if report.error:
-        result["output"] = report.error
-    return result
+class _Users:
+    """User ids for the kernels, one per job at a time, none shared with another grader
+    on the machine (each is held with a lock file while in use)."""
+
+    def __init__(self, count: int):
+        import fcntl
+
+        self.free, self.locks = [], []
+        uid = FIRST_UID + (os.getpid() % 5000) * 16
+        while len(self.free) < count and uid < FIRST_UID + 2_000_000:
+            lock = open(os.path.join(tempfile.gettempdir(), f"minirad-grader-{uid}.lock"), "w")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.free.append(uid)
+                self.locks.append(lock)
+            except OSError:
+                lock.close()
+            uid += 1
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        with self.lock:
+            return self.free.pop()
+
+    def give(self, uid: int) -> None:
+        with self.lock:
+            self.free.append(uid)
+
+    def close(self) -> None:
+        for lock in self.locks:
+            lock.close()
 
 
-def write_reports(reports: list[Report], out_dir) -> list[str]:
-    """Write ``scores.csv``, ``<name>.json`` and ``<name>.results.json`` into ``out_dir``."""
-    out_dir = os.fspath(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    numbers = sorted({s.number for r in reports for s in r.scores},
-                     key=lambda n: tuple(int(part) for part in n.split(".")))
-    table = io.StringIO()
-    writer = csv.writer(table)
-    writer.writerow(["submission", "lab", "total", "max", *numbers, "note"])
-    written, taken = [], set()
-    for report in reports:
-        by_number = {s.number: s.points for s in report.scores}
-        writer.writerow([report.submission, report.lab if report.lab is not None else "",
-                         f"{report.total:g}", f"{report.max_total:g}",
-                         *[f"{by_number[n]:g}" if n in by_number else "" for n in numbers],
-                         report.error])
-        stem = _stem(report.submission, taken)
-        document = {"submission": report.submission, "lab": report.lab,
-                    "total": report.total, "max": report.max_total, "error": report.error,
-                    "seconds": round(report.seconds, 1),
-                    "exercises": [asdict(s) for s in report.scores]}
-        for name, content in ((f"{stem}.json", document),
-                              (f"{stem}.results.json", gradescope_results(report))):
-            target = os.path.join(out_dir, name)
-            text = json.dumps(content, indent=1) + "\n"
-            write_atomically(target, lambda f, text=text: f.write(text.encode("utf-8")))
-            written.append(target)
-    target = os.path.join(out_dir, "scores.csv")
-    text = table.getvalue()
-    write_atomically(target, lambda f: f.write(text.encode("utf-8")))
-    return [target, *written]
-
-
-def grade(submissions, out_dir, notebook_seconds: float = NOTEBOOK_SECONDS,
-          exercise_seconds: float | None = None, cell_seconds: float = CELL_SECONDS,
+def grade(submissions, out_dir, *, notebook_seconds: float = 1200.0,
+          cell_seconds: float = 180.0, exercise_seconds: float | None = None,
+          memory_mb: int = 4096, jobs: int | None = None,
+          secret: bytes | None = None, secret_file=None, roster=None, deadline=None,
+          late_penalty: float = 0.0, only=None, isolation: str = "auto",
           progress=None) -> list[Report]:
-    """Grade every submission in turn and write the reports into ``out_dir``."""
+    """Grade every submission and write the reports into ``out_dir``.
+
+    ``jobs`` sandboxes run at once (default: one per core).  ``exercise_seconds`` replaces
+    every exercise's declared time limit (a slow machine, or a quick test).  The hidden
+    cases come from ``secret`` (bytes), else the file ``secret_file``, else
+    ``out_dir/grader-secret``
+    (made on the first run, kept for the next ones).  ``roster`` is a CSV naming each
+    student's file (:class:`~minirad.labs.gradebook.Roster`); ``deadline`` (ISO 8601) and
+    ``late_penalty`` (percent of the points per day started late) dock late work; ``only``
+    (exercise numbers) regrades those exercises and keeps the others from the reports
+    already in ``out_dir``.  ``isolation`` is ``"user"`` (a user id per kernel: needs
+    root), ``"process"`` or ``"auto"``.
+    """
+    from .gradebook import parse_time
+
     paths = [os.fspath(p) for p in submissions]
+    if not paths:
+        raise ValueError("no submissions to grade")
     for path in paths:
         if not os.path.isfile(path):
             raise ValueError(f"no such submission: {path}")
-    reports = []
-    for path in paths:
-        report = grade_submission(path, notebook_seconds, exercise_seconds, cell_seconds)
-        reports.append(report)
+    limits = Limits(notebook_seconds=_check_seconds("the notebook's time limit",
+                                                    notebook_seconds),
+                    cell_seconds=_check_seconds("a cell's time limit", cell_seconds),
+                    memory=_check_memory(memory_mb))
+    jobs = min(_check_jobs(jobs), len(paths))  # no more sandboxes (or user ids) than work
+    if exercise_seconds is not None:
+        exercise_seconds = _check_seconds("an exercise's time limit", exercise_seconds)
+    if isolation not in ("auto", "user", "process"):
+        raise ValueError(f"isolation must be auto, user or process, not {isolation!r}")
+    own_users = isolation == "user" or (isolation == "auto" and _can_use_users())
+    if isolation == "user" and not _can_use_users():
+        raise ValueError("isolation='user' needs the grader to run as root and a Python that "
+                         "another user can run (this one's folders are closed to others)")
+    if not isinstance(late_penalty, (int, float)) or not math.isfinite(late_penalty) or not (
+            0 <= late_penalty <= 100):
+        raise ValueError(f"the late penalty is a percentage per day between 0 and 100, not "
+                         f"{late_penalty!r}")
+    due = parse_time(deadline, "the deadline") if deadline is not None else None
+    if only is not None:
+        only = {str(n) for n in only}
+        unknown = sorted(only - set(EXERCISES))
+        if unknown:
+            raise ValueError(f"unknown exercise(s) {', '.join(unknown)}; the exercises are "
+                             f"{', '.join(sorted(EXERCISES, key=_order))}")
+    roster = Roster.read(roster) if roster is not None else None
+    entries = [_read(path, roster) for path in paths]
+    require_dependencies({e["lab"] for e in entries if e["lab"] is not None})
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    key = secret if secret is not None else read_secret(secret_file, out_dir)
+    root = tempfile.mkdtemp(prefix="minirad-grading-")
+    os.chmod(root, 0o711)
+    users = _Users(jobs) if own_users else None
+    fonts = font_cache(os.path.join(root, "matplotlib"))
+    reports: list[Report | None] = [None] * len(entries)
+    lock = threading.Lock()
+
+    def one(index: int) -> None:
+        uid = users.take() if users is not None else None
+        try:
+            report = grade_submission(entries[index], key, root, limits=limits, only=only,
+                                      user=uid, matplotlib=fonts,
+                                      exercise_seconds=exercise_seconds)
+        except Exception as error:  # noqa: BLE001  (one submission's failure is reported)
+            report = Report(submission=entries[index]["path"],
+                            student=entries[index]["student"], lab=entries[index]["lab"],
+                            error=f"the grader failed on this submission: "
+                                  f"{type(error).__name__}: {error}")
+        finally:
+            if uid is not None:
+                users.give(uid)
+        due_here = roster.deadline(report.student) if roster is not None else None
+        report.apply_late(late_days(report.submitted, due_here or due), late_penalty)
+        reports[index] = report
         if progress is not None:
-            progress(report)
-    write_reports(reports, out_dir)
+            with lock:
+                progress(report)
+
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, range(len(entries))))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        if users is not None:
+            users.close()
+    write_reports(reports, out_dir, roster=roster, only=only)
     return reports
+
+
+def _order(number: str) -> tuple:
+    return tuple(int(part) for part in number.split("."))
+
+
+def _check_memory(memory_mb) -> int:
+    if isinstance(memory_mb, bool) or not isinstance(memory_mb, (int, float)) or not \
+            math.isfinite(memory_mb) or memory_mb < 256:
+        raise ValueError(f"a kernel's memory limit is at least 256 MB, not {memory_mb!r}")
+    return int(memory_mb) * 2 ** 20
+
+
+def _check_jobs(jobs) -> int:
+    if jobs is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:
+            return max(1, os.cpu_count() or 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs is a whole number of sandboxes at once, at least 1, not "
+                         f"{jobs!r}")
+    return jobs
+
+
+def _can_use_users() -> bool:
+    from .sandbox import user_can_run
+
+    return user_can_run()
 
 
 def summary(report: Report) -> str:
@@ -434,6 +530,6 @@ def summary(report: Report) -> str:
     if report.error:
         return f"{report.submission}: not graded: {report.error}"
     failed = [f"{s.number} {s.status}" for s in report.scores if s.status != "passed"]
-    return (f"{report.submission}: {report.total:g}/{report.max_total:g}"
-            + (f" ({'; '.join(failed)})" if failed else ""))
-
+    late = f", {report.penalty:g}% late penalty" if report.penalty else ""
+    return (f"{report.submission} ({report.student}): {report.total:g}/{report.max_total:g}"
+            + late + (f" ({'; '.join(failed)})" if failed else ""))

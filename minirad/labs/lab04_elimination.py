@@ -27,8 +27,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..exact.edge_elimination import FRONT, eliminate_edges, vertex_order_as_edges
-from ..exact.elimination import eliminate_vertex, elimination_order
+from ..exact.elimination import (
+    FRONT,
+    eliminate,
+    eliminate_vertex,
+    elimination_order,
+    vertex_order_as_edges,
+)
 from ..exact.sparsity import colour_columns
 from ..graph.lcg import LCG
 from .checking import CheckFailed, build_graph, call_student, one, type_name
@@ -546,7 +551,7 @@ def _sequence(g: LCG, how) -> list:
     if isinstance(how, tuple):
         return [list(step) for step in vertex_order_as_edges(g, *how)]
     if isinstance(how, str):
-        return [list(step) for step in eliminate_edges(g, how).sequence]
+        return [list(step) for step in elimination_order(g, how, on="edges")]
     return how
 
 
@@ -570,7 +575,7 @@ def _edge_walks(rng) -> list[dict]:
         steps = []
         for i, j, direction in _sequence(g, how):
             steps.append({"step": [i, j, direction], "edges": edge_dict(g)})
-            g = eliminate_edges(g, [(i, j, direction)]).graph
+            g = eliminate(g, [(i, j, direction)], on="edges").graph
         prefix = []
         if rng is not None and len(steps) > 1:
             j = int(rng.integers(len(steps)))
@@ -639,8 +644,8 @@ def _compare(mine: dict, expected: dict, given: dict, step, where: str) -> None:
 
 
 @exercise("4.4", "eliminate one edge", takes=("eliminate_edge",), points=3, minutes=30,
-          seconds=60, reference=("minirad.exact.edge_elimination", "minirad.exact.face_elimination",
-                                 "minirad.exact._cheapest"),
+          seconds=60, reference=("minirad.exact.elimination", "minirad.exact.dual",
+                                 "minirad.exact.orders"),
           cases=_edge_walks, probe=_probe_edge_walk,
           passed="edge elimination agrees with minirad along {n} sequences")
 def check_eliminate_edge(case, answer, where) -> None:
@@ -654,14 +659,14 @@ def check_eliminate_edge(case, answer, where) -> None:
     """
     g, done = build_graph(case["graph"]), _done_steps(case["prefix"])
     if case["prefix"]:
-        g = eliminate_edges(g, [tuple(step) for step in case["prefix"]]).graph
+        g = eliminate(g, [tuple(step) for step in case["prefix"]], on="edges").graph
     for step, got in zip(case["steps"], _answers(answer, len(case["steps"]), where)):
         i, j, direction = step["step"]
         at = _step_where(where, done, _edge_step_name(step["step"]))
         if got["changed"]:
             raise CheckFailed(f"{at}: your function changed the dict it was given; "
                               f"build and return a new dict instead (start from a copy)")
-        g = eliminate_edges(g, [(i, j, direction)]).graph
+        g = eliminate(g, [(i, j, direction)], on="edges").graph
         mine = as_edge_dict(got["result"], at, after="the step")
         _compare(mine, edge_dict(g), step["edges"], (i, j, direction), at)
         done.append(f"{direction} {i} -> {j}")

@@ -42,8 +42,8 @@ __all__ = [
 ]
 
 #: what the exercises of this module ask the student to write, in minirad
-TRACER_REFERENCE = ("minirad.tracing", "minirad.tracing.tracer", "minirad.tracing.tape",
-                    "minirad.tracing.arrays", "minirad.exact.sweeps", "minirad.exact._engines",
+TRACER_REFERENCE = ("minirad.tracing.tracer", "minirad.tracing.rules",
+                    "minirad.exact.sweeps", "minirad.exact._engines",
                     "minirad.exact.jacobians")
 
 
@@ -187,7 +187,7 @@ def check_scalar_tracer(case, answer, where) -> None:
     Traceback (most recent call last):
     ...
     minirad.labs.checking.CheckFailed: Exercise 7.1 (scalar tracer), on x * y at (2, 5): used the \
-reference -- your function called minirad's trace (minirad.tracing), ...
+reference -- your function called minirad's trace (minirad.tracing.tracer), ...
     """
     f, point = program(case["steps"]), case["point"]
     mine = as_numbers(answer, where, "; return the list [df/dx, df/dy] of two "

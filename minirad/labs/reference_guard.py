@@ -19,6 +19,9 @@ __all__ = ["UsedReference", "current_exercise", "exercise_running", "guard_refer
            "reference_codes"]
 
 _current: contextvars.ContextVar = contextvars.ContextVar("exercise", default=None)
+#: True in the grader's kernel, whose watch (:mod:`minirad.labs.kernel`) replaces the
+#: settrace guard of :func:`guard_reference` (and refuses sys.settrace to everyone)
+GUARDED_ELSEWHERE = False
 
 
 def current_exercise():
@@ -113,7 +116,7 @@ def guard_reference(reference: tuple[str, ...], used: list | None = None):
     >>> used
     ['count_paths (minirad.exact.paths)']
     """
-    codes = reference_codes(tuple(reference)) if reference else {}
+    codes = reference_codes(tuple(reference)) if reference and not GUARDED_ELSEWHERE else {}
     used = [] if used is None else used
     if not codes:
         yield used

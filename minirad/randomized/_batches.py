@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exact._engines import ranges
+from ..graph.levels import ranges
 
 #: the table of values holds at most this many floats in a chunk (64 MB)
 TABLE_ENTRIES = 1 << 23

@@ -22,9 +22,8 @@ import numpy as np
 
 from ..exact.jacobians import jacobian
 from ..examples import independent_paths, interleaved
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels
+from ..graph.lcg import LCG, levels, takes_graph_or_function
 from ..graph.scalarize import from_chain, scalarize
 from ..rng import seed_from
 from .injection import injection_variance
@@ -97,11 +96,52 @@ class Comparison:
 @takes_graph_or_function
 def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
             rng=None) -> Comparison:
-    """Draw ``n`` estimates and set them against the exact Jacobian.
+    """Draw ``n`` Algorithm 1 estimates and set them against the exact Jacobian.
 
-    ``entries`` (the second level on array graphs) and ``progress`` are passed
-    to :func:`~minirad.randomized.sampling.sampled_jacobians`.
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    k : int, float or mapping, optional
+        Draws per vertex, as for :func:`~minirad.randomized.sampling.sample_paths`.
+    n : int, optional
+        How many estimates (default 1000).
+    entries : int, float or mapping, optional
+        The second level on graphs with arrays, as for
+        :func:`~minirad.randomized.sampling.sampled_jacobians`.
+    progress : callable, optional
+        Called as ``progress(done, n)`` after each chunk of samples.
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same draws).
 
+    Returns
+    -------
+    Comparison
+        The ``exact`` Jacobian, the estimates' ``mean``, ``variance`` and
+        ``stderr`` per entry, the ``exact_variance``, the z-scores ``z`` of the
+        mean and the ``running_error`` of the running mean.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``k`` or ``n``, or more estimates or draws than memory holds
+        (checked before any work).
+
+    See Also
+    --------
+    minirad.sampled_jacobians : The estimates alone.
+    minirad.path_sampling_variance : The exact variance they are set against.
+    minirad.plots.plot_compare : The same comparison as heatmaps.
+
+    Notes
+    -----
+    The mean of unbiased estimates tends to the exact Jacobian at the rate
+    ``sqrt(variance / n)``; the z-scores ``(mean - exact) / stderr`` are then
+    about standard normal (the RAD paper's Sec. 3).
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> result = compare(examples.figure1(), k=1, n=4000, rng=0)
     >>> result.running_error.shape
@@ -110,9 +150,6 @@ def compare(g: LCG, k=1, n: int = 1000, *, entries=None, progress=None,
     True
     >>> bool(np.allclose(result.variance, result.exact_variance, rtol=0.2))
     True
-
-    A function and a point work too (the options then by keyword):
-
     >>> compare(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=10, rng=0).exact.tolist()
     [[4.0, 3.0]]
     """

@@ -52,8 +52,7 @@ import math
 import numpy as np
 
 from .._arguments import number_of_estimates
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG, relabelled
+from ..graph.lcg import LCG, relabelled, takes_graph_or_function
 from ..graph.operators import (
     Composed,
     Diagonal,
@@ -177,18 +176,61 @@ def _layout(g: LCG, v: int, axis, batch_axis, per_row: bool) -> Layout:
 @takes_graph_or_function
 def inject_vertex(g: LCG, vertex, k, law: str = "sample", axis=None,
                   batch_axis=None, per_row: bool = True, *, rng=None) -> LCG:
-    """P at ``vertex``: every edge leaving it becomes ``J ∘ P`` (an output vertex:
-    every edge into it ``P ∘ J``).  P acts along ``axis`` (default: all axes
-    but ``batch_axis``, flattened); with a ``batch_axis``, ``per_row`` draws
-    one P per row ("different sample") or one for all rows ("same sample").
-    A vertex that holds a number has one entry, so there ``P = 1`` exactly:
-    the graph keeps its labels (and records the injection).
+    """Random matrix injection at a vertex: every edge leaving it becomes ``J ∘ P``.
 
-    The projection stays a separate factor of each edge (``J ∘ P``), so what
-    the edges retain is unchanged: vertex injection changes which paths are
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    vertex : str or int
+        Where P goes, by name or number (at an output, every edge into it becomes
+        ``P ∘ J``).
+    k : int or float
+        Columns of R: a count ``>= 1``, or a fraction of the entries, rounded up.
+    law : {"sample", "rademacher"}, optional
+        The random law of ``P = R R^T`` (:data:`LAWS`): scaled basis vectors drawn
+        uniformly with replacement (``"sample"``, the default) or Rademacher
+        columns.
+    axis : int, optional
+        The axis P acts along (default: all axes but ``batch_axis``, flattened).
+    batch_axis : int, optional
+        The axis along which examples lie.
+    per_row : bool, optional
+        With a batch axis (or on a multiplication edge), draw one P per row
+        ("different sample", the default) or one for all rows ("same sample").
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same draws).
+
+    Returns
+    -------
+    LCG
+        The graph with P injected, the injection recorded in ``g.injections``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown law, a bad ``k``, an axis out of range or equal to the
+        batch axis, or an unknown vertex.
+
+    See Also
+    --------
+    inject_edge : P on one edge, where it can keep less memory.
+    injected_jacobians : Many estimates with fresh P's.
+    injection_variance : Their exact variance.
+
+    Notes
+    -----
+    ``P = R R^T`` with ``E[P] = I`` (the RAD paper's Sec. 3.2, eqs. 2-6), so the
+    Jacobian becomes an unbiased estimate.  A vertex that holds a number has one
+    entry, so there ``P = 1`` exactly: the graph keeps its labels (and records
+    the injection).  The projection stays a separate factor of each edge, so
+    what the edges retain is unchanged: vertex injection changes which paths are
     followed, not memory.  To keep less, inject on the edges that keep
     activations (:func:`inject_edge`, :func:`sample_activations`).
 
+    Examples
+    --------
     >>> from minirad.graph.scalarize import from_chain
     >>> g = from_chain([np.ones((4, 1)), np.ones((1, 4))])    # theta -> v1 (4) -> y
     >>> h = inject_vertex(g, "v1", 2, rng=0)                 # keep 2 of the 4 copies of v1
@@ -387,29 +429,66 @@ def _injected(label, k, law: str, per_row: bool, rng, picks):
 @takes_graph_or_function
 def inject_edge(g: LCG, edge, k=None, law: str = "sample", per_row: bool = True,
                 picks=None, *, rng=None) -> LCG:
-    """P on one edge.  On a multiplication edge (``x @ W`` seen from W, kinds
-    ``outer``/``matmul``) the stored operand S is replaced by its projection along
-    the contracted axis, ``k`` numbers kept per row (``per_row``: each row its own
-    draw, else one draw for all; a shared Rademacher P keeps ``S R`` only).  On a
-    convolution's kernel edge the image is sampled instead, per example and
-    channel over its spatial positions (the paper's Fig. 4).  On a diagonal edge,
-    or a composition whose innermost factor is a diagonal (a loss row
-    ``sum ∘ diag(r)``), sampling folds into the diagonal (P is diagonal too),
-    which then keeps only its ``k`` sampled entries and their indices.  Any other
-    edge becomes ``J ∘ P`` with P over the source array (an edge between two
-    numbers keeps its label: P = 1).  ``edge`` is an edge number or a (source,
-    target) pair.
+    """Random matrix injection on one edge: keep less of what the backward pass stores.
 
-    ``picks`` gives the draws of a ``"sample"`` injection instead of ``k`` and
-    ``rng``: the indices (with replacement) into the sampled axis, flattened,
-    shape ``(k,)``, or ``(rows, k)`` for a per-row multiplication edge; then
-    ``P = (d/k) sum_j e_{picks_j} e_{picks_j}^T``.  Two diagonal edges that keep
-    the same array and are given the same picks share the sampled copy: one
-    sample of a state serving two uses, as in the RAD paper's eq. 8.  With a
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    edge : int or tuple
+        An edge number or a ``(source, target)`` pair.
+    k : int or float, optional
+        Entries kept per row: a count ``>= 1``, or a fraction, rounded up
+        (not with ``picks``).
+    law : {"sample", "rademacher"}, optional
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
+    per_row : bool, optional
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
+    picks : array_like, optional
+        The draws of a ``"sample"`` injection instead of ``k`` and ``rng``: the
+        indices (with replacement) into the sampled axis, flattened, shape
+        ``(k,)``, or ``(rows, k)`` for a per-row multiplication edge.
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same draws).
+
+    Returns
+    -------
+    LCG
+        The graph with the edge's label replaced, the injection recorded.
+
+    Raises
+    ------
+    ValueError
+        For an unknown law or edge, a bad ``k``, ``picks`` out of range or of
+        the wrong shape, or ``picks`` with a law that draws no indices.
+
+    See Also
+    --------
+    sample_activations : The paper's scheme, on every edge that keeps an activation.
+    inject_vertex : P at a vertex.
+    minirad.retained_memory : What the edge keeps before and after.
+
+    Notes
+    -----
+    On a multiplication edge (``x @ W`` seen from W, kinds ``outer``/``matmul``)
+    the stored operand S is replaced by its projection along the contracted
+    axis, ``k`` numbers kept per row (a shared Rademacher P keeps ``S R``
+    only): ``S_P[dh/dW]`` of the RAD paper's Sec. 4.2.  On a convolution's kernel
+    edge the image is sampled instead, per example and channel over its spatial
+    positions (Fig. 4).  On a diagonal edge, or a composition whose innermost
+    factor is a diagonal (a loss row ``sum ∘ diag(r)``), sampling folds into the
+    diagonal, which then keeps only its ``k`` sampled entries and their indices
+    (eq. 8).  Any other edge becomes ``J ∘ P`` with P over the source array; an
+    edge between two numbers keeps its label (P = 1).  With ``picks``,
+    ``P = (d/k) sum_j e_{picks_j} e_{picks_j}^T``; two diagonal edges that keep
+    the same array and are given the same picks share the sampled copy.  With a
     seed for ``rng``, the draws are those of
     :func:`minirad.studies.nn.activations.sample_pattern` and
     :func:`~minirad.studies.nn.activations.signs` for that seed.
 
+    Examples
+    --------
     >>> from minirad import trace
     >>> X = np.arange(12.0).reshape(3, 4)
     >>> g = trace(lambda W: (X @ W).sum(), np.ones((4, 2)))
@@ -473,11 +552,56 @@ def _activation_edges(g: LCG) -> list[int]:
 @takes_graph_or_function
 def sample_activations(g: LCG, k, law: str = "sample", per_row: bool = True, *,
                        rng=None) -> LCG:
-    """The paper's activation sampling (Sec. 4.2): every edge that keeps an activation
-    for a weight gradient (kind ``outer``) gets its activation sampled or projected
-    to ``k`` entries per row.  Other Jacobians (ReLU masks, the loss) are exact, so
-    along any path from a weight to the loss exactly one P is met.  A graph of
-    numbers keeps no activation: it comes back as it is."""
+    """The RAD paper's activation sampling: every stored activation sampled to ``k`` per row.
+
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    k : int or float
+        Entries kept per row: a count ``>= 1``, or a fraction, rounded up.
+    law : {"sample", "rademacher"}, optional
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
+    per_row : bool, optional
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same draws).
+
+    Returns
+    -------
+    LCG
+        Every edge that keeps an activation for a weight gradient (kind
+        ``outer``) injected; a graph of numbers keeps no activation and comes
+        back as it is.
+
+    Raises
+    ------
+    ValueError
+        As :func:`inject_edge` raises.
+
+    See Also
+    --------
+    inject_edge : One edge at a time.
+    activation_sampling_variance : The exact variance of the estimate.
+    minirad.retained_memory : The memory saved.
+
+    Notes
+    -----
+    Sec. 4.2 of Oktay et al. (ICLR 2021): other Jacobians (ReLU masks, the loss)
+    stay exact, so along any path from a weight to the loss exactly one P is
+    met, and the estimate is unbiased.  Different rows draw different samples
+    (``per_row``), the paper's "different sample".
+
+    Examples
+    --------
+    >>> from minirad import ops, retained_memory, trace
+    >>> X = np.ones((4, 10), np.float32)
+    >>> g = trace(lambda W: ops.relu(X @ W).sum(), np.ones((10, 3), np.float32))
+    >>> h = sample_activations(g, 0.2, rng=0)
+    >>> retained_memory(g).total, retained_memory(h).total   # 40 floats, then 2 per row
+    (161.5, 33.5)
+    """
     edges = _activation_edges(g)
     return inject_edges(g, edges, k, law, per_row, rng=as_generator(rng)) if edges else g
 
@@ -541,14 +665,56 @@ def injection_variance(g: LCG, vertices=(), k=1, law: str = "sample", *, edges=(
                        axis=None, batch_axis=None, per_row: bool = True,
                        max_entries: int = EXACT_VARIANCE_LIMIT,
                        covariance: bool = False) -> np.ndarray:
-    r"""The exact variance of every entry of the Jacobian estimate with an independent
-    P at each of ``vertices`` (as :func:`inject_vertex` and :func:`injected_jacobians`
-    put them, with ``axis``, ``batch_axis``, ``per_row``) and on each of ``edges`` (as
-    :func:`inject_edges` puts them, ``per_row`` on multiplication edges), shape
-    (output entries, input entries), by
-    :func:`minirad.randomized.moments.estimate_variance`; with ``covariance``, the
-    covariance of each row instead, (output entries, input entries, input entries).
+    r"""The exact variance of every entry of the Jacobian estimate under injected P's.
 
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    vertices : sequence, optional
+        The vertices with an independent P each, as :func:`inject_vertex` and
+        :func:`injected_jacobians` put them.
+    k : int or float, optional
+        Columns of R (or entries kept per row on an edge), as for
+        :func:`inject_vertex`.
+    law : {"sample", "rademacher"}, optional
+        The random law of P, as for :func:`inject_vertex` (default ``"sample"``).
+    edges : sequence, optional
+        The edges with an independent P each, as :func:`inject_edges` puts them.
+    axis : int, optional
+        The axis P acts along at the vertices.
+    batch_axis : int, optional
+        The axis along which examples lie.
+    per_row : bool, optional
+        One P per row or one for all, as for :func:`inject_vertex` (default True).
+    max_entries : int, optional
+        The most entries the dense covariance may hold.
+    covariance : bool, optional
+        Return the covariance of each row of the estimate instead.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(output entries, input entries)``; with ``covariance``,
+        ``(output entries, input entries, input entries)``.
+
+    Raises
+    ------
+    ValueError
+        For a vertex or edge listed twice or unknown, a bad ``k`` or law, or a
+        covariance too large to form.
+    TypeError
+        For ``vertices`` or ``edges`` given as one vertex or edge, not a list.
+
+    See Also
+    --------
+    injected_jacobians : The estimates, sampled.
+    minirad.randomized.moments.estimate_variance : The recursion behind it.
+    minirad.path_sampling_variance : The same for Algorithm 1.
+
+    Notes
+    -----
     A P injected at a vertex maps the second moment ``A`` of the adjoint there to
     ``E[P A P] = A + D(A)``: ``D(A) = (d Diag(A) - A) / k`` for sampling (the
     multinomial moments ``E[c_i c_j] = 1 - 1/k + (d/k)[i = j]`` of ``P = diag(c)``),
@@ -558,8 +724,10 @@ def injection_variance(g: LCG, vertices=(), k=1, law: str = "sample", *, edges=(
     the variance of every entry.  An injected edge adds the extra second moment
     of its random label (see :mod:`minirad.randomized.moments`); on a sampled
     activation that is a sum over the entries of a row (over pairs of entries for
-    Rademacher), refused with ``ValueError`` when too large to form.
+    Rademacher).
 
+    Examples
+    --------
     >>> from minirad.graph.scalarize import from_chain
     >>> g = from_chain([np.array([[1.0], [3.0]]), np.array([[1.0, 1.0]])])
     >>> injection_variance(g, ["v1"], k=1).tolist()     # the two outcomes 2 and 6

@@ -57,9 +57,8 @@ import math
 import numpy as np
 
 from ..exact.overflow import check_finite
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, reachable
+from ..graph.lcg import LCG, reachable, takes_graph_or_function
 from .stacked import Layout
 
 __all__ = ["EXACT_VARIANCE_LIMIT", "ProjectionLaw", "SourceProjection", "StoredProjection",

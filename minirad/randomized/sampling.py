@@ -78,9 +78,8 @@ from ..exact.jacobians import jacobian as exact_jacobian
 from ..exact.overflow import AccumulationOverflow, check_finite
 from ..exact.result import Accumulation, format_count
 from ..exact.sweeps import reverse_sweep
-from ..graph.calls import takes_graph_or_function
 from ..graph.labels import FLOATS
-from ..graph.lcg import LCG, levels, reachable
+from ..graph.lcg import LCG, levels, reachable, takes_graph_or_function
 from ..graph.operators import Diagonal, compose
 from ..rng import as_generator as _rng
 from . import _batches as _path_batches
@@ -348,18 +347,56 @@ class PathSample:
 
 @takes_graph_or_function
 def sample_paths(g: LCG, k=1, *, entries=None, rng=None) -> PathSample:
-    """Run Algorithm 1 once: sample a sparse LCG ``Q`` whose Jacobian is unbiased.
+    """Run Algorithm 1 once: a sparse LCG ``Q`` whose Jacobian is an unbiased estimate.
 
-    Vertices are visited in topological order; a vertex none of whose
-    incoming edges was drawn is skipped (inputs are always visited).  A
-    visited vertex ``v`` with out-degree ``d_v`` draws ``k_v`` successors
-    uniformly with replacement, and each draw of ``w`` adds
-    ``(d_v / k_v) * dw/dv`` to ``Q(v, w)``; then, if ``entries`` asks it to
-    (:func:`entries_per_vertex`), it draws ``m_v`` of its ``n_v`` entries, and
-    its edges in ``Q`` become ``Q(v, w) P_v`` (the module docstring says why
-    both levels are unbiased).  ``k`` is described in :func:`draws_per_vertex`;
-    ``rng`` is a ``numpy.random.Generator`` or a seed (same seed, same sample).
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    k : int, float or mapping, optional
+        Draws per vertex (default 1): an int ``>= 1``, a fraction of each
+        out-degree in ``(0, 1]``, or a mapping from vertices to an int or None
+        (those left out keep every out-edge); see :func:`draws_per_vertex`.
+    entries : int, float or mapping, optional
+        On a graph with arrays, how many entries each array vertex samples inside
+        it, the second level of the RAD paper's Sec. 3.2 (default: none); see
+        :func:`entries_per_vertex`.
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same result).
 
+    Returns
+    -------
+    PathSample
+        ``counts`` and ``weights`` per edge, the ``visited`` vertices, ``inside``
+        (the entries each array vertex kept), the sampled graph ``Q`` and its
+        ``jacobian``, the estimate.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``k`` or ``entries`` (a count below 1, a fraction outside
+        ``(0, 1]``, an unknown vertex), or an estimate that overflows.
+
+    See Also
+    --------
+    sampled_jacobians : Many estimates at once.
+    path_sampling_variance : Their exact variance.
+    minirad.render : Draws a sample over its graph.
+
+    Notes
+    -----
+    Algorithm 1 of Oktay et al., *Randomized Automatic Differentiation* (ICLR
+    2021).  Vertices are visited in topological order; a vertex none of whose
+    incoming edges was drawn is skipped (inputs are always visited).  A visited
+    vertex ``v`` with out-degree ``d_v`` draws ``k_v`` successors uniformly with
+    replacement, and each draw of ``w`` adds ``(d_v / k_v) * dw/dv`` to
+    ``Q(v, w)``; then, if ``entries`` asks it to, it draws ``m_v`` of its ``n_v``
+    entries, and its edges in ``Q`` become ``Q(v, w) P_v`` (the module docstring
+    says why both levels are unbiased).
+
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.independent_paths(4, 3)
     >>> s = sample_paths(g, k=2, rng=3)
@@ -476,33 +513,66 @@ def _stacked_estimates(g: LCG, factors: np.ndarray, diagonals: dict) -> np.ndarr
 @takes_graph_or_function
 def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
                       direction: str | None = None, progress=None, rng=None) -> np.ndarray:
-    """``n`` independent Algorithm 1 estimates at once, shape (n, output entries,
-    input entries): (n, n_outputs, n_inputs) on a graph of numbers.
+    """``n`` independent Algorithm 1 estimates of the Jacobian at once.
 
-    The same algorithm as :func:`sample_paths` (``entries``: the second level, on
-    array graphs), vectorised over the samples instead of run once per sample:
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    k : int, float or mapping, optional
+        Draws per vertex, as for :func:`sample_paths` (default 1).
+    n : int, optional
+        How many estimates (default 1000).
+    entries : int, float or mapping, optional
+        The second level on a graph with arrays, as for :func:`sample_paths`.
+    direction : {"forward", "reverse"}, optional
+        On a graph of numbers, which way the accumulation over the recorded
+        draws runs (default: the side with fewer seeds, outputs against inputs;
+        both give the same numbers); on a graph with arrays only ``"reverse"``.
+    progress : callable, optional
+        Called as ``progress(done, n)`` after each chunk of samples.
+    rng : numpy.random.Generator or int, optional
+        The generator, or a seed (same seed, same result).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n, output entries, input entries)``: ``(n, n_outputs,
+        n_inputs)`` on a graph of numbers.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``k``, ``n``, ``entries`` or ``direction``, more estimates or
+        draws than memory holds (checked before any is drawn; the message says
+        what fits), or an estimate that overflows.
+    TypeError
+        For an ``n`` that is not an integer.
+
+    See Also
+    --------
+    sample_paths : One estimate, with its sampled graph.
+    path_sampling_variance : Their exact variance.
+    compare : Estimates set against the exact Jacobian.
+
+    Notes
+    -----
+    The same algorithm as :func:`sample_paths`, vectorised over the samples:
     vertex by vertex every sample that visits the vertex draws there, all with
     one call on the generator, and one reverse sweep over the stack of samples
     (:func:`minirad.randomized.stacked.reverse_stack`) gives the estimates.  Each
     sample is a run of Algorithm 1 with its law; only the order in which the
     generator's numbers are used differs from calling :func:`sample_paths` ``n``
     times, so the same seed gives different (equally distributed) estimates.
-
     On a graph of numbers a faster engine runs instead
-    (:mod:`minirad.randomized._batches`; the tests hold it equal to the
-    reference on the same draws): level by level through the graph, and one
-    sweep over the recorded draws of all samples together:
-    ``direction="reverse"`` runs reverse accumulation, ``"forward"`` forward
-    accumulation; by default the one with fewer seeds (outputs vs inputs); both
-    give the same numbers.  Where every vertex draws once (``k=1``), each
-    sample's estimate is a product along one path per input, and the samples
-    run as walks instead, whatever the direction
-    (:func:`minirad.randomized._batches.walks`).  On an array graph the sweep
-    is reverse (``direction`` may be None or ``"reverse"``).  Samples are
-    processed in chunks of bounded memory; the same seed gives the same array.
-    ``progress``, if given, is called as ``progress(done, n)`` after each chunk
-    (the command line shows it on long runs).
+    (:mod:`minirad.randomized._batches`, held equal to the reference on the same
+    draws): level by level, or, where every vertex draws once (``k=1``), as walks
+    of one path per input.  Samples are processed in chunks of bounded memory;
+    the same seed gives the same array.
 
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.lecture()
     >>> J = sampled_jacobians(g, k=1, n=5, rng=0)
@@ -510,10 +580,6 @@ def sampled_jacobians(g: LCG, k=1, n: int = 1000, *, entries=None,
     (5, 1, 2)
     >>> bool((J == sampled_jacobians(g, k=1, n=5, rng=0)).all())
     True
-
-    Like :func:`minirad.exact.jacobians.jacobian`, it also takes a function and the
-    point to trace it at (the options then by keyword):
-
     >>> sampled_jacobians(lambda x1, x2: x1 * x2, 3.0, 4.0, k=1, n=2, rng=0).tolist()
     [[[4.0, 3.0]], [[4.0, 3.0]]]
     """
@@ -637,16 +703,49 @@ def _batch_plan(g: LCG, k, draws: np.ndarray) -> _path_batches.Plan:
 @takes_graph_or_function
 def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT, *,
                            entries=None, covariance: bool = False) -> np.ndarray:
-    r"""The exact variance of every entry of the Algorithm 1 estimate, shape
-    (output entries, input entries): (n_outputs, n_inputs) on a graph of numbers.
-    With ``covariance``, the covariance of each row of the estimate instead, shape
-    (output entries, input entries, input entries).
+    r"""The exact variance of every entry of the Algorithm 1 estimate, without sampling.
 
-    No sampling: a recursion over the vertices in reverse topological order, for
-    one output entry ``y`` at a time (:func:`minirad.randomized.moments.estimate_variance`,
-    which also serves random matrix injection).
+    Parameters
+    ----------
+    g : LCG or callable
+        The graph; or a Python function, followed by the point to trace it at
+        (the other arguments then by keyword).
+    k : int, float or mapping, optional
+        Draws per vertex, as for :func:`sample_paths` (default 1).
+    max_entries : int, optional
+        The most entries on paths to one output the dense covariance may hold
+        (default :data:`EXACT_VARIANCE_LIMIT`).
+    entries : int, float or mapping, optional
+        The second level on a graph with arrays, as for :func:`sample_paths`.
+    covariance : bool, optional
+        Return the covariance of each row of the estimate instead.
 
-    Derivation, on a graph of numbers.  Fix ``y`` and write ``ar z`` for dy/dz
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(output entries, input entries)`` (``(n_outputs, n_inputs)`` on a
+        graph of numbers); with ``covariance``, ``(output entries, input
+        entries, input entries)``.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``k`` or ``entries``, or more than ``max_entries`` entries on
+        the paths to an output.
+
+    See Also
+    --------
+    sample_paths : What it is the variance of.
+    minirad.randomized.moments.estimate_variance : The recursion, which also
+        serves random matrix injection.
+
+    Notes
+    -----
+    A recursion over the vertices in reverse topological order, for one output
+    entry ``y`` at a time; its cost is a dense covariance over the R entries on
+    paths to ``y``, O(R^2) memory and O(R * edges) time per output entry.
+
+    Derivation, on a graph of numbers.  Fix ``y`` and write ``\bar z`` for dy/dz
     and ``\hat z`` for its estimate (reverse accumulation on ``Q``).  Skipped
     vertices change no input's estimate (a skipped vertex is unreachable from the
     inputs in ``Q``), so we may let every vertex draw, independently.  Then
@@ -666,7 +765,7 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
 
         C(a, b) = \sum_s p_{as} C(s, b),
 
-    and, by the law of total variance with ``x_s = p_{as} ar s``,
+    and, by the law of total variance with ``x_s = p_{as} \bar s``,
 
         C(a, a) = (d \sum_s x_s^2 - (\sum_s x_s)^2) / k
                   + (1 - 1/k) \sum_{s,t} p_{as} p_{at} C(s, t)
@@ -684,10 +783,8 @@ def path_sampling_variance(g: LCG, k=1, max_entries: int = EXACT_VARIANCE_LIMIT,
     sampled inside adds ``(n Diag(M) - M) / m`` to its covariance, ``M`` the
     second moment of its adjoint (the moments of ``P_v``).
 
-    Cost: a dense covariance over the R entries on paths to ``y``, O(R^2)
-    memory and O(R * edges) time per output entry; ``R > max_entries`` raises
-    ``ValueError``.
-
+    Examples
+    --------
     >>> from minirad import examples
     >>> g = examples.independent_paths(4, 3, partials="random", rng=0)
     >>> float(path_sampling_variance(g, k=1)[0, 0]) > 0.0

@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ..graph.calls import takes_graph_or_function
-from ..graph.lcg import LCG
+from ..graph.lcg import LCG, takes_graph_or_function
 
 __all__ = ["STACK_ENTRIES", "Layout", "reverse_stack"]
 

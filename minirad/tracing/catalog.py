@@ -37,10 +37,12 @@ from ..graph.files import write_atomically
 from ..graph.lcg import value_key
 from ..graph.operators import FROM_SHAPES
 from . import ops, trace
-from .arrays import avg_pool2d, conv2d, softmax, softmax_cross_entropy
-from .arrays import matmul as sparse_matmul
 from .ops import OPS, UFUNCS
 from .reductions import logsumexp
+from .rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
+from .rules import matmul as sparse_matmul
+
+__all__ = ["Example", "Operand", "supported_table", "write_supported_table"]
 
 #: where to draw the operands of each entry of the table: inside its domain and away
 #: from where its derivative is infinite (the rest draw from (-2, 2))
@@ -277,7 +279,7 @@ LINEAR_ALGEBRA = _examples("linear algebra", [
     # numpy reads the lower triangle only, and so does its derivative; jax.numpy reads
     # (A + A.T) / 2: the two agree on symmetric changes (the example above) only
     ("np.linalg.cholesky(A)", lambda xp, a: xp.linalg.cholesky(a), (SPD,)),
-    ("arrays.matmul(L, x), L sparse",
+    ("rules.matmul(L, x), L sparse",
      lambda xp, x: sparse_matmul(LAPLACIAN, x), (_x(4, 2),)),
 ], jax=False)
 
@@ -357,7 +359,7 @@ either; index arrays are rebuilt from the shapes. Where a derivative jumps,
 the subgradient taken is the one the Kinks of `minirad.tracing.ops` state.
 
 Anything else raises a `TypeError` naming the function; a rule of your own is
-`minirad.tracing.arrays.register(np.function, rule)`.
+`minirad.tracing.register(np.function, rule)`.
 """
 
 

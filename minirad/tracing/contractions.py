@@ -24,20 +24,13 @@ from collections import Counter
 import numpy as np
 
 from ..graph.einsum import Einsum, letter_sizes
-from .arrays import (
-    Tracked,
-    check_entries,
-    elementwise,
-    matmul,
-    plain,
-    record,
-    refuse_options,
-    register_rules,
-    reshape,
-    slots_text,
-    traced_operands,
-)
+from ..graph.operators import Reshape, Retained, compose
 from .ops import OPS
+from .rules import Rule, check_entries, matmul, plain, refuse_options, register_rules
+from .tracer import Edge, record
+
+__all__ = ["contract", "dot", "einsum", "inner", "matvec", "outer", "tensordot", "vdot",
+           "vecdot", "vecmat"]
 
 _LABELS = string.ascii_uppercase + string.ascii_lowercase   # numpy's order of int labels
 
@@ -88,31 +81,77 @@ def explicit_subscripts(subscripts: str, ndims: list[int]) -> str:
     else:   # numpy's implicit output: the ellipsis, then the letters used once, sorted
         once = Counter("".join(inputs).replace("...", ""))
         out = broadcast + "".join(sorted(c for c, k in once.items() if k == 1))
+    for c in out:
+        if out.count(c) > 1:
+            raise ValueError(f"einsum: the output letter {c!r} of {subscripts!r} appeared more "
+                             f"than once")
+        if c not in "".join(spelled):
+            raise ValueError(f"einsum: the output letter {c!r} of {subscripts!r} is no "
+                             f"operand's")
     return f"{','.join(spelled)}->{out}"
 
 
-def contract(subscripts: str, *operands, template: str | None = None):
+def _kept_others(edge: Edge, i: int):
+    """The records of the operands other than ``i``, which the edge from ``i`` keeps."""
+    n = len(edge.operands)
+    if n <= 2:
+        return edge.kept("" if n == 1 else "b" if i == 0 else "a")
+    # three or more operands: Edge.kept names two ("a", "b"), so until it takes operand
+    # positions each is asked about as the operand of a rule of one
+    records = []
+    for j, o in enumerate(edge.operands):
+        if j != i:
+            if type(o) is int:
+                records += Edge(edge.tape, edge.t, (o,), edge.vertex).kept("x")
+            elif np.ndim(o):   # a number is kept inside the block
+                records.append(_constant_record(edge, j, o))
+    return tuple(records)
+
+
+def _constant_record(edge: Edge, j: int, value):
+    """A constant operand kept, keyed as :meth:`~minirad.tracing.tracer.Edge.kept` keys it."""
+    return Retained(f"const:{edge.t}.{j}", int(value.size) * value.dtype.itemsize * 8,
+                    what="c")
+
+
+def _einsum_value(*operands, subscripts, flat, text):
+    if flat:
+        operands = [np.reshape(o, -1) for o in operands]
+    return np.asarray(np.einsum(subscripts, *operands, optimize=True))
+
+
+def _einsum_block(i, values, y, edge, subscripts, flat, text):
+    shape = np.shape(values[i])
+    if flat:
+        values = [np.reshape(v, -1) for v in values]
+    others = [np.asarray(v) for j, v in enumerate(values) if j != i]
+    block = Einsum(subscripts, others, i, np.shape(values[i]), y.dtype, _kept_others(edge, i))
+    return compose(block, Reshape(shape, (int(np.prod(shape)),), y.dtype)) if flat else block
+
+
+def _einsum_text(pieces, params) -> str:
+    if params["text"] is None:
+        return f"einsum('{params['subscripts']}', {', '.join(pieces)})"
+    return params["text"].format(*pieces)
+
+
+EINSUM = Rule("einsum", _einsum_text, _einsum_value, _einsum_block)
+"""A contraction; the edge from each operand keeps the others (``Rule.keeps`` names two
+operands; this rule takes any number)."""
+
+
+def contract(subscripts: str, *operands, template: str | None = None, flat: bool = False):
     """``np.einsum(subscripts, *operands)`` recorded as one vertex, with an
-    :class:`~minirad.graph.einsum.Einsum` edge from each traced operand."""
-    tape, operands = traced_operands("einsum", operands)
+    :class:`~minirad.graph.einsum.Einsum` edge from each traced operand (``flat``: of
+    the operands flattened, as ``np.vdot`` and ``np.outer`` take them)."""
     values = [np.asarray(plain(o)) for o in operands]
-    if tape is None:
-        return np.einsum(subscripts, *values)
-    explicit = explicit_subscripts(subscripts, [v.ndim for v in values])
+    ndims = [1 if flat else v.ndim for v in values]
+    explicit = explicit_subscripts(subscripts, ndims)
     inputs, out = explicit.split("->")
-    sizes = letter_sizes(inputs.split(","), [v.shape for v in values])
+    shapes = [(v.size,) if flat else v.shape for v in values]
+    sizes = letter_sizes(inputs.split(","), shapes)
     check_entries(tuple(sizes[c] for c in out), "einsum")
-    result = np.asarray(np.einsum(explicit, *values, optimize=True))
-    parents = []
-    for i, operand in enumerate(operands):
-        if isinstance(operand, Tracked):
-            others = [v for j, v in enumerate(values) if j != i]
-            kept = tuple(r for j, other in enumerate(operands) if j != i
-                         for r in tape.retain(other))
-            parents.append((operand, Einsum(explicit, others, i, operand.shape, result.dtype,
-                                            kept)))
-    text = template or f"einsum('{explicit}', {slots_text(operands, tape)})"
-    return record(tape, result, text, parents)
+    return record(EINSUM, *operands, subscripts=explicit, flat=flat, text=template)
 
 
 def einsum(*arguments, out=None, optimize=False, dtype=None, order="K", casting="safe"):
@@ -131,17 +170,13 @@ def _ndims(*xs) -> list[int]:
     return [np.ndim(plain(x)) for x in xs]
 
 
-def _flat(x):
-    return reshape(x, -1) if isinstance(x, Tracked) else np.reshape(x, -1)
-
-
 def dot(a, b, out=None):
     """``np.dot``: ``*`` with a number, ``@`` up to two axes, else the sum over a's last
     axis and b's second to last."""
     refuse_options("np.dot", out=out)
     da, db = _ndims(a, b)
     if da == 0 or db == 0:
-        return elementwise(OPS["mul"], a, b)
+        return record(OPS["mul"], a, b)
     if da <= 2 and db <= 2:
         return matmul(a, b)
     first, rest = string.ascii_letters[:da], string.ascii_letters[da:da + db]
@@ -153,14 +188,14 @@ def dot(a, b, out=None):
 
 def vdot(a, b):
     """``np.vdot``: the sum of the entrywise products, the arrays flattened."""
-    return contract("i,i->", _flat(a), _flat(b), template="vdot({0}, {1})")
+    return contract("i,i->", a, b, template="vdot({0}, {1})", flat=True)
 
 
 def inner(a, b):
     """``np.inner``: the sum over the last axis of each."""
     da, db = _ndims(a, b)
     if da == 0 or db == 0:
-        return elementwise(OPS["mul"], a, b)
+        return record(OPS["mul"], a, b)
     first, second = string.ascii_letters[:da - 1], string.ascii_letters[da - 1:da + db - 2]
     return contract(f"{first}Z,{second}Z->{first}{second}", a, b, template="inner({0}, {1})")
 
@@ -168,7 +203,7 @@ def inner(a, b):
 def outer(a, b, out=None):
     """``np.outer``: every product of an entry of ``a`` with one of ``b``, both flattened."""
     refuse_options("np.outer", out=out)
-    return contract("i,j->ij", _flat(a), _flat(b), template="outer({0}, {1})")
+    return contract("i,j->ij", a, b, template="outer({0}, {1})", flat=True)
 
 
 def _axes(axes, ndim: int, what: str) -> list[int]:

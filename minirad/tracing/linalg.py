@@ -32,7 +32,6 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..graph.lcg import value_key
 from ..graph.operators import (
     FROM_SHAPES,
     Diagonal,
@@ -42,22 +41,25 @@ from ..graph.operators import (
     SumAxes,
     Transpose,
     compose,
-    fresh_key,
 )
-from .arrays import Tracked, record, register_rules
-from .reductions import products_of_others
+from .reductions import products_of_others, rebuilt
+from .rules import Rule, plain, register_rules
+from .tracer import read, record
+
+__all__ = ["SlogdetResult", "adjugate", "cholesky", "det", "inv", "slogdet"]
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
-"""What ``np.linalg.slogdet`` returns on a traced matrix: the sign (a constant) and
-the traced ``log|det|``."""
+"""What ``np.linalg.slogdet`` returns on a traced matrix: the sign (a value read, as a
+comparison is) and the traced ``log|det|``."""
 
 
-def _matrices(a: Tracked, what: str) -> int:
+def _matrices(a, what: str) -> int:
     """The order n of the square matrices ``a`` stacks, checked."""
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    shape = np.shape(plain(a))
+    if len(shape) < 2 or shape[-1] != shape[-2]:
         raise ValueError(f"np.linalg.{what} needs square matrices (..., n, n), not shape "
-                         f"{a.shape}")
-    return a.shape[-1]
+                         f"{shape}")
+    return shape[-1]
 
 
 def _computed(function, value, what: str):
@@ -70,28 +72,34 @@ def _computed(function, value, what: str):
                                     f"({error})") from None
 
 
-def _over_matrices(a: Tracked) -> SumAxes:
+def _over_matrices(shape, dtype) -> SumAxes:
     """The sum over each matrix's entries: the reduction of det and slogdet."""
-    return SumAxes(a.shape, (a.ndim - 2, a.ndim - 1), False, 1.0, a.dtype)
+    return SumAxes(shape, (len(shape) - 2, len(shape) - 1), False, 1.0, dtype)
 
 
 def _transposed(m: np.ndarray) -> np.ndarray:
     return np.swapaxes(m, -1, -2)
 
 
+# --------------------------------------------------------------------- inverse
+def _inv_block(i, values, y, edge):
+    kept = edge.kept("y")   # the inverse, the output: kept once by both products
+    shape = y.shape
+    return compose(Diagonal(np.asarray(-1.0, y.dtype), shape),
+                   compose(MatMul(y, "left", shape, kept), MatMul(y, "right", shape, kept)))
+
+
+INV = Rule("inv", "inv({0})", lambda a: np.asarray(_computed(np.linalg.inv, a, "inv")),
+           _inv_block, ("y",))
+
+
 def inv(a):
     """``np.linalg.inv``: its edge multiplies by the inverse on both sides."""
-    if not isinstance(a, Tracked):
-        return np.linalg.inv(a)
     _matrices(a, "inv")
-    inverse = _computed(np.linalg.inv, a.value, "inv")
-    kept = a.tape.retain_value_of_next(inverse, "the inverse")
-    block = compose(Diagonal(np.asarray(-1.0, inverse.dtype), a.shape),
-                    compose(MatMul(inverse, "left", a.shape, kept),
-                            MatMul(inverse, "right", a.shape, kept)))
-    return record(a.tape, inverse, "inv({0})", [(a, block)])
+    return record(INV, a)
 
 
+# ----------------------------------------------------------------- determinants
 def adjugate(A: np.ndarray) -> np.ndarray:
     """The adjugate of each square matrix of ``A`` (``det(A) inv(A)`` where that exists),
     from the singular value decomposition, so a singular matrix has one too.
@@ -106,33 +114,55 @@ def adjugate(A: np.ndarray) -> np.ndarray:
     return (signs[..., None, None] * (scaled @ _transposed(U))).astype(A.dtype, copy=False)
 
 
+def _det_block(i, values, y, edge):
+    A = np.asarray(values[0])
+    cofactors = _transposed(adjugate(A))
+    return compose(_over_matrices(A.shape, A.dtype), Diagonal(cofactors, A.shape, rebuilt(
+        edge, cofactors, "the cofactors", "cofactors")))
+
+
+DET = Rule("det", "det({0})", lambda a: np.asarray(_computed(np.linalg.det, a, "det")),
+           _det_block, ("x",))
+
+
 def det(a):
     """``np.linalg.det``: its edge is the sum of the cofactors times the change."""
-    if not isinstance(a, Tracked):
-        return np.linalg.det(a)
     _matrices(a, "det")
-    result = _computed(np.linalg.det, a.value, "det")
-    cofactors = _transposed(adjugate(a.value))
-    block = compose(_over_matrices(a), Diagonal(cofactors, a.shape, a.tape.retain_rebuilt(
-        cofactors, a, "the cofactors")))
-    return record(a.tape, result, "det({0})", [(a, block)])
+    return record(DET, a)
 
 
-def slogdet(a):
-    """``np.linalg.slogdet``: the sign, and ``log|det|`` traced."""
-    if not isinstance(a, Tracked):
-        return np.linalg.slogdet(a)
-    _matrices(a, "slogdet")
-    sign, logabsdet = _computed(np.linalg.slogdet, a.value, "slogdet")
+def _log_abs_det(a):
+    logabsdet = _computed(np.linalg.slogdet, a, "slogdet")[1]
     if not np.all(np.isfinite(logabsdet)):
         raise ValueError("np.linalg.slogdet: the matrix is singular, so log|det| is -inf "
                          "and has no derivative")
-    inverse_t = _transposed(_computed(np.linalg.inv, a.value, "slogdet"))
-    block = compose(_over_matrices(a), Diagonal(inverse_t, a.shape, a.tape.retain_rebuilt(
-        inverse_t, a, "the inverse transposed")))
-    return SlogdetResult(sign, record(a.tape, logabsdet, "slogdet({0})", [(a, block)]))
+    return np.asarray(logabsdet)
 
 
+def _slogdet_block(i, values, y, edge):
+    A = np.asarray(values[0])
+    inverse_t = _transposed(_computed(np.linalg.inv, A, "slogdet"))
+    return compose(_over_matrices(A.shape, A.dtype), Diagonal(inverse_t, A.shape, rebuilt(
+        edge, inverse_t, "the inverse transposed", "inverse")))
+
+
+SLOGDET = Rule("slogdet", "slogdet({0})", _log_abs_det, _slogdet_block, ("x",))
+
+
+def sign_of_det(a):
+    """The sign of each determinant (numpy's ``slogdet(a)[0]``)."""
+    return np.linalg.slogdet(a)[0]
+
+
+def slogdet(a):
+    """``np.linalg.slogdet``: the sign, a value read (a replay checks it stays the same),
+    and ``log|det|`` traced."""
+    _matrices(a, "slogdet")
+    logabsdet = record(SLOGDET, a)
+    return SlogdetResult(read(sign_of_det, a), logabsdet)
+
+
+# ------------------------------------------------------------------- cholesky
 def _symmetric_reading(shape: tuple, upper: bool) -> np.ndarray:
     """Positions that read the symmetric matrix of one triangle of each matrix."""
     n = shape[-1]
@@ -142,35 +172,43 @@ def _symmetric_reading(shape: tuple, upper: bool) -> np.ndarray:
     return np.where(own, ids, _transposed(ids))
 
 
-def cholesky(a, /, *, upper=False):
-    """``np.linalg.cholesky``: the factor of the triangle numpy reads."""
-    if not isinstance(a, Tracked):
-        return np.linalg.cholesky(a, upper=upper)
-    n = _matrices(a, "cholesky")
-    factor = _computed(lambda A: np.linalg.cholesky(A, upper=upper), a.value, "cholesky")
-    lower = _transposed(factor) if upper else factor
+def _cholesky_block(i, values, y, edge, upper):
+    shape, dtype, n = y.shape, y.dtype, y.shape[-1]
+    lower = _transposed(y) if upper else y
     inverse = _computed(np.linalg.inv, lower, "cholesky")
-    tape, shape, dtype = a.tape, a.shape, a.dtype
-    kept_factor = tape.retain_value_of_next(factor, "the factor")
-    kept_inverse = (Retained(fresh_key("inverse"), inverse.size * inverse.itemsize * 8,
-                             recompute_from=value_key(tape.next_index),
-                             source_bits=factor.size * factor.itemsize * 8,
+    kept_factor = edge.kept("y")
+    kept_inverse = (Retained(f"inverse#{edge.target}", inverse.size * inverse.itemsize * 8,
+                             recompute_from=kept_factor[0].key,
+                             source_bits=kept_factor[0].nbits,
                              what="the inverse of the factor"),)
     half = (np.tril(np.ones((n, n)), -1) + 0.5 * np.eye(n)).astype(dtype)
-    pattern = (Retained(fresh_key("pattern"), half.size * half.itemsize * 8,
-                        recompute_from=FROM_SHAPES, what="the lower triangle, half the "
-                        "diagonal"),)
+    pattern = (Retained(f"pattern:{n}:{dtype.name}", half.size * half.itemsize * 8,
+                        recompute_from=FROM_SHAPES,
+                        what="the lower triangle, half the diagonal"),)
     parts = [MatMul(lower, "left", shape, kept_factor), Diagonal(half, shape, pattern),
              MatMul(inverse, "left", shape, kept_inverse),
              MatMul(_transposed(inverse), "right", shape, kept_inverse),
              Gather(shape, _symmetric_reading(shape, upper), dtype)]
     if upper:
-        parts.insert(0, Transpose(shape, (*range(a.ndim - 2), a.ndim - 1, a.ndim - 2), dtype))
+        parts.insert(0, Transpose(shape, (*range(len(shape) - 2), len(shape) - 1,
+                                          len(shape) - 2), dtype))
     block = parts[-1]
     for part in reversed(parts[:-1]):
         block = compose(part, block)
-    return record(tape, factor, "cholesky({0})" if not upper else "cholesky({0}, upper)",
-                  [(a, block)])
+    return block
+
+
+CHOLESKY = Rule("cholesky", lambda p, k: f"cholesky({p[0]}, upper)" if k["upper"]
+                else f"cholesky({p[0]})",
+                lambda a, upper: np.asarray(_computed(
+                    lambda A: np.linalg.cholesky(A, upper=upper), a, "cholesky")),
+                _cholesky_block, ("y",))
+
+
+def cholesky(a, /, *, upper=False):
+    """``np.linalg.cholesky``: the factor of the triangle numpy reads."""
+    _matrices(a, "cholesky")
+    return record(CHOLESKY, a, upper=bool(upper))
 
 
 register_rules({"linalg.inv": inv, "linalg.det": det, "linalg.slogdet": slogdet,

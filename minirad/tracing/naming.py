@@ -1,9 +1,10 @@
 """How a trace names its vertices: inputs after the function's parameters,
 outputs ``y`` (or ``y[0]``, ``y[1]``, ...), everything else ``v<number>``.
 
-Every tracer names its graphs this way (:mod:`minirad.tracing.tracer`,
-:mod:`minirad.tracing.tape`, :mod:`minirad.tracing.arrays`).
+The tracer (:mod:`minirad.tracing.tracer`) names its graphs this way, and so does
+:mod:`minirad.exact.higher` the graphs of recorded gradients.
 
+>>> from minirad.tracing.tracer import parameter_names   # the inputs' names
 >>> parameter_names(lambda a, *rest: None, 3)
 ['a', 'rest0', 'rest1']
 >>> output_names(["x", "y"], 2, several=True)     # a parameter is called y: outputs are f
@@ -14,28 +15,9 @@ Every tracer names its graphs this way (:mod:`minirad.tracing.tracer`,
 
 from __future__ import annotations
 
-import inspect
-
-import numpy as np
-
 from ..graph.names import VertexNames
 
-
-def parameter_names(f, count: int) -> list[str]:
-    """Names for ``count`` arguments of ``f``: its parameter names where it has
-    them (``*args`` numbered), ``x0, x1, ...`` beyond."""
-    try:
-        parameters = list(inspect.signature(f).parameters.values())
-    except (TypeError, ValueError):
-        parameters = []
-    names = []
-    for p in parameters:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(p.name)
-        elif p.kind is p.VAR_POSITIONAL:
-            names.extend(f"{p.name}{j}" for j in range(count - len(names)))
-    names.extend(f"x{j}" for j in range(len(names), count))
-    return names[:count]
+__all__ = ["named_vertices", "output_names"]
 
 
 def output_names(input_names, count: int, several: bool) -> list[str]:
@@ -65,24 +47,6 @@ def named_vertices(n: int, input_names, outputs, several: bool) -> dict[int, str
         taken.add(name)
     return named
 
-
-def argument_positions(wrt, count: int) -> list[int]:
-    """``wrt`` (positions of the arguments to differentiate by, or one position, or
-    None for all ``count``) as a sorted list, checked."""
-    if wrt is None:
-        return list(range(count))
-    if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, (bool, np.bool_)):
-        wrt = [wrt]
-    try:
-        wrt = list(wrt)
-    except TypeError:
-        raise TypeError(f"wrt must list argument positions, not {wrt!r}") from None
-    for position in wrt:
-        if isinstance(position, (bool, np.bool_)) or not isinstance(
-                position, (int, np.integer)) or not 0 <= position < count:
-            valid = f"0..{count - 1}" if count else "none (no arguments)"
-            raise ValueError(f"wrt must list argument positions {valid}, not {position!r}")
-    return sorted(set(int(p) for p in wrt))
 
 # what to do when a traced number meets an array: the program is an array program
 ARRAY_HINT = ("; to trace a program that makes arrays, give trace its numbers as numpy "

@@ -1,11 +1,11 @@
 """Elementary functions: one table, each operation once, for numbers and arrays.
 
 Each entry of :data:`OPS` holds an operation's value and local partials,
-its rule for numbers beside its rule for numpy arrays.  Both tracers read
-it: the tracer of numbers (:mod:`minirad.tracing.tracer`, and the opcode
-tape behind :func:`minirad.trace`) records one edge per operand with the
-partial as its label; the array tracer (:mod:`minirad.tracing.arrays`)
-records the partial as a diagonal Jacobian block (a bit mask where the
+its rule for numbers beside its rule for numpy arrays.  The tracer
+(:mod:`minirad.tracing.tracer`) computes a value with the rule for numbers
+when every operand is a number, with numpy's otherwise, and when an
+algorithm reads an edge's label it takes the partial: a float between
+numbers, a diagonal Jacobian block between arrays (a bit mask where the
 partial is a boolean array, as for ``relu``).  Where one formula serves
 both (``a * b``, ``1.0 - y * y``) it is written once; where numbers need
 :mod:`math` and arrays :mod:`numpy` (``sin``), the entry has both.
@@ -475,59 +475,11 @@ NOT_DIFFERENTIABLE = {
 }
 """numpy ufuncs on numbers that are neither an entry nor a comparison, and why: their
 message when called on a traced value.  (``square``, ``matmul``, ``modf``, ``divmod``
-and the vector products are array rules of :mod:`minirad.tracing.arrays`.)"""
+and the vector products are array rules of :mod:`minirad.tracing.rules`.)"""
 
 
 class NonFiniteError(ValueError):
     """An operation produced a value or partial that is not a finite number."""
-
-
-class ComparesValues:
-    """Comparisons (and truth) that read the values: mixed into every traced number
-    (:class:`~minirad.tracing.tracer.Traced`, :class:`~minirad.tracing.tape.Var`)
-    and into :class:`~minirad.tracing.dual.Dual`, each of which keeps its number
-    in ``.value``.  An LCG is the linearization at the traced point, where a
-    comparison is a constant, so ``x > 0`` is a plain ``bool`` and the program's
-    ``if`` follows the trace.  Hashing stays by identity: two equal values are
-    still two vertices.
-
-    >>> class Number(ComparesValues):
-    ...     __slots__ = ("value",)
-    ...     def __init__(self, value):
-    ...         self.value = value
-    >>> Number(2.0) > 1, Number(2.0) == Number(2.0), Number(2.0) <= 1.5
-    (True, True, False)
-    """
-
-    __slots__ = ()
-
-    def __lt__(self, other):
-        return self.value < value_of(other)
-
-    def __le__(self, other):
-        return self.value <= value_of(other)
-
-    def __gt__(self, other):
-        return self.value > value_of(other)
-
-    def __ge__(self, other):
-        return self.value >= value_of(other)
-
-    def __eq__(self, other):
-        return self.value == value_of(other)
-
-    def __ne__(self, other):
-        return self.value != value_of(other)
-
-    def __bool__(self):   # `if x:` reads the value too
-        return bool(self.value != 0.0)
-
-    __hash__ = object.__hash__
-
-
-def value_of(x):
-    """The number of a traced value or dual (:class:`ComparesValues`); anything else as is."""
-    return x.value if isinstance(x, ComparesValues) else x
 
 
 def _call(op: Op, args: tuple) -> str:

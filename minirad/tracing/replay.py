@@ -1,59 +1,33 @@
 """Run a traced graph again at new inputs, without running the program again.
 
-A training loop or an optimisation evaluates one program thousands of times, at
-new parameters (and new minibatches), always along the same path.  Tracing it
-every time runs the program's Python every time; :func:`replay` does not.  The
-trace wrote down every rule the program called and every value it read
-(:mod:`minirad.tracing.recording`); replay reruns those rules on the new values,
-so every vertex's value and every edge's Jacobian block is made again by the
-same code that made them the first time, and gives a new graph, to sweep,
-inject into or count as any traced graph.
+A training loop evaluates one program thousands of times, at new parameters and
+new data, along the same path.  The tape of a trace (:mod:`minirad.tracing.tracer`)
+holds every operation the program made, the data arguments' included, and every
+value it read.  :func:`replay` reruns those operations on the new arguments and
+reads every read again; when one reads differently, the program would have taken
+another path, and replay refuses.  The result is a new graph, as if traced afresh.
 
 >>> import numpy as np
->>> from minirad import ops, trace
->>> from minirad.exact.sweeps import gradient
+>>> from minirad import ops, trace, gradient
 >>> def f(w, x):
 ...     return ops.tanh(x @ w).sum()
 >>> w, x = np.array([0.5, -1.0]), np.array([[1.0, 2.0], [3.0, 4.0]])
 >>> g = trace(f, w, x, wrt=[0])                   # x is data
 >>> w2 = np.array([0.1, 0.2])
->>> h = replay(g, w2, x + 1)                      # new weights, new data
->>> bool(np.array_equal(gradient(h)[0], gradient(trace(f, w2, x + 1, wrt=[0]))[0]))
+>>> h = replay(g, w2, 2 * x)                      # new weights, new data
+>>> bool(np.array_equal(gradient(h)[0], gradient(trace(f, w2, 2 * x, wrt=[0]))[0]))
 True
 
-What the new graph guarantees
------------------------------
-* The same numbers as tracing afresh, bit for bit: the same rules run in the
-  same order on the same values (``tests/test_replay.py``).
-* The same memory accounting (:func:`minirad.retained_memory`): the operators say what
-  they keep as they did when traced.
-* Nothing drawn: an injection (:mod:`minirad.randomized.injection`) is applied
-  to the replayed graph, with its own draws, each time.
-
-What it refuses
----------------
-A program whose path depends on its values: if a value it read when traced (a
-comparison ``x > 0``, ``bool(x)``, ``np.argmax``, :func:`minirad.detach`) reads
-differently now, the graph would differ, and replay raises ``ValueError``
-(trace again at those inputs).  So write a ReLU as ``minirad.ops.relu(x)`` or
-``np.maximum(x, 0)``, a rule whose mask is part of its Jacobian block, rather
-than ``np.where(x > 0, x, 0)``, whose mask is a value the program read: the
-first replays at any inputs, the second only while the signs stay the same.
-Likewise new inputs must have the shapes and dtypes traced, and an argument
-that is not differentiated may change only when the program used it as it is
-(a new minibatch ``x`` for ``x @ W``); a number among them, or an array the
-program sliced in Python (``x[:, t]``), must stay the same.
-
-A rule of the program's own that it calls directly, neither registered
-(:func:`minirad.tracing.arrays.register`) nor wrapped in
-:func:`minirad.tracing.recording.replayable`, makes vertices replay cannot make
-again: it refuses them.  Every rule of ``docs/numpy_support.md`` replays
-(``tests/test_replay.py`` replays each at new operands).
-
-What replay cannot see: a program that reads ``x.value`` itself, or keeps state
-between calls.  A graph of numbers (the opcode tape) and a graph not made by
-:func:`minirad.trace` (built by hand, loaded, injected) have no recording:
-replay refuses them.
+What it refuses, with a ``ValueError`` that says what changed: arguments of
+another shape or dtype; a non-traced argument that is not the same (a string, a
+list of arrays: the program used it in Python); a value the program read
+(``x > 0``, ``bool(x)``, ``int(n)``, :func:`minirad.detach`) that reads
+differently, an operation that raised where it no longer does, or the reverse;
+and a graph that was not traced (built by hand, loaded, injected).  So write a
+ReLU as ``minirad.ops.relu(x)`` or ``np.maximum(x, 0)``, whose mask is part of its
+Jacobian block, rather than ``np.where(x > 0, x, 0)``, whose mask is a value the
+program read: the first replays at any inputs, the second only while the signs
+stay the same.  What replay cannot see: a program that keeps state between calls.
 """
 
 from __future__ import annotations
@@ -61,190 +35,161 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph.lcg import LCG
-from .arrays import Tape, Tracked, elementwise, elementwise_vertex, finish, input_vertex
-from .recording import Argument, Derived, Read, Recorded, Slot, on_values
+from .tracer import Recording, Tape, check_finite, compute, graph, is_data, read_again
 
-__all__ = ["recorded_program", "replay"]
+__all__ = ["recording", "replay"]
 
 
-def recorded_program(g) -> Recorded:
-    """What ``g`` keeps for :func:`replay` (none of its values: keep this rather than the
-    graph between replays), or a ``ValueError`` saying why it has none."""
-    if isinstance(g, Recorded):
-        return g
+def recording(g: LCG) -> Recording:
+    """The recording of a traced graph; ``ValueError`` for any other graph."""
     if not isinstance(g, LCG):
-        raise TypeError(f"replay takes a graph made by minirad.trace, not "
-                        f"{type(g).__name__}")
-    kept = g.memos.get("tracing.recorded")
+        raise TypeError(f"replay takes a traced LCG or its recording, not {type(g).__name__}")
+    kept = g.memos.get("tracing.recording")
     if kept is None:
-        raise ValueError("this graph has no recording to replay: replay runs again a graph "
-                         "that minirad.trace made from a numpy array program (not a graph of "
-                         "numbers, nor one built by hand, loaded or injected); replay the "
-                         "traced graph, then inject into the result")
+        raise ValueError("this graph was not traced by minirad.trace (built by hand, loaded "
+                         "or transformed), so there is no program to replay; trace it again")
     return kept
 
 
 def replay(g, *args) -> LCG:
-    """The graph ``minirad.trace`` would make of the same program at the arguments
-    ``args`` (all of them, as passed to ``trace``; the same positions differentiated),
-    made by rerunning the rules the trace recorded: the program itself does not run.
-    ``g`` is a traced graph (or a replayed one), or its :func:`recorded_program`, which
-    holds none of the graph's values: what a loop keeps between iterations.
+    """Trace the same program again at new arguments, without running it.
 
-    Raises ``ValueError`` when the program would take another path at ``args`` (a
-    value it read reads differently), when an argument's shape or dtype differs from
-    the traced one, or when an argument that shaped the program as a constant (a
-    number, an array sliced in Python) changed; ``TypeError`` for the wrong number of
-    arguments.  The module docstring says more.
+    The graph :func:`minirad.trace` would make of the program at ``args``, made
+    by rerunning the rules the trace recorded (the program's own Python does
+    not run): what a training loop wants at each step.
+
+    Parameters
+    ----------
+    g : LCG or Recording
+        A traced (or replayed) graph, or its :func:`recording`, which holds
+        none of the graph's values: what a loop keeps between iterations.
+    *args : numpy.ndarray or float
+        All the arguments, as passed to ``trace`` (the same positions are
+        differentiated), at the new point.
+
+    Returns
+    -------
+    LCG
+        The new graph, equal bit for bit to tracing afresh at ``args``.
+
+    Raises
+    ------
+    ValueError
+        When the program would take another path at ``args`` (a value it read
+        reads differently), an argument's shape or dtype differs from the
+        traced one, or an argument that shaped the program as a constant (a
+        number, an array sliced in Python) changed.
+    TypeError
+        For the wrong number of arguments, or a graph not made by
+        :func:`minirad.trace`.
+
+    See Also
+    --------
+    minirad.trace : The first trace, which records what replay reruns.
+    recording : What a graph keeps for replay.
+
+    Notes
+    -----
+    The module docstring says what the new graph guarantees and what replay
+    refuses.  Unlike every other function on a graph, replay takes no Python
+    function in place of ``g``: its positional arguments are the new point.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from minirad import gradient, ops, trace
+    >>> g = trace(lambda w: ops.tanh(w).sum(), np.array([0.5, -1.0]))
+    >>> h = replay(g, np.array([0.0, 0.0]))
+    >>> gradient(h)                              # 1 - tanh(0)**2 = 1
+    [array([1., 1.])]
     """
-    kept = recorded_program(g)
+    kept = g if isinstance(g, Recording) else recording(g)
+    old = kept.tape
     if len(args) != len(kept.args):
-        raise TypeError(f"replay takes the {len(kept.args)} arguments the graph was traced "
-                        f"with ({', '.join(kept.names)}), not {len(args)}")
+        raise TypeError(f"replay takes the {len(kept.args)} arguments the program was traced "
+                         f"with, not {len(args)}")
     tape = Tape()
-    for position in kept.wrt:
-        _same_shape(kept, position, args[position])
-        input_vertex(tape, args[position], position, kept.names[position])
-    tape.n_inputs = len(tape.values)
-    tape.recording.depth = 1   # the rules rerun are not steps of a new recording
-    for position, arg in enumerate(args):
-        if position not in kept.wrt:
-            _check_constant(kept, position, arg)
-            tape.constant_names[id(arg)] = (kept.names[position], arg)
-    for event in kept.events:
-        event_args = _resolved(event.args, tape, kept, args)
-        event_kwargs = _resolved(event.kwargs, tape, kept, args)
-        if isinstance(event, Read):
-            _check_read(event, on_values(event.reader, event_args, event_kwargs), tape)
-            continue
-        if tape.next_index != event.first:
-            raise ValueError(f"replay: vertex v{tape.next_index} "
-                             f"({kept.vertex_ops[tape.next_index]}) "
-                             f"was made outside the rules the trace recorded: {_OUTSIDE}")
-        if event.rule is _ELEMENTWISE and _numbers_and_slots(event.args[1:]):
-            # the operands are the traced ones at the same shapes, the constants the same
-            # numbers: the checks and the template of a first trace need not run again
-            elementwise_vertex(tape, event_args[0], event_args[1:],
-                               kept.vertex_ops[event.first])
-        else:
-            event.rule(*event_args, **event_kwargs)
-        if tape.next_index != event.stop:
-            raise ValueError(f"replay: {getattr(event.rule, '__name__', 'a rule')} made "
-                             f"{tape.next_index - event.first} vertices where the trace made "
-                             f"{event.stop - event.first}; the program's structure depends on "
-                             f"its values: trace it again at these inputs")
-    if tape.next_index != len(kept.vertex_names):
-        raise ValueError(f"replay: the trace made {len(kept.vertex_names)} vertices and the "
-                         f"recorded rules {tape.next_index}: a vertex was made outside the rules "
-                         f"it recorded: {_OUTSIDE}")
-    tape.names[:] = kept.vertex_names
-    results = [_tracked(tape, v) for v in kept.returned]
-    h = finish(tape, results, [kept.names[p] for p in kept.wrt], kept.several)
-    h.memo("tracing.recorded", lambda: kept)
+    tape.names, tape.active, tape.steps = old.names, old.active, old.steps
+    tape.values = [None] * len(old.values)
+    # the tape holds the inputs first (the arguments differentiated, in order), then data
+    slots = iter(t for t, step in enumerate(old.steps) if step is None)
+    data = [p for p in range(len(args)) if p not in kept.positions and is_data(kept.args[p])]
+    for position in range(len(args)):
+        if position not in kept.positions and position not in data:
+            _same_argument(position, args[position], kept.args[position])
+    for position in [*kept.positions, *data]:
+        new, was = args[position], kept.args[position]
+        several = isinstance(was, (list, tuple)) and position in kept.positions
+        pieces = list(new) if several and isinstance(new, (list, tuple, np.ndarray)) else [new]
+        if len(pieces) != (len(was) if several else 1):
+            raise ValueError(f"argument {position} has {len(pieces)} entries; it was traced "
+                             f"with {len(was) if several else 1}")
+        for piece in pieces:
+            t = next(slots)
+            tape.values[t] = _argument(position, piece, old.values[t], old.active[t])
+    reads = iter(old.reads)
+    read = next(reads, None)
+    for t, step in enumerate(old.steps):
+        while read is not None and read[0] == t:
+            _check(read, tape.values)
+            read = next(reads, None)
+        if step is not None:
+            rule, operands, params = step
+            tape.values[t] = compute(rule, [tape.values[o] if type(o) is int else o
+                                            for o in operands], params)
+        elif tape.values[t] is None:    # a constant output
+            tape.values[t] = old.values[t]
+    while read is not None:
+        _check(read, tape.values)
+        read = next(reads, None)
+    tape.reads = old.reads
+    check_finite(tape, kept.outputs)
+    h = graph(tape, kept.outputs, kept.n_inputs, kept.input_names, kept.several)
+    h.memo("tracing.recording", lambda: kept._replace(tape=tape, args=tuple(args)))
     return h
 
 
-_ELEMENTWISE = elementwise.__wrapped__   # the rule a step records (not its recording wrapper)
+def _argument(position, new, old, active: bool):
+    """A new argument in the form the tape holds it, checked against the old one."""
+    if type(old) is float or not isinstance(old, np.ndarray):
+        if isinstance(new, (bool, np.bool_)) or not isinstance(new, (int, float, np.integer,
+                                                                     np.floating)):
+            raise ValueError(f"argument {position} was a number; got {type(new).__name__}")
+        value = float(new) if type(old) is float else new
+    else:
+        value = np.asarray(new)
+        if value.shape != old.shape or value.dtype != old.dtype:
+            raise ValueError(f"argument {position} was traced with shape {old.shape} and dtype "
+                             f"{old.dtype}; got {value.shape} and {value.dtype} (trace again "
+                             f"for other shapes)")
+        value = value.copy()
+        value.flags.writeable = False
+    if active and not np.isfinite(value).all():
+        raise ValueError(f"argument {position} has a non-finite entry")
+    return value
 
 
-def _numbers_and_slots(operands) -> bool:
-    return all(type(x) is Slot or type(x) in (float, int) for x in operands)
-
-
-_OUTSIDE = ("by a rule of the program's own that it called directly, not through numpy or "
-            "an operator; give the rule to minirad.tracing.arrays.register, or wrap it in "
-            "minirad.tracing.recording.replayable, or trace the program again instead")
-
-
-def _tracked(tape: Tape, v: int) -> Tracked:
-    if v >= len(tape.values):   # an operand the recorded rules have not made
-        raise ValueError(f"replay: vertex v{v} was made outside the rules the trace "
-                         f"recorded: {_OUTSIDE}")
-    return Tracked(tape, v, tape.values[v])
-
-
-def _resolved(x, tape: Tape, kept: Recorded, args):
-    """The arguments of a step on the replay's tape and the new arguments."""
-    kind = type(x)   # by exact type first: this runs for every operand of every step
-    if kind is Slot:
-        return _tracked(tape, x.index)
-    if kind is tuple:
-        return tuple([_resolved(y, tape, kept, args) for y in x])
-    if kind in _AS_THEY_ARE:
-        return x
-    if kind is Argument:
-        return args[x.position]
-    if kind is Derived:
-        return x.array
-    if kind is list:
-        return [_resolved(y, tape, kept, args) for y in x]
-    if kind is dict:
-        return {k: _resolved(v, tape, kept, args) for k, v in x.items()}
-    return x
-
-
-_AS_THEY_ARE = (float, int, str, bool, type(None), np.ndarray)
-
-
-def _same_shape(kept: Recorded, position: int, arg) -> None:
-    """A differentiated argument must come with the shape and dtype traced."""
-    traced = kept.args[position]
-    try:
-        new = np.asarray(arg)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"argument {position} ({kept.names[position]}) is not an array of "
-                        f"numbers ({error})") from None
-    dtype = new.dtype if new.dtype.kind == "f" else np.dtype(np.float64)
-    if new.shape != traced.shape or (new.dtype.kind in "iuf" and dtype != traced.dtype):
-        raise ValueError(f"replay: argument {position} ({kept.names[position]}) was traced "
-                         f"with shape {traced.shape} and dtype {traced.dtype}, not "
-                         f"{new.shape} and {new.dtype}; the graph holds for the shapes "
-                         f"traced: trace again for others")
-
-
-def _check_constant(kept: Recorded, position: int, arg) -> None:
-    """A non-differentiated argument: an array may change (same shape and dtype) unless
-    the program sliced it in Python; anything else must be the same."""
-    traced, label = kept.args[position], kept.names[position]
-    if isinstance(traced, np.ndarray):
-        if not isinstance(arg, np.ndarray) or arg.shape != traced.shape or \
-                arg.dtype != traced.dtype:
-            got = (f"{arg.shape} and {arg.dtype}" if isinstance(arg, np.ndarray)
-                   else type(arg).__name__)
-            raise ValueError(f"replay: argument {position} ({label}) was traced as an array "
-                             f"of shape {traced.shape} and dtype {traced.dtype}, not {got}")
-        snapshot = kept.snapshots.get(position)
-        if snapshot is not None and not np.array_equal(arg, snapshot):
-            raise ValueError(f"replay: argument {position} ({label}) changed, but the program "
-                             f"computed constants from it in Python (a slice such as "
-                             f"{label}[:, t]), which replay cannot compute again; index it "
-                             f"before the call (pass the pieces as arguments), or trace again")
-        return
-    try:
-        same = arg is traced or bool(arg == traced)
-    except (TypeError, ValueError):
-        same = False
+def _same_argument(position, new, was) -> None:
+    same = new is was
     if not same:
-        raise ValueError(f"replay: argument {position} ({label}) was traced as {traced!r} and "
-                         f"is now {arg!r}; an argument that is not an array may shape the "
-                         f"program (a count of steps, an option), so it must stay the same: "
-                         f"trace again")
+        try:
+            same = bool(np.array_equal(new, was)) if isinstance(new, np.ndarray) else (
+                type(new) is type(was) and bool(new == was))
+        except (TypeError, ValueError):
+            same = False
+    if not same:
+        raise ValueError(f"argument {position} ({type(was).__name__}) changed, and the program "
+                         f"used it in Python, where replay cannot follow; trace again")
 
 
-def _check_read(event: Read, now, tape: Tape) -> None:
-    if not _same(now, event.result):
-        what = getattr(event.reader, "__name__", "a value read")
-        raise ValueError(f"replay: the program read its values ({what}, before vertex "
-                         f"v{tape.next_index}) and they read differently now: its path "
-                         f"through the code, and so its graph, depends on them; trace it "
-                         f"again at these inputs (a ReLU written as minirad.ops.relu or "
-                         f"np.maximum(x, 0) replays at any inputs, np.where(x > 0, ...) "
-                         f"does not)")
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
-                and all(_same(x, y) for x, y in zip(a, b)))
-    a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+def _check(read, values) -> None:
+    """Read again what the program read; refuse when it reads differently."""
+    _, function, operands, kwargs, result = read
+    plain = [values[o] if type(o) is int else o for o in operands]
+    same, now = read_again(function, plain, kwargs, result)
+    if not same:
+        name = getattr(function, "__name__", "a value")
+        raise ValueError(f"the program read {name} of the traced values, which depends on "
+                         f"them: {result!r:.60} when traced; it would read differently now "
+                         f"({now!r:.60}), so at these inputs it takes another path (trace "
+                         f"again)")

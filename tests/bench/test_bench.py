@@ -17,8 +17,12 @@ import bench.__main__ as bench_main  # noqa: E402 - after the path is set
 import bench.bench_trace as bench_trace  # noqa: E402
 import bench.common as common  # noqa: E402
 
+# one quick run of the whole harness per test run: one worker runs this module
+# (pyproject's --dist loadgroup) and the fixture is the session's
+pytestmark = pytest.mark.xdist_group("bench")
 
-@pytest.fixture(scope="module")
+
+@pytest.fixture(scope="session")
 def quick_run(tmp_path_factory):
     """One `python -m bench --quick`, into a temporary file (never bench/RESULTS.md)."""
     output = tmp_path_factory.mktemp("bench") / "RESULTS.md"
@@ -27,6 +31,7 @@ def quick_run(tmp_path_factory):
     return results, output
 
 
+@pytest.mark.slow
 def test_every_group_produces_rows(quick_run):
     results, _ = quick_run
     assert set(bench_main.GROUPS) <= set(results)
@@ -38,11 +43,12 @@ def test_every_group_produces_rows(quick_run):
             assert {"benchmark", "size", "method", "median_s"} <= set(row), row
 
 
-def test_a_missing_module_is_an_error_row_not_a_crash(quick_run):
+def test_a_missing_module_is_an_error_row_not_a_crash():
     rows = bench_main.run_group("no_such_group", quick=True)
     assert len(rows) == 1 and rows[0]["status"].startswith("error: ")
 
 
+@pytest.mark.slow
 def test_the_report_is_written_with_the_machine_and_every_group(quick_run):
     results, output = quick_run
     text = output.read_text(encoding="utf-8")
@@ -57,6 +63,7 @@ def test_the_report_is_written_with_the_machine_and_every_group(quick_run):
     assert output.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_missing_peers_are_shown_as_skipped(quick_run):
     results, _ = quick_run
     for rows in results.values():
@@ -95,6 +102,7 @@ def test_a_failing_worker_becomes_a_status():
     assert out["status"].startswith("error: worker exited with code 1")
 
 
+@pytest.mark.slow
 def test_without_output_nothing_is_written_and_check_gives_verdicts(capsys):
     committed = ROOT / "bench" / "RESULTS.md"
     before = committed.stat().st_mtime_ns if committed.exists() else None
@@ -118,16 +126,6 @@ def test_goals_compare_the_measured_ratio_with_the_target():
     assert common.goal("g", 60.0, 50.0, at_most=False)["verdict"] == "PASS"
     assert common.goal("g", None, 1.0)["verdict"] == "not measured"
     assert common.time_ratio(rows, "b", 2, "mine", "peer") is None
-
-
-def test_the_trace_breakdown_runs_and_its_layers_add_up():
-    import bench.trace_breakdown as breakdown
-
-    medians = breakdown.measure(size=2_000, repeats=1)
-    assert set(medians) == {name for name, _ in breakdown.LAYERS}
-    assert all(t > 0 for t in medians.values())
-    table = breakdown.report(medians, 2_000)
-    assert "| floats |" in table and "end to end" in table
 
 
 # ------------------------------------------------- the array peers (issue 30)

@@ -19,8 +19,9 @@ from minirad.checkpoint.schedules import (
 from minirad.exact.sweeps import gradient as full_gradient
 from minirad.studies.pde import Reactor, initial_theta
 from minirad.studies.pde.graph import pde_graph
-from minirad.tracing.arrays import name, softmax_cross_entropy
+from minirad.tracing import name
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import softmax_cross_entropy
 
 
 def schedules(n):

@@ -142,6 +142,53 @@ def test_api_pages_list_every_module_on_disk(tmp_path):
     assert "   trace\n" in top and "   examples\n" in top
 
 
+def test_the_api_index_groups_every_public_name_once_with_its_summary(tmp_path):
+    import inspect
+
+    import minirad
+
+    api_pages.write_pages("minirad", tmp_path)
+    index = (tmp_path / api_pages.INDEX).read_text()
+    grouped = api_pages.groups(minirad)
+    # every name of minirad.__all__ under exactly one heading, the headings those of the parts
+    listed = [name for names in grouped.values() for name in names]
+    assert sorted(listed) == sorted(minirad.__all__) and len(set(listed)) == len(listed)
+    assert list(grouped)[:3] == ["Graphs: trace, build, save and load",
+                                 "Exact methods: every way to the Jacobian",
+                                 "Checking a derivative"]
+    assert "jacobian" in grouped["Exact methods: every way to the Jacobian"]
+    assert "render" in grouped["Pictures"] and "More" not in grouped
+    for heading, names in grouped.items():
+        assert f"{heading}\n{'-' * len(heading)}\n" in index
+        for name in names:
+            # autosummary shows the first line of the docstring: each has one
+            obj = getattr(minirad, name)
+            entry = f"~{obj.__name__.removeprefix('minirad.')}" if inspect.ismodule(obj) \
+                else name
+            assert f"   {entry}\n" in index
+            assert api_pages.summary(getattr(minirad, name)).endswith(".")
+    # the parts, each with its one-line summary
+    for part in api_pages.subpackages(minirad):
+        summary = api_pages.summary(__import__(part, fromlist=["x"]))
+        assert summary.endswith(".") and f":mod:`{part}`\n     - {summary}\n" in index
+
+
+def test_no_module_of_the_library_lists_a_helper_as_public():
+    """automodule documents a module's __all__: every module of the library's parts has
+    one, but the tables of numpy functions (tracing.ops), whose names are all public."""
+    import importlib
+    import pkgutil
+
+    without = []
+    for part in api_pages.PARTS:
+        package = importlib.import_module(f"minirad.{part}")
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"minirad.{part}.{info.name}")
+            if not info.name.startswith("_") and not hasattr(module, "__all__"):
+                without.append(module.__name__)
+    assert without == ["minirad.tracing.ops"]
+
+
 def test_labs_sort_in_their_order_and_the_toctree_keeps_it(tmp_path):
     names = ["lab10_a", "lab1_b", "lab12_c", "lab2_d", "lab11_e", "lab9_f"]
     paths = [tmp_path / f"{name}.ipynb" for name in names]

@@ -3,7 +3,7 @@ step worked out by hand on a graph of integer partials."""
 
 from minirad import LCG
 from minirad.draw.edge_steps import edge_elimination_strip, edge_step_pictures, step_title
-from minirad.exact.edge_elimination import eliminate_edges
+from minirad.exact.elimination import eliminate
 
 # x -> a (2), a -> b (3), a -> c (5), b -> y (7), c -> y (11), x -> c (13)
 EDGES = [("x", "a", 2.0), ("a", "b", 3.0), ("a", "c", 5.0), ("b", "y", 7.0), ("c", "y", 11.0),
@@ -16,7 +16,7 @@ def small() -> LCG:
 
 def test_front_step_pictures_by_hand():
     g = small()
-    step = eliminate_edges(g, [("x", "a", "front")]).steps[0]
+    step = eliminate(g, [("x", "a", "front")], on="edges").steps[0]
     before, after = edge_step_pictures(g, step)
     # before: the edge and its two products, x -> a -> b = 6 (new), x -> a -> c = 10 (added)
     assert before.options["title"] == "front-eliminate x → a: |succ(a)| = 2 multiplications, " \
@@ -27,13 +27,13 @@ def test_front_step_pictures_by_hand():
     # after: x -> b is new (6), x -> c went from 13 to 23, and a has gone
     assert "new: x → b  (product 6)" in after.source
     assert "updated, was 13: x → c  (product 23)" in after.source
-    assert after.options["title"] == "after it: x → a eliminated; a deleted (no in-edge left)"
+    assert after.options["title"] == "after it: x → a eliminated\na deleted (no in-edge left)"
     assert "a" not in after.lcg.names
 
 
 def test_back_step_title_names_the_predecessors():
     g = small()
-    step = eliminate_edges(g, [("c", "y", "back")]).steps[0]
+    step = eliminate(g, [("c", "y", "back")], on="edges").steps[0]
     assert step_title(step) == "back-eliminate c → y: |pred(c)| = 2 multiplications, 0 additions"
     before, after = edge_step_pictures(g, step, title="custom")
     assert before.options["title"] == "custom"

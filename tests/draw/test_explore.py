@@ -11,6 +11,7 @@ import pytest
 from oracles import small_mlp
 
 from minirad import (
+    eliminate,
     examples,
     retained_memory,
     sample_activations,
@@ -144,6 +145,7 @@ def test_one_draw_variance_is_the_closed_form_of_an_mlp_layer():
     assert np.allclose(variance["W1"], expected, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_memory_section_variance_matches_many_sampled_gradients():
     g, _, _ = small_mlp()
     section = explore_arrays.memory_section(g, fractions=(0.5,), rng=0)
@@ -185,11 +187,42 @@ def test_variance_refused_where_a_path_meets_two_sampled_edges():
         explore_arrays.one_draw_variance(g, edges=[g.n_edges - 1])
 
 
-def test_array_page_has_exact_and_memory_panels_only():
+def test_array_page_eliminates_lists_paths_and_samples_on_blocks():
+    """Every panel, and every number in it minirad's: the steps of each set of eliminated
+    arrays, the paths of arrays with their products, the two-level samples."""
     g, _, _ = small_mlp()
     data = explore(g).data
     assert data["kind"] == "arrays" and data["memory"] is not None
-    assert data["elimination"] is None and data["sample"] is None
+    elimination = data["elimination"]
+    assert set(elimination["orders"]) == {"forward", "reverse", "markowitz", "optimal"}
+    assert elimination["orders"]["reverse"]["multiplications"] == \
+        eliminate(g, "reverse").multiplications
+    inter = elimination["intermediates"]
+    assert len(elimination["states"]) == 2 ** len(inter)
+    for mask, steps in enumerate(elimination["states"]):  # every click from every state
+        gone = [g.names[v] for i, v in enumerate(inter) if mask >> i & 1]
+        for v, step in steps.items():
+            expected = eliminate(g, gone + [g.names[int(v)]]).multiplications \
+                - eliminate(g, gone).multiplications if gone else \
+                eliminate(g, [g.names[int(v)]]).multiplications
+            assert step["multiplications"] == expected
+    entry = data["paths"]["entries"][0]
+    assert entry["count"] == str(count_paths(g)[0, 0]) and entry["difference"] < 1e-9
+    menu = data["sample"]["menu"]
+    assert {item["entries"] for item in menu} == {None, 1, 2}
+    first = next(item for item in menu if item["entries"] == 1 and item["seed"] == 0
+                 and item["k"] == 1)["singles"][0]
+    s = sample_paths(g, 1, rng=np.random.default_rng(0), entries=1)
+    assert first["inside"] == {str(v): w.ravel().tolist() for v, w in s.inside.items()}
+
+
+def test_a_page_is_titled_by_the_function_the_command_names(tmp_path, capsys):
+    path = tmp_path / "page.html"
+    assert main(["explore", "minirad.examples:figure1", "-o", str(path)]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert "<title>figure1 · minirad explore</title>" in text
+    assert '<h1 id="title">figure1</h1>' in text
+    assert explore(examples.figure1()).data["title"].startswith("an LCG of 7 vertices")
 
 
 def test_layout_without_dot_is_minirads_matplotlib_rows(monkeypatch, tmp_path):

@@ -15,6 +15,7 @@ from oracles import small_mlp
 
 from minirad import (
     LCG,
+    count_paths,
     eliminate,
     examples,
     retained_memory,
@@ -25,8 +26,10 @@ from minirad import (
 from minirad.draw.explore import explore
 from minirad.exact.sweeps import reverse_sweep
 
-pytestmark = pytest.mark.skipif(browser.why_not() is not None,
-                                reason=f"browser tests: {browser.why_not()}")
+pytestmark = [pytest.mark.skipif(browser.why_not() is not None,
+                                 reason=f"browser tests: {browser.why_not()}"),
+              # one browser for the module: one worker runs it (--dist loadgroup)
+              pytest.mark.xdist_group("explore_browser")]
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +261,87 @@ def test_the_plots_of_huge_estimates_have_finite_coordinates(chromium, tmp_path,
         "document.querySelector('#variance-plot line.exact').getAttribute('y1')"))
     # the dashed line sits where the axis labels put the exact variance (plot rows 24..128)
     assert y == pytest.approx(24 + 104 * (top - variance) / (top - bottom), abs=6.0)  # 2 digits
+
+
+# ------------------------------------------------------------ issue 42
+def test_the_open_tab_is_in_the_address_and_the_address_opens_it(chromium, pages):
+    opened(chromium, pages, "figure1")
+    for tab in ("sample", "paths", "exact"):
+        chromium.click(f"#tab-{tab}")
+        assert chromium.evaluate("location.hash") == f"#{tab}"
+    chromium.open("about:blank")
+    chromium.open(f"file://{pages['figure1'][1]}#eliminate")
+    assert chromium.evaluate(
+        "document.querySelector('[role=tab][aria-selected=true]').dataset.mode") == "eliminate"
+    assert chromium.evaluate("window.scrollY") == 0  # opened from the top, title in view
+    assert chromium.errors == []
+
+
+def test_edge_labels_sit_beside_their_edges_on_a_background(chromium, pages):
+    opened(chromium, pages, "figure1")
+    crossed = chromium.evaluate("""(() => {
+        const found = [];
+        for (const label of document.querySelectorAll('.elabel-box')) {
+            const box = label.querySelector('rect').getBBox();
+            const edge = `.edge[data-edge="${label.dataset.edge}"] path.line`;
+            const path = document.querySelector(edge);
+            const length = path.getTotalLength();
+            for (let s = 0; s <= length; s += 1) {
+                const p = path.getPointAtLength(s);
+                if (p.x > box.x && p.x < box.x + box.width
+                        && p.y > box.y && p.y < box.y + box.height) {
+                    found.push(label.dataset.edge); break;
+                }
+            }
+        }
+        return found;
+    })()""")
+    labels = chromium.evaluate("document.querySelectorAll('.elabel-box rect.elabel-bg').length")
+    assert labels == pages["figure1"][0].n_edges
+    assert crossed == []
+
+
+def test_the_variance_plot_does_not_go_below_zero(chromium, pages):
+    opened(chromium, pages, "lecture")
+    chromium.click("#tab-sample")
+    chromium.click("#draw-all")
+    lowest = chromium.evaluate("document.querySelectorAll('#variance-plot text')[1].textContent")
+    assert float(lowest) >= 0
+    assert chromium.errors == []
+
+
+def test_a_graph_of_arrays_eliminates_lists_paths_and_samples_its_blocks(chromium, pages):
+    g = opened(chromium, pages, "mlp")
+    shown = chromium.evaluate("[...document.querySelectorAll('[role=tab]:not([hidden])')]"
+                              ".map((t) => t.dataset.mode)")
+    assert shown == ["exact", "eliminate", "paths", "sample", "memory"]
+    chromium.click("#tab-eliminate")
+    order = [g.names[v] for v in np.random.default_rng(3).permutation(g.intermediates)]
+    for i, name in enumerate(order, 1):
+        chromium.click(f'[data-vertex="{g.index(name)}"]')
+        assert int(chromium.text("#elim-mults")) == eliminate(g, order[:i]).multiplications
+    assert chromium.evaluate("document.querySelectorAll('#elim-jacobian-blocks li').length") \
+        == len(g.inputs) * len(g.outputs)
+    chromium.click("#tab-paths")
+    assert chromium.text("#path-count").startswith(f"{count_paths(g)[0, 0]} path")
+    chromium.click("#tab-sample")
+    chromium.evaluate("""(() => { const s = document.getElementById('sample-inside');
+        s.value = '1'; s.dispatchEvent(new Event('change')); })()""")
+    s = sample_paths(g, 1, rng=np.random.default_rng(0), entries=1)
+    cells = chromium.evaluate("document.querySelectorAll('rect.cell.kept').length")
+    assert cells == sum(int(np.count_nonzero(w)) for w in s.inside.values()) > 0
+    chromium.click("#draw-1")
+    assert float(chromium.text("#sample-last-0")) == printed(s.jacobian.ravel()[0], 6)
+    assert chromium.errors == []
+
+
+def test_memory_of_a_graph_with_nothing_to_sample_has_no_slider(chromium, tmp_path):
+    from minirad import trace
+
+    g = trace(lambda x: np.sin(x).sum(), np.ones(3))
+    page = explore(g).save(tmp_path / "nothing.html")
+    chromium.open(page)
+    chromium.click("#tab-memory")
+    assert chromium.evaluate("document.getElementById('memory-slider-line').hidden")
+    assert "nothing to sample" in chromium.text("#memory-note")
+    assert chromium.errors == []

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from minirad import examples
 from minirad.draw import plots
-from minirad.exact.elimination import OPTIMAL_LIMIT
+from minirad.exact.orders import OPTIMAL_LIMIT
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

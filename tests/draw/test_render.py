@@ -227,7 +227,7 @@ def test_step_highlight():
     g = examples.two_outputs()
     result = eliminate(g, "markowitz", keep_graphs=True)
     before, step = result.graphs[1], result.steps[1]  # eliminating v2: one fill-in, one update
-    assert step.vertex == "v2" and step.fill_in and step.updated
+    assert step.eliminated == "v2" and step.fill_in and step.updated
     dot = R.render(before, step)
     drawn = {(u, v): a for u, v, a in edges(dot)}
     for p, s in step.fill_in:  # proposed edges: dashed, highlighted, not yet in the graph
@@ -349,7 +349,7 @@ def test_render_elimination_saves_each_step(tmp_path):
 def test_a_drawing_keeps_graphvizs_own_save(tmp_path):
     """Issue 39: Drawing.save overrode graphviz's with another signature, which broke
     graphviz's render (it calls save(filename, directory=...)). graphviz's save writes
-    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save."""
+    the DOT text, as for any graphviz graph; minirad's picture by extension is R.save_drawing."""
     import graphviz
 
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
@@ -366,6 +366,7 @@ def test_graphvizs_own_render_works_on_a_drawing(tmp_path):
     assert open(png, "rb").read(8) == PNG_MAGIC
 
 
+@pytest.mark.slow
 @needs_dot
 def test_save_with_dot(tmp_path):
     dot = R.render(examples.figure1(), FIGURE1_PATHS)
@@ -390,6 +391,7 @@ def test_save_with_dot(tmp_path):
     assert top * titled.get_size_inches()[1] == pytest.approx(height)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_saving_a_figure_twice_gives_the_same_bytes(tmp_path, fmt):
     figure = R.draw_matplotlib(examples.figure1(), title="no timestamp")
@@ -406,6 +408,7 @@ def test_save_rejects_unknown_formats_and_objects(tmp_path):
 
 
 # ------------------------------------------------------- saving: no dot
+@pytest.mark.slow
 def test_fallback_without_dot(no_dot, tmp_path):
     g = examples.figure1()
     with warnings.catch_warnings():
@@ -426,6 +429,7 @@ def test_fallback_without_dot(no_dot, tmp_path):
         R.save_drawing(graphviz.Digraph(), tmp_path / "plain.png")
 
 
+@pytest.mark.slow
 def test_fallback_strip_without_dot(no_dot, tmp_path):
     with pytest.warns(R.MissingDotWarning):
         figure = R.elimination_strip(examples.two_outputs(), "markowitz",
@@ -561,13 +565,28 @@ def test_elimination_strip_has_one_legend():
     assert figure.legends[0].get_texts()[0].get_fontsize() >= 12
 
 
+
+@needs_dot
+@pytest.mark.parametrize("ncols", [1, 2, 3])
+def test_elimination_strip_legend_stays_inside_the_figure(ncols):
+    # the columns were counted as if filled `rows` at a time; matplotlib gives the extra
+    # entries to the first columns, so 7 keys in 6 columns ran off the right edge
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = R.elimination_strip(examples.figure1(), "markowitz", ncols=ncols)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    box = figure.legends[0].get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= figure.bbox.width, (box, figure.bbox.width)
+
+
 # ------------------------------------------------------ graphs of arrays
 def lab8_graph():
     """Lab 8's two-layer network on a batch of 4 (float32): nine array edges, two of
     them bias additions, with the labels that used to be printed over each other."""
     from minirad import trace
-    from minirad.tracing.arrays import name, softmax_cross_entropy
+    from minirad.tracing import name
     from minirad.tracing.ops import relu
+    from minirad.tracing.rules import softmax_cross_entropy
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((4, 6)).astype(np.float32)
@@ -639,7 +658,7 @@ def test_highlights_on_a_graph_of_arrays():
     # eliminating a1 by hand: its one fill-in edge h1 -> h2 carries matmul after mask,
     # which the operator algebra multiplies out into one dense 6 x 15 block
     product = OPERATORS.multiply(g.label("a1", "h2"), g.label("h1", "a1"))
-    step = Step("a1", ("h1",), ("h2",), (("h1", "h2"),), (), 1, 0, (product,), ())
+    step = Step("a1", ("h1",), ("h2",), (("h1", "h2"),), (), (), 1, 0, (product,), ())
     drawn = {(u, v): attrs for u, v, attrs in edges(R.render(g, step))}
     assert product.shape == (6, 15) and drawn["h1", "h2"]["label"] == "new dense"
     assert drawn["h1", "h2"]["color"] == R.FILL_IN_COLOR
@@ -648,6 +667,7 @@ def test_highlights_on_a_graph_of_arrays():
     assert factors["a1", "h2"]["style"] == "dashed"  # h2 is not listed: dropped
 
 
+@pytest.mark.slow
 def test_array_pictures_with_and_without_dot_are_deterministic(tmp_path, monkeypatch):
     g = examples.figure3(injected=True)
     for dot_installed in (True, False):
@@ -679,7 +699,9 @@ def test_blocks_are_drawn_as_their_matrices_and_large_ones_listed():
 
     g = examples.figure3()
     figure = plot_blocks(g)
-    assert len(figure.axes) == g.n_edges
+    blocks = [ax for ax in figure.axes if ax.get_label() != "<colorbar>"]
+    assert len(blocks) == g.n_edges  # and a colour bar beside each
+    assert len(figure.axes) == 2 * g.n_edges
     first = figure.axes[0].images[0].get_array()
     np.testing.assert_array_equal(first, g.labels[0].to_dense())
     # dh1/dW1 for h1 = X @ W1: I_3 ⊗ ... one entry of X per (h1, W1) pair that meet: 3 x 4 x 5
@@ -698,6 +720,7 @@ def _boxes(figure):
             for t in ax.texts]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("picture", [
     lambda: R.draw_matplotlib(examples.figure3(), show_ops=True, batch=3),
     lambda: R.draw_matplotlib(examples.figure3(injected=True), show_ops=True, batch=3),

@@ -14,16 +14,8 @@ from oracles import rational_jacobian
 
 import minirad
 from minirad import LCG, examples
-from minirad.exact.edge_elimination import (
-    OPTIMAL_EDGES,
-    EdgeStep,
-    back_eliminate,
-    eliminate_edges,
-    front_eliminate,
-    vertex_order_as_edges,
-)
-from minirad.exact.elimination import eliminate, elimination_cost
-from minirad.exact.face_elimination import eliminate_faces
+from minirad.exact.elimination import Step, eliminate, elimination_cost, vertex_order_as_edges
+from minirad.exact.orders import OPTIMAL_EDGES
 from minirad.exact.overflow import AccumulationOverflow
 
 
@@ -85,38 +77,38 @@ def small() -> LCG:
 def test_front_elimination_by_hand():
     # front x -> a: a's successors b and c; x -> b is new (3 * 2), x -> c exists
     # (13 + 5 * 2); a has no in-edge left, so it goes with a -> b and a -> c
-    result = eliminate_edges(small(), [("x", "a", "front")])
+    result = eliminate(small(), [("x", "a", "front")], on="edges")
     (step,) = result.steps
-    assert step == EdgeStep(("x", "a"), "front", ("b", "c"), (("x", "b"),), (("x", "c"),),
-                            ("a",), 2, 1)
+    assert step == Step(("x", "a", "front"), ("x",), ("b", "c"), (("x", "b"),), (("x", "c"),),
+                        ("a",), 2, 1, on="edges")
     assert step.fill_in_labels == (6.0,) and step.updated_labels == (23.0,)
     h = result.graph
     assert "a" not in h.names
     assert {(h.names[u], h.names[v]): d for u, v, d in h.edges()} == {
         ("x", "b"): 6.0, ("x", "c"): 23.0, ("b", "y"): 7.0, ("c", "y"): 11.0}
-    assert front_eliminate(small(), "x", "a").same_as(h)
+    assert eliminate(small(), [("x", "a", "front")], on="edges").graph.same_as(h)
 
 
 def test_back_elimination_by_hand():
     # back c -> y: c's predecessors a and x; a -> y (11 * 5) and x -> y (11 * 13) are
     # both new; c has no out-edge left, so it goes with a -> c and x -> c
-    result = eliminate_edges(small(), [("c", "y", "back")])
+    result = eliminate(small(), [("c", "y", "back")], on="edges")
     (step,) = result.steps
-    assert (step.partners, step.fill_in, step.updated, step.removed) == (
-        ("a", "x"), (("a", "y"), ("x", "y")), (), ("c",))
+    assert (step.predecessors, step.successors, step.fill_in, step.updated, step.removed) == (
+        ("a", "x"), ("y",), (("a", "y"), ("x", "y")), (), ("c",))
     assert (step.multiplications, step.additions) == (2, 0)
     assert step.fill_in_labels == (55.0, 143.0)
     h = result.graph
     assert {(h.names[u], h.names[v]): d for u, v, d in h.edges()} == {
         ("x", "a"): 2.0, ("a", "b"): 3.0, ("b", "y"): 7.0, ("a", "y"): 55.0, ("x", "y"): 143.0}
-    assert back_eliminate(small(), "c", "y").same_as(h)
+    assert eliminate(small(), [("c", "y", "back")], on="edges").graph.same_as(h)
 
 
 def test_an_endpoint_with_edges_left_stays():
     # back a -> b: a keeps its edge to c; b's only operand becomes x (3 * 2)
-    (step,) = eliminate_edges(small(), [("a", "b", "back")]).steps
+    (step,) = eliminate(small(), [("a", "b", "back")], on="edges").steps
     assert step.removed == () and step.fill_in == (("x", "b"),)
-    h = back_eliminate(small(), "a", "b")
+    h = eliminate(small(), [("a", "b", "back")], on="edges").graph
     assert [h.name(v) for v in h.successors("a")] == ["c"]
     assert h.partial("x", "b") == 6.0 and h.op("b") == ""
 
@@ -124,19 +116,19 @@ def test_an_endpoint_with_edges_left_stays():
 def test_a_sequence_to_the_end_by_hand():
     # front x -> a (2 mults, 1 add: x->b = 6, x->c = 23), then front x -> b (1: x -> y = 42),
     # then front x -> c (1, 1 add: x -> y = 42 + 11 * 23 = 295)
-    result = eliminate_edges(small(), [("x", "a", "front"), ("x", "b", "front"),
-                                       ("x", "c", "front")], keep_graphs=True)
+    result = eliminate(small(), [("x", "a", "front"), ("x", "b", "front"),
+                                       ("x", "c", "front")], keep_graphs=True, on="edges")
     assert result.jacobian.tolist() == [[295.0]]
     assert (result.multiplications, result.additions) == (4, 2)
     assert len(result.graphs) == 4 and result.graphs[0] is not None
     assert [len(h.intermediates) for h in result.graphs] == [3, 2, 1, 0]
-    assert result.sequence == (("x", "a", "front"), ("x", "b", "front"), ("x", "c", "front"))
+    assert result.order == (("x", "a", "front"), ("x", "b", "front"), ("x", "c", "front"))
 
 
 def test_a_sequence_may_stop_early():
-    result = eliminate_edges(small(), [("x", "a", "front")])
+    result = eliminate(small(), [("x", "a", "front")], on="edges")
     assert result.jacobian is None
-    assert eliminate_edges(small(), []).graph.same_as(small())
+    assert eliminate(small(), [], on="edges").graph.same_as(small())
 
 
 # ------------------------------------------------- vertex elimination inside
@@ -147,7 +139,7 @@ def test_vertex_elimination_is_edge_elimination(g, data):
     direction = data.draw(st.sampled_from(["front", "back"]))
     vertices = eliminate(g, order, keep_graphs=True)
     sequence = vertex_order_as_edges(g, order, direction)
-    edges = eliminate_edges(g, sequence, keep_graphs=True)
+    edges = eliminate(g, sequence, keep_graphs=True, on="edges")
     assert (edges.multiplications, edges.additions) == (vertices.multiplications,
                                                         vertices.additions)
     assert edges.graph.same_as(vertices.graph)
@@ -178,13 +170,13 @@ def test_every_complete_sequence_gives_the_jacobian(g, data):
                    for way, end in (("front", v), ("back", u)) if h.kind(end) == "intermediate"]
         step = data.draw(st.sampled_from(options))
         sequence.append(step)
-        h = eliminate_edges(h, [step]).graph
-    result = eliminate_edges(g, sequence, keep_graphs=True)
+        h = eliminate(h, [step], on="edges").graph
+    result = eliminate(g, sequence, keep_graphs=True, on="edges")
     assert_is_jacobian(result.jacobian, g)
     assert result.graph.same_as(h)
     for step, before, after in zip(result.steps, result.graphs, result.graphs[1:]):
-        i, j = step.edge
-        cost = before.out_degree(j) if step.direction == "front" else before.in_degree(i)
+        i, j, end = step.eliminated
+        cost = before.out_degree(j) if end == "front" else before.in_degree(i)
         assert step.multiplications == cost
         assert step.additions == len(step.updated)
         assert all(not before.has_edge(*e) and after.has_edge(*e) for e in step.fill_in)
@@ -198,7 +190,7 @@ def test_every_complete_sequence_gives_the_jacobian(g, data):
                                   examples.lab, examples.edge_beats_vertex])
 def test_optimal_matches_brute_force_on_named_examples(make):
     g = make()
-    result = eliminate_edges(g, "optimal")
+    result = eliminate(g, "optimal", on="edges")
     assert result.multiplications == brute_force_optimum(g)
     assert_is_jacobian(result.jacobian, g)
 
@@ -208,7 +200,7 @@ def test_optimal_matches_brute_force_on_named_examples(make):
 def test_optimal_matches_brute_force_and_never_loses_to_vertices(g):
     if g.n_edges > 10:
         return
-    result = eliminate_edges(g, "optimal")
+    result = eliminate(g, "optimal", on="edges")
     assert result.multiplications == brute_force_optimum(g)
     assert (result.multiplications, result.additions) <= elimination_cost(g, "optimal")
 
@@ -219,7 +211,7 @@ def test_edge_elimination_strictly_beats_every_vertex_order():
         g.intermediates)}
     assert min(vertex_costs) == 7
     assert brute_force_optimum(g) == 6
-    result = eliminate_edges(g, "optimal")
+    result = eliminate(g, "optimal", on="edges")
     assert result.multiplications == 6
     assert_is_jacobian(result.jacobian, g)
     # hand: dy/dx sums six path products, 2 + 4 + 1.5 + 2 - 3 - 0.75
@@ -230,7 +222,7 @@ def test_optimal_refuses_large_graphs():
     g = examples.random_dag(2, 8, 2, density=0.6, rng=0)
     assert g.n_edges > OPTIMAL_EDGES
     with pytest.raises(ValueError, match=f"limited to {OPTIMAL_EDGES} edges"):
-        eliminate_edges(g, "optimal")
+        eliminate(g, "optimal", on="edges")
 
 
 # --------------------------------------------------------------- heuristic
@@ -239,7 +231,7 @@ def test_optimal_refuses_large_graphs():
 def test_markowitz_takes_a_cheapest_step_each_time(g):
     # rescan every possible step on the graph before each step: the rule takes one of
     # least cost, and among those one creating the fewest new edges
-    result = eliminate_edges(g, "markowitz", keep_graphs=True)
+    result = eliminate(g, "markowitz", keep_graphs=True, on="edges")
     assert_is_jacobian(result.jacobian, g)
     for step, before in zip(result.steps, result.graphs):
         middle = set(before.intermediates)
@@ -258,12 +250,12 @@ def test_markowitz_takes_a_cheapest_step_each_time(g):
 
 # ------------------------------------------------------------- bad input
 @pytest.mark.parametrize("sequence, error, fragment", [
-    ("sideways", ValueError, "unknown edge elimination strategy 'sideways'"),
+    ("sideways", ValueError, "unknown elimination order 'sideways'"),
     ({("x", "a", "front")}, TypeError, "not set"),
     (7, TypeError, "not int"),
     ([("x", "a")], TypeError, "step #0 is ('x', 'a')"),
     (["xa-front"], TypeError, "each step is a triple"),
-    ([("x", "a", "up")], ValueError, "direction 'up'"),
+    ([("x", "a", "up")], ValueError, "end 'up'"),
     ([("x", "b", "front")], ValueError, "no edge x -> b"),
     ([("b", "y", "front")], ValueError, "y is an output; use 'back'"),
     ([("x", "a", "back")], ValueError, "x is an input; use 'front'"),
@@ -272,21 +264,22 @@ def test_markowitz_takes_a_cheapest_step_each_time(g):
 ])
 def test_bad_sequences(sequence, error, fragment):
     with pytest.raises(error) as caught:
-        eliminate_edges(small(), sequence)
+        eliminate(small(), sequence, on="edges")
     assert fragment in str(caught.value)
 
 
 def test_bad_graph_and_direction():
     with pytest.raises(TypeError, match="works on an LCG"):
-        eliminate_edges({"x": 1}, "markowitz")
+        eliminate({"x": 1}, "markowitz", on="edges")
     with pytest.raises(ValueError, match="end must be 'front' or 'back'"):
         vertex_order_as_edges(small(), ["a"], "sideways")
 
 
 def test_overflow_is_reported():
     g = LCG.from_edges([("x", "a", 1e200), ("a", "y", 1e200)], inputs=["x"], outputs=["y"])
-    with pytest.raises(AccumulationOverflow, match="edge elimination: dy/dx overflowed"):
-        eliminate_edges(g, "markowitz")
+    with pytest.raises(AccumulationOverflow, match=r"eliminate: dy/dx overflowed .*"
+                                                   r"\(eliminating edges\)"):
+        eliminate(g, "markowitz", on="edges")
 
 
 def test_a_graph_of_arrays_is_eliminated_edge_by_edge():
@@ -297,12 +290,12 @@ def test_a_graph_of_arrays_is_eliminated_edge_by_edge():
                       np.array([0.3, -0.2, 0.5]))
     exact = minirad.jacobian(g)
     for order in ("forward", "reverse"):
-        by_edges = eliminate_edges(g, vertex_order_as_edges(g, order, "front"))
+        by_edges = eliminate(g, vertex_order_as_edges(g, order, "front"), on="edges")
         by_vertices = eliminate(g, order)
         np.testing.assert_allclose(by_edges.jacobian, exact, rtol=1e-14)
         assert by_edges.multiplications == by_vertices.multiplications
-    np.testing.assert_allclose(eliminate_edges(g, "markowitz").jacobian, exact, rtol=1e-14)
+    np.testing.assert_allclose(eliminate(g, "markowitz", on="edges").jacobian, exact, rtol=1e-14)
     with pytest.raises(ValueError, match="graph of numbers only"):
-        eliminate_edges(g, "optimal")
+        eliminate(g, "optimal", on="edges")
     with pytest.raises(TypeError, match="minirad.scalarize"):
-        eliminate_faces(g)
+        eliminate(g, on="faces")

@@ -3,7 +3,9 @@ hand counts and hand derivatives, Bauer's path sum by enumeration, a dense
 solve of (I - L) J = E, brute force over all orders, and a Markowitz chooser
 that rescans the whole graph.  On graphs with arrays: matrix-product costs
 by hand (the textbook matrix chain), brute force over all orders, and the
-reverse sweep of every graph the elimination passes through."""
+reverse sweep of every graph the elimination passes through.  And every kind of
+elimination (vertices, edges, faces) in every order on random programs, some
+with values that reach no output, against minirad.jacobian."""
 
 import itertools
 import math
@@ -15,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import array_programs, close, rational_jacobian
 
-from minirad import LCG, examples, trace
+import minirad
+from minirad import LCG, examples, ops, trace
 from minirad.exact.elimination import (
-    CHAIN_LIMIT,
-    OPTIMAL_LIMIT,
+    ON,
+    ORDERS,
     SEARCH_LIMIT,
     Elimination,
     Step,
@@ -28,7 +31,8 @@ from minirad.exact.elimination import (
     elimination_order,
 )
 from minirad.exact.jacobians import jacobian
-from minirad.exact.orders import chain_labels, optimal_chain
+from minirad.exact.orders import CHAIN_LIMIT, OPTIMAL_LIMIT, chain_labels, optimal_chain
+from minirad.graph.lcg import reachable
 from minirad.graph.operators import OPERATORS, Dense, Diagonal, Operator
 from minirad.graph.scalarize import from_chain
 
@@ -161,11 +165,11 @@ def test_eliminate_vertex_merges_parallel_edges():
 def test_step_records_two_outputs_forward():
     steps = eliminate(examples.two_outputs(), "forward").steps
     assert steps[0] == Step("v2", ("x0", "x1"), ("v3",), (("x0", "v3"), ("x1", "v3")), (),
-                            2, 0)
+                            (), 2, 0)
     assert steps[1] == Step("v3", ("x0", "x1"), ("v4",), (("x1", "v4"),), (("x0", "v4"),),
-                            2, 1)
+                            (), 2, 1)
     last = steps[2]
-    assert last.vertex == "v4" and last.successors == ("y[0]", "y[1]")
+    assert last.eliminated == "v4" and last.successors == ("y[0]", "y[1]")
     assert set(last.predecessors) == {"x0", "x1"}
     assert set(last.fill_in) == {("x0", "y[0]"), ("x0", "y[1]"), ("x1", "y[0]")}
     assert last.updated == (("x1", "y[1]"),)
@@ -202,8 +206,8 @@ def test_no_intermediates_and_empty_order():
     ([99], "unknown vertex 99"),
     (["v2", "v3", "v2"], "repeats vertex 'v2'"),
     (["v2", 2], "repeats vertex 'v2'"),
-    ("sideways", "unknown elimination strategy 'sideways'"),
-    ("v2", "unknown elimination strategy 'v2'"),
+    ("sideways", "unknown elimination order 'sideways'"),
+    ("v2", "unknown elimination order 'v2'"),
 ])
 def test_bad_orders(order, fragment):
     g = examples.figure1()
@@ -221,7 +225,7 @@ def test_bad_vertex_and_types():
         eliminate_vertex(g, "x2")
     with pytest.raises(ValueError, match="'y' .* is an output"):
         eliminate_vertex(g, 6)
-    with pytest.raises(TypeError, match="list of intermediate"):
+    with pytest.raises(TypeError, match="or a list, not set"):
         eliminate(g, {"v2", "v3"})
     with pytest.raises(TypeError, match="not float"):
         eliminate(g, [2.0])
@@ -321,7 +325,7 @@ def test_steps_agree_with_the_graphs_they_connect(g, data):
     order = data.draw(st.sampled_from(["forward", "reverse", "markowitz"]))
     result = eliminate(g, order, keep_graphs=True)
     for step, before, after in zip(result.steps, result.graphs, result.graphs[1:]):
-        v = before.index(step.vertex)
+        v = before.index(step.eliminated)
         assert step.predecessors == tuple(before.names[p] for p in before.predecessors(v))
         assert step.successors == tuple(before.names[s] for s in before.successors(v))
         assert step.multiplications == len(step.predecessors) * len(step.successors)
@@ -341,7 +345,7 @@ def test_steps_agree_with_the_graphs_they_connect(g, data):
 def test_markowitz_matches_a_full_rescan(g):
     result = eliminate(g, "markowitz", keep_graphs=True)
     for step, before in zip(result.steps, result.graphs):
-        assert before.index(step.vertex) == rescan_markowitz_choice(before)
+        assert before.index(step.eliminated) == rescan_markowitz_choice(before)
     assert elimination_cost(g, "markowitz") == (result.multiplications, result.additions)
 
 
@@ -385,15 +389,16 @@ def test_the_unrecorded_fast_path_is_the_recorded_reference_exactly(density):
 
     g = examples.random_dag(5, 150, 5, density, rng=int(density * 100))
     for order in ("markowitz", "forward", "reverse"):
-        fast = elimination._run(g, order, record=False, keep_graphs=False)
-        reference = elimination._run(g, order, record=True, keep_graphs=False)
-        assert fast[1] == reference[1]  # the vertices, in order
-        assert fast[2:4] == reference[2:4]  # multiplications, additions
-        assert fast[0].to_lcg().same_as(reference[0].to_lcg())
-        np.testing.assert_array_equal(fast[0].jacobian(), reference[0].jacobian())
+        fast = elimination._run_vertices(g, order, record=False, keep_graphs=False)
+        reference = elimination._run_vertices(g, order, record=True, keep_graphs=False)
+        assert fast.taken == reference.taken  # the vertices, in order
+        counts = (reference.multiplications, reference.additions)
+        assert (fast.multiplications, fast.additions) == counts
+        assert fast.work.to_lcg().same_as(reference.work.to_lcg())
+        np.testing.assert_array_equal(fast.work.jacobian(), reference.work.jacobian())
         result = eliminate(g, order)
-        assert result.steps == tuple(reference[4])
-        assert (result.multiplications, result.additions) == reference[2:4]
+        assert result.steps == tuple(reference.steps)
+        assert (result.multiplications, result.additions) == counts
 
 
 def assert_fast_markowitz_is_the_reference(g):
@@ -402,13 +407,14 @@ def assert_fast_markowitz_is_the_reference(g):
     counts, bit-for-bit the same graph left and Jacobian."""
     import minirad.exact.elimination as elimination
 
-    fast = elimination._run(g, "markowitz", record=False, keep_graphs=False)
-    reference = elimination._run(g, "markowitz", record=True, keep_graphs=False)
-    assert fast[1] == reference[1]
-    assert fast[2:4] == reference[2:4]
-    assert fast[0].touched == reference[0].touched  # which vertices lose their op
-    assert fast[0].to_lcg().same_as(reference[0].to_lcg())
-    np.testing.assert_array_equal(fast[0].jacobian(), reference[0].jacobian())
+    fast = elimination._run_vertices(g, "markowitz", record=False, keep_graphs=False)
+    reference = elimination._run_vertices(g, "markowitz", record=True, keep_graphs=False)
+    assert fast.taken == reference.taken
+    assert (fast.multiplications, fast.additions) == (reference.multiplications,
+                                                      reference.additions)
+    assert fast.work.touched == reference.work.touched  # which vertices lose their op
+    assert fast.work.to_lcg().same_as(reference.work.to_lcg())
+    np.testing.assert_array_equal(fast.work.jacobian(), reference.work.jacobian())
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -434,7 +440,7 @@ def test_markowitz_matches_a_full_rescan_on_a_larger_graph():
     g = examples.random_dag(5, 120, 5, 0.05, rng=7)
     result = eliminate(g, "markowitz", keep_graphs=True)
     for step, before in zip(result.steps, result.graphs):
-        assert before.index(step.vertex) == rescan_markowitz_choice(before)
+        assert before.index(step.eliminated) == rescan_markowitz_choice(before)
 
 
 # ------------------------------------------------------------ graphs with arrays
@@ -508,7 +514,7 @@ def test_every_graph_an_array_elimination_passes_through_has_the_jacobian(progra
     for h in result.graphs:          # elimination never changes the Jacobian
         close(jacobian(h), exact)
     steps = result.steps
-    assert [s.vertex for s in steps] == [g.names[v] for v in order]
+    assert [s.eliminated for s in steps] == [g.names[v] for v in order]
     assert sum(s.multiplications for s in steps) == result.multiplications
     assert sum(s.additions for s in steps) == result.additions
     for step, after in zip(steps, result.graphs[1:]):
@@ -561,13 +567,111 @@ def test_bad_orders_on_arrays():
     g = from_chain([np.ones((2, 2))] * 3)
     with pytest.raises(ValueError, match="vertex 'theta' .* is an input"):
         eliminate(g, ["theta"])
-    with pytest.raises(ValueError, match="unknown elimination strategy 'sideways'"):
+    with pytest.raises(ValueError, match="unknown elimination order 'sideways'"):
         eliminate(g, "sideways")
     with pytest.raises(ValueError, match="not a chain"):
         chain_labels(trace(lambda a, b: a * b, np.ones(2), np.ones(2)))
     partial = eliminate(g, ["v1"])
     assert partial.jacobian is None and partial.blocks is None
     assert math.isfinite(eliminate(g).operations)
+
+
+# --------------------------------------------- every kind, every order, random programs
+PROGRAM_OPS = (
+    lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - 0.5 * b,
+    lambda a, b: ops.sin(a), lambda a, b: ops.cos(a) * b, lambda a, b: ops.tanh(a + b),
+    lambda a, b: ops.exp(0.3 * ops.sin(a)),
+)
+
+
+def random_program(rng: np.random.Generator, dead: bool):
+    """A program of numbers: 1 to 3 inputs, 2 to 6 operations on earlier values.
+    Without ``dead`` it returns every value no later operation uses, so that every
+    value reaches an output; with ``dead``, one to three of its values, and one more
+    value computed last from earlier ones and never returned: it reaches no output."""
+    n_inputs, n_ops = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+    recipe = [(int(rng.integers(len(PROGRAM_OPS))), int(rng.integers(n_inputs + i)),
+               int(rng.integers(n_inputs + i))) for i in range(n_ops + dead)]
+    last = n_inputs + n_ops - 1
+    if dead:
+        returned = sorted({last, *map(int, rng.integers(n_inputs, last + 1,
+                                                        size=int(rng.integers(0, 3))))})
+    else:
+        # sin(a) and exp(0.3 sin(a)) leave their second operand unused
+        used = {a for _, a, b in recipe} | {b for op, a, b in recipe if op not in (3, 6)}
+        returned = [v for v in range(last + 1) if v not in used]
+
+    def program(*xs):
+        values = list(xs)
+        for op, a, b in recipe:
+            values.append(PROGRAM_OPS[op](values[a], values[b]))
+        return tuple(values[i] for i in returned) if len(returned) > 1 else values[
+            returned[0]]
+
+    return minirad.trace(program, *rng.uniform(-1.5, 1.5, n_inputs).tolist())
+
+
+def random_steps(g, on: str, rng: np.random.Generator) -> list:
+    """A complete explicit order drawn step by step among the steps possible on the
+    graph (or dual graph) the earlier steps left, through the public API only."""
+    taken = []
+    while True:
+        left = eliminate(g, taken, on=on)
+        if on == "vertices":
+            options = [left.graph.names[v] for v in left.graph.intermediates]
+        elif on == "edges":
+            h = left.graph
+            options = [(h.names[u], h.names[v], end) for u, v, _ in h.edges()
+                       for end, w in (("front", v), ("back", u)) if w in h.intermediates]
+        else:
+            D = left.dual
+            options = [(a, b) for a, b in D.edges()
+                       if D.nodes[a]["kind"] == D.nodes[b]["kind"] == "edges"]
+        if not options:
+            return taken
+        taken.append(options[int(rng.integers(len(options)))])
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_every_kind_of_elimination_in_every_order_gives_the_jacobian(seed):
+    """300 random programs, half of them with a value that reaches no output: vertex,
+    edge and face elimination in every named order and in an explicit order drawn at
+    random agree with minirad.jacobian to 1e-12, or refuse the order (the exhaustive
+    search, on a graph too large for it) with a ValueError."""
+    rng = np.random.default_rng(seed)
+    g = random_program(rng, dead=seed % 2 == 0)
+    to_outputs = reachable(g, g.outputs, direction="reverse")
+    assert to_outputs.all() == (seed % 2 == 1), g.wengert()
+    expected = minirad.jacobian(g)
+    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+    for on in ON:
+        for order in (*ORDERS, random_steps(g, on, rng)):
+            try:
+                result = eliminate(g, order, on=on)
+            except ValueError as refused:
+                assert order == "optimal" and "limited to" in str(refused), (on, order)
+                continue
+            assert result.jacobian is not None, (on, order)
+            np.testing.assert_allclose(result.jacobian, expected, rtol=1e-12,
+                                       atol=1e-12 * scale, err_msg=f"{on}, {order}")
+            assert elimination_cost(g, order, on) == (result.multiplications,
+                                                      result.additions)
+
+
+def test_the_issues_program_with_a_value_that_reaches_no_output():
+    """sin(x) is computed and dropped: face elimination used to fail with KeyError 1."""
+    g = minirad.trace(lambda x: (ops.sin(x), ops.cos(ops.exp(x)))[1], 0.5)
+    expected = minirad.jacobian(g)
+    for order in ORDERS:
+        for on in ON:
+            np.testing.assert_allclose(eliminate(g, order, on=on).jacobian, expected,
+                                       rtol=1e-15)
+    dead = [g.names[v] for v in g.intermediates if not g.successors(v)]
+    assert dead, g.wengert()
+    faces = eliminate(g, "optimal", on="faces", keep_graphs=True)
+    # the dead value's edge is not in the dual graph: no face of it is paid for
+    assert not any(v in path for node in faces.graphs[0] for path in node for v in dead)
+    assert faces.multiplications == eliminate(g, "optimal").multiplications == 1
 
 
 # ----------------------------------------------------------------- issue 39

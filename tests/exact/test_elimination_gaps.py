@@ -7,8 +7,8 @@ import networkx as nx
 import pytest
 
 from minirad import examples
+from minirad.exact.elimination import ON
 from minirad.exact.elimination_gaps import (
-    KINDS,
     SEEDS,
     every_small_dag,
     face_edge_census,
@@ -18,25 +18,26 @@ from minirad.exact.elimination_gaps import (
 
 
 def test_the_search_finds_the_named_example():
-    gap = search_gap("edge", "vertex", max_edges=10, n_graphs=300, rng=SEEDS["edge_beats_vertex"])
-    assert gap.costs == {"edge": 6, "vertex": 7}
+    gap = search_gap("edges", "vertices", max_edges=10, n_graphs=300,
+                     rng=SEEDS["edge_beats_vertex"])
+    assert gap.costs == {"edges": 6, "vertices": 7}
     assert gap.tries == 44
     assert examples.random_dag(**gap.parameters).same_as(gap.graph)
     # the named example is the same graph, renamed and with new partials
     found, named = gap.graph.to_networkx(), examples.edge_beats_vertex().to_networkx()
     assert nx.is_isomorphic(found, named, node_match=lambda a, b: a["kind"] == b["kind"])
-    assert [optimum(examples.edge_beats_vertex(), kind) for kind in ("vertex", "edge")] == [7, 6]
+    assert [optimum(examples.edge_beats_vertex(), on) for on in ("vertices", "edges")] == [7, 6]
 
 
 def test_no_gap_in_too_few_tries():
-    assert search_gap("edge", "vertex", max_edges=10, n_graphs=43,
+    assert search_gap("edges", "vertices", max_edges=10, n_graphs=43,
                       rng=SEEDS["edge_beats_vertex"]) is None
 
 
 @pytest.mark.parametrize("cheaper, dearer, fragment", [
-    ("vertex", "edge", "can never be strictly cheaper"),
-    ("edge", "edge", "can never be strictly cheaper"),
-    ("edges", "vertex", "unknown kind of elimination 'edges'"),
+    ("vertices", "edges", "can never be strictly cheaper"),
+    ("edges", "edges", "can never be strictly cheaper"),
+    ("edges", "vertex", "unknown kind of elimination 'vertex'"),
 ])
 def test_bad_kinds(cheaper, dearer, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -44,8 +45,8 @@ def test_bad_kinds(cheaper, dearer, fragment):
 
 
 def test_optimum_of_each_kind():
-    assert [optimum(examples.lab(), kind) for kind in KINDS] == [3, 3, 3]
-    with pytest.raises(ValueError, match="unknown kind"):
+    assert [optimum(examples.lab(), on) for on in ON] == [3, 3, 3]
+    with pytest.raises(ValueError, match="on must be one of"):
         optimum(examples.lab(), "paths")
 
 
@@ -98,7 +99,7 @@ def test_no_face_gap_among_the_smallest_graphs():
 
 
 def test_the_random_face_search_asks_only_for_a_gap():
-    assert search_gap("face", "edge", max_edges=10, n_graphs=20, rng=0) is None
+    assert search_gap("faces", "edges", max_edges=10, n_graphs=20, rng=0) is None
 
 
 @pytest.mark.parametrize("shape, error, fragment", [

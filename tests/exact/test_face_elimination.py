@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from oracles import rational_jacobian
 
 from minirad import LCG, examples
-from minirad.exact.edge_elimination import eliminate_edges, vertex_order_as_edges
-from minirad.exact.elimination import eliminate
-from minirad.exact.face_elimination import (
-    OPTIMAL_EDGES,
+from minirad.exact.dual import dual_graph
+from minirad.exact.elimination import (
     cheaper_than,
-    dual_graph,
     edges_as_faces,
-    eliminate_faces,
+    eliminate,
+    vertex_order_as_edges,
 )
+from minirad.exact.orders import OPTIMAL_FACES
 
 
 # ------------------------------------------------------------------ helpers
@@ -42,6 +41,19 @@ def by_ends(D: nx.DiGraph):
         return (node[0][0], node[0][-1])
     return ({ends(a): D.nodes[a]["label"] for a in D if D.nodes[a]["kind"] == "edges"},
             {(ends(a), ends(b)) for a, b in D.edges()})
+
+
+def into(step):
+    """The dual vertex a face step put its product in: made (fill-in) or grown (absorbed)."""
+    return (step.fill_in + step.updated)[0]
+
+
+def label(step):
+    return (step.fill_in_labels + step.updated_labels)[0]
+
+
+def absorbed(step) -> bool:
+    return not step.fill_in
 
 
 def assert_is_jacobian(J, g: LCG):
@@ -89,19 +101,22 @@ def test_the_dual_without_sources_and_sinks_is_the_line_graph(g):
 def test_the_lab_by_hand():
     # f = x*y + sin(x) at (2, 3): x -> v2 (3), y -> v2 (2), x -> v3 (cos 2), v2, v3 -> f (1)
     g = examples.lab()
-    result = eliminate_faces(g, [(("x", "v2"), ("v2", "f")), (("y", "v2"), ("v2", "f")),
-                                 (("x", "v3"), ("v3", "f"))], keep_graphs=True)
+    result = eliminate(g, [(("x", "v2"), ("v2", "f")), (("y", "v2"), ("v2", "f")),
+                                 (("x", "v3"), ("v3", "f"))], keep_graphs=True, on="faces")
     first, second, third = result.steps
-    assert (first.into, first.absorbed, first.removed) == (
+    assert (into(first), absorbed(first), first.removed) == (
         (("x", "v2", "f"),), False, ((("x", "v2"),),))
-    assert first.label == 3.0
+    assert label(first) == 3.0 and first.on == "faces"
     # the second face leaves v2 -> f without predecessors: it goes
     assert second.removed == ((("y", "v2"),), (("v2", "f"),))
     # the third product has the predecessors and successors of x -> v2 -> f: absorbed
-    assert third.absorbed and third.into == (("x", "v2", "f"), ("x", "v3", "f"))
+    assert absorbed(third) and into(third) == (("x", "v2", "f"), ("x", "v3", "f"))
     assert (result.multiplications, result.additions) == (3, 1)
     assert result.jacobian.tolist() == [[3.0 + math.cos(2.0), 2.0]]
-    assert len(result.duals) == 4 and eliminable(result.dual) == []
+    assert len(result.graphs) == 4 and eliminable(result.dual) == []
+    h = result.graph      # the bipartite LCG of the Jacobian
+    assert [(h.names[u], h.names[v], d) for u, v, d in h.edges()] == [
+        ("x", "f", 3.0 + math.cos(2.0)), ("y", "f", 2.0)]
 
 
 def test_a_merge_by_hand():
@@ -111,12 +126,15 @@ def test_a_merge_by_hand():
     g = LCG.from_edges([("x", "i", 2.0), ("i", "j", 3.0), ("i", "m", 5.0), ("m", "j", 7.0),
                         ("j", "y1", 11.0), ("j", "y2", 13.0)], inputs=["x"],
                        outputs=["y1", "y2"])
-    result = eliminate_faces(g, [(("m", "j"), ("j", "y1")), (("i", "m"), ("m", "j")),
-                                 (("i", "j"), ("j", "y1"))])
-    assert [s.absorbed for s in result.steps] == [False, False, False]
-    assert result.steps[2].merged == ((("i", "j"),), (("i", "m", "j"),))
-    assert [s.additions for s in result.steps] == [0, 0, 1]
+    result = eliminate(g, [(("m", "j"), ("j", "y1")), (("i", "m"), ("m", "j")),
+                                 (("i", "j"), ("j", "y1"))], on="faces")
+    assert [absorbed(s) for s in result.steps] == [False, False, False]
     merged = (("i", "j"), ("i", "m", "j"))
+    # j -> y1 is left without predecessors and goes; the two halves of the merge go too,
+    # and their sum is the vertex updated
+    assert result.steps[2].removed == ((("j", "y1"),), (("i", "j"),), (("i", "m", "j"),))
+    assert result.steps[2].updated == (merged,)
+    assert [s.additions for s in result.steps] == [0, 0, 1]
     assert result.dual.nodes[merged]["label"] == 3.0 + 7.0 * 5.0
     assert [b for b in result.dual.successors(merged)] == [(("j", "y2"),)]
 
@@ -131,8 +149,8 @@ def test_a_junction_no_edge_sequence_reaches():
                         ("k1", "y1", 17.0), ("k2", "y2", 19.0)], inputs=["x1", "x2"],
                        outputs=["y1", "y2"])
     straight = [(("i1", "j"), ("j", "k1")), (("i2", "j"), ("j", "k2"))]
-    first = eliminate_faces(g, straight)
-    assert [(s.into, s.absorbed, s.removed, s.label) for s in first.steps] == [
+    first = eliminate(g, straight, on="faces")
+    assert [(into(s), absorbed(s), s.removed, label(s)) for s in first.steps] == [
         ((("i1", "j", "k1"),), False, (), 55.0), ((("i2", "j", "k2"),), False, (), 91.0)]
     assert [face for face in eliminable(first.dual) if face[0][0][-1] == "j"] == [
         ((("i1", "j"),), (("j", "k2"),)), ((("i2", "j"),), (("j", "k1"),))]
@@ -140,26 +158,27 @@ def test_a_junction_no_edge_sequence_reaches():
     # four paths (four partials) needs two more products: 4 + 4 * 2 = 12 (vertex
     # elimination of i1, i2, k1, k2 and then j needs 8).
     sequence = list(straight)
-    while eliminable(dual := eliminate_faces(g, sequence).dual):
+    while eliminable(dual := eliminate(g, sequence, on="faces").dual):
         sequence.append(eliminable(dual)[-1])
-    result = eliminate_faces(g, sequence)
+    result = eliminate(g, sequence, on="faces")
     assert (result.multiplications, result.additions) == (12, 0)
     assert result.jacobian.tolist() == [[2 * 5 * 11 * 17, 3 * 7 * 11 * 17],
                                         [2 * 5 * 13 * 19, 3 * 7 * 13 * 19]]
 
 
 # --------------------------------------------------------- any sequence
+@pytest.mark.slow
 @SETTINGS
 @given(g=graphs(), data=st.data())
 def test_every_dual_vertex_sums_its_paths(g, data):
     sequence, D = [], dual_graph(g)
     while eliminable(D):
         sequence.append(data.draw(st.sampled_from(eliminable(D))))
-        D = eliminate_faces(g, sequence).dual
-    result = eliminate_faces(g, sequence, keep_graphs=True)
+        D = eliminate(g, sequence, on="faces").dual
+    result = eliminate(g, sequence, keep_graphs=True, on="faces")
     assert_is_jacobian(result.jacobian, g)
     assert result.multiplications == len(sequence)
-    for dual in result.duals:
+    for dual in result.graphs:
         for node, data_ in dual.nodes(data=True):
             if data_["kind"] == "edges":
                 assert np.isclose(data_["label"], path_sum(g, node), rtol=1e-12, atol=1e-300)
@@ -178,8 +197,8 @@ def test_edge_and_vertex_elimination_are_face_elimination(g, data):
     order = list(data.draw(st.permutations(g.intermediates)))
     for sequence in (vertex_order_as_edges(g, order, data.draw(st.sampled_from(
             ["front", "back"]))), "markowitz"):
-        edges = eliminate_edges(g, sequence, keep_graphs=True)
-        faces = eliminate_faces(g, edges_as_faces(g, sequence), keep_graphs=True)
+        edges = eliminate(g, sequence, keep_graphs=True, on="edges")
+        faces = eliminate(g, edges_as_faces(g, sequence), keep_graphs=True, on="faces")
         assert (faces.multiplications, faces.additions) == (edges.multiplications,
                                                             edges.additions)
         np.testing.assert_array_equal(faces.jacobian, edges.jacobian)
@@ -188,9 +207,9 @@ def test_edge_and_vertex_elimination_are_face_elimination(g, data):
         done = 0
         for step, after in zip(edges.steps, edges.graphs[1:]):
             done += step.multiplications
-            assert by_ends(faces.duals[done]) == by_ends(dual_graph(after))
+            assert by_ends(faces.graphs[done]) == by_ends(dual_graph(after))
     vertices = eliminate(g, order)
-    faces = eliminate_faces(g, edges_as_faces(g, vertex_order_as_edges(g, order)))
+    faces = eliminate(g, edges_as_faces(g, vertex_order_as_edges(g, order)), on="faces")
     assert (faces.multiplications, faces.additions) == (vertices.multiplications,
                                                         vertices.additions)
     np.testing.assert_array_equal(faces.jacobian, vertices.jacobian)
@@ -202,13 +221,13 @@ def brute_force_optimum(g: LCG) -> tuple[int, int]:
     every face from every dual structure met (through the public API)."""
     @functools.cache
     def best(sequence: tuple) -> tuple[int, int]:
-        result = eliminate_faces(g, list(sequence))
+        result = eliminate(g, list(sequence), on="faces")
         options = eliminable(result.dual)
         if not options:
             return (0, 0)
         costs = []
         for face in options:
-            step = eliminate_faces(g, [*sequence, face]).steps[-1]
+            step = eliminate(g, [*sequence, face], on="faces").steps[-1]
             rest = best_from(sequence + (face,))
             costs.append((step.multiplications + rest[0], step.additions + rest[1]))
         return min(costs)
@@ -216,7 +235,7 @@ def brute_force_optimum(g: LCG) -> tuple[int, int]:
     seen = {}
 
     def best_from(sequence):
-        D = eliminate_faces(g, list(sequence)).dual
+        D = eliminate(g, list(sequence), on="faces").dual
         key = frozenset(D.edges())
         if key not in seen:
             seen[key] = best(sequence)
@@ -225,10 +244,11 @@ def brute_force_optimum(g: LCG) -> tuple[int, int]:
     return best_from(())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [examples.lab, examples.lecture, examples.figure1])
 def test_optimal_matches_brute_force_on_named_examples(make):
     g = make()
-    result = eliminate_faces(g, "optimal")
+    result = eliminate(g, "optimal", on="faces")
     assert (result.multiplications, result.additions) == brute_force_optimum(g)
     assert_is_jacobian(result.jacobian, g)
 
@@ -238,9 +258,9 @@ def test_optimal_matches_brute_force_on_named_examples(make):
 def test_optimal_matches_brute_force_and_never_loses_to_edges(g):
     if g.n_edges > 6:  # the brute force reruns every prefix: keep it small
         return
-    result = eliminate_faces(g, "optimal")
+    result = eliminate(g, "optimal", on="faces")
     assert (result.multiplications, result.additions) == brute_force_optimum(g)
-    edges = eliminate_edges(g, "optimal")
+    edges = eliminate(g, "optimal", on="edges")
     assert (result.multiplications, result.additions) <= (edges.multiplications,
                                                           edges.additions)
 
@@ -265,14 +285,14 @@ def test_cheaper_than_needs_a_whole_number():
 
 def test_optimal_refuses_large_graphs():
     g = examples.random_dag(2, 6, 2, density=0.6, rng=0)
-    assert g.n_edges > OPTIMAL_EDGES
-    with pytest.raises(ValueError, match=f"limited to {OPTIMAL_EDGES} LCG edges"):
-        eliminate_faces(g, "optimal")
+    assert g.n_edges > OPTIMAL_FACES
+    with pytest.raises(ValueError, match=f"limited to {OPTIMAL_FACES} LCG edges"):
+        eliminate(g, "optimal", on="faces")
 
 
 # ------------------------------------------------------------- bad input
 @pytest.mark.parametrize("sequence, error, fragment", [
-    ("best", ValueError, "unknown face elimination strategy 'best'"),
+    ("best", ValueError, "unknown elimination order 'best'"),
     (3, TypeError, "not int"),
     ([("x", "v2")], TypeError, "face #0 names a dual vertex by 'x'; name it by its path"),
     ([(("x", "v2"),)], TypeError, "a face is a pair (a, b) of dual vertices"),
@@ -284,7 +304,7 @@ def test_optimal_refuses_large_graphs():
 ])
 def test_bad_sequences(sequence, error, fragment):
     with pytest.raises(error) as caught:
-        eliminate_faces(examples.lab(), sequence)
+        eliminate(examples.lab(), sequence, on="faces")
     assert fragment in str(caught.value)
 
 

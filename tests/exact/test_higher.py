@@ -297,3 +297,11 @@ def test_every_operation_of_the_table_has_its_second_derivative():
             behind = evaluate(op, tuple(np.subtract(point, e)))[1]
             column = (np.array(ahead) - np.array(behind)) / (2 * h)
             close(H[:, j], column, rtol=1e-6)
+
+
+def test_the_reverse_pass_vertices_are_numbered_without_gaps():
+    """b₀, b₁, b₂, ...: the names read as a count of the reverse pass's other vertices."""
+    G = gradient_graph(lambda x1, x2: ops.log(x1) + x1 * x2 - ops.sin(x2), 2.0, 5.0)
+    numbered = [name for name in G.names if name.startswith("b")]
+    assert numbered == [f"b{chr(0x2080 + j)}" for j in range(len(numbered))]
+    assert len(numbered) == 3 and {G.names[v] for v in G.outputs} == {"x̄1", "x̄2"}

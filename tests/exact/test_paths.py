@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracles import array_programs, close, dense_jacobian, random_dags
+from oracles import array_programs, broom, close, dense_jacobian, random_dags
 
 import minirad
 from minirad import LCG, examples, trace
@@ -374,16 +374,6 @@ def test_a_count_too_long_for_python_to_print_still_prints():
 
 
 # ----------------------------------------------------------------- issue 39
-def broom(n: int) -> LCG:
-    """x enters a chain c1 -> ... -> cn at every vertex, and cn leads to y: n paths, the
-    one entering at ci of n - i + 2 edges, so Bauer's formula multiplies
-    sum_i (n - i + 1) = n (n + 1) / 2 times along them (counted by hand)."""
-    names = ["x"] + [f"c{i}" for i in range(1, n + 1)] + ["y"]
-    sources = [0] * n + list(range(1, n)) + [n]
-    targets = list(range(1, n + 1)) + list(range(2, n + 1)) + [n + 1]
-    return LCG(names, sources, targets, np.ones(len(sources)), [0], [n + 1])
-
-
 def test_bauer_is_bounded_by_the_products_along_its_paths_not_only_their_number():
     """Issue 39: n paths of average length n/2 are under any path limit yet cost n^2/2
     products (two days at n = 10^6). Refused before any path is walked, naming the

@@ -259,6 +259,7 @@ def test_auto_sends_deep_graphs_to_the_solver():
     assert [g.memos[key] for key in g.memos if key.startswith("sweeps.levels_within.")] == [None]
 
 
+@pytest.mark.slow
 def test_the_first_sweep_builds_nothing_and_counts_only_when_read():
     g = examples.random_layered(500, 10, 5, rng=4)  # wide: later sweeps use wavefronts
     result = reverse_sweep(g)

@@ -23,8 +23,9 @@ from minirad.graph.lcg import relabelled
 from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Added, Dense, Identity, ProjectedMatMul
 from minirad.randomized.injection import inject_edge, inject_vertex, sample_activations
-from minirad.tracing.arrays import avg_pool2d, conv2d, matmul, name, softmax, softmax_cross_entropy
+from minirad.tracing import name
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import avg_pool2d, conv2d, matmul, softmax, softmax_cross_entropy
 
 
 def full_jacobian(g):
@@ -241,6 +242,7 @@ def test_saving_into_a_missing_folder_names_the_path(tmp_path):
         save_graph(examples.figure1(), tmp_path / "nowhere" / "g.json")
 
 
+@pytest.mark.slow
 def test_a_million_vertex_chain_round_trips_without_recursion(tmp_path):
     n = 1_000_000
     g = LCG([f"v{i}" for i in range(n)], np.arange(n - 1), np.arange(1, n),

@@ -34,7 +34,7 @@ def _retained_keys(manifest):
                                  "value:999999:sample:1", "value:01:sample:1"])
 @pytest.mark.parametrize("field", [0, 2], ids=["key", "source_key"])
 def test_an_archive_whose_retained_value_key_names_no_vertex_is_refused(tmp_path, key, field):
-    """``value:abc`` loaded, then memory() and render failed (int('abc')); ``value:999999``
+    """``value:abc`` loaded, then retained_memory() and render failed (int('abc')); ``value:999999``
     loaded and changed the memory total. ``value:0`` names W1, a vertex of other bits.
     The oracle: the unchanged archive loads and counts what the traced graph counts."""
     g = examples.figure3()          # keeps value:1 (W2), value:3 (a1) and a mask from value:3

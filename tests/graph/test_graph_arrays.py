@@ -11,8 +11,9 @@ from minirad.graph.lcg import LCG, relabelled
 from minirad.graph.memory import retained_memory
 from minirad.graph.operators import OPERATORS, Diagonal, Mask
 from minirad.graph.scalarize import scalarize, vertex_copies
-from minirad.tracing.arrays import conv2d, name, softmax_cross_entropy
+from minirad.tracing import name
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import conv2d, softmax_cross_entropy
 
 
 def small_graph():

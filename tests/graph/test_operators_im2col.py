@@ -14,7 +14,7 @@ from minirad.graph.files import load_graph, save_graph
 from minirad.graph.memory import retained_memory
 from minirad.graph.operators import Gather, Im2Col, MatMul
 from minirad.studies.nn import convnet_numpy
-from minirad.tracing.arrays import conv2d
+from minirad.tracing.rules import conv2d
 
 RNG = np.random.default_rng(41)
 

@@ -64,6 +64,7 @@ def test_the_discrete_program_solves_the_decay_problem():
     assert ode.loss(problem, problem.parameters) == pytest.approx(decay_cost(0.7), rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["discrete", "stored", "checkpoints", "reintegrate"])
 def test_every_gradient_of_the_decay_problem_meets_the_closed_form(method):
     errors = []
@@ -142,6 +143,7 @@ ORDERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ORDERS)
 def test_continuous_and_discrete_adjoints_meet_at_rk4s_order(name):
     run = ode.convergence(ORDERS[name](), refinements=(1, 2, 4))
@@ -166,6 +168,7 @@ def test_checkpoints_give_the_stored_numbers_with_less_memory(name):
     assert stored.stored_states == problem.n_steps + 1
 
 
+@pytest.mark.slow
 def test_reintegration_is_fine_for_an_oscillator_and_unstable_for_diffusion():
     osc = ode.oscillator(n_steps=60)
     exact = ode.discrete_gradient(osc, osc.parameters)
@@ -222,6 +225,7 @@ def test_bad_input():
         plot_adjoint_convergence([])
 
 
+@pytest.mark.slow
 def test_reintegration_picture_reports_the_overflow():
     fig = plot_reintegration([ode.oscillator(n_steps=30),
                               ode.diffusion(n_grid=9, n_steps=80, ratio=0.6)])

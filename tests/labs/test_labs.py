@@ -1,9 +1,11 @@
-"""The lab series: every lab runs, its handout stops at the first exercise, the
-checks accept the reference solutions and reject planted mistakes, and the
-percent-format to notebook conversion handles its markers.
+"""The lab series: every lab runs (once per session, in-process: tests/oracles.py), prints
+each exercise's success line and saves its pictures, its handout's stubs grade as "not
+implemented", the checks accept the reference solutions and reject planted mistakes, and
+the percent-format to notebook conversion handles its markers.
 
 Labs are discovered by globbing tutorials/lab*.py, so new labs are covered
-without editing this file.
+without editing this file.  The tests of one lab share an xdist worker (lab_group), so
+that the lab runs once per suite; tests/test_notebooks.py grades it once in a kernel.
 """
 
 from __future__ import annotations
@@ -11,22 +13,26 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from oracles import expect_failure, lab_solution, solved_lab
+from oracles import expect_failure, lab_group, lab_solution, solved_lab, solved_output
 
 from minirad import examples, labs
 from minirad.exact.paths import count_paths as minirad_count_paths
 from minirad.labs import notebook
+from minirad.labs.exercise import exercises_of_lab
+from minirad.labs.scoring import grade_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 LABS = sorted((ROOT / "tutorials").glob("lab*.py"))
 LAB_IDS = [lab.stem for lab in LABS]
+
+
+def lab_number(path: Path) -> int:
+    return int(re.match(r"lab(\d+)", path.name).group(1))
 
 
 # ------------------------------------------------ running the labs themselves
@@ -34,38 +40,56 @@ LAB_IDS = [lab.stem for lab in LABS]
 DRAWN = re.compile(r"\b(render|render_elimination|elimination_strip|draw_matplotlib)\(")
 
 
-@pytest.mark.parametrize("lab", [pytest.param(lab, marks=[pytest.mark.drawing] * bool(
-    DRAWN.search(lab.read_text(encoding="utf-8")))) for lab in LABS], ids=LAB_IDS)
-def test_lab_runs_as_a_script(lab, tmp_path):
-    pictures = tmp_path / "pictures"
-    env = dict(os.environ, MINIRAD_LAB_OUTPUT=str(pictures), MPLBACKEND="Agg")
-    run = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", str(lab)], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    for label in notebook.exercises(lab):
-        number = label.split(":")[0]  # "Exercise 2.1"
-        assert f"{number} passed:" in run.stdout, f"no success line for {label}"
-    saved = re.findall(r"^picture saved: (.+)$", run.stdout, flags=re.M)
-    assert saved, "a lab shows at least one picture"
-    for path in saved:
-        path = Path(path) if os.path.isabs(path) else tmp_path / path
-        assert path.parent == pictures and path.stat().st_size > 1000, path
-
-
-@pytest.mark.parametrize("lab", LABS, ids=LAB_IDS)
-def test_solutions_notebook_runs(lab, tmp_path_factory):
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=[lab_group(lab.stem)] + [
+    pytest.mark.drawing] * bool(DRAWN.search(lab.read_text(encoding="utf-8")))) for lab in LABS],
+    ids=LAB_IDS)
+def test_lab_runs_prints_each_success_line_and_saves_its_pictures(lab, tmp_path_factory):
+    """The solutions as a script would run them (outside a kernel): no cell fails, every
+    exercise's check prints its success line, every picture is saved as a PNG."""
     result = solved_lab(lab.stem, tmp_path_factory)
     assert result.ok, result.tracebacks[0] if result.tracebacks else result
+    printed, folder = solved_output(lab.stem, tmp_path_factory)
+    for label in notebook.exercises(lab):
+        number = label.split(":")[0]  # "Exercise 2.1"
+        assert f"{number} passed:" in printed, f"no success line for {label}"
+    saved = re.findall(r"^picture saved: (.+)$", printed, flags=re.M)
+    assert saved, "a lab shows at least one picture"
+    for path in saved:
+        path = Path(path) if os.path.isabs(path) else folder / path
+        assert path.parent == folder / "pictures" and path.stat().st_size > 1000, path
 
 
-@pytest.mark.parametrize("lab", LABS, ids=LAB_IDS)
-def test_handout_stops_at_its_first_exercise(lab, tmp_path):
-    labels = notebook.exercises(lab)
-    assert labels, f"{lab.name} has no exercise"
-    nb = notebook.to_notebook(lab, solutions=False)
-    result = notebook.run_notebook(nb, cwd=tmp_path, env={"MINIRAD_LAB_OUTPUT": tmp_path})
-    assert isinstance(result.error, NotImplementedError), result
-    assert str(result.error) == labels[0]
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=lab_group(lab.stem)) for lab in LABS],
+                         ids=LAB_IDS)
+def test_each_stub_of_the_handout_grades_as_not_implemented(lab, tmp_path_factory):
+    """The handout's exercise cells run over the solved notebook's variables: each stub
+    replaces its solution, and the grader calls the exercise "not implemented"."""
+    result = solved_lab(lab.stem, tmp_path_factory)
+    assert result.ok, result
+    namespace = dict(result.namespace)
+    handout = notebook.to_notebook(lab, solutions=False)
+    specs = exercises_of_lab(lab_number(lab))
+    for cell in handout.cells:
+        if cell.cell_type == "code" and "raise NotImplementedError(" in cell.source:
+            try:
+                exec(compile(cell.source, "<handout cell>", "exec"), namespace)
+            except NotImplementedError as stub:   # a stub at the top of the cell: the
+                # definitions it stands for (a class body, or 7.1's whole block) are missing
+                names = re.findall(r"^(?:class|def) (\w+)", cell.source, flags=re.M)
+                names += [name for spec in specs if spec.label == str(stub)
+                          for name in spec.takes]
+                for name in names:
+                    namespace.pop(name, None)
+    text = "\n".join(cell.source for cell in handout.cells)
+    for spec in specs:
+        assert f'NotImplementedError("{spec.label}")' in text
+        if any(name not in namespace for name in spec.takes):
+            continue   # the grader finds the name missing beside its stub: not implemented
+        fns = tuple(namespace[name] for name in spec.takes)
+        score = grade_in_process(spec, fns, spec.cases(None))
+        assert (score.points, score.status) == (0, "not implemented"), (spec.number, score)
+        assert score.message == f"{spec.label}: not implemented (the exercise's stub is " \
+                                "still there)"
 
 
 @pytest.mark.parametrize("lab", LABS, ids=LAB_IDS)
@@ -94,7 +118,9 @@ REFERENCES = [
 ]
 
 
-@pytest.mark.parametrize("stem, name, check", REFERENCES, ids=[r[1] for r in REFERENCES])
+@pytest.mark.parametrize("stem, name, check",
+                         [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
+                         ids=[r[1] for r in REFERENCES])
 def test_check_accepts_the_reference_solution(stem, name, check, tmp_path_factory, capsys):
     solution = lab_solution(stem, name, tmp_path_factory)
     capsys.readouterr()  # what the notebook printed, if it ran just now

@@ -8,10 +8,12 @@ import operator
 
 import numpy as np
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad.exact.cotangents import add_bang
 from minirad.labs.lab07_tracked_arrays import check_add_bang
+
+pytestmark = lab_group("lab7_tracked_arrays")  # one run of the lab per test session
 
 
 def lab7(name, tmp_path_factory):

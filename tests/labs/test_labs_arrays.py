@@ -9,11 +9,13 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, solved_lab
+from oracles import expect_failure, lab_group, solved_lab
 
 from minirad import labs, ops, trace
 from minirad.exact.sweeps import reverse_sweep
 from minirad.exact.sweeps import vjp as block_vjp
+
+pytestmark = lab_group("lab7_tracked_arrays")  # one run of the lab per test session
 
 STEM = "lab7_tracked_arrays"
 
@@ -46,7 +48,7 @@ def test_the_pullback_oracle_accepts_minirad_but_the_exercises_refuse_it(capsys)
     expect_failure(labs.check_scalar_tracer,
                    lambda f, x, y: reverse_sweep(trace(lambda a, b: f(a, b, ops.sin), x,
                                                        y)).jacobian[0],
-                   "Exercise 7.1", "used the reference", "trace (minirad.tracing)")
+                   "Exercise 7.1", "used the reference", "trace (minirad.tracing.tracer)")
     with pytest.raises(labs.CheckFailed, match="Exercise 7.2.*used the reference"):
         labs.check_matmul_pullback(labs.ARRAY_RULES["matmul"], minirad_vjp)
 

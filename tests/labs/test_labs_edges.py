@@ -5,11 +5,13 @@ with a message naming the graph, the step and, for the common slips, the slip.""
 import re
 
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import LCG
-from minirad.exact.edge_elimination import eliminate_edges
+from minirad.exact.elimination import eliminate
 from minirad.labs.lab04_elimination import check_eliminate_edge, edge_dict
+
+pytestmark = lab_group("lab4_elimination")  # one run of the lab per test session
 
 
 def by_hand(edges, i, j, direction):
@@ -35,7 +37,7 @@ def by_minirad(edges, i, j, direction):
     """minirad's own step, on the dict made into an LCG: the reference a student must
     not call."""
     g = LCG.from_edges([(u, w, d) for (u, w), d in edges.items()], [], [])
-    return edge_dict(eliminate_edges(g, [(i, j, direction)]).graph)
+    return edge_dict(eliminate(g, [(i, j, direction)], on="edges").graph)
 
 
 def test_check_accepts_the_lab_solution(tmp_path_factory, capsys):
@@ -49,7 +51,7 @@ def test_check_accepts_another_correct_answer_and_refuses_minirad_s_own(capsys):
     check_eliminate_edge(by_hand)
     assert "Exercise 4.4 passed" in capsys.readouterr().out
     expect_failure(check_eliminate_edge, by_minirad, "used the reference",
-                   "minirad.exact.edge_elimination")
+                   "minirad.exact.elimination")
 
 
 def test_a_stub_passes_through():

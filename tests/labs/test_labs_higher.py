@@ -3,11 +3,13 @@ reject planted wrong answers with a targeted hint (the planted mistakes of
 minirad/labs/lab12_higher.py are run through the grader in tests/test_labs_grade.py)."""
 
 import numpy as np
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad.exact import higher
 from minirad.labs.lab12_higher import HVP_PROGRAMS, RULES, check_dual_numbers, check_hvp
 from minirad.tracing.dual import Dual
+
+pytestmark = lab_group("lab12_higher")  # one run of the lab per test session
 
 
 def test_accepts_the_reference_solutions(tmp_path_factory, capsys):

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import examples, labs
 from minirad.exact.jacobians import jacobian as minirad_jacobian
@@ -29,7 +29,8 @@ def sampling_P(d, k, rng):
     return np.diag(np.bincount(rng.integers(d, size=k), minlength=d) * (d / k))
 
 
-@pytest.mark.parametrize("stem, name, check, number", REFERENCES,
+@pytest.mark.parametrize("stem, name, check, number",
+                         [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
                          ids=[r[1] for r in REFERENCES])
 def test_check_accepts_the_lab_solution(stem, name, check, number, tmp_path_factory, capsys):
     solution = lab_solution(stem, name, tmp_path_factory)
@@ -142,6 +143,7 @@ def test_rademacher_check_rejects_gaussians_wrong_products_and_shared_signs():
     expect_failure(labs.check_rademacher_P, shared, "on d=3, k=1", "mean of P[0, 1]")
 
 
+@lab_group("lab5_randomized")
 def test_variance_check_names_each_slip(tmp_path_factory):
     variance_k1 = lab_solution("lab5_randomized", "variance_k1", tmp_path_factory)
     for slip, wrong in (("forgets to square", 0), ("leaves out the factor d", 1),

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, solved_lab
+from oracles import expect_failure, lab_group, solved_lab
 
 from minirad import labs
 from minirad.checkpoint.schedules import (
@@ -22,6 +22,8 @@ from minirad.checkpoint.schedules import (
 )
 from minirad.studies.nn.memory import mlp, total_bytes
 from minirad.studies.pde import index_dtype
+
+pytestmark = lab_group("lab8_memory")  # one run of the lab per test session
 
 STEM = "lab8_memory"
 
@@ -301,3 +303,25 @@ def test_uniform_cost_check_refuses_a_non_pair():
 def test_budget_check_names_each_slip(fn, fragments):
     expect_failure(labs.check_rad_budget, fn, "Exercise 8.4 (RAD at a memory budget), on ",
                    *fragments)
+
+
+def test_hidden_table1_cases_do_not_hinge_on_a_rounding_error_of_f_times_d():
+    """0.17 * 300 is 51.00000000000001 in floating point: the lab's own solution (a plain
+    ceil) kept 52 entries where Table 1's rule keeps 51, and lost a hidden case of 8.1.
+    Over many students' draws, that solution agrees with minirad on every hidden case."""
+    from minirad.labs.exercise import EXERCISES
+
+    def plain_ceil(sizes, fraction, batch):   # the tutorial's solution, as a student writes it
+        inputs, outputs = sizes[:-1], sizes[1:]
+        parameters = sum(d_in * d_out + d_out for d_in, d_out in zip(inputs, outputs))
+        if fraction == 1:
+            return 4 * parameters + batch * 4 * (sum(inputs) + sizes[-1])
+        kept = sum(math.ceil(fraction * d) for d in inputs)
+        return 4 * parameters + batch * (4 * (kept + sizes[-1]) + sum(outputs[:-1]) / 8)
+
+    assert plain_ceil((784, 300, 300, 300, 10), 0.17, 214) != total_bytes(mlp(), 0.17, 214)
+    for seed in range(300):
+        for case in EXERCISES["8.1"].cases(np.random.default_rng(seed)):
+            for sizes, fraction, batch in case["questions"]:
+                assert plain_ceil(tuple(sizes), fraction, batch) == total_bytes(
+                    mlp(tuple(sizes)), fraction, batch), (seed, sizes, fraction, batch)

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import LCG, examples, labs, trace
 from minirad.exact.elimination import eliminate_vertex, elimination_order
@@ -30,7 +30,8 @@ REFERENCES = [
 ]
 
 
-@pytest.mark.parametrize("stem, name, check, number", REFERENCES,
+@pytest.mark.parametrize("stem, name, check, number",
+                         [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
                          ids=[r[1] for r in REFERENCES])
 def test_check_accepts_the_lab_solution(stem, name, check, number, tmp_path_factory, capsys):
     solution = lab_solution(stem, name, tmp_path_factory)

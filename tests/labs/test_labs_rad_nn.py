@@ -9,12 +9,14 @@ import re
 
 import numpy as np
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import labs
 from minirad.labs import lab09_rad_nn
 from minirad.studies.nn.activations import keep_input, restore_input
 from minirad.studies.nn.memory import kept_entries
+
+pytestmark = lab_group("lab9_rad_nn")  # one run of the lab per test session
 
 STEM = "lab9_rad_nn"
 

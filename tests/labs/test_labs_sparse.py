@@ -2,7 +2,7 @@
 reject planted wrong answers with a targeted hint."""
 
 import numpy as np
-from oracles import expect_failure
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad.exact.sparsity import colour_columns
 from minirad.labs.lab04_elimination import check_column_colouring
@@ -65,15 +65,20 @@ def test_implicit_rejects_planted_answers():
 
 
 # ------------------------------------------------- the labs' own solutions
-def test_lab_solutions_pass_their_checks(tmp_path_factory, capsys):
-    from oracles import lab_solution
-
+@lab_group("lab4_elimination")
+def test_lab_4_s_colouring_passes_its_check(tmp_path_factory, capsys):
     from minirad import labs
 
     colour = lab_solution("lab4_elimination", "colour_columns", tmp_path_factory)
     capsys.readouterr()   # what the notebook printed, if it ran just now
     labs.check_column_colouring(colour)
     assert capsys.readouterr().out.startswith("Exercise 4.3 passed")
+
+
+@lab_group("lab6_optimisation")
+def test_lab_6_s_implicit_gradient_passes_its_check(tmp_path_factory, capsys):
+    from minirad import labs
+
     implicit = lab_solution("lab6_optimisation", "implicit_gradient", tmp_path_factory)
     capsys.readouterr()
     labs.check_implicit_gradient(implicit)

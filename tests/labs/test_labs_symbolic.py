@@ -3,10 +3,12 @@ planted wrong answers with a targeted hint (one of them, a count that visits eve
 node, only by the time limit: that test takes the check's 5 seconds)."""
 
 import pytest
-from oracles import expect_failure, lab_solution
+from oracles import expect_failure, lab_group, lab_solution
 
 from minirad import symbolic
 from minirad.labs.lab11_symbolic import SECONDS, check_tree_size, tree_size_cases
+
+pytestmark = lab_group("lab11_symbolic")  # one run of the lab per test session
 
 sp = pytest.importorskip("sympy")
 

@@ -1,12 +1,13 @@
 """minirad in its real notebook environment: a fresh Jupyter kernel, no ``%matplotlib inline``.
 
 Every lab's solutions notebook is graded by ``minirad lab grade`` (each in its
-own kernel): it must score full marks, no cell may fail, and no picture may
-reach the notebook only as a text repr (``<Figure size 640x480 with 1 Axes>``,
+own sandboxed kernel, once per test session: tests/oracles.py graded_lab): it must
+score full marks, no cell may fail, and no picture may reach the notebook only as
+a text repr (``<Figure size 640x480 with 1 Axes>``,
 ``[<minirad.draw.render.Drawing at 0x...>]``), which is what a student would
-see.  Every unmodified handout is graded too: each exercise scores 0, "not
-implemented".  Each value minirad returns as a picture is also checked on its
-own in one kernel.  The labs take a few minutes together on one core.
+see.  (The handouts' stubs are graded in tests/test_labs.py, over the lab's one
+in-process run.)  Each value minirad returns as a picture is also checked on its
+own in one kernel.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from oracles import graded_lab, lab_group
 
-from minirad.labs import grading, notebook
 from minirad.labs.exercise import exercises_of_lab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,60 +49,50 @@ def _execute(nb, folder: Path):
     return nb
 
 
-def _displays(nb):
-    """(cell number, output) for every displayed value of the executed notebook."""
-    for number, cell in enumerate(nb.cells):
+def _outputs(cells):
+    """(cell number, output) for every output of a notebook's cells (as nbformat cells or
+    as the grader's report gives them)."""
+    for number, cell in enumerate(cells):
         for output in cell.get("outputs", []):
-            if output["output_type"] in ("display_data", "execute_result"):
-                yield number, output
+            yield number, output
 
 
-def _text_only_pictures(nb) -> list[str]:
+def _displays(cells):
+    """(cell number, output) for every displayed value."""
+    for number, output in _outputs(cells):
+        if output["output_type"] in ("display_data", "execute_result"):
+            yield number, output
+
+
+def _text_only_pictures(cells) -> list[str]:
     return [f"cell {number}: {output['data']['text/plain'][:80]!r}"
-            for number, output in _displays(nb)
+            for number, output in _displays(cells)
             if not any(kind in output["data"] for kind in IMAGES)
             and PICTURE_AS_TEXT.search(output["data"].get("text/plain", ""))]
 
 
-def _graded(lab: Path, solutions: bool, folder: Path, monkeypatch):
-    """Grade the lab's solutions or handout notebook as a submission, in a fresh kernel."""
-    monkeypatch.setenv("PYTHONPATH", _kernel_env()["PYTHONPATH"])
-    path = folder / f"{lab.stem}.ipynb"
-    path.write_text(nbformat.writes(notebook.to_notebook(lab, solutions=solutions)))
-    (report,) = grading.grade([path], folder / "scores")
-    return report
-
-
-@pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
-def test_lab_solutions_score_full_marks_in_a_kernel_with_inline_pictures(lab, tmp_path,
-                                                                           monkeypatch):
-    report = _graded(lab, True, tmp_path, monkeypatch)
-    assert report.scores and not report.error
+@pytest.mark.parametrize("lab", [pytest.param(lab, marks=lab_group(lab.stem)) for lab in LABS],
+                         ids=[lab.stem for lab in LABS])
+def test_lab_solutions_score_full_marks_in_a_kernel_with_inline_pictures(lab,
+                                                                           tmp_path_factory):
+    report = graded_lab(lab.stem, tmp_path_factory)
+    assert report.scores and not report.error, report.error
     failed = [(s.number, s.status, s.message) for s in report.scores if s.status != "passed"]
     assert not failed, failed
     assert report.total == report.max_total == sum(
         spec.points for spec in exercises_of_lab(report.lab))
-    nb = report.executed
-    errors = [o for cell in nb.cells for o in cell.get("outputs", [])
-              if o["output_type"] == "error"]
+    cells = report.executed
+    errors = [o for _, o in _outputs(cells) if o["output_type"] == "error"]
     assert not errors, errors[0]
-    assert not _text_only_pictures(nb), _text_only_pictures(nb)
-    images = [output for _, output in _displays(nb) if any(k in output["data"] for k in IMAGES)]
+    assert not _text_only_pictures(cells), _text_only_pictures(cells)
+    images = [output for _, output in _displays(cells) if any(k in output["data"] for k in IMAGES)]
     assert images, f"{lab.name} showed no picture inline"
-    streams = "".join(output.get("text", "") for cell in nb.cells
-                      for output in cell.get("outputs", []) if output["output_type"] == "stream")
+    streams = "".join(output.get("text", "") for _, output in _outputs(cells)
+                      if output["output_type"] == "stream")
     # labs.show displays inline in a kernel; saving to a file instead would be a bug
     assert "picture saved:" not in streams
-
-
-@pytest.mark.parametrize("lab", LABS, ids=[lab.stem for lab in LABS])
-def test_an_unmodified_handout_scores_zero_not_implemented_per_exercise(lab, tmp_path,
-                                                                          monkeypatch):
-    report = _graded(lab, False, tmp_path, monkeypatch)
-    assert [s.label if hasattr(s, "label") else f"Exercise {s.number}: {s.title}"
-            for s in report.scores] == notebook.exercises(lab)
-    assert {(s.points, s.status) for s in report.scores} == {(0, "not implemented")}
-    assert report.max_total == sum(spec.points for spec in exercises_of_lab(report.lab))
+    # nothing the lab's own code does is refused by the grader's kernel
+    assert not [note for note in report.notes if note.startswith("refused")], report.notes
 
 
 def test_a_failed_check_shows_its_hint_first_and_only_the_student_s_frames(tmp_path):
@@ -157,7 +148,7 @@ def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     nb = _execute(nb, tmp_path)
     printed = nb.cells[0].outputs[0]["text"].strip()
     assert Path(printed).resolve().parent == ROOT / "minirad", "the kernel imported another minirad"
-    shown = {number: output for number, output in _displays(nb)}
+    shown = {number: output for number, output in _displays(nb.cells)}
     for number, source in enumerate(cells[1:], 1):
         assert number in shown, f"{source} displayed nothing"
         kinds = set(shown[number]["data"])
@@ -174,7 +165,7 @@ def test_a_large_graph_shows_as_text_in_a_kernel(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
         "from minirad import examples\nexamples.random_dag(3, 150, 2, rng=0)")]
-    (output,) = [output for _, output in _displays(_execute(nb, tmp_path))]
+    (output,) = [output for _, output in _displays(_execute(nb, tmp_path).cells)]
     assert set(output["data"]) == {"text/plain"}
     assert "not drawn: 155 vertices" in output["data"]["text/plain"]
 

@@ -48,8 +48,9 @@ from minirad.randomized.injection import (
     sample_activations,
 )
 from minirad.randomized.sampling import path_sampling_variance
-from minirad.tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
+from minirad.tracing import name
 from minirad.tracing.ops import relu
+from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 
 LAWS = ("sample", "rademacher")
 
@@ -416,6 +417,7 @@ EDGE_WAYS = {"edge per-row": (8, True, "outer"), "edge shared": (8, False, "oute
              "generic edge": (24, True, "mask")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", sorted(EDGE_WAYS) + ["activations"])
 @pytest.mark.parametrize("law", LAWS)
 def test_edge_injection_is_unbiased_with_its_exact_variance(how, law):
@@ -632,6 +634,7 @@ def test_paper_convnet_memory_and_where_it_differs_from_appendix_a():
     assert retained_memory(h).per_example(2) == (sum(sampled) + 10) * 4 + masks
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_row", [True, False])
 def test_sampling_a_gathered_source_is_unbiased(per_row):
     # a convolution's image sampled per example (and channel) over its spatial
@@ -707,6 +710,7 @@ def test_drawn_sampling_of_a_diagonal_is_the_projection_it_replaces():
                                compose(g.labels[e], P).to_dense(), rtol=1e-15)
 
 
+@pytest.mark.slow
 def test_sampled_diagonals_are_unbiased():
     # the two uses of x sampled independently (k = 4 of 5 each; x positive, so that the
     # two terms of each entry do not cancel); draws from the exact covariance (a 5% bias

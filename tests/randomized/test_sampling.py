@@ -170,6 +170,7 @@ def test_variance_of_k1_is_zero_on_equal_paths_and_positive_otherwise():
     assert path_sampling_variance(examples.interleaved(3, 3, "random", rng=0), 1)[0, 0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,g,k", [TINY[1], TINY[4], TINY[7], TINY[8]],
                          ids=["figure1-k2", "two_outputs-k1", "interleaved-k2", "mapping"])
 def test_both_samplers_draw_from_the_exact_law(name, g, k):
@@ -590,6 +591,7 @@ def test_a_sample_on_arrays_is_the_graph_with_drawn_edges_and_sampled_entries():
     assert s.graph.n_edges == len(labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k,entries", [(1, None), (1, 1), (2, 2), (1, 0.5)])
 def test_two_levels_on_arrays_are_unbiased_with_their_exact_variance(k, entries):
     # draws from the exact covariance so that a 5% bias fails the test; rates in

@@ -12,8 +12,8 @@ from minirad.exact.jacobians import jacobian
 from minirad.exact.sweeps import gradient, jvp, vjp
 from minirad.graph.memory import retained_memory
 from minirad.graph.scalarize import scalarize
-from minirad.tracing.arrays import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 from minirad.tracing.ops import relu, sigmoid
+from minirad.tracing.rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
 
 RNG = np.random.default_rng(3)
 
@@ -177,7 +177,7 @@ def test_unsupported_numpy_function_is_named():
                                         r"docs/numpy_support.md .*"
                                         r"register\(np.linalg.pinv, rule\)"):
         trace(lambda a: np.linalg.pinv(a), np.ones((3, 3)))
-    with pytest.raises(TypeError, match="numpy's spacing has no derivative .* floating-point"):
+    with pytest.raises(TypeError, match="numpy's spacing has no derivative: .*floating-point"):
         trace(lambda a: np.spacing(a), np.ones(3))
 
 
@@ -195,8 +195,8 @@ def test_bad_arguments_and_values():
                                          r"index \(1,\), where the operands are -1.0"):
         trace(lambda a: np.log(a), np.array([1.0, -1.0]))
     with pytest.raises(ValueError, match=r"sqrt at vertex v1 is not finite: its derivative is "
-                                         r"inf at index \(0,\)"):
-        trace(lambda a: np.sqrt(a), np.array([0.0, 1.0]))
+                                         r"inf at index \(0,\)"):   # when asked for
+        jacobian(trace(lambda a: np.sqrt(a), np.array([0.0, 1.0])))
     with pytest.raises(TypeError, match="must be a real array"):
         trace(lambda a: a, np.array(["x"]))
     with pytest.raises(ValueError, match="truth value .* shape \\(2,\\) is ambiguous"):
@@ -235,7 +235,7 @@ def test_constant_sparse_matrices():
     import scipy.sparse as sp
 
     from minirad.graph.operators import SparseMatMul
-    from minirad.tracing.arrays import matmul
+    from minirad.tracing.rules import matmul
     n = 6
     laplacian = sp.diags([np.ones(n - 1), -2 * np.ones(n), np.ones(n - 1)], [-1, 0, 1],
                          format="csr")

@@ -12,7 +12,7 @@ import numpy as np
 
 import minirad
 from minirad import ops, trace
-from minirad.tracing.arrays import softmax
+from minirad.tracing.rules import softmax
 
 N_CASES = 1000
 SHAPES = [(), (3,), (2, 3), (3, 1), (1, 3), (4,), (0,)]

@@ -5,7 +5,7 @@ catches it traced as it does untraced."""
 
 import numpy as np
 import pytest
-from test_array_trace import central_differences
+from oracles import central_differences
 
 import minirad
 from minirad import trace

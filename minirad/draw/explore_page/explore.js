@@ -58,7 +58,8 @@
   const edgeLayer = svgEl("g", { "aria-hidden": "true" });
   const labelLayer = svgEl("g", { "aria-hidden": "true" });
   const vertexLayer = svgEl("g");
-  svg.append(edgeLayer, labelLayer, vertexLayer);
+  const gridLayer = svgEl("g", { "aria-hidden": "true" });
+  svg.append(edgeLayer, labelLayer, vertexLayer, gridLayer);
 
   function inside(p, b, pad) {
     return Math.abs(p[0] - b.x) < b.w + pad && Math.abs(p[1] - b.y) < b.h + pad;
@@ -100,7 +101,7 @@
   }
   function drawEdge(edge) {
     const r = route(edge.u, edge.v);
-    const g = svgEl("g", { class: "edge " + (edge.cls || "") });
+    const g = svgEl("g", { class: "edge " + (edge.cls || ""), "data-edge": edge.u + ">" + edge.v });
     const d = "M" + r.points.map((p) => p[0].toFixed(1) + "," + p[1].toFixed(1)).join("L");
     g.appendChild(svgEl("path", { class: "line", d }));
     const end = r.points[r.points.length - 1], before = r.points[r.points.length - 3];
@@ -111,20 +112,38 @@
     g.appendChild(svgEl("path", { class: "head", d: "M" + head.map((p) => p.join(",")).join("L") + "Z" }));
     edgeLayer.appendChild(g);
   }
-  // Each label at the first place along its edge (the middle first) where it covers
-  // no vertex and no label placed before it.
+  // Each label beside its edge, on a white background: the first place along the edge
+  // (the middle first), on either side of the line, where it covers no vertex and no
+  // label placed before it; on the line itself only where nothing else is free.
   function placeLabels(edges) {
     const placed = [];
     const free = (p, w, h) => placed.every((q) => Math.abs(p[0] - q[0]) > (w + q[2]) / 2 + 2 || Math.abs(p[1] - q[1]) > (h + q[3]) / 2 + 1)
       && G.names.every((_, v) => !inside(p, { x: L.x[v], y: L.y[v], w: L.width[v] / 2 + w / 2, h: L.height[v] / 2 + h / 2 }, 0));
     edges.forEach((edge) => {
       if (!edge.label) return;
-      const points = route(edge.u, edge.v).points, w = edge.label.length * 6.3 + 4, h = 13;
-      const spots = [12, 9, 15, 7, 17, 5, 19, 3, 21].map((i) => points[i]);
+      const points = route(edge.u, edge.v).points, w = edge.label.length * 6.3 + 6, h = 15;
+      const spots = [];
+      for (const i of [12, 9, 15, 7, 17, 5, 19]) {
+        const before = points[i - 1], after = points[i + 1], p = points[i];
+        const dx = after[0] - before[0], dy = after[1] - before[1], len = Math.hypot(dx, dy) || 1;
+        const nx = -dy / len, ny = dx / len;
+        const off = Math.abs(nx) * w / 2 + Math.abs(ny) * h / 2 + 3;  // clear of the line
+        spots.push([p[0] + nx * off, p[1] + ny * off], [p[0] - nx * off, p[1] - ny * off]);
+      }
+      [12, 9, 15].forEach((i) => spots.push(points[i]));
       const spot = spots.find((p) => free(p, w, h)) || spots[0];
       placed.push([spot[0], spot[1], w, h]);
-      labelLayer.appendChild(svgEl("text", { class: "elabel" + (edge.cls && edge.cls.includes("dim") ? " dim" : ""),
-        x: spot[0].toFixed(1), y: spot[1].toFixed(1) }, edge.label));
+      const label = svgEl("g", { class: "elabel-box" + (edge.cls && edge.cls.includes("dim") ? " dim" : ""), "data-edge": edge.u + ">" + edge.v });
+      const text = svgEl("text", { class: "elabel", x: spot[0].toFixed(1), y: spot[1].toFixed(1) }, edge.label);
+      const back = svgEl("rect", { class: "elabel-bg", x: (spot[0] - w / 2).toFixed(1), y: (spot[1] - h / 2).toFixed(1),
+        width: w.toFixed(1), height: String(h), rx: "3" });
+      label.append(back, text);
+      labelLayer.appendChild(label);
+      const drawn = text.getBBox();  // the text as rendered: the background fits it
+      if (drawn.width > 0) {
+        back.setAttribute("x", (drawn.x - 3).toFixed(1));
+        back.setAttribute("width", (drawn.width + 6).toFixed(1));
+      }
     });
   }
 
@@ -151,9 +170,27 @@
   }
 
   // A view: which edges to draw (with classes and labels) and how to mark the vertices.
+  // The entries of an array, as a grid beside its vertex: kept ones filled (the
+  // second level of a sample); too many to draw are said in words.
+  function drawGrid(v, kept) {
+    const dims = G.dims[v], rows = dims.length > 1 ? dims.slice(0, -1).reduce((a, b) => a * b, 1) : 1;
+    const cols = dims.length ? dims[dims.length - 1] : 1, cell = 8;
+    const x0 = L.x[v] + L.width[v] / 2 + 8, y0 = L.y[v] - Math.min(rows * cell, L.height[v]) / 2;
+    const count = kept.filter((w) => w !== 0).length;
+    if (rows * cols > 400) {
+      gridLayer.appendChild(svgEl("text", { class: "gridnote", x: x0, y: L.y[v] }, count + " of " + kept.length + " kept"));
+      return;
+    }
+    kept.forEach((w, i) => {
+      gridLayer.appendChild(svgEl("rect", { class: w !== 0 ? "cell kept" : "cell", x: x0 + (i % cols) * cell,
+        y: y0 + Math.floor(i / cols) * cell, width: cell - 1, height: cell - 1 }));
+    });
+  }
   function show(view) {
     clear(edgeLayer);
     clear(labelLayer);
+    clear(gridLayer);
+    Object.entries(view.grids || {}).forEach(([v, kept]) => drawGrid(Number(v), kept));
     // dim edges first, so that highlighted ones are drawn over them
     const order = view.edges.slice().sort((a, b) => (b.cls || "").includes("dim") - (a.cls || "").includes("dim"));
     order.forEach(drawEdge);
@@ -345,9 +382,148 @@
       multiplications: below.length * succs.length, additions: updated.length,
     };
   }
+  // Elimination on Jacobian blocks: the page cannot multiply operators, so every step
+  // is minirad's own, looked up (minirad.draw.explore_arrays.elimination_section): the
+  // named orders' steps, and for a small graph the step of each vertex from every set
+  // of eliminated ones. The graph left is kept by applying each step's fill-in.
+  function blockElimination(E) {
+    const inter = E.intermediates, bit = new Map(inter.map((v, i) => [v, 1 << i]));
+    let mask = 0, edges = null, history = [], steps = [], queue = null, timer = null, preview = null;
+    const fresh = () => new Map(G.sources.map((u, e) => [u + ">" + G.targets[e], G.labels[e]]));
+    edges = fresh();
+    $("elim-total").textContent = String(inter.length);
+    const buttons = $("elim-orders");
+    Object.keys(E.orders).forEach((name) => {
+      const b = el("button", { "data-order": name, id: "play-" + name }, name + " (" + E.orders[name].multiplications + " mult.)");
+      b.addEventListener("click", () => play(name));
+      buttons.appendChild(b);
+    });
+    $("elim-check").className = "note";
+    $("elim-check").textContent = E.states
+      ? "On blocks every step is minirad's own (minirad.eliminate on the graph left), looked up: the page cannot multiply operators."
+      : "On blocks every step is minirad's own, looked up; with more than " + E.clickable_limit + " intermediates only minirad's orders can be played.";
+    const alive = (v) => G.kinds[v] === "intermediate" && !(mask & bit.get(v));
+    const stepOf = (v) => (E.states ? E.states[mask][String(v)] : null);
+    function apply(record) {
+      const v = record.vertex;
+      record.predecessors.forEach((p) => edges.delete(p + ">" + v));
+      record.successors.forEach((s) => edges.delete(v + ">" + s));
+      record.fill_in.forEach(([p, s], i) => edges.set(p + ">" + s, record.fill_in_labels[i].split(" ")[0]));
+      record.updated.forEach(([p, s], i) => edges.set(p + ">" + s, record.updated_labels[i].split(" ")[0]));
+    }
+    function doStep(record) {
+      history.push([mask, new Map(edges)]);
+      apply(record);
+      mask |= bit.get(record.vertex);
+      steps.push(record);
+      status();
+    }
+    function stop() { if (timer !== null) { clearInterval(timer); timer = null; } }
+    function reset() { mask = 0; edges = fresh(); history = []; steps = []; queue = null; status(); }
+    function play(name) {
+      stop();
+      reset();
+      queue = { name, records: E.orders[name].steps, next: 0 };
+      timer = setInterval(() => { if (!advance()) stop(); }, 900);
+      status();
+    }
+    function advance() {
+      if (!queue || queue.next >= queue.records.length) return false;
+      doStep(queue.records[queue.next++]);
+      redraw();
+      return queue.next < queue.records.length;
+    }
+    $("elim-step").addEventListener("click", () => { stop(); advance(); });
+    $("elim-pause").addEventListener("click", () => { stop(); status(); });
+    $("elim-undo").addEventListener("click", () => {
+      stop();
+      if (!history.length) return;
+      [mask, edges] = history.pop();
+      steps.pop();
+      if (queue) queue.next = Math.max(0, queue.next - 1);
+      status();
+      redraw();
+    });
+    $("elim-reset").addEventListener("click", () => { stop(); reset(); redraw(); });
+    function status() {
+      const mults = steps.reduce((t, s) => t + s.multiplications, 0), adds = steps.reduce((t, s) => t + s.additions, 0);
+      $("elim-mults").textContent = String(mults);
+      $("elim-adds").textContent = String(adds);
+      $("elim-done").textContent = String(steps.length);
+      $("elim-step").disabled = !queue || queue.next >= queue.records.length;
+      $("elim-pause").disabled = timer === null;
+      $("elim-undo").disabled = !history.length;
+      const log = $("elim-log");
+      clear(log);
+      steps.forEach((s, i) => {
+        const text = "eliminate " + G.names[s.vertex] + ": " + s.multiplications + " multiplications of entries, " + s.additions + " addition"
+          + (s.additions === 1 ? "" : "s") + (s.fill_in.length ? "; fill-in " + s.fill_in.map(([p, q], j) => edgeName(p, q) + " (" + s.fill_in_labels[j] + ")").join(", ") : "")
+          + (s.updated.length ? "; updated " + s.updated.map(([p, q], j) => edgeName(p, q) + " (" + s.updated_labels[j] + ")").join(", ") : "");
+        log.appendChild(el("li", { id: "elim-step-" + (i + 1) }, text));
+      });
+      const box = $("elim-jacobian");
+      clear(box);
+      if (steps.length === inter.length) {
+        box.appendChild(el("h3", {}, "The bipartite graph left holds the Jacobian's blocks"));
+        const list = el("ul", { id: "elim-jacobian-blocks" });
+        edges.forEach((label, key) => {
+          const [p, s] = key.split(">").map(Number);
+          list.appendChild(el("li", {}, "∂" + G.names[s] + "/∂" + G.names[p] + ": " + label));
+        });
+        box.appendChild(list);
+      }
+    }
+    status();
+    return {
+      activate(v) {
+        if (!alive(v)) return;
+        const record = stepOf(v);
+        if (!record) { $("elim-preview").textContent = "This graph has more than " + E.clickable_limit + " intermediates: play one of minirad's orders."; return; }
+        stop();
+        queue = null;
+        doStep(record);
+        preview = null;
+        redraw();
+      },
+      hover(v) {
+        preview = v !== null && alive(v) && stepOf(v) ? v : null;
+        $("elim-preview").textContent = preview === null ? "" : "eliminating " + G.names[preview] + " costs " + stepOf(preview).multiplications
+          + " multiplications of entries (" + stepOf(preview).predecessors.length + " × " + stepOf(preview).successors.length + " block products)";
+      },
+      view() {
+        const last = steps[steps.length - 1];
+        const made = new Set(last ? last.fill_in.map(([p, s]) => p + ">" + s) : []);
+        const changed = new Set(last ? last.updated.map(([p, s]) => p + ">" + s) : []);
+        const shown = [];
+        edges.forEach((label, key) => {
+          const [u, v] = key.split(">").map(Number);
+          let cls = made.has(key) ? "fillin" : changed.has(key) ? "updated" : "";
+          if (preview !== null && (u === preview || v === preview)) cls = "step";
+          shown.push({ u, v, label, cls });
+        });
+        if (last) {
+          last.predecessors.forEach((p) => shown.push({ u: p, v: last.vertex, label: "", cls: "removed" }));
+          last.successors.forEach((s) => shown.push({ u: last.vertex, v: s, label: "", cls: "removed" }));
+        }
+        const vertexClass = {}, aria = {}, hidden = {};
+        for (let v = 0; v < n; v++) {
+          if (alive(v)) { vertexClass[v] = "clickable"; aria[v] = G.names[v] + ", intermediate array: press Enter to eliminate it"; }
+          else if (G.kinds[v] === "intermediate" && (!last || v !== last.vertex)) hidden[v] = true;
+        }
+        if (last) vertexClass[last.vertex] = "skipped";
+        return {
+          edges: shown, vertexClass, aria, hidden,
+          legend: [["#E69F00 dotted", "edges of the last array eliminated (removed)"], ["#CC79A7 dashed", "fill-in: a product of blocks"],
+            ["#009E73", "updated: a product added"], ["#E69F00", "edges of the array under the pointer"]],
+        };
+      },
+    };
+  }
+
   modes.eliminate = (function () {
     const E = D.elimination;
     if (!E) return { view: () => ({ edges: originalEdges((e) => G.labels[e]) }) };
+    if (D.kind === "arrays") return blockElimination(E);
     const intermediates = E.intermediates;
     let work = freshWorking(), history = [], steps = [], queue = null, timer = null, preview = null;
     $("elim-total").textContent = String(intermediates.length);
@@ -518,14 +694,17 @@
       clear(box);
       entry.paths.forEach((path, i) => {
         const b = el("button", { "aria-pressed": chosen === i ? "true" : "false", id: "path-" + i },
-          path.map((v) => G.names[v]).join(" → ") + ": product " + fmt(entry.products[i]));
+          path.map((v) => G.names[v]).join(" → ") + ": product " + (P.blocks ? "a block " + entry.products[i] : fmt(entry.products[i])));
         b.addEventListener("click", () => { chosen = chosen === i ? null : i; list(); redraw(); });
         const li = el("li");
         li.appendChild(b);
         box.appendChild(li);
       });
-      $("path-sum").textContent = (entry.complete ? "sum of the products of all " : "sum of the products of the " + entry.paths.length + " listed: ")
-        + (entry.complete ? entry.paths.length + " paths: " : "") + fmt(entry.listed_sum, 8) + "; the entry " + entry.name + " = " + fmt(entry.exact, 8) + " (reverse sweep)";
+      $("path-sum").textContent = P.blocks
+        ? "the sum of the " + (entry.complete ? "" : "listed ") + "products is a block " + entry.shape + " of norm " + fmt(entry.listed_sum, 8)
+          + "; the block " + entry.name + " of the Jacobian (reverse sweep) has norm " + fmt(entry.exact, 8) + "; the norm of their difference is " + fmt(entry.difference, 3)
+        : (entry.complete ? "sum of the products of all " : "sum of the products of the " + entry.paths.length + " listed: ")
+          + (entry.complete ? entry.paths.length + " paths: " : "") + fmt(entry.listed_sum, 8) + "; the entry " + entry.name + " = " + fmt(entry.exact, 8) + " (reverse sweep)";
     }
     select.addEventListener("change", () => { chosen = null; list(); redraw(); });
     list();
@@ -538,7 +717,7 @@
           const p = entry.paths[i];
           for (let j = 0; j + 1 < p.length; j++) onPath.set(p[j] + ">" + p[j + 1], i);
         });
-        const edges = originalEdges((e) => fmt(G.labels[e], 4), (e) => (onPath.has(G.sources[e] + ">" + G.targets[e]) ? "used" : "dim"));
+        const edges = originalEdges((e) => (P.blocks ? G.labels[e] : fmt(G.labels[e], 4)), (e) => (onPath.has(G.sources[e] + ">" + G.targets[e]) ? "used" : "dim"));
         const vertexClass = {};
         if (chosen !== null) entry.paths[chosen].forEach((v) => { vertexClass[v] = "reached"; });
         return { edges, vertexClass, legend: [["#0072B2", chosen === null ? "edges on the listed paths" : "the chosen path"], ["#b0b0b0 dashed", "other edges"]] };
@@ -550,23 +729,28 @@
   modes.sample = (function () {
     const S = D.sample;
     if (!S || S.unavailable) { $("single-status").textContent = S ? S.unavailable : ""; return { view: () => ({ edges: originalEdges((e) => fmt(G.labels[e], 4)) }) }; }
-    const kSelect = $("sample-k"), seedSelect = $("sample-seed"), entrySelect = $("sample-entry");
+    const kSelect = $("sample-k"), seedSelect = $("sample-seed"), entrySelect = $("sample-entry"), insideSelect = $("sample-inside");
     const ks = [...new Set(S.menu.map((c) => c.k))], seeds = [...new Set(S.menu.map((c) => c.seed))];
+    const insides = [...new Set(S.menu.map((c) => String(c.entries)))];
     ks.forEach((k) => kSelect.appendChild(el("option", { value: String(k) }, String(k))));
     seeds.forEach((s) => seedSelect.appendChild(el("option", { value: String(s) }, String(s))));
+    insides.forEach((m) => insideSelect.appendChild(el("option", { value: m }, m === "null" ? "all (first level only)" : m)));
+    $("sample-inside-choice").hidden = D.kind !== "arrays";
     S.entries.forEach((name, i) => entrySelect.appendChild(el("option", { value: String(i) }, name)));
     let run = 0, drawn = 0;
-    const current = () => S.menu.find((c) => String(c.k) === kSelect.value && String(c.seed) === seedSelect.value);
+    const current = () => S.menu.find((c) => String(c.k) === kSelect.value && String(c.seed) === seedSelect.value
+      && String(c.entries) === (D.kind === "arrays" ? insideSelect.value : String(c.entries)));
+    const insideText = (c) => (c.entries === null || c.entries === undefined ? "" : ", entries=" + c.entries);
     function single() {
       const c = current(), s = c.singles[run];
       $("single-status").textContent = "run " + (run + 1) + " of " + c.singles.length + ": stores " + s.edges_stored + " of " + m + " edges and "
         + s.vertices_stored + " of " + n + " vertices; estimate " + S.entries.map((name, i) => name + " = " + fmt(s.estimate[i])).join(", ")
-        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng=rng) called " + (run + 1)
+        + " (exact " + S.exact.map((x) => fmt(x)).join(", ") + "). minirad.sample_paths(g, " + c.k + ", rng=rng" + insideText(c) + ") called " + (run + 1)
         + " time" + (run ? "s" : "") + " on rng = numpy.random.default_rng(" + c.seed + ").";
       $("single-prev").disabled = run === 0;
       $("single-next").disabled = run + 1 >= c.singles.length;
     }
-    function plot(node, series, band, exact, label) {
+    function plot(node, series, band, exact, label, nonnegative) {
       clear(node);
       const W = 360, H = 150, left = 52, right = 10, top = 24, bottom = 22;
       node.setAttribute("viewBox", "0 0 " + W + " " + H);
@@ -587,6 +771,7 @@
       if (!values.length) { lo = 0; hi = 1; }
       if (hi - lo < 1e-12) { lo -= 0.5; hi += 0.5; }
       const pad = (hi - lo) * 0.06; lo -= pad; hi += pad;
+      if (nonnegative) lo = Math.max(lo, 0);  // a variance: the axis starts at 0 at the lowest
       const X = (i) => left + (W - left - right) * (N > 1 ? i / (N - 1) : 0);
       const Y = (y) => top + (H - top - bottom) * (1 - (y / unit - lo) / (hi - lo));
       node.append(svgEl("line", { class: "axis", x1: left, y1: H - bottom, x2: W - right, y2: H - bottom }),
@@ -610,7 +795,7 @@
       const exactVariance = typeof c.exact_variance === "string" ? null : c.exact_variance;
       const col = (rows) => rows.slice(0, drawn).map((r) => r[j]);
       plot($("mean-plot"), col(c.mean), col(c.stderr), S.exact[j], "running mean ± 2 standard errors; dashed: exact");
-      plot($("variance-plot"), col(c.variance), null, exactVariance ? exactVariance[j] : null, "sample variance; dashed: exact variance");
+      plot($("variance-plot"), col(c.variance), null, exactVariance ? exactVariance[j] : null, "sample variance; dashed: exact variance", true);
       const i = drawn - 1;
       const rows = S.entries.map((name, e) => [name,
         { id: "sample-last-" + e, text: drawn ? fmt(c.estimates[i][e]) : "–" },
@@ -619,8 +804,8 @@
         { id: "sample-exact-" + e, text: fmt(S.exact[e]) },
         { id: "sample-variance-" + e, text: exactVariance ? fmt(exactVariance[e], 4) : "–" }]);
       table($("sample-table"), ["entry", "last estimate", "mean of " + drawn, "std. error", "exact", "exact variance"], rows);
-      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng=rng) above, in order"
-        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng=rng) on the same generator afterwards (the same law, drawn in batches)" : "")
+      $("sample-note").textContent = "On rng = numpy.random.default_rng(" + c.seed + "): estimates 1 to " + c.runs + " are the runs of minirad.sample_paths(g, " + c.k + ", rng=rng" + insideText(c) + ") above, in order"
+        + (c.n > c.runs ? "; estimates " + (c.runs + 1) + " to " + c.n + " are minirad.sampled_jacobians(g, " + c.k + ", " + (c.n - c.runs) + ", rng=rng" + insideText(c) + ") on the same generator afterwards (the same law, drawn in batches)" : "")
         + (S.all_entries > S.entries.length ? " (the first " + S.entries.length + " of " + S.all_entries + " entries)" : "")
         + "; exact variance: minirad.path_sampling_variance(g, " + c.k + ")" + (exactVariance ? "" : ": " + c.exact_variance) + ".";
       $("draw-1").disabled = $("draw-10").disabled = $("draw-all").disabled = drawn >= c.n;
@@ -635,6 +820,7 @@
     const changed = () => { run = 0; drawn = 0; single(); many(); redraw(); };
     kSelect.addEventListener("change", changed);
     seedSelect.addEventListener("change", changed);
+    insideSelect.addEventListener("change", changed);
     entrySelect.addEventListener("change", many);
     single();
     many();
@@ -642,11 +828,15 @@
       view() {
         const s = current().singles[run];
         const drawnEdge = new Map(s.edges.map((e, i) => [e, i]));
-        const edges = originalEdges((e) => (drawnEdge.has(e) ? "draws " + s.counts[drawnEdge.get(e)] + ", w = " + fmt(s.weights[drawnEdge.get(e)], 4) : fmt(G.labels[e], 4)),
+        const weight = (e) => (D.kind === "arrays" ? "× " + fmt(s.weights[drawnEdge.get(e)], 4) : "w = " + fmt(s.weights[drawnEdge.get(e)], 4));
+        const edges = originalEdges((e) => (drawnEdge.has(e) ? "draws " + s.counts[drawnEdge.get(e)] + ", " + weight(e) : (D.kind === "arrays" ? G.labels[e] : fmt(G.labels[e], 4))),
           (e) => (drawnEdge.has(e) ? "sampled" : "dim"));
         const vertexClass = {};
         s.skipped.forEach((v) => { vertexClass[v] = "skipped"; });
-        return { edges, vertexClass, legend: [["#D55E00", "drawn edges: draw count and weight in the sampled graph"], ["#b0b0b0 dashed", "edges not drawn"]] };
+        const grids = s.inside || {};
+        const legend = [["#D55E00", D.kind === "arrays" ? "drawn edges: draw count and the factor on the block" : "drawn edges: draw count and weight in the sampled graph"], ["#b0b0b0 dashed", "edges not drawn"]];
+        if (Object.keys(grids).length) legend.push(["#D55E00", "beside an array: the entries it keeps (second level)"]);
+        return { edges, vertexClass, legend, grids };
       },
     };
   })();
@@ -658,6 +848,10 @@
     const slider = $("memory-slider");
     slider.max = String(M.steps.length - 1);
     slider.value = "0";
+    if (!M.sampled.length) {  // nothing to sample: a slider would do nothing
+      $("memory-slider-line").hidden = true;
+      $("memory-fraction").textContent = "";
+    }
     const bytes = (x) => (Number.isInteger(x) ? x.toLocaleString("en-US") : x.toLocaleString("en-US", { maximumFractionDigits: 1 })) + " B";
     function update() {
       const s = M.steps[Number(slider.value)], full = M.steps[0];
@@ -678,7 +872,9 @@
       }
       const rows = G.sources.map((u, e) => [edgeName(u, G.targets[e]), G.labels[e], { id: "memory-edge-" + e, text: bytes(s.per_edge[e]) }, bytes(full.per_edge[e]), M.notes[e] || ""]);
       table($("memory-table"), ["edge", "operator", "keeps now", "keeps unsampled", "why nothing"], rows);
-      $("memory-note").textContent = "Sampled edges (dashed): the " + M.sampled.length + " edges that keep an activation for a weight gradient, as minirad.sample_activations chooses them.";
+      $("memory-note").textContent = M.sampled.length
+        ? "Sampled edges (dashed): the " + M.sampled.length + " edges that keep an activation for a weight gradient, as minirad.sample_activations chooses them."
+        : "No edge of this graph keeps an activation for a weight gradient (a product with a stored array), so minirad.sample_activations has nothing to sample: every kept fraction keeps what the graph keeps now.";
       redraw();
     }
     slider.addEventListener("input", update);
@@ -694,11 +890,12 @@
   })();
 
   // ------------------------------------------------------------ start
-  const available = D.kind === "scalars" ? ["exact", "eliminate", "paths", "sample"] : ["exact", "memory"];
+  const available = D.kind === "scalars" ? ["exact", "eliminate", "paths", "sample"] : ["exact", "eliminate", "paths", "sample", "memory"];
   tabs.forEach((tab) => { tab.hidden = !available.includes(tab.dataset.mode); });
   $("summary").textContent = n + " vertices, " + m + " edges; laid out by " + (L.engine === "dot" ? "graphviz dot" : "minirad's own layout (graphviz dot not installed)")
-    + (D.kind === "arrays" ? "; an array graph: each vertex is an array, each edge a Jacobian block (minirad.scalarize(g) gives the scalar graph, whose page has the elimination, path and sampling panels)" : "");
+    + (D.kind === "arrays" ? "; a graph of arrays: each vertex is an array, each edge a Jacobian block, and every panel works on the blocks (minirad.scalarize(g) gives the graph of numbers)" : "");
   const wanted = (location.hash || "").slice(1);
   setMode(available.includes(wanted) ? wanted : "exact");
+
   window.miniradExplore = { data: D, eliminateStep, freshWorking, setMode };
 })();

@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from ...draw import palette
 from ...draw.render import save_drawing
 from .report import COLORS, DPI
 
 __all__ = ["COLORS_ALL", "plot_curves", "plot_fraction_sweep", "plot_sample_positions"]
 
 #: the study's colours, and one for Appendix A's "different project"
-COLORS_ALL = {**COLORS, "different_project": "tab:purple"}
+COLORS_ALL = {**COLORS, "different_project": palette.PURPLE}
 
 
 def _name(estimator: str) -> str:
@@ -38,51 +39,49 @@ def _log_y(ax) -> None:
 
 
 def plot_sample_positions(different: dict, same: dict, path: str, channels: int = 4) -> None:
-    """Figure 4: the stored input of one convolution, an image per example (rows) and
-    channel (columns), with the sampled pixels marked, for different sample (left)
-    and same sample (right)."""
+    """Figure 4: the stored input of one convolution, an image per example and channel
+    (columns), with the sampled pixels marked: different sample in the upper rows, same
+    sample in the lower ones."""
     examples = different["activation"].shape[0]
     channels = min(channels, different["activation"].shape[1])
-    fig = Figure(figsize=(1.9 * (2 * channels + 1), 2.0 * examples + 1.1))
-    axes = fig.subplots(examples, 2 * channels + 1, squeeze=False,
-                        gridspec_kw={"width_ratios": [1] * channels + [0.25] + [1] * channels})
-    for b in range(examples):
-        axes[b, channels].axis("off")
-        for side, found in enumerate((different, same)):
+    fig = Figure(figsize=(2.1 * channels + 0.6, 2.1 * 2 * examples + 1.9))
+    grid = fig.add_gridspec(2 * examples + 1, channels,
+                            height_ratios=[1] * examples + [0.22] + [1] * examples)
+    for side, found in enumerate((different, same)):
+        for b in range(examples):
             for c in range(channels):
-                ax = axes[b, c + side * (channels + 1)]
+                ax = fig.add_subplot(grid[b + side * (examples + 1), c])
                 ax.imshow(found["activation"][b, c], cmap="gray_r", interpolation="nearest")
-                ax.scatter(found["cols"][b, c], found["rows"][b, c], s=9, color="tab:red",
-                           edgecolors="white", linewidths=0.4)
+                ax.scatter(found["cols"][b, c], found["rows"][b, c], s=12,
+                           color=palette.VERMILLION, edgecolors="white", linewidths=0.4)
                 ax.set_xticks([])
                 ax.set_yticks([])
-                if b == 0:
-                    ax.set_title(f"channel {c + 1}", fontsize=9)
+                if b == 0 and side == 0:
+                    ax.set_title(f"channel {c + 1}", fontsize=10)
                 if c == 0:
-                    ax.set_ylabel(f"example {b + 1}", fontsize=9)
+                    ax.set_ylabel(f"example {b + 1}", fontsize=10)
     k, d = different["k"], different["d"]
-    top = 1 - 0.95 / fig.get_figheight()
-    fig.subplots_adjust(left=0.03, right=0.99, bottom=0.02, top=top, wspace=0.08, hspace=0.08)
+    top = 1 - 1.25 / fig.get_figheight()
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.01, top=top, wspace=0.06, hspace=0.08)
     for side, text in enumerate((f"different sample: its own {k} pixels for each example "
                                  f"and channel",
                                  f"same sample: the same {k} pixels for every example and "
                                  f"channel")):
-        first = axes[0, side * (channels + 1)].get_position()
-        last = axes[0, channels - 1 + side * (channels + 1)].get_position()
-        fig.text((first.x0 + last.x1) / 2, top + 0.35 / fig.get_figheight(), text,
-                 ha="center", fontsize=10, fontweight="bold")
-    fig.suptitle(f"Where RAD samples the stored input of convolution {different['layer']} "
+        first = fig.axes[side * examples * channels].get_position()  # its top left image
+        fig.text(0.5, first.y1 + (0.3 if side == 0 else 0.1) / fig.get_figheight(), text,
+                 ha="center", fontsize=10.5, fontweight="bold")
+    fig.suptitle(f"Where RAD samples the stored input of convolution {different['layer']}\n"
                  f"(paper Figure 4): k = {k} of the {d} pixels of each "
                  f"{int(np.sqrt(d))} x {int(np.sqrt(d))} map (f = {different['fraction']:g}), "
-                 f"red dots; darker pixels: larger activations", fontsize=11,
-                 y=1 - 0.12 / fig.get_figheight())
+                 f"orange-red dots;\ndarker pixels: larger activations", fontsize=11,
+                 y=1 - 0.1 / fig.get_figheight(), va="top")
     save_drawing(fig, path, dpi=DPI)
 
 
 def plot_curves(curves: dict, times: dict, title: str, path: str, loss_note: str = "") -> None:
     """Figures 8 and 9: training and test loss and accuracy against iterations, one
     line per run, and each estimator's time per iteration (``times``, ms)."""
-    fig = Figure(figsize=(15, 8.2))
+    fig = Figure(figsize=(12.5, 8.4))
     axes = fig.subplots(2, 3)
     panels = [("train_loss", axes[0, 0], f"training loss{loss_note} (log scale)"),
               ("test_loss", axes[0, 1], "test loss (log scale)"),
@@ -95,7 +94,7 @@ def plot_curves(curves: dict, times: dict, title: str, path: str, loss_note: str
                 values = np.array(getattr(run, field), dtype=float)
                 if "accuracy" in field:
                     values = 100 * values
-                    low = min(low, values[len(values) // 4:].min())
+                    low = min(low, values.min())  # the whole curve: the axis cuts none
                 ax.plot(run.iterations, values, color=COLORS_ALL[name], lw=1.2, alpha=0.8,
                         label=f"{_name(name)} (batch {run.batch})" if j == 0 else None)
         if "loss" in field:
@@ -111,11 +110,11 @@ def plot_curves(curves: dict, times: dict, title: str, path: str, loss_note: str
     bars.barh(range(len(names)), ms, color=[COLORS_ALL[n] for n in names])
     bars.set_yticks(range(len(names)), [_name(n) for n in names], fontsize=9)
     bars.invert_yaxis()
-    bars.set_xlabel("ms per gradient (median; the estimators in turns)")
-    bars.set_title("run time per iteration (trace, inject, reverse sweep)", fontsize=10)
+    bars.set_xlabel("ms per gradient (median;\nthe estimators in turns)")
+    bars.set_title("run time per iteration\n(trace, inject, reverse sweep)", fontsize=10)
     for i, value in enumerate(ms):
         bars.annotate(f"{value:.0f}", (value, i), xytext=(3, 0), textcoords="offset points",
-                      va="center", fontsize=8)
+                      va="center", fontsize=9)
     bars.set_xlim(0, 1.2 * max(ms))
     bars.grid(alpha=0.3, axis="x")
     handles, labels = axes[0, 0].get_legend_handles_labels()
@@ -131,7 +130,7 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
     """Figure 10: final training loss and test accuracy against the kept fraction; the
     reduced batch is drawn at the fraction whose memory its batch matches, the
     baseline as a band (its seeds' range)."""
-    fig = Figure(figsize=(12.5, 5.4))
+    fig = Figure(figsize=(12, 5.6))
     ax_loss, ax_acc = fig.subplots(1, 2)
     for ax, field, scale in ((ax_loss, "train_loss", 1), (ax_acc, "test_accuracy", 100)):
         base_runs = [r for r in runs if r.estimator == "baseline"]
@@ -142,7 +141,7 @@ def plot_fraction_sweep(runs: list, batches: dict, title: str, path: str) -> Non
                          f"seeds)")
         ax.annotate(f"baseline {np.mean(base):.3g}", (1, np.mean(base)),
                     xycoords=("axes fraction", "data"), xytext=(-4, 4),
-                    textcoords="offset points", ha="right", fontsize=8)
+                    textcoords="offset points", ha="right", fontsize=9)
         for name, marker in (("different_sample", "o"), ("project", "s"),
                              ("reduced_batch", "^")):
             group = [r for r in runs if r.estimator == name]

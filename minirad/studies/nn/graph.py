@@ -32,11 +32,11 @@ from ...exact.sweeps import gradient
 from ...graph.memory import retained_memory
 from ...randomized.injection import inject_edge
 from ...rng import as_generator
-from ...tracing import replay, trace
-from ...tracing.arrays import avg_pool2d, conv2d, name, softmax_cross_entropy
-from ...tracing.naming import parameter_names
+from ...tracing import name, replay, trace
 from ...tracing.ops import relu
-from ...tracing.replay import recorded_program
+from ...tracing.replay import recording
+from ...tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
+from ...tracing.tracer import parameter_names
 
 __all__ = ["INJECTIONS", "Replayed", "convnet_program", "inject", "irnn_logits", "irnn_program",
            "loss_and_grad", "mlp_logits", "mlp_program", "retained_bytes", "table1_from_graph",
@@ -144,12 +144,12 @@ class Replayed:
         y = np.asarray(y)
         arguments = [*pieces, y, *params]
         key = tuple((a.shape, a.dtype.str) for a in arguments)
-        recording = self.recordings.get(key)
-        if recording is not None:
-            return replay(recording, *arguments)
+        kept = self.recordings.get(key)
+        if kept is not None:
+            return replay(kept, *arguments)
         g = trace(self._function(x, y, len(pieces), len(params)), *arguments,
                   wrt=range(len(pieces) + 1, len(arguments)))
-        self.recordings[key] = recorded_program(g)
+        self.recordings[key] = recording(g)
         return g
 
     def _function(self, x, y, n_pieces: int, n_params: int):

@@ -7,8 +7,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
+from ...draw import palette
+from ...draw.figure import place_labels
 from ...draw.render import save_drawing
 from . import memory, verdicts
 
@@ -20,8 +24,10 @@ __all__ = ["COLORS", "budget_markdown", "noise_markdown", "plot_budget", "plot_n
 #: by :func:`minirad.draw.render.save_drawing`)
 DPI = 110
 
-COLORS = {"baseline": "black", "same_sample": "tab:orange", "different_sample": "tab:blue",
-          "project": "tab:green", "reduced_batch": "tab:red"}
+#: one colour per estimator, from the palette every minirad picture uses
+COLORS = {"baseline": palette.BLACK, "same_sample": palette.ORANGE,
+          "different_sample": palette.BLUE, "project": palette.GREEN,
+          "reduced_batch": palette.VERMILLION}
 
 
 def _pyplot():
@@ -42,7 +48,7 @@ def plot_training(runs: dict, batches: dict, title: str, path: str,
         for j, history in enumerate(histories):
             label = f"{name.replace('_', ' ')} (batch {batches[name]})" if j == 0 else None
             accs = [100 * e[1] for e in history.evaluations]
-            low = min(low, min(accs[len(accs) // 4:]))
+            low = min(low, min(accs))  # the whole curve: the axis cuts none of it
             ax_loss.plot(history.iterations, [e[0] for e in history.evaluations],
                          color=COLORS[name], label=label, lw=1.3, alpha=0.85)
             ax_acc.plot(history.iterations, accs, color=COLORS[name], label=label, lw=1.3,
@@ -62,45 +68,48 @@ def plot_training(runs: dict, batches: dict, title: str, path: str,
         bottom = min(bottom, 8.0)
         ax_acc.axhline(10, color="gray", ls=":", lw=1)
         ax_acc.annotate("chance (10%)", (0.01, 10), xycoords=("axes fraction", "data"),
-                        xytext=(0, 3), textcoords="offset points", fontsize=8, color="gray")
+                        xytext=(0, 3), textcoords="offset points", fontsize=9, color="gray")
     ax_acc.set_ylabel("test accuracy (%)")
     ax_acc.set_ylim(bottom, 100)
     ax_acc.set_title("Test accuracy")
     for ax in (ax_loss, ax_acc):
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
-    ax_loss.legend(fontsize=8)
+    ax_loss.legend(fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     save_drawing(fig, path, dpi=DPI)
     plt.close(fig)
 
 
-STYLES = {"reduced batch (exact)": ("tab:red", "o-"),
-          "different sample, larger batches": ("tab:blue", "s-"),
-          "different sample, other fractions": ("tab:cyan", "^:"),
-          "same sample": ("tab:orange", "D"),
-          "project": ("tab:green", "v")}
+STYLES = {"reduced batch (exact)": (palette.VERMILLION, "o-"),
+          "different sample, larger batches": (palette.BLUE, "s-"),
+          "different sample, other fractions": (palette.SKY_BLUE, "^:"),
+          "same sample": (palette.ORANGE, "D"),
+          "project": (palette.GREEN, "v")}
 
 
 def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
     """Figure 5: per-layer MSE against retained activation memory, log-log, with bars of
-    two standard errors over the draws."""
+    two standard errors over the draws; each point of the reduced batch and of the larger
+    batches is labelled with its batch size, each other fraction with its fraction,
+    where the labels do not collide."""
     plt = _pyplot()
     from matplotlib.ticker import NullFormatter
 
     n = len(layer_names)
-    columns = 4 if n == 4 else 3
+    columns = 2  # wider panels would shrink their text on the page
     rows_ = -(-n // columns)
-    fig, axes = plt.subplots(rows_, columns, figsize=(3.7 * columns, 3.6 * rows_),
+    fig, axes = plt.subplots(rows_, columns, figsize=(4.8 * columns, 3.9 * rows_ + 1.0),
                              squeeze=False)
     axes = axes.ravel()
     for ax in axes[n:]:
         ax.axis("off")
+    notes = []
     for layer, ax in enumerate(axes[:n]):
         for label in dict.fromkeys(r["label"] for r in rows):
             group = [r for r in rows if r["label"] == label]
-            color, style = STYLES.get(label, ("gray", "x-"))
+            color, style = STYLES.get(label, (palette.GREY, "x-"))
             mse = np.array([r["mse"][layer] for r in group])
             se = np.nan_to_num([r["se"][layer] for r in group])
             # two standard errors, the lower bar cut at a tenth of the value (log axis)
@@ -111,24 +120,31 @@ def plot_noise(rows: list[dict], layer_names, title: str, path: str) -> None:
                 note = (str(r["batch"]) if label.startswith(("reduced", "different sample, l"))
                         else f"f={r['fraction']:g}" if "fractions" in label else "")
                 if note:
-                    ax.annotate(note, (r["bytes"] / 1e3, r["mse"][layer]), fontsize=6,
-                                xytext=(2, 3), textcoords="offset points", color=color)
+                    notes.append((ax, r["bytes"] / 1e3, r["mse"][layer], note, color))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(layer_names[layer], fontsize=9)
-        ax.set_xlabel("retained activation memory (kB)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.set_title(layer_names[layer], fontsize=10)
+        ax.set_xlabel("retained activation memory (kB)", fontsize=9)
+        ax.tick_params(labelsize=8.5)
         ax.xaxis.set_minor_formatter(NullFormatter())  # log-scale minor labels collide
         ax.grid(alpha=0.3)
         if layer % columns == 0:
-            ax.set_ylabel("MSE vs full-training-set gradient", fontsize=8)
+            ax.set_ylabel("MSE vs full-training-set gradient", fontsize=9)
+    handles, labels = axes[0].get_legend_handles_labels()
+    title = "\n".join(textwrap.wrap(title, 95))  # as wide as the two columns of panels
     if n < len(axes):  # a free panel holds the legend
-        handles, labels = axes[0].get_legend_handles_labels()
-        axes[n].legend(handles, labels, fontsize=8, loc="center")
-    else:
-        axes[0].legend(fontsize=6, loc="lower left")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        axes[n].legend(handles, labels, fontsize=9, loc="center")
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout()
+    else:  # the legend under the panels
+        fig.legend(handles, labels, fontsize=9, loc="lower center", ncols=3, frameon=False)
+        fig.suptitle(title, fontsize=10)
+        fig.tight_layout(rect=(0, 0.9 / fig.get_figheight(), 1, 1))
+    for ax in axes[:n]:  # the layout is final: the labels can be placed apart
+        mine = [note for note in notes if note[0] is ax]
+        place_labels(ax, [x for _, x, _, _, _ in mine], [y for _, _, y, _, _ in mine],
+                     [text for *_, text, _ in mine], [color for *_, color in mine],
+                     fontsize=7.5)
     save_drawing(fig, path, dpi=DPI)
     plt.close(fig)
 
@@ -247,25 +263,25 @@ def noise_markdown(rows: list[dict], layer_names) -> list[str]:
 def plot_budget(result: dict, title: str, path: str) -> None:
     """Kept floats per layer (uniform against allocated) and the training curves of both."""
     plt = _pyplot()
-    fig, (ax_k, ax_var, ax_loss) = plt.subplots(1, 3, figsize=(14, 4.2))
+    fig, (ax_k, ax_var, ax_loss) = plt.subplots(1, 3, figsize=(12, 4.2))
     layers = np.arange(len(result["widths"]))
     names = [f"layer {i + 1}\n(d={d})" for i, d in enumerate(result["widths"])]
-    for offset, key, color, label in ((-0.2, "uniform", "tab:blue", "uniform fraction"),
-                                      (0.2, "chosen", "tab:purple", "allocated")):
+    for offset, key, color, label in ((-0.2, "uniform", palette.BLUE, "uniform fraction"),
+                                      (0.2, "chosen", palette.PURPLE, "allocated")):
         ax_k.bar(layers + offset, result[key], 0.4, color=color, label=label)
         ax_var.bar(layers + offset, result[f"{key}_variance"], 0.4, color=color, label=label)
     for ax, ylabel in ((ax_k, "floats kept per example"),
                        (ax_var, "variance of the weight gradient\n(sum over entries)")):
         ax.set_xticks(layers)
-        ax.set_xticklabels(names, fontsize=8)
+        ax.set_xticklabels(names, fontsize=9)
         ax.set_ylabel(ylabel, fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=9)
     ax_var.set_yscale("log")
     ax_k.set_title(f"Same budget: {sum(result['uniform'])} floats per example", fontsize=10)
     ax_var.set_title(f"Total variance {result['uniform_variance'].sum():.3g} -> "
                      f"{result['chosen_variance'].sum():.3g}", fontsize=10)
-    for runs, color, label in ((result["uniform_runs"], "tab:blue", "uniform fraction"),
-                               (result["allocated_runs"], "tab:purple", "allocated")):
+    for runs, color, label in ((result["uniform_runs"], palette.BLUE, "uniform fraction"),
+                               (result["allocated_runs"], palette.PURPLE, "allocated")):
         for j, history in enumerate(runs):
             ax_loss.plot(history.iterations, [e[0] for e in history.evaluations], color=color,
                          label=label if j == 0 else None, lw=1.3, alpha=0.85)
@@ -273,7 +289,7 @@ def plot_budget(result: dict, title: str, path: str) -> None:
     ax_loss.set_xlabel("iteration")
     ax_loss.set_ylabel("training loss (log scale)", fontsize=9)
     ax_loss.set_title("Training, different sample", fontsize=10)
-    ax_loss.legend(fontsize=8)
+    ax_loss.legend(fontsize=9)
     ax_loss.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

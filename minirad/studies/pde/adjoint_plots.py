@@ -84,7 +84,7 @@ def _text(error: float) -> str:
 
 def plot_reintegration(numbers: dict):
     """Two panels from :func:`reintegration` (see the module docstring)."""
-    fig = _figure(12.0, 4.8)
+    fig = _figure(11.5, 5.0)
     left, right = fig.subplots(1, 2, sharex=True)
     t, T = numbers["t"], numbers["t"][-1]
     back = numbers["methods"]["reintegrate"]
@@ -106,15 +106,15 @@ def plot_reintegration(numbers: dict):
                       label=f"predicted: x {numbers['growth']:.3f} per step (RK4 run "
                             f"backwards\non the grid's fastest-decaying mode)")
     left.axhline(1.0, color="#999999", lw=0.8, ls="--")
-    left.text(T, 2.0, "error = the state itself", fontsize=7, color="#777777", va="bottom")
+    left.text(T, 2.0, "error = the state itself", fontsize=9, color="#777777", va="bottom")
     left.text(0.03, 0.62, "stored and checkpointed states are the forward states:\n"
               "error exactly 0 (nothing to draw on a log scale).\nThe first plateau: "
               "RK4 backwards is not the study's\nEuler step undone (below 1e-6); "
-              "then it grows.", transform=left.transAxes, fontsize=8, ha="left",
+              "then it grows.", transform=left.transAxes, fontsize=9, ha="left",
               va="top")
     left.set_ylabel("|phi used - phi forward| / |phi forward|")
     left.set_title("the state used on the way back")
-    left.legend(fontsize=8, loc="upper left")
+    left.legend(fontsize=9, loc="upper left")
 
     # right: the gradient gathered so far, against the study's reverse sweep
     styles = {"stored": {"lw": 2.5}, "checkpoints": {"lw": 1.5, "ls": "--"},
@@ -128,15 +128,15 @@ def plot_reintegration(numbers: dict):
                              f"{m['kept']} state{'s' * (m['kept'] != 1)} kept, "
                              f"{m['forward_steps']} forward steps", **styles[name])
     right.axhline(1.0, color="#999999", lw=0.8, ls="--")
-    right.text(T, 2.0, "error = the whole gradient", fontsize=7, color="#777777",
+    right.text(T, 2.0, "error = the whole gradient", fontsize=9, color="#777777",
                va="bottom")
     right.text(0.03, 0.62, "stored and checkpointed: the same numbers;\n"
                "their gap to the discrete gradient is the\n"
                "FTCS step's first-order error (it halves\nwhen dt halves)",
-               transform=right.transAxes, fontsize=8, ha="left", va="top")
+               transform=right.transAxes, fontsize=9, ha="left", va="top")
     right.set_ylabel("|mu(t) - the reverse sweep's sum over t_n >= t| / |dL/dtheta|")
     right.set_title("the gradient gathered from T down to t")
-    right.legend(title="state for the backward RK4 solve", fontsize=8, title_fontsize=8,
+    right.legend(title="state for the backward RK4 solve", fontsize=9, title_fontsize=9,
                  loc="upper left")
     for ax in (left, right):
         ax.set_xlim(T * 1.02, -T * 0.02)

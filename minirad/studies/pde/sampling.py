@@ -53,40 +53,58 @@ def sampled_states(p: Reactor, theta, fraction: float, steps, rng=0, raster: int
 
 
 def plot_sampled_states(found: dict, path: str) -> None:
-    """One panel per state (the flux over the unit square, kept entries as red dots)
-    and a last panel with the entries drawn at each of the first steps."""
+    """Where eq. 8 samples, in three panels: the flux at the first step with the entries
+    kept at each of the steps in ``found`` (one colour and marker per step); how much the
+    flux changes from the first to the last of them; and the entries drawn at each of the
+    first steps."""
     from matplotlib.figure import Figure
 
-    states = found["states"]
-    n = len(states)
-    fig = Figure(figsize=(3.2 * n + 5.0, 3.9))
-    axes = fig.subplots(1, n + 3, gridspec_kw={"width_ratios": [1] * n + [0.07, 0.3, 1.35]})
-    x, top = found["x"], float(states.max())
-    for ax, phi, t, step_n, rows, cols in zip(axes, states, found["times"], found["steps"],
-                                             found["rows"], found["cols"]):
-        image = ax.imshow(phi.T, origin="lower", extent=(0, 1, 0, 1), cmap="viridis",
-                          vmin=0, vmax=top)
-        ax.scatter(x[rows], x[cols], s=22, color="tab:red", edgecolors="white", linewidths=0.6)
-        ax.set_title(f"t = {t:g} (step {step_n})", fontsize=10)
+    from ...draw import palette
+
+    states, x = found["states"], found["x"]
+    first, last = states[0], states[-1]
+    change = last - first
+    size = float(np.abs(first).max()) or 1.0
+    fig = Figure(figsize=(12, 5.0), layout="constrained")
+    flux, moved, raster_ax = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1.25]})
+
+    image = flux.imshow(first.T, origin="lower", extent=(0, 1, 0, 1),
+                        cmap=palette.SEQUENTIAL, vmin=0, vmax=size)
+    fig.colorbar(image, ax=flux, shrink=0.9, label="flux phi at t = 0")
+    for i, (t, rows, cols) in enumerate(zip(found["times"], found["rows"], found["cols"])):
+        flux.scatter(x[rows], x[cols], s=34, marker="osD^v"[i % 5],
+                     color=palette.SERIES[i % len(palette.SERIES)], edgecolors="white",
+                     linewidths=0.7, label=f"t = {t:g}")
+    flux.legend(title="entries kept at", fontsize=9, title_fontsize=9, ncols=3,
+                loc="upper center", bbox_to_anchor=(0.5, -0.2), columnspacing=0.8,
+                handletextpad=0.2)
+    flux.set_title(f"the state and the {found['k']} entries kept,\nat {len(states)} "
+                   f"of its steps", fontsize=10, pad=10)
+
+    scale = float(np.abs(change).max()) or 1.0
+    image = moved.imshow(change.T, origin="lower", extent=(0, 1, 0, 1),
+                         cmap=palette.DIVERGING, vmin=-scale, vmax=scale)
+    fig.colorbar(image, ax=moved, shrink=0.9, label="phi(t) - phi(0)")
+    moved.set_title(f"the state moves little by t = {found['times'][-1]:g}:\n"
+                    f"{100 * scale / size:.2g}% of its peak at most", fontsize=10, pad=10)
+    for ax in (flux, moved):
         ax.set_xlabel("x")
+        ax.set_ylabel("y")
         ax.set_xticks([0, 0.5, 1])
         ax.set_yticks([0, 0.5, 1])
-    axes[0].set_ylabel("y")
-    fig.colorbar(image, cax=axes[n], label="flux phi")
-    axes[n + 1].axis("off")
+
     raster = found["raster"]
-    last = axes[n + 2]
-    last.scatter(np.repeat(np.arange(len(raster)), raster.shape[1]), raster.ravel(), s=2,
-                 color="tab:red")
-    last.set_xlim(-1, len(raster))
-    last.set_ylim(-5, found["side"] ** 2 + 5)
-    last.set_xlabel("step n")
-    last.set_ylabel("flat index of the kept entry (x, then y)")
-    last.set_title(f"drawn anew at every step (first {len(raster)})", fontsize=10)
+    raster_ax.scatter(np.repeat(np.arange(len(raster)), raster.shape[1]), raster.ravel(),
+                      s=3, color=palette.VERMILLION)
+    raster_ax.set_xlim(-1, len(raster))
+    raster_ax.set_ylim(-5, found["side"] ** 2 + 5)
+    raster_ax.set_xlabel("step n")
+    raster_ax.set_ylabel("flat index of the kept entry (x, then y)")
+    raster_ax.set_title(f"kept at each of the first {len(raster)} steps:\n"
+                        f"drawn anew every step", fontsize=10)
     fig.suptitle(f"The entries of the state that eq. 8 keeps (paper Figure 7a): k = "
                  f"{found['k']} of {found['side'] ** 2} at every step (f = "
                  f"{found['fraction']:g}), drawn uniformly with replacement", fontsize=11)
-    fig.subplots_adjust(left=0.04, right=0.98, bottom=0.14, top=0.82, wspace=0.3)
     save_drawing(fig, path, dpi=110)
 
 

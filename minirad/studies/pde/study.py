@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...checkpoint.schedules import Binomial, StoreAll, Uniform, sqrt_every
+from ...draw import palette
 from ...draw.render import save_drawing
 from ...graph.files import write_atomically
 from ...rng import as_generator
@@ -57,8 +58,8 @@ __all__ = ["SECONDS_PER_STEP", "STATE_FILE", "StudyConfig", "adjoint", "curve_ga
 
 FRACTIONS = (1.0, 0.1, 0.01, 0.002, 0.001)
 #: one colour per estimator, the same in every picture
-COLORS = {"exact": "#000000", 1.0: "#0072B2", 0.1: "#009E73", 0.01: "#D55E00",
-          0.002: "#CC79A7", 0.001: "#E69F00"}
+COLORS = {"exact": palette.BLACK, 1.0: palette.BLUE, 0.1: palette.GREEN,
+          0.01: palette.VERMILLION, 0.002: palette.PURPLE, 0.001: palette.ORANGE}
 
 
 @dataclass(frozen=True)
@@ -359,31 +360,54 @@ def _human(n: float) -> str:
 
 
 def plot_losses(result: dict, cfg: StudyConfig):
+    """Figure 7b in three panels: the losses, which lie on top of one another (each RAD
+    curve drawn over the exact one with its own markers, spaced apart); each curve's gap
+    to the exact one in percent, with its sign; and the size of that gap on a log scale,
+    which tells the small gaps of the large fractions apart."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.5, 7), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    fig = Figure(figsize=(7.5, 9.5), layout="constrained")
+    top, signed, size = fig.subplots(3, 1, sharex=True, height_ratios=[2.2, 1.6, 1.6])
     losses = result["losses"]
     it = np.arange(1, len(losses) + 1)
-    for b, (kind, variant) in enumerate(zip(result["kinds"], result["variants"])):
-        if variant == "released":
-            continue
-        style = {"color": COLORS.get(kind, "gray"), "lw": 2.5 if kind == "exact" else 1.4,
-                 "ls": "-" if kind == "exact" else "--"}
+    members = [(b, kind) for b, (kind, variant) in
+               enumerate(zip(result["kinds"], result["variants"])) if variant != "released"]
+    every = max(1, len(it) // 12)
+    largest = 0.0
+    for rank, (b, kind) in enumerate(members):
+        color = COLORS.get(kind, "gray")
         keeps = "" if kind == "exact" else f" (keeps {sample_count(Reactor(), kind)} of 961)"
-        top.plot(it, losses[:, b], label=_label(kind) + keeps, **style)
-        bottom.plot(it, 100 * (losses[:, b] / losses[:, 0] - 1), **style)
+        if kind == "exact":
+            top.plot(it, losses[:, b], color=color, lw=4, alpha=0.35,
+                     label=_label(kind) + keeps)
+            continue
+        marks = dict(marker="osD^v"[rank % 5], markevery=(rank * every // len(members), every),
+                     ms=5)
+        top.plot(it, losses[:, b], color=color, lw=1.0, label=_label(kind) + keeps, **marks)
+        gap = 100 * (losses[:, b] / losses[:, 0] - 1)
+        largest = max(largest, float(np.abs(gap).max()))
+        signed.plot(it, gap, color=color, lw=1.0, **marks)
+        size.plot(it, np.where(gap != 0, np.abs(gap), np.nan), color=color, lw=1.0, **marks)
     top.set_yscale("log")
-    top.set_ylabel("loss (mean squared error to the target)")
+    top.set_ylabel("loss (mean squared error\nto the target)")
     top.set_title(f"Reaction-diffusion control: RAD against the exact gradient\n"
-                  f"{cfg.n_steps:,} time steps (t up to {cfg.n_steps / 4096:g}), "
-                  f"same start, fresh samples every iteration")
+                  f"{cfg.n_steps:,} time steps (t up to {cfg.n_steps / 4096:.3g}), "
+                  f"same start, fresh samples each iteration")
+    if largest < 3:  # the curves cover one another: say so where they are drawn
+        top.text(0.98, 0.55, f"the curves lie within {largest:.2g}% of the exact one,\n"
+                             f"so close that they cover one another:\nthe panels below "
+                             f"show the gaps", transform=top.transAxes, ha="right",
+                 va="center", fontsize=9, bbox=dict(boxstyle="round,pad=0.3",
+                                                    facecolor="white", edgecolor="#bbbbbb"))
     top.grid(True, which="both", alpha=0.3)
-    top.legend(fontsize=8)
-    bottom.axhline(0, color="black", lw=1)
-    bottom.set_xlabel("Adam iteration (learning rate 0.01)")
-    bottom.set_ylabel("gap to the exact curve (%)\n(above 0: RAD's loss is higher)")
-    bottom.grid(True, alpha=0.3)
+    top.legend(fontsize=8.5, loc="upper right")
+    signed.axhline(0, color="black", lw=0.8)
+    signed.set_ylabel("gap to the exact curve (%)\n(above 0: RAD's loss is higher)")
+    size.set_yscale("log")
+    size.set_ylabel("size of the gap (%),\nlog scale")
+    size.set_xlabel("Adam iteration (learning rate 0.01)")
+    for ax in (signed, size):
+        ax.grid(True, which="both", alpha=0.3)
     return fig
 
 
@@ -392,21 +416,21 @@ def plot_memory(rows: list[dict], cfg: StudyConfig):
     names = ["reverse mode" if r["kind"] == "exact" else f"RAD {r['kind']:g}\n(k={r['k']})"
              for r in rows]
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["counted"] for r in rows], 0.4, color="#0072B2",
+    ax.bar(x - 0.2, [r["counted"] for r in rows], 0.4, color=palette.BLUE,
            label="counted: values (and indices) kept for the reverse sweep")
-    ax.bar(x + 0.2, [r["measured_extra"] for r in rows], 0.4, color="#E69F00",
+    ax.bar(x + 0.2, [r["measured_extra"] for r in rows], 0.4, color=palette.ORANGE,
            label="measured: tracemalloc peak of one gradient\nless that of the forward "
                  "simulation alone")
     for xi, r in zip(x, rows):
         ax.annotate(f"{r['share']:.2%}", (xi - 0.2, r["counted"]), ha="center",
-                    va="bottom", fontsize=8)
+                    va="bottom", fontsize=9)
     ax.set_yscale("log")
-    ax.set_xticks(x, names, fontsize=8)
+    ax.set_xticks(x, names, fontsize=9)
     ax.set_ylabel("bytes per gradient (log scale)")
     ax.set_title(f"Memory of one gradient, {cfg.n_steps:,} steps\n(percentages: counted "
                  f"bytes as a share of reverse mode's; fraction 1 samples with replacement)",
                  fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=9, loc="upper right")
     return fig
 
 
@@ -414,7 +438,7 @@ def plot_noise(result: dict):
     fig, (left, right) = _figure(10, 4.3, ncols=2)
     k = np.array([r["k"] for r in result["by_k"]])
     spread = np.array([r["noise"] for r in result["by_k"]])
-    left.loglog(k, spread, "o", color="#D55E00", label="measured")
+    left.loglog(k, spread, "o", color=palette.VERMILLION, label="measured")
     mid = len(k) // 2
     ref = spread[mid] * np.sqrt(k[mid] / k)
     left.loglog(k, ref, "-", color="gray", label=r"$\propto 1/\sqrt{k}$")
@@ -423,8 +447,8 @@ def plot_noise(result: dict):
     left.set_title(f"Against k ({result['horizon']:,} steps, "
                    f"{result['estimates']} estimates each)")
     left.grid(True, which="both", alpha=0.3)
-    left.legend(fontsize=8)
-    for f, color in ((0.1, "#009E73"), (0.01, "#D55E00")):
+    left.legend(fontsize=9)
+    for f, color in ((0.1, palette.GREEN), (0.01, palette.VERMILLION)):
         rows = [r for r in result["by_steps"] if r["fraction"] == f]
         n = np.array([r["steps"] for r in rows])
         s = np.array([r["noise"] for r in rows])
@@ -438,14 +462,15 @@ def plot_noise(result: dict):
     right.set_ylabel("relative error of one estimate")
     right.set_title("Against the number of time steps")
     right.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=8)
+    right.legend(fontsize=9)
     return fig
 
 
 def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
     fig, (left, right) = _figure(12, 6, ncols=2)
-    styles = {"reverse": ("s", "#000000"), "checkpoints": ("^", "#0072B2"),
-              "binomial": ("v", "#56B4E9"), "RAD": ("o", "#D55E00"), "+": ("D", "#009E73")}
+    styles = {"reverse": ("s", palette.BLACK), "checkpoints": ("^", palette.BLUE),
+              "binomial": ("v", palette.SKY_BLUE), "RAD": ("o", palette.VERMILLION),
+              "+": ("D", palette.GREEN)}
 
     def style(method):
         if "+" in method:
@@ -461,7 +486,7 @@ def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
                 and (abs(math.log10(y / v)) < 0.08 if log_y else abs(y - v) < 0.25)]
         placed[side].append((x, y))
         ax.annotate(str(number), (x, y), xytext=(7, -14 if near else 5),
-                    textcoords="offset points", fontsize=8, fontweight="bold", color=color)
+                    textcoords="offset points", fontsize=9, fontweight="bold", color=color)
 
     for number, r in enumerate(rows, start=1):
         marker, color = style(r["method"])
@@ -478,7 +503,7 @@ def plot_tradeoff(rows: list[dict], cfg: StudyConfig):
             label(right, "right", number, r["held_bytes"], r["noise"], color, True)
     left.margins(x=0.15, y=0.12)
     right.margins(x=0.15, y=0.2)
-    fig.legend(loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=9)
     left.set_xscale("log")
     left.set_xlabel("bytes held at the peak (log scale)")
     left.set_ylabel("forward steps / N  (1 = no recomputation)")
@@ -501,20 +526,21 @@ def plot_released(bias: dict, result: dict):
     fig, (left, right) = _figure(11, 4.3, ncols=2)
     exact = bias["exact"]
     x = np.arange(7)
-    for shift, variant, color in ((-0.15, "eq8", "#D55E00"), (0.15, "released", "#7F7F7F")):
+    for shift, variant, color in ((-0.15, "eq8", palette.VERMILLION),
+                                  (0.15, "released", palette.GREY)):
         mean, se = bias[variant]
         left.errorbar(x + shift, mean / exact, yerr=2 * se / np.abs(exact), fmt="o",
                       color=color, label="eq. 8 (d/k weights)" if variant == "eq8" else
                       "released code (no weights, boundary points)")
     left.axhline(1.0, color="black", lw=1)
-    left.axhline(bias["share"] ** 2, color="#7F7F7F", ls=":",
+    left.axhline(bias["share"] ** 2, color=palette.GREY, ls=":",
                  label=f"(m/1089)^2 = {bias['share'] ** 2:.3g}")
     left.set_yscale("log")
     left.set_xticks(x, [f"theta{i}" for i in range(7)])
     left.set_ylabel("mean estimate / exact gradient (log)")
     left.set_title(f"Mean of many estimates at fraction {bias['fraction']:g} "
                    f"(bars: 2 standard errors)")
-    left.legend(fontsize=8)
+    left.legend(fontsize=9)
     losses = result["losses"]
     it = np.arange(1, len(losses) + 1)
     for b, (kind, variant) in enumerate(zip(result["kinds"], result["variants"])):
@@ -529,7 +555,7 @@ def plot_released(bias: dict, result: dict):
     right.set_title("Optimisation: eq. 8 against the released sampler\n(its gradient is "
                     "shrunk by (m/1089)^2, towards Adam's eps = 1e-8)", fontsize=10)
     right.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=8)
+    right.legend(fontsize=9)
     return fig
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ...exact.sweeps import gradient
 from ...tracing import replay, trace
-from ...tracing.replay import recorded_program
+from ...tracing.replay import recording
 from .problem import Reactor, check_theta, initial_state, target
 
 __all__ = ["ReplayedGradient", "loss"]
@@ -74,7 +74,7 @@ class ReplayedGradient:
         theta = check_theta(theta)
         if self.recording is None:
             g = trace(lambda theta: loss(self.p, theta), theta)
-            self.recording = recorded_program(g)
+            self.recording = recording(g)
         else:
             g = replay(self.recording, theta)
         return float(g.values[g.outputs[0]]), gradient(g)[0]

@@ -9,6 +9,7 @@ import pytest
 from minirad.studies.nn import budget, mlp_numpy
 
 
+@pytest.mark.slow
 def test_exact_variance_matches_monte_carlo():
     gen = np.random.default_rng(3)
     params = [p.astype(np.float64) for p in mlp_numpy.init_mlp((12, 9, 4), rng=2)]

@@ -84,6 +84,10 @@ def test_missing_mlxtend_names_the_extra(monkeypatch):
 
 
 # ------------------------------------------------------------ damaged caches
+# its module fixture is built once per run: one worker runs this module (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("studies_data")
+
+
 @pytest.fixture(scope="module")
 def genuine_cache(tmp_path_factory):
     """The bytes of a cache written by mnist_5k, the arrays, and the CSV's digest."""

@@ -24,6 +24,9 @@ from minirad.studies.nn.figures import FiguresConfig
 from minirad.studies.pde import Reactor, initial_theta, sampler
 from minirad.studies.pde.sampling import FILE, run_figure, sampled_states
 
+# its module fixture is built once per run: one worker runs this module (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("studies_figures")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -88,6 +91,7 @@ def test_training_curves_start_at_the_initial_evaluation(data):
         rules.mlp(config.sizes), 0.1, 20)
 
 
+@pytest.mark.slow
 def test_the_irnn_curves_include_different_project(data):
     curves = nn_figures.training_curves("irnn", data, tiny(), progress=False)
     assert "different_project" in curves and len(curves) == 6
@@ -119,6 +123,7 @@ def test_different_project_projects_every_example():
 
 
 # ----------------------------------------------------------------- Figure 10
+@pytest.mark.slow
 def test_fraction_sweep_reuses_runs_and_matches_memory(data):
     config = tiny()
     mlp = nn_figures.training_curves("mlp", data, config, progress=False)
@@ -142,6 +147,7 @@ def test_fraction_sweep_reuses_runs_and_matches_memory(data):
         assert any(r.estimator == "reduced_batch" and r.batch == batch for r in sweep)
 
 
+@pytest.mark.slow
 def test_run_figures_writes_every_picture_and_table(data, tmp_path):
     result = nn_figures.run_figures(str(tmp_path), tiny(), progress=False)
     for key in ("fig4", "fig8", "fig9", "fig10"):
@@ -186,6 +192,7 @@ def test_the_pde_command_writes_figure_7a(tmp_path, capsys):
     assert run_figure(str(tmp_path), 30).endswith(FILE)
 
 
+@pytest.mark.slow
 def test_the_nn_command_writes_the_figures(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(FiguresConfig, "quick", classmethod(lambda cls: tiny()))
     assert cli.main(["study", "nn", "--paper-figures", "--quick", "-o", str(tmp_path)]) == 0

@@ -80,6 +80,7 @@ def test_biases_and_adjoints_are_exact_under_sampling():
             np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", RAD)
 def test_rad_estimators_are_unbiased_on_a_fixed_minibatch(kind):
     """z = (mean of 2000 estimates - exact) / standard error, one per weight entry.

@@ -13,6 +13,7 @@ from minirad.studies.nn.training import train
 from minirad.tracing import trace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("network, kind", [("mlp", "different_sample"), ("mlp", "project"),
                                            ("convnet", "same_sample"), ("convnet", "project")])
 def test_training_on_the_graph_equals_training_on_the_floor(network, kind):
@@ -30,6 +31,7 @@ def test_training_on_the_graph_equals_training_on_the_floor(network, kind):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["different_sample", "same_sample", "project"])
 def test_irnn_estimators_on_the_graph_are_unbiased(kind):
     """Sampling or projecting at every step of the unrolled IRNN (the stored x_t for
@@ -98,6 +100,7 @@ def test_bad_network_arguments():
         nn.train_other("lstm", None, nn.StudyConfig())
 
 
+@pytest.mark.slow
 def test_convnet_rad_has_less_noise_than_the_equal_memory_batch_on_tied_layers():
     """Figure 5's weight-tying argument at test size: on 8x8 digits (scikit-learn), a
     ConvNet with channels (2, 4, 4, 4), different sample at f = 0.1 and batch 150

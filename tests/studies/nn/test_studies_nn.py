@@ -17,6 +17,7 @@ def tiny():
                           irnn_iterations=2, other_evaluations=1, other_eval_examples=20)
 
 
+@pytest.mark.slow
 def test_study_writes_figures_and_table(tmp_path):
     result = nn.run_study(str(tmp_path), config=tiny(), progress=False)
     for key in ("training", "noise_mlp", "noise_convnet", "budget", "training_convnet",
@@ -51,6 +52,7 @@ def test_quick_config_and_estimators():
         nn.estimator_kind("sampled")
 
 
+@pytest.mark.slow
 def test_cli_study(tmp_path, monkeypatch, capsys):
     """The command runs on a damaged MNIST cache (one line says it is rebuilt); a quick run
     is a smoke test, and its pictures and report say so and rank nothing."""

@@ -136,6 +136,7 @@ def test_graph_memory_of_the_convnet_charges_masks_before_pooling():
 CHANNEL_ROUNDING = 4 * ((309 - 308) + (1648 - 1639) + 2 * (832 - 820))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(graph.INJECTIONS))
 def test_graph_injections_are_unbiased(kind):
     """The graph's own injections on a small MLP (6 -> 5 -> 3, a batch of 12, f = 0.8),
@@ -193,6 +194,7 @@ def test_bad_kind():
         graph.loss_and_grad(params, x, y, "sampled", 0.1)
 
 
+@pytest.mark.slow
 def test_table1_from_the_graph_beside_the_rules():
     rows = graph.table1_from_graph(0.1)
     rules = {"convnet": memory.convnet(), "mlp": memory.mlp(), "irnn": memory.irnn()}

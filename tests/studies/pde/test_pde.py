@@ -130,6 +130,7 @@ def test_eq8_is_unbiased(fraction):
     assert np.all(stderr > 1e-3 * np.abs(exact))
 
 
+@pytest.mark.slow
 def test_noise_of_one_estimate_shrinks_like_one_over_sqrt_k_and_with_the_steps():
     """The spread of one eq. 8 estimate (200 estimates per point): from k = 10 to k = 97
     it falls by sqrt(9.7) within 25%, and from 16 to 256 steps (dt fixed) it falls about

@@ -36,6 +36,10 @@ def _saved_run(folder, cfg, after=3):
     return path
 
 
+# its module fixture is built once per run: one worker runs this module (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("pde_state")
+
+
 @pytest.fixture(scope="module")
 def genuine(tmp_path_factory):
     path = _saved_run(tmp_path_factory.mktemp("state"), CFG)

@@ -14,6 +14,7 @@ TINY = StudyConfig(n_steps=32, iterations=3, noise_estimates=6, noise_horizon=32
                    noise_steps=(16, 32), snapshots=(2,))
 
 
+@pytest.mark.slow
 def test_a_tiny_study_writes_every_picture_and_the_table(tmp_path):
     progress = pde_figures.Progress(io.StringIO())
     written = run_study(str(tmp_path), TINY, progress=progress)
@@ -38,6 +39,7 @@ def test_optimisation_members_share_a_start_and_gaps_are_measured_from_exact():
     assert rows[0]["label"] == "exact gradient" and rows[0]["max_gap"] == 0.0
 
 
+@pytest.mark.slow
 def test_adam_on_a_sampled_gradient_tracks_the_exact_curve():
     """The issue's optimisation acceptance at t up to 1/8 (512 steps), Adam lr 0.01, 150
     iterations (the committed figures are the 4,096-step run): at fraction 0.01 the curve
@@ -133,6 +135,7 @@ def test_a_saved_run_is_never_overwritten_or_mixed_with_other_settings(tmp_path,
         pde_state.load_state(str(path), cfg)
 
 
+@pytest.mark.slow
 def test_a_study_run_to_the_end_removes_its_saved_state(tmp_path):
     cfg = StudyConfig(n_steps=24, iterations=3, fractions=(0.1,), released=(),
                       noise_estimates=4, noise_horizon=24, noise_steps=(16,), snapshots=(2,))

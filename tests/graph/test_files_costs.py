@@ -4,13 +4,13 @@ archive of a million tiny arrays, a pipe or a link to /dev/zero are refused at o
 
 import json
 import os
-import struct
 import threading
 import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
+from oracles import fake_zip64
 
 from minirad import examples, load_graph, save_graph
 from minirad.cli import main
@@ -69,20 +69,6 @@ def test_an_archive_counts_each_array_and_its_manifest(tmp_path):
         load_graph(path, max_bytes=cost - 1)
     assert load_graph(path, max_bytes=cost).same_as(g)
     assert cost < MAX_BYTES
-
-
-def fake_zip64(path, members: int):
-    """A zip file whose end records (zip64) declare ``members`` entries, their directory
-    never written: zipfile would try to read all of them."""
-    directory_size, directory_offset = 100 * members, 4
-    record = (b"PK\x06\x06" + struct.pack("<QHHIIQQQQ", 44, 45, 45, 0, 0, members, members,
-                                          directory_size, directory_offset))
-    record_offset = 4
-    locator = b"PK\x06\x07" + struct.pack("<IQI", 0, record_offset, 1)
-    end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
-                                      0xFFFFFFFF, 0)
-    path.write_bytes(b"PK\x03\x04" + record + locator + end)
-    return path
 
 
 def test_an_archive_of_a_million_arrays_is_refused_from_its_end_records(tmp_path):
