@@ -105,7 +105,7 @@ class Tape:
         self.names = {}      # tape position -> a name given (arguments, tracing.name)
         self.reads = []      # (tape length, function, operands, result): what was read
         self.constant_names = {}   # id of an argument used as it is -> its parameter name
-        self.constants = {}  # id of a constant array -> (it, the tape's copy): one copy each
+        self.constants = {}  # (id of a constant array, dtype) -> (it, the tape's copy)
 
     def append(self, value, step, active: bool) -> Traced:
         self.values.append(value)
@@ -424,18 +424,20 @@ def _arrays(tape, rule, operands, values) -> None:
     for i, a in enumerate(operands):
         if values[i] is None:
             dtype = _float_type(values)
-            seen = tape.constants.get(id(a)) if tape is not None else None
-            if seen is not None and seen[0] is a and seen[1].dtype == np.result_type(
-                    dtype if a.dtype.kind in "biu" else a.dtype) and np.array_equal(a, seen[1]):
+            key = (id(a), dtype)
+            seen = tape.constants.get(key) if tape is not None else None
+            if seen is not None and seen[0] is a and np.array_equal(a, seen[1]):
                 operands[i] = values[i] = seen[1]
                 continue
-            if tape is not None and isinstance(a, int) and abs(a) > _LARGEST_INT:
-                raise ValueError(f"{rule.name} at vertex {vertex_name(tape, len(tape.steps))}: "
-                                 f"its constant operand, an integer of about {_digits(a)} "
-                                 f"digits, is too large for a float64")
-            operands[i] = values[i] = constant(a, rule.name, dtype)
+            try:
+                operands[i] = values[i] = constant(a, rule.name, dtype)
+            except ValueError as error:   # within a trace, the message names the vertex too
+                if tape is None:
+                    raise
+                at = f"{rule.name} at vertex {vertex_name(tape, len(tape.steps))}"
+                raise ValueError(str(error).replace(rule.name, at, 1)) from None
             if tape is not None and type(a) is np.ndarray:
-                tape.constants[id(a)] = (a, values[i])
+                tape.constants[key] = (a, values[i])
     if isinstance(rule, Op) and len(values) == 2:
         first, second = np.shape(values[0]), np.shape(values[1])
         if first != second:
@@ -445,9 +447,6 @@ def _arrays(tape, rule, operands, values) -> None:
                 raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
                                  f"broadcast") from None
             check_entries(shape, rule.name)
-
-
-_LARGEST_INT = int(np.finfo(np.float64).max)
 
 
 def _digits(n: int) -> int:
@@ -494,7 +493,8 @@ def constant(x, what: str, dtype=np.float64):
         try:
             return float(x)
         except OverflowError:
-            raise ValueError(f"{what}: a constant integer too large for a float64") from None
+            raise ValueError(f"{what}: its constant operand, an integer of about {_digits(x)} "
+                             f"digits, is too large for a float64") from None
     if sparse.issparse(x):   # a constant sparse matrix, already the trace's own copy
         return x
     if isinstance(x, np.ma.MaskedArray):
