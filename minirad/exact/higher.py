@@ -107,7 +107,7 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     [4.0, 3.0]
     """
     tape = Tape()
-    numbers = iter([tape.append(x, None, True) for x in inputs])
+    numbers = iter([tape.append(x, True) for x in inputs])
     call = list(args)
     for p in positions:
         arg = args[p]

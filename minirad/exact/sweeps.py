@@ -82,6 +82,7 @@ import numpy as np
 
 from ..graph import labels
 from ..graph.lcg import LCG, reachable, takes_graph_or_function
+from ..tracing.pullbacks import pullbacks
 from . import _engines, cotangents
 from .overflow import check_finite
 from .result import JACOBIAN_LIMIT, Accumulation, check_size
@@ -89,7 +90,7 @@ from .result import JACOBIAN_LIMIT, Accumulation, check_size
 __all__ = ["ENGINES", "Accumulation", "forward_sweep", "gradient", "jvp", "reverse_jacobian",
            "reverse_sweep", "vjp"]
 
-ENGINES = ("auto", "reference", "loop", "levels", "triangular")
+ENGINES = ("auto", "reference", "loop", "levels", "triangular", "pullbacks")
 
 #: a graph of numbers with more edges than this is swept by the fast engines
 REFERENCE_EDGES = 2_000
@@ -347,20 +348,29 @@ def _fast(g: LCG, chosen, far, forward: bool, keep_values: bool, engine: str):
     return values, ends, lambda: _sweep_cost(g, chosen, forward)
 
 
-def _engine(g: LCG, engine, plain: bool) -> str:
+def _engine(g: LCG, engine, plain: bool, adjoints: bool = False) -> str:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
     numbers = g.algebra is labels.FLOATS
-    if engine not in ("auto", "reference") and not numbers:
+    if engine == "pullbacks" and (not adjoints or pullbacks(g) is None):
+        raise ValueError("engine 'pullbacks' sweeps the adjoints of a traced graph with array "
+                         "vertices (gradient, vjp); 'auto' picks it for large ones")
+    if engine == "pullbacks" and not plain:
+        raise ValueError("in_place and lazy are options of the 'reference' engine; engine "
+                         "'pullbacks' accumulates plainly")
+    if engine not in ("auto", "reference", "pullbacks") and not numbers:
         raise ValueError(f"engine {engine!r} sweeps graphs of numbers only; this graph has "
                          f"array vertices, which the 'reference' engine sweeps ('auto' picks it)")
     if engine not in ("auto", "reference") and not plain:
         raise ValueError(f"in_place and lazy are options of the 'reference' engine ('auto' "
                          f"picks it); engine {engine!r} accumulates plainly")
     if engine == "auto":
-        fast = numbers and plain and g.n_edges > REFERENCE_EDGES
-        return "auto" if fast else "reference"
+        if not plain or g.n_edges <= REFERENCE_EDGES:
+            return "reference"
+        if numbers:
+            return "auto"
+        return "pullbacks" if adjoints and pullbacks(g) is not None else "reference"
     return engine
 
 
@@ -453,8 +463,10 @@ def vjp(g: LCG, u, engine: str = "auto", *, wrt=None, in_place: bool = False,
         (the other arguments then by keyword).
     u : list
         One adjoint per output vertex, in the form of :func:`jvp`'s ``v``.
-    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps, as for :func:`forward_sweep`.
+    engine : {"auto", "reference", "loop", "levels", "triangular", "pullbacks"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`;
+        ``"pullbacks"`` on a traced graph with arrays (:mod:`minirad.tracing.pullbacks`),
+        which ``"auto"`` picks above :data:`REFERENCE_EDGES` edges.
     wrt : str, int or sequence, optional
         The inputs whose adjoints are wanted (default: all, in order).
     in_place : bool, optional
@@ -521,8 +533,10 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
     g : LCG or callable
         The graph; or a Python function, followed by the point to trace it at
         (the other arguments then by keyword).
-    engine : {"auto", "reference", "loop", "levels", "triangular"}, optional
-        Which implementation sweeps, as for :func:`forward_sweep`.
+    engine : {"auto", "reference", "loop", "levels", "triangular", "pullbacks"}, optional
+        Which implementation sweeps, as for :func:`forward_sweep`;
+        ``"pullbacks"`` on a traced graph with arrays (:mod:`minirad.tracing.pullbacks`),
+        which ``"auto"`` picks above :data:`REFERENCE_EDGES` edges.
     wrt : str, int or sequence, optional
         The inputs whose derivatives are wanted (default: all, in order).
     in_place : bool, optional
@@ -575,7 +589,7 @@ def gradient(g: LCG, engine: str = "auto", *, wrt=None, in_place: bool = False,
 def _pulled(g: LCG, seeds: dict, stack: tuple, engine, wrt, in_place: bool, lazy: bool):
     """The adjoints of the inputs ``wrt`` of one reverse sweep from ``seeds``."""
     plain = cotangents.check_options(in_place, lazy)
-    engine = _engine(g, engine, plain)
+    engine = _engine(g, engine, plain, adjoints=not stack)
     columns = select(g, wrt, g.inputs, "input")
     if plain:
         values = _propagate(g, seeds, stack, False, engine)
@@ -587,6 +601,13 @@ def _pulled(g: LCG, seeds: dict, stack: tuple, engine, wrt, in_place: bool, lazy
 
 def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):
     """Per-vertex values of one sweep from ``seeds`` (None where nothing arrives)."""
+    if engine == "pullbacks":
+        with np.errstate(all="ignore"):
+            algebra, edges = pullbacks(g)
+            values = labels.reverse(g, seeds, algebra=algebra, labels=edges).values
+        if all(values[v] is None or np.isfinite(values[v]).all() for v in g.inputs):
+            return values
+        engine = "reference"   # its labels name a partial that is not finite
     if engine == "reference":
         with np.errstate(over="ignore", invalid="ignore"):
             return (labels.forward if forward else labels.reverse)(g, seeds).values

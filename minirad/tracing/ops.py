@@ -131,7 +131,7 @@ class Op:
     def arity(self) -> int:
         return len(self.partials)
 
-    @property
+    @functools.cached_property   # read at every traced operation; an Op never changes
     def on_arrays(self) -> tuple[Callable, tuple[Callable, ...]]:
         """The value and partials for numpy arrays."""
         return self.array_value or self.value, self.array_partials or self.partials

@@ -109,7 +109,8 @@ def replay(g, *args) -> LCG:
         raise TypeError(f"replay takes the {len(kept.args)} arguments the program was traced "
                          f"with, not {len(args)}")
     tape = Tape()
-    tape.names, tape.active, tape.steps = old.names, old.active, old.steps
+    tape.names, tape.active = old.names, old.active
+    tape.rules, tape.operands, tape.params = old.rules, old.operands, old.params
     tape.values = [None] * len(old.values)
     # the tape holds the inputs first (the arguments differentiated, in order), then data
     slots = iter(t for t, step in enumerate(old.steps) if step is None)

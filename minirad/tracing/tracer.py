@@ -96,22 +96,59 @@ def check_entries(shape, what: str) -> None:
 
 class Tape:
     """The record of one trace: per value the rule that made it, its operands
-    (tape positions as ``int``, constants as themselves) and its parameters."""
+    (tape positions as ``int``, constants as themselves) and its parameters.
+
+    They are kept in columns, one list each, rather than one tuple per step: a
+    tuple of a rule is an object Python's garbage collector must visit at every
+    full collection, and a long trace would make millions of them.  :attr:`steps`
+    reads the columns as ``(rule, operands, params)`` triples."""
 
     def __init__(self):
         self.values = []     # every value, data and inputs included
-        self.steps = []      # (rule, operands, params); None for an argument
+        self.rules = []      # the rule that made it; None for an argument
+        self.operands = []   # its operands (a tuple); None for an argument
+        self.params = []     # its parameters (a dict); None for an argument
         self.active = []     # whether the value depends on an input (is a vertex)
         self.names = {}      # tape position -> a name given (arguments, tracing.name)
         self.reads = []      # (tape length, function, operands, result): what was read
         self.constant_names = {}   # id of an argument used as it is -> its parameter name
         self.constants = {}  # (id of a constant array, dtype) -> (it, the tape's copy)
 
-    def append(self, value, step, active: bool) -> Traced:
+    def append(self, value, active: bool, rule=None, operands=None, params=None) -> Traced:
+        """Add a value made by ``rule`` from ``operands`` (an argument: no rule)."""
         self.values.append(value)
-        self.steps.append(step)
+        self.rules.append(rule)
+        self.operands.append(operands)
+        self.params.append(params)
         self.active.append(active)
         return Traced(self, len(self.values) - 1, value)
+
+    @property
+    def steps(self) -> Steps:
+        """Per value ``(rule, operands, params)``, or None for an argument."""
+        return Steps(self)
+
+
+class Steps:
+    """A tape's columns read as one ``(rule, operands, params)`` triple per value."""
+
+    __slots__ = ("tape",)
+
+    def __init__(self, tape: Tape):
+        self.tape = tape
+
+    def __len__(self) -> int:
+        return len(self.tape.rules)
+
+    def __getitem__(self, t: int):
+        tape = self.tape
+        rule = tape.rules[t]
+        return None if rule is None else (rule, tape.operands[t], tape.params[t])
+
+    def __iter__(self):
+        tape = self.tape
+        for rule, operands, params in zip(tape.rules, tape.operands, tape.params):
+            yield None if rule is None else (rule, operands, params)
 
 
 class Traced:
@@ -372,7 +409,7 @@ ADD, SUB, MUL, DIV, POW = (OPS[name] for name in ("add", "sub", "mul", "div", "p
 def record(rule, *args, **params):
     """Apply ``rule`` to ``args`` (traced values and constants) and append the
     result to the tape; with no traced operand, just compute it."""
-    tape, operands, values, active, numbers = None, [], [], False, True
+    tape, operands, values, active, numbers, convert = None, [], [], False, True, False
     for a in args:
         if type(a) is Traced:
             if tape is not a.tape:
@@ -391,9 +428,11 @@ def record(rule, *args, **params):
         else:
             operands.append(a)
             values.append(None)     # a constant to convert, below
-            numbers = False
-    if not numbers:   # arrays, or constants to convert: checked before numpy allocates
-        _arrays(tape, rule, operands, values)
+            numbers, convert = False, True
+    if convert:
+        _constants(tape, rule, operands, values)
+    if len(values) == 2 and not numbers and type(rule) is Op:
+        _broadcasts(rule, values)   # checked before numpy allocates
     try:
         out = compute(rule, values, params)
     except (ArithmeticError, ValueError) as error:
@@ -402,14 +441,14 @@ def record(rule, *args, **params):
         if tape is None:
             raise kind(f"{rule.name}: {error}") from None
         # a program may catch it: replay must see it raise again
-        tape.reads.append((len(tape.steps), functools.partial(computed, rule),
+        tape.reads.append((len(tape.rules), functools.partial(computed, rule),
                            tuple(operands), params, RAISED))
-        raise kind(not_finite(tape, rule, operands, params, len(tape.steps), error)) from None
+        raise kind(not_finite(tape, rule, operands, params, len(tape.rules), error)) from None
     if tape is None:
         return out
     if type(out) is np.ndarray:
-        out.flags.writeable = False
-    return tape.append(out, (rule, tuple(operands), params or NO_PARAMS), active)
+        out.setflags(write=False)
+    return tape.append(out, active, rule, tuple(operands), params or NO_PARAMS)
 
 
 NO_PARAMS: dict = {}
@@ -417,10 +456,9 @@ NO_PARAMS: dict = {}
 program of numbers would otherwise keep a million empty ones); never written into."""
 
 
-def _arrays(tape, rule, operands, values) -> None:
-    """Convert the constants among ``operands`` as the tape keeps them (in place), and
-    refuse an elementwise operation whose shapes do not broadcast or broadcast too big.
-    An array used again unchanged is the same copy, so what edges keep counts it once."""
+def _constants(tape, rule, operands, values) -> None:
+    """Convert the constants among ``operands`` as the tape keeps them (in place).  An
+    array used again unchanged is the same copy, so what edges keep counts it once."""
     for i, a in enumerate(operands):
         if values[i] is None:
             dtype = _float_type(values)
@@ -434,19 +472,22 @@ def _arrays(tape, rule, operands, values) -> None:
             except ValueError as error:   # within a trace, the message names the vertex too
                 if tape is None:
                     raise
-                at = f"{rule.name} at vertex {vertex_name(tape, len(tape.steps))}"
+                at = f"{rule.name} at vertex {vertex_name(tape, len(tape.rules))}"
                 raise ValueError(str(error).replace(rule.name, at, 1)) from None
             if tape is not None and type(a) is np.ndarray:
                 tape.constants[key] = (a, values[i])
-    if isinstance(rule, Op) and len(values) == 2:
-        first, second = np.shape(values[0]), np.shape(values[1])
-        if first != second:
-            try:
-                shape = np.broadcast_shapes(first, second)
-            except ValueError:
-                raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
-                                 f"broadcast") from None
-            check_entries(shape, rule.name)
+
+
+def _broadcasts(rule, values) -> None:
+    """Refuse an elementwise operation whose shapes do not broadcast or broadcast too big."""
+    first, second = getattr(values[0], "shape", ()), getattr(values[1], "shape", ())
+    if first != second and first and second:   # a number broadcasts to anything
+        try:
+            shape = np.broadcast_shapes(first, second)
+        except ValueError:
+            raise ValueError(f"{rule.name}: shapes {first} and {second} do not "
+                             f"broadcast") from None
+        check_entries(shape, rule.name)
 
 
 def _digits(n: int) -> int:
@@ -463,7 +504,9 @@ def compute(rule, values, params):
         out = rule.on_arrays[0](*values)
         # numpy's values are arrays; values of an outer trace (a tape nested in another,
         # minirad.exact.higher) stay what that trace made
-        return np.asarray(out) if isinstance(out, (np.ndarray, np.generic, float)) else out
+        if type(out) is np.ndarray or not isinstance(out, (np.generic, float)):
+            return out
+        return np.asarray(out)
     return rule.value(*values, **params)
 
 
@@ -522,7 +565,7 @@ def read(function, *args, **kwargs):
         # on the tape an int is a position: a constant int is kept as a 0-d array
         operands = tuple(a.index if type(a) is Traced else np.asarray(a) if type(a) is int
                          else a for a in args)
-        tape.reads.append((len(tape.steps), function, operands, kwargs, result))
+        tape.reads.append((len(tape.rules), function, operands, kwargs, result))
     return result
 
 
@@ -731,14 +774,14 @@ def argument(tape: Tape, x, name: str, active: bool, what: str = "", vectors=Tru
             raise ValueError(f"{what} is {value}; trace needs finite inputs")
         raise ValueError(f"{what} has a non-finite entry; trace needs finite inputs")
     tape.names[len(tape.values)] = name
-    return tape.append(value, None, active)
+    return tape.append(value, active)
 
 
 def output(tape: Tape, r) -> int:
     """The tape position of one result of the program."""
     if type(r) is not Traced:
         if isinstance(r, Real) and not isinstance(r, (bool, np.bool_)):
-            return tape.append(float(r), None, False).index   # a constant output
+            return tape.append(float(r), False).index   # a constant output
         raise TypeError(f"f returned a {type(r).__name__}; outputs are traced values or "
                         f"numbers")
     if r.tape is not tape:
@@ -801,11 +844,11 @@ def vertex_name(tape: Tape, t: int) -> str:
 def finish(tape: Tape, outputs: list, n_inputs: int) -> list:
     """The outputs' tape positions, where an output that is an input, feeds another
     operation or is returned twice gets a value of its own, a unit ``copy``."""
-    used = {o for step in tape.steps if step for o in step[1] if type(o) is int}
+    used = {o for operands in tape.operands if operands for o in operands if type(o) is int}
     returned = list(outputs)
     for k, t in enumerate(returned):
         if tape.active[t] and (t < n_inputs or t in used or returned.count(t) > 1):
-            outputs[k] = tape.append(tape.values[t], (COPY, (t,), {}), True).index
+            outputs[k] = tape.append(tape.values[t], True, COPY, (t,), {}).index
     return outputs
 
 
@@ -813,7 +856,7 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
     """The LCG of a finished tape: its active values are the vertices, numbered in
     tape order, the inputs first.  Between numbers an edge's label is its partial,
     worked out now; a Jacobian block is worked out when first read (:func:`labels`)."""
-    active, steps = tape.active, tape.steps
+    active, operands_of = tape.active, tape.operands
     tape_of = [t for t, a in enumerate(active) if a]        # vertex -> tape position
     tape_of += [t for t in outputs if not active[t]]         # a constant output is a vertex
     vertex = [-1] * len(active)                              # tape position -> vertex
@@ -824,10 +867,9 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
     sources, targets = array("q"), array("q")                # compact: 8 bytes an edge end
     partials, edges = array("d"), []
     for t in tape_of:
-        step = steps[t]
-        if step is None or not active[t]:
+        operands = operands_of[t]
+        if operands is None or not active[t]:
             continue
-        operands = step[1]
         by_operand = {}            # x * x: one edge, its partials added
         for i, o in enumerate(operands):
             if type(o) is int and active[o]:
@@ -840,14 +882,17 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
             if numbers:
                 partials.append(number_label(tape, t, positions, at))
             else:
-                edges.append((t, o, positions))
+                edges.append((t, o, tuple(positions)))   # nothing for the collector
     values = [values[t] for t in tape_of]
     edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
-    return LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
-                                        n_inputs, input_names, several),
-                      sources, targets, edge_labels, range(n_inputs),
-                      [vertex[t] for t in outputs], values,
-                      lambda: VertexOps(*templates(tape, tape_of)))
+    g = LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
+                                     n_inputs, input_names, several),
+                   sources, targets, edge_labels, range(n_inputs),
+                   [vertex[t] for t in outputs], values,
+                   lambda: VertexOps(*templates(tape, tape_of)))
+    if not numbers:   # the edges' records, for minirad.tracing.pullbacks
+        g.memo("tracing.edges", lambda: (tape, edges, vertex))
+    return g
 
 
 def vertex_names(tape: Tape, tape_of, vertex, outputs, n_inputs, input_names, several):
@@ -919,19 +964,22 @@ def labels(tape: Tape, edges, vertex):
 
 
 def _labels(tape: Tape, edges, vertex):
-    out = []
-    for t, _, positions in edges:
-        rule, operands, params = tape.steps[t]
-        if type(tape.values[t]) is float and isinstance(rule, Op):   # a number: its partial
-            out.append(number_label(tape, t, positions))
-            continue
-        values = [tape.values[p] if type(p) is int else p for p in operands]
-        try:
-            out.append(_block(rule, positions, values, tape.values[t],
-                              Edge(tape, t, operands, vertex), params))
-        except (ArithmeticError, ValueError):
-            raise ValueError(not_finite(tape, rule, operands, params, t)) from None
-    return out
+    return [edge_label(tape, edge, vertex) for edge in edges]
+
+
+def edge_label(tape: Tape, edge, vertex):
+    """The label of one edge ``(t, o, positions)``: from operand ``o`` (at ``positions``
+    among the operands) to the value at tape position ``t``."""
+    t, _, positions = edge
+    rule, operands, params = tape.steps[t]
+    if type(tape.values[t]) is float and isinstance(rule, Op):   # a number: its partial
+        return number_label(tape, t, positions)
+    values = [tape.values[p] if type(p) is int else p for p in operands]
+    try:
+        return _block(rule, positions, values, tape.values[t],
+                      Edge(tape, t, operands, vertex), params)
+    except (ArithmeticError, ValueError):
+        raise ValueError(not_finite(tape, rule, operands, params, t)) from None
 
 
 def _block(rule, positions, values, y, edge, params):
