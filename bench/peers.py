@@ -105,8 +105,8 @@ NUMPY = _numpy_kit()
 
 def minirad_kit() -> Kit:
     # the tracer's own rules of array functions
-    from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
     from minirad.tracing.ops import relu
+    from minirad.tracing.rules import avg_pool2d, conv2d, softmax_cross_entropy
 
     return Kit("minirad", lambda a: a, np.zeros, relu, softmax_cross_entropy,
                lambda x, k, b: conv2d(x, k, padding=2) + b.reshape(1, -1, 1, 1),
