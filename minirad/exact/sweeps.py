@@ -82,7 +82,7 @@ import numpy as np
 
 from ..graph import labels
 from ..graph.lcg import LCG, reachable, takes_graph_or_function
-from ..tracing.pullbacks import pullbacks
+from ..tracing import pullbacks
 from . import _engines, cotangents
 from .overflow import check_finite
 from .result import JACOBIAN_LIMIT, Accumulation, check_size
@@ -353,7 +353,7 @@ def _engine(g: LCG, engine, plain: bool, adjoints: bool = False) -> str:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
     numbers = g.algebra is labels.FLOATS
-    if engine == "pullbacks" and (not adjoints or pullbacks(g) is None):
+    if engine == "pullbacks" and not (adjoints and pullbacks.sweeps(g)):
         raise ValueError("engine 'pullbacks' sweeps the adjoints of a traced graph with array "
                          "vertices (gradient, vjp); 'auto' picks it for large ones")
     if engine == "pullbacks" and not plain:
@@ -370,7 +370,7 @@ def _engine(g: LCG, engine, plain: bool, adjoints: bool = False) -> str:
             return "reference"
         if numbers:
             return "auto"
-        return "pullbacks" if adjoints and pullbacks(g) is not None else "reference"
+        return "pullbacks" if adjoints and pullbacks.sweeps(g) else "reference"
     return engine
 
 
@@ -603,8 +603,7 @@ def _propagate(g: LCG, seeds: dict, stack: tuple, forward: bool, engine: str):
     """Per-vertex values of one sweep from ``seeds`` (None where nothing arrives)."""
     if engine == "pullbacks":
         with np.errstate(all="ignore"):
-            algebra, edges = pullbacks(g)
-            values = labels.reverse(g, seeds, algebra=algebra, labels=edges).values
+            values = pullbacks.reverse(g, seeds, wanted=g.inputs)
         if all(values[v] is None or np.isfinite(values[v]).all() for v in g.inputs):
             return values
         engine = "reference"   # its labels name a partial that is not finite

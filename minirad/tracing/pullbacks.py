@@ -1,21 +1,23 @@
-"""A traced graph's edges as pullbacks: each the function ``adjoint -> adjoint J``.
+"""The reverse sweep of a traced graph by pullbacks: each edge as ``adjoint -> adjoint J``.
 
 The reverse sweep (:func:`minirad.graph.labels.reverse`) multiplies each adjoint
-by its edge's label, a Jacobian block that the tracer builds from the tape.  On a
-long program of small arrays, building a block object per edge costs several
-times the arithmetic.  So :func:`minirad.gradient` runs the very same sweep
-with the tape's records of the edges as labels and an algebra whose
-``multiply(adjoint, edge)`` is the edge's pullback (:func:`pullbacks`), on traced
-graphs of more than :data:`minirad.exact.sweeps.REFERENCE_EDGES` edges, or when
-asked with ``engine="pullbacks"``:
+by its edge's label, a Jacobian block that the tracer builds from the tape, and
+keeps every vertex's adjoint.  On a long program of small arrays, building a
+block object per edge costs several times the arithmetic, and keeping every
+adjoint makes the memory of the whole program's adjoints at once.
+:func:`reverse` is the same recurrence, in the same order, with two changes:
 
-* an elementwise edge (``sin``, ``*``, ...) between arrays of one shape multiplies
-  the adjoint by the rule's partial, which is what its :class:`Diagonal` block
-  would do, without the block;
-* every other edge (a broadcast, ``@``, ``sum``, a bit mask) multiplies by its
-  label as the labels' sweep does, built when first needed.
+* an edge's adjoint times its label is the edge's pullback (:func:`pull`): an
+  elementwise edge (``sin``, ``*``, ...) between arrays of one shape multiplies
+  the adjoint by the rule's partial, as its :class:`Diagonal` block would, and
+  never builds the block; every other edge (a broadcast, ``@``, ``sum``, a bit
+  mask) multiplies by its label, built when it is reached;
+* an adjoint is dropped once the edges into its vertex are swept, unless it is
+  wanted: what a backward pass does.
 
-Nothing is counted (the counts are the labels': sweep those to count), and a
+:func:`minirad.gradient` and :func:`minirad.vjp` use it on traced graphs of more
+than :data:`minirad.exact.sweeps.REFERENCE_EDGES` edges, or when asked with
+``engine="pullbacks"``.  Nothing is counted (sweep the labels to count), and a
 partial is not checked finite edge by edge: the caller checks the result and,
 if it is not finite, sweeps the labels, which name the edge.  The result is
 tested equal, to the last bit, to the labels' sweep
@@ -23,45 +25,46 @@ tested equal, to the last bit, to the labels' sweep
 
 >>> import numpy as np
 >>> from minirad import trace
->>> from minirad.graph.labels import reverse
 >>> g = trace(lambda x: (np.sin(x) * x).sum(), np.array([0.0, 1.0]))
->>> algebra, edges = pullbacks(g)
->>> swept = reverse(g, {g.outputs[0]: np.ones(())}, algebra=algebra, labels=edges)
->>> swept.values[g.inputs[0]]              # cos(x) x + sin(x)
+>>> reverse(g, {g.outputs[0]: np.ones(())}, wanted=g.inputs)[0]   # cos(x) x + sin(x)
 array([0.        , 1.38177329])
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..graph.labels import Algebra
 from ..graph.operators import OPERATORS
 from .ops import Op
 from .tracer import edge_label
 
-__all__ = ["pullbacks"]
+__all__ = ["pull", "reverse", "sweeps"]
 
 
-def pullbacks(g):
-    """``(algebra, edges)`` for :func:`minirad.graph.labels.reverse` to sweep ``g`` by
-    pullbacks, or None when ``g`` is not a traced graph with array vertices."""
-    record = g.memos.get("tracing.edges")
-    if record is None:
-        return None
-    tape, edges, vertex = record
-    return Algebra("pullbacks", functools.partial(pull, tape, vertex), _add,
-                   multiply_cost=_nothing, add_cost=_nothing), edges
+def sweeps(g) -> bool:
+    """Whether :func:`reverse` sweeps ``g``: a traced graph with array vertices."""
+    return "tracing.edges" in g.memos
 
 
-def _add(a, b):
-    return np.asarray(a + b)   # adjoints are arrays: the operators' algebra adds them so
-
-
-def _nothing(a, b) -> int:
-    return 0
+def reverse(g, seeds, wanted) -> list:
+    """The adjoints of one reverse sweep of the traced graph ``g`` from ``seeds``
+    (vertex -> adjoint), at the ``wanted`` vertices (None elsewhere and where
+    nothing arrives)."""
+    tape, edges, vertex = g.memos["tracing.edges"]
+    values = [None] * g.n_vertices
+    for v, seed in seeds.items():
+        values[v] = seed
+    keep = set(wanted)
+    src, dst = g.sources.tolist(), g.targets.tolist()
+    for e in range(len(src) - 1, -1, -1):
+        v, u = dst[e], src[e]
+        adjoint = values[v]
+        if adjoint is not None:
+            term = pull(tape, vertex, adjoint, edges[e])
+            values[u] = term if values[u] is None else np.asarray(values[u] + term)
+        if (e == 0 or dst[e - 1] != v) and v not in keep:
+            values[v] = None   # the edges into v (which a trace lists together) are swept
+    return values
 
 
 def pull(tape, vertex, adjoint, edge):
@@ -70,8 +73,8 @@ def pull(tape, vertex, adjoint, edge):
     t, o, positions = edge
     rule, operands, values = tape.rules[t], tape.operands[t], tape.values
     y = values[t]
-    if type(rule) is not Op or type(y) is not np.ndarray or not y.ndim or np.shape(
-            values[o]) != y.shape:   # a block of another kind, or a broadcast
+    if type(rule) is not Op or type(y) is not np.ndarray or not y.ndim or getattr(
+            values[o], "shape", ()) != y.shape:   # a block of another kind, or a broadcast
         return OPERATORS.multiply(adjoint, edge_label(tape, edge, vertex))
     at = [values[p] if type(p) is int else p for p in operands]
     partials = rule.on_arrays[1]

@@ -113,7 +113,7 @@ def replay(g, *args) -> LCG:
     tape.rules, tape.operands, tape.params = old.rules, old.operands, old.params
     tape.values = [None] * len(old.values)
     # the tape holds the inputs first (the arguments differentiated, in order), then data
-    slots = iter(t for t, step in enumerate(old.steps) if step is None)
+    slots = iter(t for t, rule in enumerate(old.rules) if rule is None)
     data = [p for p in range(len(args)) if p not in kept.positions and is_data(kept.args[p])]
     for position in range(len(args)):
         if position not in kept.positions and position not in data:
@@ -130,12 +130,11 @@ def replay(g, *args) -> LCG:
             tape.values[t] = _argument(position, piece, old.values[t], old.active[t])
     reads = iter(old.reads)
     read = next(reads, None)
-    for t, step in enumerate(old.steps):
+    for t, (rule, operands, params) in enumerate(zip(old.rules, old.operands, old.params)):
         while read is not None and read[0] == t:
             _check(read, tape.values)
             read = next(reads, None)
-        if step is not None:
-            rule, operands, params = step
+        if rule is not None:
             tape.values[t] = compute(rule, [tape.values[o] if type(o) is int else o
                                             for o in operands], params)
         elif tape.values[t] is None:    # a constant output
