@@ -870,19 +870,15 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
         operands = operands_of[t]
         if operands is None or not active[t]:
             continue
-        by_operand = {}            # x * x: one edge, its partials added
-        for i, o in enumerate(operands):
-            if type(o) is int and active[o]:
-                by_operand.setdefault(o, []).append(i)
         if numbers:                # the operands' values, once for all the step's edges
             at = [values[o] if type(o) is int else o for o in operands]
-        for o, positions in by_operand.items():
+        for o, positions in traced_operands(operands, active):
             sources.append(vertex[o])
             targets.append(vertex[t])
             if numbers:
                 partials.append(number_label(tape, t, positions, at))
             else:
-                edges.append((t, o, tuple(positions)))   # nothing for the collector
+                edges.append((t, o, positions))
     values = [values[t] for t in tape_of]
     edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
     g = LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
@@ -906,13 +902,32 @@ def vertex_names(tape: Tape, tape_of, vertex, outputs, n_inputs, input_names, se
     return VertexNames(len(tape_of), names)
 
 
+def traced_operands(operands, active):
+    """``(o, positions)`` for each operand ``o`` that is a vertex, at its ``positions``
+    among the operands: ``x * x`` makes one edge, whose partials are added."""
+    if len(operands) == 1:    # (most operations: no dictionary needed)
+        o = operands[0]
+        return ((o, (0,)),) if type(o) is int and active[o] else ()
+    if len(operands) == 2:
+        a, b = operands
+        first, second = type(a) is int and active[a], type(b) is int and active[b]
+        if first and second:
+            return ((a, (0, 1)),) if a == b else ((a, (0,)), (b, (1,)))
+        return ((a, (0,)),) if first else ((b, (1,)),) if second else ()
+    by_operand = {}
+    for i, o in enumerate(operands):
+        if type(o) is int and active[o]:
+            by_operand[o] = by_operand.get(o, ()) + (i,)
+    return by_operand.items()
+
+
 def number_label(tape: Tape, t: int, positions, values=None) -> float:
     """The partial of the number at tape position ``t`` in its operands at ``positions``
     (summed: ``x * x`` is one edge), by the table's rule for numbers, checked finite;
     ``values`` are the operands' values, when the caller has them already."""
-    rule, operands, params = tape.steps[t]
+    rule = tape.rules[t]
     if values is None:
-        values = [tape.values[o] if type(o) is int else o for o in operands]
+        values = [tape.values[o] if type(o) is int else o for o in tape.operands[t]]
     y = tape.values[t]
     try:
         d = float(rule.partials[positions[0]](*values, y))
@@ -921,7 +936,7 @@ def number_label(tape: Tape, t: int, positions, values=None) -> float:
     except (ArithmeticError, ValueError):
         d = math.nan
     if not math.isfinite(d):
-        raise ValueError(not_finite(tape, rule, operands, params, t))
+        raise ValueError(not_finite(tape, rule, tape.operands[t], tape.params[t], t))
     return d
 
 
