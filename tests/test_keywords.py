@@ -200,7 +200,8 @@ SYNONYMS = {
 # graph/levels.py and graph/lcg.py are what the helper itself is built on), and replay
 # (with its module), whose positional arguments are a new point for a graph already traced
 ON_GRAPHS_ONLY = ("minirad.graph.labels.", "minirad.graph.lcg.", "minirad.graph.levels.",
-                  "minirad.replay", "minirad.tracing.replay.")
+                  "minirad.replay", "minirad.tracing.replay.",
+                  "minirad.tracing.pullbacks.")   # an engine of traced graphs only
 
 FUNCTIONS = api_pages.public_functions()
 

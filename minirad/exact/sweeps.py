@@ -353,7 +353,7 @@ def _engine(g: LCG, engine, plain: bool, adjoints: bool = False) -> str:
         raise ValueError(f"unknown engine {engine!r}; valid engines are "
                          f"{', '.join(map(repr, ENGINES))}")
     numbers = g.algebra is labels.FLOATS
-    if engine == "pullbacks" and not (adjoints and pullbacks.sweeps(g)):
+    if engine == "pullbacks" and not (adjoints and pullbacks.sweepable(g)):
         raise ValueError("engine 'pullbacks' sweeps the adjoints of a traced graph with array "
                          "vertices (gradient, vjp); 'auto' picks it for large ones")
     if engine == "pullbacks" and not plain:
@@ -370,7 +370,7 @@ def _engine(g: LCG, engine, plain: bool, adjoints: bool = False) -> str:
             return "reference"
         if numbers:
             return "auto"
-        return "pullbacks" if adjoints and pullbacks.sweeps(g) else "reference"
+        return "pullbacks" if adjoints and pullbacks.sweepable(g) else "reference"
     return engine
 
 

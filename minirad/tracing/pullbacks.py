@@ -38,10 +38,10 @@ from ..graph.operators import OPERATORS
 from .ops import Op
 from .tracer import edge_label
 
-__all__ = ["pull", "reverse", "sweeps"]
+__all__ = ["pull", "reverse", "sweepable"]
 
 
-def sweeps(g) -> bool:
+def sweepable(g) -> bool:
     """Whether :func:`reverse` sweeps ``g``: a traced graph with array vertices."""
     return "tracing.edges" in g.memos
 
