@@ -25,6 +25,7 @@ def _check(saved, what):
     assert not report, f"{len(report)} problems at {SITE_WIDTH} px:\n" + "\n".join(report[:40])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", gallery.FIGURES, ids=lambda entry: entry.name)
 def test_a_gallery_figure_reads_at_the_site_width(entry, tmp_path):
     if entry.needs and importlib.util.find_spec(entry.needs[0]) is None:
@@ -48,6 +49,7 @@ def _their_tests(path: str):
     return module
 
 
+@pytest.mark.slow
 def test_the_neural_network_study_figures_read_at_the_site_width(tmp_path):
     from minirad.studies.nn import study
 
@@ -57,6 +59,7 @@ def test_the_neural_network_study_figures_read_at_the_site_width(tmp_path):
     _check(saved, "minirad study nn")
 
 
+@pytest.mark.slow
 def test_the_papers_neural_network_figures_read_at_the_site_width(tmp_path):
     from minirad.studies.nn import figures
 
@@ -67,6 +70,7 @@ def test_the_papers_neural_network_figures_read_at_the_site_width(tmp_path):
     _check(saved, "minirad study nn --paper-figures")
 
 
+@pytest.mark.slow
 def test_the_pde_study_figures_read_at_the_site_width(tmp_path):
     import io
 

@@ -172,6 +172,7 @@ def jax():
     return jax
 
 
+@pytest.mark.slow
 def test_hessians_and_hvps_of_random_programs_equal_jax(jax):
     jnp = jax.numpy
     rng = np.random.default_rng(2026)
@@ -185,6 +186,7 @@ def test_hessians_and_hvps_of_random_programs_equal_jax(jax):
         close(hvp(program, *z, v=v), np.asarray(expected), rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_hessians_and_hvps_of_random_array_programs_equal_jax(jax):
     jnp = jax.numpy
     rng = np.random.default_rng(7)

@@ -40,6 +40,7 @@ def lab_number(path: Path) -> int:
 DRAWN = re.compile(r"\b(render|render_elimination|elimination_strip|draw_matplotlib)\(")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab", [pytest.param(lab, marks=[lab_group(lab.stem)] + [
     pytest.mark.drawing] * bool(DRAWN.search(lab.read_text(encoding="utf-8")))) for lab in LABS],
     ids=LAB_IDS)
@@ -59,6 +60,7 @@ def test_lab_runs_prints_each_success_line_and_saves_its_pictures(lab, tmp_path_
         assert path.parent == folder / "pictures" and path.stat().st_size > 1000, path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab", [pytest.param(lab, marks=lab_group(lab.stem)) for lab in LABS],
                          ids=LAB_IDS)
 def test_each_stub_of_the_handout_grades_as_not_implemented(lab, tmp_path_factory):
@@ -118,6 +120,7 @@ REFERENCES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem, name, check",
                          [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
                          ids=[r[1] for r in REFERENCES])

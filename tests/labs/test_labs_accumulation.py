@@ -20,6 +20,7 @@ def lab7(name, tmp_path_factory):
     return lab_solution("lab7_tracked_arrays", name, tmp_path_factory)
 
 
+@pytest.mark.slow
 def test_the_check_accepts_the_lab_solution_and_refuses_minirad_s_own(tmp_path_factory, capsys):
     solution = lab7("add_bang", tmp_path_factory)
     capsys.readouterr()  # what the notebook printed, if it ran just now
@@ -42,6 +43,7 @@ def by_hand(total, term, own):
     return total, isinstance(total, np.ndarray)
 
 
+@pytest.mark.slow
 def test_the_lab_counts_what_the_notes_count(tmp_path_factory):
     data = np.arange(1.0, 7.0)
     backward, plain, bang, first_two, mysum = (

@@ -27,6 +27,7 @@ def lab7(tmp_path_factory):
     return result.namespace
 
 
+@pytest.mark.slow
 def test_checks_accept_the_lab_solutions(lab7, capsys):
     labs.check_scalar_tracer(lab7["gradient"])
     labs.check_pullbacks({"matmul": lab7["matmul"]}, lab7["vjp"])

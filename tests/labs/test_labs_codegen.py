@@ -3,6 +3,7 @@ reject planted wrong answers with a targeted hint (every planted mistake of
 minirad/labs/lab13_codegen.py are run through the grader in tests/labs/test_labs_grade.py)."""
 
 import numpy as np
+import pytest
 from oracles import expect_failure, lab_solution
 
 import minirad
@@ -14,6 +15,7 @@ from minirad.labs.lab13_codegen import (
 )
 
 
+@pytest.mark.slow
 def test_accepts_the_reference_solutions(tmp_path_factory, capsys):
     adjoint = lab_solution("lab13_codegen", "adjoint", tmp_path_factory)
     diagonals = lab_solution("lab13_codegen", "step_diagonals", tmp_path_factory)

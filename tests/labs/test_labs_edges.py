@@ -40,6 +40,7 @@ def by_minirad(edges, i, j, direction):
     return edge_dict(eliminate(g, [(i, j, direction)], on="edges").graph)
 
 
+@pytest.mark.slow
 def test_check_accepts_the_lab_solution(tmp_path_factory, capsys):
     solution = lab_solution("lab4_elimination", "eliminate_edge", tmp_path_factory)
     capsys.readouterr()

@@ -327,6 +327,7 @@ def test_the_student_is_named_by_the_roster_or_the_file(tmp_path):
 
 
 # ------------------------------------------------- the catalogue of mistakes
+@pytest.mark.slow
 def test_every_planted_mistake_is_judged_wrong_with_its_hint_and_the_guide_shows_it():
     """The catalogue in INSTRUCTORS.md is the checks' own output on the planted mistakes:
     every one is rejected by its exercise's check (published cases), and also loses points
@@ -346,6 +347,7 @@ def test_every_planted_mistake_is_judged_wrong_with_its_hint_and_the_guide_shows
         "run: python -m minirad.labs.instructors tutorials/INSTRUCTORS.md"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("number", sorted(mistakes(), key=lambda n: tuple(map(int, n.split(".")))))
 def test_every_planted_mistake_loses_points_on_a_student_s_hidden_cases(number):
     """As the grader judges them: on hidden cases (drawn for one student), no planted

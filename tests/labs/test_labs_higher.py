@@ -3,6 +3,7 @@ reject planted wrong answers with a targeted hint (the planted mistakes of
 minirad/labs/lab12_higher.py are run through the grader in tests/test_labs_grade.py)."""
 
 import numpy as np
+import pytest
 from oracles import expect_failure, lab_group, lab_solution
 
 from minirad.exact import higher
@@ -12,6 +13,7 @@ from minirad.tracing.dual import Dual
 pytestmark = lab_group("lab12_higher")  # one run of the lab per test session
 
 
+@pytest.mark.slow
 def test_accepts_the_reference_solutions(tmp_path_factory, capsys):
     dual = lab_solution("lab12_higher", "Dual", tmp_path_factory)
     hvp = lab_solution("lab12_higher", "hvp", tmp_path_factory)
@@ -22,6 +24,7 @@ def test_accepts_the_reference_solutions(tmp_path_factory, capsys):
     assert "Exercise 12.1 passed" in out and "Exercise 12.2 passed" in out
 
 
+@pytest.mark.slow
 def test_the_solution_s_hvp_on_the_lab_s_own_tracer_and_duals(tmp_path_factory):
     # forward over reverse entirely on the lab's code: its Var tracer, its Dual
     names = {name: lab_solution("lab12_higher", name, tmp_path_factory)

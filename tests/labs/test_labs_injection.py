@@ -29,6 +29,7 @@ def sampling_P(d, k, rng):
     return np.diag(np.bincount(rng.integers(d, size=k), minlength=d) * (d / k))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem, name, check, number",
                          [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
                          ids=[r[1] for r in REFERENCES])
@@ -143,6 +144,7 @@ def test_rademacher_check_rejects_gaussians_wrong_products_and_shared_signs():
     expect_failure(labs.check_rademacher_P, shared, "on d=3, k=1", "mean of P[0, 1]")
 
 
+@pytest.mark.slow
 @lab_group("lab5_randomized")
 def test_variance_check_names_each_slip(tmp_path_factory):
     variance_k1 = lab_solution("lab5_randomized", "variance_k1", tmp_path_factory)

@@ -35,6 +35,7 @@ def lab8(tmp_path_factory):
     return result.namespace
 
 
+@pytest.mark.slow
 def test_checks_accept_the_lab_solutions(lab8, capsys):
     labs.check_table1_bytes(lab8["table1_bytes"])
     labs.check_checkpointed_gradient(lab8["checkpointed_gradient"])

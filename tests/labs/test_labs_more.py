@@ -30,6 +30,7 @@ REFERENCES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem, name, check, number",
                          [pytest.param(*r, marks=lab_group(r[0])) for r in REFERENCES],
                          ids=[r[1] for r in REFERENCES])
@@ -241,6 +242,7 @@ def with_replacement(rng, d, k):
     return rng.integers(d, size=k)
 
 
+@pytest.mark.slow
 def test_sample_check_refuses_minirad_and_accepts_a_plain_loop():
     def via_minirad(g, k, rng):
         s = sample_paths(g, k, rng=rng)
@@ -251,6 +253,7 @@ def test_sample_check_refuses_minirad_and_accepts_a_plain_loop():
     labs.check_sample_Q(sampler(lambda rng, d, k: [rng.integers(d) for _ in range(k)]))
 
 
+@pytest.mark.slow
 def test_sample_check_rejects_planted_bugs():
     expect_failure(labs.check_sample_Q,
                    sampler(with_replacement, weight=lambda d, k, m, p: m * p),

@@ -27,6 +27,7 @@ REFERENCES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, check, number", REFERENCES, ids=[r[0] for r in REFERENCES])
 def test_check_accepts_the_lab_solution(name, check, number, tmp_path_factory, capsys):
     solution = lab_solution(STEM, name, tmp_path_factory)

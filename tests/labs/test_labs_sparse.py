@@ -2,6 +2,7 @@
 reject planted wrong answers with a targeted hint."""
 
 import numpy as np
+import pytest
 from oracles import expect_failure, lab_group, lab_solution
 
 from minirad.exact.sparsity import colour_columns
@@ -65,6 +66,7 @@ def test_implicit_rejects_planted_answers():
 
 
 # ------------------------------------------------- the labs' own solutions
+@pytest.mark.slow
 @lab_group("lab4_elimination")
 def test_lab_4_s_colouring_passes_its_check(tmp_path_factory, capsys):
     from minirad import labs
@@ -75,6 +77,7 @@ def test_lab_4_s_colouring_passes_its_check(tmp_path_factory, capsys):
     assert capsys.readouterr().out.startswith("Exercise 4.3 passed")
 
 
+@pytest.mark.slow
 @lab_group("lab6_optimisation")
 def test_lab_6_s_implicit_gradient_passes_its_check(tmp_path_factory, capsys):
     from minirad import labs
@@ -86,8 +89,6 @@ def test_lab_6_s_implicit_gradient_passes_its_check(tmp_path_factory, capsys):
 
 
 def test_checks_let_unsolved_stubs_through():
-    import pytest
-
     def stub(*args):
         raise NotImplementedError("Exercise 9.9: stub")
 

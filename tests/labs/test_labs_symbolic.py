@@ -27,6 +27,7 @@ def test_the_cases_are_counted_independently():
         assert _size(["composition", depth]) == walked
 
 
+@pytest.mark.slow
 def test_accepts_the_reference_and_refuses_minirads_own(tmp_path_factory, capsys):
     solution = lab_solution("lab11_symbolic", "tree_size", tmp_path_factory)
     capsys.readouterr()

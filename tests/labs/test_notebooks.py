@@ -71,6 +71,7 @@ def _text_only_pictures(cells) -> list[str]:
             and PICTURE_AS_TEXT.search(output["data"].get("text/plain", ""))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lab", [pytest.param(lab, marks=lab_group(lab.stem)) for lab in LABS],
                          ids=[lab.stem for lab in LABS])
 def test_lab_solutions_score_full_marks_in_a_kernel_with_inline_pictures(lab,
@@ -95,6 +96,7 @@ def test_lab_solutions_score_full_marks_in_a_kernel_with_inline_pictures(lab,
     assert not [note for note in report.notes if note.startswith("refused")], report.notes
 
 
+@pytest.mark.slow
 def test_a_failed_check_shows_its_hint_first_and_only_the_student_s_frames(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in (
@@ -117,6 +119,7 @@ def test_a_failed_check_shows_its_hint_first_and_only_the_student_s_frames(tmp_p
     assert "return 1 / 0" in "\n".join(nb.cells[2].outputs[-1]["traceback"])
 
 
+@pytest.mark.slow
 @pytest.mark.drawing
 def test_every_picture_minirad_returns_shows_as_an_image(tmp_path):
     cells = [
