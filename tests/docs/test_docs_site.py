@@ -21,6 +21,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import browser as chromium_driver
+import docs_screenshots
 import pytest
 from oracles import ROOT
 
@@ -285,6 +286,17 @@ def test_pages_without_a_section_use_the_whole_width(browser, served):
     assert page.evaluate("document.querySelector('.bd-sidebar-primary') === null || "
                          "document.querySelector('.bd-sidebar-primary').offsetWidth === 0")
     assert width > 1000, width
+
+
+@pytest.mark.parametrize("name", docs_screenshots.PAGES)
+def test_the_screenshot_pages_clip_no_figure_or_code_block_at_1400_px(browser, served, name):
+    """The pages of docs/screenshots/ (tests/docs_screenshots.py writes them), checked as
+    that script checks them: no code block scrolls sideways, no image or embedded page
+    reaches past the text column, every image loads."""
+    page = browser.open(f"{served}/{docs_screenshots.PAGES[name]}", width=docs_screenshots.WIDTH,
+                        height=900, quiet=0.5)
+    assert page.evaluate(docs_screenshots.CLIPPED) == []
+    assert not page.errors
 
 
 def test_api_page_of_trace_shows_its_signature(browser, served):
