@@ -53,7 +53,7 @@ import numpy as np
 from ..graph.lcg import LCG
 from ..tracing.naming import output_names
 from ..tracing.ops import Op, traced_partials
-from ..tracing.tracer import Tape, Traced, argument_positions, trace
+from ..tracing.tracer import FUNCTIONS, Tape, Traced, argument_positions, record, trace
 from .jacobians import jacobian
 from .sweeps import jvp
 
@@ -98,6 +98,24 @@ class ReversePass(NamedTuple):
     result: int | None
 
 
+class Cells(np.ndarray):
+    """An array of traced numbers (an array argument in the recorded pass) whose
+    elementwise numpy functions are recorded entry by entry, as the operation
+    table's own entries.  numpy's loops over Python objects would not do:
+    ``np.maximum`` returns its constant operand itself where it wins, a float on
+    which a later ``np.sqrt`` finds no method, and ``np.float_power`` has no loop
+    for objects at all."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = [a.view(np.ndarray) if isinstance(a, Cells) else a for a in inputs]
+        op = FUNCTIONS.get(ufunc.__name__)
+        if method == "__call__" and isinstance(op, Op) and not kwargs:
+            out = np.frompyfunc(lambda *xs: record(op, *xs), len(plain), 1)(*plain)
+        else:
+            out = getattr(ufunc, method)(*plain, **kwargs)
+        return out.view(Cells) if isinstance(out, np.ndarray) and out.dtype == object else out
+
+
 def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     """Run ``f`` on :class:`Recorded` numbers whose values are ``inputs`` (one per
     number of the differentiated arguments), then its reverse sweep on those
@@ -115,7 +133,7 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
             cells = np.empty(arg.shape, dtype=object)
             for index in np.ndindex(arg.shape):
                 cells[index] = next(numbers)
-            call[p] = cells
+            call[p] = cells.view(Cells)
         elif isinstance(arg, (list, tuple)):
             call[p] = [next(numbers) for _ in arg]
         else:

@@ -172,6 +172,20 @@ def jax():
     return jax
 
 
+def test_elementwise_numpy_functions_on_array_arguments_keep_their_second_derivatives():
+    """numpy's loops over objects would return the constant of np.maximum itself, then
+    find no sqrt on it, and have no float_power at all (issue 39); hand derivations:
+    d2/dw2 sqrt(w) = -w**-1.5 / 4 where w > 0.5 and 0 where the constant wins, and
+    d2/dx2 x**3 = 6 x."""
+    w = np.array([0.3, 0.9])
+    H = hessian(lambda w: np.sqrt(np.maximum(w, 0.5)).sum(), w)
+    np.testing.assert_allclose(H, np.diag([0.0, -0.25 * 0.9 ** -1.5]), rtol=1e-14)
+    (Hv,) = hvp(lambda x: np.float_power(x, 3.0).sum(), np.array([2.0]), v=[np.array([1.0])])
+    np.testing.assert_allclose(Hv, [12.0], rtol=1e-14)
+    H = hessian(lambda x: (np.hypot(x, 1.0) * np.heaviside(x, 0.5)).sum(), np.array([2.0]))
+    np.testing.assert_allclose(H, [[5.0 ** -1.5]], rtol=1e-13)   # d2/dx2 sqrt(x^2 + 1)
+
+
 @pytest.mark.slow
 def test_hessians_and_hvps_of_random_programs_equal_jax(jax):
     jnp = jax.numpy
