@@ -362,11 +362,11 @@ class LCG:
         constructor checks: see :meth:`from_trusted_blocks`), whose labels are
         given, or worked out by ``labels()`` when first read.  ``values`` are floats on a graph
         of numbers, else read-only arrays (floats among them are numbers)."""
-        g = cls.__new__(cls)
-        src, dst = np.array(sources, dtype=np.int64), np.array(targets, dtype=np.int64)
+        g = cls.__new__(cls)   # (the tracer's own arrays, kept as they are: no copy)
+        src, dst = np.asarray(sources, dtype=np.int64), np.asarray(targets, dtype=np.int64)
         if all(type(x) is float for x in values):     # numbers
             if not callable(labels):
-                labels = _label_storage(labels, True)
+                labels = np.asarray(labels, dtype=np.float64)
             g._set(names, ops, np.array(values, dtype=np.float64), src, dst, labels,
                    tuple(inputs), tuple(outputs))
         elif all(np.shape(x) == () for x in values):   # numbers as arrays of shape ()

@@ -66,6 +66,7 @@ from ..graph.operators import (
     compose,
 )
 from .naming import named_vertices
+from .numbers import VECTOR_VERTICES, number_edges
 from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array
 
 COPY = OPS["copy"]
@@ -856,14 +857,33 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
     """The LCG of a finished tape: its active values are the vertices, numbered in
     tape order, the inputs first.  Between numbers an edge's label is its partial,
     worked out now; a Jacobian block is worked out when first read (:func:`labels`)."""
-    active, operands_of = tape.active, tape.operands
+    active = tape.active
     tape_of = [t for t, a in enumerate(active) if a]        # vertex -> tape position
     tape_of += [t for t in outputs if not active[t]]         # a constant output is a vertex
     vertex = [-1] * len(active)                              # tape position -> vertex
     for v, t in enumerate(tape_of):
         vertex[t] = v
-    values = tape.values
-    numbers = all(type(values[t]) is float for t in tape_of)
+    numbers = all(type(tape.values[t]) is float for t in tape_of)
+    made = (number_edges(tape, tape_of, vertex)        # the same, by numpy, when long
+            if numbers and len(tape_of) > VECTOR_VERTICES else None)
+    sources, targets, partials, edges = made or traced_edges(tape, tape_of, vertex, numbers)
+    values = [tape.values[t] for t in tape_of]
+    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
+    g = LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
+                                     n_inputs, input_names, several),
+                   sources, targets, edge_labels, range(n_inputs),
+                   [vertex[t] for t in outputs], values,
+                   lambda: VertexOps(*templates(tape, tape_of)))
+    if not numbers:   # the edges' records, for minirad.tracing.pullbacks
+        g.memo("tracing.edges", lambda: (tape, edges, vertex))
+    return g
+
+
+def traced_edges(tape: Tape, tape_of, vertex, numbers: bool):
+    """``(sources, targets, partials, edges)``: an edge from each operand that is a
+    vertex to the step's value.  Between numbers its label, the partial, is worked out
+    now; otherwise ``edges`` keeps ``(t, o, positions)`` for :func:`labels`."""
+    active, operands_of, values = tape.active, tape.operands, tape.values
     sources, targets = array("q"), array("q")                # compact: 8 bytes an edge end
     partials, edges = array("d"), []
     for t in tape_of:
@@ -879,16 +899,7 @@ def graph(tape: Tape, outputs, n_inputs: int, input_names, several: bool) -> LCG
                 partials.append(number_label(tape, t, positions, at))
             else:
                 edges.append((t, o, positions))
-    values = [values[t] for t in tape_of]
-    edge_labels = partials if numbers else functools.partial(labels, tape, edges, vertex)
-    g = LCG.traced(functools.partial(vertex_names, tape, tape_of, vertex, outputs,
-                                     n_inputs, input_names, several),
-                   sources, targets, edge_labels, range(n_inputs),
-                   [vertex[t] for t in outputs], values,
-                   lambda: VertexOps(*templates(tape, tape_of)))
-    if not numbers:   # the edges' records, for minirad.tracing.pullbacks
-        g.memo("tracing.edges", lambda: (tape, edges, vertex))
-    return g
+    return sources, targets, partials, edges
 
 
 def vertex_names(tape: Tape, tape_of, vertex, outputs, n_inputs, input_names, several):
