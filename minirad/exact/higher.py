@@ -53,7 +53,14 @@ import numpy as np
 from ..graph.lcg import LCG
 from ..tracing.naming import output_names
 from ..tracing.ops import Op, traced_partials
-from ..tracing.tracer import FUNCTIONS, Tape, Traced, argument_positions, record, trace
+from ..tracing.tracer import (
+    FUNCTIONS,
+    TRACED,
+    Tape,
+    argument_positions,
+    record,
+    trace,
+)
 from .jacobians import jacobian
 from .sweeps import jvp
 
@@ -141,7 +148,7 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
     result = f(*call)
     if isinstance(result, np.ndarray) and result.shape == () and result.dtype == object:
         result = result[()]
-    if type(result) is not Traced:
+    if type(result) not in TRACED:
         if isinstance(result, Real) and not isinstance(result, bool):
             return ReversePass([0.0] * len(inputs), tape, {}, None)  # a constant: zero
         raise TypeError(f"f returned a {type(result).__name__}; a gradient is of a function "
@@ -219,7 +226,7 @@ def _named(G: LCG, recorded: ReversePass) -> LCG:
     """``G`` with the names of :func:`gradient_graph`."""
     names, tape, adjoints, result = list(G.names), recorded.tape, recorded.adjoints, \
         recorded.result
-    outer = [value.index if type(value) is Traced else -1 for value in tape.values]
+    outer = [value.index if type(value) in TRACED else -1 for value in tape.values]
     n_forward = max(outer) + 1
     if result is not None and tape.steps[result] is not None:
         names[outer[result]] = output_names([names[i] for i in G.inputs], 1, False)[0]
@@ -230,7 +237,7 @@ def _named(G: LCG, recorded: ReversePass) -> LCG:
     taken = set(names[:n_forward]) | set(adjoint_names.values())
     for u in range(len(tape.values)):  # the other adjoints recorded as vertices of their own
         a = adjoints.get(u)
-        if type(a) is Traced and a.index >= n_forward and outer[u] >= 0:
+        if type(a) in TRACED and a.index >= n_forward and outer[u] >= 0:
             bar = _bar(names[outer[u]])
             if bar not in taken and a.index not in adjoint_names:
                 adjoint_names[a.index] = bar

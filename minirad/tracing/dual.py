@@ -37,7 +37,7 @@ import numpy as np
 
 from ..graph.operators import OPERATORS, Operator
 from .ops import Op
-from .tracer import Traced, compute, elementwise_block
+from .tracer import TRACED, Traced, compute, elementwise_block
 
 __all__ = ["Dual", "jacobian_by_duals", "jvp_by_duals"]
 
@@ -66,7 +66,7 @@ class Dual(Traced):
     def apply(cls, rule, args, params):
         """``rule`` on ``args`` (duals and constants): its value, and the tangent as the
         sum over the distinct dual operands of their block applied to their tangent."""
-        if any(type(a) is Traced for a in args):
+        if any(type(a) in TRACED for a in args):
             raise TypeError(f"{rule.name} mixes dual numbers and traced values; trace the "
                             f"program, or run it on dual numbers alone")
         values = [a.value if isinstance(a, Dual) else a for a in args]

@@ -1,23 +1,28 @@
-"""The edges of a long program of numbers, worked out with numpy instead of a loop.
+"""A long program of numbers: its steps recorded, and its edges made, faster.
 
-:func:`minirad.tracing.tracer.graph` turns a tape into the LCG's edges one step at
-a time: for every operand that is a vertex, an edge, labelled with the rule's
-partial (:func:`~minirad.tracing.tracer.number_label`).  On a program of millions
-of operations that loop is half the time of a trace.  :func:`number_edges` makes
-the same edges, in the same order and with the same labels to the last bit,
-column by column: the operands of all steps at once, then each rule's partial on
-arrays of all its steps' operands.
+Two things cost most when a program of a million operations on numbers is
+traced: recording each step through :func:`~minirad.tracing.tracer.record`,
+whose loop over the operands serves every kind of operation, and making the
+graph's edges one step at a time in :func:`~minirad.tracing.tracer.traced_edges`.
+This module does both faster, on long tapes only (above :data:`VECTOR_VERTICES`
+values; below, the tracer's own code runs, the code a student reads), and to the
+same result, bit for bit (``tests/tracing/test_numbers.py``):
 
-That is exact only where the partial is one formula for numbers and arrays (the
-operation table says so by giving no ``array_partials``: ``b``, ``1.0 / b``,
-``1.0 - y * y``), made of arithmetic that IEEE 754 rounds the same in Python and
-numpy; the partials of the other rules (``math.cos`` against ``np.cos``, a kink's
-branch) are worked out step by step with ``number_label``, as the loop does.  The
-tracer uses this above :data:`VECTOR_VERTICES` vertices; below it, its own loop
-runs, the one a student reads.  Where something is not as the columns expect (a
-rule of more than two operands, a partial that is not finite, whose error names
-the edge), it answers None and the loop runs instead.  Tested equal, bit for bit,
-in ``tests/tracing/test_numbers.py``.
+* :class:`FastArithmetic` gives a long tape's numbers ``+``, ``-`` and ``*`` that
+  append the very step ``record`` would (its rule, operands and no parameters),
+  without the loop;
+* :func:`number_edges` makes the same edges, in the same order, column by column:
+  the operands of all steps at once as arrays, then each rule's partial on the
+  operands of all its steps.
+
+The second is exact only where a rule's partial is one formula for numbers and
+arrays (the operation table says so by giving no ``array_partials``: ``b``,
+``1.0 / b``, ``1.0 - y * y``), made of arithmetic that IEEE 754 rounds the same in
+Python and numpy; the other rules' partials (``math.cos`` against ``np.cos``, a
+kink's branch) are worked out step by step on Python floats, as the loop does.
+Where the columns are not what it expects (a rule of more than two operands, data
+that is an array, a partial that is not finite, whose error must name the edge),
+:func:`number_edges` answers None and the loop runs instead.
 
 >>> from minirad import ops
 >>> from minirad.tracing.tracer import Tape, record, OPS
@@ -36,11 +41,59 @@ import operator
 
 import numpy as np
 
-from .ops import Op
+from .ops import OPS, Op
 
 VECTOR_VERTICES = 2_000
-"""Above this many vertices, :func:`minirad.trace` makes the edges of a program of
-numbers with :func:`number_edges`; at most this many, with its own loop."""
+"""Above this many values on a tape, its numbers record ``+``, ``-``, ``*`` by
+:class:`FastArithmetic`, and above this many vertices :func:`minirad.trace` makes the
+edges of a program of numbers with :func:`number_edges`; below, the tracer's own code
+runs, the code a student reads."""
+
+NO_PARAMS: dict = {}
+"""The parameters of a step that has none (shared, never written into)."""
+
+ADD, SUB, MUL = OPS["add"], OPS["sub"], OPS["mul"]
+
+
+class FastArithmetic:
+    """``+``, ``-`` and ``*`` of a traced number with a number or another traced number
+    of the same tape: the step :func:`~minirad.tracing.tracer.record` appends, appended
+    directly.  Anything else (a constant of another type, an array, a dual number) goes
+    to ``record``.  The tracer's numbers take these methods on long tapes
+    (:class:`minirad.tracing.tracer.Number`)."""
+
+    __slots__ = ()
+
+    def _step(self, rule, other, swapped: bool):
+        tape, i = self.tape, self.index
+        if type(other) is float:
+            active = tape.active[i]
+            operands = (other, i) if swapped else (i, other)
+            a, b = (other, self.value) if swapped else (self.value, other)
+        elif getattr(other, "tape", None) is tape and type(other.value) is float:
+            active = tape.active[i] or tape.active[other.index]   # (never swapped)
+            operands, a, b = (i, other.index), self.value, other.value
+        else:
+            return self._record(rule, (other, self) if swapped else (self, other))
+        return tape.append(rule.value(a, b), active, rule, operands, NO_PARAMS)
+
+    def __add__(self, other):
+        return self._step(ADD, other, False)
+
+    def __radd__(self, other):
+        return self._step(ADD, other, True)
+
+    def __sub__(self, other):
+        return self._step(SUB, other, False)
+
+    def __rsub__(self, other):
+        return self._step(SUB, other, True)
+
+    def __mul__(self, other):
+        return self._step(MUL, other, False)
+
+    def __rmul__(self, other):
+        return self._step(MUL, other, True)
 
 
 def number_edges(tape, tape_of, vertex):

@@ -66,7 +66,7 @@ from ..graph.operators import (
     compose,
 )
 from .naming import named_vertices
-from .numbers import VECTOR_VERTICES, number_edges
+from .numbers import NO_PARAMS, VECTOR_VERTICES, FastArithmetic, number_edges
 from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array
 
 COPY = OPS["copy"]
@@ -122,7 +122,9 @@ class Tape:
         self.operands.append(operands)
         self.params.append(params)
         self.active.append(active)
-        return Traced(self, len(self.values) - 1, value)
+        # a number on a long tape records +, -, * faster (minirad.tracing.numbers)
+        kind = Number if type(value) is float and len(self.values) > VECTOR_VERTICES else Traced
+        return kind(self, len(self.values) - 1, value)
 
     @property
     def steps(self) -> Steps:
@@ -302,10 +304,10 @@ class Traced:
             raise TypeError(f"numpy's {name}.{method} has no entry in minirad's operation "
                             f"table; {hint}")
         if ufunc.__name__ not in FUNCTIONS and not any(
-                isinstance(a.value, np.ndarray) for a in inputs if type(a) is Traced):
+                isinstance(a.value, np.ndarray) for a in inputs if type(a) in TRACED):
             # a ufunc of one's own (np.frompyfunc, np.vectorize) on traced numbers: numpy's
             # loop over objects calls their arithmetic
-            return getattr(ufunc, method)(*[a.__array__() if type(a) is Traced else a
+            return getattr(ufunc, method)(*[a.__array__() if type(a) in TRACED else a
                                              for a in inputs], **kwargs)
         return call(FUNCTIONS, ufunc.__name__, inputs, kwargs)
 
@@ -333,6 +335,19 @@ class Traced:
                             f"derivative; use minirad.ops (ops.sin, ...) or numpy's functions "
                             f"instead of math, or minirad.detach(x) on purpose")
         return read(convert, self)
+
+
+class Number(FastArithmetic, Traced):
+    """A traced number on a long tape: a :class:`Traced` value whose ``+``, ``-`` and
+    ``*`` append their step without :func:`record`'s loop, the same step bit for bit
+    (:class:`~minirad.tracing.numbers.FastArithmetic`)."""
+
+    __slots__ = ()
+
+
+TRACED = (Traced, Number)
+"""The classes of the values on a tape (``type(x) in TRACED``: a dual number, another
+subclass of :class:`Traced`, is a value of another kind)."""
 
 
 def _as_index(x):
@@ -412,7 +427,7 @@ def record(rule, *args, **params):
     result to the tape; with no traced operand, just compute it."""
     tape, operands, values, active, numbers, convert = None, [], [], False, True, False
     for a in args:
-        if type(a) is Traced:
+        if type(a) in TRACED:
             if tape is not a.tape:
                 if tape is not None:
                     raise ValueError(f"{rule.name} mixes values of two different traces")
@@ -452,9 +467,6 @@ def record(rule, *args, **params):
     return tape.append(out, active, rule, tuple(operands), params or NO_PARAMS)
 
 
-NO_PARAMS: dict = {}
-"""The parameters of a step that has none (one shared dict: a million steps of a
-program of numbers would otherwise keep a million empty ones); never written into."""
 
 
 def _constants(tape, rule, operands, values) -> None:
@@ -559,12 +571,12 @@ def constant(x, what: str, dtype=np.float64):
 def read(function, *args, **kwargs):
     """A value the program reads (a comparison, ``bool(x)``, an index): ``function``
     on the plain values, written down so that a replay can check it reads the same."""
-    tape = next((a.tape for a in args if type(a) is Traced), None)
+    tape = next((a.tape for a in args if type(a) in TRACED), None)
     plain = [a.value if isinstance(a, Traced) else a for a in args]
     result = function(*plain, **kwargs)
     if tape is not None:
         # on the tape an int is a position: a constant int is kept as a 0-d array
-        operands = tuple(a.index if type(a) is Traced else np.asarray(a) if type(a) is int
+        operands = tuple(a.index if type(a) in TRACED else np.asarray(a) if type(a) is int
                          else a for a in args)
         tape.reads.append((len(tape.rules), function, operands, kwargs, result))
     return result
@@ -780,7 +792,7 @@ def argument(tape: Tape, x, name: str, active: bool, what: str = "", vectors=Tru
 
 def output(tape: Tape, r) -> int:
     """The tape position of one result of the program."""
-    if type(r) is not Traced:
+    if type(r) not in TRACED:
         if isinstance(r, Real) and not isinstance(r, (bool, np.bool_)):
             return tape.append(float(r), False).index   # a constant output
         raise TypeError(f"f returned a {type(r).__name__}; outputs are traced values or "
@@ -828,7 +840,7 @@ def not_finite(tape: Tape, rule, operands, params, t: int, error=None) -> str:
 
 def _innermost(x):
     """The plain value of a value of a trace nested in others (minirad.exact.higher)."""
-    while type(x) is Traced:
+    while type(x) in TRACED:
         x = x.value
     return x
 
@@ -1126,7 +1138,7 @@ class Edge:
 def name(x, label: str):
     """Name the vertex of a traced value (``h1``, ``a1``): pictures and listings use
     it.  On anything else it does nothing.  Returns ``x``."""
-    if type(x) is Traced:
+    if type(x) in TRACED:
         if not isinstance(label, str) or not label:
             raise ValueError(f"a vertex name must be a non-empty string, not {label!r}")
         x.tape.names[x.index] = label
@@ -1159,7 +1171,7 @@ def detach(x):
     >>> jacobian(lambda x: x * detach(x), 3.0)   # d/dx of x*x would be 6
     array([[3.]])
     """
-    return read(_same, x) if type(x) is Traced else x
+    return read(_same, x) if type(x) in TRACED else x
 
 
 def _same(x):
