@@ -20,8 +20,9 @@ A file takes one of two forms, chosen by what the graph holds:
 It reads no pickle and evaluates nothing, and it checks everything before it
 builds anything: a damaged or hostile file raises ``ValueError`` saying what is
 wrong, and nothing else.  Sizes are checked before memory is taken: the zip
-directory's member sizes (and their compression ratio, against zip bombs) and every
-declared shape against ``max_bytes``, each ``.npy`` header against its member's size.
+directory's member sizes (and their compression ratio, against zip bombs), every
+declared shape and the integer arrays operators are built from against ``max_bytes``,
+each ``.npy`` header against its member's size.
 Writes are atomic (:func:`write_atomically`): a failed save leaves no partial file.
 
 >>> import os, tempfile
@@ -290,7 +291,9 @@ def load_graph(path, max_bytes: int = MAX_BYTES) -> LCG:
         text file counts :data:`TEXT_COST` times its size (what parsing JSON
         takes); an archive its arrays as its zip directory declares them, each
         at least :data:`ARRAY_COST` (what reading one takes, however small),
-        and its manifest :data:`TEXT_COST` times its size.  Default 1 GiB.
+        its manifest :data:`TEXT_COST` times its size, and each entry of an
+        integer array (positions, indices) :data:`INDEX_COST` bytes (what the
+        operator built from it takes).  Default 1 GiB.
 
     Returns
     -------
