@@ -156,3 +156,28 @@ def test_constants_and_arrays_where_duals_take_numbers():
         jacobian_by_duals(lambda x: x * 2, np.ones(3))
     with pytest.raises(ValueError, match="seed directions.*MAX_ENTRIES"):
         jacobian_by_duals(lambda *x: x[0], *([1.0] * 200_000))   # 4e10 seeds: refused first
+
+
+def test_a_small_convolutional_network_on_duals():
+    # the programs the issue found refused or misreported (conv2d, softmax_cross_entropy,
+    # softmax along axis 1, np.transpose with axes, einsum) in one network: the tangent is
+    # the traced Jacobian times the direction, and central differences along it
+    from minirad.tracing.rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
+
+    rng = np.random.default_rng(39)
+    x, labels = rng.normal(size=(2, 1, 6, 6)), np.array([1, 0])
+
+    def net(w, W):
+        h = avg_pool2d(ops.relu(conv2d(x, w, padding=1)), 2)
+        z = np.transpose(h.reshape(2, -1) @ W, (1, 0)).T
+        return (softmax_cross_entropy(z, labels) + softmax(z, axis=1)[:, 0].sum()
+                + np.einsum("ij,ij->", z, z))
+
+    args = [rng.normal(size=(2, 1, 3, 3)), rng.normal(size=(18, 3))]
+    v = [rng.normal(size=a.shape) for a in args]
+    value, tangent = jvp_by_duals(net, args, v)
+    assert np.shape(tangent) == ()
+    by_jacobian = jacobian(net, *args) @ np.concatenate([t.ravel() for t in v])
+    np.testing.assert_allclose(tangent, by_jacobian[0], rtol=1e-13)
+    np.testing.assert_allclose(tangent, _directional_difference(net, args, v, 1e-6), rtol=1e-6)
+    assert value == pytest.approx(float(net(*args)), rel=1e-15)
