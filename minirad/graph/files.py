@@ -20,8 +20,9 @@ A file takes one of two forms, chosen by what the graph holds:
 It reads no pickle and evaluates nothing, and it checks everything before it
 builds anything: a damaged or hostile file raises ``ValueError`` saying what is
 wrong, and nothing else.  Sizes are checked before memory is taken: the zip
-directory's member sizes (and their compression ratio, against zip bombs) and every
-declared shape against ``max_bytes``, each ``.npy`` header against its member's size.
+directory's member sizes (and their compression ratio, against zip bombs), every
+declared shape and the integer arrays operators are built from against ``max_bytes``,
+each ``.npy`` header against its member's size.
 Writes are atomic (:func:`write_atomically`): a failed save leaves no partial file.
 
 >>> import os, tempfile
@@ -64,7 +65,7 @@ from .labels import FLOATS
 from .lcg import LCG, takes_graph_or_function, value_key
 from .patches import ProjectedPatches, SampledPatches
 
-__all__ = ["ARRAY_COST", "MAX_BYTES", "TEXT_COST", "load_graph", "save_graph",
+__all__ = ["ARRAY_COST", "INDEX_COST", "MAX_BYTES", "TEXT_COST", "load_graph", "save_graph",
            "write_atomically"]
 
 TEXT_FORMAT = "minirad.lcg"
@@ -83,6 +84,10 @@ TEXT_COST = 8
 #: measured), so a million arrays of a few bytes are no small file; the default budget
 #: reads about 16,000 arrays, a few seconds
 ARRAY_COST = 2**16
+#: each entry of an integer array (positions, indices) counts this many bytes against
+#: max_bytes, whatever its dtype: the operators built from it keep int64 copies and sort
+#: them (measured: 33 to 40 bytes an entry, int8 to int64), so its bytes on file say little
+INDEX_COST = 40
 #: a zip member may expand at most this many times (numpy writes them uncompressed)
 MAX_RATIO = 100
 #: dimensions of a declared shape, as numpy allows
@@ -286,7 +291,9 @@ def load_graph(path, max_bytes: int = MAX_BYTES) -> LCG:
         text file counts :data:`TEXT_COST` times its size (what parsing JSON
         takes); an archive its arrays as its zip directory declares them, each
         at least :data:`ARRAY_COST` (what reading one takes, however small),
-        and its manifest :data:`TEXT_COST` times its size.  Default 1 GiB.
+        its manifest :data:`TEXT_COST` times its size, and each entry of an
+        integer array (positions, indices) :data:`INDEX_COST` bytes (what the
+        operator built from it takes).  Default 1 GiB.
 
     Returns
     -------
@@ -515,6 +522,16 @@ class _Archive:
                       f"counted at least {ARRAY_COST:,}, the manifest's {text:,} bytes of JSON "
                       f"{TEXT_COST} times), more than max_bytes={max_bytes:,}; pass "
                       f"max_bytes={total} to read it")
+        self.work = total
+
+    def charge(self, nbytes: int, what: str) -> None:
+        """Count ``nbytes`` more work against ``max_bytes`` (what building an operator from
+        an array takes beyond reading it), refused before that work when past the limit."""
+        self.work += nbytes
+        if self.work > self.max_bytes:
+            self.fail(f"{what} takes {nbytes:,} bytes of work more to build from, "
+                      f"{self.work:,} in all so far, more than max_bytes={self.max_bytes:,}; "
+                      f"pass max_bytes={self.work} or more to read it")
 
     def fail(self, what: str):
         raise ValueError(f"{self.path} is not a valid LCG archive: {what}")
@@ -547,15 +564,20 @@ class _Archive:
                 if start + size != info.file_size:
                     self.fail(f"{where}: the array {info.filename!r} declares shape {shape} "
                               f"({size:,} bytes) but holds {info.file_size - start:,}")
-                data = bytearray(size)
-                if stream.readinto(data) != size:
-                    self.fail(f"{where}: the array {info.filename!r} is cut short")
+                data, done = np.empty(math.prod(shape), dtype), 0
+                view = memoryview(data.view(np.uint8))
+                while done < size:   # in pieces: zipfile reads into bytes, then copies them
+                    got = stream.readinto(view[done:done + 2**20])
+                    if not got:
+                        self.fail(f"{where}: the array {info.filename!r} is cut short")
+                    done += got
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error, struct.error,
                 NotImplementedError, RuntimeError, TypeError, ValueError) as error:
             if str(error).startswith(f"{self.path} is not"):
                 raise
             self.fail(f"{where}: the array {info.filename!r} cannot be read ({error})")
-        return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+        data.flags.writeable = False   # read-only to its memory: the LCG keeps it, no copy
+        return data.reshape(shape, order="F" if fortran else "C")
 
     def key(self, saved: str | None) -> str | None:
         """Keys of vertex values stay, and so does the mark of an array rebuilt from the
@@ -588,7 +610,8 @@ class _Archive:
                       f"{MAX_DIMENSIONS} non-negative ints")
         if math.prod(value) > self.max_bytes:
             self.fail(f"{where} declares {_shown(math.prod(value))} entries, more than "
-                      f"max_bytes={self.max_bytes:,} allows")
+                      f"max_bytes={self.max_bytes:,} allows; pass max_bytes="
+                      f"{math.prod(value)} or more to read it")
         return tuple(value)
 
 
@@ -794,9 +817,12 @@ class Fields:
         return x
 
     def integers(self, key) -> np.ndarray:
+        """An integer array, its :data:`INDEX_COST` per entry counted before it is used."""
         x = self.array(key)
         if x.dtype.kind not in "iu":
             self.r.fail(f"{self.where}.{key} must be an integer array")
+        self.r.charge(max(0, (INDEX_COST - x.dtype.itemsize) * x.size),
+                      f"{self.where}.{key} ({x.size:,} {x.dtype} entries)")
         return x
 
 

@@ -60,10 +60,13 @@ class Memory:
 
 
 def _key_text(g: LCG, key: str) -> str:
+    """How a note names a kept array: the vertex whose value it is (``value:<vertex>``, or
+    an array made from it, ``value:<vertex>:...``), else its key; a key that names no
+    vertex (``value:abc``, built by hand) is shown as it is."""
     if key.startswith("value:"):
-        v = int(key.split(":")[1])
-        if 0 <= v < g.n_vertices:
-            return g.names[v]
+        number = key[len("value:"):].split(":")[0]
+        if number.isascii() and number.isdigit() and int(number) < g.n_vertices:
+            return g.names[int(number)]
     return key.split("#")[0]
 
 

@@ -35,9 +35,9 @@ from numbers import Real
 
 import numpy as np
 
-from ..graph.operators import OPERATORS, Operator
+from ..graph.operators import OPERATORS, Operator, Retained
 from .ops import Op
-from .tracer import TRACED, Traced, compute, elementwise_block
+from .tracer import TRACED, Traced, check_entries, compute, elementwise_block
 
 __all__ = ["Dual", "jacobian_by_duals", "jvp_by_duals"]
 
@@ -98,13 +98,27 @@ def _distinct(args) -> dict:
 
 
 class _NoEdge:
-    """What a rule's block may ask of its edge, for blocks no graph keeps: nothing is
-    kept, nothing gathered."""
+    """What a rule's block may ask of its edge, for blocks no graph keeps: the operands
+    (their values), a record per array a block would keep (under a key no graph shares:
+    blocks read the records' keys and sizes, nothing counts them), nothing gathered."""
 
-    target = -1
+    target = t = -1
+
+    def __init__(self, values, out):
+        # values, not tape positions: an int among them is a constant, so a float here
+        self.operands = tuple(float(v) if type(v) is int else v for v in values)
+        self._out = out
 
     def kept(self, words):
-        return ()
+        names = ("x",) if len(self.operands) == 1 else ("a", "b")
+        records = []
+        for word in words.split():
+            j = int(word) if word.isdigit() else None if word == "y" else names.index(word)
+            value = self._out if j is None else self.operands[j]
+            if np.ndim(value):   # a number is kept inside the block, as Edge.kept has it
+                records.append(Retained(f"dual:{word}", int(np.size(value)) * np.dtype(
+                    np.result_type(value)).itemsize * 8, what=word))
+        return tuple(records)
 
     def gathered(self, j):
         return None
@@ -123,7 +137,7 @@ def _label(rule, positions, values, out, params):
             d = rule.partials[i](*values, out) if numbers else rule.on_arrays[1][i](*values, out)
             part = float(d) if numbers else elementwise_block(d, values[i], out)
         else:
-            part = rule.block(i, values, out, _NoEdge(), **params)
+            part = rule.block(i, values, out, _NoEdge(values, out), **params)
         label = part if label is None else OPERATORS.add(label, part)
     if isinstance(label, Operator) and label.out_shape == () == label.in_shape:
         label = float(label.to_dense()[0, 0])
@@ -194,7 +208,13 @@ def jacobian_by_duals(f, *args) -> np.ndarray:
     array([[3., 2.],
            [1., 1.]])
     """
+    for x in args:
+        if np.ndim(x):
+            raise TypeError(f"jacobian_by_duals takes numbers, not an array of shape "
+                            f"{np.shape(x)}; for arrays push directions with jvp_by_duals "
+                            f"(a stack of tangents at once), or use minirad.jacobian")
     n = len(args)
+    check_entries((n, n), "jacobian_by_duals: the seed directions")
     duals = [Dual(x, np.eye(n)[j]) for j, x in enumerate(args)]
     result = f(*duals)
     results = result if isinstance(result, (tuple, list)) else (result,)

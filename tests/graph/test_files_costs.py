@@ -11,10 +11,11 @@ import zipfile
 import numpy as np
 import pytest
 from oracles import fake_zip64
+from test_files import read_archive, write_archive
 
-from minirad import examples, load_graph, save_graph
+from minirad import examples, load_graph, save_graph, trace, vjp
 from minirad.cli import main
-from minirad.graph.files import ARRAY_COST, MAX_BYTES, TEXT_COST
+from minirad.graph.files import ARRAY_COST, INDEX_COST, MAX_BYTES, TEXT_COST
 
 
 def peak_bytes(call) -> tuple[int, str]:
@@ -123,3 +124,59 @@ def test_the_command_names_its_flag_for_more(tmp_path, capsys):
     assert "--max-bytes must be a positive number" in capsys.readouterr().err
     json.loads(open(path).read())    # the file itself was left as it was
     np.testing.assert_allclose(load_graph(path).labels, g.labels)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8])
+def test_positions_count_what_their_operator_takes_to_build(tmp_path, dtype):
+    """An index's positions were counted at their bytes on file, but its operator keeps
+    int64 copies and sorts them: int8 positions cost 33 times their file (a hostile file
+    under the default limit, about 30 GB). Each entry now counts INDEX_COST bytes. The
+    oracle: the cost summed here from the zip directory; one byte under it is refused, at
+    it the graph loads, and the memory tracemalloc sees stays within it."""
+    n = 500_000
+    idx = np.arange(n) % 3
+    g = trace(lambda x: x[idx].sum(), np.ones(3))
+    doc, arrays = read_archive(save_graph(g, tmp_path / "good.npz"))
+    index = next(e for e in doc["edges"] if e["operator"]["kind"] == "index")["operator"]
+    arrays[index["arrays"]["positions"]] = idx.astype(dtype)
+    path = write_archive(tmp_path / "positions.npz", doc, arrays)
+    with zipfile.ZipFile(path) as z:
+        sizes = {info.filename: info.file_size for info in z.infolist()}
+    cost = sum(max(size, ARRAY_COST) for size in sizes.values()) + \
+        (TEXT_COST - 1) * sizes["manifest.npy"] + (INDEX_COST - np.dtype(dtype).itemsize) * n
+    peak, message = peak_bytes(lambda: load_graph(path, max_bytes=cost - 1))
+    assert f"({n:,} {np.dtype(dtype)} entries)" in message
+    assert f"pass max_bytes={cost} or more to read it" in message
+    on_file = sum(sizes.values())
+    assert peak < on_file + 2**22    # the arrays read, in pieces of a MiB, and no more
+    tracemalloc.start()
+    try:
+        loaded = load_graph(path, max_bytes=cost)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert on_file + 2**22 < peak <= cost    # building took more than reading: counted
+    np.testing.assert_array_equal(loaded.values[-2], g.values[-2])    # x[idx], read back
+
+
+def test_loading_large_arrays_takes_about_what_is_counted(tmp_path):
+    """Each member was read whole into bytes, copied into an array, and copied again by the
+    LCG (its values read-only): 1.7 times the counted work at the peak. The oracle: the
+    cost summed from the zip directory, and tracemalloc's peak while loading."""
+    rng = np.random.default_rng(0)
+    g = trace(lambda W, x: np.tanh(W @ x).sum(), rng.normal(size=(1000, 1000)),
+              rng.normal(size=(1000, 20)))
+    path = save_graph(g, tmp_path / "big.npz")
+    with zipfile.ZipFile(path) as z:
+        sizes = {info.filename: info.file_size for info in z.infolist()}
+    cost = sum(max(size, ARRAY_COST) for size in sizes.values()) + \
+        (TEXT_COST - 1) * sizes["manifest.npy"]
+    tracemalloc.start()
+    try:
+        loaded = load_graph(path, max_bytes=cost)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= cost + 2**22    # and a few MiB read at a time
+    for a, b in zip(vjp(loaded, [1.0]), vjp(g, [1.0])):   # the blocks apply as saved
+        np.testing.assert_array_equal(a, b)

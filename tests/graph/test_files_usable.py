@@ -76,3 +76,19 @@ def test_a_lone_surrogate_is_refused_where_the_graph_is_made(tmp_path, where):
         explore(g).save(tmp_path / "ok.html")
         save_drawing(render(g), tmp_path / "ok.dot")
         assert minirad.jacobian(g).tolist() == [[2.0]]
+
+
+@pytest.mark.parametrize("key", ["value:abc", "value:", "value:-1", "value:٣", "value:7:x"])
+def test_a_constructed_graph_keeping_a_key_that_names_no_vertex_counts_its_memory(key):
+    """The constructor accepts any key (a label built by hand): retained_memory() named the
+    kept arrays by int(key) and failed with "invalid literal for int()". The oracle, by
+    hand: two edges keeping one 64-bit array under one key store it once, 8 bytes."""
+    from minirad.graph.operators import Dense, Retained
+
+    labels = [Dense(np.ones((2, 2)), (2,), (2,), retained=(Retained(key, 64),))
+              for _ in range(2)]
+    g = LCG(["x", "h", "y"], [0, 1], [1, 2], labels, [0], [2], values=[np.ones(2)] * 3)
+    m = retained_memory(g)
+    assert m.total == 8.0 and m.per_edge == (8.0, 0.0)
+    assert m.notes[1] == f"{key} shared"       # no vertex 7 among three: the key as it is
+    assert render(g).source

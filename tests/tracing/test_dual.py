@@ -17,6 +17,7 @@ from oracles import array_programs
 from test_trace_reference import random_program
 
 from minirad import jacobian, jvp, ops, trace
+from minirad.tracing.catalog import EXAMPLES
 from minirad.tracing.dual import Dual, jacobian_by_duals, jvp_by_duals
 
 
@@ -118,3 +119,65 @@ def test_bad_input_is_refused_with_a_message():
                                                                np.arange(4.0).reshape(2, 2)))
     with pytest.raises(ValueError, match="one tangent per argument"):
         jvp_by_duals(lambda x: x, (1.0,), (1.0, 2.0))
+
+
+def _directional_difference(f, args, v, h):
+    """``(f(x + h v) - f(x - h v)) / 2h``: the derivative along ``v``, to O(h^2)."""
+    plus = np.asarray(f(*(a + h * t for a, t in zip(args, v))), dtype=np.float64)
+    minus = np.asarray(f(*(a - h * t for a, t in zip(args, v))), dtype=np.float64)
+    return (plus - minus) / (2 * h)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_every_rule_of_the_catalog_runs_on_duals(name):
+    # every rule's example (contractions of three operands, solve and cholesky among them,
+    # whose blocks ask their edge for what they keep) pushed through duals: the tracer's
+    # forward sweep to the last bit, and central differences along the same direction
+    example = EXAMPLES[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    args = example.arguments(rng)
+    v = [rng.normal(size=np.shape(a)) for a in args]
+    value, tangent = jvp_by_duals(example.function(), args, v)
+    swept = jvp(trace(example.function(), *args), v)
+    swept = swept[0] if isinstance(swept, list) and len(swept) == 1 else swept
+    assert np.array_equal(bits(tangent), bits(swept))
+    single = np.asarray(value).dtype == np.float32   # float32 rounding: a wider step
+    h, rtol = (1e-3, 1e-3) if single else (1e-6, 1e-6)
+    np.testing.assert_allclose(tangent, _directional_difference(example.function(), args, v, h),
+                               rtol=rtol, atol=rtol)
+
+
+def test_constants_and_arrays_where_duals_take_numbers():
+    # an int constant among three einsum operands is a constant, not a tape position
+    a = Dual(np.arange(3.0), np.array([1.0, 0.0, -1.0]))
+    y = np.einsum("i,i,->i", a, a, 3)
+    np.testing.assert_array_equal(y.tangent, 6 * a.value * a.tangent)   # d(3 a^2) = 6 a da
+    with pytest.raises(TypeError, match="jacobian_by_duals takes numbers.*jvp_by_duals"):
+        jacobian_by_duals(lambda x: x * 2, np.ones(3))
+    with pytest.raises(ValueError, match="seed directions.*MAX_ENTRIES"):
+        jacobian_by_duals(lambda *x: x[0], *([1.0] * 200_000))   # 4e10 seeds: refused first
+
+
+def test_a_small_convolutional_network_on_duals():
+    # the programs the issue found refused or misreported (conv2d, softmax_cross_entropy,
+    # softmax along axis 1, np.transpose with axes, einsum) in one network: the tangent is
+    # the traced Jacobian times the direction, and central differences along it
+    from minirad.tracing.rules import avg_pool2d, conv2d, softmax, softmax_cross_entropy
+
+    rng = np.random.default_rng(39)
+    x, labels = rng.normal(size=(2, 1, 6, 6)), np.array([1, 0])
+
+    def net(w, W):
+        h = avg_pool2d(ops.relu(conv2d(x, w, padding=1)), 2)
+        z = np.transpose(h.reshape(2, -1) @ W, (1, 0)).T
+        return (softmax_cross_entropy(z, labels) + softmax(z, axis=1)[:, 0].sum()
+                + np.einsum("ij,ij->", z, z))
+
+    args = [rng.normal(size=(2, 1, 3, 3)), rng.normal(size=(18, 3))]
+    v = [rng.normal(size=a.shape) for a in args]
+    value, tangent = jvp_by_duals(net, args, v)
+    assert np.shape(tangent) == ()
+    by_jacobian = jacobian(net, *args) @ np.concatenate([t.ravel() for t in v])
+    np.testing.assert_allclose(tangent, by_jacobian[0], rtol=1e-13)
+    np.testing.assert_allclose(tangent, _directional_difference(net, args, v, 1e-6), rtol=1e-6)
+    assert value == pytest.approx(float(net(*args)), rel=1e-15)

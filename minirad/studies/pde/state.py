@@ -44,6 +44,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 
 import numpy as np
 
@@ -115,11 +116,21 @@ def save_state(path: str, cfg, state: dict, rng: np.random.Generator, seconds: f
 def load_state(path: str, cfg) -> dict:
     """The state saved at ``path`` for configuration ``cfg``: ``done``, ``theta``, ``m``,
     ``v`` (arrays of one row per member), ``losses`` (one array per iteration done), ``rng``
-    (a generator state) and ``seconds``.  A missing file, one of other settings, or one
-    that fails any check is a ValueError saying what is wrong."""
-    if not os.path.exists(path):
+    (a generator state) and ``seconds``.  A missing file, one of other settings, one
+    that fails any check, or no regular file (a pipe would block the reader) is a
+    ValueError saying what is wrong."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
         raise ValueError(f"there is no saved run to resume at {path} (check the folder "
-                         f"given with -o); run without --resume to start one")
+                         f"given with -o); run without --resume to start one") from None
+    except OSError as error:
+        raise ValueError(f"cannot read the saved run {path}: {error.strerror or error}") \
+            from None
+    if not stat.S_ISREG(found.st_mode):   # a pipe would block the reader: not opened
+        raise ValueError(f"{path} is not a usable saved optimisation of the pde study: it is "
+                         f"not a regular file (a pipe, a device or a folder); remove it to "
+                         f"start again")
     limit = _size_limit(cfg)
     try:
         with open(path, "rb") as f:

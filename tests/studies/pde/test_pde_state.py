@@ -4,6 +4,8 @@ generator's distance that the checks rely on are tested against their derivation
 
 import hashlib
 import json
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -302,3 +304,36 @@ def test_a_forgery_with_both_checksums_recomputed_is_refused_on_load(genuine, tm
         pde_state.load_state(str(path), CFG)
     path.write_bytes(text)
     assert _same(pde_state.load_state(str(path), CFG), original)
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "folder"])
+def test_a_state_that_is_no_regular_file_is_refused_unopened(tmp_path, target, capsys):
+    """A pipe at the state's path blocked --resume for ever (open waits for a writer); a
+    link to a device or a folder is no state either. Each is refused from its file type,
+    in one line; a thread that would hang on the pipe must come back."""
+    if target.startswith("/dev/") and not os.path.exists(target):
+        pytest.skip(f"{target} does not exist here")
+    path = tmp_path / pde_state.STATE_FILE
+    if target == "fifo":
+        os.mkfifo(path)
+    elif target == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(target)
+    said = []
+
+    def resume():
+        try:
+            pde_state.load_state(str(path), CFG)
+        except ValueError as error:
+            said.append(str(error))
+
+    worker = threading.Thread(target=resume, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert said and "it is not a regular file" in said[0], "the loader blocked or read it"
+    argv = ["study", "pde", "--steps", "24", "--iterations", "5", "--resume", "-o",
+            str(tmp_path)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err
