@@ -90,11 +90,12 @@ def test_the_wheel_installed_without_an_index_grades_a_lab(tmp_path):
     assert b"minirad = minirad_command:main" in entry_points
 
     venv = tmp_path / "course-env"
-    _run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
+    # without pip of its own (no ensurepip needed): this environment's pip installs into it
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=tmp_path)
     python = venv / "bin" / "python"
     env = _clean_env(venv)
-    _run([python, "-m", "pip", "install", "--no-index", "--no-deps",
-          "--disable-pip-version-check", wheel], cwd=tmp_path, env=env)
+    _run([sys.executable, "-m", "pip", "--python", python, "install", "--no-index",
+          "--no-deps", "--disable-pip-version-check", wheel], cwd=tmp_path, env=env)
     # the dependencies: this environment's installed packages, appended after the new
     # environment's own site-packages (a path in a .pth file runs none of that folder's
     # own .pth files, so an editable minirad there stays unimportable)
