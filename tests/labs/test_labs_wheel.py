@@ -1,16 +1,17 @@
 """The course install path without an index: the wheel ``python -m build`` makes, installed
 into a fresh virtual environment, grades a lab with its own ``minirad lab grade``.
 
-What an instructor does (tutorials/INSTRUCTORS.md, "Installing without an index"): build
-the wheel once, hand it out, ``pip install --no-index`` it.  The test builds the wheel from
-a copy of the sources (so the checkout gets no ``build/`` folder), checks that it holds
+What an instructor does (tutorials/INSTRUCTORS.md, "Installing minirad from a wheel"):
+build the wheel once, hand it out, install it with pip.  The test builds the wheel from a
+copy of the sources (so the checkout gets no ``build/`` folder) and checks that it holds
 every file of the package (the labs' modules, which hold the checks and the references,
-and the data files beside them), installs it into a new environment and grades Lab 2's
-solutions and a copy with a planted mistake there.  The environment takes the installed
-dependencies (numpy, nbclient, ...) from the one running the tests, through a ``.pth``
-file written after the install, because a test must not reach an index; minirad itself
-must then come from the wheel, which the test checks (``minirad.__file__``) before it
-grades.
+and the data files beside them).  It installs the wheel with ``pip install --no-index``
+into a new environment, then grades Lab 2's solutions and a copy with a planted mistake.
+The environment takes the installed dependencies (numpy, nbclient, ...) from the one
+running the tests, through a ``.pth`` file written after the install, because a test
+must not reach an index.  So minirad itself must come from the wheel: the test checks
+``minirad.__file__`` in the environment's Python, and a last cell of each submission
+breaks 2.2 in a kernel that imported any other minirad (a wrong path there did cost 2.2).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.slow   # builds a wheel, makes a virtual environment, grades twice
@@ -115,6 +117,16 @@ def test_the_wheel_installed_without_an_index_grades_a_lab(tmp_path):
     (solved,) = (tmp_path / "solutions").glob("lab2*.ipynb")
     text = solved.read_text(encoding="utf-8")
     assert text.count(HONEST_LINE) == 1
+    # the kernels too must import the wheel's minirad: a last cell that breaks the answer
+    # to 2.2 in a kernel that imported another one
+    nb = nbformat.reads(text, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import os\n"
+        f"if os.path.dirname(os.path.realpath(minirad.__file__)) != "
+        f"{str((site / 'minirad').resolve())!r}:\n"
+        "    def reverse_sweep(g):\n"
+        "        raise RuntimeError('minirad imported from ' + minirad.__file__)\n"))
+    text = nbformat.writes(nb)
     submissions = tmp_path / "submissions"
     submissions.mkdir()
     (submissions / "lab2_lcg-honest.ipynb").write_text(text, encoding="utf-8")
