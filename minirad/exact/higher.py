@@ -37,7 +37,8 @@ outer values, so every operation of the table has its second derivative
 without a second rule.  Programs of numbers and numpy array programs are
 both recorded with one vertex per number: an array argument becomes an
 object array of traced numbers (so ``@``, ``sum``, indexing and the table's
-functions work; numpy functions with no loop for Python objects, such as
+functions work, an entry or a sum staying a 0-d array as numpy's entries
+do; numpy functions with no loop for Python objects, such as
 ``np.linalg.inv``, do not), and its entries are inputs named ``X[0]``,
 ``X[1]``, ... in C order.
 """
