@@ -14,11 +14,11 @@ import pytest
 from hypothesis import strategies as st
 from scipy import stats
 
-from minirad import LCG, examples, labs, trace
+from minirad import LCG, examples, labs, ops, trace
 from minirad.labs import notebook
 from minirad.randomized.sampling import draws_per_vertex
 from minirad.tracing import name
-from minirad.tracing.ops import relu
+from minirad.tracing.ops import OPS, relu
 from minirad.tracing.rules import softmax_cross_entropy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -404,6 +404,80 @@ def central_differences(f, args, h=1e-6):
             minus[i].reshape(-1)[j] -= h
             columns.append((flat_out(plus) - flat_out(minus)) / (2 * h))
     return np.stack(columns, axis=1)
+
+
+# ---------------------------------------------- random programs of the whole op table
+# every function of the table, as minirad.ops and as numpy spells it
+TABLE_UNARY = tuple(name for name, op in OPS.items() if op.arity == 1 and hasattr(ops, name))
+# numpy runs these on an object it does not know by calling its method of the same name
+# (floor, trunc, sign and reciprocal call math.floor, <, 1 / x instead)
+TABLE_NUMPY_UNARY = tuple(op.ufunc for op in OPS.values() if op.arity == 1
+                          and op.ufunc == op.name
+                          and op.name not in ("positive", "sign", "floor", "ceil", "trunc",
+                                              "reciprocal"))
+TABLE_BINARY = tuple(name for name, op in OPS.items() if op.arity == 2 and hasattr(ops, name))
+
+# six ways to combine two pool values u, w and a constant c, per kind of step (L: the
+# namespace of minirad.ops's functions, swapped for JAX's by the tests that compare with it)
+TABLE_STEPS = {
+    "binary": (lambda u, w, c, L: u + w, lambda u, w, c, L: u - w, lambda u, w, c, L: u * w,
+               lambda u, w, c, L: u / w, lambda u, w, c, L: L.maximum(u, w),
+               lambda u, w, c, L: L.minimum(u, w)),
+    "constant": (lambda u, w, c, L: u + c, lambda u, w, c, L: c + u, lambda u, w, c, L: u - c,
+                 lambda u, w, c, L: c - u, lambda u, w, c, L: u * c, lambda u, w, c, L: c * u),
+    # numpy and integer constants, division by and of a constant, maximum with one
+    "other constant": (lambda u, w, c, L: np.float64(c) * u, lambda u, w, c, L: u * 2,
+                       lambda u, w, c, L: 3 - u, lambda u, w, c, L: u + np.float64(c),
+                       lambda u, w, c, L: c / u, lambda u, w, c, L: L.maximum(u, c)),
+    "sign": (lambda u, w, c, L: -u, lambda u, w, c, L: abs(u), lambda u, w, c, L: +u * 1.0,
+             lambda u, w, c, L: -(u - w), lambda u, w, c, L: abs(u - c),
+             lambda u, w, c, L: L.relu(-u)),
+    "twice": (lambda u, w, c, L: u + u, lambda u, w, c, L: u - u, lambda u, w, c, L: u * u,
+              lambda u, w, c, L: u / u, lambda u, w, c, L: L.maximum(u, u),
+              lambda u, w, c, L: u ** u),
+    "pow": (lambda u, w, c, L: u ** 2, lambda u, w, c, L: u ** 2.0, lambda u, w, c, L: u ** 3,
+            lambda u, w, c, L: u ** c, lambda u, w, c, L: 2.0 ** u,
+            lambda u, w, c, L: abs(u) ** w),
+}
+
+
+def random_table_program(rng, steps):
+    """A straight-line program of ``steps`` random operations on (a, b, x[0], x[1]) that
+    uses every operation of minirad's table in every spelling (operators both ways
+    round, Python and numpy constants, an operand twice, minirad.ops functions, numpy
+    ufuncs, abs and unary minus), as a function that runs on the tracer's scalars and
+    on Refs alike.  Its attribute ``using(L, N)`` is the same program with minirad.ops
+    and numpy replaced by the namespaces L and N (JAX's, say)."""
+    plan = []
+    for _ in range(steps):
+        kind = str(rng.choice([*TABLE_STEPS, "unary", "numpy", "binary table"]))
+        plan.append((kind, rng.integers(1 << 30), rng.integers(1 << 30),
+                     rng.integers(len(TABLE_UNARY) * len(TABLE_NUMPY_UNARY)), rng.integers(6),
+                     float(rng.uniform(-2, 2))))
+
+    def using(L, N):
+        def program(a, b, x):
+            pool = [a, b, x[0], x[1]]
+            for kind, i, j, k, which, c in plan:
+                u, w = pool[i % len(pool)], pool[j % len(pool)]
+                c = round(c, 2) or 0.5  # a few distinct constants, so templates repeat
+                if kind == "unary":
+                    pool.append(getattr(L, TABLE_UNARY[k % len(TABLE_UNARY)])(u))
+                elif kind == "numpy":
+                    pool.append(getattr(N, TABLE_NUMPY_UNARY[k % len(TABLE_NUMPY_UNARY)])(u))
+                elif kind == "binary table":
+                    pool.append(getattr(L, TABLE_BINARY[k % len(TABLE_BINARY)])(u, w))
+                else:
+                    pool.append(TABLE_STEPS[kind][which](u, w, c, L))
+            # outputs: some intermediates, an input, a value twice, a constant
+            picks = [pool[-1], pool[len(pool) // 2], pool[-1], pool[1], 2.5, pool[-3]]
+            return tuple(picks[: 1 + int(plan[0][1] % len(picks))])
+
+        return program
+
+    program = using(ops, np)
+    program.using = using
+    return program
 
 
 # ------------------------------------------- programs the tests of several folders share

@@ -37,7 +37,8 @@ outer values, so every operation of the table has its second derivative
 without a second rule.  Programs of numbers and numpy array programs are
 both recorded with one vertex per number: an array argument becomes an
 object array of traced numbers (so ``@``, ``sum``, indexing and the table's
-functions work; numpy functions with no loop for Python objects, such as
+functions work, an entry or a sum staying a 0-d array as numpy's entries
+do; numpy functions with no loop for Python objects, such as
 ``np.linalg.inv``, do not), and its entries are inputs named ``X[0]``,
 ``X[1]``, ... in C order.
 """
@@ -114,13 +115,35 @@ class Cells(np.ndarray):
     for objects at all."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        plain = [a.view(np.ndarray) if isinstance(a, Cells) else a for a in inputs]
+        plain = [_plain(a) for a in inputs]
+        if kwargs.get("out") is not None:   # np.mean divides its sum in place
+            kwargs["out"] = tuple(_plain(a) for a in kwargs["out"])
         op = FUNCTIONS.get(ufunc.__name__)
         if method == "__call__" and isinstance(op, Op) and not kwargs:
             out = np.frompyfunc(lambda *xs: record(op, *xs), len(plain), 1)(*plain)
         else:
             out = getattr(ufunc, method)(*plain, **kwargs)
+        if type(out) in TRACED:   # a reduction to one number (x.sum(), np.mean)
+            return _cell(out)
         return out.view(Cells) if isinstance(out, np.ndarray) and out.dtype == object else out
+
+    def __getitem__(self, index):
+        # an entry stays a 0-d array, as numpy's own float64 entries stay numpy scalars:
+        # a bare traced number would take x[0] * W for a product by a constant array
+        # and refuse np.sum(x[0])
+        out = super().__getitem__(index)
+        return out if isinstance(out, np.ndarray) else _cell(out)
+
+
+def _plain(a):
+    return a.view(np.ndarray) if isinstance(a, Cells) else a
+
+
+def _cell(number) -> Cells:
+    """A traced number as a 0-d :class:`Cells`."""
+    holder = np.empty((), dtype=object)
+    holder[()] = number
+    return holder.view(Cells)
 
 
 def recorded_gradient(f, args, positions, inputs) -> ReversePass:
@@ -147,7 +170,7 @@ def recorded_gradient(f, args, positions, inputs) -> ReversePass:
             call[p] = next(numbers)
     result = f(*call)
     if isinstance(result, np.ndarray) and result.shape == () and result.dtype == object:
-        result = result[()]
+        result = result.item()
     if type(result) not in TRACED:
         if isinstance(result, Real) and not isinstance(result, bool):
             return ReversePass([0.0] * len(inputs), tape, {}, None)  # a constant: zero

@@ -1,17 +1,26 @@
 """The reverse pass recorded as a graph (minirad/exact/higher.py): gradients of
 gradients, Hessians and Hessian-vector products.
 
-Oracles: JAX's ``hessian`` and ``jvp(grad)`` on random programs of numbers and of
-arrays (to 1e-10 relative; skipped where JAX is not installed), and without JAX
-central differences of the gradient and a Hessian derived by hand.  Algorithm 1
-sampled on the recorded gradient graph is z-tested for unbiasedness.
+Oracles: Hessians derived by hand; central differences of the gradient; and on random
+programs, at least 100 of numbers drawn from the whole operation table
+(tests/oracles.py) and 50 of arrays (slow tests, run by ``.ci/run``), JAX's ``hessian``
+and ``jvp(grad)`` to 1e-10 where JAX is installed, else (as in CI, which installs no JAX)
+central differences of minirad's exact gradient.  Two older JAX comparisons on a few
+programs skip without JAX.  Algorithm 1 sampled on the recorded gradient graph is
+z-tested for unbiasedness.
 """
 
 import math
 
 import numpy as np
 import pytest
-from oracles import assert_power, assert_unbiased, close, draws_for_power
+from oracles import (
+    assert_power,
+    assert_unbiased,
+    close,
+    draws_for_power,
+    random_table_program,
+)
 
 from minirad import forward_sweep, jacobian, jvp, ops, reverse_sweep, trace, vjp
 from minirad.draw.modes import lecture_family, sweep_cost
@@ -55,19 +64,77 @@ def random_program(rng, n_inputs: int, steps: int):
     return f
 
 
-def random_array_program(rng):
-    """f(W, x, lib=np): a random two-layer network on a matrix and a vector, with a
-    product of two entries of x (so the Hessian mixes W and x)."""
-    first, second = rng.choice(["tanh", "sin", "arctan"], size=2)
-    a, b = rng.uniform(-1, 1, 2)
-    i, j = rng.integers(0, 3, size=2)
+# elementwise functions an array program draws from, smooth and with kinks, written for
+# numpy (on minirad's traced arrays) and jax.numpy alike
+ELEMENTWISE = (
+    lambda u, lib: lib.tanh(u), lambda u, lib: lib.sin(u), lambda u, lib: lib.arctan(u),
+    lambda u, lib: lib.exp(0.3 * u), lambda u, lib: lib.log1p(u * u),
+    lambda u, lib: lib.sqrt(1.0 + u * u), lambda u, lib: lib.square(u),
+    lambda u, lib: 1.0 / (1.0 + lib.exp(-u)), lambda u, lib: lib.abs(u) * u,
+    lambda u, lib: lib.maximum(u, 0.1) * u, lambda u, lib: lib.hypot(u, 1.0),
+    lambda u, lib: lib.cos(u) ** 2,
+)
+MATRIX, VECTOR, PAIR = (2, 3), (3,), (2,)
 
-    def f(W, x, lib=np):
-        h = getattr(lib, first)(W @ (a * x))
-        return (getattr(lib, second)(h) * h).sum() + b * x[i] * x[j] + lib.exp(x.sum() * 0.1)
 
-    W, x = rng.normal(size=(2, 3)), rng.normal(size=3)
-    return f, W, x
+def random_array_program(rng, steps=6):
+    """(f, (W, x, s)): a random straight-line program of a matrix, a vector and a 0-d
+    array: elementwise functions (smooth ones and kinks), + - * / with broadcasting,
+    matrix-vector products both ways, sums along an axis and in all, means, a row, a
+    slice; f(W, x, s, lib=np) runs on numpy (minirad's traced arrays) and jax.numpy."""
+    plan = []
+    shapes = [MATRIX, VECTOR, ()]
+    for _ in range(steps):
+        i, j = (int(k) for k in rng.integers(0, len(shapes), 2))
+        si, sj = shapes[i], shapes[j]
+        options = ["elementwise"]
+        try:
+            if np.broadcast_shapes(si, sj) in (MATRIX, VECTOR, PAIR, ()):
+                options.append("binary")
+        except ValueError:
+            pass
+        if si == MATRIX and sj == VECTOR:
+            options.append("W@x")
+        if si == PAIR and sj == MATRIX:
+            options.append("p@W")
+        if si == MATRIX:
+            options += ["sum0", "sum1", "row"]
+        if si != ():
+            options += ["total", "mean"]
+        if si == VECTOR:
+            options.append("head")
+        kind = str(rng.choice(options))
+        plan.append((kind, i, j, int(rng.integers(len(ELEMENTWISE))), int(rng.integers(4)),
+                     round(float(rng.uniform(-1, 1)), 2)))
+        shapes.append(np.broadcast_shapes(si, sj) if kind == "binary" else {
+            "elementwise": si, "W@x": PAIR, "p@W": VECTOR, "sum0": VECTOR, "sum1": PAIR,
+            "row": VECTOR, "total": (), "mean": (), "head": PAIR}[kind])
+
+    def f(W, x, s, lib=np):
+        pool = [W, x, s]
+        for kind, i, j, k, op, c in plan:
+            u, w = pool[i], pool[j]
+            if kind == "elementwise":
+                pool.append(ELEMENTWISE[k](u, lib))
+            elif kind == "binary":
+                pool.append((u + c * w, u - w, u * w, u / (1.0 + w * w))[op])
+            elif kind in ("W@x", "p@W"):
+                pool.append(u @ w)
+            elif kind in ("sum0", "sum1"):
+                pool.append(u.sum(axis=int(kind[-1])))
+            elif kind == "row":
+                pool.append(u[1])
+            elif kind == "head":
+                pool.append(u[:2])
+            else:
+                pool.append(getattr(lib, "sum" if kind == "total" else "mean")(u))
+        # one number: the last value summed, times the middle one, plus a product of two
+        # entries of x (so the Hessian mixes inputs even when the steps did not)
+        return lib.sum(pool[-1]) * (1.0 + 0.5 * lib.sum(pool[len(pool) // 2])) + x[0] * x[2]
+
+    args = (rng.uniform(-1, 1, MATRIX), rng.uniform(-1, 1, VECTOR),
+            np.array(rng.uniform(0.5, 1.5)))
+    return f, args
 
 
 # ------------------------------------------------------------------ the graph
@@ -205,13 +272,150 @@ def test_hessians_and_hvps_of_random_array_programs_equal_jax(jax):
     jnp = jax.numpy
     rng = np.random.default_rng(7)
     for _ in range(4):
-        program, W, x = random_array_program(rng)
-        on_jax = lambda z, f=program: f(z[:6].reshape(2, 3), z[6:], lib=jnp)  # noqa: E731
-        z = jnp.array(np.concatenate([W.ravel(), x]))
-        close(hessian(program, W, x), np.asarray(jax.hessian(on_jax)(z)), rtol=1e-10)
-        v = rng.normal(size=9)
+        program, args = random_array_program(rng)
+        on_jax = lambda z, f=program: f(*array_arguments(z), lib=jnp)  # noqa: E731
+        z = jnp.array(np.concatenate([np.ravel(a) for a in args]))
+        close(hessian(program, *args), np.asarray(jax.hessian(on_jax)(z)), rtol=1e-10)
+        v = rng.normal(size=10)
         _, expected = jax.jvp(jax.grad(on_jax), (z,), (jnp.array(v),))
-        close(hvp(program, W, x, v=v), np.asarray(expected), rtol=1e-10)
+        close(hvp(program, *args, v=v), np.asarray(expected), rtol=1e-10)
+
+
+# ------------------------------------- the whole op table and array programs (issue 39)
+@pytest.fixture(scope="module")
+def jax_if_installed():
+    """JAX with 64-bit floats where it is installed, else None: then the oracle is
+    central differences of minirad's exact gradient (CI installs no JAX)."""
+    try:
+        import jax
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    return jax
+
+
+def array_arguments(z):
+    """(W, x, s) of :func:`random_array_program` from their 10 numbers in C order."""
+    return z[:6].reshape(MATRIX), z[6:9], z[9]
+
+
+# Central differences of the exact gradient g, (g(z + h e) - g(z - h e)) / 2h, err by
+# h^2/6 times g's third derivative (truncation) plus about eps |g| / h (the gradient's
+# rounding, eps = 1.1e-16).  At h = 1e-5 both are near 1e-11 for derivatives of order
+# one, so a tolerance of 1e-5 relative to the largest of 1, |H| and |g| leaves room for
+# third derivatives up to about 1e5 times that scale, while a wrong second partial (a
+# rule's derivative off by a term) is off by order one.  A kink (abs, relu, maximum,
+# floor, ...) within h of the point would break the differences: the seeds are fixed, so
+# the programs and points do not change from run to run.
+STEP, FD_TOLERANCE = 1e-5, 1e-5
+
+
+def assert_second_derivatives(f, args, unflatten, on_jax, jax, rng):
+    """hessian(f, *args) and hvp(f, *args, v) against JAX, or central differences of
+    minirad's exact gradient along each coordinate and along v; hvp equals H v to
+    rounding either way."""
+    z = np.concatenate([np.ravel(np.asarray(a, dtype=float)) for a in args])
+    v = rng.normal(size=z.size)
+    H, Hv = hessian(f, *args), np.asarray(hvp(f, *args, v=v))
+    np.testing.assert_allclose(Hv, H @ v, rtol=1e-12,
+                               atol=1e-12 * max(1.0, np.abs(H).max()) * np.abs(v).sum())
+    if jax is not None:
+        jnp = jax.numpy
+        close(H, np.asarray(jax.hessian(on_jax)(jnp.array(z))), rtol=1e-10)
+        _, expected = jax.jvp(jax.grad(on_jax), (jnp.array(z),), (jnp.array(v),))
+        close(Hv, np.asarray(expected), rtol=1e-10)
+        return
+
+    def gradient(point):
+        return jacobian(f, *unflatten(point), method="reverse")[0]
+
+    def along(d):
+        return (gradient(z + STEP * d) - gradient(z - STEP * d)) / (2 * STEP)
+
+    differences = np.column_stack([along(e) for e in np.eye(z.size)])
+    scale = max(1.0, np.abs(differences).max(), np.abs(gradient(z)).max())
+    np.testing.assert_allclose(H, differences, rtol=0, atol=FD_TOLERANCE * scale)
+    np.testing.assert_allclose(Hv, along(v), rtol=0,
+                               atol=FD_TOLERANCE * scale * max(1.0, np.abs(v).sum()))
+
+
+class JaxOps:
+    """minirad.ops's functions as JAX spells them (for random_table_program.using)."""
+
+    def __init__(self, jax):
+        self.jax = jax
+
+    def __getattr__(self, name):
+        if name in ("sigmoid", "relu"):
+            return getattr(self.jax.nn, name)
+        return getattr(self.jax.numpy, name)
+
+
+@pytest.mark.slow
+def test_hessians_and_hvps_of_programs_of_the_whole_op_table(jax_if_installed):
+    """At least 100 random programs of numbers drawn from every operation of the table
+    in every spelling (tests/oracles.py); the tracer's refusals (values that are not
+    finite at the random point) are counted and must be a minority."""
+    jax = jax_if_installed
+    rng = np.random.default_rng(39)
+    compared = refused = 0
+    for _ in range(180):
+        program = random_table_program(rng, int(rng.integers(1, 20)))
+        f = lambda a, b, x, p=program: sum(p(a, b, x))  # noqa: E731
+        args = (float(rng.uniform(0.2, 1.5)), float(rng.uniform(-1.5, -0.2)),
+                [float(rng.uniform(-1, 1)), float(rng.uniform(0.1, 2))])
+        try:
+            trace(f, *args)
+        except ValueError as error:
+            assert "is not finite" in str(error), error
+            refused += 1
+            continue
+        on_jax = None
+        if jax is not None:
+            jax_program = program.using(JaxOps(jax), jax.numpy)
+            on_jax = lambda t, p=jax_program: sum(p(t[0], t[1], [t[2], t[3]]))  # noqa: E731
+        assert_second_derivatives(f, args, lambda z: (z[0], z[1], [z[2], z[3]]), on_jax,
+                                  jax, rng)
+        compared += 1
+    assert compared >= 100 and refused < compared, (compared, refused)
+
+
+@pytest.mark.slow
+def test_hessians_and_hvps_of_random_array_programs(jax_if_installed):
+    """At least 50 random array programs (elementwise functions with kinks, broadcasting,
+    matrix products, reductions, indexing; a 0-d array argument)."""
+    jax = jax_if_installed
+    rng = np.random.default_rng(3939)
+    compared = refused = 0
+    for _ in range(55):
+        program, args = random_array_program(rng, int(rng.integers(2, 9)))
+        try:
+            trace(program, *args)
+        except ValueError as error:
+            assert "is not finite" in str(error), error
+            refused += 1
+            continue
+        on_jax = None if jax is None else (
+            lambda z, f=program: f(*array_arguments(z), lib=jax.numpy))
+        assert_second_derivatives(program, args, array_arguments, on_jax, jax, rng)
+        compared += 1
+    assert compared >= 50, (compared, refused)
+
+
+def test_numbers_and_entries_of_array_arguments_mix_as_in_numpy():
+    """Issue 39: an entry W[0] or a sum W.sum() was a bare traced number, which took
+    W.sum() * W for a product by a constant array (TypeError: a constant of dtype
+    object) and refused np.sum(W[0]); a 0-d array argument met the same.  By hand:
+    f = (w0 + w1) w0 + mean(W) w1 + np.sum(w1) = w0^2 + 1.5 w0 w1 + w1^2 / 2 + w1,
+    H = [[2, 1.5], [1.5, 1]]; g = sum(s x) + s^2 over (s, x0, x1): H = [[2, 1, 1],
+    [1, 0, 0], [1, 0, 0]]."""
+    W = np.array([0.7, -1.2])
+    f = lambda W: (W.sum() * W)[0] + np.mean(W) * W[1] + np.sum(W[1])  # noqa: E731
+    np.testing.assert_allclose(hessian(f, W), [[2.0, 1.5], [1.5, 1.0]], rtol=1e-15)
+    np.testing.assert_allclose(hvp(f, W, v=[1.0, -1.0]), [0.5, 0.5], rtol=1e-15)
+    g = lambda s, x: (s * x).sum() + np.sum(s * s)  # noqa: E731
+    np.testing.assert_allclose(hessian(g, np.array(0.5), np.array([1.0, 2.0])),
+                               [[2, 1, 1], [1, 0, 0], [1, 0, 0]], rtol=1e-15)
 
 
 # ---------------------------------------------------------------- what it costs

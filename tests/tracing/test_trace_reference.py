@@ -11,71 +11,10 @@ bit; where evaluate refuses an operation, the trace must refuse it, naming it.
 import math
 
 import numpy as np
+from oracles import random_table_program as random_program
 
 from minirad import ops, trace
 from minirad.tracing.ops import OPS, NonFiniteError, Op, evaluate
-
-# ------------------------------------------------------------- random programs
-# every function of the table, as minirad.ops and as numpy spells it
-UNARY = tuple(name for name, op in OPS.items() if op.arity == 1 and hasattr(ops, name))
-# numpy runs these on an object it does not know by calling its method of the same name
-# (floor, trunc, sign and reciprocal call math.floor, <, 1 / x instead)
-NUMPY_UNARY = tuple(op.ufunc for op in OPS.values() if op.arity == 1 and op.ufunc == op.name
-                    and op.name not in ("positive", "sign", "floor", "ceil", "trunc",
-                                        "reciprocal"))
-BINARY = tuple(name for name, op in OPS.items() if op.arity == 2 and hasattr(ops, name))
-
-
-# six ways to combine two pool values u, w and a constant c, per kind of step
-STEPS = {
-    "binary": (lambda u, w, c: u + w, lambda u, w, c: u - w, lambda u, w, c: u * w,
-               lambda u, w, c: u / w, lambda u, w, c: ops.maximum(u, w),
-               lambda u, w, c: ops.minimum(u, w)),
-    "constant": (lambda u, w, c: u + c, lambda u, w, c: c + u, lambda u, w, c: u - c,
-                 lambda u, w, c: c - u, lambda u, w, c: u * c, lambda u, w, c: c * u),
-    # numpy and integer constants, division by and of a constant, maximum with one
-    "other constant": (lambda u, w, c: np.float64(c) * u, lambda u, w, c: u * 2,
-                       lambda u, w, c: 3 - u, lambda u, w, c: u + np.float64(c),
-                       lambda u, w, c: c / u, lambda u, w, c: ops.maximum(u, c)),
-    "sign": (lambda u, w, c: -u, lambda u, w, c: abs(u), lambda u, w, c: +u * 1.0,
-             lambda u, w, c: -(u - w), lambda u, w, c: abs(u - c),
-             lambda u, w, c: ops.relu(-u)),
-    "twice": (lambda u, w, c: u + u, lambda u, w, c: u - u, lambda u, w, c: u * u,
-              lambda u, w, c: u / u, lambda u, w, c: ops.maximum(u, u),
-              lambda u, w, c: u ** u),
-    "pow": (lambda u, w, c: u ** 2, lambda u, w, c: u ** 2.0, lambda u, w, c: u ** 3,
-            lambda u, w, c: u ** c, lambda u, w, c: 2.0 ** u, lambda u, w, c: abs(u) ** w),
-}
-
-
-def random_program(rng, steps):
-    """A straight-line program of ``steps`` random operations on (a, b, x[0], x[1]),
-    as a function that runs on the tracer's scalars and on Refs alike."""
-    plan = []
-    for _ in range(steps):
-        kind = str(rng.choice([*STEPS, "unary", "numpy", "binary table"]))
-        plan.append((kind, rng.integers(1 << 30), rng.integers(1 << 30),
-                     rng.integers(len(UNARY) * len(NUMPY_UNARY)), rng.integers(6),
-                     float(rng.uniform(-2, 2))))
-
-    def program(a, b, x):
-        pool = [a, b, x[0], x[1]]
-        for kind, i, j, k, which, c in plan:
-            u, w = pool[i % len(pool)], pool[j % len(pool)]
-            c = round(c, 2) or 0.5  # a few distinct constants, so templates repeat
-            if kind == "unary":
-                pool.append(getattr(ops, UNARY[k % len(UNARY)])(u))
-            elif kind == "numpy":
-                pool.append(getattr(np, NUMPY_UNARY[k % len(NUMPY_UNARY)])(u))
-            elif kind == "binary table":
-                pool.append(getattr(ops, BINARY[k % len(BINARY)])(u, w))
-            else:
-                pool.append(STEPS[kind][which](u, w, c))
-        # outputs: some intermediates, an input, a value twice, a constant
-        picks = [pool[-1], pool[len(pool) // 2], pool[-1], pool[1], 2.5, pool[-3]]
-        return tuple(picks[: 1 + int(plan[0][1] % len(picks))])
-
-    return program
 
 
 def assert_matches_the_table(g):
