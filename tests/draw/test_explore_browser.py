@@ -248,6 +248,11 @@ def test_the_plots_of_huge_estimates_have_finite_coordinates(chromium, tmp_path,
             .map((a) => e.getAttribute(a)).filter((v) => v !== null))""")
         assert coordinates and not any("NaN" in c or "Infinity" in c for c in coordinates)
     assert chromium.errors == []
+    chromium.click("#tab-exact")    # an edge label is a number of a few digits, not 21
+    labels = chromium.evaluate("[...document.querySelectorAll('text.elabel')]"
+                               ".map((e) => e.textContent)")
+    assert labels and max(map(len, labels)) <= 9, labels
+    assert f"{scale:.0e}" in labels      # 1e+10, as Python writes it
     if scale > 1e100:   # the variance, 1e600, is beyond any float: said, not NaN
         with pytest.raises(ValueError, match="the exact variance of the estimate: dy/dx "
                                              "overflowed to inf"):

@@ -15,7 +15,10 @@
   function fmt(x, digits) {
     if (x === null || x === undefined) return "–";
     if (typeof x === "string") return x === "nan" ? "undefined" : x;  // 'inf', 'nan' from Python
-    return String(Number(x.toPrecision(digits || 6)));
+    const n = Number(x.toPrecision(digits || 6));
+    // JavaScript writes a number below 1e21 in full (1e20 as 21 digits): from 1e6 on, an
+    // exponent, as Python's %g
+    return Math.abs(n) >= 1e6 ? n.toExponential() : String(n);
   }
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
