@@ -1682,20 +1682,20 @@ def _overlap(a, b) -> float:
     return max(width, 0.0) * max(height, 0.0)
 
 
+def _passes_through(box, points) -> bool:
+    """Whether a route (display points) passes through a box (sampled along each line)."""
+    t = np.linspace(0.0, 1.0, 24)[:, None]
+    for a, b in zip(points, points[1:]):
+        q = a + t * (b - a)
+        if np.any((q[:, 0] > box.x0) & (q[:, 0] < box.x1) & (q[:, 1] > box.y0)
+                  & (q[:, 1] < box.y1)):
+            return True
+    return False
+
+
 def _crossings(box, routes: list, own: int) -> int:
-    """How many other edges pass through a label's box (sampled along each line)."""
-    count = 0
-    for i, points in enumerate(routes):
-        if i == own:
-            continue
-        for a, b in zip(points, points[1:]):
-            t = np.linspace(0.0, 1.0, 24)[:, None]
-            q = a + t * (b - a)
-            if np.any((q[:, 0] > box.x0) & (q[:, 0] < box.x1) & (q[:, 1] > box.y0)
-                      & (q[:, 1] < box.y1)):
-                count += 1
-                break
-    return count
+    """How many other edges pass through a label's box."""
+    return sum(_passes_through(box, points) for i, points in enumerate(routes) if i != own)
 
 
 def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
@@ -1733,9 +1733,12 @@ def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
             for side in (0, 1, -1):
                 centre = point + side * gap * normal
                 box = type(size).from_extents(*(centre - half), *(centre + half))
-                # beside its edge rather than on it, unless only the line has room
+                # beside its edge rather than on it, unless only the line has room; beside
+                # one segment of a bent edge, clear of its other segments too (a label that
+                # its own line runs into reads "0:5" for "0.5")
+                on_its_line = side == 0 or _passes_through(box, routes[i])
                 cost = (sum(_overlap(box, other) for other in taken),
-                        _crossings(box, routes, i), side == 0, rank)
+                        _crossings(box, routes, i), on_its_line, rank)
                 if best is None or cost < best[0]:
                     best = (cost, centre, box)
         _, centre, box = best
