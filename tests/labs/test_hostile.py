@@ -25,7 +25,9 @@ import pytest
 
 from minirad.labs import grading
 
-pytestmark = pytest.mark.slow   # 26 notebooks graded in sandboxed kernels
+# 26 notebooks graded in sandboxed kernels; both tests on one worker, so that one's check for
+# survivors does not meet the other's kernels
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile")]
 
 PRELUDE = "import numpy as np\nimport minirad\nfrom minirad import labs, examples\n"
 ZEROS = ("def forward_sweep(g):\n    return np.zeros((len(g.outputs), len(g.inputs)))\n\n"
@@ -310,9 +312,10 @@ def _write(folder: Path, name: str, cells: list[str]) -> Path:
 
 
 def _survivors() -> list[str]:
-    """Processes a grading left behind: kernels, sandboxes, what a trick started, and
-    anything running as a kernel's user id."""
-    found = []
+    """Processes a grading of this test process left behind: kernels, sandboxes, what a
+    trick started, and anything running as a kernel's user id.  A process below another
+    live process (another test's grader, on another worker) is not this test's."""
+    found, parents = {}, {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -322,13 +325,23 @@ def _survivors() -> list[str]:
             status = Path(f"/proc/{name}/status").read_text()
         except OSError:
             continue
-        uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        uid, parents[int(name)] = int(fields["Uid"].split()[0]), int(fields["PPid"])
         if (MARK in cmdline or "minirad.labs.kernel" in cmdline
                 or "minirad.labs.sandbox" in cmdline
                 or grading.FIRST_UID <= uid < grading.FIRST_UID + 2_000_000):
-            if "State:\tZ" not in status:
-                found.append(f"{name} (uid {uid}): {cmdline[:120]}")
-    return found
+            if not fields["State"].strip().startswith("Z"):
+                found[int(name)] = f"{name} (uid {uid}): {cmdline[:120]}"
+
+    def ours(pid: int) -> bool:
+        while True:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid() or pid <= 1:   # started here, or orphaned
+                return True
+            if pid not in found:                 # under someone else's live process
+                return False
+
+    return [line for pid, line in found.items() if ours(pid)]
 
 
 def _grade(tmp_path, isolation: str, names: list[str]):
