@@ -79,7 +79,7 @@ if not STUDENTS_ONLY:
 # the explorable pages the labs embed, and those of explore.md; copied to the site's explore/
 EXTRA = DOCS / "_build" / "site_extra"
 explore_pages.write_pages(EXPLORABLE | {"minirad.examples:figure1", "minirad.examples:figure3"},
-                          EXTRA / "explore")
+                          EXTRA / "explore", stamp=DOCS / "_build" / "explore.written-from")
 html_extra_path = [str(EXTRA)]
 # repository files shown on the site: a page of docs/ includes them by reference
 SITE = Site(ROOT, DOCS, forms={"tutorials": ("labs/handouts", ".ipynb")},

@@ -181,7 +181,7 @@ def _figure1_elimination(folder: str) -> list[str]:
     dpi = 110
     strip = elimination_strip(
         g, "markowitz", ncols=2, dpi=dpi,
-        title=f"{head}: each step eliminates a vertex of least |pred| × |succ|")
+        title=f"{head}:\neach step eliminates a vertex of least |pred| × |succ|")
     return [_save(strip, folder, "figure1_elimination.png", dpi=dpi), *steps]
 
 

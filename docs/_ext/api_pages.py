@@ -235,6 +235,8 @@ def unchanged(folder: Path, print_: str) -> bool:
 def record(folder: Path, print_: str) -> None:
     """Note that ``folder``'s pages are now those of the fingerprint ``print_`` (after a build
     that succeeded, so that a failed one generates them again)."""
+    if unchanged(folder, print_):
+        return  # left alone: a build with nothing changed writes nothing into docs/
     folder.mkdir(parents=True, exist_ok=True)
     (folder / STAMP).write_text(print_, encoding="utf-8")
 

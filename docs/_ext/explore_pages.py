@@ -10,11 +10,16 @@ names, and :func:`write_pages` writes each page named anywhere with
 pages embed them with a frame of class ``explorable``.
 
 A page is rewritten only when its bytes change, so that an unchanged site
-copies it and nothing more.
+copies it and nothing more; and when neither the list of pages nor minirad's
+files (its code, and the page's script, style and template) changed since the
+pages were written (a stamp records their hash), no page is
+computed at all: tracing the graphs and sampling them for every page was most
+of a build with nothing changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import importlib
 import re
@@ -23,6 +28,8 @@ from pathlib import Path
 # `minirad explore module:function ...`, and the tab named beside it
 COMMAND = re.compile(r"`minirad explore (?P<spec>[\w.]+:\w+)[^`]*`")
 TAB = re.compile(r"\((?P<tab>Exact|Eliminate|Paths|Sample|Memory) (?:panel|tab)\)")
+#: minirad's files that make a page: its code, and the page's template, script and style
+MADE_FROM = (".py", ".html", ".js", ".css")
 
 
 def page_name(spec: str) -> str:
@@ -67,11 +74,32 @@ def embed(notebook: dict, to_site: str) -> set[str]:
     return specs
 
 
-def write_pages(specs, folder: Path) -> list[Path]:
-    """Write the explorable page of each ``module:function`` spec into ``folder`` (the
-    function called with no arguments gives the graph); pages of other names are removed."""
+def fingerprint(specs) -> str:
+    """A hash of what the pages of ``specs`` are made from: the specs and minirad's files."""
     import minirad
 
+    root = Path(minirad.__file__).resolve().parent
+    digest = hashlib.sha256("\n".join(sorted(set(specs))).encode())
+    for file in sorted(root.rglob("*")):
+        if file.suffix in MADE_FROM and "__pycache__" not in file.parts:
+            digest.update(str(file.relative_to(root)).encode())
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def write_pages(specs, folder: Path, stamp: Path) -> list[Path]:
+    """Write the explorable page of each ``module:function`` spec into ``folder`` (the
+    function called with no arguments gives the graph); pages of other names are removed.
+    Nothing is computed when the file ``stamp`` (kept outside ``folder``, which the site
+    copies) says that the pages were written from the same specs and the same minirad
+    (:func:`fingerprint`)."""
+    import minirad
+
+    made_from = fingerprint(specs)
+    pages = [folder / page_name(spec) for spec in sorted(set(specs))]
+    if stamp.exists() and stamp.read_text(encoding="utf-8") == made_from \
+            and all(page.exists() for page in pages):
+        return pages
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for spec in sorted(set(specs)):
@@ -85,4 +113,6 @@ def write_pages(specs, folder: Path) -> list[Path]:
     for old in folder.glob("*.html"):
         if old not in written:
             old.unlink()
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(made_from, encoding="utf-8")
     return written

@@ -16,9 +16,9 @@ import numpy as np
 import minirad
 from minirad import examples
 from minirad.draw.patterns import plot_blocks
+from minirad.tracing.ops import relu
 from minirad.tracing.rules import softmax_cross_entropy
 from minirad.tracing.tracer import name
-from minirad.tracing.ops import relu
 
 rng = np.random.default_rng(0)
 X = rng.standard_normal((3, 4)).astype(np.float32)    # 3 examples, 4 features

@@ -1682,20 +1682,20 @@ def _overlap(a, b) -> float:
     return max(width, 0.0) * max(height, 0.0)
 
 
+def _passes_through(box, points) -> bool:
+    """Whether a route (display points) passes through a box (sampled along each line)."""
+    t = np.linspace(0.0, 1.0, 24)[:, None]
+    for a, b in zip(points, points[1:]):
+        q = a + t * (b - a)
+        if np.any((q[:, 0] > box.x0) & (q[:, 0] < box.x1) & (q[:, 1] > box.y0)
+                  & (q[:, 1] < box.y1)):
+            return True
+    return False
+
+
 def _crossings(box, routes: list, own: int) -> int:
-    """How many other edges pass through a label's box (sampled along each line)."""
-    count = 0
-    for i, points in enumerate(routes):
-        if i == own:
-            continue
-        for a, b in zip(points, points[1:]):
-            t = np.linspace(0.0, 1.0, 24)[:, None]
-            q = a + t * (b - a)
-            if np.any((q[:, 0] > box.x0) & (q[:, 0] < box.x1) & (q[:, 1] > box.y0)
-                      & (q[:, 1] < box.y1)):
-                count += 1
-                break
-    return count
+    """How many other edges pass through a label's box."""
+    return sum(_passes_through(box, points) for i, points in enumerate(routes) if i != own)
 
 
 def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
@@ -1733,9 +1733,12 @@ def _place_edge_labels(ax, scene: _Scene, layout: _Layout, boxes: dict) -> None:
             for side in (0, 1, -1):
                 centre = point + side * gap * normal
                 box = type(size).from_extents(*(centre - half), *(centre + half))
-                # beside its edge rather than on it, unless only the line has room
+                # beside its edge rather than on it, unless only the line has room; beside
+                # one segment of a bent edge, clear of its other segments too (a label that
+                # its own line runs into reads "0:5" for "0.5")
+                on_its_line = side == 0 or _passes_through(box, routes[i])
                 cost = (sum(_overlap(box, other) for other in taken),
-                        _crossings(box, routes, i), side == 0, rank)
+                        _crossings(box, routes, i), on_its_line, rank)
                 if best is None or cost < best[0]:
                     best = (cost, centre, box)
         _, centre, box = best
@@ -1924,6 +1927,20 @@ def strip(drawings: Sequence[Drawing], ncols: int = 2, dpi: int = 110,
         images = [_png_array(drawing, dpi) for drawing in drawings]
         height = max(image.shape[0] for image in images)
         width = max(image.shape[1] for image in images)
+        # each picture centred in a tile of the largest picture's size: one scale for all;
+        # the tiles keep only the part that some picture draws on (a margin that every
+        # picture leaves blank, such as the room a pinned frame keeps for labels, would
+        # only shrink the strip, and its text, on a page)
+        offsets = [((height - image.shape[0]) / 2, (width - image.shape[1]) / 2)
+                   for image in images]
+        drawn = [_drawn_box(image, top, left) for image, (top, left) in zip(images, offsets)]
+        top_edge = max(0.0, min(box[0] for box in drawn) - 8)
+        bottom_edge = min(float(height), max(box[1] for box in drawn) + 8)
+        left_edge = max(0.0, min(box[2] for box in drawn) - 8)
+        right_edge = min(float(width), max(box[3] for box in drawn) + 8)
+        height, width = bottom_edge - top_edge, right_edge - left_edge
+        if title:  # in lines as long as the strip is wide
+            title = _wrapped(title, ncols * width / dpi, 18)
         band = 0.3 * (title.count("\n") + 1) + 0.25 if title else 0.0  # inches for the title
         if keys:  # the legend below, in as many columns as fit
             columns, _ = _legend_columns(keys, ncols * width / dpi, fontsize=15)
@@ -1936,12 +1953,10 @@ def strip(drawings: Sequence[Drawing], ncols: int = 2, dpi: int = 110,
                                gridspec_kw=dict(wspace=0, hspace=0, left=0, right=1,
                                                 bottom=foot / inches,
                                                 top=1 - band / inches)).ravel()
-        for ax, image in zip(axes, images):
-            # centre each picture in a tile of the largest picture's size: one scale for all
-            top, left = (height - image.shape[0]) / 2, (width - image.shape[1]) / 2
+        for ax, image, (top, left) in zip(axes, images, offsets):
             ax.imshow(image, extent=(left, left + image.shape[1], top + image.shape[0], top))
-            ax.set_xlim(0, width)
-            ax.set_ylim(height, 0)
+            ax.set_xlim(left_edge, right_edge)
+            ax.set_ylim(bottom_edge, top_edge)
         if title:  # in the band left free above the tiles
             figure.suptitle(title, fontsize=18, y=1 - 0.5 * band / inches, va="center")
         if keys:
@@ -2013,6 +2028,18 @@ class Drawings(list):
         if not self:
             return None  # an empty list shows as []
         return png(strip(self))
+
+
+def _drawn_box(image: np.ndarray, top: float, left: float) -> tuple[float, float, float, float]:
+    """Where a picture (an RGB or RGBA array, placed at ``top``, ``left`` of its tile) is
+    not blank: (top, bottom, left, right) in the tile's pixels; the whole picture if blank."""
+    ink = np.any(image[..., :3] < 0.97, axis=2)
+    if image.shape[2] == 4:
+        ink &= image[..., 3] > 0.03
+    rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if not len(rows):
+        return top, top + image.shape[0], left, left + image.shape[1]
+    return (top + rows[0], top + rows[-1] + 1, left + columns[0], left + columns[-1] + 1)
 
 
 def _png_array(drawing: Drawing, dpi: int) -> np.ndarray:
