@@ -43,6 +43,8 @@ import numpy as np
 
 from .ops import OPS, Op
 
+__all__ = ["FastArithmetic", "VECTOR_VERTICES", "number_edges"]
+
 VECTOR_VERTICES = 2_000
 """Above this many values on a tape, its numbers record ``+``, ``-``, ``*`` by
 :class:`FastArithmetic`, and above this many vertices :func:`minirad.trace` makes the
