@@ -1,10 +1,11 @@
-"""Lab 8's exercises: memory of reverse mode, checkpointing, RAD at equal memory.
+"""Lab 8's exercises: memory of reverse mode, checkpointing, RAD at equal memory, eq. 8.
 
 The oracles are minirad's own
 accounting and schedules: :mod:`minirad.studies.nn.memory` (Table 1's rules),
 :mod:`minirad.checkpoint.schedules` (the store-all reverse sweep, the closed forms of
 the uniform schedule) and the ledger of that module run on the PDE's sampled
-chain (:func:`minirad.studies.pde.rad_gradient`).  The checkpointing check does
+chain (:func:`minirad.studies.pde.rad_gradient`); for the eq. 8 estimator (8.5), that
+sampled chain itself, given the same draws as the student's function.  The checkpointing check does
 not trust what the student says it did: it hands over a chain whose ``step``
 and ``vjp`` count their calls, verify which state they receive, and count (by
 weak references) how many of the states they produced are still alive.
