@@ -28,7 +28,8 @@
 # version, random matrix injection.
 #
 # **You need:** Labs 2-4, expectation and variance of a random variable.
-# **Exercises:** 5.1 (Algorithm 1), 5.2 (its exact variance for $k = 1$).
+# **Exercises:** 5.1 (Algorithm 1), 5.2 (its exact variance for $k = 1$), 5.3 (two-level
+# sampling on a graph of arrays, and its exact variance).
 
 # %%
 import types
@@ -501,6 +502,86 @@ for depth in (4, 8):
 # of the paper design their sampling around the structure of neural networks
 # and of a PDE solver rather than applying it blindly.
 #
+# ## 7. Exercise 5.3: two levels of sampling on a graph of arrays
+#
+# When the vertices of the graph hold arrays, one path through the array
+# vertices stands for many paths through their entries (the paper's
+# Section 3.2), and there are two places to sample: the **vertex level**
+# (Algorithm 1 on the array graph: draw $k$ of the out-edges of each visited
+# vertex, weight $d/k$ per draw) and the **entry level** (inside each visited
+# array of $n$ entries, keep $m$ entries drawn with replacement: the edges
+# leaving it are multiplied by $P = \frac{n}{m}\sum_{s=1}^{m} e_{i_s}
+# e_{i_s}^T$, whose mean is the identity). minirad's `sample_paths` and
+# `sampled_jacobians` do both with `entries=m`.
+#
+# The smallest graph where both levels matter: a number $\theta$ feeds $d$
+# arrays $A_j = a_j\theta$ of $n$ entries each, and $y = \sum_j b_j \cdot
+# A_j$ (`labs.fan_graph(a, b)`, with `a` and `b` of shape $(d, n)$).
+# The estimate is
+#
+# $$\hat J = \sum_j c_j\, b_j^T P_j a_j, \qquad
+#   c_j = \frac{d}{k}\,(\text{times } \theta \to A_j \text{ was drawn}).$$
+#
+# Its variance splits by the law of total variance. Write $x_j = b_j \cdot
+# a_j$ (the exact contribution of array $j$) and $s_j = \mathrm{Var}(b_j^T
+# P_j a_j) = \big(n \sum_i (b_{ji} a_{ji})^2 - x_j^2\big)/m$ (the noise of
+# the entry level alone). The draws of $\theta$ and the $P_j$ are
+# independent, so
+#
+# $$\mathrm{Var}\,\hat J = \underbrace{\frac{d \sum_j x_j^2 - (\sum_j x_j)^2}{k}}_{\text{vertex level}}
+#   + \sum_j \mathbb E[c_j^2]\, s_j, \qquad
+#   \mathbb E[c_j^2] = 1 - \frac1k + \frac dk .$$
+#
+# Notice the weight $c_j$ on the second term: array $j$'s entry noise is
+# scaled up by the vertex level's weight whenever $j$ is drawn.
+
+# %%
+fan = labs.fan_graph([[1.0, -2.0, 0.5], [0.3, 1.0, 2.0]], [[2.0, 1.0, 1.0], [1.0, -1.0, 0.5]])
+labs.show(render(fan, title="theta feeds d = 2 arrays of n = 3 entries; y sums b_j . A_j"),
+          "lab5_fan_graph")
+
+# %% [markdown]
+# **Exercise 5.3.** Complete `two_level_variance(a, b, k, m)`: `a` and `b`
+# are numpy arrays of shape $(d, n)$ (row $j$: $\partial A_j/\partial\theta$
+# and $\partial y/\partial A_j$), $k$ the draws at $\theta$, $m$ the entries
+# drawn inside each array; return the exact variance of $\hat J$, one
+# number. The check compares it with minirad's exact variance of the
+# two-level estimator on the traced graph (`path_sampling_variance(g, k,
+# entries=m)`) for five fans, and names the slip if you add the two levels'
+# variances as if each were alone, take $\mathbb E[c_j^2] = d/k$, or leave
+# out the factor $n$ of $P$.
+
+# %%
+def two_level_variance(a, b, k, m):
+    """Exact variance of two-level sampling on the fan theta -> A_1..A_d -> y."""
+    # BEGIN SOLUTION Exercise 5.3: two-level sampling on a graph of arrays
+    d, n = a.shape
+    terms = a * b                      # b_ji a_ji: one entry-level path each
+    x = terms.sum(axis=1)              # exact contribution of each array
+    entry_level = (n * (terms ** 2).sum(axis=1) - x ** 2) / m
+    vertex_level = (d * (x ** 2).sum() - x.sum() ** 2) / k
+    return vertex_level + (1 - 1 / k + d / k) * entry_level.sum()
+    # END SOLUTION
+
+
+# %%
+labs.check_two_level_variance(two_level_variance)
+
+# %% [markdown]
+# Your formula against 40000 two-level samples of minirad's sampler, for a
+# few $(k, m)$: more draws at either level lower the variance, but the
+# vertex level's term stays whatever $m$ is, and the entry level's stays
+# (scaled by $\mathbb E[c_j^2]$) whatever $k$ is.
+
+# %%
+a_fan = np.array([[1.0, -2.0, 0.5], [0.3, 1.0, 2.0]])
+b_fan = np.array([[2.0, 1.0, 1.0], [1.0, -1.0, 0.5]])
+print(f"{'k':>3}{'m':>3}{'exact (yours)':>15}{'measured':>10}")
+for k, m in ((1, 1), (1, 3), (2, 1), (4, 3)):
+    measured = sampled_jacobians(fan, k, 40000, entries=m, rng=k * 10 + m).var(ddof=1)
+    print(f"{k:>3}{m:>3}{two_level_variance(a_fan, b_fan, k, m):>15.4f}{measured:>10.4f}")
+
+# %% [markdown]
 # ## What you learned
 #
 # * Algorithm 1 draws $k$ out-edges per visited vertex, weights each draw by
@@ -517,6 +598,10 @@ for depth in (4, 8):
 # * For $k = 1$ the second moment of each adjoint estimate obeys its own
 #   backward recursion, $M(z) = d_z \sum_s (\partial s/\partial z)^2 M(s)$,
 #   which gives the exact variance without sampling.
+# * On a graph of arrays, sampling has two levels, the array out-edges and
+#   the entries inside an array; the entry level's noise enters the variance
+#   multiplied by $\mathbb E[c^2] = 1 - 1/k + d/k$, the vertex level's weight
+#   squared.
 #
 # ## Going further
 #

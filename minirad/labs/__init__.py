@@ -68,7 +68,12 @@ from .lab04_elimination import (
     edge_dict,
     sample_jacobian,
 )
-from .lab05_randomized import check_sample_Q, check_variance_k1
+from .lab05_randomized import (
+    check_sample_Q,
+    check_two_level_variance,
+    check_variance_k1,
+    fan_graph,
+)
 from .lab06_optimisation import (
     adjoint_inputs,
     check_descent_step,
@@ -88,6 +93,7 @@ from .lab07_tracked_arrays import (
 )
 from .lab08_memory import (
     check_checkpointed_gradient,
+    check_eq8_gradient,
     check_rad_budget,
     check_table1_bytes,
     check_uniform_cost,
@@ -111,13 +117,14 @@ __all__ = [
     "call_student", "check_add_bang", "check_adjoint_by_hand", "check_central_difference",
     "check_checkpointed_gradient", "check_column_colouring", "check_count_paths",
     "check_descent_step", "check_different_sample", "check_directional_difference",
-    "check_dual_numbers", "check_eliminate_edge", "check_eliminate_vertex", "check_forward_sweep",
-    "check_graphs", "check_hvp", "check_implicit_gradient", "check_markowitz_order",
-    "check_matmul_pullback", "check_ode_adjoint", "check_other_pullbacks", "check_pullbacks",
-    "check_rad_budget", "check_rademacher_P", "check_reverse_sweep", "check_same_sample",
-    "check_sample_Q", "check_sampling_P", "check_scalar_tracer", "check_sgd",
+    "check_dual_numbers", "check_eliminate_edge", "check_eliminate_vertex", "check_eq8_gradient",
+    "check_forward_sweep", "check_graphs", "check_hvp", "check_implicit_gradient",
+    "check_markowitz_order", "check_matmul_pullback", "check_ode_adjoint", "check_other_pullbacks",
+    "check_pullbacks", "check_rad_budget", "check_rademacher_P", "check_reverse_sweep",
+    "check_same_sample", "check_sample_Q", "check_sampling_P", "check_scalar_tracer", "check_sgd",
     "check_solve_adjoint", "check_step_diagonals", "check_table1_bytes", "check_tree_size",
-    "check_uniform_cost", "check_variance_k1", "check_z_scores", "compare_jacobian", "edge_dict",
-    "exercises", "exercises_of_lab", "line_fit_loss", "output_folder", "passed", "run_notebook",
-    "sample_jacobian", "show", "time_limit", "to_notebook", "write_notebooks",
+    "check_two_level_variance", "check_uniform_cost", "check_variance_k1", "check_z_scores",
+    "compare_jacobian", "edge_dict", "exercises", "exercises_of_lab", "fan_graph", "line_fit_loss",
+    "output_folder", "passed", "run_notebook", "sample_jacobian", "show", "time_limit",
+    "to_notebook", "write_notebooks",
 ]

@@ -1,4 +1,5 @@
-"""Lab 5's exercises: Algorithm 1 (5.1) and its exact variance for k = 1 (5.2).
+"""Lab 5's exercises: Algorithm 1 (5.1), its exact variance for k = 1 (5.2), and the exact
+variance of two-level sampling on a graph of arrays (5.3).
 
 >>> from minirad import examples
 >>> from minirad.labs import edge_dict, sample_jacobian
@@ -16,8 +17,10 @@ import numpy as np
 
 from ..graph.lcg import LCG
 from ..randomized.sampling import path_sampling_variance
+from ..tracing import trace
 from .checking import (
     CheckFailed,
+    as_float,
     build_graph,
     call_student,
     compare_jacobian,
@@ -29,7 +32,8 @@ from .exercise import exercise
 from .lab02_lcg import on_graph, random_graphs
 from .lab04_elimination import EdgeTable, edge_dict
 
-__all__ = ["MISTAKES", "Z_LIMIT", "check_sample_Q", "check_variance_k1", "planted_variances"]
+__all__ = ["MISTAKES", "Z_LIMIT", "check_sample_Q", "check_two_level_variance",
+           "check_variance_k1", "fan_graph", "planted_variances", "two_level_slips"]
 
 #: an entry of the mean may differ from the exact Jacobian by this many standard errors
 Z_LIMIT = 5.0
@@ -344,6 +348,132 @@ figure1(): used the reference -- your function called minirad's path_sampling_va
         raise
 
 
+# ----------------------------------------------- two levels on a graph of arrays
+_FAN_CASES = [  # (name, d, n, k, m, seed of a and b, equal contributions)
+    ("d=3 arrays of n=4, k=1, m=1", 3, 4, 1, 1, 0, False),
+    ("d=3 arrays of n=4, k=2, m=1", 3, 4, 2, 1, 0, False),
+    ("d=2 arrays of n=5, k=3, m=2", 2, 5, 3, 2, 1, False),
+    ("d=4 arrays of n=3, k=2, m=3", 4, 3, 2, 3, 2, False),
+    ("d=3 arrays of n=4, k=1, m=2, equal b_j . a_j", 3, 4, 1, 2, 3, True),
+]
+
+
+def _fan_arrays(d: int, n: int, seed: int, equal: bool) -> tuple[list, list]:
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=(d, n)), rng.normal(size=(d, n))
+    if equal:  # every array carries the same b_j . a_j: the path level adds no noise
+        b *= 1.0 / (a * b).sum(axis=1, keepdims=True)
+    return a.round(6).tolist(), b.round(6).tolist()
+
+
+def _fan_cases(rng) -> list[dict]:
+    """Each case: the rows a_j = dA_j/dtheta and b_j = dy/dA_j, and k and m."""
+    if rng is None:
+        chosen = _FAN_CASES
+    else:
+        chosen = []
+        for i in range(5):
+            d, n = int(rng.integers(2, 6)), int(rng.integers(2, 7))
+            k, m = int(rng.integers(1, 5)), int(rng.integers(1, n + 1))
+            chosen.append((f"d={d} arrays of n={n}, k={k}, m={m}", d, n, k, m,
+                           int(rng.integers(2 ** 31)), i == 4))
+    cases = []
+    for name, d, n, k, m, seed, equal in chosen:
+        a, b = _fan_arrays(d, n, seed, equal)
+        cases.append({"name": name, "a": a, "b": b, "k": k, "m": m})
+    return cases
+
+
+def fan_graph(a, b) -> LCG:
+    """The graph of arrays of Exercise 5.3: a number ``theta`` feeds ``d`` arrays
+    ``A_j = a_j * theta`` of ``n`` entries each, and ``y = sum_j b_j . A_j``.
+
+    >>> g = fan_graph([[1.0, 2.0], [3.0, 4.0]], [[1.0, 0.0], [0.0, 1.0]])
+    >>> [g.shape(v) for v in g.successors(g.inputs[0])]
+    [(2,), (2,)]
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+    def program(theta):
+        total = b[0] @ (a[0] * theta)
+        for j in range(1, len(a)):
+            total = total + b[j] @ (a[j] * theta)
+        return total
+
+    return trace(program, np.array(1.0))
+
+
+def _probe_fan(fns, case, where):
+    return call_student(fns[0], where, np.array(case["a"]), np.array(case["b"]), case["k"],
+                        case["m"], seconds=30)
+
+
+def two_level_slips(a, b, k: int, m: int) -> dict[str, float]:
+    """The variance that common slips in Exercise 5.3 compute, each with its hint."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d, n = a.shape
+    x = (a * b).sum(axis=1)
+    paths = (d * (x ** 2).sum() - x.sum() ** 2) / k
+    entries = ((n * (a * b) ** 2).sum(axis=1) - x ** 2) / m
+    drawn = 1 - 1 / k + d / k  # E[c_j^2]
+    return {
+        "the two levels' variances added, each as if the other were exact: an array's "
+        "entry-level noise is scaled by its weight c_j, so it enters as E[c_j^2] s_j, "
+        "with E[c_j^2] = 1 - 1/k + d/k":
+            paths + entries.sum(),
+        "E[c_j^2] = d/k: with k >= 2 draws, c_j = (d/k) N_j with N_j binomial(k, 1/d), "
+        "so E[c_j^2] = (d/k)^2 (k/d (1 - 1/d) + k^2/d^2) = 1 - 1/k + d/k":
+            paths + d / k * entries.sum(),
+        "the entry level without its factor n: P = (n/m) sum e_i e_i^T, so one draw "
+        "gives n b_ji a_ji and its second moment is n sum_i (b_ji a_ji)^2":
+            paths + drawn * (((a * b) ** 2).sum(axis=1) - x ** 2).sum() / m,
+    }
+
+
+@exercise("5.3", "two-level sampling on a graph of arrays", takes=("two_level_variance",),
+          points=3, minutes=25, seconds=60,
+          reference=("minirad.randomized.sampling:path_sampling_variance",
+                     "minirad.randomized.moments", "minirad.randomized.experiments"),
+          topic="variance of two-level sampling", cases=_fan_cases, probe=_probe_fan,
+          passed="the exact two-level variance agrees with minirad on {n} graphs of arrays")
+def check_two_level_variance(case, answer, where) -> None:
+    """Exercise 5.3: ``fn(a, b, k, m)`` is the exact variance of two-level sampling.
+
+    The graph (:func:`fan_graph`): ``theta`` feeds ``d`` arrays ``A_j = a_j
+    theta`` of ``n`` entries, and ``y = sum_j b_j . A_j``; ``a`` and ``b`` are
+    ``(d, n)`` arrays.  Two-level sampling (the paper's Sec. 3.2) draws ``k``
+    of the ``d`` edges out of ``theta`` (weight ``d/k`` per draw) and, inside
+    each array, ``m`` of its ``n`` entries (the matrix ``P = (n/m) sum e_i
+    e_i^T``).  The answer, one number, is compared with minirad's exact
+    variance of that estimator on the traced graph
+    (:func:`~minirad.randomized.sampling.path_sampling_variance` with
+    ``entries=m``), with hints for the levels added as if independent,
+    ``E[c^2] = d/k``, and the entry level without its factor ``n``.
+
+    >>> def two_level_variance(a, b, k, m):
+    ...     d, n = a.shape
+    ...     x = (a * b).sum(axis=1)
+    ...     s = ((n * (a * b) ** 2).sum(axis=1) - x ** 2) / m
+    ...     return (d * (x ** 2).sum() - x.sum() ** 2) / k + (1 - 1 / k + d / k) * s.sum()
+    >>> check_two_level_variance(two_level_variance)
+    Exercise 5.3 passed: the exact two-level variance agrees with minirad on 5 graphs of arrays
+    """
+    g = fan_graph(case["a"], case["b"])
+    expected = float(path_sampling_variance(g, case["k"], entries=case["m"])[0, 0])
+    mine = as_float(answer, where, "; return the variance, one number")
+    scale = max(1.0, abs(expected))
+    if abs(mine - expected) <= 1e-9 * scale:
+        return
+    message = (f"{where}: your variance is {_num(mine)}, but minirad's exact variance of the "
+               f"two-level estimate is {_num(expected)}")
+    for slip, wrong in two_level_slips(case["a"], case["b"], case["k"], case["m"]).items():
+        if abs(wrong - expected) > 1e-9 * scale and abs(mine - wrong) <= 1e-9 * scale:
+            raise CheckFailed(f"{message} -- {slip}")
+    if mine < 0:
+        message += " -- a variance is never negative"
+    raise CheckFailed(message)
+
+
 # ------------------------------------------------------- planted mistakes
 def _sampler(draw=lambda rng, d, k: rng.integers(d, size=k), scale=True, add=True):
     def sample_Q(g, k, rng):
@@ -371,6 +501,10 @@ def _variance_slip(i: int):
     return one(lambda g: list(planted_variances(g).values())[i])
 
 
+def _two_level_slip(i: int):
+    return one(lambda a, b, k, m: list(two_level_slips(a, b, k, m).values())[i])
+
+
 #: exercise number -> [(the mistake, a function returning the wrong definitions)]
 MISTAKES = {
     "5.1": [
@@ -384,5 +518,10 @@ MISTAKES = {
         (slip, _variance_slip(i))
         for i, slip in enumerate(("partials not squared", "the factor d left out",
                                   "the second moment, J^2 not subtracted"))
+    ],
+    "5.3": [
+        (slip, _two_level_slip(i))
+        for i, slip in enumerate(("the levels added as if independent", "E[c^2] = d/k",
+                                  "the entry level without its factor n"))
     ],
 }

@@ -1,10 +1,11 @@
-"""Lab 8's exercises: memory of reverse mode, checkpointing, RAD at equal memory.
+"""Lab 8's exercises: memory of reverse mode, checkpointing, RAD at equal memory, eq. 8.
 
 The oracles are minirad's own
 accounting and schedules: :mod:`minirad.studies.nn.memory` (Table 1's rules),
 :mod:`minirad.checkpoint.schedules` (the store-all reverse sweep, the closed forms of
 the uniform schedule) and the ledger of that module run on the PDE's sampled
-chain (:func:`minirad.studies.pde.rad_gradient`).  The checkpointing check does
+chain (:func:`minirad.studies.pde.rad_gradient`); for the eq. 8 estimator (8.5), that
+sampled chain itself, given the same draws as the student's function.  The checkpointing check does
 not trust what the student says it did: it hands over a chain whose ``step``
 and ``vjp`` count their calls, verify which state they receive, and count (by
 weak references) how many of the states they produced are still alive.
@@ -29,18 +30,35 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
-from ..checkpoint.schedules import Chain, reverse_chain, uniform_forward_steps, uniform_peak_stored
+from ..checkpoint.schedules import (
+    Chain,
+    StoreAll,
+    reverse_chain,
+    uniform_forward_steps,
+    uniform_peak_stored,
+)
 from ..studies.nn.memory import mlp, total_bytes
-from ..studies.pde import Reactor, index_dtype, initial_theta, rad_gradient
+from ..studies.pde import (
+    Reactor,
+    chain,
+    index_dtype,
+    initial_state,
+    initial_theta,
+    rad_gradient,
+    source_profile,
+    step,
+    target,
+)
 from .checking import CheckFailed, as_numbers, call_student, one, type_name
 from .exercise import exercise
 
 __all__ = [
-    "MISTAKES", "check_checkpointed_gradient", "check_rad_budget", "check_table1_bytes",
-    "check_uniform_cost", "table1_variant",
+    "MISTAKES", "check_checkpointed_gradient", "check_eq8_gradient", "check_rad_budget",
+    "check_table1_bytes", "check_uniform_cost", "eq8_reference", "table1_variant",
 ]
 
 
@@ -681,6 +699,162 @@ def _budget_slips(p: Reactor, budget: int) -> list[tuple[int, str]]:
     ]
 
 
+# --------------------------------------------------------- 8.5: the eq. 8 estimator
+_EQ8_CASES = [  # (cells, n_steps, dt, k, seed of theta and draws)
+    (4, 6, 1 / 32, 3, 0),
+    (5, 8, 1 / 64, 2, 1),
+    (4, 5, 1 / 32, 9, 2),     # k = d: repeated draws are certain to occur
+    (6, 4, 1 / 64, 1, 3),
+]
+
+
+def _eq8_case(cells: int, n_steps: int, dt: float, k: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    theta = initial_theta(rng) + rng.normal(scale=[2.0] + [1.0] * 6)  # a strong, varied source
+    d = (cells - 1) ** 2
+    indices = rng.integers(0, d, size=(n_steps + 1, k))
+    return {"name": f"Reactor(cells={cells}, n_steps={n_steps}, dt=1/{round(1 / dt)}), k={k}",
+            "cells": cells, "n_steps": n_steps, "dt": dt, "theta": theta.round(6).tolist(),
+            "indices": indices.tolist()}
+
+
+def _eq8_cases(rng) -> list[dict]:
+    """Each case: a small reactor, theta, and the draws of every step (N + 1 rows of k flat
+    interior indices); the published ones include k = d, where draws repeat."""
+    if rng is None:
+        return [_eq8_case(*c) for c in _EQ8_CASES]
+    cases = []
+    for i in range(4):
+        cells = int(rng.integers(4, 8))
+        d = (cells - 1) ** 2
+        k = d if i == 2 else int(rng.integers(1, d))
+        cases.append(_eq8_case(cells, int(rng.integers(3, 10)), 1 / (2 * cells ** 2), k,
+                               int(rng.integers(2 ** 31))))
+    return cases
+
+
+def _eq8_inputs(case) -> tuple[Reactor, np.ndarray, np.ndarray]:
+    p = Reactor(cells=case["cells"], n_steps=case["n_steps"], dt=case["dt"])
+    return p, np.array(case["theta"]), np.array(case["indices"], dtype=np.int64)
+
+
+def _probe_eq8(fns, case, where):
+    return call_student(fns[0], where, *_eq8_inputs(case), seconds=30)
+
+
+def eq8_reference(p: Reactor, theta, indices) -> np.ndarray:
+    """minirad's eq. 8 estimate with the draws ``indices`` (N+1, k), weight d/k: the sampled
+    chain of :func:`minirad.studies.pde.chain` reversed by the store-all schedule."""
+    indices = np.asarray(indices)
+    samples = (indices, p.size / indices.shape[1])
+    return reverse_chain(chain(p, theta, samples), initial_state(p), p.n_steps,
+                         StoreAll()).param_bar
+
+
+def _eq8(weight=True, add=True, exact_seed=False, late=False):
+    """The eq. 8 estimate as a student writes it, or with one of the planted slips."""
+    def scatter(out, idx, values):
+        if add:
+            np.add.at(out, idx, values)
+        else:
+            out[idx] += values  # a repeated index keeps one of its values
+
+    def eq8_gradient(p, theta, indices):
+        d, k, n_steps = p.size, indices.shape[1], p.n_steps
+        w, scale = (d / k if weight else 1.0), 2.0 / (n_steps * d)
+        phi, kept, states = initial_state(p), [], []
+        for n in range(n_steps + 1):
+            kept.append(phi.ravel()[indices[n]])
+            states.append(phi.ravel())
+            if n < n_steps:
+                phi = step(p, theta, n, phi)
+        lam, grad = np.zeros(d), np.zeros(7)
+
+        def source_term(n):
+            u = np.zeros(d)
+            scatter(u, indices[n], w * p.dt * kept[n] * lam[indices[n]])
+            return source_profile(p, np.eye(7), n * p.dt) @ u.reshape(p.side, p.side).sum(1)
+
+        for n in range(n_steps, -1, -1):
+            if n < n_steps:
+                grad += 0.0 if late else source_term(n)
+                lam = step(p, theta, n, lam.reshape(p.side, p.side)).ravel()
+                grad += source_term(n) if late else 0.0
+            if n > 0:
+                residual = states[n] - target(p, n * p.dt).ravel()
+                if exact_seed:
+                    lam += scale * residual
+                else:
+                    scatter(lam, indices[n], w * scale * residual[indices[n]])
+        return grad
+    return eq8_gradient
+
+
+def _eq8_slips() -> list[tuple[str, Callable, str]]:
+    return [
+        ("the weight d/k left out", _eq8(weight=False),
+         "each kept entry stands for d/k entries of phi_n: without the weight d/k the "
+         "estimate is k/d times too small on average"),
+        ("a repeated draw overwritten", _eq8(add=False),
+         "an entry drawn twice counts twice: add each draw's term with np.add.at (an "
+         "assignment or += through an index array keeps only one of the repeats)"),
+        ("the loss's seed kept exact", _eq8(exact_seed=True),
+         "eq. 8 samples dL/dphi_n too (its S_P[dL/dphi_t]): the seed 2 (phi_n - target_n) "
+         "/ (N d) is kept only at the drawn entries, weighted d/k -- keeping it whole needs "
+         "all of phi_n, the memory eq. 8 saves"),
+        ("the adjoint one step late", _eq8(late=True),
+         "the source C_n acts on the step phi_n -> phi_(n+1), so its term pairs the kept "
+         "phi_n with lambda_(n+1), before the adjoint is taken back through A_n"),
+    ]
+
+
+@exercise("8.5", "the eq. 8 estimator", takes=("eq8_gradient",), points=3, minutes=30,
+          seconds=60, reference=("minirad.studies.pde:rad_gradient", "minirad.studies.pde:chain",
+                                 "minirad.studies.pde.engine", "minirad.studies.pde.graph",
+                                 "minirad.checkpoint.schedules:reverse_chain"),
+          topic="eq. 8", cases=_eq8_cases, probe=_probe_eq8,
+          passed="your eq. 8 estimate equals minirad's, draw for draw, on {n} reactors")
+def check_eq8_gradient(case, answer, where) -> None:
+    """Exercise 8.5: ``fn(p, theta, indices)`` is the eq. 8 estimate of dL/dtheta.
+
+    ``p`` is a small :class:`~minirad.studies.pde.Reactor`, ``theta`` its 7
+    coefficients, ``indices`` an int array (N+1, k): the flat interior entries
+    of ``phi_0 .. phi_N`` the estimator keeps.  The answer, 7 numbers, must
+    equal :func:`eq8_reference` (minirad's sampled chain with those draws) to
+    1e-9 of its largest entry; no randomness, so no statistics.  Hints for
+    the weight d/k left out, repeated draws overwritten, the loss's seed kept
+    exact, and the adjoint paired one step late.
+
+    >>> check_eq8_gradient(_eq8())
+    Exercise 8.5 passed: your eq. 8 estimate equals minirad's, draw for draw, on 4 reactors
+    >>> check_eq8_gradient(_eq8(weight=False))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    minirad.labs.checking.CheckFailed: Exercise 8.5 (eq. 8), on Reactor(cells=4, ...), k=3: \
+your entry [0] is ... -- each kept entry stands for d/k entries of phi_n: ...
+    """
+    p, theta, indices = _eq8_inputs(case)
+    expected = eq8_reference(p, theta, indices)
+    mine = as_numbers(answer, where, "; return dL/dtheta, 7 numbers")
+    if mine.shape != (7,):
+        raise CheckFailed(f"{where}: your function returned shape {mine.shape}; dL/dtheta "
+                          f"has 7 entries, shape (7,)")
+    scale = float(np.abs(expected).max())
+    error = np.abs(mine - expected)
+    error[np.isnan(error)] = np.inf
+    if np.all(error <= 1e-9 * scale):
+        return
+    i = int(np.argmax(error))
+    message = (f"{where}: your entry [{i}] is {mine[i]:.10g}, minirad's eq. 8 estimate with "
+               f"the same draws is {expected[i]:.10g}")
+    for _, slip, hint in _eq8_slips():
+        wrong = slip(p, theta, indices)
+        if np.abs(wrong - expected).max() > 1e-9 * scale and \
+                np.abs(mine - wrong).max() <= 1e-9 * scale:
+            raise CheckFailed(f"{message} -- {hint}")
+    raise CheckFailed(message)
+
+
 # ------------------------------------------------------- planted mistakes
 def _checkpoints(every_state=False, from_start=False):
     def checkpointed_gradient(step, vjp, seed, x0, n, every):
@@ -753,4 +927,5 @@ MISTAKES = {
         ("N + 1 states", one(_budget(states=lambda p: p.n_steps + 1))),
         ("rounded up", one(_budget(rounding=math.ceil))),
     ],
+    "8.5": [(slip, one(fn)) for slip, fn, _ in _eq8_slips()],
 }

@@ -41,8 +41,9 @@ def test_checks_accept_the_lab_solutions(lab8, capsys):
     labs.check_checkpointed_gradient(lab8["checkpointed_gradient"])
     labs.check_uniform_cost(lab8["uniform_cost"])
     labs.check_rad_budget(lab8["rad_samples_for_budget"])
-    out = capsys.readouterr().out.splitlines()[-4:]
-    for line, number in zip(out, ("8.1", "8.2", "8.3", "8.4")):
+    labs.check_eq8_gradient(lab8["eq8_gradient"])
+    out = capsys.readouterr().out.splitlines()[-5:]
+    for line, number in zip(out, ("8.1", "8.2", "8.3", "8.4", "8.5"), strict=True):
         assert re.match(rf"Exercise {number} passed: ", line), line
 
 
@@ -326,3 +327,93 @@ def test_hidden_table1_cases_do_not_hinge_on_a_rounding_error_of_f_times_d():
             for sizes, fraction, batch in case["questions"]:
                 assert plain_ceil(tuple(sizes), fraction, batch) == total_bytes(
                     mlp(tuple(sizes)), fraction, batch), (seed, sizes, fraction, batch)
+
+
+# ------------------------------------------------------------ 8.5: eq. 8
+def test_eq8_reference_keeping_every_entry_once_is_the_exact_gradient():
+    """Independent oracle: with k = d and every entry drawn exactly once, eq. 8 keeps
+    all of each state with weight 1, so it is the plain adjoint's gradient."""
+    from minirad.labs.lab08_memory import eq8_reference
+    from minirad.studies.pde import Reactor, exact_gradient, initial_theta
+
+    p = Reactor(cells=5, n_steps=7, dt=1 / 64)
+    theta = initial_theta(rng=3) + np.arange(7) * 0.5
+    everything = np.tile(np.arange(p.size)[::-1], (p.n_steps + 1, 1))
+    exact = exact_gradient(p, theta)[1]
+    assert np.allclose(eq8_reference(p, theta, everything), exact, rtol=1e-12, atol=0)
+
+
+def test_eq8_reference_is_unbiased_over_every_draw():
+    """The mean over all d^(N+1) equally likely draws of one entry per state (k = 1) is
+    the exact gradient: eq. 8 is unbiased, exactly, not only in a Monte Carlo test."""
+    import itertools
+
+    from minirad.labs.lab08_memory import eq8_reference
+    from minirad.studies.pde import Reactor, exact_gradient, initial_theta
+
+    p = Reactor(cells=3, n_steps=2, dt=1 / 16)       # d = 4 entries, 3 states: 64 draws
+    theta = initial_theta(rng=0) + 1.0
+    total = sum(eq8_reference(p, theta, np.array(draw).reshape(-1, 1))
+                for draw in itertools.product(range(p.size), repeat=p.n_steps + 1))
+    assert np.allclose(total / p.size ** (p.n_steps + 1), exact_gradient(p, theta)[1],
+                       rtol=1e-12, atol=0)
+
+
+def _eq8_written_by_a_student(weighted=True, scatter_add=True):
+    """Eq. 8 written as a student would, from the lab's text (not the check's slips):
+    state and adjoint as (side, side) grids, the draws as (row, column) pairs."""
+    from minirad.studies.pde import initial_state, source_profile, step, target
+
+    def eq8_gradient(p, theta, indices):
+        k = indices.shape[1]
+        w = p.size / k if weighted else 1.0
+        rows, cols = np.divmod(indices, p.side)
+        phi, kept = initial_state(p), []
+        for n in range(p.n_steps + 1):
+            kept.append(phi[rows[n], cols[n]].copy())
+            if n < p.n_steps:
+                phi = step(p, theta, n, phi)
+        lam, grad = np.zeros((p.side, p.side)), np.zeros(7)
+        for n in reversed(range(p.n_steps + 1)):
+            if n < p.n_steps:
+                u = np.zeros((p.side, p.side))
+                terms = w * p.dt * kept[n] * lam[rows[n], cols[n]]
+                if scatter_add:
+                    np.add.at(u, (rows[n], cols[n]), terms)
+                else:
+                    u[rows[n], cols[n]] += terms   # a repeated draw is written once
+                grad += source_profile(p, np.eye(7), n * p.dt) @ u.sum(axis=1)
+                lam = step(p, theta, n, lam)
+            if n:
+                seed = w * 2 * (kept[n] - target(p, n * p.dt)[rows[n], cols[n]]) / (
+                    p.n_steps * p.size)
+                if scatter_add:
+                    np.add.at(lam, (rows[n], cols[n]), seed)
+                else:
+                    lam[rows[n], cols[n]] += seed
+        return grad
+    return eq8_gradient
+
+
+def test_eq8_check_accepts_a_student_s_grid_version_and_refuses_minirad(capsys):
+    from minirad.labs.lab08_memory import eq8_reference
+    from minirad.studies.pde import rad_gradient
+
+    labs.check_eq8_gradient(_eq8_written_by_a_student())
+    assert "Exercise 8.5 passed" in capsys.readouterr().out
+    expect_failure(labs.check_eq8_gradient, eq8_reference, "Exercise 8.5",
+                   "used the reference", "chain")
+    expect_failure(labs.check_eq8_gradient,
+                   lambda p, theta, idx: rad_gradient(p, theta, 0.5, rng=0).gradient,
+                   "used the reference", "rad_gradient")
+
+
+def test_eq8_check_names_the_student_s_slips():
+    expect_failure(labs.check_eq8_gradient, _eq8_written_by_a_student(weighted=False),
+                   "Exercise 8.5 (eq. 8), on Reactor(cells=4, n_steps=6", "weight d/k")
+    expect_failure(labs.check_eq8_gradient, _eq8_written_by_a_student(scatter_add=False),
+                   "drawn twice counts twice", "np.add.at")
+    expect_failure(labs.check_eq8_gradient, lambda p, theta, idx: np.zeros(6),
+                   "shape (6,)", "7 entries")
+    expect_failure(labs.check_eq8_gradient, lambda p, theta, idx: "gradient",
+                   "returned str")

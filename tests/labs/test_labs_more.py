@@ -25,6 +25,7 @@ REFERENCES = [
     ("lab4_elimination", "eliminate_one", labs.check_eliminate_vertex, "4.1"),
     ("lab4_elimination", "markowitz_order", labs.check_markowitz_order, "4.2"),
     ("lab5_randomized", "sample_Q", labs.check_sample_Q, "5.1"),
+    ("lab5_randomized", "two_level_variance", labs.check_two_level_variance, "5.3"),
     ("lab6_optimisation", "descend", labs.check_descent_step, "6.1"),
     ("lab6_optimisation", "sgd", labs.check_sgd, "6.2"),
 ]
@@ -52,7 +53,8 @@ def test_checks_are_exported_from_labs():
 
 
 @pytest.mark.parametrize("check", [labs.check_eliminate_vertex, labs.check_markowitz_order,
-                                   labs.check_sample_Q, labs.check_descent_step,
+                                   labs.check_sample_Q, labs.check_two_level_variance,
+                                   labs.check_descent_step,
                                    labs.check_sgd])
 def test_checks_let_unsolved_stubs_through(check):
     def stub(*args):
@@ -367,3 +369,81 @@ def test_sgd_check_rejects_planted_bugs():
                    "line_fit_loss from (2, -1), k=3")
     expect_failure(labs.check_sgd, lambda f, start, rate, steps, k, rng: "done",
                    "returned str", "return an array of the iterates")
+
+
+# ------------------------------------------------ 5.3: two levels on a fan of arrays
+def _enumerated_variance(a, b, k, m) -> float:
+    """Independent oracle: the variance of the two-level estimate by walking every
+    equally likely outcome (k ordered draws among the d arrays, then m ordered draws
+    among the n entries of each array); tiny fans only."""
+    import itertools
+
+    d, n = a.shape
+    per_array = []   # each array's entry-level estimates b_j^T P_j a_j, equally likely
+    for j in range(d):
+        per_array.append([n / m * sum(b[j, i] * a[j, i] for i in entries)
+                          for entries in itertools.product(range(n), repeat=m)])
+    mean = second = 0.0
+    outcomes = 0
+    for branches in itertools.product(range(d), repeat=k):
+        counts = np.bincount(branches, minlength=d)
+        for inside in itertools.product(*per_array):
+            estimate = sum(d / k * counts[j] * inside[j] for j in range(d))
+            mean, second, outcomes = mean + estimate, second + estimate ** 2, outcomes + 1
+    return second / outcomes - (mean / outcomes) ** 2
+
+
+@pytest.mark.parametrize("d, n, k, m", [(2, 3, 1, 1), (2, 2, 2, 2), (3, 2, 2, 1), (2, 3, 3, 2)])
+def test_fan_graph_two_level_variance_is_the_enumerated_one(d, n, k, m):
+    from minirad.randomized.sampling import path_sampling_variance
+
+    rng = np.random.default_rng(d * 100 + n * 10 + k + m)
+    a, b = rng.normal(size=(d, n)), rng.normal(size=(d, n))
+    exact = float(path_sampling_variance(labs.fan_graph(a, b), k, entries=m)[0, 0])
+    assert exact == pytest.approx(_enumerated_variance(a, b, k, m), rel=1e-10)
+
+
+def _two_level_by_moments(a, b, k, m):
+    """5.3 as a student might write it: the second moment of each level by hand."""
+    d, n = a.shape
+    total = 0.0
+    means = [float(b[j] @ a[j]) for j in range(d)]
+    second = [n / m * float(((b[j] * a[j]) ** 2).sum()) + (1 - 1 / m) * means[j] ** 2
+              for j in range(d)]
+    c_square, c_cross = 1 - 1 / k + d / k, 1 - 1 / k      # E[c_j^2], E[c_i c_j]
+    for i in range(d):
+        for j in range(d):
+            total += c_square * second[i] if i == j else c_cross * means[i] * means[j]
+    return total - sum(means) ** 2
+
+
+def test_two_level_check_accepts_an_independent_answer_and_refuses_minirad(capsys):
+    from minirad.randomized.sampling import path_sampling_variance
+
+    labs.check_two_level_variance(_two_level_by_moments)
+    assert "Exercise 5.3 passed" in capsys.readouterr().out
+    expect_failure(
+        labs.check_two_level_variance,
+        lambda a, b, k, m: path_sampling_variance(labs.fan_graph(a, b), k, entries=m)[0, 0],
+        "Exercise 5.3", "used the reference", "path_sampling_variance")
+
+
+def test_two_level_check_names_the_slips():
+    def independent_levels(a, b, k, m):   # each level's variance as if the other were exact
+        d, n = a.shape
+        x = (a * b).sum(axis=1)
+        entries = (n * ((a * b) ** 2).sum(axis=1) - x ** 2) / m
+        return (d * (x ** 2).sum() - x.sum() ** 2) / k + entries.sum()
+
+    def d_over_k(a, b, k, m):
+        d, n = a.shape
+        x = (a * b).sum(axis=1)
+        entries = (n * ((a * b) ** 2).sum(axis=1) - x ** 2) / m
+        return (d * (x ** 2).sum() - x.sum() ** 2) / k + d / k * entries.sum()
+
+    expect_failure(labs.check_two_level_variance, independent_levels, "k=1, m=1",
+                   "E[c_j^2] s_j")
+    expect_failure(labs.check_two_level_variance, d_over_k, "k=2, m=1",
+                   "E[c_j^2] = d/k: with k >= 2 draws")
+    expect_failure(labs.check_two_level_variance, lambda a, b, k, m: [1.0, 2.0],
+                   "returned list", "one number")
