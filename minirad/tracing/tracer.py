@@ -467,8 +467,6 @@ def record(rule, *args, **params):
     return tape.append(out, active, rule, tuple(operands), params or NO_PARAMS)
 
 
-
-
 def _constants(tape, rule, operands, values) -> None:
     """Convert the constants among ``operands`` as the tape keeps them (in place).  An
     array used again unchanged is the same copy, so what edges keep counts it once."""
