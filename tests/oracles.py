@@ -5,6 +5,7 @@ the programs that tests in several folders trace."""
 
 import itertools
 import math
+import os
 import struct
 from fractions import Fraction
 from pathlib import Path
@@ -534,3 +535,16 @@ def fake_zip64(path, members: int):
                                       0xFFFFFFFF, 0)
     path.write_bytes(b"PK\x03\x04" + record + locator + end)
     return path
+
+
+def not_a_regular_file(path, target: str) -> None:
+    """Put at ``path`` what a loader must refuse unopened: a ``"fifo"``, a ``"folder"``, or
+    a link to the device ``target`` (``/dev/zero``; skipped where it does not exist)."""
+    if target.startswith("/dev/") and not os.path.exists(target):
+        pytest.skip(f"{target} does not exist here")
+    if target == "fifo":
+        os.mkfifo(path)
+    elif target == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(target)

@@ -4,11 +4,11 @@ generator's distance that the checks rely on are tested against their derivation
 
 import hashlib
 import json
-import os
 import threading
 
 import numpy as np
 import pytest
+from oracles import not_a_regular_file
 
 from minirad.cli import main
 from minirad.studies.pde import adam
@@ -311,15 +311,8 @@ def test_a_state_that_is_no_regular_file_is_refused_unopened(tmp_path, target, c
     """A pipe at the state's path blocked --resume for ever (open waits for a writer); a
     link to a device or a folder is no state either. Each is refused from its file type,
     in one line; a thread that would hang on the pipe must come back."""
-    if target.startswith("/dev/") and not os.path.exists(target):
-        pytest.skip(f"{target} does not exist here")
     path = tmp_path / pde_state.STATE_FILE
-    if target == "fifo":
-        os.mkfifo(path)
-    elif target == "folder":
-        path.mkdir()
-    else:
-        path.symlink_to(target)
+    not_a_regular_file(path, target)
     said = []
 
     def resume():
