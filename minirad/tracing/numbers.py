@@ -41,7 +41,7 @@ import operator
 
 import numpy as np
 
-from .ops import OPS, Op
+from .ops import OPS, Op, partial_at
 
 __all__ = ["FastArithmetic", "VECTOR_VERTICES", "number_edges"]
 
@@ -157,7 +157,8 @@ def _edges(tape, tape_of, values, active, vertex):
                     if slot == 0 and both.any():
                         d = np.where(both, d + _partial(rule, 1, a[at], b[at], y[at]), d)
                 else:    # step by step, on Python's floats, as number_label does
-                    d = [_number_partial(rule, (0, 1) if two else (slot,), operands, out)
+                    d = [partial_at(rule, (0, 1) if two else (slot,),
+                                    operands[:rule.arity], out)
                          for two, *operands, out in zip(both.tolist(), a[at].tolist(),
                                                         b[at].tolist(), y[at].tolist())]
             except (ArithmeticError, TypeError, ValueError):   # the loop names the edge
@@ -186,15 +187,6 @@ def _column(operands, values, active):
     position = np.where(is_position, number, -1).astype(np.int64)
     return position, np.where(is_position, values[position], number), (
         is_position & active[position])
-
-
-def _number_partial(rule: Op, positions, operands, y) -> float:
-    """The partial of ``rule`` at ``positions`` (added) on numbers."""
-    operands = operands[:rule.arity]
-    d = float(rule.partials[positions[0]](*operands, y))
-    for i in positions[1:]:     # (not sum(), whose 0 + -0.0 would lose the sign of 0)
-        d += rule.partials[i](*operands, y)
-    return d
 
 
 def _partial(rule: Op, i: int, a, b, y) -> np.ndarray:

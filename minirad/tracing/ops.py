@@ -521,6 +521,20 @@ def evaluate(op: Op, args: tuple, wrt=None) -> tuple[float, tuple[float, ...]]:
     return out, tuple(partials)
 
 
+def partial_at(op: Op, positions, values, y) -> float:
+    """The partial of ``op`` on numbers in its operands at ``positions``, added in order:
+    an operand that stands twice (``x * x``) is one edge of the graph, whose label is
+    the sum of its partials.
+
+    >>> partial_at(OPS["mul"], (0, 1), (3.0, 3.0), 9.0)
+    6.0
+    """
+    d = float(op.partials[positions[0]](*values, y))
+    for i in positions[1:]:     # (not sum(), whose 0 + -0.0 would lose the sign of 0)
+        d += op.partials[i](*values, y)
+    return d
+
+
 def _first_bad(array, args) -> str:
     """Where ``array`` is first not finite, and the operands there."""
     where = np.unravel_index(int(np.flatnonzero(~np.isfinite(array))[0]), np.shape(array))

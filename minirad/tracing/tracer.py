@@ -67,7 +67,7 @@ from ..graph.operators import (
 )
 from .naming import named_vertices
 from .numbers import NO_PARAMS, VECTOR_VERTICES, FastArithmetic, number_edges
-from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array
+from .ops import OPS, NonFiniteError, Op, evaluate, evaluate_array, partial_at
 
 COPY = OPS["copy"]
 
@@ -951,9 +951,7 @@ def number_label(tape: Tape, t: int, positions, values=None) -> float:
         values = [tape.values[o] if type(o) is int else o for o in tape.operands[t]]
     y = tape.values[t]
     try:
-        d = float(rule.partials[positions[0]](*values, y))
-        for i in positions[1:]:     # (not sum(), whose 0 + -0.0 would lose the sign of 0)
-            d += rule.partials[i](*values, y)
+        d = partial_at(rule, positions, values, y)
     except (ArithmeticError, ValueError):
         d = math.nan
     if not math.isfinite(d):
